@@ -1,0 +1,232 @@
+"""Rows in, results out: one schema for every job, and output files that resume.
+
+A row is ``{"id", "document", "history" (list of turns), "response", **extras}``. Files
+are JSONL, CSV or TSV; column names are configurable and the benchmark layouts are
+recognised (BEGIN and Q² WoW use ``knowledge`` / ``message`` / ``response``).
+
+Bad rows are never dropped silently and never crash a job: :func:`read_rows` yields them
+with an ``error`` naming the row and the field, and jobs write that error to the output
+in place of a score.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+csv.field_size_limit(sys.maxsize)
+
+FIELD_ALIASES = {
+    "document": ("document", "knowledge", "doc", "grounding", "passage"),
+    "history": ("history", "message", "context", "dialog_history"),
+    "response": ("response", "generated_response", "prediction", "hypothesis"),
+    "id": ("id", "row_id", "example_id"),
+}
+
+
+@dataclass
+class Columns:
+    """Which input column holds each field; ``None`` means "find it by its usual names"."""
+
+    document: str | None = None
+    history: str | None = None
+    response: str | None = None
+    id: str | None = None
+    required: tuple[str, ...] = ("document", "response")
+
+    def resolve(self, header: Iterable[str], source: str) -> dict[str, str | None]:
+        header = list(header)
+        mapping: dict[str, str | None] = {}
+        for name in ("document", "history", "response", "id"):
+            chosen = getattr(self, name)
+            if chosen is not None:
+                if chosen not in header:
+                    raise InputError(f"{source}: column '{chosen}' (given for {name}) not found; columns are {header}")
+                mapping[name] = chosen
+                continue
+            mapping[name] = next((alias for alias in FIELD_ALIASES[name] if alias in header), None)
+            if mapping[name] is None and name in self.required:
+                raise InputError(
+                    f"{source}: no column for '{name}'; looked for {list(FIELD_ALIASES[name])} among {header}. "
+                    f"Name it with --{name}-column."
+                )
+        return mapping
+
+
+class InputError(ValueError):
+    """The input file cannot be read as rows (as opposed to one bad row)."""
+
+
+@dataclass
+class Row:
+    id: str
+    document: str = ""
+    history: list[str] = field(default_factory=list)
+    response: str = ""
+    extras: dict = field(default_factory=dict)
+    error: str | None = None
+
+
+def _split_history(value) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, list):
+        return [str(turn) for turn in value]
+    text = str(value)
+    if text.startswith("[") and text.endswith("]"):  # a JSON list stored in a CSV cell
+        try:
+            turns = json.loads(text)
+            if isinstance(turns, list):
+                return [str(turn) for turn in turns]
+        except json.JSONDecodeError:
+            pass
+    return [text] if text else []
+
+
+def _records(path: Path) -> Iterator[tuple[int, dict | None, str | None]]:
+    """(line number, record, error) for each data line; undecodable bytes become errors."""
+    raw = path.read_bytes().decode("utf-8", errors="surrogateescape")
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json"):
+        for number, line in enumerate(raw.splitlines(), start=1):
+            if not line.strip():
+                continue
+            if _has_bad_bytes(line):
+                yield number, None, f"line {number} is not valid UTF-8"
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                yield number, None, f"line {number} is not valid JSON ({error.msg})"
+                continue
+            if not isinstance(record, dict):
+                yield number, None, f"line {number} is not a JSON object"
+                continue
+            yield number, record, None
+    elif suffix in (".csv", ".tsv"):
+        delimiter = "\t" if suffix == ".tsv" else ","
+        # BEGIN's TSVs contain bare quotes: read TSV literally, CSV with standard quoting
+        quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
+        reader = csv.DictReader(io.StringIO(raw, newline=""), delimiter=delimiter, quoting=quoting)
+        for number, record in enumerate(reader, start=1):  # data rows, header excluded
+            yield number, record, None
+    else:
+        raise InputError(f"{path}: unknown file type '{suffix}'; use .jsonl, .csv or .tsv")
+
+
+def _has_bad_bytes(text: str) -> bool:
+    return any("\udc80" <= ch <= "\udcff" for ch in text)
+
+
+def read_rows(path: str | Path, columns: Columns | None = None) -> Iterator[Row]:
+    """Yield every data row of a JSONL/CSV/TSV file; rows that cannot be used carry ``error``."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"input file not found: {path}")
+    columns = columns or Columns()
+    mapping = None
+    for number, record, error in _records(path):
+        if record is not None and mapping is None:
+            mapping = columns.resolve(record.keys(), str(path))
+            if mapping["history"] is None:
+                warnings.warn(f"{path}: no history column found, so every history is empty "
+                              f"(name one with --history-column)")
+        row_id = str(record[mapping["id"]]) if record is not None and mapping["id"] else str(number)
+        if error is not None:
+            yield Row(id=row_id, error=error)
+            continue
+        yield _row(record, mapping, row_id, columns.required)
+    if mapping is None:
+        raise InputError(f"{path} has no data rows")
+
+
+def _row(record: dict, mapping: dict, row_id: str, required: tuple[str, ...]) -> Row:
+    values = {}
+    for name in ("document", "history", "response"):
+        column = mapping[name]
+        value = record.get(column) if column else None
+        if isinstance(value, str) and _has_bad_bytes(value):
+            return Row(id=row_id, error=f"row {row_id}: field '{column}' is not valid UTF-8")
+        values[name] = value
+    history = _split_history(values["history"])
+    document = "" if values["document"] is None else str(values["document"])
+    response = "" if values["response"] is None else str(values["response"])
+    used = {column for column in mapping.values() if column}
+    extras = {key: value for key, value in record.items() if key not in used and key}
+    row = Row(id=row_id, document=document, history=history, response=response, extras=extras)
+    for name in required:
+        if name == "history":
+            continue  # an empty history is a legitimate first turn
+        if not getattr(row, name).strip():
+            row.error = f"row {row_id}: field '{mapping[name]}' ({name}) is empty"
+            break
+    return row
+
+
+class ResultWriter:
+    """Append one JSON object per row to a JSONL file, keyed by row id, so a rerun resumes.
+
+    Opening an existing file reads the ids already written (a half-written last line from
+    a crash is cut off) and :meth:`done` tells the job which rows to skip.
+    """
+
+    def __init__(self, path: str | Path, resume: bool = True):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.completed: set[str] = set()
+        if resume and self.path.exists():
+            self._recover()
+        elif self.path.exists():
+            self.path.unlink()
+        self._file = open(self.path, "a", encoding="utf-8")
+
+    def _recover(self) -> None:
+        data = self.path.read_bytes()
+        end = data.rfind(b"\n") + 1
+        if end < len(data):  # a crash mid-line: drop the partial record
+            with open(self.path, "r+b") as handle:
+                handle.truncate(end)
+        for line in data[:end].decode("utf-8").splitlines():
+            if line.strip():
+                self.completed.add(str(json.loads(line)["id"]))
+
+    def done(self, row_id: str) -> bool:
+        return str(row_id) in self.completed
+
+    def write(self, record: dict) -> None:
+        if "id" not in record:
+            raise ValueError("every result record needs an 'id'")
+        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self.completed.add(str(record["id"]))
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def read_results(path: str | Path) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def unique_ids(rows: list[Row]) -> None:
+    """Row ids key resumption, so they must be unique; raise naming the first duplicate."""
+    seen: set[str] = set()
+    for row in rows:
+        if row.id in seen:
+            raise InputError(f"row id '{row.id}' appears twice; ids must be unique (use --id-column or drop the id column)")
+        seen.add(row.id)

@@ -1,0 +1,4 @@
+"""Faithfulness-aware decoding as transformers logits processors."""
+
+from .generate import build_inputs, decode_responses, default_template, generate, pad_token_id
+from .pmi_decode import PMIDecode

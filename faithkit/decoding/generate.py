@@ -1,0 +1,150 @@
+"""Build the paired inputs PMIDecode needs, run generate, and get the responses back as text.
+
+The conditioned and history-only views come from :class:`faithkit.prompts.PromptTemplate`,
+the same views PMI-FAITH scores, so decoding and measuring agree on what "the document's
+effect" is.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+
+from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate, start_ids
+from .pmi_decode import PMIDecode
+
+# generate's sampling warpers other than temperature/top_k; PMIDecode's one-hot would make them silent no-ops
+_UNSUPPORTED_WARPERS = ("min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_h")
+
+
+def default_template(model, tokenizer) -> PromptTemplate:
+    """The tokenizer's chat template for decoder-only models that have one (instruct models), else the plain one."""
+    if not model.config.is_encoder_decoder and getattr(tokenizer, "chat_template", None):
+        return CHAT_TEMPLATE
+    return DEFAULT_TEMPLATE
+
+
+def pad_token_id(tokenizer) -> int:
+    """The tokenizer's pad token, or its end-of-sequence token when it has none (GPT-2, many base LMs)."""
+    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if candidate is not None:
+            return int(candidate)
+    raise ValueError("the tokenizer has neither a pad token nor an eos token; set tokenizer.pad_token first")
+
+
+def build_inputs(
+    model,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    template: PromptTemplate | None = None,
+    max_context_tokens: int | None = None,
+) -> dict[str, torch.Tensor]:
+    """``input_ids`` and ``attention_mask`` with 2B rows: the B conditioned views, then the B history-only views.
+
+    Decoder-only rows are left-padded so every row ends where generation starts; seq2seq rows
+    are the encoder inputs (the decoder starts identically for both halves). Over-long
+    contexts keep their end (``max_context_tokens``).
+    """
+    if len(documents) != len(histories):
+        raise ValueError(f"documents and histories must have the same length, got {len(documents)} and {len(histories)}")
+    if not len(documents):
+        raise ValueError("no contexts given: documents and histories are empty")
+    template = template or default_template(model, tokenizer)
+    views = [(document, history) for document, history in zip(documents, histories)]
+    views += [(None, history) for _, history in zip(documents, histories)]
+    if model.config.is_encoder_decoder:
+        rows = [_encoder_ids(tokenizer, template.context_text(d, h), max_context_tokens) for d, h in views]
+    else:
+        rows = [template.context(tokenizer, d, h, max_tokens=max_context_tokens).ids for d, h in views]
+    width = max(len(row) for row in rows)
+    pad = pad_token_id(tokenizer)
+    input_ids = torch.tensor([[pad] * (width - len(row)) + row for row in rows])
+    attention_mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows])
+    if model.config.is_encoder_decoder:  # encoders read left to right: pad on the right
+        input_ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
+        attention_mask = attention_mask.flip(-1)
+    return {"input_ids": input_ids.to(model.device), "attention_mask": attention_mask.to(model.device)}
+
+
+def _encoder_ids(tokenizer, text: str, max_tokens: int | None) -> list[int]:
+    ids = list(tokenizer(text)["input_ids"])
+    if max_tokens is None or len(ids) <= max_tokens:
+        return ids
+    head = len(start_ids(tokenizer))
+    return ids[:head] + ids[len(ids) - (max_tokens - head):]
+
+
+def decode_responses(model, tokenizer, outputs: torch.Tensor, inputs: dict, num_return_sequences: int = 1) -> list:
+    """The conditioned rows' generated text (prompt and special tokens removed), one per context.
+
+    With ``num_return_sequences > 1``, one list of texts per context.
+    """
+    contexts = inputs["input_ids"].shape[0] // 2
+    generated = outputs if model.config.is_encoder_decoder else outputs[:, inputs["input_ids"].shape[1]:]
+    texts = [text.strip() for text in tokenizer.batch_decode(generated[: contexts * num_return_sequences], skip_special_tokens=True)]
+    if num_return_sequences == 1:
+        return texts
+    return [texts[i * num_return_sequences:(i + 1) * num_return_sequences] for i in range(contexts)]
+
+
+def pmi_processor(model, alpha: float, top_p: float, generate_kwargs: dict) -> PMIDecode:
+    """The PMIDecode for these generate kwargs; moves temperature/top_k into it when sampling (see PMIDecode)."""
+    if not generate_kwargs.get("do_sample", False):
+        return PMIDecode(alpha=alpha, top_p=top_p)
+    if generate_kwargs.get("num_beams", 1) > 1:
+        raise ValueError(
+            "PMI-DECODE cannot keep the history-only rows synchronised under beam sampling "
+            "(do_sample=True with num_beams>1); use num_beams=1 to sample, or do_sample=False for beam search"
+        )
+    unsupported = [name for name in _UNSUPPORTED_WARPERS if generate_kwargs.get(name) is not None]
+    if unsupported:
+        raise ValueError(
+            f"PMI-DECODE sampling supports temperature and top_k; {', '.join(unsupported)} would be ignored. "
+            "Drop them (the top_p argument is PMI-DECODE's own nucleus)"
+        )
+    config = model.generation_config
+    temperature = generate_kwargs.get("temperature") or config.temperature or 1.0
+    top_k = generate_kwargs.get("top_k", config.top_k) or None
+    return PMIDecode(alpha=alpha, top_p=top_p, do_sample=True, temperature=temperature, top_k=top_k)
+
+
+@torch.no_grad()
+def generate(
+    model,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    alpha: float = 0.25,
+    top_p: float = 0.6,
+    template: PromptTemplate | None = None,
+    batch_size: int = 8,
+    max_context_tokens: int | None = None,
+    **generate_kwargs,
+) -> list:
+    """PMI-DECODE responses for (document, history) contexts: one string each, or a list with ``num_return_sequences>1``.
+
+    ``generate_kwargs`` go to ``model.generate`` (``max_new_tokens``, ``num_beams``,
+    ``do_sample``, ``temperature``, ``top_k``, extra ``logits_processor`` …). Contexts are
+    batched by length, ``batch_size`` contexts (2 × ``batch_size`` rows) at a time.
+    """
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    processor = pmi_processor(model, alpha, top_p, generate_kwargs)
+    extra = list(generate_kwargs.pop("logits_processor", None) or [])
+    num_return_sequences = generate_kwargs.get("num_return_sequences", 1)
+    template = template or default_template(model, tokenizer)
+    order = sorted(range(len(documents)), key=lambda i: -len(str(documents[i])) - len(str(histories[i])))
+    results: list = [None] * len(documents)
+    for start in range(0, len(order), batch_size):
+        chunk = order[start:start + batch_size]
+        inputs = build_inputs(
+            model, tokenizer, [documents[i] for i in chunk], [histories[i] for i in chunk], template, max_context_tokens
+        )
+        outputs = model.generate(
+            **inputs, logits_processor=extra + [processor], pad_token_id=pad_token_id(tokenizer), **generate_kwargs
+        )
+        for i, response in zip(chunk, decode_responses(model, tokenizer, outputs, inputs, num_return_sequences)):
+            results[i] = response
+    return results

@@ -1,0 +1,143 @@
+"""PMI-DECODE (Nandwani et al., EMNLP 2023, arXiv 2305.12191, §4.2) as a transformers logits processor.
+
+At each step the next token is ranked by::
+
+    score(y) = alpha * [log P(y | d, h, y<t) - log P(y | h, y<t)] + (1 - alpha) * log P(y | d, h, y<t)
+
+over the top-p set of ``P(y | d, h, y<t)`` only. Both distributions come from one batched
+forward pass: the batch holds the conditioned views in its first half and the history-only
+views of the same contexts in its second half, and the processor keeps the halves on the
+same tokens.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import LogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+
+
+class PMIDecode(LogitsProcessor):
+    r"""Rank next tokens by conditional PMI with the document, inside the top-p set of the conditioned model.
+
+    The batch given to ``generate`` has **2B rows**: rows ``[0, B)`` are the conditioned views
+    (document + history) and rows ``[B, 2B)`` the history-only views of the same contexts, in
+    the same order (:func:`faithkit.decoding.build_inputs` makes them). One forward pass per
+    step serves both halves. The processor returns the combined scores for the conditioned
+    rows **copied onto the history-only rows**, so greedy and beam search pick the same
+    tokens in both halves; only the first half of the output is the answer (beams and
+    ``num_return_sequences`` keep that order: generate expands every row in place).
+
+    Tokens that earlier processors set to ``-inf`` are handled without NaN: a token forbidden
+    in either half is not chosen (both halves must take it), unless the history-only half
+    forbids every token of the top-p set, in which case the set is ranked by the conditioned
+    log-probabilities alone.
+
+    Sampling: ``generate(do_sample=True)`` draws every row independently, which would let the
+    history-only rows drift away from their conditioned rows. So for sampling, construct the
+    processor with ``do_sample=True`` (and the ``temperature`` / ``top_k`` to apply to the
+    combined scores): it draws one token per conditioned row itself, from torch's global RNG
+    (``torch.manual_seed`` makes runs reproducible), and returns that token as a one-hot
+    (``0`` at the token, ``-inf`` elsewhere) for both halves. Whatever generate does after it
+    (its own temperature, top-k, top-p warpers, argmax or multinomial) keeps a one-hot
+    unchanged, so generate's own ``temperature``/``top_k``/``top_p`` have no effect; put
+    PMIDecode last in ``logits_processor``. Beam sampling (``do_sample=True`` with
+    ``num_beams>1``) cannot be kept synchronised and is not supported. Every call checks that
+    the halves ended on the same token and raises if they did not.
+
+    Args:
+        alpha (`float`, defaults to 0.25): weight of the PMI term, in [0, 1]. ``alpha=0`` with
+            ``top_p=1`` is plain decoding; ``alpha=1`` ranks by PMI alone within the top-p set.
+        top_p (`float`, defaults to 0.6): nucleus of the conditioned distribution the token is
+            chosen from, in (0, 1]; same definition as transformers' ``TopPLogitsWarper``.
+        do_sample (`bool`, defaults to False): draw the token inside the processor (see above).
+        temperature (`float`, defaults to 1.0): divides the combined scores before sampling.
+        top_k (`int`, *optional*): sample among the k best combined scores only.
+
+    Examples:
+
+    ```python
+    >>> import torch
+    >>> from faithkit import models
+    >>> from faithkit.decoding import PMIDecode, build_inputs, decode_responses
+    >>> model, tokenizer = models.load("smollm2-135m")
+    >>> documents = ["The Eiffel Tower is 330 metres tall."]
+    >>> histories = [["How tall is the Eiffel Tower?"]]
+    >>> inputs = build_inputs(model, tokenizer, documents, histories)  # 2 rows: conditioned, history-only
+    >>> outputs = model.generate(**inputs, max_new_tokens=20, logits_processor=[PMIDecode(alpha=0.25, top_p=0.6)])
+    >>> responses = decode_responses(model, tokenizer, outputs, inputs)  # the conditioned rows' texts
+
+    >>> torch.manual_seed(0)  # sampling: the processor draws, generate follows
+    >>> outputs = model.generate(
+    ...     **inputs, do_sample=True, max_new_tokens=20,
+    ...     logits_processor=[PMIDecode(alpha=0.25, top_p=0.6, do_sample=True, temperature=0.7, top_k=50)],
+    ... )
+    ```
+    """
+
+    def __init__(
+        self,
+        alpha: float = 0.25,
+        top_p: float = 0.6,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+    ):
+        if not 0.0 <= float(alpha) <= 1.0:
+            raise ValueError(f"PMIDecode: alpha must be in [0, 1] (0 = plain decoding, 1 = PMI only), got {alpha}")
+        if not 0.0 < float(top_p) <= 1.0:
+            raise ValueError(f"PMIDecode: top_p must be in (0, 1] (1 keeps every token), got {top_p}")
+        if not float(temperature) > 0.0:
+            raise ValueError(f"PMIDecode: temperature must be > 0, got {temperature}")
+        if top_k is not None and (not isinstance(top_k, int) or top_k < 0):
+            raise ValueError(f"PMIDecode: top_k must be a non-negative integer or None, got {top_k!r}")
+        if not do_sample and (temperature != 1.0 or top_k):
+            raise ValueError("PMIDecode: temperature and top_k apply to sampling only; pass do_sample=True as well")
+        self.alpha = float(alpha)
+        self.top_p = float(top_p)
+        self.do_sample = do_sample
+        self._nucleus = TopPLogitsWarper(self.top_p)
+        self._warpers = []
+        if temperature != 1.0:
+            self._warpers.append(TemperatureLogitsWarper(float(temperature)))
+        if top_k:
+            self._warpers.append(TopKLogitsWarper(top_k))
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        rows = scores.shape[0]
+        if rows % 2:
+            raise ValueError(
+                f"PMIDecode needs 2B rows (B conditioned views, then the B history-only views), got {rows} rows; "
+                "build the inputs with faithkit.decoding.build_inputs"
+            )
+        half = rows // 2
+        if not torch.equal(input_ids[:half, -1], input_ids[half:, -1]):
+            raise RuntimeError(
+                "PMIDecode: the history-only rows no longer end on the same token as their conditioned rows. "
+                "Either the inputs are not left-padded pairs ending alike (use faithkit.decoding.build_inputs), or "
+                "generate sampled each row independently: for sampling pass do_sample=True (and temperature/top_k) "
+                "to PMIDecode itself, e.g. PMIDecode(alpha, top_p, do_sample=True, temperature=0.7); "
+                "beam sampling (do_sample=True with num_beams>1) is not supported."
+            )
+        combined = self.combine(scores[:half], scores[half:])
+        if self.do_sample:
+            warped = combined
+            for warper in self._warpers:
+                warped = warper(input_ids[:half], warped)
+            tokens = torch.multinomial(torch.softmax(warped, dim=-1), num_samples=1)
+            combined = torch.full_like(combined, -float("inf")).scatter_(1, tokens, 0.0)
+        return torch.cat([combined, combined], dim=0)
+
+    def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
+        """PMI-DECODE scores of the conditioned rows from both halves' scores; -inf outside the allowed set."""
+        lp_c = torch.log_softmax(scores_c.float(), dim=-1)
+        lp_h = torch.log_softmax(scores_h.float(), dim=-1)
+        in_set = torch.isfinite(self._nucleus(None, lp_c))
+        finite_h = torch.isfinite(lp_h)
+        allowed = in_set & finite_h
+        # when the history-only half forbids the whole set, fall back to the set itself
+        allowed = torch.where(allowed.any(dim=-1, keepdim=True), allowed, in_set)
+        # substitute finite values wherever a -inf would meet another (inf - inf = NaN, 0 * inf = NaN)
+        safe_c = lp_c.masked_fill(~allowed, 0.0)
+        safe_h = torch.where(allowed & finite_h, lp_h, safe_c)
+        combined = self.alpha * (safe_c - safe_h) + (1 - self.alpha) * safe_c
+        return combined.masked_fill(~allowed, -float("inf")).to(scores_c.dtype)

@@ -1,0 +1,1 @@
+"""Meta-evaluation: benchmarks, their statistics, plots and reports."""

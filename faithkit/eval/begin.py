@@ -1,0 +1,87 @@
+"""Meta-evaluation on BEGIN (Dziri et al., TACL 2022): does a score separate attributable responses?
+
+Following the PMI-FAITH paper (§5.1), ``Fully attributable`` is the positive class and
+``Generic`` / ``Not fully attributable`` are negative. Each score's threshold is the one
+with the best F1 on dev; test is evaluated at the dev threshold. Scores are written row by
+row to ``scores_<split>.jsonl`` in the output folder, so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+from ..data import ResultWriter, read_results, read_rows
+from ..jobs import score_rows
+from ..metrics.baselines import bleu_vs_knowledge, token_f1_overlap
+from ..report import SCORE_KEYS, markdown_table
+from . import plots, stats
+
+POSITIVE_LABEL = "Fully attributable"
+BASELINES = {"overlap_f1": token_f1_overlap, "bleu": bleu_vs_knowledge}
+REPORTED = ("n", "threshold", "accuracy", "precision", "recall", "f1", "auroc", "spearman", "pearson")
+
+
+def load_begin(paths: list[str]) -> list:
+    """Rows of BEGIN TSV files; ids are ``<file stem>:<line>`` so several files can share one output."""
+    rows = []
+    for path in paths:
+        for row in read_rows(path):
+            row.id = f"{Path(path).stem}:{row.id}"
+            if "begin_label" not in row.extras and not row.error:
+                raise ValueError(f"{path}: no 'begin_label' column; is this a BEGIN file?")
+            rows.append(row)
+    return rows
+
+
+def _scored_records(metric, rows, path: Path) -> list[dict]:
+    with ResultWriter(path) as writer:
+        score_rows(metric, rows, writer, desc=path.stem)
+    by_id = {record["id"]: record for record in read_results(path)}
+    records = []
+    for row in rows:
+        record = by_id[row.id]
+        if "error" in record:
+            continue  # reported by score_rows; an unscorable row has no place in the statistics
+        for name, baseline in BASELINES.items():
+            record[name] = baseline(row.document, row.response)
+        record["label"] = int(row.extras["begin_label"] == POSITIVE_LABEL)
+        record["source"] = row.extras.get("data_source", "all")
+        records.append(record)
+    return records
+
+
+def meta_eval_begin(metric, metric_name: str, dev: list[str], test: list[str], out_dir: str) -> list[dict]:
+    """Score, threshold on dev, report dev and test; return the result rows (also written to ``out_dir``)."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    splits = {"dev": _scored_records(metric, load_begin(dev), out / "scores_dev.jsonl")}
+    if test:
+        splits["test"] = _scored_records(metric, load_begin(test), out / "scores_test.jsonl")
+    score_names = [k for k in SCORE_KEYS[metric_name] if k in splits["dev"][0]] + list(BASELINES)
+
+    thresholds = {
+        name: stats.best_f1_threshold([r[name] for r in splits["dev"]], [r["label"] for r in splits["dev"]])
+        for name in score_names
+    }
+    results = []
+    for split, records in splits.items():
+        sources = sorted({r["source"] for r in records})
+        for source in ["all"] + (sources if len(sources) > 1 else []):
+            subset = [r for r in records if source == "all" or r["source"] == source]
+            labels = [r["label"] for r in subset]
+            for name in score_names:
+                summary = stats.summarize([r[name] for r in subset], labels, thresholds[name])
+                results.append({"split": split, "source": source, "score": name, **summary})
+        plots.roc_curves({name: [r[name] for r in records] for name in score_names},
+                         [r["label"] for r in records], out / f"roc_{split}.png", title=f"BEGIN {split}")
+
+    with open(out / "results.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["split", "source", "score", *REPORTED], extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(results)
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    print(markdown_table(["split", "source", "score", *REPORTED],
+                         [[r["split"], r["source"], r["score"], *(r[k] for k in REPORTED)] for r in results]))
+    return results

@@ -1,0 +1,213 @@
+"""One self-contained HTML page that shows why Q² scored each response as it did.
+
+Each response is printed with its informative spans highlighted from red (the knowledge
+answers the span's question differently) to green (it agrees); hovering a span shows its
+question, both answers, their F1 and the NLI label, and the same details are listed
+beneath the response. The lowest-scoring responses come first and a checkbox hides the
+rest, so the inconsistent ones stand out. The page has no scripts and no external assets:
+it can be mailed or attached to an issue as it is.
+
+Records follow the Q² output schema written by ``faithkit score --metric q2``:
+``{"id", "document", "history", "response", "q2", "q2_no_nli", "fallback", "explanations"}``,
+where each explanation is ``{"span", "start", "end", "question", "response_answer",
+"knowledge_answer", "f1", "nli", "score"}``; a row that could not be scored is
+``{"id", "error"}``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from html import escape
+from itertools import pairwise
+from pathlib import Path
+
+CSS = """
+body { font: 15px/1.5 system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #1d2330; }
+header { background: #1d2330; color: #fff; padding: 14px 28px; }
+header h1 { font-size: 20px; margin: 0 0 6px; }
+.summary span { display: inline-block; margin-right: 22px; }
+.summary b { font-size: 17px; }
+.controls { margin-top: 8px; font-size: 14px; }
+.scale { display: inline-block; width: 140px; height: 10px; vertical-align: middle; margin: 0 6px;
+         background: linear-gradient(to right, hsl(0,75%,78%), hsl(60,75%,78%), hsl(120,75%,78%)); }
+main { padding: 14px 28px; max-width: 1100px; }
+#only-low { display: none; }
+#only-low:checked ~ main .card:not(.low) { display: none; }
+.controls label { cursor: pointer; background: #39415a; border-radius: 4px; padding: 2px 8px; }
+#only-low ~ header .controls label::before { content: "\\2610  "; }
+#only-low:checked ~ header .controls label::before { content: "\\2611  "; }
+.card { background: #fff; border-radius: 8px; padding: 12px 16px; margin-bottom: 14px;
+        border-left: 6px solid #bbb; box-shadow: 0 1px 3px rgba(0,0,0,.08); }
+.card.low { border-left-color: #d9534f; }
+.card.error { border-left-color: #888; background: #fafafa; }
+.head { font-size: 13px; color: #555; margin-bottom: 4px; }
+.badge { display: inline-block; min-width: 44px; text-align: center; font-weight: 700; color: #1d2330;
+         border-radius: 4px; padding: 1px 6px; margin-right: 8px; font-size: 14px; }
+.flag { background: #fff3cd; color: #7a5a00; border-radius: 4px; padding: 1px 6px; margin-left: 8px; }
+.history { font-size: 13px; color: #555; margin: 2px 0 4px; }
+.response { font-size: 17px; margin: 4px 0 8px; }
+mark { border-radius: 3px; padding: 0 2px; cursor: help; color: inherit;
+       border-bottom: 2px solid rgba(0,0,0,.25); }
+mark sub { font-size: 10px; color: #333; margin-left: 1px; }
+.document { font-size: 13px; color: #333; background: #f7f7f9; border-radius: 4px; padding: 6px 10px; }
+.document b { color: #555; }
+table { border-collapse: collapse; font-size: 13px; margin-top: 8px; width: 100%; }
+th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #eee; vertical-align: top; }
+th { color: #555; font-weight: 600; }
+td.num { white-space: nowrap; }
+.none { color: #999; font-style: italic; }
+"""
+
+
+def score_colour(score) -> str:
+    """Red (0) through yellow to green (1) as a CSS colour; grey when there is no score."""
+    if score is None or (isinstance(score, float) and math.isnan(score)):
+        return "#ddd"
+    return f"hsl({120 * min(max(float(score), 0.0), 1.0):.0f},75%,78%)"
+
+
+def _number(value, digits: int = 2) -> str:
+    return "—" if value is None else f"{float(value):.{digits}f}"
+
+
+def _locate(response: str, item: dict) -> tuple[int, int] | None:
+    """Character offsets of an explanation's span; found by text when the offsets don't match it."""
+    span = str(item.get("span") or "")
+    start, end = item.get("start"), item.get("end")
+    offsets_valid = isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(response)
+    if offsets_valid and (not span or response[start:end] == span):
+        return start, end
+    if span:
+        found = response.lower().find(span.lower())
+        if found >= 0:
+            return found, found + len(span)
+    return None
+
+
+def _tooltip(item: dict) -> str:
+    lines = [f"question: {item.get('question') or '—'}",
+             f"response answer: {item.get('response_answer') or '—'}",
+             f"knowledge answer: {item.get('knowledge_answer') or 'no answer'}",
+             f"F1: {_number(item.get('f1'))}   NLI: {item.get('nli') or '—'}   score: {_number(item.get('score'))}"]
+    return "\n".join(lines)
+
+
+def highlight_response(response: str, explanations: Sequence[dict]) -> str:
+    """The response as HTML with each explained span in a coloured ``<mark>`` carrying its tooltip.
+
+    Overlapping spans are split at every boundary; a piece covered by several spans takes
+    the lowest score's colour (the most doubtful reading) and all their tooltips.
+    """
+    located = [(*where, item) for item in explanations if (where := _locate(response, item))]
+    cuts = sorted({0, len(response), *(p for start, end, _ in located for p in (start, end))})
+    pieces = []
+    for left, right in pairwise(cuts):
+        text = escape(response[left:right])
+        covering = [(end, item) for start, end, item in located if start <= left and right <= end]
+        if not covering:
+            pieces.append(text)
+            continue
+        scores = [item.get("score") for _, item in covering if item.get("score") is not None]
+        lowest = min(scores) if scores else None
+        label = f"<sub>{_number(lowest, 1)}</sub>" if any(end == right for end, _ in covering) else ""
+        title = escape("\n\n".join(_tooltip(item) for _, item in covering), quote=True)
+        pieces.append(f'<mark style="background:{score_colour(lowest)}" title="{title}">{text}{label}</mark>')
+    return "".join(pieces)
+
+
+def _details_table(explanations: Sequence[dict]) -> str:
+    if not explanations:
+        return '<p class="none">No span got a valid question.</p>'
+    header = "".join(f"<th>{name}</th>" for name in
+                     ("span", "question", "response answer", "knowledge answer", "F1", "NLI", "score"))
+    rows = []
+    for item in explanations:
+        knowledge_answer = item.get("knowledge_answer")
+        cells = [
+            f'<td><mark style="background:{score_colour(item.get("score"))}">{escape(str(item.get("span", "")))}</mark></td>',
+            f"<td>{escape(str(item.get('question') or '—'))}</td>",
+            f"<td>{escape(str(item.get('response_answer') or '—'))}</td>",
+            f"<td>{escape(str(knowledge_answer))}</td>" if knowledge_answer else '<td class="none">no answer</td>',
+            f'<td class="num">{_number(item.get("f1"))}</td>',
+            f"<td>{escape(str(item.get('nli') or '—'))}</td>",
+            f'<td class="num">{_number(item.get("score"))}</td>',
+        ]
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{header}</tr>{''.join(rows)}</table>"
+
+
+def _card(record: dict, score_key: str, low_threshold: float) -> str:
+    record_id = escape(str(record.get("id", "")))
+    if "error" in record:
+        return (f'<section class="card error"><div class="head">row {record_id}</div>'
+                f"<p>not scored: {escape(str(record['error']))}</p></section>")
+    score = record.get(score_key)
+    low = score is not None and score < low_threshold
+    explanations = record.get("explanations") or []
+    history = record.get("history") or []
+    history = [history] if isinstance(history, str) else history
+    extra = f" · {escape(score_key)}_no_nli {_number(record.get(score_key + '_no_nli'))}" \
+        if record.get(score_key + "_no_nli") is not None else ""
+    flag = '<span class="flag">fallback: no valid question, scored by end-to-end NLI</span>' \
+        if record.get("fallback") else ""
+    turns = "".join(f"<div>{escape(str(turn))}</div>" for turn in history)
+    return (
+        f'<section class="card{" low" if low else ""}" id="row-{record_id}">'
+        f'<div class="head"><span class="badge" style="background:{score_colour(score)}">{_number(score)}</span>'
+        f"row {record_id} · {len(explanations)} question(s){extra}{flag}</div>"
+        + (f'<div class="history">{turns}</div>' if turns else "")
+        + f'<p class="response">{highlight_response(str(record.get("response", "")), explanations)}</p>'
+        f'<div class="document"><b>Knowledge:</b> {escape(str(record.get("document", "")))}</div>'
+        f"{_details_table(explanations)}</section>"
+    )
+
+
+def summarize_records(records: Sequence[dict], score_key: str = "q2", low_threshold: float = 0.5) -> dict:
+    """Counts behind the page's header: responses, mean score, question coverage, low-scoring, errors."""
+    scored = [r for r in records if "error" not in r and r.get(score_key) is not None]
+    return {
+        "responses": len(scored),
+        "errors": len(records) - len(scored),
+        "mean": sum(float(r[score_key]) for r in scored) / len(scored) if scored else math.nan,
+        # share answered by questions rather than the fallback; None for metrics without a fallback
+        "coverage": sum(1 for r in scored if not r.get("fallback")) / len(scored)
+        if any("fallback" in r for r in scored) else None,
+        "low": sum(1 for r in scored if float(r[score_key]) < low_threshold),
+    }
+
+
+def write_explain_html(records: Sequence[dict], path: str | Path, score_key: str = "q2",
+                       low_threshold: float = 0.5, title: str | None = None) -> Path:
+    """Write the page for ``records`` to ``path``, lowest score first, errors last; return the path.
+
+    ``low_threshold``: responses scoring below it are marked low (red edge) and are the
+    ones kept by the page's "only low-scoring" checkbox.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    summary = summarize_records(records, score_key, low_threshold)
+    ordered = sorted(records, key=lambda r: (1, 0.0) if "error" in r or r.get(score_key) is None
+                     else (0, float(r[score_key])))
+    title = title or f"faithkit explain: {score_key}"
+    mean = "—" if math.isnan(summary["mean"]) else f"{summary['mean']:.3f}"
+    header = (
+        f"<header><h1>{escape(title)}</h1><div class=\"summary\">"
+        f"<span>responses <b>{summary['responses']}</b></span>"
+        f"<span>mean {escape(score_key)} <b>{mean}</b></span>"
+        + (f"<span>question coverage <b>{summary['coverage']:.0%}</b></span>"
+           if summary["coverage"] is not None else "")
+        + f"<span>below {low_threshold:g} <b>{summary['low']}</b></span>"
+        + (f"<span>not scored <b>{summary['errors']}</b></span>" if summary["errors"] else "")
+        + "</div><div class=\"controls\"><label for=\"only-low\">show only responses below "
+        f"{low_threshold:g}</label> · span colour: 0<span class=\"scale\"></span>1 · hover a span for its "
+        "question and answers</div></header>"
+    )
+    cards = "\n".join(_card(record, score_key, low_threshold) for record in ordered)
+    page = (
+        f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
+        f"<style>{CSS}</style></head><body>\n<input type=\"checkbox\" id=\"only-low\">\n{header}\n"
+        f"<main>\n{cards}\n</main></body></html>\n"
+    )
+    path.write_text(page, encoding="utf-8")
+    return path

