@@ -8,7 +8,7 @@ import sys
 from . import __version__
 
 
-def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("input columns (found by their usual names when not given)")
     group.add_argument("--document-column", help="column with the grounding document (default: document/knowledge/…)")
     group.add_argument("--history-column", help="column with the history: a string or a JSON list of turns "
@@ -73,7 +73,7 @@ def _add_score_parser(subparsers) -> None:
     parser.add_argument("--output", required=True, help="results, one JSON object per row (.jsonl)")
     parser.add_argument("--restart", action="store_true", help="discard an existing --output instead of resuming")
     parser.add_argument("--chunk-size", type=int, default=64, help="rows scored (and written) together (default 64)")
-    _add_input_arguments(parser)
+    add_input_arguments(parser)
     parser.set_defaults(func=_run_score)
 
 
@@ -94,6 +94,8 @@ def _run_score(args) -> None:
 
 # ---- meta-eval -------------------------------------------------------------------------------
 def _add_meta_eval_parser(subparsers) -> None:
+    from .eval.cli_commands import add_meta_eval_q2_wow_parser, add_meta_eval_system_level_parser
+
     parser = subparsers.add_parser("meta-eval", help="measure how well a metric agrees with human labels",
                                    description="Meta-evaluate a faithfulness metric against human judgements.")
     benchmarks = parser.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
@@ -111,6 +113,8 @@ def _add_meta_eval_parser(subparsers) -> None:
     begin.add_argument("--test", nargs="+", help="BEGIN test TSV file(s), evaluated at the dev thresholds")
     begin.add_argument("--out", required=True, help="output folder")
     begin.set_defaults(func=_run_meta_eval_begin)
+    add_meta_eval_q2_wow_parser(benchmarks)
+    add_meta_eval_system_level_parser(benchmarks)
 
 
 def _run_meta_eval_begin(args) -> None:
@@ -122,6 +126,9 @@ def _run_meta_eval_begin(args) -> None:
 
 # ---- entry point ---------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
+    from .decoding.generate_cli import add_generate_parser
+    from .eval.cli_commands import add_explain_parser
+
     parser = argparse.ArgumentParser(
         prog="faithkit",
         description="Faithful document-grounded dialogue: score responses (PMI-FAITH, Q², baselines), "
@@ -130,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"faithkit {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_score_parser(subparsers)
+    add_generate_parser(subparsers)
     _add_meta_eval_parser(subparsers)
+    add_explain_parser(subparsers)
     return parser
 
 

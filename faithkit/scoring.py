@@ -26,7 +26,10 @@ import torch
 Request = tuple[Sequence[int], Sequence[int]]
 
 MIN_SHARED_PREFIX = 16
-"""Rows share a cached prefix only when it is at least this many tokens (shorter saves nothing)."""
+"""Rows share a cached prefix only when it is at least this many tokens."""
+
+MIN_SAVED_TOKENS = 128
+"""A shared prefix costs one extra, small forward call; it must save at least this many tokens of compute."""
 
 
 @torch.no_grad()
@@ -94,7 +97,7 @@ class TokenScorer:
         singles: list[int] = []
         groups = _group_by_prefix(sequences, context_lengths, self.min_shared) if self.share_prefixes else []
         for group in groups:
-            if len(group.members) == 1:
+            if (len(group.members) - 1) * group.prefix_length < MIN_SAVED_TOKENS:
                 singles.extend(group.members)
                 continue
             self._run_shared_prefix(group, sequences, context_lengths, results, progress)

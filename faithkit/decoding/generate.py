@@ -7,6 +7,7 @@ effect" is.
 
 from __future__ import annotations
 
+import inspect
 from typing import Sequence
 
 import torch
@@ -89,6 +90,53 @@ def decode_responses(model, tokenizer, outputs: torch.Tensor, inputs: dict, num_
     return [texts[i * num_return_sequences:(i + 1) * num_return_sequences] for i in range(contexts)]
 
 
+@torch.no_grad()
+def prompt_cache(model, inputs: dict, copies: int = 1, groups: int = 2):
+    """The KV cache of every prompt but its last token, for ``generate(..., cache=...)``; None when not applicable.
+
+    generate prefills each row at the batch's width, and for beam search (or several samples)
+    once per copy. The history-only views are shorter than the conditioned ones, so prefilling
+    the ``groups`` consecutive blocks of rows (the two halves) at their own widths and copying
+    the result ``copies`` times (``max(num_beams, num_return_sequences)``) does the same work
+    once and without padding. Only decoder-only models whose cache is made of plain
+    ``DynamicLayer`` layers qualify (sliding-window or static caches cannot be re-padded).
+    """
+    from transformers.cache_utils import DynamicLayer
+
+    layer_types = getattr(model.config.get_text_config(), "layer_types", None) or ["full_attention"]
+    if (model.config.is_encoder_decoder or set(layer_types) != {"full_attention"}
+            or "position_ids" not in inspect.signature(model.forward).parameters):
+        return None
+    ids, mask = inputs["input_ids"], inputs["attention_mask"]
+    width = ids.shape[1] - 1
+    if width < 1 or ids.shape[0] % groups:
+        return None
+    keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
+    caches = []
+    for block_ids, block_mask in zip(ids[:, :-1].chunk(groups), mask[:, :-1].chunk(groups)):
+        if not block_mask.any():  # one-token prompts: nothing to prefill
+            return None
+        start = int((block_mask.sum(0) > 0).nonzero()[0])
+        block_ids, block_mask = block_ids[:, start:], block_mask[:, start:]
+        positions = (block_mask.long().cumsum(-1) - 1).masked_fill(block_mask == 0, 0)
+        output = model(input_ids=block_ids, attention_mask=block_mask, position_ids=positions, use_cache=True, **keep)
+        cache = getattr(output, "cache", None)
+        if cache is None or any(type(layer) is not DynamicLayer for layer in cache.layers):
+            return None
+        caches.append(cache)
+    merged = caches[0]
+    for index, layer in enumerate(merged.layers):  # left-pad with zeros: the attention mask hides those columns
+        layer.keys = torch.cat([_pad_left(c.layers[index].keys, width) for c in caches])
+        layer.values = torch.cat([_pad_left(c.layers[index].values, width) for c in caches])
+    if copies > 1:
+        merged.batch_repeat_interleave(copies)
+    return merged
+
+
+def _pad_left(states: torch.Tensor, width: int) -> torch.Tensor:
+    return torch.nn.functional.pad(states, (0, 0, width - states.shape[-2], 0))
+
+
 def pmi_processor(model, alpha: float, top_p: float, generate_kwargs: dict) -> PMIDecode:
     """The PMIDecode for these generate kwargs; moves temperature/top_k into it when sampling (see PMIDecode)."""
     if not generate_kwargs.get("do_sample", False):
@@ -127,10 +175,13 @@ def generate(
 
     ``generate_kwargs`` go to ``model.generate`` (``max_new_tokens``, ``num_beams``,
     ``do_sample``, ``temperature``, ``top_k``, extra ``logits_processor`` …). Contexts are
-    batched by length, ``batch_size`` contexts (2 × ``batch_size`` rows) at a time.
+    batched by length, ``batch_size`` contexts (2 × ``batch_size`` rows) at a time, and their
+    prompts prefilled once without padding (:func:`prompt_cache`).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    if len(documents) != len(histories):
+        raise ValueError(f"documents and histories must have the same length, got {len(documents)} and {len(histories)}")
     processor = pmi_processor(model, alpha, top_p, generate_kwargs)
     extra = list(generate_kwargs.pop("logits_processor", None) or [])
     num_return_sequences = generate_kwargs.get("num_return_sequences", 1)
@@ -142,8 +193,11 @@ def generate(
         inputs = build_inputs(
             model, tokenizer, [documents[i] for i in chunk], [histories[i] for i in chunk], template, max_context_tokens
         )
+        copies = max(generate_kwargs.get("num_beams", 1), num_return_sequences)
+        cache = prompt_cache(model, inputs, copies=copies) if "cache" not in generate_kwargs else None
         outputs = model.generate(
-            **inputs, logits_processor=extra + [processor], pad_token_id=pad_token_id(tokenizer), **generate_kwargs
+            **inputs, logits_processor=extra + [processor], **({"cache": cache} if cache is not None else {}),
+            **{"pad_token_id": pad_token_id(tokenizer), **generate_kwargs},
         )
         for i, response in zip(chunk, decode_responses(model, tokenizer, outputs, inputs, num_return_sequences)):
             results[i] = response

@@ -12,7 +12,7 @@ emit the ``no_answer_ids`` sequence followed by ``end_id``. Everything else gets
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 from transformers import LogitsProcessor

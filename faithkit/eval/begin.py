@@ -59,7 +59,7 @@ def meta_eval_begin(metric, metric_name: str, dev: list[str], test: list[str], o
     splits = {"dev": _scored_records(metric, load_begin(dev), out / "scores_dev.jsonl")}
     if test:
         splits["test"] = _scored_records(metric, load_begin(test), out / "scores_test.jsonl")
-    score_names = [k for k in SCORE_KEYS[metric_name] if k in splits["dev"][0]] + list(BASELINES)
+    score_names = list(dict.fromkeys([k for k in SCORE_KEYS[metric_name] if k in splits["dev"][0]] + list(BASELINES)))
 
     thresholds = {
         name: stats.best_f1_threshold([r[name] for r in splits["dev"]], [r["label"] for r in splits["dev"]])

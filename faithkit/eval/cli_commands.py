@@ -168,7 +168,7 @@ def _write_system_level(out: Path, results: list[dict]) -> None:
 
 # ---- explain -------------------------------------------------------------------------------
 def add_explain_parser(subparsers) -> argparse.ArgumentParser:
-    from ..cli import _add_input_arguments, add_metric_arguments
+    from ..cli import add_input_arguments, add_metric_arguments
 
     parser = subparsers.add_parser(
         "explain", help="an HTML page showing which parts of each response Q² judged inconsistent",
@@ -189,7 +189,7 @@ def add_explain_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--low-threshold", type=float, default=0.5,
                         help="responses scoring below this are marked low (default 0.5)")
     parser.add_argument("--chunk-size", type=int, default=16, help="rows scored (and written) together (default 16)")
-    _add_input_arguments(parser)
+    add_input_arguments(parser)
     parser.set_defaults(func=run_explain)
     return parser
 

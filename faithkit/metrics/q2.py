@@ -50,9 +50,14 @@ Deliberate differences from the reference code (github.com/orhonovich/q-squared)
   spans still without a valid question, …), which gives the reference's sequential
   result with far fewer QA calls; every stage is batched across all responses.
 
-With ``preset="offline"`` the stages run on small local models and rules instead (see
-:mod:`faithkit.metrics.q2_backends`). They approximate the paper's models and score
-lower; ``benchmarks/q2_offline_stages.py`` measures each stage.
+With ``preset="offline"`` the stages run on local models and rules instead (see
+:mod:`faithkit.metrics.q2_backends`): rule-based wh-questions from spaCy's parse,
+answers by scoring candidate spans with SmolLM2-135M-Instruct (each candidate fills the
+question's wh-slot and the LM scores the statement after the passage), and NLI by
+SmolLM2's calibrated label words. They approximate the paper's models, and differ from
+them in ways that matter: one question per span (no beams), an answerer that never
+abstains (a wrong span then costs F1 0 and goes to NLI), and an NLI stage far weaker
+than RoBERTa-large. ``benchmarks/q2_offline_stages.py`` measures each stage.
 """
 
 from __future__ import annotations
@@ -60,8 +65,8 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .. import models
 from .q2_backends import NO_ANSWER, Candidate, _CausalLM, build_backend
@@ -185,7 +190,7 @@ class Q2:
         self.nlp = load_spacy(spacy_model)
         self._lms: dict[str, _CausalLM] = {}
         self.device, self.batch_size = device, batch_size
-        options = dict(device=device, batch_size=batch_size, nlp=self.nlp, load_lm=self._load_lm)
+        options = {"device": device, "batch_size": batch_size, "nlp": self.nlp, "load_lm": self._load_lm}
         self.qg = build_backend("qg", qg_model or defaults["qg"], **options)
         self.qa = build_backend("qa", qa_model or defaults["qa"], **options)
         self.nli = build_backend("nli", nli_model or defaults["nli"], **options)
@@ -205,10 +210,10 @@ class Q2:
         chosen = self._valid_questions([Candidate(s.text, responses[r], s.spacy_span) for r, s in flat])
 
         kept = sorted(chosen)
-        knowledge_answers = self.qa.answer([chosen[i][0] for i in kept], [knowledge[flat[i][0]] for i in kept])
+        knowledge_answers = self._answer([chosen[i][0] for i in kept], [knowledge[flat[i][0]] for i in kept])
         f1s = [token_f1(flat[i][1].text, answer) for i, answer in zip(kept, knowledge_answers)]
         to_check = [j for j, (f1, answer) in enumerate(zip(f1s, knowledge_answers)) if needs_nli(f1, answer)]
-        labels = self.nli.predict(
+        labels = self._predict(
             [f"{chosen[kept[j]][0]} {knowledge_answers[j]}." for j in to_check],
             [f"{chosen[kept[j]][0]} {flat[kept[j]][1].text}." for j in to_check],
         )
@@ -226,6 +231,13 @@ class Q2:
             })
         return self._aggregate(knowledge, responses, explanations)
 
+    # backends are not called with nothing to do, so an empty stage costs no model call
+    def _answer(self, questions, passages) -> list[str]:
+        return self.qa.answer(questions, passages) if questions else []
+
+    def _predict(self, premises, hypotheses) -> list[str]:
+        return self.nli.predict(premises, hypotheses) if premises else []
+
     def _valid_questions(self, candidates: list[Candidate]) -> dict[int, tuple[str, str]]:
         """For each candidate index, its first valid question and the response answer (beams tried in rounds)."""
         beams = self.qg.generate(candidates) if candidates else []
@@ -235,7 +247,7 @@ class Q2:
             batch = [(i, beams[i][round_].strip()) for i in pending if round_ < len(beams[i]) and beams[i][round_].strip()]
             personal = [is_personal(doc) for doc in self.nlp.pipe([q for _, q in batch])]
             batch = [item for item, drop in zip(batch, personal) if not drop]
-            answers = self.qa.answer([q for _, q in batch], [candidates[i].context for i, _ in batch])
+            answers = self._answer([q for _, q in batch], [candidates[i].context for i, _ in batch])
             for (i, question), answer in zip(batch, answers):
                 if answer != NO_ANSWER and normalize_answer(answer) == normalize_answer(candidates[i].text):
                     chosen[i] = (question, answer)
@@ -249,7 +261,7 @@ class Q2:
             q2.append(sum(e["score"] for e in items) / len(items) if items else None)
             q2_no_nli.append(sum(e["f1"] for e in items) / len(items) if items else None)
         uncovered = [r for r, flag in enumerate(fallback) if flag]
-        labels = self.nli.predict([knowledge[r] for r in uncovered], [responses[r] for r in uncovered])
+        labels = self._predict([knowledge[r] for r in uncovered], [responses[r] for r in uncovered])
         for r, label in zip(uncovered, labels):
             q2[r] = q2_no_nli[r] = FALLBACK_SCORES[label]
         count = len(responses)
@@ -277,4 +289,4 @@ def _check_texts(texts, field: str) -> list[str]:
     return texts
 
 
-__all__ = ["Q2", "normalize_answer", "token_f1", "is_personal", "extract_spans", "HUB_DEFAULTS", "OFFLINE_DEFAULTS"]
+__all__ = ["HUB_DEFAULTS", "OFFLINE_DEFAULTS", "Q2", "extract_spans", "is_personal", "normalize_answer", "token_f1"]

@@ -18,9 +18,10 @@ name :func:`faithkit.models.load` accepts.
 
 from __future__ import annotations
 
+import re
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import torch
 
@@ -211,13 +212,20 @@ class RuleQuestionGenerator:
 
     The wh-word comes from the entity label (DATE → "when", PERSON → "who", CARDINAL →
     "how many", …) or, for noun chunks, "who" for personal pronouns and "what"
-    otherwise; "where"/"when" also absorb a preposition in front ("in 1983" → "when").
+    otherwise; an article in front goes too, and "where"/"when" also absorb a preposition ("in 1983" → "when").
     No inversion is attempted ("it aired when?"): extractive answerers read such cloze
-    questions well, and the rule cannot loop or hallucinate.
+    questions well, and the rule cannot loop or hallucinate. Pronoun spans get no
+    question: their answer on the knowledge is never the pronoun, so with an answerer
+    that cannot resolve references they only add F1 zeros to consistent responses.
     """
 
     def generate(self, candidates: Sequence[Candidate]) -> list[list[str]]:
-        return [[rule_question(c.span)] if c.span is not None else [] for c in candidates]
+        return [[rule_question(c.span)] if c.span is not None and not is_pronoun(c.span) else [] for c in candidates]
+
+
+def is_pronoun(span) -> bool:
+    """"it", "they", "that": the knowledge never contains such an answer, so the rules ask nothing about it."""
+    return all(token.pos_ in ("PRON", "DET") for token in span)
 
 
 def rule_question(span) -> str:
@@ -225,7 +233,11 @@ def rule_question(span) -> str:
     wh = WH_BY_ENTITY.get(span.label_) if span.label_ else None
     if wh is None:
         wh = "who" if span.root.lower_ in PERSON_PRONOUNS else "what"
+    if wh == "where" and span.root.dep_ in ("nsubj", "nsubjpass"):  # "The Eiffel Tower is tall" asks what, not where
+        wh = "what"
     start = span.start
+    if start > sentence.start and doc[start - 1].lower_ in ("the", "a", "an"):  # entities leave their article out
+        start -= 1
     if wh in ("where", "when") and start > sentence.start and doc[start - 1].dep_ == "prep":
         start -= 1
     before = doc[sentence.start : start].text
@@ -306,8 +318,9 @@ NO_ANSWER_WORD = "unanswerable"
 
 
 def qa_prompt(passage: str, question: str) -> str:
-    """Zero-shot on purpose: with no shared header, rows about one passage share a long cached prefix."""
-    return f"Passage: {passage}\nQuestion: {question}\nAnswer:"
+    """Question first and zero-shot, on purpose: the candidate answers of one question then share
+    the whole prompt as a cached prefix, and rows of different questions share nothing worth caching."""
+    return f"Question: {question}\nPassage: {passage}\nAnswer:"
 
 
 class SpanConstrainedQA:
@@ -322,7 +335,7 @@ class SpanConstrainedQA:
         for batch in _batches(list(zip(questions, passages)), self.batch_size):
             passage_ids = [self.lm.encode(" " + cut_passage(p).strip()) or self.lm.encode(" .") for _, p in batch]
             prompts = [
-                self.lm.start + self.lm.encode("Passage:") + ids + self.lm.encode(f"\nQuestion: {q}\nAnswer:")
+                self.lm.start + self.lm.encode(f"Question: {q}\nPassage:") + ids + self.lm.encode("\nAnswer:")
                 for (q, _), ids in zip(batch, passage_ids)
             ]
             width = max(len(p) for p in prompts)
@@ -332,14 +345,34 @@ class SpanConstrainedQA:
         return answers
 
 
-class SpanScoringQA:
-    """Extractive QA by ranking candidate spans of the passage (its entities and noun chunks) and "unanswerable".
+WH_PHRASE = re.compile(r"\b(how many|how much|who|whom|what|when|where|which)\b", re.IGNORECASE)
 
-    Each candidate is scored by its mean token log-probability after the question
-    (a newline closes it, so the model also says where the answer ends). The mean, not
-    the sum, keeps short spans from winning just for being short. All candidates of all
-    questions go through one :class:`~faithkit.scoring.TokenScorer` call, which runs the
-    shared few-shot prompt once.
+
+def statement_parts(question: str) -> tuple[str, str]:
+    """Split a question at its wh-phrase: ``("it aired", " in paris")`` for "it aired when in paris?".
+
+    A candidate answer put between the two parts turns the question into a statement
+    ("it aired 1983 in paris"); a question without a wh-word gets the answer appended.
+    """
+    text = question.strip().rstrip("?").strip()
+    match = WH_PHRASE.search(text)
+    if match is None:
+        return text, ""
+    return text[: match.start()].rstrip(), text[match.end() :]
+
+
+class SpanScoringQA:
+    """Extractive QA by ranking candidate spans of the passage (its entities and noun chunks).
+
+    Each candidate fills the question's wh-slot, and the LM scores the resulting
+    statement after the passage: ``Passage: … Statement: it aired [1983] in paris``. The
+    score is the mean log-probability of the tokens from the candidate on (the text
+    before the slot is the same for every candidate and is the shared, cached prefix),
+    so long spans are not penalised for their length. Tiny LMs copy well and answer
+    questions badly: on the dodeca responses, scoring the candidates as answers after
+    "Question: … Passage: … Answer:" gave back the response's own span for 22% of the
+    questions, filling the slot for 91% (``benchmarks/q2_offline_stages.py``). Unlike SQuAD-2 models this answerer never
+    abstains (a wrong span then scores F1 0); a passage without candidates answers "".
     """
 
     def __init__(self, lm: _CausalLM, nlp, batch_size=8):
@@ -359,23 +392,19 @@ class SpanScoringQA:
 
     def answer(self, questions: Sequence[str], passages: Sequence[str]) -> list[str]:
         passages = [cut_passage(p) for p in passages]
-        options = [texts + [NO_ANSWER_WORD] for texts in self.candidates(passages)]
-        requests, owners = [], []
-        for index, (question, passage) in enumerate(zip(questions, passages)):
-            context = self.lm.start + self.lm.encode(qa_prompt(passage, question))
-            for option in options[index]:
-                requests.append((context, self.lm.encode(f" {option}\n")))
-                owners.append(index)
-        logprobs = self.scorer(requests)
-        best = [(float("-inf"), NO_ANSWER)] * len(questions)
-        position = 0
-        for index, texts in enumerate(options):
-            for option in texts:
-                score = float(logprobs[position].mean())
-                if score > best[index][0]:
-                    best[index] = (score, NO_ANSWER if option == NO_ANSWER_WORD else option)
-                position += 1
-        return [text for _, text in best]
+        unique = list(dict.fromkeys(passages))
+        options = dict(zip(unique, self.candidates(unique)))
+        requests = []
+        for question, passage in zip(questions, passages):
+            before, after = statement_parts(question)
+            context = self.lm.start + self.lm.encode(f"Passage: {passage}\nStatement:" + (f" {before}" if before else ""))
+            requests.extend((context, self.lm.encode(f" {option}{after}\n")) for option in options[passage])
+        scores = iter([float(logprobs.mean()) for logprobs in self.scorer(requests)])
+        answers = []
+        for passage in passages:
+            scored = [(next(scores), option) for option in options[passage]]
+            answers.append(max(scored)[1] if scored else NO_ANSWER)
+        return answers
 
 
 NLI_EXAMPLES = (

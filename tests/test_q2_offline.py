@@ -1,0 +1,109 @@
+"""Offline Q² backends: contracts checked fast with a tiny random GPT-2, and once with the real SmolLM2 (slow)."""
+
+import json
+
+import pytest
+
+from faithkit.metrics.q2 import Q2, load_spacy
+from faithkit.metrics.q2_backends import (
+    NO_ANSWER,
+    Candidate,
+    FewShotQuestionGenerator,
+    LabelWordNLI,
+    RuleQuestionGenerator,
+    SpanConstrainedQA,
+    SpanScoringQA,
+    _CausalLM,
+    build_backend,
+    statement_parts,
+)
+
+PASSAGES = ["The show aired on PBS from 1983 to 1994.", "Bob Ross hosted The Joy of Painting."]
+QUESTIONS = ["When did the show air?", "Who hosted The Joy of Painting?"]
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    return load_spacy()
+
+
+@pytest.fixture(scope="module")
+def lm(tiny_gpt2, gpt2_tokenizer):
+    return _CausalLM(tiny_gpt2, gpt2_tokenizer)
+
+
+def test_span_scoring_answers_are_passage_spans_and_batch_invariant(lm, nlp):
+    qa = SpanScoringQA(lm, nlp, batch_size=8)
+    answers = qa.answer(QUESTIONS, PASSAGES)
+    candidates = qa.candidates(PASSAGES)
+    assert all(a == NO_ANSWER or a in c for a, c in zip(answers, candidates))
+    one_at_a_time = [SpanScoringQA(lm, nlp, batch_size=1).answer([q], [p])[0] for q, p in zip(QUESTIONS, PASSAGES)]
+    assert answers == one_at_a_time
+
+
+def test_span_scoring_candidates_are_entities_and_noun_chunks(lm, nlp):
+    [candidates] = SpanScoringQA(lm, nlp).candidates(["Bob Ross hosted the show in 1983."])
+    assert candidates == ["Bob Ross", "1983", "the show"]
+
+
+@pytest.mark.parametrize("question, parts", [
+    ("it aired when in paris?", ("it aired", " in paris")),
+    ("there are how many kinds of cheese?", ("there are", " kinds of cheese")),
+    ("Who hosted the show?", ("", " hosted the show")),
+    ("purple is nice?", ("purple is nice", "")),  # no wh-word: the answer is appended
+])
+def test_statement_parts(question, parts):
+    assert statement_parts(question) == parts
+
+
+def test_span_constrained_answers_are_passage_substrings(lm):
+    answers = SpanConstrainedQA(lm, batch_size=2, max_answer_tokens=5).answer(QUESTIONS, PASSAGES)
+    assert all(a == NO_ANSWER or a in p for a, p in zip(answers, PASSAGES))
+
+
+def test_label_word_nli_returns_labels_and_calibrates_once(lm):
+    nli = LabelWordNLI(lm)
+    labels = nli.predict(["It aired in 1983.", "It aired in 1983."], ["It aired in 1983.", "It aired in 1990."])
+    assert set(labels) <= {"entailment", "neutral", "contradiction"}
+    calibration = nli._calibration
+    nli.predict(["a"], ["b"])
+    assert nli._calibration is calibration and nli.predict([], []) == []
+
+
+def test_few_shot_questions_are_one_line(lm):
+    questions = FewShotQuestionGenerator(lm, max_new_tokens=6).generate([Candidate("1983", "it aired in 1983 ."), Candidate("pbs", "on pbs")])
+    assert len(questions) == 2 and all(len(q) <= 1 and all("\n" not in x for x in q) for q in questions)
+
+
+def test_build_backend_specs(lm, nlp):
+    load = lambda name: lm
+    assert isinstance(build_backend("qg", "rules", nlp=nlp, load_lm=load), RuleQuestionGenerator)
+    assert isinstance(build_backend("qg", "fewshot:x", nlp=nlp, load_lm=load), FewShotQuestionGenerator)
+    assert isinstance(build_backend("qa", "scoring:x", nlp=nlp, load_lm=load), SpanScoringQA)
+    assert isinstance(build_backend("qa", "constrained:x", nlp=nlp, load_lm=load), SpanConstrainedQA)
+    assert isinstance(build_backend("nli", "labels:x", nlp=nlp, load_lm=load), LabelWordNLI)
+    with pytest.raises(ValueError, match="not a QG method"):
+        build_backend("qg", "scoring:x", nlp=nlp, load_lm=load)
+
+
+def test_q2_shares_one_lm_across_stages(monkeypatch, lm):
+    loads = []
+    monkeypatch.setattr("faithkit.metrics.q2.models.load", lambda name, device=None: loads.append(name) or (lm.model, lm.tokenizer))
+    metric = Q2(preset="offline", qa_model="scoring:tiny", nli_model="labels:tiny")
+    assert loads == ["tiny"]
+    result = metric.compute(knowledge=PASSAGES, responses=["it aired on pbs in 1983 .", "ok"])
+    assert len(result["q2"]) == 2 and result["fallback"][1] is True
+
+
+@pytest.mark.slow
+def test_offline_preset_with_smollm2():
+    metric = Q2(preset="offline")
+    rows = metric.compute_rows(
+        ["The show aired from 1983 to 1994 on PBS.", "Tennis is a racket sport."], [[], []],
+        ["the show aired on pbs from 1983 to 1994 .", "tennis is played with a bat ."],
+    )
+    json.dumps(rows)
+    for row in rows:
+        assert 0.0 <= row["q2"] <= 1.0 and 0.0 <= row["q2_no_nli"] <= 1.0
+        for item in row["explanations"]:
+            assert set(item) == {"span", "start", "end", "question", "response_answer", "knowledge_answer", "f1", "nli", "score"}
