@@ -160,7 +160,8 @@ def main(argv=None) -> None:
         for setting in SETTINGS:
             print(f"  {setting:<13} {responses[(setting, c['id'])]}")
     base = summary["greedy"]
-    summary["delta_0.25_0.6"] = {k: summary["pmi_0.25_0.6"][k] - base[k] for k in ("pmi_faith", "knowledge_precision", "bleu", "token_f1")}
+    measures = ("pmi_faith", "knowledge_precision", "bleu", "token_f1")
+    summary["delta_0.25_0.6"] = {k: summary["pmi_0.25_0.6"][k] - base[k] for k in measures}
     summary["contexts"] = len(contexts)
     print(json.dumps(summary))
 

@@ -88,7 +88,7 @@ def _run_score(args) -> None:
     with ResultWriter(args.output, resume=not args.restart) as writer:
         counts = score_rows(metric, rows, writer, chunk_size=args.chunk_size, desc=args.metric)
     print_score_table(read_results(args.output), args.metric)
-    print(f"{counts['scored']} scored, {counts['skipped']} already done, {counts['errors']} errors -> {args.output}",
+    print(f"{counts['done']} scored, {counts['skipped']} already done, {counts['errors']} errors -> {args.output}",
           file=sys.stderr)
 
 

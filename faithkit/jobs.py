@@ -8,7 +8,7 @@ prefix sharing and batching see many rows at once) and written as each chunk fin
 from __future__ import annotations
 
 import sys
-from typing import Iterable
+from typing import Callable, Iterable
 
 from tqdm.auto import tqdm
 
@@ -16,45 +16,59 @@ from .data import ResultWriter, Row
 
 
 def score_rows(metric, rows: Iterable[Row], writer: ResultWriter, chunk_size: int = 64, desc: str = "scoring") -> dict:
-    """Score every row not yet in ``writer``; return counts ``{"scored", "skipped", "errors"}``."""
-    rows = list(rows)
-    counts = {"scored": 0, "skipped": 0, "errors": 0}
+    """Score every row not yet in ``writer`` with ``metric.compute_rows``; return the counts of :func:`run_rows`."""
+    # rows under one document land in one chunk, where the scorer computes the document once
+    return run_rows(lambda chunk: metric.compute_rows(*_columns(chunk)), rows, writer, chunk_size, desc,
+                    order=lambda row: row.document)
+
+
+def run_rows(compute: Callable[[list[Row]], list[dict]], rows: Iterable[Row], writer: ResultWriter,
+             chunk_size: int, desc: str, order: Callable[[Row], object] | None = None) -> dict:
+    """Run ``compute`` on chunks of the rows not yet in ``writer``; return ``{"done", "skipped", "errors"}``.
+
+    Each record carries its row id, so ``order`` may regroup rows for speed without harming resumption.
+    """
+    counts = {"done": 0, "skipped": 0, "errors": 0}
     todo = []
     for row in rows:
         if writer.done(row.id):
             counts["skipped"] += 1
         elif row.error:
-            writer.write({"id": row.id, "error": row.error})
-            counts["errors"] += 1
-            print(f"warning: {row.error}", file=sys.stderr)
+            _write_error(writer, row.id, row.error, counts)
         else:
             todo.append(row)
+    if order is not None:
+        todo.sort(key=order)
     with tqdm(total=len(todo), desc=desc, unit="row", disable=None) as bar:
         for start in range(0, len(todo), chunk_size):
             chunk = todo[start : start + chunk_size]
-            for row, result in zip(chunk, _compute_isolating_failures(metric, chunk)):
+            for row, result in zip(chunk, _compute_isolating_failures(compute, chunk)):
                 if isinstance(result, Exception):
-                    writer.write({"id": row.id, "error": f"row {row.id}: {result}"})
-                    counts["errors"] += 1
-                    print(f"warning: row {row.id}: {result}", file=sys.stderr)
+                    _write_error(writer, row.id, f"row {row.id}: {result}", counts)
                 else:
                     writer.write(_record(row, result))
-                    counts["scored"] += 1
+                    counts["done"] += 1
             bar.update(len(chunk))
     return counts
 
 
-def _compute_isolating_failures(metric, chunk: list[Row]) -> list:
-    """Score a chunk at once; if it fails, score its rows one by one so only the bad row fails."""
+def _write_error(writer: ResultWriter, row_id: str, message: str, counts: dict) -> None:
+    writer.write({"id": row_id, "error": message})
+    counts["errors"] += 1
+    print(f"warning: {message}", file=sys.stderr)
+
+
+def _compute_isolating_failures(compute, chunk: list[Row]) -> list:
+    """Run a chunk at once; if it fails, run its rows one by one so only the bad row fails."""
     try:
-        return metric.compute_rows(*_columns(chunk))
+        return compute(chunk)
     except (ValueError, TypeError) as error:
         if len(chunk) == 1:
             return [error]
     results = []
     for row in chunk:
         try:
-            results.extend(metric.compute_rows(*_columns([row])))
+            results.extend(compute([row]))
         except (ValueError, TypeError) as error:
             results.append(error)
     return results
@@ -65,5 +79,8 @@ def _columns(rows: list[Row]):
 
 
 def _record(row: Row, result: dict) -> dict:
-    return {"id": row.id, **result, "document": row.document, "history": row.history,
-            "response": row.response, **({"extras": row.extras} if row.extras else {})}
+    """The row's inputs beside its results (results win a name clash, e.g. a generated ``response``)."""
+    inputs = {"document": row.document, "history": row.history, "response": row.response}
+    if row.extras:
+        inputs["extras"] = row.extras
+    return {"id": row.id, **{k: v for k, v in inputs.items() if k not in result and v != ""}, **result}

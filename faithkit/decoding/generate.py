@@ -84,7 +84,8 @@ def decode_responses(model, tokenizer, outputs: torch.Tensor, inputs: dict, num_
     """
     contexts = inputs["input_ids"].shape[0] // 2
     generated = outputs if model.config.is_encoder_decoder else outputs[:, inputs["input_ids"].shape[1]:]
-    texts = [text.strip() for text in tokenizer.batch_decode(generated[: contexts * num_return_sequences], skip_special_tokens=True)]
+    rows = generated[: contexts * num_return_sequences]
+    texts = [text.strip() for text in tokenizer.batch_decode(rows, skip_special_tokens=True)]
     if num_return_sequences == 1:
         return texts
     return [texts[i * num_return_sequences:(i + 1) * num_return_sequences] for i in range(contexts)]

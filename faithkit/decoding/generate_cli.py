@@ -41,10 +41,10 @@ def add_generate_parser(subparsers) -> None:
 
 def run_generate(args) -> None:
     import torch
-    from tqdm import tqdm
 
     from .. import models
     from ..data import Columns, ResultWriter, read_rows, unique_ids
+    from ..jobs import run_rows
     from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE
     from .generate import default_template, generate, pmi_processor
 
@@ -54,7 +54,9 @@ def run_generate(args) -> None:
                        "num_return_sequences": args.num_return_sequences}
     if args.do_sample:
         generate_kwargs["do_sample"] = True
-        generate_kwargs.update({k: v for k, v in (("temperature", args.temperature), ("top_k", args.top_k)) if v is not None})
+        for name in ("temperature", "top_k"):
+            if getattr(args, name) is not None:
+                generate_kwargs[name] = getattr(args, name)
 
     columns = Columns(document=args.document_column, history=args.history_column, id=args.id_column,
                       required=("document", "history"))
@@ -65,7 +67,7 @@ def run_generate(args) -> None:
         pmi_processor(model, args.alpha, args.top_p, dict(generate_kwargs))
     except ValueError as error:
         raise SystemExit(f"error: {error}") from None
-    template = default_template(model, tokenizer) if args.chat is None else (CHAT_TEMPLATE if args.chat else DEFAULT_TEMPLATE)
+    template = {None: default_template(model, tokenizer), True: CHAT_TEMPLATE, False: DEFAULT_TEMPLATE}[args.chat]
     if args.seed is not None:
         torch.manual_seed(args.seed)
 
@@ -75,48 +77,11 @@ def run_generate(args) -> None:
                         max_context_tokens=args.max_context_tokens, **generate_kwargs)
 
     key = "response" if args.num_return_sequences == 1 else "responses"
-    counts = {"generated": 0, "skipped": 0, "errors": 0}
     with ResultWriter(args.output, resume=not args.restart) as writer:
-        todo = []
-        for row in rows:
-            if writer.done(row.id):
-                counts["skipped"] += 1
-            elif row.error:
-                writer.write({"id": row.id, "error": row.error})
-                counts["errors"] += 1
-                print(f"warning: {row.error}", file=sys.stderr)
-            else:
-                todo.append(row)
-        with tqdm(total=len(todo), desc="generate", unit="row", disable=None) as bar:
-            for start in range(0, len(todo), args.batch_size):
-                chunk = todo[start:start + args.batch_size]
-                for row, response in zip(chunk, _isolating_failures(run, chunk)):
-                    if isinstance(response, ValueError):
-                        writer.write({"id": row.id, "error": f"row {row.id}: {response}"})
-                        counts["errors"] += 1
-                        print(f"warning: row {row.id}: {response}", file=sys.stderr)
-                    else:
-                        writer.write({"id": row.id, key: response})
-                        counts["generated"] += 1
-                bar.update(len(chunk))
-    print(f"{counts['generated']} generated, {counts['skipped']} already done, {counts['errors']} errors "
+        counts = run_rows(lambda chunk: [{key: response} for response in run(chunk)], rows, writer,
+                          chunk_size=args.batch_size, desc="generate")
+    print(f"{counts['done']} generated, {counts['skipped']} already done, {counts['errors']} errors "
           f"-> {args.output}", file=sys.stderr)
-
-
-def _isolating_failures(run, chunk: list) -> list:
-    """Generate for a chunk at once; if a row's context is unusable, retry row by row so only that row fails."""
-    try:
-        return run(chunk)
-    except ValueError as error:
-        if len(chunk) == 1:
-            return [error]
-    results = []
-    for row in chunk:
-        try:
-            results.extend(run([row]))
-        except ValueError as error:
-            results.append(error)
-    return results
 
 
 def _model_kind(name: str) -> str:

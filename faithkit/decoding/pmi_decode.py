@@ -71,6 +71,8 @@ class PMIDecode(LogitsProcessor):
     ...     **inputs, do_sample=True, max_new_tokens=20,
     ...     logits_processor=[PMIDecode(alpha=0.25, top_p=0.6, do_sample=True, temperature=0.7, top_k=50)],
     ... )
+    >>> sampled = decode_responses(model, tokenizer, outputs, inputs)
+
     ```
     """
 

@@ -102,7 +102,7 @@ def meta_eval_q2_wow(consistent_csv: str | Path, inconsistent_csv: str | Path, m
         "threshold": threshold,
         "rows": {name: sum(1 for r in records if set_of(r["id"]) == name) for name in SETS},
         "unscored": len(records) - len(scored),
-        "newly_scored": counts["scored"],
+        "newly_scored": counts["done"],
         "coverage": coverage,
         "results": results,
     }
