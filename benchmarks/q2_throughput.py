@@ -51,7 +51,7 @@ def per_item(metric: Q2, knowledge: list[str], responses: list[str]) -> list[flo
                 [knowledge_answer] = metric.qa.answer([question], [passage])
                 f1 = token_f1(span.text, knowledge_answer)
                 label = None
-                if needs_nli(f1, knowledge_answer):
+                if getattr(metric.nli, "compare_answers", True) and needs_nli(f1, knowledge_answer):
                     [label] = metric.nli.predict([f"{question} {knowledge_answer}."], [f"{question} {span.text}."])
                 question_scores.append(question_score(f1, label))
                 break  # the first valid question of a span

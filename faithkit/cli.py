@@ -87,7 +87,8 @@ def _run_score(args) -> None:
     metric = metric_from_args(args)
     with ResultWriter(args.output, resume=not args.restart) as writer:
         counts = score_rows(metric, rows, writer, chunk_size=args.chunk_size, desc=args.metric)
-    print_score_table(read_results(args.output), args.metric)
+    position = {row.id: i for i, row in enumerate(rows)}
+    print_score_table(sorted(read_results(args.output), key=lambda r: position.get(r["id"], len(position))), args.metric)
     print(f"{counts['done']} scored, {counts['skipped']} already done, {counts['errors']} errors -> {args.output}",
           file=sys.stderr)
 

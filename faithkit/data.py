@@ -138,7 +138,8 @@ def read_rows(path: str | Path, columns: Columns | None = None) -> Iterator[Row]
             if mapping["history"] is None:
                 warnings.warn(f"{path}: no history column found, so every history is empty "
                               f"(name one with --history-column)")
-        row_id = str(record[mapping["id"]]) if record is not None and mapping["id"] else str(number)
+        given_id = record.get(mapping["id"]) if record is not None and mapping["id"] else None
+        row_id = str(number) if given_id in (None, "") else str(given_id)
         if error is not None:
             yield Row(id=row_id, error=error)
             continue

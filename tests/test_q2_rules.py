@@ -229,3 +229,16 @@ def test_rules_ask_nothing_about_pronouns(nlp):
     assert {s.text: q for s, q in zip(spans, questions)} == {
         "canada": ["it aired where and they loved it?"], "it": [], "they": [],
     }
+
+
+def test_nli_backend_trusted_only_end_to_end_leaves_answer_pairs_to_f1():
+    question = "when did the show start?"
+    qg = StubQG({"1983": [question]})
+    qa = StubQA({(question, RESPONSE): "1983", (question, KNOWLEDGE): "1983 to 1994"})
+    nli = StubNLI({})
+    nli.compare_answers = False
+    result = make_metric(qg, qa, nli).compute(knowledge=[KNOWLEDGE, KNOWLEDGE], responses=[RESPONSE, "nice"])
+    [explanation] = result["explanations"][0]
+    assert (explanation["f1"], explanation["nli"], explanation["score"]) == (0.5, None, 0.5)
+    assert result["q2"] == result["q2_no_nli"] == [0.5, 0.5]  # the second is the neutral fallback
+    assert nli.calls == [[(KNOWLEDGE, "nice")]]

@@ -22,9 +22,10 @@ and compare the answers:
 
 The default NLI model is ``FacebookAI/roberta-large-mnli``. The paper used AllenNLP's
 RoBERTa-large trained on SNLI, which is not on the Hugging Face hub; roberta-large-mnli
-is the same architecture fine-tuned for the same three-way entailment task (on MNLI, a
-superset of SNLI's genres), it is the most used HF NLI checkpoint, and its config names
-its labels, so no mapping has to be guessed.
+is the same architecture fine-tuned for the same three-way entailment task with the
+same input format (on MNLI instead of SNLI: more genres than SNLI's image captions), it
+is the most used HF NLI checkpoint, and its config names its labels, so no mapping has
+to be guessed.
 
 Deliberate differences from the reference code (github.com/orhonovich/q-squared):
 
@@ -44,8 +45,8 @@ Deliberate differences from the reference code (github.com/orhonovich/q-squared)
   span by default (its ``--q_per_cand`` default is a list, never equal to "single") and
   kept personal questions unless asked.
 * End-to-end NLI fallback: premise = knowledge, hypothesis = response, as the reference
-  code does (its README says the opposite); the knowledge is not lowercased (the
-  reference lowercased it for a cased model).
+  code does and as NLI is defined (the reference's README describes it the other way
+  round); the knowledge is not lowercased (the reference lowercased it for a cased model).
 * Beams are tried in rounds (all first beams in one batch, then the second beams of
   spans still without a valid question, …), which gives the reference's sequential
   result with far fewer QA calls; every stage is batched across all responses.
@@ -54,10 +55,12 @@ With ``preset="offline"`` the stages run on local models and rules instead (see
 :mod:`faithkit.metrics.q2_backends`): rule-based wh-questions from spaCy's parse,
 answers by scoring candidate spans with SmolLM2-135M-Instruct (each candidate fills the
 question's wh-slot and the LM scores the statement after the passage), and NLI by
-SmolLM2's calibrated label words. They approximate the paper's models, and differ from
-them in ways that matter: one question per span (no beams), an answerer that never
-abstains (a wrong span then costs F1 0 and goes to NLI), and an NLI stage far weaker
-than RoBERTa-large. ``benchmarks/q2_offline_stages.py`` measures each stage.
+SmolLM2's calibrated label words for the end-to-end fallback only. They approximate the
+paper's models, and differ from them in ways that matter: one question per span (no
+beams), no questions about pronouns, an answerer that never abstains (a wrong span then
+costs F1 0), and no NLI on answer pairs (SmolLM2's label words were measured to hurt
+there, so the F1 stands and ``q2`` equals ``q2_no_nli``). ``benchmarks/q2_offline_stages.py``
+measures each stage.
 """
 
 from __future__ import annotations
@@ -212,7 +215,8 @@ class Q2:
         kept = sorted(chosen)
         knowledge_answers = self._answer([chosen[i][0] for i in kept], [knowledge[flat[i][0]] for i in kept])
         f1s = [token_f1(flat[i][1].text, answer) for i, answer in zip(kept, knowledge_answers)]
-        to_check = [j for j, (f1, answer) in enumerate(zip(f1s, knowledge_answers)) if needs_nli(f1, answer)]
+        compare = getattr(self.nli, "compare_answers", True)  # an NLI backend may be trusted only end to end
+        to_check = [j for j, (f1, answer) in enumerate(zip(f1s, knowledge_answers)) if compare and needs_nli(f1, answer)]
         labels = self._predict(
             [f"{chosen[kept[j]][0]} {knowledge_answers[j]}." for j in to_check],
             [f"{chosen[kept[j]][0]} {flat[kept[j]][1].text}." for j in to_check],

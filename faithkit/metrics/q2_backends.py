@@ -431,10 +431,17 @@ class LabelWordNLI:
     Small LMs prefer one word whatever the input, so the scores are calibrated as in
     Zhao et al. (2021): each label's log-probability on a content-free input ("N/A") is
     subtracted before taking the best label.
+
+    ``compare_answers`` tells Q² whether to use this backend on answer pairs too
+    ("question knowledge-answer." vs "question response-answer."), not only for the
+    end-to-end fallback. It is off by default because it was measured to hurt: on the
+    300 dodeca responses, letting SmolLM2's label words judge answer pairs dropped
+    Q²'s AUROC from 0.62 (F1 kept) to 0.51: it said "entailment" to 60% of the
+    differing answers in inconsistent responses, more often than in consistent ones (53%).
     """
 
-    def __init__(self, lm: _CausalLM, batch_size=8):
-        self.lm = lm
+    def __init__(self, lm: _CausalLM, batch_size=8, compare_answers=False):
+        self.lm, self.compare_answers = lm, compare_answers
         self.scorer = TokenScorer(lm.model, batch_size=batch_size)
         self.header = "".join(f"Premise: {p}\nHypothesis: {h}\nTrue, false or unknown? Answer yes, no or maybe: {a}\n\n" for p, h, a in NLI_EXAMPLES)
         self.label_ids = {label: lm.encode(word) for label, word in LABEL_WORDS.items()}
