@@ -84,6 +84,9 @@ class TokenScorer:
         self.share_prefixes = share_prefixes
         self.min_shared = min_shared
         self._can_trim_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+        # Padded prefixes of different lengths in one batch are exact under full attention; a sliding
+        # window counts cache slots, padding included, so such models run one prefix per batch.
+        self._mixes_prefixes = not any("sliding" in t for t in getattr(model.config, "layer_types", None) or [])
 
     @torch.no_grad()
     def __call__(self, requests: Sequence[Request], progress: Callable[[int], None] | None = None) -> list[torch.Tensor]:
@@ -95,59 +98,84 @@ class TokenScorer:
         context_lengths = [len(c) for c, _ in requests]
         results: list[torch.Tensor | None] = [None] * len(requests)
         singles: list[int] = []
+        shared: list[_Group] = []
         groups = _group_by_prefix(sequences, context_lengths, self.min_shared) if self.share_prefixes else []
         for group in groups:
             if (len(group.members) - 1) * group.prefix_length < MIN_SAVED_TOKENS:
                 singles.extend(group.members)
-                continue
-            self._run_shared_prefix(group, sequences, context_lengths, results, progress)
+            else:
+                shared.append(group)
         if not self.share_prefixes:
             singles = list(range(len(requests)))
+        shared.sort(key=lambda g: g.prefix_length)
+        step = self.batch_size if self._mixes_prefixes else 1
+        for start in range(0, len(shared), step):
+            self._run_shared_prefixes(shared[start : start + step], sequences, context_lengths, results, progress)
         singles.sort(key=lambda i: len(sequences[i]))
         for start in range(0, len(singles), self.batch_size):
             chunk = singles[start : start + self.batch_size]
-            self._run_batch(chunk, sequences, context_lengths, prefix_length=0, cache=None, last_logits=None, results=results)
+            self._run_batch(chunk, sequences, context_lengths, [0] * len(chunk), results)
             if progress:
                 progress(len(chunk))
         return results  # type: ignore[return-value]
 
-    def _run_shared_prefix(self, group, sequences, context_lengths, results, progress):
-        length = group.prefix_length
-        prefix = torch.tensor([sequences[group.members[0]][:length]], device=self.model.device)
-        output = self.model(input_ids=prefix, use_cache=True, **self._keep(1))
-        last_logits = output.logits[0, -1].float()
-        members = sorted(group.members, key=lambda i: len(sequences[i]))
+    def _run_shared_prefixes(self, groups: list[_Group], sequences, context_lengths, results, progress):
+        """Run the groups' prefixes in one padded pass, then their members' suffixes in batches over that cache."""
+        lengths = [g.prefix_length for g in groups]
+        width = max(lengths)
+        ids = torch.tensor([sequences[g.members[0]][:n] + [0] * (width - n) for g, n in zip(groups, lengths)],
+                           device=self.model.device)
+        mask = torch.tensor([[1] * n + [0] * (width - n) for n in lengths], device=self.model.device)
+        last = sorted(set(n - 1 for n in lengths))
+        keep = {"logits_to_keep": torch.tensor(last, device=self.model.device)} if self._can_trim_logits else {}
+        output = self.model(input_ids=ids, attention_mask=mask, use_cache=True, **keep)
+        column = {position: i for i, position in enumerate(last)} if keep else {p: p for p in last}
+        last_logits = [output.logits[g, column[n - 1]].float() for g, n in enumerate(lengths)]
+        members = sorted(((g, i) for g, group in enumerate(groups) for i in group.members),
+                         key=lambda item: len(sequences[item[1]]) - lengths[item[0]])
         for start in range(0, len(members), self.batch_size):
             chunk = members[start : start + self.batch_size]
+            owners = [g for g, _ in chunk]
             cache = copy.deepcopy(output.cache)
-            cache.batch_repeat_interleave(len(chunk))
-            self._run_batch(chunk, sequences, context_lengths, length, cache, last_logits, results)
+            cache.batch_select_indices(torch.tensor(owners, device=self.model.device))
+            self._run_batch([i for _, i in chunk], sequences, context_lengths, [lengths[g] for g in owners], results,
+                            cache=cache, prefix_mask=mask[owners], last_logits=[last_logits[g] for g in owners])
             if progress:
                 progress(len(chunk))
 
     def _keep(self, n: int) -> dict:
         return {"logits_to_keep": n} if self._can_trim_logits else {}
 
-    def _run_batch(self, chunk, sequences, context_lengths, prefix_length, cache, last_logits, results):
-        """Run the rows' suffixes (after ``prefix_length`` cached tokens), right-padded, and collect target log-probs."""
-        suffixes = [sequences[i][prefix_length:] for i in chunk]
+    def _run_batch(self, chunk, sequences, context_lengths, prefix_lengths, results,
+                   cache=None, prefix_mask=None, last_logits=None):
+        """Run the rows' suffixes (after their cached prefixes), right-padded, and collect target log-probs.
+
+        Cached prefixes of different lengths are right-padded too: the attention mask hides the
+        padding and explicit position ids continue each row from its own prefix length.
+        """
+        suffixes = [sequences[i][n:] for i, n in zip(chunk, prefix_lengths)]
         width = max(len(s) for s in suffixes)
-        pad = 0
-        ids = torch.tensor([s + [pad] * (width - len(s)) for s in suffixes], device=self.model.device)
+        device = self.model.device
+        ids = torch.tensor([s + [0] * (width - len(s)) for s in suffixes], device=device)
         # logits are needed from the position before each row's first target token onwards
-        first_needed = min(max(context_lengths[i] - 1 - prefix_length, 0) for i in chunk)
+        first_needed = min(max(context_lengths[i] - 1 - n, 0) for i, n in zip(chunk, prefix_lengths))
         keep = width - first_needed
-        kwargs = {"cache": cache, "use_cache": True} if cache is not None else {"use_cache": False}
+        kwargs = {"use_cache": False}
+        if cache is not None:
+            suffix_mask = torch.ones(len(chunk), width, dtype=prefix_mask.dtype, device=device)
+            positions = torch.tensor(prefix_lengths, device=device)[:, None] + torch.arange(width, device=device)
+            kwargs = {"cache": cache, "use_cache": True, "attention_mask": torch.cat([prefix_mask, suffix_mask], dim=1),
+                      "position_ids": positions}
         logits = self.model(input_ids=ids, **kwargs, **self._keep(keep)).logits
         if logits.shape[1] != keep:  # the model ignored logits_to_keep
             logits = logits[:, -keep:]
-        offset = prefix_length + first_needed  # absolute position of logits[:, 0]
-        for row, index in enumerate(chunk):
+        for row, (index, prefix_length) in enumerate(zip(chunk, prefix_lengths)):
             sequence, context_length = sequences[index], context_lengths[index]
+            offset = prefix_length + first_needed  # absolute position of this row's logits[row, 0]
             positions = torch.arange(context_length - 1, len(sequence) - 1, device=logits.device)
             row_logits = logits[row, (positions - offset).clamp(min=0)].float()
             if context_length - 1 < offset:  # first target predicted by the cached prefix's last position
-                row_logits[0] = last_logits
+                row_logits[0] = last_logits[row]
             targets = torch.tensor(sequence[context_length:], device=logits.device)
             logprobs = torch.log_softmax(row_logits, dim=-1).gather(-1, targets[:, None]).squeeze(-1)
             results[index] = logprobs.cpu()

@@ -69,3 +69,20 @@ def test_smollm2_batched_equals_reference(smollm2):
     fast = TokenScorer(model, batch_size=4)(requests)
     for (context, target), values in zip(requests, fast):
         torch.testing.assert_close(values, reference_token_logprobs(model, context, target), atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("batch_size", [2, 5])
+def test_prefixes_of_different_lengths_share_one_batch(tiny_gpt2, batch_size):
+    """Several documents, each under several rows: padded prefixes and mixed-owner suffix batches stay exact."""
+    rng = random.Random(3)
+    tokens = lambda n: [rng.randrange(100, tiny_gpt2.config.vocab_size) for _ in range(n)]  # noqa: E731
+    requests = []
+    for length in (20, 45, 33):
+        document = tokens(length)
+        requests += [(document + tokens(rng.randint(0, 6) or 1), tokens(rng.randint(1, 5))) for _ in range(7)]
+    sequences = [list(c) + list(t) for c, t in requests]
+    groups = _group_by_prefix(sequences, [len(c) for c, _ in requests], min_shared=16)
+    assert sorted(len(g.members) for g in groups) == [7, 7, 7]
+    fast = TokenScorer(tiny_gpt2, batch_size=batch_size)(requests)
+    for (context, target), values in zip(requests, fast):
+        torch.testing.assert_close(values, reference_token_logprobs(tiny_gpt2, context, target), atol=1e-4, rtol=0)
