@@ -73,6 +73,18 @@ def _group_by_prefix(sequences: list[list[int]], context_lengths: list[int], min
     return groups
 
 
+def _selected_rows(cache, rows: torch.Tensor):
+    """A new cache holding ``rows`` of ``cache``; the shared prefix cache itself stays untouched.
+
+    Selecting rows indexes into new tensors, and layers extend their tensors by concatenation,
+    so copying the layer objects (not their tensors, as a deep copy would) is enough.
+    """
+    selected = copy.copy(cache)
+    selected.layers = [copy.copy(layer) for layer in cache.layers]
+    selected.batch_select_indices(rows)
+    return selected
+
+
 class TokenScorer:
     """Batched, prefix-sharing computation of target-token log-probabilities for one causal LM."""
 
@@ -136,8 +148,7 @@ class TokenScorer:
         for start in range(0, len(members), self.batch_size):
             chunk = members[start : start + self.batch_size]
             owners = [g for g, _ in chunk]
-            cache = copy.deepcopy(output.cache)
-            cache.batch_select_indices(torch.tensor(owners, device=self.model.device))
+            cache = _selected_rows(output.cache, torch.tensor(owners, device=self.model.device))
             self._run_batch([i for _, i in chunk], sequences, context_lengths, [lengths[g] for g in owners], results,
                             cache=cache, prefix_mask=mask[owners], last_logits=[last_logits[g] for g in owners])
             if progress:
