@@ -53,11 +53,12 @@ def metric_from_args(args: argparse.Namespace):
     return load_metric(args.metric, **options)
 
 
-def columns_from_args(args: argparse.Namespace, required=("document", "history", "response")):
+def columns_from_args(args: argparse.Namespace):
+    """The input columns named on the command line; the history may be missing (a warning says so)."""
     from .data import Columns
 
     return Columns(document=args.document_column, history=args.history_column, response=args.response_column,
-                   id=args.id_column, required=required)
+                   id=args.id_column)
 
 
 # ---- score ---------------------------------------------------------------------------------

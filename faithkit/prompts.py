@@ -46,8 +46,11 @@ class PromptTemplate:
     scored (``"Agent:"`` belongs to the context).
 
     ``chat=True`` renders the context with the tokenizer's chat template instead: the
-    document goes in the system turn and the history alternates user/assistant turns,
-    ending with a user turn; the history-only view simply has no system turn from us.
+    system turn is ``system`` followed by ``system_document`` (the document), the history
+    alternates user/assistant turns ending with a user turn. The history-only view keeps
+    the system turn without ``system_document``, so the two views differ by the document
+    alone (without a system turn of ours, templates such as SmolLM2's put in a default
+    persona, and the PMI would measure that too).
     """
 
     document: str = "Document: {document}\n\n"
@@ -55,14 +58,15 @@ class PromptTemplate:
     response_prefix: str = "Agent:"
     response: str = " {response}"
     chat: bool = False
-    system: str = "Answer using only this document.\n\nDocument: {document}"
+    system: str = "Answer using only this document."
+    system_document: str = "\n\nDocument: {document}"
 
     def __post_init__(self):
         for name, placeholder in (("document", "{document}"), ("turn", "{turn}"), ("response", "{response}")):
             if placeholder not in getattr(self, name):
                 raise ValueError(f"PromptTemplate.{name} must contain {placeholder}, got {getattr(self, name)!r}")
-        if self.chat and "{document}" not in self.system:
-            raise ValueError(f"PromptTemplate.system must contain {{document}}, got {self.system!r}")
+        if self.chat and "{document}" not in self.system_document:
+            raise ValueError(f"PromptTemplate.system_document must contain {{document}}, got {self.system_document!r}")
 
     # ---- text -------------------------------------------------------------------------
     def context_text(self, document: str | None, history: str | History | None) -> str:
@@ -111,7 +115,7 @@ class PromptTemplate:
         if getattr(tokenizer, "chat_template", None) is None:
             raise ValueError("PromptTemplate(chat=True) needs a tokenizer with a chat template")
         turns = as_history(history)
-        messages = [] if document is None else [{"role": "system", "content": self.system.format(document=document)}]
+        messages = [{"role": "system", "content": self._system_turn(document)}]
         first_role = "user" if len(turns) % 2 == 1 else "assistant"
         roles = [first_role, "assistant" if first_role == "user" else "user"]
         messages += [{"role": roles[i % 2], "content": turn} for i, turn in enumerate(turns)]
@@ -120,12 +124,15 @@ class PromptTemplate:
         ids = _chat_ids(tokenizer, messages)
         full_length = len(ids)
         while max_tokens is not None and len(ids) > max_tokens:
-            if document is None or not messages[0]["content"]:
+            if not document:
                 raise ValueError(f"the chat context has {len(ids)} tokens, more than {max_tokens}, without a document")
             document = _drop_leading_tokens(tokenizer, document, len(ids) - max_tokens)
-            messages[0]["content"] = self.system.format(document=document) if document else ""
+            messages[0]["content"] = self._system_turn(document)
             ids = _chat_ids(tokenizer, messages)
         return Context(ids, truncated_tokens=full_length - len(ids))
+
+    def _system_turn(self, document: str | None) -> str:
+        return self.system + (self.system_document.format(document=document) if document else "")
 
     def response_ids(self, tokenizer, response: str) -> list[int]:
         return _encode(tokenizer, self.response_text(response))

@@ -47,6 +47,29 @@ def test_scores_every_row_and_reports_bad_ones(model_folder, rows_file, tmp_path
     assert "6 scored, 0 already done, 1 errors" in printed.err
 
 
+def test_a_file_without_history_scores_with_empty_histories_and_a_warning(model_folder, tmp_path, capsys):
+    rows = tmp_path / "rows.csv"
+    rows.write_text("document,response\nThe sky is blue.,It is blue.\n")
+    output = tmp_path / "scores.jsonl"
+    with pytest.warns(UserWarning, match="no history column found"):
+        assert main(["score", "--metric", "pmi-faith", "--model", model_folder, "--input", str(rows),
+                     "--output", str(output)]) == 0
+    [record] = read_results(output)
+    assert record["history"] == [] and isinstance(record["pmi"], float)
+
+
+def test_an_over_long_document_keeps_its_end_and_the_warning_names_the_row(model_folder, tmp_path, capsys):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"id": "long-one", "document": "word " * 400 + "The end.", "history": "h",
+                                "response": "The end."}) + "\n")
+    output = tmp_path / "scores.jsonl"
+    assert main(["score", "--metric", "pmi-faith", "--model", model_folder, "--input", str(rows),
+                 "--output", str(output)]) == 0
+    [record] = read_results(output)
+    assert record["truncated_tokens"] > 150  # 256 positions in the tiny model
+    assert f"row long-one: context cut by {record['truncated_tokens']} tokens" in capsys.readouterr().err
+
+
 def test_rerun_after_a_crash_neither_repeats_nor_loses_rows(model_folder, rows_file, tmp_path):
     complete = tmp_path / "complete.jsonl"
     _score(model_folder, rows_file, complete)

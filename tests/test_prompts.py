@@ -57,6 +57,8 @@ def test_template_fields_are_checked():
         PromptTemplate(document="Doc:")
     with pytest.raises(ValueError, match=r"PromptTemplate.response must contain \{response\}"):
         PromptTemplate(response=" ")
+    with pytest.raises(ValueError, match=r"PromptTemplate.system_document must contain \{document\}"):
+        PromptTemplate(chat=True, system_document="Doc")
 
 
 def test_chat_template_puts_the_document_in_the_system_turn(smollm2):
@@ -66,7 +68,8 @@ def test_chat_template_puts_the_document_in_the_system_turn(smollm2):
     only_history = tokenizer.decode(template.context(tokenizer, None, ["Where is Paris?"]).ids)
     assert "<|im_start|>system\nAnswer using only this document.\n\nDocument: Paris is in France.<|im_end|>" in both
     assert both.endswith("<|im_start|>user\nWhere is Paris?<|im_end|>\n<|im_start|>assistant\n")
-    assert "Paris is in France" not in only_history
-    assert only_history.endswith("<|im_start|>user\nWhere is Paris?<|im_end|>\n<|im_start|>assistant\n")
+    # the views differ by the document alone: same instruction, no default persona from the chat template
+    assert only_history == both.replace("\n\nDocument: Paris is in France.", "", 1)
+    assert "SmolLM" not in only_history
     with pytest.raises(ValueError, match="chat templates need a tokenizer"):
         template.context_text("d", ["h"])
