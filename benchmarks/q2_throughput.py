@@ -5,7 +5,9 @@ QG call, one QA call on the response per question tried, one on the knowledge, o
 call, and one end-to-end NLI call per response without a question. Batched is
 ``Q2.compute`` on all responses at once: one call per stage and batch. Both use the same
 loaded models, so the difference is the batching and the prefix sharing it allows. The
-scores must agree; the last line printed is one JSON object.
+scores must agree; the last line printed is one JSON object. ``work_ratio`` is the LM's
+multiply-accumulates per item over batched (:class:`model_work.ModelWork`): on a compute-bound
+CPU, about what batching can buy when every candidate answer must still be scored.
 
     python benchmarks/q2_throughput.py --responses 60
 """
@@ -31,6 +33,7 @@ from faithkit.metrics.q2 import (
     token_f1,
 )
 from faithkit.metrics.q2_backends import NO_ANSWER, Candidate
+from model_work import ModelWork
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "q2_wow"
 
@@ -78,19 +81,25 @@ def main():
     metric = Q2(preset="offline", batch_size=args.batch_size)
     metric.compute(knowledge=knowledge[:2], responses=responses[:2])  # warm-up: lazy inits, calibration
 
-    start = time.perf_counter()
-    batched = metric.compute(knowledge=knowledge, responses=responses)["q2"]
-    batched_seconds = time.perf_counter() - start
+    lm = metric.qa.lm.model  # the offline preset's QA and NLI share this LM
+    with ModelWork(lm) as batched_work:
+        start = time.perf_counter()
+        batched = metric.compute(knowledge=knowledge, responses=responses)["q2"]
+        batched_seconds = time.perf_counter() - start
     print(f"batched:  {len(rows)} responses in {batched_seconds:.1f}s ({len(rows) / batched_seconds:.2f} responses/s)", flush=True)
 
-    start = time.perf_counter()
-    single = per_item(metric, knowledge, responses)
-    single_seconds = time.perf_counter() - start
+    with ModelWork(lm) as single_work:
+        start = time.perf_counter()
+        single = per_item(metric, knowledge, responses)
+        single_seconds = time.perf_counter() - start
     print(f"per item: {len(rows)} responses in {single_seconds:.1f}s ({len(rows) / single_seconds:.2f} responses/s)", flush=True)
 
     differences = [abs(a - b) for a, b in zip(batched, single)]
     result = {
         "speedup": round(single_seconds / batched_seconds, 2),
+        "work_ratio": round(single_work.macs / batched_work.macs, 2),
+        "tokens_per_item": single_work.tokens,
+        "tokens_batched": batched_work.tokens,
         "responses": len(rows),
         "batched_seconds": round(batched_seconds, 1),
         "per_item_seconds": round(single_seconds, 1),

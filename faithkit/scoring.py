@@ -26,9 +26,10 @@ import torch
 Request = tuple[Sequence[int], Sequence[int]]
 
 MIN_SHARED_PREFIX = 16
-"""Rows share a cached prefix only when it is at least this many tokens."""
+"""Rows with different contexts share a cached prefix only when it is at least this many tokens
+(rows with the same context always may): a shorter common start would split a group's longer prefix."""
 
-MIN_SAVED_TOKENS = 128
+MIN_SAVED_TOKENS = 32
 """A shared prefix costs one extra, small forward call; it must save at least this many tokens of compute."""
 
 
@@ -56,7 +57,7 @@ def _common_prefix_length(a: Sequence[int], b: Sequence[int], limit: int) -> int
 
 
 def _group_by_prefix(sequences: list[list[int]], context_lengths: list[int], min_shared: int) -> list[_Group]:
-    """Group rows that share at least ``min_shared`` leading tokens (within their contexts)."""
+    """Group rows that share at least ``min_shared`` leading tokens (within their contexts), or all of a short context."""
     order = sorted(range(len(sequences)), key=lambda i: sequences[i])
     groups: list[_Group] = []
     for index in order:
@@ -65,7 +66,8 @@ def _group_by_prefix(sequences: list[list[int]], context_lengths: list[int], min
             head = sequences[group.members[0]]
             limit = min(group.prefix_length, context_lengths[index])
             shared = _common_prefix_length(head, sequences[index], limit)
-            if shared >= min_shared:
+            same_context = shared == group.prefix_length == context_lengths[index]  # e.g. one short history
+            if shared >= min_shared or same_context:
                 group.prefix_length = shared
                 group.members.append(index)
                 continue

@@ -86,3 +86,18 @@ def test_prefixes_of_different_lengths_share_one_batch(tiny_gpt2, batch_size):
     fast = TokenScorer(tiny_gpt2, batch_size=batch_size)(requests)
     for (context, target), values in zip(requests, fast):
         torch.testing.assert_close(values, reference_token_logprobs(tiny_gpt2, context, target), atol=1e-4, rtol=0)
+
+
+def test_rows_with_one_short_context_share_it(tiny_gpt2):
+    """A short history under many candidate responses (the history-only view of a sweep) is run once."""
+    rng = random.Random(5)
+    tokens = lambda n: [rng.randrange(100, tiny_gpt2.config.vocab_size) for _ in range(n)]  # noqa: E731
+    history = tokens(6)  # shorter than MIN_SHARED_PREFIX
+    requests = [(history, tokens(rng.randint(1, 8))) for _ in range(8)] + [(tokens(6), tokens(3))]
+    sequences = [list(c) + list(t) for c, t in requests]
+    groups = _group_by_prefix(sequences, [len(c) for c, _ in requests], min_shared=16)
+    assert sorted(len(g.members) for g in groups) == [1, 8]
+    assert next(g for g in groups if len(g.members) == 8).prefix_length == 6
+    fast = TokenScorer(tiny_gpt2, batch_size=3)(requests)
+    for (context, target), values in zip(requests, fast):
+        torch.testing.assert_close(values, reference_token_logprobs(tiny_gpt2, context, target), atol=1e-4, rtol=0)
