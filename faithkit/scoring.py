@@ -1,14 +1,13 @@
 """Log-probabilities of target tokens after contexts, computed without repeated work.
 
 Every LM-based score in faithkit reduces to: for many ``(context_ids, target_ids)``
-pairs, the log-probability of each target token. Two things make that fast on real
-workloads while leaving the numbers unchanged:
-
-* **shared prefixes** — rows that start with the same tokens (one document under many
-  histories, one context under many candidate responses) run that prefix once; its
-  key/value cache is then expanded across the rows, which only run their own suffixes;
-* **length bucketing** — the remaining rows are batched with rows of similar length and
-  right-padded, so causal attention never sees padding and little compute is wasted.
+pairs, the log-probability of each target token. The requests' token sequences are laid
+out as a **prefix tree**: a run of tokens that several rows share (one document under many
+histories, one context under many candidate responses, candidate responses that start
+alike, as an α/p sweep's do) is run once, and its key/value cache is handed to the rows
+that continue it. Identical requests are computed once. Nodes of one tree level run in
+right-padded batches of similar length, so little compute goes to padding, and logits are
+computed only where a target token is predicted. The numbers do not change:
 
 :func:`reference_token_logprobs` is the slow, obviously-correct definition (one unpadded
 pass per pair) that the fast path is tested against.
@@ -18,19 +17,18 @@ from __future__ import annotations
 
 import copy
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch
 
 Request = tuple[Sequence[int], Sequence[int]]
 
-MIN_SHARED_PREFIX = 16
-"""Rows with different contexts share a cached prefix only when it is at least this many tokens
-(rows with the same context always may): a shorter common start would split a group's longer prefix."""
-
 MIN_SAVED_TOKENS = 32
-"""A shared prefix costs one extra, small forward call; it must save at least this many tokens of compute."""
+"""A shared run of tokens gets its own pass (one more forward call, a cache copy per row) only
+when sharing it saves at least this many tokens of compute; shorter runs are repeated per row."""
+
+_END = -1  # marks where a sequence ends inside the tree; never run through the model
 
 
 @torch.no_grad()
@@ -43,40 +41,64 @@ def reference_token_logprobs(model, context_ids: Sequence[int], target_ids: Sequ
     return logprobs.gather(-1, ids[0, start:, None]).squeeze(-1).cpu()
 
 
-@dataclass
-class _Group:
-    prefix_length: int
-    members: list[int]
+@dataclass(eq=False)
+class _Node:
+    """A run of tokens at absolute positions ``start …`` that all ``requests`` (indices) go through."""
+
+    tokens: list[int]
+    start: int
+    requests: list[int]
+    children: list["_Node"] = field(default_factory=list)
+
+    @property
+    def runnable(self) -> list[int]:
+        return self.tokens[:-1] if self.tokens and self.tokens[-1] == _END else self.tokens
 
 
-def _common_prefix_length(a: Sequence[int], b: Sequence[int], limit: int) -> int:
-    n = 0
-    while n < limit and a[n] == b[n]:
-        n += 1
-    return n
-
-
-def _group_by_prefix(sequences: list[list[int]], context_lengths: list[int], min_shared: int) -> list[_Group]:
-    """Group rows that share at least ``min_shared`` leading tokens (within their contexts), or all of a short context."""
+def _prefix_tree(sequences: list[list[int]], min_saved: int = MIN_SAVED_TOKENS) -> list[_Node]:
+    """The top-level nodes of the tree of ``sequences``; runs shared too little to pay off are repeated per row."""
     order = sorted(range(len(sequences)), key=lambda i: sequences[i])
-    groups: list[_Group] = []
-    for index in order:
-        if groups:
-            group = groups[-1]
-            head = sequences[group.members[0]]
-            limit = min(group.prefix_length, context_lengths[index])
-            shared = _common_prefix_length(head, sequences[index], limit)
-            same_context = shared == group.prefix_length == context_lengths[index]  # e.g. one short history
-            if shared >= min_shared or same_context:
-                group.prefix_length = shared
-                group.members.append(index)
-                continue
-        groups.append(_Group(prefix_length=context_lengths[index], members=[index]))
-    return groups
+    return _simplify(_build(order, [sequences[i] + [_END] for i in range(len(sequences))], 0), min_saved)
+
+
+def _build(members: list[int], sequences: list[list[int]], depth: int) -> list[_Node]:
+    """Nodes for ``members`` (sorted by sequence) from position ``depth`` on: one per distinct next token."""
+    nodes, start = [], 0
+    while start < len(members):
+        first = sequences[members[start]][depth]
+        end = start
+        while end < len(members) and sequences[members[end]][depth] == first:
+            end += 1
+        group = members[start:end]
+        length = 1  # extend the run while every member agrees (the _END marker makes sequences distinct)
+        while all(len(sequences[i]) > depth + length for i in group) and \
+                len({sequences[i][depth + length] for i in group}) == 1:
+            length += 1
+        head = sequences[group[0]]
+        node = _Node(head[depth:depth + length], depth, group)
+        if head[depth + length - 1] != _END:
+            node.children = _build(group, sequences, depth + length)
+        nodes.append(node)
+        start = end
+    return nodes
+
+
+def _simplify(nodes: list[_Node], min_saved: int) -> list[_Node]:
+    """Push a node's tokens down into its children when running them once saves fewer than ``min_saved`` tokens."""
+    result = []
+    for node in nodes:
+        if node.children and (len(node.children) - 1) * len(node.runnable) < min_saved:
+            for child in node.children:
+                child.tokens, child.start = node.tokens + child.tokens, node.start
+            result.extend(_simplify(node.children, min_saved))
+        else:
+            node.children = _simplify(node.children, min_saved)
+            result.append(node)
+    return result
 
 
 def _selected_rows(cache, rows: torch.Tensor):
-    """A new cache holding ``rows`` of ``cache``; the shared prefix cache itself stays untouched.
+    """A new cache holding ``rows`` of ``cache``; the parent cache itself stays untouched.
 
     Selecting rows indexes into new tensors, and layers extend their tensors by concatenation,
     so copying the layer objects (not their tensors, as a deep copy would) is enough.
@@ -87,20 +109,28 @@ def _selected_rows(cache, rows: torch.Tensor):
     return selected
 
 
+@dataclass
+class _Parent:
+    """What a batch of child nodes continues: the parents' batch cache, its attention mask, each node's row."""
+
+    cache: object
+    mask: torch.Tensor
+    row_of: dict
+
+
 class TokenScorer:
     """Batched, prefix-sharing computation of target-token log-probabilities for one causal LM."""
 
-    def __init__(self, model, batch_size: int = 8, share_prefixes: bool = True, min_shared: int = MIN_SHARED_PREFIX):
+    def __init__(self, model, batch_size: int = 8, share_prefixes: bool = True):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.model = model
         self.batch_size = batch_size
         self.share_prefixes = share_prefixes
-        self.min_shared = min_shared
         self._can_trim_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
-        # Padded prefixes of different lengths in one batch are exact under full attention; a sliding
-        # window counts cache slots, padding included, so such models run one prefix per batch.
-        self._mixes_prefixes = not any("sliding" in t for t in getattr(model.config, "layer_types", None) or [])
+        # Padding inside a cache is exact under full attention (the mask hides it, position ids skip it);
+        # a sliding window counts cache slots, padding included, so there shared runs go one per batch.
+        self._pads_caches = not any("sliding" in t for t in getattr(model.config, "layer_types", None) or [])
 
     @torch.no_grad()
     def __call__(self, requests: Sequence[Request], progress: Callable[[int], None] | None = None) -> list[torch.Tensor]:
@@ -108,87 +138,98 @@ class TokenScorer:
         for i, (context, target) in enumerate(requests):
             if len(context) == 0 or len(target) == 0:
                 raise ValueError(f"request {i}: context and target must both be non-empty token lists")
-        sequences = [list(c) + list(t) for c, t in requests]
-        context_lengths = [len(c) for c, _ in requests]
+        first_of: dict[tuple, int] = {}  # identical requests are computed once
+        copies: dict[int, list[int]] = {}
+        for i, (context, target) in enumerate(requests):
+            first = first_of.setdefault((tuple(context), tuple(target)), i)
+            copies.setdefault(first, []).append(i)
+        unique = list(copies)
+        self._sequences = [list(requests[i][0]) + list(requests[i][1]) for i in unique]
+        self._context_lengths = [len(requests[i][0]) for i in unique]
+        self._values = [[0.0] * len(requests[i][1]) for i in unique]
+        self._progress = (lambda done: progress(sum(len(copies[unique[j]]) for j in done))) if progress else None
+        if self.share_prefixes:
+            nodes = _prefix_tree(self._sequences)
+        else:
+            nodes = [_Node(s + [_END], 0, [j]) for j, s in enumerate(self._sequences)]
+        self._run_level(nodes, parent=None)
         results: list[torch.Tensor | None] = [None] * len(requests)
-        singles: list[int] = []
-        shared: list[_Group] = []
-        groups = _group_by_prefix(sequences, context_lengths, self.min_shared) if self.share_prefixes else []
-        for group in groups:
-            if (len(group.members) - 1) * group.prefix_length < MIN_SAVED_TOKENS:
-                singles.extend(group.members)
-            else:
-                shared.append(group)
-        if not self.share_prefixes:
-            singles = list(range(len(requests)))
-        shared.sort(key=lambda g: g.prefix_length)
-        step = self.batch_size if self._mixes_prefixes else 1
-        for start in range(0, len(shared), step):
-            self._run_shared_prefixes(shared[start : start + step], sequences, context_lengths, results, progress)
-        singles.sort(key=lambda i: len(sequences[i]))
-        for start in range(0, len(singles), self.batch_size):
-            chunk = singles[start : start + self.batch_size]
-            self._run_batch(chunk, sequences, context_lengths, [0] * len(chunk), results)
-            if progress:
-                progress(len(chunk))
+        for j, first in enumerate(unique):
+            for i in copies[first]:
+                results[i] = torch.tensor(self._values[j])
         return results  # type: ignore[return-value]
 
-    def _run_shared_prefixes(self, groups: list[_Group], sequences, context_lengths, results, progress):
-        """Run the groups' prefixes in one padded pass, then their members' suffixes in batches over that cache."""
-        lengths = [g.prefix_length for g in groups]
-        width = max(lengths)
-        ids = torch.tensor([sequences[g.members[0]][:n] + [0] * (width - n) for g, n in zip(groups, lengths)],
-                           device=self.model.device)
-        mask = torch.tensor([[1] * n + [0] * (width - n) for n in lengths], device=self.model.device)
-        last = sorted(set(n - 1 for n in lengths))
-        keep = {"logits_to_keep": torch.tensor(last, device=self.model.device)} if self._can_trim_logits else {}
-        output = self.model(input_ids=ids, attention_mask=mask, use_cache=True, **keep)
-        column = {position: i for i, position in enumerate(last)} if keep else {p: p for p in last}
-        last_logits = [output.logits[g, column[n - 1]].float() for g, n in enumerate(lengths)]
-        members = sorted(((g, i) for g, group in enumerate(groups) for i in group.members),
-                         key=lambda item: len(sequences[item[1]]) - lengths[item[0]])
-        for start in range(0, len(members), self.batch_size):
-            chunk = members[start : start + self.batch_size]
-            owners = [g for g, _ in chunk]
-            cache = _selected_rows(output.cache, torch.tensor(owners, device=self.model.device))
-            self._run_batch([i for _, i in chunk], sequences, context_lengths, [lengths[g] for g in owners], results,
-                            cache=cache, prefix_mask=mask[owners], last_logits=[last_logits[g] for g in owners])
-            if progress:
-                progress(len(chunk))
+    def _run_level(self, nodes: list[_Node], parent: _Parent | None) -> None:
+        """Run ``nodes`` (children of ``parent``'s nodes, or top-level) in length-sorted batches, then their children."""
+        # a row that ends where its parent ends has had every logit it needs already
+        self._report([j for n in nodes if not n.runnable for j in n.requests])
+        nodes = sorted((n for n in nodes if n.runnable), key=lambda n: len(n.runnable))
+        if self._pads_caches:
+            chunks = [nodes[i : i + self.batch_size] for i in range(0, len(nodes), self.batch_size)]
+        else:  # nodes with children run alone, so no cache holds padding
+            leaves = [n for n in nodes if not n.children]
+            chunks = [[n] for n in nodes if n.children]
+            chunks += [leaves[i : i + self.batch_size] for i in range(0, len(leaves), self.batch_size)]
+        for chunk in chunks:
+            self._run_batch(chunk, parent)
 
-    def _keep(self, n: int) -> dict:
-        return {"logits_to_keep": n} if self._can_trim_logits else {}
-
-    def _run_batch(self, chunk, sequences, context_lengths, prefix_lengths, results,
-                   cache=None, prefix_mask=None, last_logits=None):
-        """Run the rows' suffixes (after their cached prefixes), right-padded, and collect target log-probs.
-
-        Cached prefixes of different lengths are right-padded too: the attention mask hides the
-        padding and explicit position ids continue each row from its own prefix length.
-        """
-        suffixes = [sequences[i][n:] for i, n in zip(chunk, prefix_lengths)]
-        width = max(len(s) for s in suffixes)
+    def _run_batch(self, chunk: list[_Node], parent: _Parent | None) -> None:
         device = self.model.device
-        ids = torch.tensor([s + [0] * (width - len(s)) for s in suffixes], device=device)
-        # logits are needed from the position before each row's first target token onwards
-        first_needed = min(max(context_lengths[i] - 1 - n, 0) for i, n in zip(chunk, prefix_lengths))
-        keep = width - first_needed
-        kwargs = {"use_cache": False}
-        if cache is not None:
-            suffix_mask = torch.ones(len(chunk), width, dtype=prefix_mask.dtype, device=device)
-            positions = torch.tensor(prefix_lengths, device=device)[:, None] + torch.arange(width, device=device)
-            kwargs = {"cache": cache, "use_cache": True, "attention_mask": torch.cat([prefix_mask, suffix_mask], dim=1),
-                      "position_ids": positions}
-        logits = self.model(input_ids=ids, **kwargs, **self._keep(keep)).logits
-        if logits.shape[1] != keep:  # the model ignored logits_to_keep
-            logits = logits[:, -keep:]
-        for row, (index, prefix_length) in enumerate(zip(chunk, prefix_lengths)):
-            sequence, context_length = sequences[index], context_lengths[index]
-            offset = prefix_length + first_needed  # absolute position of this row's logits[row, 0]
-            positions = torch.arange(context_length - 1, len(sequence) - 1, device=logits.device)
-            row_logits = logits[row, (positions - offset).clamp(min=0)].float()
-            if context_length - 1 < offset:  # first target predicted by the cached prefix's last position
-                row_logits[0] = last_logits[row]
-            targets = torch.tensor(sequence[context_length:], device=logits.device)
-            logprobs = torch.log_softmax(row_logits, dim=-1).gather(-1, targets[:, None]).squeeze(-1)
-            results[index] = logprobs.cpu()
+        runs = [n.runnable for n in chunk]
+        width = max(len(r) for r in runs)
+        finished = [j for n in chunk if not n.children for j in n.requests]
+        ids = torch.tensor([r + [0] * (width - len(r)) for r in runs], device=device)
+        mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in runs], device=device)
+        positions = torch.tensor([n.start for n in chunk], device=device)[:, None] + torch.arange(width, device=device)
+        needed = [self._needed_positions(n, len(r)) for n, r in zip(chunk, runs)]
+        columns = sorted({p - n.start for n, wanted in zip(chunk, needed) for p in wanted})
+        has_children = any(n.children for n in chunk)
+        kwargs = {"attention_mask": mask, "position_ids": positions, "use_cache": has_children}
+        if parent is not None:
+            owners = torch.tensor([parent.row_of[id(n)] for n in chunk], device=device)
+            kwargs["cache"] = _selected_rows(parent.cache, owners)
+            kwargs["attention_mask"] = torch.cat([parent.mask[owners], mask], dim=1)
+        if self._can_trim_logits:
+            kwargs["logits_to_keep"] = torch.tensor(columns or [width - 1], device=device)
+        output = self.model(input_ids=ids, **kwargs)
+        column_of = {c: k for k, c in enumerate(columns)} if self._can_trim_logits else {c: c for c in columns}
+        self._collect(chunk, needed, output.logits, column_of)
+        self._report(finished)
+        if has_children:
+            row_of = {id(child): row for row, n in enumerate(chunk) for child in n.children}
+            self._run_level([c for n in chunk for c in n.children], _Parent(output.cache, kwargs["attention_mask"], row_of))
+
+    def _needed_positions(self, node: _Node, length: int) -> dict[int, list[int]]:
+        """Positions of the node whose logits predict a target token, with the requests needing each."""
+        wanted: dict[int, list[int]] = {}
+        end = node.start + length
+        for j in node.requests:
+            first = max(self._context_lengths[j] - 1, node.start)  # the last context token predicts the first target
+            last = min(len(self._sequences[j]) - 1, end)
+            for position in range(first, last):
+                wanted.setdefault(position, []).append(j)
+        return wanted
+
+    def _collect(self, chunk, needed, logits, column_of) -> None:
+        """log-softmax once per needed position, then pick each request's next token there."""
+        rows, columns, owners = [], [], []
+        for row, (node, wanted) in enumerate(zip(chunk, needed)):
+            for position, requests in wanted.items():
+                rows.append(row)
+                columns.append(column_of[position - node.start])
+                owners.append((position, requests))
+        if not rows:
+            return
+        logprobs = torch.log_softmax(logits[rows, columns].float(), dim=-1)
+        picks, places = [], []
+        for k, (position, requests) in enumerate(owners):
+            for j in requests:
+                picks.append((k, self._sequences[j][position + 1]))
+                places.append((j, position + 1 - self._context_lengths[j]))
+        index = torch.tensor(picks, device=logprobs.device)
+        for (j, t), value in zip(places, logprobs[index[:, 0], index[:, 1]].tolist()):
+            self._values[j][t] = value
+
+    def _report(self, finished: list[int]) -> None:
+        if self._progress and finished:
+            self._progress(finished)

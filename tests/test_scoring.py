@@ -5,7 +5,7 @@ import random
 import pytest
 import torch
 
-from faithkit.scoring import TokenScorer, _group_by_prefix, reference_token_logprobs
+from faithkit.scoring import TokenScorer, _prefix_tree, reference_token_logprobs
 
 
 def _mixed_requests(vocab_size: int, seed: int = 0):
@@ -36,14 +36,14 @@ def test_batched_equals_reference(tiny_gpt2, share_prefixes, batch_size):
 
 
 def test_shared_prefix_is_cached_once(tiny_gpt2):
-    """Rows under one document form one group whose prefix is the document."""
+    """Rows under one document hang from one node: the document; unrelated rows stand alone."""
     requests = _mixed_requests(tiny_gpt2.config.vocab_size)
-    sequences = [list(c) + list(t) for c, t in requests]
-    groups = _group_by_prefix(sequences, [len(c) for c, _ in requests], min_shared=16)
-    sizes = sorted(len(g.members) for g in groups if len(g.members) > 1)
-    assert sizes == [9]  # 5 histories + 4 responses share the 40-token document
-    (shared,) = [g for g in groups if len(g.members) > 1]
-    assert shared.prefix_length >= 40
+    tree = _prefix_tree([list(c) + list(t) for c, t in requests])
+    [shared] = [node for node in tree if node.children]
+    assert len(shared.runnable) == 40 and len(shared.children) == 9  # 5 histories + 4 responses
+    assert len(tree) == 1 + 6  # and the 6 unrelated rows
+    # the 7 context tokens after the document are shared by only 4 rows: too little to pay for a pass
+    assert all(node.start == 40 and not node.children for node in shared.children)
 
 
 def test_prefix_never_covers_a_target_token(tiny_gpt2):
@@ -80,9 +80,8 @@ def test_prefixes_of_different_lengths_share_one_batch(tiny_gpt2, batch_size):
     for length in (20, 45, 33):
         document = tokens(length)
         requests += [(document + tokens(rng.randint(0, 6) or 1), tokens(rng.randint(1, 5))) for _ in range(7)]
-    sequences = [list(c) + list(t) for c, t in requests]
-    groups = _group_by_prefix(sequences, [len(c) for c, _ in requests], min_shared=16)
-    assert sorted(len(g.members) for g in groups) == [7, 7, 7]
+    tree = _prefix_tree([list(c) + list(t) for c, t in requests])
+    assert sorted(len(node.children) for node in tree) == [7, 7, 7]
     fast = TokenScorer(tiny_gpt2, batch_size=batch_size)(requests)
     for (context, target), values in zip(requests, fast):
         torch.testing.assert_close(values, reference_token_logprobs(tiny_gpt2, context, target), atol=1e-4, rtol=0)
@@ -92,12 +91,39 @@ def test_rows_with_one_short_context_share_it(tiny_gpt2):
     """A short history under many candidate responses (the history-only view of a sweep) is run once."""
     rng = random.Random(5)
     tokens = lambda n: [rng.randrange(100, tiny_gpt2.config.vocab_size) for _ in range(n)]  # noqa: E731
-    history = tokens(6)  # shorter than MIN_SHARED_PREFIX
+    history = tokens(6)
     requests = [(history, tokens(rng.randint(1, 8))) for _ in range(8)] + [(tokens(6), tokens(3))]
-    sequences = [list(c) + list(t) for c, t in requests]
-    groups = _group_by_prefix(sequences, [len(c) for c, _ in requests], min_shared=16)
-    assert sorted(len(g.members) for g in groups) == [1, 8]
-    assert next(g for g in groups if len(g.members) == 8).prefix_length == 6
+    tree = _prefix_tree([list(c) + list(t) for c, t in requests])
+    assert sorted(len(node.children) for node in tree) == [0, 8]
+    assert len(next(node for node in tree if node.children).runnable) == 6
     fast = TokenScorer(tiny_gpt2, batch_size=3)(requests)
     for (context, target), values in zip(requests, fast):
         torch.testing.assert_close(values, reference_token_logprobs(tiny_gpt2, context, target), atol=1e-4, rtol=0)
+
+
+def test_sweep_candidates_share_their_common_start_and_duplicates_run_once(tiny_gpt2):
+    """An α/p sweep's candidates often start alike or coincide: shared starts run once, duplicates once."""
+    rng = random.Random(7)
+    tokens = lambda n: [rng.randrange(100, tiny_gpt2.config.vocab_size) for _ in range(n)]  # noqa: E731
+    context, opening = tokens(30), tokens(12)
+    responses = [opening + tokens(rng.randint(1, 6)) for _ in range(4)] + [tokens(5), tokens(9)]
+    responses += [responses[0], responses[4]]  # two settings gave the same response as others
+    requests = [(context, response) for response in responses]
+    requests.append((context + responses[1][:3], responses[1][3:]))  # same tokens, context cut elsewhere
+
+    run = []
+    hook = tiny_gpt2.register_forward_pre_hook(lambda m, a, kw: run.append(int(kw["attention_mask"][:, -kw["input_ids"].shape[1]:].sum())), with_kwargs=True)
+    finished = []
+    try:
+        fast = TokenScorer(tiny_gpt2, batch_size=3)(requests, progress=finished.append)
+    finally:
+        hook.remove()
+    for (context_ids, target), values in zip(requests, fast):
+        torch.testing.assert_close(values, reference_token_logprobs(tiny_gpt2, context_ids, target), atol=1e-4, rtol=0)
+    assert sum(finished) == len(requests)
+    distinct = responses[:6]
+    tails = sum(len(r) - 12 for r in distinct[:4]) + len(distinct[4]) + len(distinct[5])
+    assert sum(run) == 30 + 12 + tails  # every distinct token once
+
+    [root] = _prefix_tree([list(c) + list(t) for c, t in requests])
+    assert len(root.runnable) == 30 and len(root.children) == 3  # the shared opening, and two other responses
