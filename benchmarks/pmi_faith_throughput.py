@@ -4,8 +4,12 @@ The authors' code scores one example at a time with one unpadded forward pass pe
 (log P(r|d,h), then log P(r|h)). Both sides here compute exactly those two views with the
 same model, template and tokens, and the script checks they agree before reporting speed.
 
-Workloads: (a) BEGIN CMU-DoG dev (documents repeat across rows) and (b) an α/p-sweep shape:
-40 BEGIN WoW dev contexts × 8 candidate responses (the row's own and 7 borrowed from others).
+Workloads: (a) BEGIN CMU-DoG dev (documents repeat across rows); (b) an α/p-sweep shape:
+40 BEGIN WoW dev contexts × 8 candidate responses (the row's own and 7 borrowed from others);
+(c) a real α/p sweep: the same 40 contexts × the 8 responses SmolLM2 gives them under
+PMI-DECODE at alpha ∈ {0, 0.25, 0.5, 0.75} × top_p ∈ {0.6, 0.9} (40 new tokens), generated
+once (a few minutes) and kept in faithkit's cache folder. Candidates of one context often
+start alike or coincide, which (b)'s borrowed responses never do.
 
 Both sides' arithmetic is counted too (:class:`model_work.ModelWork`): ``work_ratio`` is the
 authors' multiply-accumulates over faithkit's. As the model is compute bound, it is about
@@ -21,12 +25,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
 import torch
 
-from faithkit.data import read_rows
+from faithkit import models
+from faithkit.data import ResultWriter, read_results, read_rows
+from faithkit.decoding import generate
 from faithkit.metrics import PMIFaith
 from faithkit.scoring import reference_token_logprobs
 from model_work import ModelWork
@@ -52,6 +59,33 @@ def sweep_workload(rows, contexts: int = 40, responses_per_context: int = 8):
             documents.append(row.document)
             histories.append(row.history)
             responses.append(rows[(i + 37 * j) % len(rows)].response)  # own response first, then borrowed ones
+    return documents, histories, responses
+
+
+SWEEP_GRID = [(alpha, top_p) for alpha in (0.0, 0.25, 0.5, 0.75) for top_p in (0.6, 0.9)]
+
+
+def decoded_sweep_workload(metric: PMIFaith, rows, contexts: int = 40, max_new_tokens: int = 40):
+    """The responses of a real α/p sweep over the first ``contexts`` rows (generated once, then read back)."""
+    rows = rows[:contexts]
+    path = models.cache_dir() / "benchmarks" / f"pmi_decode_sweep_{contexts}x{len(SWEEP_GRID)}.jsonl"
+    with ResultWriter(path) as writer:
+        for alpha, top_p in SWEEP_GRID:
+            if writer.done(f"0-{alpha}-{top_p}"):
+                continue
+            print(f"generating the sweep's responses at alpha={alpha}, top_p={top_p}", file=sys.stderr, flush=True)
+            responses = generate(metric.model, metric.tokenizer, [r.document for r in rows], [r.history for r in rows],
+                                 alpha=alpha, top_p=top_p, max_new_tokens=max_new_tokens)
+            for i, response in enumerate(responses):
+                # an empty response (the model ended its turn at once) cannot be scored: "..." stands in
+                writer.write({"id": f"{i}-{alpha}-{top_p}", "response": response.strip() or "..."})
+    response_of = {record["id"]: record["response"] for record in read_results(path)}
+    documents, histories, responses = [], [], []
+    for i, row in enumerate(rows):
+        for alpha, top_p in SWEEP_GRID:
+            documents.append(row.document)
+            histories.append(row.history)
+            responses.append(response_of[f"{i}-{alpha}-{top_p}"])
     return documents, histories, responses
 
 
@@ -98,6 +132,7 @@ def main() -> None:
     figures = {"model": args.model, "threads": torch.get_num_threads()}
     figures |= measure("cmu", metric, [r.document for r in cmu], [r.history for r in cmu], [r.response for r in cmu])
     figures |= measure("sweep", metric, *sweep_workload(wow))
+    figures |= measure("sweep_decoded", metric, *decoded_sweep_workload(metric, wow))
     print(json.dumps(figures))
 
 

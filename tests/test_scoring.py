@@ -127,3 +127,18 @@ def test_sweep_candidates_share_their_common_start_and_duplicates_run_once(tiny_
 
     [root] = _prefix_tree([list(c) + list(t) for c, t in requests])
     assert len(root.runnable) == 30 and len(root.children) == 3  # the shared opening, and two other responses
+
+
+def test_alibi_model_without_position_ids_is_exact():
+    """BLOOM (the paper's model family) takes positions from the attention mask (ALiBi), not position ids."""
+    from transformers import BloomConfig, BloomForCausalLM
+
+    torch.manual_seed(0)
+    bloom = BloomForCausalLM(BloomConfig(vocab_size=500, hidden_size=32, n_layer=2, n_head=4, initializer_range=0.3)).eval()
+    requests = _mixed_requests(500)
+    shifted = reference_token_logprobs(bloom, [7] + list(requests[0][0]), requests[0][1])
+    assert (shifted - reference_token_logprobs(bloom, *requests[0])).abs().max() > 1e-2  # positions matter
+    for batch_size in (3, 16):
+        fast = TokenScorer(bloom, batch_size=batch_size)(requests)
+        for (context, target), values in zip(requests, fast):
+            torch.testing.assert_close(values, reference_token_logprobs(bloom, context, target), atol=1e-4, rtol=0)
