@@ -24,6 +24,17 @@ def _mixed_requests(vocab_size: int, seed: int = 0):
     return requests
 
 
+def _several_documents(vocab_size: int):
+    """Three documents of different lengths, each under seven rows: shared runs of different lengths."""
+    rng = random.Random(3)
+    tokens = lambda n: [rng.randrange(100, vocab_size) for _ in range(n)]  # noqa: E731
+    requests = []
+    for length in (20, 45, 33):
+        document = tokens(length)
+        requests += [(document + tokens(rng.randint(0, 6) or 1), tokens(rng.randint(1, 5))) for _ in range(7)]
+    return requests
+
+
 @pytest.mark.parametrize("share_prefixes", [True, False])
 @pytest.mark.parametrize("batch_size", [1, 3, 16])
 def test_batched_equals_reference(tiny_gpt2, share_prefixes, batch_size):
@@ -74,12 +85,7 @@ def test_smollm2_batched_equals_reference(smollm2):
 @pytest.mark.parametrize("batch_size", [2, 5])
 def test_prefixes_of_different_lengths_share_one_batch(tiny_gpt2, batch_size):
     """Several documents, each under several rows: padded prefixes and mixed-owner suffix batches stay exact."""
-    rng = random.Random(3)
-    tokens = lambda n: [rng.randrange(100, tiny_gpt2.config.vocab_size) for _ in range(n)]  # noqa: E731
-    requests = []
-    for length in (20, 45, 33):
-        document = tokens(length)
-        requests += [(document + tokens(rng.randint(0, 6) or 1), tokens(rng.randint(1, 5))) for _ in range(7)]
+    requests = _several_documents(tiny_gpt2.config.vocab_size)
     tree = _prefix_tree([list(c) + list(t) for c, t in requests])
     assert sorted(len(node.children) for node in tree) == [7, 7, 7]
     fast = TokenScorer(tiny_gpt2, batch_size=batch_size)(requests)
@@ -142,3 +148,19 @@ def test_alibi_model_without_position_ids_is_exact():
         fast = TokenScorer(bloom, batch_size=batch_size)(requests)
         for (context, target), values in zip(requests, fast):
             torch.testing.assert_close(values, reference_token_logprobs(bloom, context, target), atol=1e-4, rtol=0)
+
+
+def test_sliding_window_model_is_exact():
+    """Gemma 3 mixes sliding-window layers, which count cache slots: shared runs there go one per batch."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    torch.manual_seed(0)
+    config = Gemma3TextConfig(vocab_size=500, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                              num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=8,
+                              layer_types=["sliding_attention", "full_attention"], initializer_range=0.3)
+    gemma = Gemma3ForCausalLM(config).eval()
+    requests = _several_documents(500)
+    scorer = TokenScorer(gemma, batch_size=4)
+    assert not scorer._pads_caches  # padded shared runs of different lengths would be off by more than 1 here
+    for (context, target), values in zip(requests, scorer(requests)):
+        torch.testing.assert_close(values, reference_token_logprobs(gemma, context, target), atol=1e-4, rtol=0)
