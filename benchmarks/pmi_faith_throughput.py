@@ -65,10 +65,11 @@ def sweep_workload(rows, contexts: int = 40, responses_per_context: int = 8):
 SWEEP_GRID = [(alpha, top_p) for alpha in (0.0, 0.25, 0.5, 0.75) for top_p in (0.6, 0.9)]
 
 
-def decoded_sweep_workload(metric: PMIFaith, rows, contexts: int = 40, max_new_tokens: int = 40):
+def decoded_sweep_workload(metric: PMIFaith, model_name: str, rows, contexts: int = 40, max_new_tokens: int = 40):
     """The responses of a real α/p sweep over the first ``contexts`` rows (generated once, then read back)."""
     rows = rows[:contexts]
-    path = models.cache_dir() / "benchmarks" / f"pmi_decode_sweep_{contexts}x{len(SWEEP_GRID)}.jsonl"
+    name = model_name.replace("/", "--")
+    path = models.cache_dir() / "benchmarks" / f"pmi_decode_sweep_{name}_{contexts}x{len(SWEEP_GRID)}.jsonl"
     with ResultWriter(path) as writer:
         for alpha, top_p in SWEEP_GRID:
             if writer.done(f"0-{alpha}-{top_p}"):
@@ -132,7 +133,7 @@ def main() -> None:
     figures = {"model": args.model, "threads": torch.get_num_threads()}
     figures |= measure("cmu", metric, [r.document for r in cmu], [r.history for r in cmu], [r.response for r in cmu])
     figures |= measure("sweep", metric, *sweep_workload(wow))
-    figures |= measure("sweep_decoded", metric, *decoded_sweep_workload(metric, wow))
+    figures |= measure("sweep_decoded", metric, *decoded_sweep_workload(metric, args.model, wow))
     print(json.dumps(figures))
 
 

@@ -7,8 +7,7 @@ histories, one context under many candidate responses, candidate responses that 
 alike, as an α/p sweep's do) is run once, and its key/value cache is handed to the rows
 that continue it. Identical requests are computed once. Nodes of one tree level run in
 right-padded batches of similar length, so little compute goes to padding, and logits are
-computed only where a target token is predicted. The numbers do not change:
-
+computed only where a target token is predicted. None of this changes a number:
 :func:`reference_token_logprobs` is the slow, obviously-correct definition (one unpadded
 pass per pair) that the fast path is tested against.
 """
