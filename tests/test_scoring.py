@@ -117,8 +117,12 @@ def test_sweep_candidates_share_their_common_start_and_duplicates_run_once(tiny_
     requests = [(context, response) for response in responses]
     requests.append((context + responses[1][:3], responses[1][3:]))  # same tokens, context cut elsewhere
 
-    run = []
-    hook = tiny_gpt2.register_forward_pre_hook(lambda m, a, kw: run.append(int(kw["attention_mask"][:, -kw["input_ids"].shape[1]:].sum())), with_kwargs=True)
+    run = []  # real (unpadded) tokens of each forward pass
+
+    def count_tokens(module, args, kwargs):
+        run.append(int(kwargs["attention_mask"][:, -kwargs["input_ids"].shape[1]:].sum()))
+
+    hook = tiny_gpt2.register_forward_pre_hook(count_tokens, with_kwargs=True)
     finished = []
     try:
         fast = TokenScorer(tiny_gpt2, batch_size=3)(requests, progress=finished.append)
