@@ -8,7 +8,6 @@ prefix sharing and batching see many rows at once) and written as each chunk fin
 from __future__ import annotations
 
 import sys
-import warnings
 from typing import Callable, Iterable
 
 from tqdm.auto import tqdm
@@ -18,13 +17,9 @@ from .data import ResultWriter, Row
 
 def score_rows(metric, rows: Iterable[Row], writer: ResultWriter, chunk_size: int = 64, desc: str = "scoring") -> dict:
     """Score every row not yet in ``writer`` with ``metric.compute_rows``; return the counts of :func:`run_rows`."""
-    def compute(chunk: list[Row]) -> list[dict]:
-        with warnings.catch_warnings():  # the metric counts examples within the chunk; run_rows names the row
-            warnings.filterwarnings("ignore", message=r"example \d+: context cut")
-            return metric.compute_rows(*_columns(chunk))
-
     # rows under one document land in one chunk, where the scorer computes the document once
-    return run_rows(compute, rows, writer, chunk_size, desc, order=lambda row: row.document)
+    return run_rows(lambda chunk: metric.compute_rows(*_columns(chunk)), rows, writer, chunk_size, desc,
+                    order=lambda row: row.document)
 
 
 def run_rows(compute: Callable[[list[Row]], list[dict]], rows: Iterable[Row], writer: ResultWriter,

@@ -86,6 +86,10 @@ class PMIFaith:
     ) -> dict:
         """Per-example scores and their means; see :meth:`compute_rows` for the per-example fields."""
         rows = self.compute_rows(documents, histories, responses, progress=progress)
+        for i, row in enumerate(rows):
+            if row["truncated_tokens"]:
+                warnings.warn(f"example {i}: context cut by {row['truncated_tokens']} tokens to fit "
+                              f"{self.max_length}; the document keeps its end")
         result = {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
         for key in ("pmi", "uncond_pmi"):
             if key in result:
@@ -93,7 +97,11 @@ class PMIFaith:
         return result
 
     def compute_rows(self, documents, histories, responses, progress=None) -> list[dict]:
-        """One dict per example: ``pmi``, ``uncond_pmi``, ``logp_<view>``, ``tokens``, ``token_pmi``, ..."""
+        """One dict per example: ``pmi``, ``uncond_pmi``, ``logp_<view>``, ``tokens``, ``token_pmi``, ...
+
+        A cut context is recorded in ``truncated_tokens`` (:meth:`compute` also warns; jobs over
+        files report it by row id).
+        """
         documents, histories, responses = list(documents), list(histories), list(responses)
         if not len(documents) == len(histories) == len(responses):
             raise ValueError(
@@ -122,9 +130,6 @@ class PMIFaith:
                 requests.append((context.ids, target))
             spans.append(first)
             rows.append(row)
-            if row["truncated_tokens"]:
-                warnings.warn(f"example {i}: context cut by {row['truncated_tokens']} tokens to fit "
-                              f"{self.max_length}; the document keeps its end")
         logprobs = self.scorer(requests, progress=_per_example(progress, len(self.views)))
         for row, first in zip(rows, spans):
             per_view = dict(zip(self.views, logprobs[first:first + len(self.views)]))
