@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .. import models
 from .q2 import FALLBACK_SCORES, HUB_DEFAULTS, OFFLINE_DEFAULTS, _check_texts
-from .q2_backends import _CausalLM, build_backend
+from .q2_backends import build_backend
 
 
 class E2ENLI:
@@ -21,9 +20,7 @@ class E2ENLI:
         if preset not in (None, "offline"):
             raise ValueError(f"preset must be None (the hub NLI model) or 'offline', got {preset!r}")
         spec = nli_model or (OFFLINE_DEFAULTS if preset == "offline" else HUB_DEFAULTS)["nli"]
-        self.nli = build_backend(
-            "nli", spec, device=device, batch_size=batch_size, load_lm=lambda name: _CausalLM(*models.load(name, device=device))
-        )
+        self.nli = build_backend("nli", spec, device=device, batch_size=batch_size)
 
     def compute(self, knowledge: Sequence[str], responses: Sequence[str]) -> dict:
         """``e2e_nli`` (1 / 0.5 / 0) and ``label`` per response."""

@@ -322,12 +322,6 @@ class FewShotQuestionGenerator:
 NO_ANSWER_WORD = "unanswerable"
 
 
-def qa_prompt(passage: str, question: str) -> str:
-    """Question first and zero-shot, on purpose: the candidate answers of one question then share
-    the whole prompt as a cached prefix, and rows of different questions share nothing worth caching."""
-    return f"Question: {question}\nPassage: {passage}\nAnswer:"
-
-
 class SpanConstrainedQA:
     """Extractive QA by decoding under :class:`SpanConstrainedLogitsProcessor`: the answer is a passage substring or "unanswerable".
 
