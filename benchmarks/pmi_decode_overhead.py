@@ -23,7 +23,6 @@ The last line printed is one JSON object; each ratio is a time divided by plain 
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import os
 import sys
@@ -36,6 +35,7 @@ import torch
 from transformers import LogitsProcessor
 
 from faithkit import models
+from faithkit.data import read_rows
 from faithkit.decoding import PMIDecode, build_inputs
 from faithkit.decoding.generate import prompt_cache
 from faithkit.prompts import CHAT_TEMPLATE
@@ -82,9 +82,7 @@ class TwoPassPMI(LogitsProcessor):
 
 
 def load_contexts(path: Path, n: int) -> list[tuple[str, list[str]]]:
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
-        return [(row["knowledge"], [row["message"]]) for _, row in zip(range(n), reader)]
+    return [(row.document, row.history) for row in read_rows(path) if not row.error][:n]
 
 
 def half(inputs: dict, second: bool = False) -> dict:

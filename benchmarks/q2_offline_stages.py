@@ -25,6 +25,7 @@ from pathlib import Path
 
 import torch
 
+from faithkit.eval.stats import auroc
 from faithkit.metrics.q2 import Q2, extract_spans, is_personal, normalize_answer
 from faithkit.metrics.q2_backends import Candidate
 
@@ -34,12 +35,6 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "q2_wow"
 def read_set(name: str, rows: int) -> list[dict]:
     with open(DATA / f"dodeca_{name}.csv", newline="", encoding="utf-8") as handle:
         return list(csv.DictReader(handle))[:rows]
-
-
-def auroc(positives: list[float], negatives: list[float]) -> float:
-    """Probability that a random consistent response outscores a random inconsistent one (ties count half)."""
-    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
-    return wins / (len(positives) * len(negatives))
 
 
 def stages(args) -> dict:
@@ -114,7 +109,7 @@ def quality(args) -> dict:
         positives, negatives = scores["consistent"][key], scores["inconsistent"][key]
         correct = sum(s >= 0.5 for s in positives) + sum(s < 0.5 for s in negatives)
         report[key] = {"accuracy_at_0.5": round(correct / (len(positives) + len(negatives)), 4),
-                       "auroc": round(auroc(positives, negatives), 4)}
+                       "auroc": round(auroc(positives + negatives, [1] * len(positives) + [0] * len(negatives)), 4)}
     return report
 
 

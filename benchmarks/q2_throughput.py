@@ -15,13 +15,13 @@ CPU, about what batching can buy when every candidate answer must still be score
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import time
 from pathlib import Path
 
 import torch
 
+from faithkit.eval.q2_wow import load_q2_wow
 from faithkit.metrics.q2 import (
     FALLBACK_SCORES,
     Q2,
@@ -73,11 +73,9 @@ def main():
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core machine)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    rows = []
-    for name in ("consistent", "inconsistent"):
-        with open(DATA / f"dodeca_{name}.csv", newline="", encoding="utf-8") as handle:
-            rows += list(csv.DictReader(handle))[: args.responses // 2]
-    knowledge, responses = [r["knowledge"] for r in rows], [r["response"] for r in rows]
+    rows = [row for name in ("consistent", "inconsistent")
+            for row in load_q2_wow(DATA / f"dodeca_{name}.csv", name, limit=args.responses // 2)]
+    knowledge, responses = [r.document for r in rows], [r.response for r in rows]
     metric = Q2(preset="offline", batch_size=args.batch_size)
     metric.compute(knowledge=knowledge[:2], responses=responses[:2])  # warm-up: lazy inits, calibration
 
