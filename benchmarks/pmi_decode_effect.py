@@ -30,11 +30,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 
 from faithkit import models
-from faithkit.data import ResultWriter, read_results
+from faithkit.data import ResultWriter, data_root, read_results
 from faithkit.decoding import PMIDecode, build_inputs, decode_responses
 from faithkit.prompts import CHAT_TEMPLATE
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "q2_wow"
+DATA = data_root() / "q2_wow"
 SETTINGS = {"greedy": None, "pmi_0.25_0.6": (0.25, 0.6), "pmi_0.5_0.6": (0.5, 0.6)}
 WORD = re.compile(r"[a-z0-9]+")
 

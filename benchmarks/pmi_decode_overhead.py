@@ -35,12 +35,12 @@ import torch
 from transformers import LogitsProcessor
 
 from faithkit import models
-from faithkit.data import read_rows
+from faithkit.data import data_root, read_rows
 from faithkit.decoding import PMIDecode, build_inputs
 from faithkit.decoding.generate import prompt_cache
 from faithkit.prompts import CHAT_TEMPLATE
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "begin" / "begin_dev_wow.tsv"
+DATA = data_root() / "begin" / "begin_dev_wow.tsv"
 
 
 class TwoPassPMI(LogitsProcessor):

@@ -32,13 +32,13 @@ from pathlib import Path
 import torch
 
 from faithkit import models
-from faithkit.data import ResultWriter, read_results, read_rows
+from faithkit.data import ResultWriter, data_root, read_results, read_rows
 from faithkit.decoding import generate
 from faithkit.metrics import PMIFaith
 from faithkit.scoring import reference_token_logprobs
 from model_work import ModelWork
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "begin"
+DATA = data_root() / "begin"
 
 
 def authors_way(metric: PMIFaith, documents, histories, responses) -> list[float]:

@@ -28,8 +28,9 @@ import torch
 from faithkit.eval.stats import auroc
 from faithkit.metrics.q2 import Q2, extract_spans, is_personal, normalize_answer
 from faithkit.metrics.q2_backends import Candidate
+from faithkit.data import data_root
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "q2_wow"
+DATA = data_root() / "q2_wow"
 
 
 def read_set(name: str, rows: int) -> list[dict]:

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from faithkit.eval.q2_wow import load_q2_wow
+from faithkit.data.corpora.q2_wow import load_q2_wow
 from faithkit.metrics.q2 import (
     FALLBACK_SCORES,
     Q2,
@@ -33,9 +33,10 @@ from faithkit.metrics.q2 import (
     token_f1,
 )
 from faithkit.metrics.q2_backends import NO_ANSWER, Candidate
+from faithkit.data import data_root
 from model_work import ModelWork
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "q2_wow"
+DATA = data_root() / "q2_wow"
 
 
 def per_item(metric: Q2, knowledge: list[str], responses: list[str]) -> list[float]:

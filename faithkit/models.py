@@ -20,8 +20,7 @@ from typing import Callable
 import torch
 
 
-class ModelNotAvailableError(RuntimeError):
-    """The model can be neither found locally nor downloaded."""
+from .errors import ModelNotAvailableError
 
 
 @dataclass(frozen=True)
@@ -121,12 +120,16 @@ def load(
     device: str | torch.device | None = None,
     dtype: torch.dtype | str | None = None,
     cache: str | Path | None = None,
+    for_training: bool = False,
 ):
-    """Return ``(model, tokenizer)`` in eval mode.
+    """Return ``(model, tokenizer)``: on ``device`` in eval mode, or as loaded with ``for_training=True``.
 
     ``kind`` picks the head: ``"causal"`` (decoder-only LM), ``"seq2seq"`` (BART, T5),
-    ``"question-answering"`` or ``"sequence-classification"``. Hub ids that are not cached
-    locally and cannot be downloaded raise :class:`ModelNotAvailableError` with the fix.
+    ``"question-answering"`` or ``"sequence-classification"``; :func:`model_kind` tells which
+    head a model has. Hub ids that are not cached locally and cannot be downloaded raise
+    :class:`ModelNotAvailableError` with the fix. With ``for_training=True`` the model stays
+    where it was loaded, in train mode and float32 unless ``dtype`` says otherwise, so that
+    accelerate places it and handles mixed precision.
     """
     from transformers import (
         AutoModelForCausalLM,
@@ -144,11 +147,10 @@ def load(
     }
     if kind not in auto_classes:
         raise ValueError(f"kind must be one of {sorted(auto_classes)}, got {kind!r}")
-    device = device or default_device()
     path = resolve(name, cache)
     try:  # the tokenizer first: an unreachable hub then fails once, not twice
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = auto_classes[kind].from_pretrained(path, dtype=dtype or "auto")
+        model = auto_classes[kind].from_pretrained(path, dtype=dtype or ("float32" if for_training else "auto"))
     except OSError as error:
         if _is_local(path):
             raise
@@ -159,10 +161,24 @@ def load(
             f"(`hf download {name}`) and copy the cache, pass a local folder, "
             f"or use an offline model ({offline})."
         ) from error
+    if for_training:
+        return model.train(), tokenizer
+    device = device or default_device()
     if dtype is None and model.dtype in (torch.float16, torch.bfloat16) and torch.device(device).type == "cpu":
         model = model.float()  # half precision on CPU is slow and inexact
     model.to(device).eval()
     return model, tokenizer
+
+
+def model_kind(name: str, cache: str | Path | None = None) -> str:
+    """``"seq2seq"`` for encoder-decoder models, else ``"causal"``; an unreadable config is left to :func:`load`."""
+    from transformers import AutoConfig
+
+    try:
+        config = AutoConfig.from_pretrained(resolve(name, cache))
+    except (OSError, ValueError):
+        return "causal"
+    return "seq2seq" if config.is_encoder_decoder else "causal"
 
 
 def default_device() -> str:

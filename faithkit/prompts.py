@@ -111,6 +111,41 @@ class PromptTemplate:
             ids = build(document, turns)
         return Context(ids, truncated_tokens=full_length - len(ids))
 
+    def encoder_context(
+        self,
+        tokenizer,
+        document: str | None,
+        history: str | History | None,
+        max_tokens: int | None = None,
+    ) -> Context:
+        """Encoder ids of :meth:`context_text` for seq2seq models (BART, T5), with the tokenizer's special tokens.
+
+        Over ``max_tokens`` the text keeps its end (the history and the response prefix) and
+        its leading special tokens.
+        """
+        ids = list(tokenizer(self.context_text(document, history))["input_ids"])
+        if max_tokens is None or len(ids) <= max_tokens:
+            return Context(ids)
+        head = len(start_ids(tokenizer))
+        return Context(ids[:head] + ids[len(ids) - (max_tokens - head):], truncated_tokens=len(ids) - max_tokens)
+
+    def view(
+        self,
+        tokenizer,
+        document: str | None,
+        history: str | History | None,
+        max_tokens: int | None = None,
+        encoder: bool = False,
+    ) -> Context:
+        """The model input of one view: :meth:`encoder_context` for seq2seq models, else :meth:`context`.
+
+        Decoding, scoring and training all build their inputs here, so all three cut an
+        over-long context the same way.
+        """
+        if encoder:
+            return self.encoder_context(tokenizer, document, history, max_tokens)
+        return self.context(tokenizer, document, history, max_tokens)
+
     def _chat_context(self, tokenizer, document, history, max_tokens) -> Context:
         if getattr(tokenizer, "chat_template", None) is None:
             raise ValueError("PromptTemplate(chat=True) needs a tokenizer with a chat template")

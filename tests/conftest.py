@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 import torch
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+from faithkit.data import data_root
+
+DATA = data_root()
 
 
 def gpt2_bpe_tokenizer():

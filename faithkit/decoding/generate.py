@@ -12,7 +12,7 @@ from typing import Sequence
 
 import torch
 
-from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate, start_ids
+from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate
 from .pmi_decode import PMIDecode
 
 # generate's sampling warpers other than temperature/top_k; PMIDecode's one-hot would make them silent no-ops
@@ -55,10 +55,8 @@ def build_inputs(
     template = template or default_template(model, tokenizer)
     views = [(document, history) for document, history in zip(documents, histories)]
     views += [(None, history) for _, history in zip(documents, histories)]
-    if model.config.is_encoder_decoder:
-        rows = [_encoder_ids(tokenizer, template.context_text(d, h), max_context_tokens) for d, h in views]
-    else:
-        rows = [template.context(tokenizer, d, h, max_tokens=max_context_tokens).ids for d, h in views]
+    encoder = model.config.is_encoder_decoder
+    rows = [template.view(tokenizer, d, h, max_tokens=max_context_tokens, encoder=encoder).ids for d, h in views]
     width = max(len(row) for row in rows)
     pad = pad_token_id(tokenizer)
     input_ids = torch.tensor([[pad] * (width - len(row)) + row for row in rows])
@@ -67,14 +65,6 @@ def build_inputs(
         input_ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
         attention_mask = attention_mask.flip(-1)
     return {"input_ids": input_ids.to(model.device), "attention_mask": attention_mask.to(model.device)}
-
-
-def _encoder_ids(tokenizer, text: str, max_tokens: int | None) -> list[int]:
-    ids = list(tokenizer(text)["input_ids"])
-    if max_tokens is None or len(ids) <= max_tokens:
-        return ids
-    head = len(start_ids(tokenizer))
-    return ids[:head] + ids[len(ids) - (max_tokens - head):]
 
 
 def decode_responses(model, tokenizer, outputs: torch.Tensor, inputs: dict, num_return_sequences: int = 1) -> list:

@@ -12,27 +12,15 @@ import csv
 import json
 from pathlib import Path
 
-from ..data import ResultWriter, read_results, read_rows
+from ..data import ResultWriter, read_results
+from ..data.corpora.begin import POSITIVE_LABEL, load_begin
 from ..jobs import score_rows
 from ..metrics.baselines import bleu_vs_knowledge, token_f1_overlap
 from ..report import SCORE_KEYS, markdown_table
 from . import plots, stats
 
-POSITIVE_LABEL = "Fully attributable"
 BASELINES = {"overlap_f1": token_f1_overlap, "bleu": bleu_vs_knowledge}
 REPORTED = ("n", "threshold", "accuracy", "precision", "recall", "f1", "auroc", "spearman", "pearson")
-
-
-def load_begin(paths: list[str]) -> list:
-    """Rows of BEGIN TSV files; ids are ``<file stem>:<line>`` so several files can share one output."""
-    rows = []
-    for path in paths:
-        for row in read_rows(path):
-            row.id = f"{Path(path).stem}:{row.id}"
-            if "begin_label" not in row.extras and not row.error:
-                raise ValueError(f"{path}: no 'begin_label' column; is this a BEGIN file?")
-            rows.append(row)
-    return rows
 
 
 def _scored_records(metric, rows, path: Path) -> list[dict]:

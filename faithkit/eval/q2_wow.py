@@ -20,36 +20,16 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..data import ResultWriter, Row, read_results, read_rows, unique_ids
+from ..data import ResultWriter, read_results, unique_ids
+from ..data.corpora.q2_wow import SETS, load_q2_wow, set_of
 from ..jobs import score_rows
 from ..metrics.baselines import token_f1_overlap
 from ..report import markdown_table
 from . import plots, stats
 
-SETS = {"consistent": 1, "inconsistent": 0}  # set name: label (1 = consistent, the positive class)
 BASELINE_KEY = "overlap_f1"
 TABLE = (("mean_consistent", "mean (consistent)"), ("mean_inconsistent", "mean (inconsistent)"),
          ("accuracy", "accuracy@{threshold}"), ("auroc", "AUROC"))
-
-
-def load_q2_wow(path: str | Path, set_name: str, limit: int | None = None) -> list[Row]:
-    """The rows of one Q² WoW CSV (``knowledge`` / ``message`` / ``response``), ids prefixed by ``set_name``."""
-    rows = []
-    for row in read_rows(path):
-        if limit is not None and len(rows) >= limit:
-            break
-        row.id = f"{set_name}:{row.id}"
-        rows.append(row)
-    return rows
-
-
-def set_of(record_id: str) -> str:
-    """Which set (``consistent`` / ``inconsistent``) a scores.jsonl id belongs to."""
-    name = str(record_id).split(":", 1)[0]
-    if name not in SETS:
-        raise ValueError(f"record id {record_id!r} does not start with 'consistent:' or 'inconsistent:'; "
-                         f"is this a scores.jsonl written by meta-eval q2-wow?")
-    return name
 
 
 class _WithOverlap:

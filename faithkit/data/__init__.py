@@ -1,0 +1,27 @@
+"""Rows in, results out, and the corpora faithkit reads.
+
+- :mod:`~faithkit.data.rows`: JSONL/CSV/TSV files as :class:`Row` objects (one schema for every job).
+- :mod:`~faithkit.data.results`: :class:`ResultWriter`, the resumable JSONL output of long jobs.
+- :mod:`~faithkit.data.corpora`: benchmark and training corpora in the same row schema.
+
+Benchmark data lives under :func:`data_root`: ``$FAITHKIT_DATA``, else ``../shared/data``
+beside the checkout.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import InputError
+from .results import ResultWriter, read_results
+from .rows import Columns, Row, read_rows, unique_ids
+
+
+def data_root() -> Path:
+    """Where benchmark data lives: ``$FAITHKIT_DATA``, else ``shared/data`` beside the faithkit checkout."""
+    configured = os.environ.get("FAITHKIT_DATA")
+    return Path(configured) if configured else Path(__file__).resolve().parents[3] / "shared" / "data"
+
+
+__all__ = ["Columns", "InputError", "ResultWriter", "Row", "data_root", "read_results", "read_rows", "unique_ids"]

@@ -1,0 +1,1 @@
+"""Benchmark and training corpora, each read into faithkit's one row schema."""
