@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import __version__
+from .. import __version__
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
 
 def add_metric_arguments(parser: argparse.ArgumentParser, default_metric: str = "pmi-faith") -> None:
     """Options shared by every command that builds a metric (score, meta-eval, explain)."""
-    from .metrics import METRIC_NAMES
+    from ..metrics import METRIC_NAMES
 
     parser.add_argument("--metric", default=default_metric, choices=METRIC_NAMES, help="which metric to compute")
     parser.add_argument("--model", help="PMI-FAITH: causal LM, a hub id, a local folder or an offline name "
@@ -36,7 +36,7 @@ def add_metric_arguments(parser: argparse.ArgumentParser, default_metric: str = 
 
 
 def metric_from_args(args: argparse.Namespace):
-    from .metrics import load_metric
+    from ..metrics import load_metric
 
     names = {
         "pmi-faith": ("model", "batch_size", "device", "normalize", "max_length"),
@@ -55,7 +55,7 @@ def metric_from_args(args: argparse.Namespace):
 
 def columns_from_args(args: argparse.Namespace):
     """The input columns named on the command line; the history may be missing (a warning says so)."""
-    from .data import Columns
+    from ..data import Columns
 
     return Columns(document=args.document_column, history=args.history_column, response=args.response_column,
                    id=args.id_column)
@@ -79,9 +79,9 @@ def _add_score_parser(subparsers) -> None:
 
 
 def _run_score(args) -> None:
-    from .data import ResultWriter, read_results, read_rows, unique_ids
-    from .jobs import score_rows
-    from .report import print_score_table
+    from ..data import ResultWriter, read_results, read_rows, unique_ids
+    from ..jobs import score_rows
+    from ..report import print_score_table
 
     rows = list(read_rows(args.input, columns_from_args(args)))
     unique_ids(rows)
@@ -96,7 +96,7 @@ def _run_score(args) -> None:
 
 # ---- meta-eval -------------------------------------------------------------------------------
 def _add_meta_eval_parser(subparsers) -> None:
-    from .eval.cli_commands import add_meta_eval_q2_wow_parser, add_meta_eval_system_level_parser
+    from ..eval.cli_commands import add_meta_eval_q2_wow_parser, add_meta_eval_system_level_parser
 
     parser = subparsers.add_parser("meta-eval", help="measure how well a metric agrees with human labels",
                                    description="Meta-evaluate a faithfulness metric against human judgements.")
@@ -120,7 +120,7 @@ def _add_meta_eval_parser(subparsers) -> None:
 
 
 def _run_meta_eval_begin(args) -> None:
-    from .eval.begin import meta_eval_begin
+    from ..eval.begin import meta_eval_begin
 
     meta_eval_begin(metric=metric_from_args(args), metric_name=args.metric, dev=args.dev, test=args.test or [],
                     out_dir=args.out)
@@ -128,8 +128,8 @@ def _run_meta_eval_begin(args) -> None:
 
 # ---- entry point ---------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
-    from .decoding.generate_cli import add_generate_parser
-    from .eval.cli_commands import add_explain_parser
+    from ..decoding.generate_cli import add_generate_parser
+    from ..eval.cli_commands import add_explain_parser
 
     parser = argparse.ArgumentParser(
         prog="faithkit",
@@ -146,8 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .data import InputError
-    from .models import ModelNotAvailableError
+    from ..data import InputError
+    from ..models import ModelNotAvailableError
 
     args = build_parser().parse_args(argv)
     try:
