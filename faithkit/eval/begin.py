@@ -15,7 +15,7 @@ from pathlib import Path
 from ..data import ResultWriter, read_results
 from ..data.corpora.begin import POSITIVE_LABEL, load_begin
 from ..jobs import score_rows
-from ..metrics.baselines import bleu_vs_knowledge, token_f1_overlap
+from ..metrics.lexical import bleu_vs_knowledge, token_f1_overlap
 from ..report import SCORE_KEYS, markdown_table
 from . import plots, stats
 

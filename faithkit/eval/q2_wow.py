@@ -23,7 +23,7 @@ from pathlib import Path
 from ..data import ResultWriter, read_results, unique_ids
 from ..data.corpora.q2_wow import SETS, load_q2_wow, set_of
 from ..jobs import score_rows
-from ..metrics.baselines import token_f1_overlap
+from ..metrics.lexical import token_f1_overlap
 from ..report import markdown_table
 from . import plots, stats
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .q2 import FALLBACK_SCORES, HUB_DEFAULTS, OFFLINE_DEFAULTS, _check_texts
+from .base import Metric, check_columns
+from .q2 import FALLBACK_SCORES, HUB_DEFAULTS, OFFLINE_DEFAULTS, _documents
 from .q2_backends import build_backend
 
 
-class E2ENLI:
+class E2ENLI(Metric):
     """Score responses by end-to-end NLI against their knowledge, in the ``evaluate`` calling style."""
+
+    score_keys = ("e2e_nli",)
 
     def __init__(self, nli_model=None, preset=None, device=None, batch_size=8):
         if preset not in (None, "offline"):
@@ -22,18 +25,16 @@ class E2ENLI:
         spec = nli_model or (OFFLINE_DEFAULTS if preset == "offline" else HUB_DEFAULTS)["nli"]
         self.nli = build_backend("nli", spec, device=device, batch_size=batch_size)
 
-    def compute(self, knowledge: Sequence[str], responses: Sequence[str]) -> dict:
-        """``e2e_nli`` (1 / 0.5 / 0) and ``label`` per response."""
-        knowledge, responses = _check_texts(knowledge, "knowledge"), _check_texts(responses, "responses")
-        if len(knowledge) != len(responses):
-            raise ValueError(f"knowledge has {len(knowledge)} items but responses has {len(responses)}; pass one knowledge text per response")
-        labels = self.nli.predict(knowledge, responses) if responses else []
-        return {"e2e_nli": [FALLBACK_SCORES[label] for label in labels], "label": labels}
+    def compute(self, documents: Sequence[str] | None = None, histories=None, responses: Sequence[str] = (),
+                references=None, knowledge: Sequence[str] | None = None) -> dict:
+        """``e2e_nli`` (1 / 0.5 / 0) and ``label`` per response, and ``mean_e2e_nli``; ``knowledge`` names ``documents`` too."""
+        return super().compute(_documents(documents, knowledge), histories, responses)
 
-    def compute_rows(self, documents: Sequence[str], histories, responses: Sequence[str]) -> list[dict]:
+    def compute_rows(self, documents: Sequence[str], histories, responses: Sequence[str], references=None) -> list[dict]:
         """One dict per row (``e2e_nli``, ``label``); histories are ignored."""
-        result = self.compute(knowledge=documents, responses=responses)
-        return [{"e2e_nli": score, "label": label} for score, label in zip(result["e2e_nli"], result["label"])]
+        documents, _, responses, _ = check_columns(documents, histories, responses)
+        labels = self.nli.predict(documents, responses) if responses else []
+        return [{"e2e_nli": FALLBACK_SCORES[label], "label": label} for label in labels]
 
 
 __all__ = ["E2ENLI"]

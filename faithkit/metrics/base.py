@@ -1,0 +1,65 @@
+"""The one metric contract, in the style of ``evaluate``: keyword lists in, one flat dict out.
+
+Every metric has
+
+* ``compute_rows(documents, histories, responses, references=None) -> list[dict]``: one
+  JSON-serialisable dict per example (what jobs write to files), and
+* ``compute(documents=…, histories=…, responses=…, references=None) -> dict``: the same
+  fields as per-example lists, plus ``mean_<key>`` for each of the metric's ``score_keys``.
+
+Metrics that do not use histories (Q², NLI, lexical) or references (all but the relevance
+part of ``lexical``) accept and ignore them, so a caller can run several metrics by name on
+the same columns (:func:`faithkit.metrics.registry.load_metrics`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class Metric:
+    """Base class: subclasses set ``score_keys`` and implement :meth:`compute_rows`."""
+
+    score_keys: tuple[str, ...] = ()
+
+    def compute_rows(self, documents: Sequence[str], histories: Sequence, responses: Sequence[str],
+                     references: Sequence[str] | None = None) -> list[dict]:
+        raise NotImplementedError
+
+    def compute(self, documents: Sequence[str], histories: Sequence | None = None, responses: Sequence[str] = (),
+                references: Sequence[str] | None = None) -> dict:
+        """Per-example fields as lists and ``mean_<key>`` of each score (examples without a score left out)."""
+        return aggregate(self.compute_rows(documents, histories, responses, references), self.score_keys)
+
+
+def aggregate(rows: list[dict], score_keys: Sequence[str]) -> dict:
+    """``compute_rows`` output as one flat dict: a list per field and ``mean_<key>`` per score key present."""
+    result = {key: [row.get(key) for row in rows] for key in dict.fromkeys(k for row in rows for k in row)}
+    for key in score_keys:
+        values = [v for v in result.get(key, []) if v is not None]
+        if key in result:
+            result[f"mean_{key}"] = sum(values) / len(values) if values else None
+    return result
+
+
+def check_columns(documents, histories, responses, references=None) -> tuple[list, list, list, list | None]:
+    """The columns as lists of equal length (no histories: empty ones); a single string where a list belongs is a
+    TypeError naming the field."""
+    if histories is None and not isinstance(documents, str):
+        histories = [[] for _ in documents]
+    columns = {"documents": documents, "histories": histories, "responses": responses}
+    if references is not None:
+        columns["references"] = references
+    for name, column in columns.items():
+        if isinstance(column, str):
+            raise TypeError(f"{name} must be a list, got a single string; wrap it in a list")
+    lists = {name: list(column) for name, column in columns.items()}
+    lengths = {name: len(column) for name, column in lists.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"{', '.join(lengths)} must have the same length, got "
+                         f"{', '.join(str(n) for n in lengths.values())}")
+    for name in ("documents", "responses", "references"):
+        for i, text in enumerate(lists.get(name) or []):
+            if not isinstance(text, str):
+                raise TypeError(f"example {i}: field '{name[:-1]}' must be a string, got {type(text).__name__}")
+    return lists["documents"], lists["histories"], lists["responses"], lists.get("references")

@@ -1,0 +1,156 @@
+"""Word-level measures, each written once: answer F1, overlap and BLEU with the knowledge, relevance to a reference.
+
+* :func:`normalize_answer` / :func:`token_f1`: the SQuAD answer comparison Q² uses, and
+  the token F1 of a response against its gold (reference) response.
+* :func:`knowledge_precision`: share of the response's content words found in the document.
+* :class:`Lexical` (metric ``lexical``): knowledge precision per response and, given
+  references, token F1 and BLEU against them (relevance).
+* :class:`TextOverlap` (metrics ``overlap-f1`` and ``bleu``): the lexical *faithfulness*
+  baselines of the Q² and PMI-FAITH papers. A faithfulness metric is only worth its cost if
+  it beats these, so every meta-evaluation reports them beside the metric. They follow the
+  Q² authors' ``baselines.py``:
+
+- ``token_f1_overlap``: spaCy tokens, lowercased, without stop words and punctuation;
+  F1 of the response's tokens against the knowledge's (bag-of-words, counts clipped).
+- ``bleu_vs_knowledge``: sacrebleu BLEU of the response with the knowledge as the single
+  reference, on the usual 0–100 scale.
+
+Where we differ: tokens come from spaCy's English tokenizer and lexical attributes
+(``spacy.blank("en")``), which give the same tokens, stop words and punctuation flags as
+``en_core_web_sm`` without loading its tagger and parser, which the baseline never uses.
+The authors' BLEU lowercases only the knowledge (a capitalised response word then never
+matches); we lowercase both sides, and use sentence BLEU (effective n-gram order, as
+sacrebleu does for single sentences) instead of a one-sentence corpus BLEU.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections import Counter
+from collections.abc import Sequence
+from functools import lru_cache
+
+from .base import Metric, check_columns
+
+KINDS = {"overlap-f1": "overlap_f1", "bleu": "bleu"}  # CLI name: output key
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """Lowercase, strip punctuation and the articles a/an/the, collapse whitespace (SQuAD)."""
+    text = text.lower().translate(_PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def token_f1(gold: str, predicted: str) -> float:
+    """Token-level F1 of two texts after :func:`normalize_answer`; an empty side scores 0."""
+    gold_tokens, predicted_tokens = normalize_answer(gold).split(), normalize_answer(predicted).split()
+    common = sum((Counter(gold_tokens) & Counter(predicted_tokens)).values())
+    if common == 0:
+        return 0.0
+    precision, recall = common / len(predicted_tokens), common / len(gold_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+@lru_cache(maxsize=1)
+def _tokenizer():
+    import spacy
+
+    return spacy.blank("en")
+
+
+def content_tokens(text: str) -> list[str]:
+    """Lowercased spaCy tokens of ``text`` without stop words, punctuation or whitespace."""
+    return [token.text.lower() for token in _tokenizer()(text)
+            if not token.is_stop and not token.is_punct and not token.is_space]
+
+
+def token_f1_overlap(knowledge: str, response: str) -> float:
+    """F1 of the response's content tokens against the knowledge's: 1.0 when they are the same bag of words."""
+    response_tokens = content_tokens(response)
+    knowledge_tokens = content_tokens(knowledge)
+    same = sum((Counter(response_tokens) & Counter(knowledge_tokens)).values())
+    if same == 0:
+        return 0.0
+    precision = same / len(response_tokens)
+    recall = same / len(knowledge_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def knowledge_precision(document: str, response: str) -> float | None:
+    """Share of the response's content words that occur in the document; None when it has none."""
+    words = content_tokens(response)
+    if not words:
+        return None
+    known = set(content_tokens(document))
+    return sum(word in known for word in words) / len(words)
+
+
+@lru_cache(maxsize=1)
+def _bleu():
+    from sacrebleu.metrics import BLEU
+
+    return BLEU(lowercase=True, effective_order=True)
+
+
+def bleu_vs_knowledge(knowledge: str, response: str) -> float:
+    """Sentence BLEU (0–100) of the response with the knowledge as its reference."""
+    return float(_bleu().sentence_score(response, [knowledge]).score)
+
+
+class TextOverlap(Metric):
+    """A faithfulness baseline as a metric: ``kind`` ``"overlap-f1"`` (key ``overlap_f1``) or ``"bleu"`` (key ``bleu``).
+
+    Both compare the response with the knowledge only; histories and references are ignored.
+    """
+
+    def __init__(self, kind: str = "overlap-f1"):
+        if kind not in KINDS:
+            raise ValueError(f"unknown baseline kind {kind!r}; choose one of {', '.join(KINDS)}")
+        self.kind = kind
+        self.score_key = KINDS[kind]
+        self.score_keys = (self.score_key,)
+        self._function = token_f1_overlap if kind == "overlap-f1" else bleu_vs_knowledge
+
+    def compute_rows(self, documents: Sequence[str], histories: Sequence, responses: Sequence[str],
+                     references: Sequence[str] | None = None) -> list[dict]:
+        """One ``{score_key: value}`` per example."""
+        documents, _, responses, _ = check_columns(documents, histories, responses)
+        return [{self.score_key: self._function(document, response)}
+                for document, response in zip(documents, responses)]
+
+
+class Lexical(Metric):
+    """Knowledge precision, and with references the relevance measures of generation papers.
+
+    Per example: ``knowledge_precision`` (None for a response without content words), and
+    when ``references`` are given ``token_f1`` (:func:`token_f1` against the reference) and
+    ``bleu`` (sacrebleu sentence BLEU against the reference, 0–100). :meth:`compute` adds
+    ``corpus_bleu``, the sacrebleu corpus BLEU that papers report.
+    """
+
+    score_keys = ("knowledge_precision", "token_f1", "bleu")
+
+    def compute_rows(self, documents: Sequence[str], histories: Sequence, responses: Sequence[str],
+                     references: Sequence[str] | None = None) -> list[dict]:
+        documents, _, responses, references = check_columns(documents, histories, responses, references)
+        rows = [{"knowledge_precision": knowledge_precision(d, r)} for d, r in zip(documents, responses)]
+        for row, response, reference in zip(rows, responses, references or []):
+            row["token_f1"] = token_f1(reference, response)
+            row["bleu"] = float(_bleu().sentence_score(response, [reference]).score)
+        return rows
+
+    def compute(self, documents, histories=None, responses=(), references=None) -> dict:
+        result = super().compute(documents, histories, responses, references)
+        if references is not None:
+            result["corpus_bleu"] = corpus_bleu(responses, references)
+        return result
+
+
+def corpus_bleu(responses: Sequence[str], references: Sequence[str]) -> float:
+    """sacrebleu corpus BLEU (0–100) of the responses against one reference each."""
+    import sacrebleu
+
+    return float(sacrebleu.corpus_bleu(list(responses), [list(references)]).score)
