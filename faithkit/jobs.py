@@ -1,34 +1,166 @@
-"""Long jobs over files of rows: score them with a metric, resumably, never losing a row.
+"""Long jobs over files of rows, resumable and data-parallel, never losing or repeating a row.
 
-The command line and the meta-evaluations both run this loop: rows already in the
-output are skipped, bad rows get an ``error`` record, the rest are scored in chunks (so
-prefix sharing and batching see many rows at once) and written as each chunk finishes.
+``faithkit score``, ``generate``, the meta-evaluations and the sweep all run :func:`run_job`:
+
+* rows already in the output (written by the same job: see :class:`~faithkit.data.ResultWriter`'s
+  fingerprint) are skipped, bad rows get an ``error`` record, the rest are computed in chunks
+  (so prefix sharing and batching see many rows at once) and written as each chunk finishes;
+* chunks shrink when rows are slow, so results reach the file at least every
+  ``flush_seconds`` (one row that alone takes longer is the only exception);
+* progress is a bar on a terminal and a plain log line every ``flush_seconds`` otherwise;
+* Ctrl-C stops with :class:`JobInterrupted` (the file holds every finished row);
+* when done, the output lists the rows in input order.
+
+Under ``accelerate launch`` (``WORLD_SIZE`` > 1) each process takes every n-th remaining row
+and writes its own part file ``OUT.part<rank>``; the main process merges the parts into the
+output (also leftovers of an interrupted run, on the next start), so resuming works with any
+number of processes and the output is the one a single process writes.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import sys
-from typing import Callable, Iterable
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
 
 from tqdm.auto import tqdm
 
-from .data import ResultWriter, Row
+from .data import ResultWriter, Row, read_results
+from .errors import FaithkitError
+
+logger = logging.getLogger(__name__)
+
+FIRST_CHUNK = 8
+"""Rows in the first chunk, before the job knows how long a row takes."""
 
 
-def score_rows(metric, rows: Iterable[Row], writer: ResultWriter, chunk_size: int = 64, desc: str = "scoring") -> dict:
-    """Score every row not yet in ``writer`` with ``metric.compute_rows``; return the counts of :func:`run_rows`."""
+class JobInterrupted(FaithkitError):
+    """Ctrl-C during a job; the message says how many rows are safe in the output and how to continue."""
+
+
+def job_fingerprint(command: str, **settings) -> dict:
+    """What produced an output: the command, its settings (models as :func:`faithkit.models.identity`) and faithkit's version."""
+    from . import __version__
+
+    return {"command": command, "faithkit": __version__, **{k: v for k, v in settings.items() if v is not None}}
+
+
+def score_rows(metric, rows: Sequence[Row], output: str | Path, fingerprint: dict | None = None, **options) -> dict:
+    """Score every row with ``metric.compute_rows`` into ``output``; options and counts as :func:`run_job`."""
+    def compute(chunk: list[Row]) -> list[dict]:
+        return metric.compute_rows([r.document for r in chunk], [r.history for r in chunk],
+                                   [r.response for r in chunk])
+
     # rows under one document land in one chunk, where the scorer computes the document once
-    return run_rows(lambda chunk: metric.compute_rows(*_columns(chunk)), rows, writer, chunk_size, desc,
-                    order=lambda row: row.document)
+    return run_job(compute, rows, output, fingerprint=fingerprint, order=lambda row: row.document, **options)
 
 
-def run_rows(compute: Callable[[list[Row]], list[dict]], rows: Iterable[Row], writer: ResultWriter,
-             chunk_size: int, desc: str, order: Callable[[Row], object] | None = None) -> dict:
-    """Run ``compute`` on chunks of the rows not yet in ``writer``; return ``{"done", "skipped", "errors"}``.
+@dataclass
+class _Process:
+    rank: int = 0
+    world: int = 1
+    state: object = None
 
-    Each record carries its row id, so ``order`` may regroup rows for speed without harming resumption.
+    @property
+    def is_main(self) -> bool:
+        return self.rank == 0
+
+    def wait(self) -> None:
+        if self.state is not None:
+            self.state.wait_for_everyone()
+
+
+def _process() -> _Process:
+    """This process's place under ``accelerate launch`` (one process otherwise)."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return _Process()
+    from accelerate import PartialState
+
+    state = PartialState()
+    return _Process(state.process_index, state.num_processes, state)
+
+
+def run_job(
+    compute: Callable[[list[Row]], list[dict]],
+    rows: Sequence[Row],
+    output: str | Path,
+    *,
+    fingerprint: dict | None = None,
+    restart: bool = False,
+    retry_errors: bool = True,
+    chunk_size: int = 64,
+    flush_seconds: float = 30.0,
+    desc: str = "rows",
+    order: Callable[[Row], object] | None = None,
+) -> dict:
+    """Run ``compute`` on the rows not yet in ``output``; return ``{"done", "skipped", "errors", "retried"}``.
+
+    ``compute`` takes a list of rows and returns one result dict per row; a chunk that raises
+    ValueError/TypeError is rerun row by row so that only the bad row gets an error record.
+    ``order`` may regroup rows for speed (records carry their row id, and the finished file is
+    put back in input order). ``restart`` discards an existing output; ``retry_errors=False``
+    keeps earlier error records instead of retrying their rows.
     """
-    counts = {"done": 0, "skipped": 0, "errors": 0}
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    process = _process()
+    output = Path(output)
+    ids = [row.id for row in rows]
+    if process.world == 1:
+        with ResultWriter(output, resume=not restart, fingerprint=fingerprint, retry_errors=retry_errors) as writer:
+            counts = _run(compute, rows, writer, chunk_size, flush_seconds, desc, order, writer)
+            writer.reorder(ids)
+        return counts
+
+    main_writer = None
+    if process.is_main:  # checks the fingerprint, takes the lock, folds in parts left by an interrupted run
+        main_writer = ResultWriter(output, resume=not restart, fingerprint=fingerprint, retry_errors=retry_errors)
+        _merge_parts(output, main_writer)
+    process.wait()
+    try:
+        done = {str(r["id"]) for r in read_results(output)} if output.exists() else set()
+        todo = [row for row in rows if row.id not in done][process.rank::process.world]
+        with ResultWriter(_part(output, process.rank), resume=False, fingerprint=fingerprint) as writer:
+            counts = _run(compute, todo, writer, chunk_size, flush_seconds, desc, order, main_writer or writer)
+        counts["skipped"] = len(done) if process.is_main else 0
+        process.wait()
+        if main_writer is not None:
+            _merge_parts(output, main_writer)
+            main_writer.reorder(ids)
+    finally:
+        if main_writer is not None:
+            main_writer.close()
+    from accelerate.utils import gather_object
+
+    every = gather_object([counts])
+    return {key: sum(c[key] for c in every) for key in counts}
+
+
+def _part(output: Path, rank: int) -> Path:
+    return output.with_name(f"{output.name}.part{rank}")
+
+
+def _merge_parts(output: Path, writer: ResultWriter) -> None:
+    """Append the part files' records the output lacks (error records only when kept), then delete the parts."""
+    for part in sorted(output.parent.glob(f"{output.name}.part*")):
+        if part.suffix in (".json", ".lock"):
+            continue
+        text = part.read_text(encoding="utf-8")
+        complete = text[: text.rfind("\n") + 1]  # an interrupted part may end mid-line
+        part.write_text(complete, encoding="utf-8")
+        for record in read_results(part):
+            if not writer.done(record["id"]):
+                writer.write(record)
+        for leftover in (part, part.with_name(part.name + ".meta.json"), part.with_name(part.name + ".lock")):
+            leftover.unlink(missing_ok=True)
+
+
+def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, order, output_writer) -> dict:
+    counts = {"done": 0, "skipped": 0, "errors": 0, "retried": output_writer.retried}
     todo = []
     for row in rows:
         if writer.done(row.id):
@@ -39,26 +171,62 @@ def run_rows(compute: Callable[[list[Row]], list[dict]], rows: Iterable[Row], wr
             todo.append(row)
     if order is not None:
         todo.sort(key=order)
-    with tqdm(total=len(todo), desc=desc, unit="row", disable=None) as bar:
-        for start in range(0, len(todo), chunk_size):
-            chunk = todo[start : start + chunk_size]
+    progress = _Progress(len(todo), desc, flush_seconds)
+    size, start = min(chunk_size, FIRST_CHUNK), 0
+    try:
+        while start < len(todo):
+            chunk = todo[start:start + size]
+            began = time.monotonic()
             for row, result in zip(chunk, _compute_isolating_failures(compute, chunk)):
                 if isinstance(result, Exception):
                     _write_error(writer, row.id, f"row {row.id}: {result}", counts)
-                else:
-                    writer.write(_record(row, result))
-                    counts["done"] += 1
-                    if result.get("truncated_tokens"):
-                        print(f"warning: row {row.id}: context cut by {result['truncated_tokens']} tokens to fit "
-                              "the model; the document keeps its end", file=sys.stderr)
-            bar.update(len(chunk))
+                    continue
+                writer.write(_record(row, result))
+                counts["done"] += 1
+                if result.get("truncated_tokens"):
+                    logger.warning("row %s: context cut by %d tokens to fit the model; the document keeps its end",
+                                   row.id, result["truncated_tokens"])
+            start += len(chunk)
+            progress.update(len(chunk))
+            per_row = (time.monotonic() - began) / len(chunk)
+            size = max(1, min(chunk_size, int(flush_seconds / per_row) if per_row > 0 else chunk_size))
+    except KeyboardInterrupt:
+        raise JobInterrupted(f"interrupted: {len(output_writer.completed)} rows are in {output_writer.path}; "
+                             f"rerun the same command to continue") from None
+    finally:
+        progress.close()
     return counts
+
+
+class _Progress:
+    """A bar on a terminal; elsewhere (logs, CI, nohup) a plain line at most every ``seconds``."""
+
+    def __init__(self, total: int, desc: str, seconds: float):
+        self.total, self.desc, self.seconds = total, desc, seconds
+        self.done, self.started, self.said = 0, time.monotonic(), time.monotonic()
+        self.bar = tqdm(total=total, desc=desc, unit="row") if sys.stderr.isatty() and total else None
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+            return
+        now = time.monotonic()
+        if now - self.said >= self.seconds or self.done == self.total:
+            self.said = now
+            rate = self.done / max(now - self.started, 1e-9)
+            left = (self.total - self.done) / rate if rate else float("inf")
+            logger.info("%s: %d/%d rows, %.2f rows/s, about %.0f s left", self.desc, self.done, self.total, rate, left)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def _write_error(writer: ResultWriter, row_id: str, message: str, counts: dict) -> None:
     writer.write({"id": row_id, "error": message})
     counts["errors"] += 1
-    print(f"warning: {message}", file=sys.stderr)
+    logger.warning("%s", message)
 
 
 def _compute_isolating_failures(compute, chunk: list[Row]) -> list:
@@ -75,10 +243,6 @@ def _compute_isolating_failures(compute, chunk: list[Row]) -> list:
         except (ValueError, TypeError) as error:
             results.append(error)
     return results
-
-
-def _columns(rows: list[Row]):
-    return [r.document for r in rows], [r.history for r in rows], [r.response for r in rows]
 
 
 def _record(row: Row, result: dict) -> dict:

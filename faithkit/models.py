@@ -181,5 +181,31 @@ def model_kind(name: str, cache: str | Path | None = None) -> str:
     return "seq2seq" if config.is_encoder_decoder else "causal"
 
 
+def identity(name) -> dict | str:
+    """What a model name stands for, for job fingerprints: offline names with their package version, local
+    folders with a hash of their config and weight files' names and sizes, hub ids as they are."""
+    if not isinstance(name, str):
+        return type(name).__name__
+    if name in OFFLINE_MODELS:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return {"name": name, "package_version": version(OFFLINE_MODELS[name].package)}
+        except PackageNotFoundError:
+            return {"name": name, "package_version": None}
+    folder = Path(name).expanduser()
+    if not folder.is_dir():
+        return name
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(folder.iterdir()):
+        if path.name == "config.json":
+            digest.update(path.read_bytes())
+        elif path.suffix in (".safetensors", ".bin", ".pt", ".gguf"):
+            digest.update(f"{path.name}:{path.stat().st_size}".encode())
+    return {"name": str(folder.resolve()), "hash": digest.hexdigest()[:16]}
+
+
 def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"

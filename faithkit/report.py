@@ -4,13 +4,8 @@ from __future__ import annotations
 
 import math
 
-SCORE_KEYS = {
-    "pmi-faith": ("pmi", "uncond_pmi"),
-    "q2": ("q2", "q2_no_nli"),
-    "e2e-nli": ("e2e_nli",),
-    "overlap-f1": ("overlap_f1",),
-    "bleu": ("bleu",),
-}
+from .metrics.registry import get_spec
+
 MAX_TABLE_ROWS = 30
 
 
@@ -31,7 +26,7 @@ def _shorten(text: str, width: int = 60) -> str:
 
 def print_score_table(records: list[dict], metric: str) -> None:
     """Each row's scores when there are few rows, else per-score summary statistics."""
-    keys = [k for k in SCORE_KEYS[metric] if any(k in r for r in records)]
+    keys = [k for k in get_spec(metric).score_keys if any(k in r for r in records)]
     scored = [r for r in records if "error" not in r]
     if len(records) <= MAX_TABLE_ROWS:
         rows = [[r["id"], *(r.get(k, "") for k in keys), _shorten(r.get("response", "")), r.get("error", "")]

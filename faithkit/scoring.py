@@ -10,6 +10,18 @@ right-padded batches of similar length, so little compute goes to padding, and l
 computed only where a target token is predicted. None of this changes a number:
 :func:`reference_token_logprobs` is the slow, obviously-correct definition (one unpadded
 pass per pair) that the fast path is tested against.
+
+Memory stays bounded however long a request is. A batch goes through the model in windows
+of columns, each window continuing the key/value cache of the ones before (chunked prefill),
+so one forward call runs at most :data:`MAX_TOKENS_PER_CALL` token positions (rows × columns;
+the ``max_tokens_per_call`` argument). That bounds what used to grow with length: the logits
+kept in a call and their float32 log-softmax (positions × vocabulary × 4 bytes each: 0.2 GB
+for 1,024 positions of SmolLM2's 49,152-token vocabulary), the activations, and attention
+scores where a model materialises them (positions × heads × cached length). What remains
+proportional to length is the key/value cache of the rows in flight: batch rows × tokens
+so far × 2 × layers × key/value width × 4 bytes (46 KB per token for SmolLM2-135M, so 1.1 GB
+for four 6,000-token rows), plus the shared run's cache while its children run. It is
+bounded by ``batch_size`` × the model's context length.
 """
 
 from __future__ import annotations
@@ -26,6 +38,9 @@ Request = tuple[Sequence[int], Sequence[int]]
 MIN_SAVED_TOKENS = 32
 """A shared run of tokens gets its own pass (one more forward call, a cache copy per row) only
 when sharing it saves at least this many tokens of compute; shorter runs are repeated per row."""
+
+MAX_TOKENS_PER_CALL = 1024
+"""Token positions (batch rows × columns) one forward call runs at most: longer batches go in windows."""
 
 _END = -1  # marks where a sequence ends inside the tree; never run through the model
 
@@ -120,11 +135,15 @@ class _Parent:
 class TokenScorer:
     """Batched, prefix-sharing computation of target-token log-probabilities for one causal LM."""
 
-    def __init__(self, model, batch_size: int = 8, share_prefixes: bool = True):
+    def __init__(self, model, batch_size: int = 8, share_prefixes: bool = True,
+                 max_tokens_per_call: int = MAX_TOKENS_PER_CALL):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if max_tokens_per_call < 1:
+            raise ValueError(f"max_tokens_per_call must be at least 1, got {max_tokens_per_call}")
         self.model = model
         self.batch_size = batch_size
+        self.max_tokens_per_call = max_tokens_per_call
         self.share_prefixes = share_prefixes
         self._can_trim_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
         # Padding inside a cache is exact under full attention (the mask hides it, position ids skip it);
@@ -173,30 +192,42 @@ class TokenScorer:
             self._run_batch(chunk, parent)
 
     def _run_batch(self, chunk: list[_Node], parent: _Parent | None) -> None:
+        """Run ``chunk``'s nodes as one right-padded batch, in windows of columns; then their children."""
         device = self.model.device
         runs = [n.runnable for n in chunk]
         width = max(len(r) for r in runs)
-        finished = [j for n in chunk if not n.children for j in n.requests]
         ids = torch.tensor([r + [0] * (width - len(r)) for r in runs], device=device)
         mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in runs], device=device)
         positions = torch.tensor([n.start for n in chunk], device=device)[:, None] + torch.arange(width, device=device)
-        needed = [self._needed_positions(n, len(r)) for n, r in zip(chunk, runs)]
-        columns = sorted({p - n.start for n, wanted in zip(chunk, needed) for p in wanted})
+        wanted = [(row, position - node.start, requests)  # (row, column, requests whose next token it predicts)
+                  for row, (node, run) in enumerate(zip(chunk, runs))
+                  for position, requests in self._needed_positions(node, len(run)).items()]
         has_children = any(n.children for n in chunk)
-        kwargs = {"attention_mask": mask, "position_ids": positions, "use_cache": has_children}
+        cache, past_mask = None, mask[:, :0]
         if parent is not None:
             owners = torch.tensor([parent.row_of[id(n)] for n in chunk], device=device)
-            kwargs["cache"] = _selected_rows(parent.cache, owners)
-            kwargs["attention_mask"] = torch.cat([parent.mask[owners], mask], dim=1)
-        if self._can_trim_logits:
-            kwargs["logits_to_keep"] = torch.tensor(columns or [width - 1], device=device)
-        output = self.model(input_ids=ids, **kwargs)
-        column_of = {c: k for k, c in enumerate(columns)} if self._can_trim_logits else {c: c for c in columns}
-        self._collect(chunk, needed, output.logits, column_of)
-        self._report(finished)
+            cache, past_mask = _selected_rows(parent.cache, owners), parent.mask[owners]
+        window = max(1, self.max_tokens_per_call // len(chunk))
+        for begin in range(0, width, window):
+            end = min(begin + window, width)
+            kwargs = {"attention_mask": torch.cat([past_mask, mask[:, :end]], dim=1),
+                      "position_ids": positions[:, begin:end], "use_cache": has_children or end < width}
+            if cache is not None:
+                kwargs["cache"] = cache
+            here = [(row, column - begin, requests) for row, column, requests in wanted if begin <= column < end]
+            columns = sorted({column for _, column, _ in here})
+            if self._can_trim_logits:
+                kwargs["logits_to_keep"] = torch.tensor(columns or [end - begin - 1], device=device)
+            output = self.model(input_ids=ids[:, begin:end], **kwargs)
+            cache = output.cache
+            column_of = {c: k for k, c in enumerate(columns)} if self._can_trim_logits else {c: c for c in columns}
+            self._collect(chunk, [(row, column_of[column], begin + column, requests) for row, column, requests in here],
+                          output.logits)
+            del output  # the logits; only the cache lives on into the next window
+        self._report([j for n in chunk if not n.children for j in n.requests])
         if has_children:
             row_of = {id(child): row for row, n in enumerate(chunk) for child in n.children}
-            self._run_level([c for n in chunk for c in n.children], _Parent(output.cache, kwargs["attention_mask"], row_of))
+            self._run_level([c for n in chunk for c in n.children], _Parent(cache, kwargs["attention_mask"], row_of))
 
     def _needed_positions(self, node: _Node, length: int) -> dict[int, list[int]]:
         """Positions of the node whose logits predict a target token, with the requests needing each."""
@@ -209,23 +240,18 @@ class TokenScorer:
                 wanted.setdefault(position, []).append(j)
         return wanted
 
-    def _collect(self, chunk, needed, logits, column_of) -> None:
-        """log-softmax once per needed position, then pick each request's next token there."""
-        rows, columns, owners = [], [], []
-        for row, (node, wanted) in enumerate(zip(chunk, needed)):
-            for position, requests in wanted.items():
-                rows.append(row)
-                columns.append(column_of[position - node.start])
-                owners.append((position, requests))
-        if not rows:
+    def _collect(self, chunk: list[_Node], picks: list[tuple[int, int, int, list[int]]], logits: torch.Tensor) -> None:
+        """log-softmax once per ``(row, logits column, node column, requests)``, then each request's next token."""
+        if not picks:
             return
-        logprobs = torch.log_softmax(logits[rows, columns].float(), dim=-1)
-        picks, places = [], []
-        for k, (position, requests) in enumerate(owners):
+        logprobs = torch.log_softmax(logits[[p[0] for p in picks], [p[1] for p in picks]].float(), dim=-1)
+        index, places = [], []
+        for k, (row, _, column, requests) in enumerate(picks):
+            position = chunk[row].start + column
             for j in requests:
-                picks.append((k, self._sequences[j][position + 1]))
+                index.append((k, self._sequences[j][position + 1]))
                 places.append((j, position + 1 - self._context_lengths[j]))
-        index = torch.tensor(picks, device=logprobs.device)
+        index = torch.tensor(index, device=logprobs.device)
         for (j, t), value in zip(places, logprobs[index[:, 0], index[:, 1]].tolist()):
             self._values[j][t] = value
 

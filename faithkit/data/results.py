@@ -1,38 +1,104 @@
-"""Results out: one JSON object per row, appended as rows finish, so a rerun resumes."""
+"""Results out: one JSON object per row, appended as rows finish, so a rerun resumes safely.
+
+A result file ``OUT.jsonl`` comes with ``OUT.jsonl.meta.json``, the job's *fingerprint*
+(command, metric or decoding settings, model, template, faithkit version). A rerun resumes
+only when its fingerprint is the same; otherwise it stops and says what differs. While a
+job runs it holds ``OUT.jsonl.lock`` (an advisory lock), so a second run on the same output
+stops at once instead of interleaving records. Error records are retried on every rerun
+unless the caller keeps them.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import tempfile
 from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from ..errors import OutputError
+
+RESTART_HINT = "rerun with --restart to start it over, or choose another --output"
 
 
 class ResultWriter:
-    """Append one JSON object per row to a JSONL file, keyed by row id, so a rerun resumes.
+    """Append one JSON object per row (each with an ``id``) to a JSONL file; :meth:`done` tells which rows to skip.
 
-    Opening an existing file reads the ids already written (a half-written last line from
-    a crash is cut off) and :meth:`done` tells the job which rows to skip.
+    Opening an existing file checks its fingerprint and every line: a half-written last line
+    from a crash is cut off; a damaged line, a record without id or a repeated id stops with
+    an :class:`~faithkit.errors.OutputError` naming the line. ``retry_errors`` drops earlier
+    error records so their rows run again.
     """
 
-    def __init__(self, path: str | Path, resume: bool = True):
+    def __init__(self, path: str | Path, resume: bool = True, fingerprint: dict | None = None,
+                 retry_errors: bool = True):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.meta_path = self.path.with_name(self.path.name + ".meta.json")
         self.completed: set[str] = set()
-        if resume and self.path.exists():
-            self._recover()
-        elif self.path.exists():
-            self.path.unlink()
-        self._file = open(self.path, "a", encoding="utf-8")
+        self.retried = 0
+        _prepare_folder(self.path)
+        self._lock = FileLock(str(self.path) + ".lock")
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            raise OutputError(f"another run is writing {self.path} (it holds {self.path}.lock); wait for it to "
+                              f"finish, or choose another --output") from None
+        try:
+            if resume and self.path.exists():
+                self._check_fingerprint(fingerprint)
+                self._recover(retry_errors)
+            elif self.path.exists():
+                self.path.unlink()
+            if fingerprint is not None:
+                _write_atomically(self.meta_path, json.dumps(fingerprint, indent=2, sort_keys=True) + "\n")
+            self._file = open(self.path, "a", encoding="utf-8")
+        except OutputError:
+            self._lock.release()
+            raise
+        except OSError as error:
+            self._lock.release()
+            raise OutputError(f"cannot write {error.filename or self.path}: {error.strerror}; "
+                              f"choose another --output") from None
+        except BaseException:
+            self._lock.release()
+            raise
 
-    def _recover(self) -> None:
+    def _check_fingerprint(self, fingerprint: dict | None) -> None:
+        if fingerprint is None or not _has_records(self.path):
+            return
+        if not self.meta_path.exists():
+            raise OutputError(f"{self.path} holds results but no record of the job that wrote them "
+                              f"({self.meta_path.name} is missing); {RESTART_HINT}")
+        try:
+            recorded = json.loads(self.meta_path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            raise OutputError(f"{self.meta_path} is damaged; {RESTART_HINT}") from None
+        changes = _differences(recorded, fingerprint)
+        if changes:
+            raise OutputError(f"{self.path} was written by a different job ({'; '.join(changes)}); "
+                              f"to continue it, rerun with its settings; otherwise {RESTART_HINT}")
+
+    def _recover(self, retry_errors: bool) -> None:
         data = self.path.read_bytes()
-        end = data.rfind(b"\n") + 1
-        if end < len(data):  # a crash mid-line: drop the partial record
-            with open(self.path, "r+b") as handle:
-                handle.truncate(end)
-        for line in data[:end].decode("utf-8").splitlines():
-            if line.strip():
-                self.completed.add(str(json.loads(line)["id"]))
+        end = data.rfind(b"\n") + 1  # a crash mid-line leaves a partial record: drop it
+        kept, first_line = [], {}
+        for number, line in enumerate(data[:end].decode("utf-8", errors="replace").split("\n"), start=1):
+            if not line.strip():
+                continue
+            record = _parse(line, number, self.path)
+            row_id = str(record["id"])
+            if row_id in first_line:
+                raise OutputError(f"{self.path}: id '{row_id}' appears on lines {first_line[row_id]} and {number}; "
+                                  f"delete one of them, or {RESTART_HINT}")
+            first_line[row_id] = number
+            if retry_errors and "error" in record:
+                self.retried += 1
+                continue
+            kept.append(line)
+            self.completed.add(row_id)
+        if self.retried or end < len(data):
+            _write_atomically(self.path, "".join(line + "\n" for line in kept))
 
     def done(self, row_id: str) -> bool:
         return str(row_id) in self.completed
@@ -45,8 +111,18 @@ class ResultWriter:
         os.fsync(self._file.fileno())
         self.completed.add(str(record["id"]))
 
+    def reorder(self, ids: list[str]) -> None:
+        """Rewrite the file with its records in the order of ``ids`` (records of other ids keep their place at the end)."""
+        self._file.close()
+        records = read_results(self.path)
+        rank = {row_id: i for i, row_id in enumerate(ids)}
+        records.sort(key=lambda r: rank.get(str(r["id"]), len(rank)))
+        _write_atomically(self.path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
+        self._file = open(self.path, "a", encoding="utf-8")
+
     def close(self) -> None:
         self._file.close()
+        self._lock.release()
 
     def __enter__(self):
         return self
@@ -56,5 +132,64 @@ class ResultWriter:
 
 
 def read_results(path: str | Path) -> list[dict]:
-    with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+    """Every record of a result file; a damaged line is an :class:`OutputError` naming it."""
+    path = Path(path)
+    lines = path.read_text(encoding="utf-8").split("\n")  # JSON escapes every newline; U+2028 may stay raw
+    return [_parse(line, number, path) for number, line in enumerate(lines, start=1) if line.strip()]
+
+
+def _parse(line: str, number: int, path: Path) -> dict:
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError:
+        record = None
+    if not isinstance(record, dict) or "id" not in record:
+        problem = "is not a JSON object" if not isinstance(record, dict) else "has no 'id'"
+        raise OutputError(f"{path}: line {number} {problem}, so the file is damaged; delete that line to keep "
+                          f"the other results, or {RESTART_HINT}")
+    return record
+
+
+def _has_records(path: Path) -> bool:
+    return bool(path.read_text(encoding="utf-8", errors="replace").strip())
+
+
+def _differences(recorded: dict, current: dict, prefix: str = "") -> list[str]:
+    """``key: recorded -> current`` for every setting that changed, nested keys dotted."""
+    changes = []
+    for key in sorted(set(recorded) | set(current)):
+        old, new = recorded.get(key), current.get(key)
+        if isinstance(old, dict) and isinstance(new, dict):
+            changes += _differences(old, new, f"{prefix}{key}.")
+        elif old != new:
+            changes.append(f"{prefix}{key}: {json.dumps(old)} then, {json.dumps(new)} now")
+    return changes
+
+
+def _prepare_folder(path: Path) -> None:
+    """Create the output's folder; a path that cannot hold a file is an OutputError naming the fix."""
+    if path.is_dir():
+        raise OutputError(f"output {path} is a folder; give a file name such as {path / 'results.jsonl'}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        blocker = next(p for p in [path.parent, *path.parent.parents] if p.exists())
+        raise OutputError(f"cannot create the folder of {path}: {blocker} is a file; choose another --output") from None
+    except OSError as error:
+        raise OutputError(f"cannot create the folder of {path}: {error.strerror}; choose another --output") from None
+    if not os.access(path.parent, os.W_OK):
+        raise OutputError(f"cannot write to {path.parent}: permission denied; choose another --output")
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` all at once, so a crash leaves the old file or the new one, never half."""
+    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(staging, path)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise

@@ -16,7 +16,7 @@ import io
 import json
 import os
 import sys
-import warnings
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -24,6 +24,7 @@ from typing import Iterable, Iterator
 from ..errors import InputError
 
 csv.field_size_limit(sys.maxsize)
+logger = logging.getLogger(__name__)
 
 FIELD_ALIASES = {
     "document": ("document", "knowledge", "doc", "grounding", "passage"),
@@ -88,12 +89,18 @@ def _split_history(value) -> list[str]:
     return [text] if text else []
 
 
-def _records(path: Path) -> Iterator[tuple[int, dict | None, str | None]]:
-    """(line number, record, error) for each data line; undecodable bytes become errors."""
+QUOTING = {"none": csv.QUOTE_NONE, "csv": csv.QUOTE_MINIMAL}
+"""How CSV/TSV fields are quoted: ``none`` reads every character literally (BEGIN's TSVs hold bare
+quotes), ``csv`` lets a quoted field hold the delimiter, quotes and newlines. Default: ``none``
+for .tsv, ``csv`` for .csv."""
+
+
+def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None, str | None]]:
+    """(line number, record, error) for each data line; undecodable bytes and ragged rows become errors."""
     raw = path.read_bytes().decode("utf-8", errors="surrogateescape")
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".json"):
-        for number, line in enumerate(raw.splitlines(), start=1):
+        for number, line in enumerate(raw.split("\n"), start=1):  # not splitlines: U+2028 may sit inside a string
             if not line.strip():
                 continue
             if _has_bad_bytes(line):
@@ -110,40 +117,76 @@ def _records(path: Path) -> Iterator[tuple[int, dict | None, str | None]]:
             yield number, record, None
     elif suffix in (".csv", ".tsv"):
         delimiter = "\t" if suffix == ".tsv" else ","
-        # BEGIN's TSVs contain bare quotes: read TSV literally, CSV with standard quoting
-        quoting = csv.QUOTE_NONE if delimiter == "\t" else csv.QUOTE_MINIMAL
-        reader = csv.DictReader(io.StringIO(raw, newline=""), delimiter=delimiter, quoting=quoting)
-        for number, record in enumerate(reader, start=1):  # data rows, header excluded
-            yield number, record, None
+        quoting = quoting or ("none" if suffix == ".tsv" else "csv")
+        if quoting not in QUOTING:
+            raise InputError(f"unknown quoting '{quoting}'; use one of {', '.join(QUOTING)}")
+        reader = csv.reader(io.StringIO(raw, newline=""), delimiter=delimiter, quoting=QUOTING[quoting])
+        header = next(reader, None)
+        if header is None:
+            return
+        start = reader.line_num + 1
+        for fields in reader:
+            number, start = start, reader.line_num + 1  # a quoted field may span lines: report the first
+            if not fields:
+                continue
+            if len(fields) != len(header):
+                yield number, None, (f"line {number} has {len(fields)} fields where the header has {len(header)}"
+                                     + _quoting_hint(quoting))
+                continue
+            yield number, dict(zip(header, fields)), None
     else:
         raise InputError(f"{path}: unknown file type '{suffix}'; use .jsonl, .csv or .tsv")
 
 
+def _quoting_hint(quoting: str) -> str:
+    if quoting == "none":
+        return "; if quoted fields hold tabs, commas or newlines, read the file with --quoting csv"
+    return "; check the quoting of that line (or read the file literally with --quoting none)"
+
+
 def _has_bad_bytes(text: str) -> bool:
-    return any("\udc80" <= ch <= "\udcff" for ch in text)
+    """Undecodable bytes (kept as surrogate escapes) or a lone surrogate from JSON's \\ud800: not encodable text."""
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
-def read_rows(path: str | Path, columns: Columns | None = None) -> Iterator[Row]:
-    """Yield every data row of a JSONL/CSV/TSV file; rows that cannot be used carry ``error``."""
+def read_rows(path: str | Path, columns: Columns | None = None, quoting: str | None = None) -> Iterator[Row]:
+    """Yield every data row of a JSONL/CSV/TSV file; rows that cannot be used carry ``error``.
+
+    Rows without an id get their line number as id, or ``line-<n>`` when the file has an id
+    column (a bare number could then collide with a real id). ``quoting`` is ``none`` or
+    ``csv`` (see :data:`QUOTING`).
+    """
     path = Path(path)
     if not path.exists():
         raise InputError(f"input file not found: {path}")
+    if path.is_dir():
+        raise InputError(f"input {path} is a folder; give a .jsonl, .csv or .tsv file")
     columns = columns or Columns()
     mapping = None
-    for number, record, error in _records(path):
+    pending = []  # rows that failed before the header was known
+    for number, record, error in _records(path, quoting):
         if record is not None and mapping is None:
             mapping = columns.resolve(record.keys(), str(path))
             if mapping["history"] is None:
-                warnings.warn(f"{path}: no history column found, so every history is empty "
-                              f"(name one with --history-column)")
-        given_id = record.get(mapping["id"]) if record is not None and mapping["id"] else None
-        row_id = str(number) if given_id in (None, "") else str(given_id)
+                logger.warning("%s: no history column found, so every history is empty "
+                               "(name one with --history-column)", path)
+            yield from (Row(id=_fallback_id(n, mapping), error=e) for n, e in pending)
+            pending = []
         if error is not None:
-            yield Row(id=row_id, error=error)
+            if mapping is None:
+                pending.append((number, error))
+            else:
+                yield Row(id=_fallback_id(number, mapping), error=error)
             continue
+        given_id = record.get(mapping["id"]) if mapping["id"] else None
+        row_id = _fallback_id(number, mapping) if given_id in (None, "") else str(given_id)
         yield _row(record, mapping, row_id, columns.required)
     if mapping is None:
-        raise InputError(f"{path} has no data rows")
+        raise InputError(f"{path} has no data rows" + (f" ({pending[0][1]})" if pending else ""))
+
+
+def _fallback_id(number: int, mapping: dict) -> str:
+    return f"line-{number}" if mapping["id"] else str(number)
 
 
 def _row(record: dict, mapping: dict, row_id: str, required: tuple[str, ...]) -> Row:
@@ -151,8 +194,10 @@ def _row(record: dict, mapping: dict, row_id: str, required: tuple[str, ...]) ->
     for name in ("document", "history", "response"):
         column = mapping[name]
         value = record.get(column) if column else None
-        if isinstance(value, str) and _has_bad_bytes(value):
-            return Row(id=row_id, error=f"row {row_id}: field '{column}' is not valid UTF-8")
+        texts = value if isinstance(value, list) else [value]
+        if any(isinstance(text, str) and _has_bad_bytes(text) for text in texts):
+            return Row(id=row_id, error=f"row {row_id}: field '{column}' is not valid UTF-8 text "
+                                        f"(undecodable bytes or a lone surrogate such as \\ud800); fix the file")
         values[name] = value
     history = _split_history(values["history"])
     document = "" if values["document"] is None else str(values["document"])

@@ -7,6 +7,7 @@ effect" is.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Sequence
 
@@ -128,7 +129,7 @@ def _pad_left(states: torch.Tensor, width: int) -> torch.Tensor:
     return torch.nn.functional.pad(states, (0, 0, width - states.shape[-2], 0))
 
 
-def pmi_processor(model, alpha: float, top_p: float, generate_kwargs: dict) -> PMIDecode:
+def pmi_processor(model, alpha: float, top_p: float, generate_kwargs: dict, generators=None) -> PMIDecode:
     """The PMIDecode for these generate kwargs; moves temperature/top_k into it when sampling (see PMIDecode)."""
     if not generate_kwargs.get("do_sample", False):
         return PMIDecode(alpha=alpha, top_p=top_p)
@@ -146,7 +147,17 @@ def pmi_processor(model, alpha: float, top_p: float, generate_kwargs: dict) -> P
     config = model.generation_config
     temperature = generate_kwargs.get("temperature") or config.temperature or 1.0
     top_k = generate_kwargs.get("top_k", config.top_k) or None
-    return PMIDecode(alpha=alpha, top_p=top_p, do_sample=True, temperature=temperature, top_k=top_k)
+    return PMIDecode(alpha=alpha, top_p=top_p, do_sample=True, temperature=temperature, top_k=top_k,
+                     generators=generators)
+
+
+def length_order(documents: Sequence[str], histories: Sequence) -> list[int]:
+    """Context indices, longest first: batches of similar length waste little on padding.
+
+    :func:`generate_grid` batches contexts in this order, so a caller that makes batches the
+    same way (the sweep, to resume batch by batch) gets the same batches and the same tokens.
+    """
+    return sorted(range(len(documents)), key=lambda i: -len(str(documents[i])) - len(str(histories[i])))
 
 
 @torch.no_grad()
@@ -160,6 +171,7 @@ def generate(
     template: PromptTemplate | None = None,
     batch_size: int = 8,
     max_context_tokens: int | None = None,
+    seeds: Sequence[int] | None = None,
     **generate_kwargs,
 ) -> list:
     """PMI-DECODE responses for (document, history) contexts: one string each, or a list with ``num_return_sequences>1``.
@@ -167,29 +179,88 @@ def generate(
     ``generate_kwargs`` go to ``model.generate`` (``max_new_tokens``, ``num_beams``,
     ``do_sample``, ``temperature``, ``top_k``, extra ``logits_processor`` …). Contexts are
     batched by length, ``batch_size`` contexts (2 × ``batch_size`` rows) at a time, and their
-    prompts prefilled once without padding (:func:`prompt_cache`).
+    prompts prefilled once without padding (:func:`prompt_cache`). When sampling, ``seeds``
+    (one per context, e.g. :func:`faithkit.decoding.settings.row_seed` of the row ids) give
+    every context its own generator, so its response does not depend on the batch it is in;
+    without them, draws come from torch's global RNG.
+    """
+    return generate_grid(model, tokenizer, documents, histories, [(alpha, top_p)], template=template,
+                         batch_size=batch_size, max_context_tokens=max_context_tokens, seeds=seeds,
+                         **generate_kwargs)[0]
+
+
+@torch.no_grad()
+def generate_grid(
+    model,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    cells: Sequence[tuple[float, float]],
+    template: PromptTemplate | None = None,
+    batch_size: int = 8,
+    max_context_tokens: int | None = None,
+    seeds: Sequence[int] | None = None,
+    **generate_kwargs,
+) -> list[list]:
+    """PMI-DECODE responses for every ``(alpha, top_p)`` cell: ``responses[cell][context]``.
+
+    Each cell's responses equal :func:`generate` with that cell's alpha and top_p, token for
+    token, but a context's work is paid once per batch rather than once per cell: decoder-only
+    models prefill the batch's prompts once (:func:`prompt_cache`) and every cell decodes from
+    its own copy of that cache (generate extends the cache it is given); encoder-decoder models
+    run the encoder once and every cell reads its output. Other arguments as in :func:`generate`.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if len(documents) != len(histories):
         raise ValueError(f"documents and histories must have the same length, got {len(documents)} and {len(histories)}")
-    processor = pmi_processor(model, alpha, top_p, generate_kwargs)
+    if seeds is not None and not generate_kwargs.get("do_sample", False):
+        raise ValueError("seeds apply to sampling only; pass do_sample=True as well, or no seeds")
+    if seeds is not None and len(seeds) != len(documents):
+        raise ValueError(f"seeds need one per context, got {len(seeds)} for {len(documents)} contexts")
+    for alpha, top_p in cells:  # bad settings fail before any batch runs
+        pmi_processor(model, alpha, top_p, generate_kwargs)
     extra = list(generate_kwargs.pop("logits_processor", None) or [])
     num_return_sequences = generate_kwargs.get("num_return_sequences", 1)
+    copies = max(generate_kwargs.get("num_beams", 1), num_return_sequences)
     template = template or default_template(model, tokenizer)
-    order = sorted(range(len(documents)), key=lambda i: -len(str(documents[i])) - len(str(histories[i])))
-    results: list = [None] * len(documents)
+    generate_kwargs = {"pad_token_id": pad_token_id(tokenizer), **generate_kwargs}
+    order = length_order(documents, histories)
+    results: list[list] = [[None] * len(documents) for _ in cells]
     for start in range(0, len(order), batch_size):
         chunk = order[start:start + batch_size]
         inputs = build_inputs(
             model, tokenizer, [documents[i] for i in chunk], [histories[i] for i in chunk], template, max_context_tokens
         )
-        copies = max(generate_kwargs.get("num_beams", 1), num_return_sequences)
-        cache = prompt_cache(model, inputs, copies=copies) if "cache" not in generate_kwargs else None
-        outputs = model.generate(
-            **inputs, logits_processor=extra + [processor], **({"cache": cache} if cache is not None else {}),
-            **{"pad_token_id": pad_token_id(tokenizer), **generate_kwargs},
-        )
-        for i, response in zip(chunk, decode_responses(model, tokenizer, outputs, inputs, num_return_sequences)):
-            results[i] = response
+        shared = {} if "cache" in generate_kwargs else _shared_prefill(model, inputs, copies)
+        for cell, (alpha, top_p) in enumerate(cells):
+            generators = None
+            if seeds is not None:
+                generators = [torch.Generator(model.device).manual_seed(int(seeds[i])) for i in chunk]
+                generators = [g for g in generators for _ in range(num_return_sequences)]
+            processor = pmi_processor(model, alpha, top_p, generate_kwargs, generators)
+            outputs = model.generate(**inputs, logits_processor=extra + [processor], **_copy(shared),
+                                     **generate_kwargs)
+            for i, response in zip(chunk, decode_responses(model, tokenizer, outputs, inputs, num_return_sequences)):
+                results[cell][i] = response
     return results
+
+
+def _shared_prefill(model, inputs: dict, copies: int) -> dict:
+    """The generate kwargs that carry a batch's prompt work: the encoder's output, or the prefilled cache."""
+    if model.config.is_encoder_decoder:
+        encoder = model.get_encoder()
+        return {"encoder_outputs": encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                                           return_dict=True)}
+    cache = prompt_cache(model, inputs, copies=copies)
+    return {} if cache is None else {"cache": cache}
+
+
+def _copy(shared: dict) -> dict:
+    """A per-cell copy: generate extends the cache in place and re-binds the encoder output's tensors."""
+    if "cache" in shared:
+        return {"cache": copy.deepcopy(shared["cache"])}
+    if "encoder_outputs" in shared:
+        outputs = shared["encoder_outputs"]
+        return {"encoder_outputs": type(outputs)(**outputs)}
+    return {}

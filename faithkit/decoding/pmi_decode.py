@@ -35,14 +35,18 @@ class PMIDecode(LogitsProcessor):
     Sampling: ``generate(do_sample=True)`` draws every row independently, which would let the
     history-only rows drift away from their conditioned rows. So for sampling, construct the
     processor with ``do_sample=True`` (and the ``temperature`` / ``top_k`` to apply to the
-    combined scores): it draws one token per conditioned row itself, from torch's global RNG
-    (``torch.manual_seed`` makes runs reproducible), and returns that token as a one-hot
+    combined scores): it draws one token per conditioned row itself and returns that token as a one-hot
     (``0`` at the token, ``-inf`` elsewhere) for both halves. Whatever generate does after it
     (its own temperature, top-k, top-p warpers, argmax or multinomial) keeps a one-hot
     unchanged, so generate's own ``temperature``/``top_k``/``top_p`` have no effect; put
     PMIDecode last in ``logits_processor``. Beam sampling (``do_sample=True`` with
     ``num_beams>1``) cannot be kept synchronised and is not supported. Every call checks that
     the halves ended on the same token and raises if they did not.
+
+    Draws come from torch's global RNG (``torch.manual_seed`` makes a run reproducible), or,
+    given ``generators``, each conditioned row from its own ``torch.Generator``: then a row's
+    tokens depend on its own seed only, not on which rows share its batch or in what order
+    (:func:`faithkit.decoding.generate` seeds them from the row ids).
 
     Args:
         alpha (`float`, defaults to 0.25): weight of the PMI term, in [0, 1]. ``alpha=0`` with
@@ -52,6 +56,9 @@ class PMIDecode(LogitsProcessor):
         do_sample (`bool`, defaults to False): draw the token inside the processor (see above).
         temperature (`float`, defaults to 1.0): divides the combined scores before sampling.
         top_k (`int`, *optional*): sample among the k best combined scores only.
+        generators (`list[torch.Generator]`, *optional*): one per conditioned row (B x
+            ``num_return_sequences`` when sampling several per context; copies of one context
+            share its generator and draw in turn).
 
     Examples:
 
@@ -83,6 +90,7 @@ class PMIDecode(LogitsProcessor):
         do_sample: bool = False,
         temperature: float = 1.0,
         top_k: int | None = None,
+        generators: list[torch.Generator] | None = None,
     ):
         if not 0.0 <= float(alpha) <= 1.0:
             raise ValueError(f"PMIDecode: alpha must be in [0, 1] (0 = plain decoding, 1 = PMI only), got {alpha}")
@@ -92,11 +100,13 @@ class PMIDecode(LogitsProcessor):
             raise ValueError(f"PMIDecode: temperature must be > 0, got {temperature}")
         if top_k is not None and (not isinstance(top_k, int) or top_k < 0):
             raise ValueError(f"PMIDecode: top_k must be a non-negative integer or None, got {top_k!r}")
-        if not do_sample and (temperature != 1.0 or top_k):
-            raise ValueError("PMIDecode: temperature and top_k apply to sampling only; pass do_sample=True as well")
+        if not do_sample and (temperature != 1.0 or top_k or generators is not None):
+            raise ValueError("PMIDecode: temperature, top_k and generators apply to sampling only; "
+                             "pass do_sample=True as well")
         self.alpha = float(alpha)
         self.top_p = float(top_p)
         self.do_sample = do_sample
+        self.generators = generators
         self._warpers = []
         if temperature != 1.0:
             self._warpers.append(TemperatureLogitsWarper(float(temperature)))
@@ -124,9 +134,19 @@ class PMIDecode(LogitsProcessor):
             warped = combined
             for warper in self._warpers:
                 warped = warper(input_ids[:half], warped)
-            tokens = torch.multinomial(torch.softmax(warped, dim=-1), num_samples=1)
+            tokens = self._draw(torch.softmax(warped, dim=-1))
             combined = torch.full_like(combined, -float("inf")).scatter_(1, tokens, 0.0)
         return torch.cat([combined, combined], dim=0)
+
+    def _draw(self, probs: torch.Tensor) -> torch.Tensor:
+        """One token per row: from the global RNG, or each row from its own generator."""
+        if self.generators is None:
+            return torch.multinomial(probs, num_samples=1)
+        if len(self.generators) != probs.shape[0]:
+            raise ValueError(f"PMIDecode got {len(self.generators)} generators for {probs.shape[0]} conditioned rows; "
+                             "give one per conditioned row (contexts x num_return_sequences)")
+        return torch.cat([torch.multinomial(row, num_samples=1, generator=generator)
+                          for row, generator in zip(probs, self.generators)])[:, None]
 
     def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
         """PMI-DECODE scores of the conditioned rows from both halves' scores; -inf outside the allowed set."""

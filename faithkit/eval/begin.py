@@ -12,20 +12,21 @@ import csv
 import json
 from pathlib import Path
 
-from ..data import ResultWriter, read_results
+from ..data import read_results
 from ..data.corpora.begin import POSITIVE_LABEL, load_begin
+from ..errors import InputError
 from ..jobs import score_rows
 from ..metrics.lexical import bleu_vs_knowledge, token_f1_overlap
-from ..report import SCORE_KEYS, markdown_table
+from ..metrics.registry import get_spec
+from ..report import markdown_table
 from . import plots, stats
 
 BASELINES = {"overlap_f1": token_f1_overlap, "bleu": bleu_vs_knowledge}
 REPORTED = ("n", "threshold", "accuracy", "precision", "recall", "f1", "auroc", "spearman", "pearson")
 
 
-def _scored_records(metric, rows, path: Path) -> list[dict]:
-    with ResultWriter(path) as writer:
-        score_rows(metric, rows, writer, desc=path.stem)
+def _scored_records(metric, rows, path: Path, fingerprint: dict | None) -> list[dict]:
+    score_rows(metric, rows, path, fingerprint=fingerprint, desc=path.stem)
     by_id = {record["id"]: record for record in read_results(path)}
     records = []
     for row in rows:
@@ -40,14 +41,21 @@ def _scored_records(metric, rows, path: Path) -> list[dict]:
     return records
 
 
-def meta_eval_begin(metric, metric_name: str, dev: list[str], test: list[str], out_dir: str) -> list[dict]:
-    """Score, threshold on dev, report dev and test; return the result rows (also written to ``out_dir``)."""
+def meta_eval_begin(metric, metric_name: str, dev: list[str], test: list[str], out_dir: str,
+                    fingerprint: dict | None = None) -> list[dict]:
+    """Score, threshold on dev, report dev and test; return the result rows (also written to ``out_dir``).
+
+    Scores are resumable; ``fingerprint`` (see :func:`faithkit.jobs.job_fingerprint`) guards them.
+    """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    splits = {"dev": _scored_records(metric, load_begin(dev), out / "scores_dev.jsonl")}
+    splits = {"dev": _scored_records(metric, load_begin(dev), out / "scores_dev.jsonl", fingerprint)}
     if test:
-        splits["test"] = _scored_records(metric, load_begin(test), out / "scores_test.jsonl")
-    score_names = list(dict.fromkeys([k for k in SCORE_KEYS[metric_name] if k in splits["dev"][0]] + list(BASELINES)))
+        splits["test"] = _scored_records(metric, load_begin(test), out / "scores_test.jsonl", fingerprint)
+    if not splits["dev"]:
+        raise InputError("no dev row could be scored; see the 'error' records in scores_dev.jsonl")
+    keys = get_spec(metric_name).score_keys
+    score_names = list(dict.fromkeys([k for k in keys if k in splits["dev"][0]] + list(BASELINES)))
 
     thresholds = {
         name: stats.best_f1_threshold([r[name] for r in splits["dev"]], [r["label"] for r in splits["dev"]])

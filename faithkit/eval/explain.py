@@ -163,6 +163,18 @@ def _card(record: dict, score_key: str, low_threshold: float) -> str:
     )
 
 
+def is_explained(path) -> bool:
+    """A JSONL whose first scored record already carries explanations needs no scoring."""
+    from pathlib import Path
+
+    from ..data import read_results
+
+    if Path(path).suffix.lower() != ".jsonl":
+        return False
+    scored = [r for r in read_results(path) if "error" not in r]
+    return bool(scored) and "explanations" in scored[0]
+
+
 def summarize_records(records: Sequence[dict], score_key: str = "q2", low_threshold: float = 0.5) -> dict:
     """Counts behind the page's header: responses, mean score, question coverage, low-scoring, errors."""
     scored = [r for r in records if "error" not in r and r.get(score_key) is not None]

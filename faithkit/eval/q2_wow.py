@@ -20,8 +20,9 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..data import ResultWriter, read_results, unique_ids
+from ..data import read_results, unique_ids
 from ..data.corpora.q2_wow import SETS, load_q2_wow, set_of
+from ..errors import InputError
 from ..jobs import score_rows
 from ..metrics.lexical import token_f1_overlap
 from ..report import markdown_table
@@ -46,26 +47,27 @@ class _WithOverlap:
 
 def meta_eval_q2_wow(consistent_csv: str | Path, inconsistent_csv: str | Path, metric, out_dir: str | Path,
                      limit: int | None = None, score_keys: Sequence[str] = ("q2", "q2_no_nli"),
-                     threshold: float = 0.5, chunk_size: int = 16) -> dict:
+                     threshold: float = 0.5, chunk_size: int = 16, fingerprint: dict | None = None) -> dict:
     """Score both sets, print the Table 2/3-shaped markdown table, write CSV/JSON/PNG; return the summary.
 
     ``metric`` is anything with ``compute_rows(documents, histories, responses)`` returning
     one dict per row; ``score_keys[0]`` must be in those dicts, the other keys are reported
     when present (for Q²: ``q2`` and ``q2_no_nli``). ``limit`` takes the first rows of each
-    file, for a quick look.
+    file, for a quick look. Scores are resumable; ``fingerprint`` (see
+    :func:`faithkit.jobs.job_fingerprint`) guards them.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = load_q2_wow(consistent_csv, "consistent", limit) + load_q2_wow(inconsistent_csv, "inconsistent", limit)
     unique_ids(rows)
-    with ResultWriter(out / "scores.jsonl") as writer:
-        counts = score_rows(_WithOverlap(metric), rows, writer, chunk_size=chunk_size, desc="q2-wow")
+    counts = score_rows(_WithOverlap(metric), rows, out / "scores.jsonl", fingerprint=fingerprint,
+                        chunk_size=chunk_size, desc="q2-wow")
 
     wanted = {row.id for row in rows}
     records = [r for r in read_results(out / "scores.jsonl") if r["id"] in wanted]
     scored = [r for r in records if "error" not in r and r.get(score_keys[0]) is not None]
     if not scored:
-        raise ValueError(_no_score_message(records, score_keys[0]))
+        raise InputError(_no_score_message(records, score_keys[0]))
     names = [key for key in score_keys if all(r.get(key) is not None for r in scored)]
     if BASELINE_KEY not in names:
         names.append(BASELINE_KEY)

@@ -108,3 +108,91 @@ def _spearman_rows(rows: np.ndarray, target: np.ndarray) -> np.ndarray:
     spread = np.sqrt((row_dev ** 2).sum(axis=1) * (target_dev ** 2).sum())
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(spread > 0, (row_dev @ target_dev) / np.where(spread > 0, spread, 1), np.nan)
+
+
+SYSTEM_LEVEL_COLUMNS = ("mean", "std", "ci_low", "ci_high", "undefined")
+
+
+def load_score_pools(scores_dir=None, consistent_scores=None, inconsistent_scores=None) -> tuple[list[dict], list[dict]]:
+    """Scored records of consistent and inconsistent responses: a ``meta-eval q2-wow`` folder, or two score files."""
+    from pathlib import Path
+
+    from ..data import read_results
+    from ..data.corpora.q2_wow import set_of
+    from ..errors import InputError
+
+    if scores_dir and (consistent_scores or inconsistent_scores):
+        raise InputError("give either --scores DIR or --consistent-scores/--inconsistent-scores, not both")
+    if scores_dir:
+        path = Path(scores_dir) / "scores.jsonl"
+        if not path.exists():
+            raise InputError(f"{path} not found; --scores takes the --out folder of 'faithkit meta-eval q2-wow'")
+        records = read_results(path)
+        return ([r for r in records if set_of(r["id"]) == "consistent"],
+                [r for r in records if set_of(r["id"]) == "inconsistent"])
+    if not (consistent_scores and inconsistent_scores):
+        raise InputError("no scores given: pass --scores DIR, or both --consistent-scores and --inconsistent-scores")
+    for path in (consistent_scores, inconsistent_scores):
+        if not Path(path).exists():
+            raise InputError(f"score file not found: {path}")
+    return read_results(consistent_scores), read_results(inconsistent_scores)
+
+
+def default_score_keys(records: list[dict]) -> list[str]:
+    """Known score fields (of any registered metric) that every scored record carries."""
+    from ..metrics.registry import METRICS
+
+    known = [key for spec in METRICS.values() for key in spec.score_keys] + ["overlap_f1"]
+    scored = [r for r in records if "error" not in r]
+    return [key for key in dict.fromkeys(known) if scored and all(r.get(key) is not None for r in scored)]
+
+
+def system_level_table(consistent: list[dict], inconsistent: list[dict], keys: Sequence[str] | None = None,
+                       **settings) -> list[dict]:
+    """:func:`system_level_correlation` for each score key of the two pools of records, one result row per key.
+
+    ``settings`` are the correlation's (proportions, samples, repetitions, seed, paired). A
+    pool smaller than ``samples`` is drawn from with replacement, so the spread understates
+    the uncertainty: that is logged as a warning.
+    """
+    import logging
+
+    from ..errors import InputError
+
+    keys = list(keys or default_score_keys(consistent + inconsistent))
+    if not keys:
+        raise InputError("no score field found in the records; name one with --key")
+    samples = settings.get("samples", 350)
+    results = []
+    for key in keys:
+        pools = []
+        for name, records in (("consistent", consistent), ("inconsistent", inconsistent)):
+            values = [float(r[key]) for r in records if "error" not in r and r.get(key) is not None]
+            if not values:
+                raise InputError(f"no {name} record has a '{key}' score; check --key")
+            if len(values) < samples:
+                logging.getLogger(__name__).warning(
+                    "%s: each simulated system draws %d responses from only %d %s scores (with replacement), so "
+                    "the correlation's spread understates its uncertainty; score more responses or lower --samples",
+                    key, samples, len(values), name)
+            pools.append(values)
+        result = system_level_correlation(*pools, **settings)
+        results.append({"score": key, "consistent": len(pools[0]), "inconsistent": len(pools[1]), **result})
+    return results
+
+
+def write_system_level(out, results: list[dict]) -> None:
+    """``system_level.json`` and ``system_level.csv`` in the folder ``out`` (created if missing)."""
+    import csv
+    import json
+    from pathlib import Path
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "system_level.json").write_text(json.dumps(results, indent=2))
+    with open(out / "system_level.csv", "w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["score", *SYSTEM_LEVEL_COLUMNS, "consistent", "inconsistent",
+                                                    "samples", "repetitions", "seed", "paired"],
+                                extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(results)

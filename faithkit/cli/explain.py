@@ -1,0 +1,69 @@
+"""``faithkit explain``: one HTML page showing which parts of each response a metric judged unsupported."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from .options import (LazyMetric, add_input_columns, add_metric_options, columns_from_args, metric_fingerprint,
+                      metric_from_args, positive_int)
+
+logger = logging.getLogger(__name__)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "explain", help="an HTML page showing which parts of each response Q² judged inconsistent",
+        description="Write one self-contained HTML page: each response with its informative spans "
+                    "highlighted from red (the knowledge answers the span's question differently) to green, "
+                    "the question, both answers, F1 and NLI label on hover and listed beneath, the "
+                    "knowledge shown, fallback rows flagged, lowest scores first. --input is either a scores "
+                    "JSONL with explanations (from 'faithkit score --metric q2' or 'meta-eval q2-wow'), "
+                    "rendered as it is, or rows to score first (JSONL/CSV/TSV; scores are saved to "
+                    "--scores-output and resumed on a rerun).",
+    )
+    add_metric_options(parser, default_metric="q2")
+    parser.add_argument("--input", required=True, help="scores.jsonl with explanations, or rows (.jsonl/.csv/.tsv)")
+    parser.add_argument("--html", required=True, help="page to write, e.g. report.html")
+    parser.add_argument("--scores-output", help="where scores go when --input must be scored first "
+                                                "(default: next to --html, <name>.scores.jsonl)")
+    parser.add_argument("--score-key", help="field holding the score (default: the metric's main score, e.g. q2)")
+    parser.add_argument("--low-threshold", type=float, default=0.5,
+                        help="responses scoring below this are marked low (default 0.5)")
+    parser.add_argument("--chunk-size", type=positive_int, default=16,
+                        help="most rows scored (and written) together (default 16)")
+    add_input_columns(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..data import read_results, read_rows, unique_ids
+    from ..errors import InputError
+    from ..eval.explain import is_explained, summarize_records, write_explain_html
+    from ..jobs import job_fingerprint, score_rows
+    from .meta_eval import score_keys
+
+    source = Path(args.input)
+    if not source.exists():
+        raise InputError(f"input file not found: {source}")
+    if is_explained(source):
+        records = read_results(source)
+    else:
+        rows = list(read_rows(source, columns_from_args(args), quoting=args.quoting))
+        unique_ids(rows)
+        scores_path = Path(args.scores_output or Path(args.html).with_suffix(".scores.jsonl"))
+        fingerprint = job_fingerprint("score", **metric_fingerprint(args))
+        score_rows(LazyMetric(lambda: metric_from_args(args)), rows, scores_path, fingerprint=fingerprint,
+                   chunk_size=args.chunk_size, desc=args.metric)
+        wanted = {row.id for row in rows}
+        records = [r for r in read_results(scores_path) if r["id"] in wanted]
+        logger.info("scores -> %s", scores_path)
+    score_key = score_keys(args)[0]
+    if not any(score_key in r for r in records):
+        raise InputError(f"no record in {source} has a '{score_key}' score; is it a scores file of --metric "
+                         f"{args.metric}?")
+    write_explain_html(records, args.html, score_key=score_key, low_threshold=args.low_threshold)
+    summary = summarize_records(records, score_key, args.low_threshold)
+    print(f"{summary['responses']} responses, mean {score_key} {summary['mean']:.3f}, "
+          f"{summary['low']} below {args.low_threshold:g}, {summary['errors']} not scored -> {args.html}")
+    return 0

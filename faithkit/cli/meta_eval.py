@@ -1,0 +1,144 @@
+"""``faithkit meta-eval begin | q2-wow | system-level``: how well a metric agrees with human labels."""
+
+from __future__ import annotations
+
+import logging
+
+from .options import LazyMetric, add_metric_options, metric_fingerprint, metric_from_args, positive_int
+
+logger = logging.getLogger(__name__)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("meta-eval", help="measure how well a metric agrees with human labels",
+                                   description="Meta-evaluate a faithfulness metric against human judgements.")
+    benchmarks = parser.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
+    _register_begin(benchmarks)
+    _register_q2_wow(benchmarks)
+    _register_system_level(benchmarks)
+
+
+def _register_begin(benchmarks) -> None:
+    parser = benchmarks.add_parser(
+        "begin", help="BEGIN (Dziri et al. 2022): attributable vs not",
+        description="Score BEGIN files (positive class: 'Fully attributable'; 'Generic' and 'Not fully "
+                    "attributable' are negative), pick each score's best-F1 threshold on dev, and report "
+                    "accuracy, precision/recall/F1, AUROC, Spearman and Pearson on dev and test, overall "
+                    "and per data source, for the metric and the overlap-F1 and BLEU baselines. Writes "
+                    "scores_dev.jsonl / scores_test.jsonl (resumable), results.csv, results.json and "
+                    "roc_dev.png / roc_test.png to --out.",
+    )
+    add_metric_options(parser)
+    parser.add_argument("--dev", required=True, nargs="+", help="BEGIN dev TSV file(s)")
+    parser.add_argument("--test", nargs="+", help="BEGIN test TSV file(s), evaluated at the dev thresholds")
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.set_defaults(run=_run_begin)
+
+
+def _run_begin(args) -> int:
+    from ..eval.begin import meta_eval_begin
+    from ..jobs import job_fingerprint
+
+    fingerprint = job_fingerprint("meta-eval begin", **metric_fingerprint(args))
+    meta_eval_begin(metric=LazyMetric(lambda: metric_from_args(args)), metric_name=args.metric, dev=args.dev,
+                    test=args.test or [], out_dir=args.out, fingerprint=fingerprint)
+    return 0
+
+
+def _register_q2_wow(benchmarks) -> None:
+    parser = benchmarks.add_parser(
+        "q2-wow", help="Q² paper's WoW sets (Honovich et al. 2021): consistent vs inconsistent responses",
+        description="Score the Q² paper's Wizard-of-Wikipedia CSVs (columns knowledge, message, response; "
+                    "one file of consistent and one of inconsistent responses) and report, as in the paper's "
+                    "Tables 2 and 3, the mean score on each set, accuracy at threshold 0.5 (score >= 0.5 counts "
+                    "as consistent) and AUROC, for the metric (and q2_no_nli for Q²) and the token-F1 overlap "
+                    "baseline. Prints a markdown table and writes scores.jsonl (resumable: rerun with the same "
+                    "--out to continue), summary.csv, summary.json, roc.png and histograms.png to --out.",
+    )
+    add_metric_options(parser, default_metric="q2")
+    parser.add_argument("--consistent", required=True, help="CSV of consistent responses, e.g. dodeca_consistent.csv")
+    parser.add_argument("--inconsistent", required=True,
+                        help="CSV of inconsistent responses, e.g. dodeca_inconsistent.csv")
+    parser.add_argument("--out", required=True, help="output folder (created if missing)")
+    parser.add_argument("--limit", type=positive_int, help="score only the first N rows of each file (a quick look)")
+    parser.add_argument("--score-key", help="output field holding the score (default: the metric's main score, "
+                                            "e.g. q2)")
+    parser.add_argument("--threshold", type=float, default=0.5, help="accuracy threshold (default 0.5, as in the paper)")
+    parser.add_argument("--chunk-size", type=positive_int, default=16,
+                        help="most rows scored (and written) together (default 16)")
+    parser.set_defaults(run=_run_q2_wow)
+
+
+def score_keys(args) -> tuple[str, ...]:
+    """``--score-key``, else the metric's score keys from the registry."""
+    from ..metrics.registry import get_spec
+
+    return (args.score_key,) if args.score_key else get_spec(args.metric).score_keys
+
+
+def _run_q2_wow(args) -> int:
+    from ..eval.q2_wow import meta_eval_q2_wow
+    from ..jobs import job_fingerprint
+
+    fingerprint = job_fingerprint("meta-eval q2-wow", **metric_fingerprint(args))
+    meta_eval_q2_wow(args.consistent, args.inconsistent, LazyMetric(lambda: metric_from_args(args)), args.out,
+                     limit=args.limit, score_keys=score_keys(args), threshold=args.threshold,
+                     chunk_size=args.chunk_size, fingerprint=fingerprint)
+    return 0
+
+
+def _register_system_level(benchmarks) -> None:
+    parser = benchmarks.add_parser(
+        "system-level", help="Q² paper's bootstrap system-level correlation (Table 4)",
+        description="Simulate systems whose responses are inconsistent in a given share of contexts "
+                    "(--proportions, default 0.05 to 0.25), each answering --samples contexts drawn from "
+                    "already scored consistent and inconsistent responses; a system's score is the mean "
+                    "metric score of its responses. Report the Spearman correlation between system scores "
+                    "and true consistency (1 - proportion), averaged over --repetitions draws, with its "
+                    "standard deviation and 2.5-97.5 percentile interval. Reads scores, never computes them: "
+                    "run 'faithkit meta-eval q2-wow' (then pass --scores DIR) or 'faithkit score' on each set "
+                    "first.",
+    )
+    source = parser.add_argument_group("scores (either --scores, or both --consistent-scores and "
+                                       "--inconsistent-scores)")
+    source.add_argument("--scores", metavar="DIR", help="output folder of 'faithkit meta-eval q2-wow' "
+                                                        "(its scores.jsonl)")
+    source.add_argument("--consistent-scores", metavar="JSONL", help="scores of consistent responses "
+                                                                      "('faithkit score' output)")
+    source.add_argument("--inconsistent-scores", metavar="JSONL", help="scores of inconsistent responses")
+    parser.add_argument("--key", action="append", help="score field to evaluate; repeat for several (default: "
+                                                       "every known score field present, e.g. q2, q2_no_nli, "
+                                                       "overlap_f1)")
+    parser.add_argument("--samples", type=positive_int, default=350,
+                        help="responses per simulated system (default 350)")
+    parser.add_argument("--repetitions", type=positive_int, default=1000, help="bootstrap repetitions (default 1000)")
+    parser.add_argument("--proportions", type=float, nargs="+", default=[0.05, 0.10, 0.15, 0.20, 0.25],
+                        help="inconsistency proportions, one simulated system each (default 0.05 0.10 0.15 0.20 "
+                             "0.25)")
+    parser.add_argument("--paired", action="store_true",
+                        help="the two score files are aligned: line i of each answers the same context")
+    parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same numbers "
+                                                            "(default 0)")
+    parser.add_argument("--out", help="folder to also write system_level.json and system_level.csv to")
+    parser.set_defaults(run=_run_system_level)
+
+
+def _run_system_level(args) -> int:
+    from ..errors import ConfigError
+    from ..eval.system_level import SYSTEM_LEVEL_COLUMNS, load_score_pools, system_level_table, write_system_level
+    from ..report import markdown_table
+
+    consistent, inconsistent = load_score_pools(args.scores, args.consistent_scores, args.inconsistent_scores)
+    try:
+        results = system_level_table(consistent, inconsistent, args.key, proportions=args.proportions,
+                                     samples=args.samples, repetitions=args.repetitions, seed=args.seed,
+                                     paired=args.paired)
+    except ValueError as error:  # settings the simulation cannot use (e.g. a proportion outside [0, 1])
+        raise ConfigError(str(error)) from None
+    print(markdown_table(["score", "Spearman (mean)", "std", "2.5%", "97.5%", "undefined"],
+                         [[r["score"], *(r[c] for c in SYSTEM_LEVEL_COLUMNS)] for r in results]))
+    logger.info("\n%d repetitions of %d systems x %d responses, seed %d", args.repetitions, len(args.proportions),
+                args.samples, args.seed)
+    if args.out:
+        write_system_level(args.out, results)
+    return 0

@@ -1,0 +1,42 @@
+"""``faithkit score``: score every row of a file with a metric, resumably."""
+
+from __future__ import annotations
+
+import logging
+
+from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_options, columns_from_args,
+                      job_options, metric_fingerprint, metric_from_args)
+
+logger = logging.getLogger(__name__)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "score", help="score responses for faithfulness to their documents",
+        description="Score each row of a JSONL/CSV/TSV file and write one JSON record per row, in input order. "
+                    "Rerunning the same command continues where it stopped (a different metric, model or "
+                    "setting stops with what differs); bad rows get an 'error' record naming the row and field, "
+                    "retried on the next run. Runs data-parallel under 'accelerate launch -m faithkit score …'.",
+    )
+    add_metric_options(parser)
+    parser.add_argument("--input", required=True, help="rows to score (.jsonl, .csv or .tsv)")
+    parser.add_argument("--output", required=True, help="results, one JSON object per row (.jsonl)")
+    add_job_options(parser)
+    add_input_columns(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from ..data import read_results, read_rows, unique_ids
+    from ..jobs import job_fingerprint, score_rows
+    from ..report import print_score_table
+
+    rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting))
+    unique_ids(rows)
+    fingerprint = job_fingerprint("score", **metric_fingerprint(args))
+    metric = LazyMetric(lambda: metric_from_args(args))
+    counts = score_rows(metric, rows, args.output, fingerprint=fingerprint, desc=args.metric, **job_options(args))
+    print_score_table(read_results(args.output), args.metric)
+    logger.info("%d scored, %d already done, %d errors -> %s", counts["done"], counts["skipped"], counts["errors"],
+                args.output)
+    return 0

