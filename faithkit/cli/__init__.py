@@ -18,7 +18,7 @@ import sys
 from .. import __version__
 from ..errors import FaithkitError
 
-COMMANDS = ("score", "generate", "meta_eval", "explain", "data")
+COMMANDS = ("score", "generate", "meta_eval", "explain", "data", "train")
 """Modules of this package, one per command, in the order ``--help`` lists them."""
 
 
