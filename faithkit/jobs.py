@@ -78,9 +78,11 @@ def _process() -> _Process:
     """This process's place under ``accelerate launch`` (one process otherwise)."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
         return _Process()
+    import torch
     from accelerate import PartialState
 
-    state = PartialState()
+    # without a GPU, accelerate only joins the processes when told they run on CPU (gloo)
+    state = PartialState(cpu=not torch.cuda.is_available())
     return _Process(state.process_index, state.num_processes, state)
 
 

@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import os
 import sys
 
 from .. import __version__
 from ..errors import FaithkitError
+from .options import is_main_process
 
 COMMANDS = ("score", "generate", "meta_eval", "explain", "data", "train")
 """Modules of this package, one per command, in the order ``--help`` lists them."""
@@ -40,8 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def configure_logging(quiet: bool = False, verbose: bool = False) -> None:
     """Plain ``warning: …`` lines on stderr from the main process; other processes report only errors."""
-    main_process = int(os.environ.get("RANK", "0")) == 0
-    level = logging.ERROR if quiet or not main_process else logging.DEBUG if verbose else logging.INFO
+    level = logging.ERROR if quiet or not is_main_process() else logging.DEBUG if verbose else logging.INFO
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_Formatter())
     root = logging.getLogger("faithkit")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 
 from ..errors import ConfigError
 from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
@@ -22,6 +23,11 @@ METRIC_OPTIONS = {
 }
 _METRIC_OPTION_TYPES = {"batch_size": "positive", "max_length": "positive"}
 _METRIC_OPTION_CHOICES = {"preset": ["offline"], "normalize": ["mean", "sum"]}
+
+
+def is_main_process() -> bool:
+    """False in the other processes of ``accelerate launch``, which neither log progress nor print results."""
+    return int(os.environ.get("RANK", "0")) == 0
 
 
 def positive_int(text: str) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_options, columns_from_args,
-                      job_options, metric_fingerprint, metric_from_args)
+                      is_main_process, job_options, metric_fingerprint, metric_from_args)
 
 logger = logging.getLogger(__name__)
 
@@ -36,7 +36,8 @@ def run(args) -> int:
     fingerprint = job_fingerprint("score", **metric_fingerprint(args))
     metric = LazyMetric(lambda: metric_from_args(args))
     counts = score_rows(metric, rows, args.output, fingerprint=fingerprint, desc=args.metric, **job_options(args))
-    print_score_table(read_results(args.output), args.metric)
+    if is_main_process():
+        print_score_table(read_results(args.output), args.metric)
     logger.info("%d scored, %d already done, %d errors -> %s", counts["done"], counts["skipped"], counts["errors"],
                 args.output)
     return 0

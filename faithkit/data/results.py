@@ -177,8 +177,10 @@ def _prepare_folder(path: Path) -> None:
         raise OutputError(f"cannot create the folder of {path}: {blocker} is a file; choose another --output") from None
     except OSError as error:
         raise OutputError(f"cannot create the folder of {path}: {error.strerror}; choose another --output") from None
-    if not os.access(path.parent, os.W_OK):
-        raise OutputError(f"cannot write to {path.parent}: permission denied; choose another --output")
+    try:  # by trying: os.access says yes to root on a read-only mount, and /proc refuses any new file
+        tempfile.TemporaryFile(dir=path.parent).close()
+    except OSError as error:
+        raise OutputError(f"cannot create files in {path.parent} ({error.strerror}); choose another --output") from None
 
 
 def _write_atomically(path: Path, text: str) -> None:
