@@ -56,7 +56,8 @@ def test_bad_rows_carry_errors_and_are_not_dropped(tmp_path):
     ]
     path.write_bytes(b"\n".join(lines) + b"\n")
     rows = list(read_rows(path))
-    assert [r.id for r in rows] == ["ok", "empty", "3", "4", "nodoc"]
+    # the file has an id column, so a row without one is named by its line, never by a bare number
+    assert [r.id for r in rows] == ["ok", "empty", "line-3", "line-4", "nodoc"]
     assert rows[0].error is None
     assert rows[1].error == "row empty: field 'response' (response) is empty"
     assert rows[2].error == "line 3 is not valid UTF-8"
@@ -69,7 +70,7 @@ def test_invalid_utf8_in_a_csv_field_names_row_and_field(tmp_path):
     path.write_bytes(b"document,history,response\nD,h,R\nD,h,caf\xe9\n")
     rows = list(read_rows(path))
     assert rows[0].error is None
-    assert rows[1].error == "row 2: field 'response' is not valid UTF-8"
+    assert rows[1].error.startswith("row 3: field 'response' is not valid UTF-8")  # id: its line number
 
 
 def test_duplicate_ids_are_refused(tmp_path):
@@ -94,3 +95,18 @@ def test_writer_resumes_and_drops_a_half_written_line(tmp_path):
     with ResultWriter(path, resume=False) as fresh:
         assert not fresh.done("a")
     assert read_results(path) == []
+
+
+def test_unwritable_text_in_any_field_is_a_row_error_naming_it(tmp_path):
+    # every field reaches the output, so a lone surrogate in an extra field or the id must not crash the writer
+    path = tmp_path / "rows.jsonl"
+    path.write_text('{"id": "a", "document": "D", "response": "R", "topic": ["ok", "x\\udc00"]}\n'
+                    '{"id": "b\\ud800", "document": "D", "response": "R"}\n'
+                    '{"id": "c", "document": "D", "response": "R", "meta": {"k\\ud800": 1}}\n'
+                    '{"id": "d", "document": "D", "response": "R \\ud83d\\ude00"}\n', encoding="utf-8")
+    rows = list(read_rows(path))
+    assert [r.id for r in rows] == ["a", "line-2", "c", "d"]
+    assert rows[0].error.startswith("row a: field 'topic' is not valid UTF-8 text")
+    assert rows[1].error.startswith("row line-2: field 'id' is not valid UTF-8 text")
+    assert rows[2].error.startswith("row c: field 'meta' is not valid UTF-8 text")
+    assert rows[3].error is None and rows[3].response == "R \U0001F600"  # a surrogate pair is one real character

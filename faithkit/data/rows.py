@@ -149,6 +149,17 @@ def _has_bad_bytes(text: str) -> bool:
     return any("\ud800" <= ch <= "\udfff" for ch in text)
 
 
+def _has_bad_text(value) -> bool:
+    """Whether a string anywhere in a field's value (list items, object keys too) cannot be written as UTF-8."""
+    if isinstance(value, str):
+        return _has_bad_bytes(value)
+    if isinstance(value, list):
+        return any(_has_bad_text(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_bad_text(key) or _has_bad_text(item) for key, item in value.items())
+    return False
+
+
 def read_rows(path: str | Path, columns: Columns | None = None, quoting: str | None = None) -> Iterator[Row]:
     """Yield every data row of a JSONL/CSV/TSV file; rows that cannot be used carry ``error``.
 
@@ -179,7 +190,8 @@ def read_rows(path: str | Path, columns: Columns | None = None, quoting: str | N
                 yield Row(id=_fallback_id(number, mapping), error=error)
             continue
         given_id = record.get(mapping["id"]) if mapping["id"] else None
-        row_id = _fallback_id(number, mapping) if given_id in (None, "") else str(given_id)
+        unusable = given_id in (None, "") or _has_bad_text(given_id)
+        row_id = _fallback_id(number, mapping) if unusable else str(given_id)
         yield _row(record, mapping, row_id, columns.required)
     if mapping is None:
         raise InputError(f"{path} has no data rows" + (f" ({pending[0][1]})" if pending else ""))
@@ -190,15 +202,13 @@ def _fallback_id(number: int, mapping: dict) -> str:
 
 
 def _row(record: dict, mapping: dict, row_id: str, required: tuple[str, ...]) -> Row:
-    values = {}
-    for name in ("document", "history", "response"):
-        column = mapping[name]
-        value = record.get(column) if column else None
-        texts = value if isinstance(value, list) else [value]
-        if any(isinstance(text, str) and _has_bad_bytes(text) for text in texts):
+    for column, value in record.items():  # every field is written to the output, not only the three used
+        if _has_bad_text(column) or _has_bad_text(value):
+            column = column.encode("utf-8", "backslashreplace").decode("utf-8")  # the message itself must be writable
             return Row(id=row_id, error=f"row {row_id}: field '{column}' is not valid UTF-8 text "
                                         f"(undecodable bytes or a lone surrogate such as \\ud800); fix the file")
-        values[name] = value
+    values = {name: record.get(mapping[name]) if mapping[name] else None
+              for name in ("document", "history", "response")}
     history = _split_history(values["history"])
     document = "" if values["document"] is None else str(values["document"])
     response = "" if values["response"] is None else str(values["response"])
