@@ -1,5 +1,6 @@
 """PMI-DECODE: batched two-view decoding must equal a slow reference that recomputes both views from scratch."""
 
+import importlib
 import json
 import math
 from pathlib import Path
@@ -8,7 +9,17 @@ import pytest
 import torch
 from transformers import LogitsProcessor, TopPLogitsWarper
 
-from faithkit.decoding import PMIDecode, build_inputs, decode_responses, generate, prompt_cache
+from faithkit.decoding import (
+    DecodingSettings,
+    PMIDecode,
+    build_inputs,
+    decode_responses,
+    generate,
+    generate_grid,
+    prompt_cache,
+    row_seed,
+)
+from faithkit.errors import ConfigError
 from faithkit.prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE
 
 DOCUMENTS = [
@@ -202,6 +213,34 @@ def test_prompt_cache_changes_nothing_but_speed(tiny_gpt2, gpt2_tokenizer):
     assert len(texts) == 3 and all(len(r) == 2 for r in texts)
 
 
+# ---- grids: one prefill (or encoder pass) per batch for every cell ---------------------------
+GRID = [(0.0, 1.0), (0.25, 0.6), (1.0, 0.9), (0.5, 1.0)]
+
+
+@pytest.mark.parametrize("search", [{}, {"num_beams": 3, "num_return_sequences": 2}])
+def test_grid_equals_generate_per_cell(tiny, search):
+    model, tokenizer = tiny
+    options = {"template": DEFAULT_TEMPLATE, "batch_size": 2, "max_new_tokens": 5, **search}
+    grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, GRID, **options)
+    assert grid == [generate(model, tokenizer, DOCUMENTS, HISTORIES, alpha, top_p, **options) for alpha, top_p in GRID]
+    assert grid[0] != grid[2]  # the cells did differ
+
+
+def test_grid_prefills_each_batch_once(tiny_gpt2, gpt2_tokenizer, monkeypatch):
+    module = importlib.import_module("faithkit.decoding.generate")  # the package's name 'generate' is the function
+    calls = []
+    real = module.prompt_cache
+    monkeypatch.setattr(module, "prompt_cache", lambda *a, **k: calls.append(1) or real(*a, **k))
+    generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, GRID, batch_size=2, max_new_tokens=3)
+    assert len(calls) == 2  # two batches, four cells
+
+
+def test_grid_sampling_equals_generate_per_cell(tiny_gpt2, gpt2_tokenizer):
+    options = {"do_sample": True, "temperature": 0.9, "max_new_tokens": 6, "seeds": [11, 12, 13]}
+    grid = generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, GRID, **options)
+    assert grid == [generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, a, p, **options) for a, p in GRID]
+
+
 # ---- sampling -----------------------------------------------------------------------------
 def sample(model, tokenizer, inputs, seed, **processor_kwargs):
     torch.manual_seed(seed)
@@ -231,6 +270,58 @@ def test_sampling_through_generate_helper(tiny_gpt2, gpt2_tokenizer):
                         num_return_sequences=2, max_new_tokens=5)
     first = run()
     assert first == run() and len(first) == 3 and len(first[0]) == 2
+
+
+@pytest.mark.parametrize("returns", [1, 2])
+def test_seeded_sampling_does_not_depend_on_the_batch(tiny, returns):
+    """Each row draws from its own generator: any batch composition or order gives each row the same text."""
+    model, tokenizer = tiny
+    ids = ["a", "b", "c"]
+    options = {"do_sample": True, "temperature": 1.5, "max_new_tokens": 6, "num_return_sequences": returns}
+
+    def run(order, batch_size):
+        torch.manual_seed(len(order) + batch_size)  # the global RNG must not matter
+        texts = generate(model, tokenizer, [DOCUMENTS[i] for i in order], [HISTORIES[i] for i in order],
+                         seeds=[row_seed(7, ids[i]) for i in order], batch_size=batch_size, **options)
+        return {ids[i]: text for i, text in zip(order, texts)}
+
+    together = run([0, 1, 2], 3)
+    assert run([2, 1, 0], 1) == together
+    assert run([1, 2, 0], 2) == together
+    assert {ids[2]: together[ids[2]]} == run([2], 1)
+    other_seed = generate(model, tokenizer, DOCUMENTS, HISTORIES, seeds=[row_seed(8, i) for i in ids], **options)
+    assert other_seed != [together[i] for i in ids]
+
+
+def test_settings_give_generate_its_arguments(tiny_gpt2, gpt2_tokenizer):
+    settings = DecodingSettings(alpha=0.5, top_p=0.9, do_sample=True, temperature=0.8, seed=3, max_new_tokens=4,
+                                batch_size=2, chat=False).validate()
+    kwargs = settings.generate_kwargs(tiny_gpt2, gpt2_tokenizer, ids=["r0", "r1", "r2"])
+    assert kwargs["seeds"] == [row_seed(3, "r0"), row_seed(3, "r1"), row_seed(3, "r2")]
+    texts = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, settings.alpha, settings.top_p, **kwargs)
+    assert texts == generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, 0.5, 0.9, template=DEFAULT_TEMPLATE,
+                             batch_size=2, do_sample=True, temperature=0.8, max_new_tokens=4,
+                             seeds=kwargs["seeds"])
+    assert row_seed(3, "r0") == 2853959113720906692  # stable across processes and runs (no hash randomisation)
+
+
+@pytest.mark.parametrize("settings,message", [
+    ({"alpha": 1.5}, r"--alpha 1.5 is out of range: use a value in \[0, 1\]"),
+    ({"top_p": 0.0}, r"--top-p 0 is out of range: use a value in \(0, 1\]"),
+    ({"num_beams": 0}, "--num-beams 0 is out of range"),
+    ({"batch_size": 0}, "--batch-size 0 is out of range"),
+    ({"max_new_tokens": 0}, "--max-new-tokens 0 is out of range"),
+    ({"num_return_sequences": 2}, "--num-return-sequences 2 is more than --num-beams 1"),
+    ({"seed": 1}, "--seed apply to sampling only: add --do-sample"),
+    ({"temperature": 0.7, "top_k": 5}, "--temperature, --top-k apply to sampling only"),
+    ({"do_sample": True, "num_beams": 2}, "beam sampling"),
+    ({"do_sample": True, "temperature": 0.0}, "--temperature 0 is out of range"),
+])
+def test_settings_validate_names_the_flag(settings, message):
+    with pytest.raises(ConfigError, match=message):
+        DecodingSettings(**settings).validate()
+    assert DecodingSettings(num_beams=4, num_return_sequences=2).validate()
+    assert DecodingSettings(do_sample=True, num_return_sequences=3, seed=0).validate()
 
 
 def test_generate_sampling_without_telling_the_processor_fails_clearly(tiny_gpt2, gpt2_tokenizer):
@@ -396,6 +487,14 @@ def test_smollm2_greedy_matches_slow_reference(smollm2):
     same = model.generate(**inputs, max_new_tokens=6, logits_processor=[PMIDecode(0.0, 1.0)])
     assert torch.equal(generated_tokens(model, same, inputs, 2),
                        generated_tokens(model, model.generate(**plain, max_new_tokens=6), plain, 2))
+
+
+@pytest.mark.slow
+def test_smollm2_grid_equals_generate_per_cell(smollm2):
+    model, tokenizer = smollm2
+    options = {"batch_size": 2, "max_new_tokens": 8}
+    grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, GRID, **options)
+    assert grid == [generate(model, tokenizer, DOCUMENTS, HISTORIES, a, p, **options) for a, p in GRID]
 
 
 @pytest.mark.slow

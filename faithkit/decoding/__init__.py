@@ -6,6 +6,7 @@ from .generate import (
     default_template,
     generate,
     generate_grid,
+    iter_grid,
     length_order,
     pad_token_id,
     prompt_cache,

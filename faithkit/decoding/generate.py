@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import torch
 
@@ -160,7 +160,6 @@ def length_order(documents: Sequence[str], histories: Sequence) -> list[int]:
     return sorted(range(len(documents)), key=lambda i: -len(str(documents[i])) - len(str(histories[i])))
 
 
-@torch.no_grad()
 def generate(
     model,
     tokenizer,
@@ -189,8 +188,29 @@ def generate(
                          **generate_kwargs)[0]
 
 
-@torch.no_grad()
 def generate_grid(
+    model,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    cells: Sequence[tuple[float, float]],
+    **options,
+) -> list[list]:
+    """PMI-DECODE responses for every ``(alpha, top_p)`` cell: ``responses[cell][context]``.
+
+    Each cell's responses equal :func:`generate` with that cell's alpha and top_p, token for
+    token, but a context's prompt work is paid once per batch rather than once per cell (see
+    :func:`iter_grid`, which yields them as they finish). ``options`` as in :func:`generate`.
+    """
+    results: list[list] = [[None] * len(documents) for _ in cells]
+    for cell, indices, responses in iter_grid(model, tokenizer, documents, histories, cells, **options):
+        for i, response in zip(indices, responses):
+            results[cell][i] = response
+    return results
+
+
+@torch.no_grad()
+def iter_grid(
     model,
     tokenizer,
     documents: Sequence[str],
@@ -201,14 +221,14 @@ def generate_grid(
     max_context_tokens: int | None = None,
     seeds: Sequence[int] | None = None,
     **generate_kwargs,
-) -> list[list]:
-    """PMI-DECODE responses for every ``(alpha, top_p)`` cell: ``responses[cell][context]``.
+) -> Iterator[tuple[int, list[int], list]]:
+    """Yield ``(cell index, context indices, responses)`` as each cell finishes each batch of contexts.
 
-    Each cell's responses equal :func:`generate` with that cell's alpha and top_p, token for
-    token, but a context's work is paid once per batch rather than once per cell: decoder-only
-    models prefill the batch's prompts once (:func:`prompt_cache`) and every cell decodes from
-    its own copy of that cache (generate extends the cache it is given); encoder-decoder models
-    run the encoder once and every cell reads its output. Other arguments as in :func:`generate`.
+    Batches are made as :func:`generate` makes them (:func:`length_order`, ``batch_size``
+    contexts), and each batch's prompts are prepared once for all cells: decoder-only models
+    prefill them once (:func:`prompt_cache`) and every cell decodes from its own copy of that
+    cache (generate extends the cache it is given); encoder-decoder models run the encoder
+    once and every cell reads its output. Other arguments as in :func:`generate`.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -226,24 +246,20 @@ def generate_grid(
     template = template or default_template(model, tokenizer)
     generate_kwargs = {"pad_token_id": pad_token_id(tokenizer), **generate_kwargs}
     order = length_order(documents, histories)
-    results: list[list] = [[None] * len(documents) for _ in cells]
     for start in range(0, len(order), batch_size):
         chunk = order[start:start + batch_size]
-        inputs = build_inputs(
-            model, tokenizer, [documents[i] for i in chunk], [histories[i] for i in chunk], template, max_context_tokens
-        )
+        inputs = build_inputs(model, tokenizer, [documents[i] for i in chunk], [histories[i] for i in chunk],
+                              template, max_context_tokens)
         shared = {} if "cache" in generate_kwargs else _shared_prefill(model, inputs, copies)
         for cell, (alpha, top_p) in enumerate(cells):
             generators = None
-            if seeds is not None:
+            if seeds is not None:  # copies of a context draw in turn from its generator
                 generators = [torch.Generator(model.device).manual_seed(int(seeds[i])) for i in chunk]
                 generators = [g for g in generators for _ in range(num_return_sequences)]
             processor = pmi_processor(model, alpha, top_p, generate_kwargs, generators)
             outputs = model.generate(**inputs, logits_processor=extra + [processor], **_copy(shared),
                                      **generate_kwargs)
-            for i, response in zip(chunk, decode_responses(model, tokenizer, outputs, inputs, num_return_sequences)):
-                results[cell][i] = response
-    return results
+            yield cell, chunk, decode_responses(model, tokenizer, outputs, inputs, num_return_sequences)
 
 
 def _shared_prefill(model, inputs: dict, copies: int) -> dict:

@@ -1,23 +1,30 @@
-"""One self-contained HTML page that shows why Q² scored each response as it did.
+"""One self-contained HTML page that shows why Q² or PMI-FAITH scored each response as it did.
 
-Each response is printed with its informative spans highlighted from red (the knowledge
+Q²: each response is printed with its informative spans highlighted from red (the knowledge
 answers the span's question differently) to green (it agrees); hovering a span shows its
 question, both answers, their F1 and the NLI label, and the same details are listed
-beneath the response. The lowest-scoring responses come first and a checkbox hides the
-rest, so the inconsistent ones stand out. The page has no scripts and no external assets:
-it can be mailed or attached to an issue as it is.
+beneath the response. PMI-FAITH: each token of the response is coloured by its
+contribution ``log P(t | d, h, t<) - log P(t | h, t<)``, red where the document made it
+less likely, green where it made it more likely (:func:`highlight_tokens`; the sweep's
+report uses the same colouring). The lowest-scoring responses come first and a checkbox
+hides the rest, so the inconsistent ones stand out. The page has no scripts and no
+external assets: it can be mailed or attached to an issue as it is.
 
-Records follow the Q² output schema written by ``faithkit score --metric q2``:
+Records follow the output schema of ``faithkit score``: for Q²
 ``{"id", "document", "history", "response", "q2", "q2_no_nli", "fallback", "explanations"}``,
 where each explanation is ``{"span", "start", "end", "question", "response_answer",
-"knowledge_answer", "f1", "nli", "score"}``; a row that could not be scored is
+"knowledge_answer", "f1", "nli", "score"}``; for PMI-FAITH ``{…, "pmi", "tokens",
+"token_pmi"}`` (the judge tokenizer's tokens). A row that could not be scored is
 ``{"id", "error"}``.
 """
 
 from __future__ import annotations
 
+import codecs
 import math
+import re
 from collections.abc import Sequence
+from functools import lru_cache
 from html import escape
 from itertools import pairwise
 from pathlib import Path
@@ -57,6 +64,8 @@ th, td { text-align: left; padding: 3px 8px; border-bottom: 1px solid #eee; vert
 th { color: #555; font-weight: 600; }
 td.num { white-space: nowrap; }
 .none { color: #999; font-style: italic; }
+.pmi-scale { background: linear-gradient(to right, hsl(0,75%,72%), #fff, hsl(120,75%,72%)); }
+span.tok { border-radius: 2px; cursor: help; white-space: pre-wrap; }
 """
 
 
@@ -65,6 +74,64 @@ def score_colour(score) -> str:
     if score is None or (isinstance(score, float) and math.isnan(score)):
         return "#ddd"
     return f"hsl({120 * min(max(float(score), 0.0), 1.0):.0f},75%,78%)"
+
+
+PMI_SCALE = 2.0
+"""A token whose document effect reaches this many nats (either way) gets the full colour."""
+
+
+def pmi_colour(value, scale: float = PMI_SCALE) -> str:
+    """White (no effect of the document) to red (the document made it less likely) or green (more likely)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "#ddd"
+    strength = min(abs(float(value)) / scale, 1.0)
+    return f"hsl({120 if value > 0 else 0},75%,{100 - 28 * strength:.0f}%)"
+
+
+_BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+@lru_cache(maxsize=1)
+def _byte_of_character() -> dict[str, int]:
+    from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+    return {character: byte for byte, character in bytes_to_unicode().items()}
+
+
+def token_texts(tokens: Sequence[str]) -> list[str]:
+    """The readable text of each token of a causal LM's tokenizer, without loading the tokenizer.
+
+    Byte-level BPE tokens (GPT-2, SmolLM2, BLOOM: ``Ġ`` for a space) map back to bytes through
+    GPT-2's byte alphabet; SentencePiece tokens (Gemma, Llama: ``▁`` for a space, ``<0xNN>``
+    for a raw byte) are read as UTF-8 with ``▁`` as a space. A character split over several
+    tokens appears at the token that completes it, so the texts join to the decoded response.
+    """
+    sentencepiece = any("\u2581" in token or _BYTE_TOKEN.fullmatch(token) for token in tokens)
+    alphabet = _byte_of_character()
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    texts = []
+    for token in tokens:
+        if sentencepiece:
+            byte = _BYTE_TOKEN.fullmatch(token)
+            data = bytes([int(byte.group(1), 16)]) if byte else token.replace("\u2581", " ").encode()
+        elif all(character in alphabet for character in token):
+            data = bytes(alphabet[character] for character in token)
+        else:
+            data = token.encode()
+        texts.append(decoder.decode(data))
+    if texts:
+        texts[-1] += decoder.decode(b"", final=True)
+    return texts
+
+
+def highlight_tokens(tokens: Sequence[str], token_pmi: Sequence[float], scale: float = PMI_SCALE) -> str:
+    """The response as HTML, each token on a background of :func:`pmi_colour` with its value on hover."""
+    pieces = []
+    for text, value in zip(token_texts(tokens), token_pmi):
+        title = f"{value:+.2f} nats: log P(token | document, history) - log P(token | history)"
+        pieces.append(f'<span class="tok" style="background:{pmi_colour(value, scale)}" title="{escape(title)}">'
+                      f"{escape(text)}</span>")
+    return "".join(pieces)
 
 
 def _number(value, digits: int = 2) -> str:
@@ -144,22 +211,31 @@ def _card(record: dict, score_key: str, low_threshold: float) -> str:
                 f"<p>not scored: {escape(str(record['error']))}</p></section>")
     score = record.get(score_key)
     low = score is not None and score < low_threshold
-    explanations = record.get("explanations") or []
     history = record.get("history") or []
     history = [history] if isinstance(history, str) else history
-    extra = f" · {escape(score_key)}_no_nli {_number(record.get(score_key + '_no_nli'))}" \
-        if record.get(score_key + "_no_nli") is not None else ""
-    flag = '<span class="flag">fallback: no valid question, scored by end-to-end NLI</span>' \
-        if record.get("fallback") else ""
     turns = "".join(f"<div>{escape(str(turn))}</div>" for turn in history)
+    if "token_pmi" in record:  # PMI-FAITH: every token coloured by the document's effect on it
+        badge = pmi_colour(score)
+        head = f"row {record_id} · {len(record['token_pmi'])} token(s)"
+        response = highlight_tokens(record.get("tokens") or [], record["token_pmi"])
+        details = ""
+    else:
+        explanations = record.get("explanations") or []
+        extra = f" · {escape(score_key)}_no_nli {_number(record.get(score_key + '_no_nli'))}" \
+            if record.get(score_key + "_no_nli") is not None else ""
+        flag = '<span class="flag">fallback: no valid question, scored by end-to-end NLI</span>' \
+            if record.get("fallback") else ""
+        badge = score_colour(score)
+        head = f"row {record_id} · {len(explanations)} question(s){extra}{flag}"
+        response = highlight_response(str(record.get("response", "")), explanations)
+        details = _details_table(explanations)
     return (
         f'<section class="card{" low" if low else ""}" id="row-{record_id}">'
-        f'<div class="head"><span class="badge" style="background:{score_colour(score)}">{_number(score)}</span>'
-        f"row {record_id} · {len(explanations)} question(s){extra}{flag}</div>"
+        f'<div class="head"><span class="badge" style="background:{badge}">{_number(score)}</span>{head}</div>'
         + (f'<div class="history">{turns}</div>' if turns else "")
-        + f'<p class="response">{highlight_response(str(record.get("response", "")), explanations)}</p>'
+        + f'<p class="response">{response}</p>'
         f'<div class="document"><b>Knowledge:</b> {escape(str(record.get("document", "")))}</div>'
-        f"{_details_table(explanations)}</section>"
+        f"{details}</section>"
     )
 
 
@@ -189,12 +265,26 @@ def summarize_records(records: Sequence[dict], score_key: str = "q2", low_thresh
     }
 
 
+def pmi_legend() -> str:
+    """The colour key of :func:`highlight_tokens`, as inline HTML."""
+    return (f"token colour: document made it less likely −{PMI_SCALE:g}<span class=\"scale pmi-scale\"></span>"
+            f"+{PMI_SCALE:g} more likely (nats) · hover a token for its value")
+
+
+def _legend(records: Sequence[dict]) -> str:
+    if any("token_pmi" in record for record in records):
+        return pmi_legend()
+    return 'span colour: 0<span class="scale"></span>1 · hover a span for its question and answers'
+
+
 def write_explain_html(records: Sequence[dict], path: str | Path, score_key: str = "q2",
                        low_threshold: float = 0.5, title: str | None = None) -> Path:
     """Write the page for ``records`` to ``path``, lowest score first, errors last; return the path.
 
     ``low_threshold``: responses scoring below it are marked low (red edge) and are the
-    ones kept by the page's "only low-scoring" checkbox.
+    ones kept by the page's "only low-scoring" checkbox (for PMI-FAITH, 0 marks the responses
+    the document did not make more likely). Records with ``token_pmi`` (PMI-FAITH) get their
+    tokens coloured, records with ``explanations`` (Q²) their spans.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -212,8 +302,7 @@ def write_explain_html(records: Sequence[dict], path: str | Path, score_key: str
         + f"<span>below {low_threshold:g} <b>{summary['low']}</b></span>"
         + (f"<span>not scored <b>{summary['errors']}</b></span>" if summary["errors"] else "")
         + "</div><div class=\"controls\"><label for=\"only-low\">show only responses below "
-        f"{low_threshold:g}</label> · span colour: 0<span class=\"scale\"></span>1 · hover a span for its "
-        "question and answers</div></header>"
+        f"{low_threshold:g}</label> · {_legend(records)}</div></header>"
     )
     cards = "\n".join(_card(record, score_key, low_threshold) for record in ordered)
     page = (

@@ -1,0 +1,314 @@
+"""faithkit sweep: the grid, resuming after a crash, equality with per-cell generation, settings errors, best.json,
+the report, and the PMI-FAITH token colouring it shares with ``faithkit explain``.
+
+Generator and judge are tiny random GPT-2s (two different ones) saved as folders, so the sweep
+loads them by name as a user's would.
+"""
+
+import argparse
+import csv
+import json
+import re
+from dataclasses import replace
+from html import unescape
+from pathlib import Path
+
+import pytest
+import torch
+
+from faithkit.cli import sweep as sweep_cli
+from faithkit.data import ResultWriter
+from faithkit.decoding import generate
+from faithkit.errors import ConfigError, OutputError
+from faithkit.eval.explain import highlight_tokens, token_texts, write_explain_html
+from faithkit.prompts import DEFAULT_TEMPLATE
+from faithkit.sweep import Cell, SweepConfig, choose_best, is_repeated, load_config, run_sweep
+
+ROWS = [
+    {"id": "eiffel", "knowledge": "The Eiffel Tower is 330 metres tall and was finished in 1889.",
+     "history": ["How tall is the Eiffel Tower?"], "gold": "It is 330 metres tall."},
+    {"id": "garden", "knowledge": "Gardening is considered by many people to be a relaxing activity.",
+     "history": ["I just started gardening.", "Nice! Do you like it?", "Yes, a lot."],
+     "gold": "Many people find gardening relaxing."},
+    {"id": "jazz", "knowledge": "Jazz originated in New Orleans in the late 19th century.", "history": [],
+     "gold": "Jazz began in New Orleans."},
+    {"id": "penguins", "knowledge": "Emperor penguins live only in Antarctica.",
+     "history": ["Where do emperor penguins live?"], "gold": "Only in Antarctica."},
+    {"id": "tea", "knowledge": "Green tea is made from unoxidised leaves of Camellia sinensis.",
+     "history": ["What is green tea made of?"], "gold": "Unoxidised Camellia sinensis leaves."},
+]
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def models_dir(tmp_path_factory, tiny_gpt2, gpt2_tokenizer):
+    """The generator (conftest's tiny GPT-2) and a judge (another random tiny GPT-2), saved as model folders."""
+    from transformers import GPT2LMHeadModel
+
+    folder = tmp_path_factory.mktemp("models")
+    tiny_gpt2.save_pretrained(folder / "generator")
+    gpt2_tokenizer.save_pretrained(folder / "generator")
+    torch.manual_seed(1)
+    GPT2LMHeadModel(tiny_gpt2.config).eval().save_pretrained(folder / "judge")
+    gpt2_tokenizer.save_pretrained(folder / "judge")
+    return folder
+
+
+@pytest.fixture
+def rows_file(tmp_path):
+    path = tmp_path / "dev.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in ROWS))
+    return path
+
+
+@pytest.fixture
+def config(models_dir, rows_file, tmp_path):
+    return SweepConfig(generator=str(models_dir / "generator"), judge=str(models_dir / "judge"),
+                       input=str(rows_file), out=str(tmp_path / "sweep"), alpha=(0.0, 0.5), top_p=(0.6, 1.0),
+                       max_new_tokens=5, batch_size=2, report_contexts=10).validate()
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines()]
+
+
+# ---- the grid ------------------------------------------------------------------------------
+def test_grid_always_has_the_baseline():
+    assert SweepConfig(alpha=(0.5,), top_p=(0.6, 0.9)).cells() == [Cell(0, 1), Cell(0.5, 0.6), Cell(0.5, 0.9)]
+    assert SweepConfig(alpha=(1.0, 0.0), top_p=(1.0,)).cells() == [Cell(0, 1), Cell(1, 1)]  # the baseline once
+    assert [c.name for c in SweepConfig(alpha=(0.25,), top_p=(0.6,)).cells()] == ["a0_p1", "a0.25_p0.6"]
+
+
+# ---- settings errors come before any model loads -----------------------------------------
+def parse(argv):
+    parser = argparse.ArgumentParser()
+    sweep_cli.register(parser.add_subparsers())
+    return parser.parse_args(["sweep", *argv])
+
+
+@pytest.fixture
+def no_model_loads(monkeypatch):
+    from faithkit import models
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the settings were checked")
+
+    monkeypatch.setattr(models, "load", refuse)
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["--alpha", "0,1.5"], r"--alpha 1.5 is out of range: use a value in \[0, 1\]"),
+    (["--top-p", "0"], r"--top-p 0 is out of range: use a value in \(0, 1\]"),
+    (["--alpha", "0,x"], "alpha: expected numbers, got '0,x'"),
+    (["--decoding", "greedy", "--temperature", "0.7"], "--temperature apply to --decoding sample"),
+    (["--decoding", "beam", "--num-beams", "1"], "beam search needs at least 2 beams"),
+    (["--decoding", "sample", "--num-beams", "4"], "--num-beams 4 applies to --decoding beam"),
+    (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, q2, lexical"),
+    (["--metrics", "pmi-faith", "--relevance", "bleu"], "--relevance bleu needs the metric lexical"),
+    (["--max-new-tokens", "0"], "--max-new-tokens 0 is out of range"),
+])
+def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_path, argv, message):
+    args = parse(["--generator", "g", "--input", str(rows_file), "--out", str(tmp_path / "o"), *argv])
+    with pytest.raises(ConfigError, match=message):
+        sweep_cli.run(args)
+
+
+def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, monkeypatch):
+    path = tmp_path / "sweep.yaml"
+    path.write_text("generator: g\ninput: ${data}/dev.jsonl\nout: o\nalpha: [0, 0.25]\ntop-p: 0.6\nlimit: 3\n")
+    monkeypatch.setenv("FAITHKIT_DATA", str(rows_file.parent))
+    config = load_config(path, {"alpha": "0.5,1", "judge": None})
+    assert config.alpha == (0.5, 1.0) and config.top_p == (0.6,) and config.limit == 3
+    assert config.input_path() == rows_file and config.judge == SweepConfig.judge  # None: not given
+    path.write_text("generator: g\ninput: x\nout: o\ntop_pp: 0.6\nbeams: 2\n")
+    with pytest.raises(ConfigError, match=r"unknown keys beams, top_pp; valid keys are generator, judge, input"):
+        load_config(path)
+    with pytest.raises(ConfigError, match=r"sweep settings: unknown key top_pp; valid keys are generator"):
+        load_config(None, {"generator": "g", "top_pp": 0.6})
+    path.write_text("generator: g\ninput: x\nout: o\nlimit: 2.5\n")
+    with pytest.raises(ConfigError, match="limit: expected int, got 2.5"):
+        load_config(path)
+
+
+def test_shipped_configs_are_valid(data_dir):
+    root = Path(__file__).parents[1] / "configs" / "sweep"
+    smollm2 = load_config(root / "smollm2-q2wow.yaml")
+    assert len(smollm2.cells()) == 16 and smollm2.limit == 40 and smollm2.judge != smollm2.generator
+    assert smollm2.input_path().exists() and smollm2.gold_column == "gold"
+    paper = load_config(root / "paper-grid.yaml", {"input": "dev.jsonl"})
+    assert len(paper.cells()) == 20 and paper.decoding_settings().num_beams == 4
+
+
+# ---- running, resuming --------------------------------------------------------------------
+@pytest.mark.parametrize("decoding", ["greedy", "sample"])
+def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monkeypatch, decoding):
+    config = replace(config, decoding=decoding, temperature=1.5 if decoding == "sample" else None)
+    whole = run_sweep(replace(config, out=str(tmp_path / "whole")))
+
+    real_write = ResultWriter.write
+    calls = [0]
+
+    def crashing_write(self, record):  # 4 cells x batches of 2 contexts: write 8 is the last cell's 2nd row
+        calls[0] += 1
+        if calls[0] in (8, 29):
+            raise RuntimeError("simulated crash")
+        real_write(self, record)
+
+    monkeypatch.setattr(ResultWriter, "write", crashing_write)
+    crashed = replace(config, out=str(tmp_path / "crashed"))
+    cells = [cell.name for cell in config.cells()]
+    assert cells == ["a0_p1", "a0_p0.6", "a0.5_p0.6", "a0.5_p1"]
+    with pytest.raises(RuntimeError, match="simulated crash"):
+        run_sweep(crashed)
+    assert [len(read_jsonl(tmp_path / "crashed" / "cells" / f"{name}.jsonl")) for name in cells] == [2, 2, 2, 1]
+    with pytest.raises(RuntimeError, match="simulated crash"):  # 20 responses generated (writes 9-21), then scores
+        run_sweep(crashed)
+    assert len(read_jsonl(tmp_path / "crashed" / "scores.jsonl")) == 7
+    resumed = run_sweep(crashed)
+
+    assert (tmp_path / "crashed" / "sweep.csv").read_text() == (tmp_path / "whole" / "sweep.csv").read_text()
+    assert resumed.table == whole.table
+    for cell in config.cells():  # every row once, the same responses and scores, to the last bit
+        records = read_jsonl(tmp_path / "crashed" / "cells" / f"{cell.name}.jsonl")
+        assert sorted(r["id"] for r in records) == sorted(r["id"] for r in ROWS)
+        expected = {r["id"]: r for r in read_jsonl(tmp_path / "whole" / "cells" / f"{cell.name}.jsonl")}
+        assert {r["id"]: r for r in records} == expected
+    scores = {r["id"]: r for r in read_jsonl(tmp_path / "crashed" / "scores.jsonl")}
+    assert scores == {r["id"]: r for r in read_jsonl(tmp_path / "whole" / "scores.jsonl")}
+
+
+def test_sweep_outputs(config, models_dir, tmp_path, capsys):
+    args = parse(["--generator", config.generator, "--judge", config.judge, "--input", config.input,
+                  "--out", config.out, "--alpha", "0,0.5", "--top-p", "0.6,1", "--max-new-tokens", "5",
+                  "--batch-size", "2", "--report-contexts", "10"])
+    assert sweep_cli.run(args) == 0
+    out = Path(config.out)
+    printed = capsys.readouterr().out
+    assert "| alpha \\ top_p | 0.6 | 1 |" in printed and "\n| 0.5 | " in printed and "best: alpha" in printed
+
+    # every cell keeps the rows' ids, inputs and gold, and equals generate() with the cell's settings
+    from transformers import AutoTokenizer, GPT2LMHeadModel
+
+    model = GPT2LMHeadModel.from_pretrained(models_dir / "generator").eval()
+    tokenizer = AutoTokenizer.from_pretrained(models_dir / "generator")
+    cells = config.cells()
+    for cell in cells:
+        records = {r["id"]: r for r in read_jsonl(out / "cells" / f"{cell.name}.jsonl")}
+        assert {key: records["eiffel"][key] for key in ("document", "history", "gold")} == \
+            {"document": ROWS[0]["knowledge"], "history": ROWS[0]["history"], "gold": ROWS[0]["gold"]}
+        expected = generate(model, tokenizer, [r["knowledge"] for r in ROWS], [r["history"] for r in ROWS],
+                            cell.alpha, cell.top_p, template=DEFAULT_TEMPLATE, batch_size=2, max_new_tokens=5)
+        assert [records[r["id"]]["response"] for r in ROWS] == expected
+
+    with open(out / "sweep.csv", newline="") as handle:
+        table = list(csv.DictReader(handle))
+    assert list(table[0]) == ["decoding", "alpha", "top_p", "n", "pmi_faith", "knowledge_precision", "bleu",
+                              "token_f1", "mean_words", "empty", "repeated"]
+    assert [(row["alpha"], row["top_p"]) for row in table] == [(f"{c.alpha:.6f}", f"{c.top_p:.6f}") for c in cells]
+    assert all(row["n"] == "5" and row["pmi_faith"] and row["bleu"] for row in table)
+
+    # the mean PMI-FAITH of a cell is the mean of its responses' scores, each scored once for the whole grid
+    scores = read_jsonl(out / "scores.jsonl")
+    assert len(scores) == len(cells) * len(ROWS)
+    baseline = [s["pmi"] for s in scores if s["cell"] == "a0_p1" and s.get("pmi") is not None]
+    assert float(table[0]["pmi_faith"]) == pytest.approx(sum(baseline) / len(baseline), abs=1e-6)
+    best = json.loads((out / "best.json").read_text())
+    bound = float(table[0]["bleu"]) - 1.0
+    eligible = [row for row in table if float(row["bleu"]) >= bound]
+    assert best["best"]["pmi_faith"] == pytest.approx(max(float(row["pmi_faith"]) for row in eligible), abs=1e-6)
+    assert sorted(p.name for p in (out / "heatmaps").iterdir()) == sorted(
+        f"{m}.png" for m in ("pmi_faith", "knowledge_precision", "bleu", "token_f1", "mean_words", "empty",
+                             "repeated"))
+
+    # report.html shows every cell's response to every (sampled) context, coloured by token
+    page = (out / "report.html").read_text()
+    text = unescape(re.sub(r"<[^>]+>", "", page))
+    for cell in cells:
+        for record in read_jsonl(out / "cells" / f"{cell.name}.jsonl"):
+            assert record["response"].strip() in text if record["response"].strip() else "(empty response)" in text
+    assert page.count('class="tok"') == sum(len(s.get("token_pmi", [])) for s in scores)
+
+
+def test_judging_with_the_generator_warns(config, caplog):
+    with caplog.at_level("WARNING", logger="faithkit.sweep"):
+        run_sweep(replace(config, judge=config.generator, alpha=(0.5,), top_p=(0.6,), metrics=("pmi-faith",),
+                          relevance="mean_words"))
+    assert "favours the PMI-DECODE cells" in caplog.text
+
+
+def test_without_gold_relevance_stays_empty(config, rows_file, caplog):
+    rows_file.write_text("".join(json.dumps({k: v for k, v in row.items() if k != "gold"}) + "\n" for row in ROWS))
+    with caplog.at_level("WARNING", logger="faithkit.sweep"):
+        result = run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
+    assert "5 of 5 rows have no gold response" in caplog.text
+    assert all(row["bleu"] is None and row["token_f1"] is None and row["knowledge_precision"] is not None
+               for row in result.table)
+    assert "no relevance bound" in result.best["rule"]
+
+
+def test_other_settings_in_the_same_folder_stop(config):
+    run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,), metrics=("lexical",), relevance="bleu",
+                      faithfulness="knowledge_precision"))
+    with pytest.raises(OutputError, match=r"other settings \(max_new_tokens: 5 -> 6\); .* add --restart"):
+        run_sweep(replace(config, max_new_tokens=6))
+    assert run_sweep(replace(config, max_new_tokens=6), restart=True).table[0]["n"] == 5
+
+
+# ---- best.json ------------------------------------------------------------------------------
+def test_best_rule_on_a_hand_made_table():
+    def row(alpha, top_p, faith, bleu):
+        return {"decoding": "greedy", "alpha": alpha, "top_p": top_p, "pmi_faith": faith, "bleu": bleu}
+
+    table = [row(0.0, 1.0, 0.30, 4.0), row(0.25, 0.6, 0.70, 3.5), row(0.5, 0.6, 0.90, 2.9),
+             row(1.0, 0.6, 1.40, 1.0), row(0.5, 0.9, 0.90, 3.2)]
+    best = choose_best(table, tolerance=1.0)  # bound 3.0: 1.4 and the first 0.9 fall below it
+    assert (best["best"]["alpha"], best["best"]["top_p"]) == (0.5, 0.9)
+    assert best["bound"] == pytest.approx(3.0) and best["eligible"] == ["a0_p1", "a0.25_p0.6", "a0.5_p0.9"]
+    assert (choose_best(table, tolerance=1.1)["best"]["top_p"]) == 0.9  # a tie on 0.9: higher BLEU wins
+    assert choose_best(table, tolerance=3.0)["best"]["alpha"] == 1.0
+    assert choose_best(table, tolerance=0.0)["best"]["alpha"] == 0.0  # only the baseline qualifies
+    assert choose_best(table, relevance="token_f1")["best"]["alpha"] == 1.0  # no relevance: no bound
+    assert "bleu >= baseline bleu - 1 = 3" in best["rule"]
+
+
+def test_repeated_responses():
+    assert is_repeated("no no no, I said")
+    assert is_repeated("I love it. I love it! I love it")
+    assert not is_repeated("I love it. I love it. Do you?")
+    assert not is_repeated("It is 330 metres tall, and it is in Paris, it is said.")
+    assert not is_repeated("")
+
+
+# ---- PMI-FAITH colouring (report.html and faithkit explain) -------------------------------
+def test_token_texts_join_to_the_decoded_text(gpt2_tokenizer):
+    text = " Café — naïve 😀 tea\nand 東京"
+    ids = gpt2_tokenizer(text)["input_ids"]
+    pieces = token_texts(gpt2_tokenizer.convert_ids_to_tokens(ids))
+    assert len(pieces) == len(ids) and "".join(pieces) == gpt2_tokenizer.decode(ids) == text
+    # SentencePiece (Gemma): ▁ is a space, <0xNN> a raw byte of a character split over tokens
+    assert token_texts(["▁Hello", ",", "▁world", "<0xE2>", "<0x82>", "<0xAC>"]) == [" Hello", ",", " world", "", "",
+                                                                                   "€"]
+
+
+def test_explain_page_colours_pmi_faith_tokens(tmp_path):
+    records = [
+        {"id": "a", "document": "d", "history": ["h"], "response": "It is <tall>", "pmi": 0.8,
+         "tokens": ["ĠIt", "Ġis", "Ġ<", "tall", ">"], "token_pmi": [0.1, -0.5, 2.5, 0.0, -3.0]},
+        {"id": "b", "document": "d", "history": [], "response": "No", "pmi": -0.2, "tokens": ["ĠNo"],
+         "token_pmi": [-0.2]},
+        {"id": "c", "error": "row c: field 'response' is empty"},
+    ]
+    page = write_explain_html(records, tmp_path / "page.html", score_key="pmi", low_threshold=0.0).read_text()
+    assert page.index("row b") < page.index("row a") < page.index("row c")  # lowest first, errors last
+    assert '<span class="tok" style="background:hsl(120,75%,72%)"' in page  # +2.5 nats: full green
+    assert 'style="background:hsl(0,75%,72%)"' in page and "hsl(0,75%,93%)" in page  # -3 full red, -0.5 light
+    assert "&lt;" in page and "<tall>" not in page
+    assert "+2.50 nats" in page and "token colour" in page
+    assert highlight_tokens(["ĠIt"], [0.0]).count("<span") == 1
