@@ -1,0 +1,33 @@
+"""Row files, result files and faithkit subprocesses for the command-line tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def subprocess_env() -> dict:
+    """The environment of a faithkit subprocess: offline, one thread, this checkout first on the path."""
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
+            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def start_faithkit(*argv, prelude: str = "") -> subprocess.Popen:
+    """``python -m faithkit ARGV`` in its own process; ``prelude`` is Python run first (e.g. to slow a metric down)."""
+    argv = [str(arg) for arg in argv]
+    if prelude:
+        command = ["-c", f"{prelude}\nimport sys\nfrom faithkit.cli import main\nsys.exit(main({argv!r}))"]
+    else:
+        command = ["-m", "faithkit", *argv]
+    return subprocess.Popen([sys.executable, *command], env=subprocess_env(), cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

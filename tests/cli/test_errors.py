@@ -1,0 +1,174 @@
+"""The error contract: every bad input a user can make is ONE `error: …` line on stderr and exit status 2.
+
+Mistakes argparse catches (an unknown choice, a count below 1) end with argparse's own
+`faithkit COMMAND: error: …` line after the usage, also with status 2. No traceback, ever,
+and nothing is written before the input and settings are known to be good.
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from faithkit.data import read_results
+
+from .helpers import write_jsonl
+
+ROWS = [{"id": "1", "document": "The sky is blue.", "history": "What colour is the sky?", "response": "It is blue."}]
+
+
+@pytest.fixture()
+def rows(tmp_path):
+    return write_jsonl(tmp_path / "rows.jsonl", ROWS)
+
+
+def _assert_one_error_line(run, expected: str, output: Path | None = None):
+    assert run.code == 2, run.err
+    assert "Traceback" not in run.err and run.out == ""
+    assert run.error_lines == [run.error_lines[0]] and run.err.strip() == run.error_lines[0]
+    assert run.error_lines[0].startswith(f"error: {expected}"), run.error_lines[0]
+    if output is not None:
+        assert not output.exists()  # refused before anything was written
+
+
+def test_missing_input_file(faithkit, tmp_path):
+    missing, out = tmp_path / "nope.jsonl", tmp_path / "o.jsonl"
+    run = faithkit("score", "--metric", "overlap-f1", "--input", missing, "--output", out)
+    _assert_one_error_line(run, f"input file not found: {missing}", out)
+
+
+def test_input_that_is_a_folder_or_of_an_unknown_type(faithkit, tmp_path):
+    out = tmp_path / "o.jsonl"
+    run = faithkit("score", "--metric", "overlap-f1", "--input", tmp_path, "--output", out)
+    _assert_one_error_line(run, f"input {tmp_path} is a folder; give a .jsonl, .csv or .tsv file", out)
+    (tmp_path / "rows.txt").write_text("document response\n")
+    run = faithkit("score", "--metric", "overlap-f1", "--input", tmp_path / "rows.txt", "--output", out)
+    _assert_one_error_line(run, f"{tmp_path / 'rows.txt'}: unknown file type '.txt'; use .jsonl, .csv or .tsv", out)
+
+
+def test_empty_input(faithkit, tmp_path):
+    empty, out = tmp_path / "empty.jsonl", tmp_path / "o.jsonl"
+    empty.write_text("\n")
+    run = faithkit("score", "--metric", "overlap-f1", "--input", empty, "--output", out)
+    _assert_one_error_line(run, f"{empty} has no data rows", out)
+
+
+def test_missing_column_names_the_field_and_the_flag(faithkit, tmp_path):
+    rows, out = write_jsonl(tmp_path / "rows.jsonl", [{"document": "D", "answer": "R"}]), tmp_path / "o.jsonl"
+    run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out)
+    _assert_one_error_line(run, f"{rows}: no column for 'response'; looked for ['response', 'generated_response', "
+                                "'prediction', 'hypothesis'] among ['document', 'answer']. Name it with "
+                                "--response-column.", out)
+    run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out, "--response-column", "reply")
+    _assert_one_error_line(run, f"{rows}: column 'reply' (given for response) not found; columns are "
+                                "['document', 'answer']", out)
+    assert faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out,
+                    "--response-column", "answer").code == 0
+
+
+def test_duplicate_ids(faithkit, tmp_path):
+    rows, out = write_jsonl(tmp_path / "rows.jsonl", ROWS * 2), tmp_path / "o.jsonl"
+    run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out)
+    _assert_one_error_line(run, "row id '1' appears twice; ids must be unique", out)
+
+
+def test_unknown_metric_is_argparses_error(faithkit, rows, tmp_path):
+    run = faithkit("score", "--metric", "no-such-metric", "--input", rows, "--output", tmp_path / "o.jsonl")
+    assert run.code == 2 and "Traceback" not in run.err
+    assert run.err.splitlines()[-1].startswith("faithkit score: error: argument --metric: invalid choice: "
+                                               "'no-such-metric' (choose from 'pmi-faith', 'q2'")
+
+
+def test_options_the_metric_does_not_take(faithkit, rows, tmp_path):
+    out = tmp_path / "o.jsonl"
+    run = faithkit("score", "--metric", "overlap-f1", "--model", "x", "--input", rows, "--output", out)
+    _assert_one_error_line(run, "--model do not apply to --metric overlap-f1; drop them", out)
+
+
+@pytest.mark.parametrize("command", ["score", "generate"])
+def test_unknown_model(faithkit, rows, tmp_path, command):
+    metric = ["--metric", "pmi-faith"] if command == "score" else []
+    run = faithkit(command, *metric, "--model", "no-such-org/no-such-model", "--input", rows,
+                   "--output", tmp_path / "o.jsonl")
+    _assert_one_error_line(run, "Model 'no-such-org/no-such-model' is not available: it is not a local folder, "
+                                "not in the Hugging Face cache, and could not be downloaded.")
+    assert "smollm2-135m" in run.err  # the fix: an offline model
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--alpha", "2"], "--alpha must lie in [0, 1], got 2.0"),
+    (["--alpha", "-0.1"], "--alpha must lie in [0, 1], got -0.1"),
+    (["--top-p", "0"], "--top-p must lie in (0, 1], got 0.0"),
+    (["--seed", "1"], "--seed apply to sampling; add --do-sample"),
+    (["--num-return-sequences", "2"], "--num-return-sequences 2 needs at least as many --num-beams"),
+    (["--do-sample", "--num-beams", "2"], "PMI-DECODE cannot sample with beams"),
+])
+def test_bad_decoding_settings(faithkit, rows, tmp_path, flags, message):
+    # checked before the model loads: a model name that does not exist is never reached
+    out = tmp_path / "o.jsonl"
+    run = faithkit("generate", "--model", "no-such-org/no-such-model", "--input", rows, "--output", out, *flags)
+    _assert_one_error_line(run, message, out)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["generate", "--model", "m", "--num-beams", "0"], "faithkit generate: error: argument --num-beams: "
+                                                       "must be at least 1, got 0"),
+    (["generate", "--model", "m", "--batch-size", "0"], "faithkit generate: error: argument --batch-size: "
+                                                        "must be at least 1, got 0"),
+    (["generate", "--model", "m", "--chunk-size", "0"], "faithkit generate: error: argument --chunk-size: "
+                                                        "must be at least 1, got 0"),
+    (["score", "--metric", "pmi-faith", "--batch-size", "0"], "faithkit score: error: argument --batch-size: "
+                                                              "must be at least 1, got 0"),
+    (["score", "--chunk-size", "0"], "faithkit score: error: argument --chunk-size: must be at least 1, got 0"),
+    (["score", "--chunk-size", "many"], "faithkit score: error: argument --chunk-size: expected a whole number, "
+                                        "got 'many'"),
+])
+def test_counts_below_one_are_argparses_error(faithkit, rows, tmp_path, argv, message):
+    out = tmp_path / "o.jsonl"
+    run = faithkit(*argv, "--input", rows, "--output", out)
+    assert run.code == 2 and "Traceback" not in run.err
+    assert run.err.splitlines()[-1] == message
+    assert not out.exists()
+
+
+def test_output_whose_folder_is_a_regular_file(faithkit, rows, tmp_path):
+    blocker = tmp_path / "results"
+    blocker.write_text("not a folder")
+    out = blocker / "sub" / "o.jsonl"
+    run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out)
+    _assert_one_error_line(run, f"cannot create the folder of {out}: {blocker} is a file; choose another --output")
+    assert blocker.read_text() == "not a folder"
+
+
+def test_output_that_is_a_folder(faithkit, rows, tmp_path):
+    run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", tmp_path)
+    _assert_one_error_line(run, f"output {tmp_path} is a folder; give a file name such as "
+                                f"{tmp_path / 'results.jsonl'}")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc refuses new files on Linux, even to root")
+def test_output_location_that_refuses_new_files(faithkit, rows):
+    # stands for a read-only folder: permission bits do not stop root, /proc stops everyone
+    run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", "/proc/faithkit-scores.jsonl")
+    _assert_one_error_line(run, "cannot create files in /proc (")
+    assert run.error_lines[0].endswith("); choose another --output")
+
+
+def test_a_missing_output_folder_is_created(faithkit, rows, tmp_path):
+    out = tmp_path / "new" / "deeper" / "o.jsonl"
+    run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out)
+    assert run.code == 0 and run.error_lines == []
+    assert [r["id"] for r in read_results(out)] == ["1"]
+    assert json.loads(Path(f"{out}.meta.json").read_text())["metric"] == "overlap-f1"
+
+
+def test_system_level_without_scores(faithkit, tmp_path):
+    run = faithkit("meta-eval", "system-level", "--consistent-scores", tmp_path / "c.jsonl")
+    _assert_one_error_line(run, "no scores given: pass --scores DIR, or both --consistent-scores and "
+                                "--inconsistent-scores")
+
+
+def test_explain_of_a_missing_file(faithkit, tmp_path):
+    run = faithkit("explain", "--input", tmp_path / "nope.jsonl", "--html", tmp_path / "r.html")
+    _assert_one_error_line(run, f"input file not found: {tmp_path / 'nope.jsonl'}", tmp_path / "r.html")

@@ -1,0 +1,80 @@
+"""`faithkit generate` end to end with a saved tiny GPT-2: responses equal the library's, records keep their inputs."""
+
+import pytest
+
+from faithkit.data import read_results
+from faithkit.decoding import generate
+from faithkit.prompts import DEFAULT_TEMPLATE
+
+from .helpers import write_jsonl
+
+DOCUMENTS = [
+    "The Eiffel Tower is 330 metres tall and was finished in 1889.",
+    "Gardening is considered by many people to be a relaxing activity.",
+    "Jazz originated in New Orleans in the late 19th century.",
+]
+HISTORIES = [["How tall is the Eiffel Tower?"], ["I just started gardening.", "Nice! Do you like it?", "Yes, a lot."], []]
+
+
+@pytest.fixture()
+def rows_file(tmp_path):
+    rows = [{"id": f"r{i}", "knowledge": d, "history": h} for i, (d, h) in enumerate(zip(DOCUMENTS, HISTORIES))]
+    rows.insert(1, {"id": "bad", "knowledge": " ", "history": ["hi"]})
+    return write_jsonl(tmp_path / "in.jsonl", rows)
+
+
+def test_generates_resumes_and_reports_bad_rows(faithkit, model_folder, rows_file, tmp_path, tiny_gpt2,
+                                                gpt2_tokenizer):
+    out = tmp_path / "out.jsonl"
+    argv = ["generate", "--model", model_folder, "--input", rows_file, "--output", out, "--max-new-tokens", "4",
+            "--batch-size", "2"]
+    run = faithkit(*argv)
+    assert run.code == 0 and "3 generated, 0 already done, 1 errors" in run.err
+    full = read_results(out)
+    assert [r["id"] for r in full] == ["r0", "bad", "r1", "r2"]  # input order, the bad row in its place
+    assert full[1] == {"id": "bad", "error": "row bad: field 'knowledge' (document) is empty"}
+    expected = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, template=DEFAULT_TEMPLATE, max_new_tokens=4)
+    assert [r["response"] for r in full if r["id"] != "bad"] == expected
+
+    # a crash after two records, mid-way through the third: the rerun completes without duplicates
+    lines = out.read_text().splitlines()
+    out.write_text("\n".join(lines[:2]) + "\n" + lines[2][:10])
+    run = faithkit(*argv)
+    assert run.code == 0 and "2 generated, 1 already done, 1 errors" in run.err  # the error record is retried
+    assert read_results(out) == full
+
+
+@pytest.mark.xfail(strict=True, reason="faithkit.decoding.job.GeneratorJob hands --seed to model.generate "
+                                        "(every row fails: 'model_kwargs are not used: seed') instead of per-row "
+                                        "seeds; DecodingSettings.generate_kwargs(model, tokenizer, ids) does it right")
+def test_sampling_gives_each_row_its_responses_whatever_its_chunk(faithkit, model_folder, rows_file, tmp_path):
+    argv = ["--model", model_folder, "--input", rows_file, "--max-new-tokens", "4", "--do-sample", "--seed", "3",
+            "--num-return-sequences", "2"]
+    assert faithkit("generate", *argv, "--output", tmp_path / "a.jsonl").code == 0
+    records = read_results(tmp_path / "a.jsonl")
+    assert [len(r.get("responses", [])) for r in records] == [2, 0, 2, 2]
+    # each row draws from its own generator (seed and id): one row at a time gives the same responses
+    assert faithkit("generate", *argv, "--output", tmp_path / "b.jsonl", "--chunk-size", "1").code == 0
+    assert read_results(tmp_path / "b.jsonl") == records
+
+
+def test_records_keep_id_document_history_and_gold_beside_the_response(faithkit, model_folder, tmp_path, tiny_gpt2,
+                                                                       gpt2_tokenizer):
+    rows = write_jsonl(tmp_path / "in.jsonl", [
+        {"id": "with-gold", "document": DOCUMENTS[0], "history": HISTORIES[0], "response": "the old reply",
+         "gold": "It is 330 metres tall."},
+        {"id": "reply-as-gold", "document": DOCUMENTS[1], "history": HISTORIES[1], "response": "I love it too."},
+        {"id": "no-reference", "document": DOCUMENTS[2], "history": []},
+    ])
+    out = tmp_path / "out.jsonl"
+    assert faithkit("generate", "--model", model_folder, "--input", rows, "--output", out,
+                    "--max-new-tokens", "3").code == 0
+    with_gold, reply_as_gold, no_reference = read_results(out)
+    assert with_gold["id"] == "with-gold" and with_gold["document"] == DOCUMENTS[0]
+    assert with_gold["history"] == HISTORIES[0] and with_gold["gold"] == "It is 330 metres tall."
+    # the input's response column is the reference when there is no gold column; the new response replaces it
+    assert reply_as_gold["gold"] == "I love it too." and reply_as_gold["history"] == HISTORIES[1]
+    assert no_reference["gold"] is None and no_reference["history"] == []
+    expected = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES[:2] + [[]], template=DEFAULT_TEMPLATE,
+                        max_new_tokens=3)
+    assert [r["response"] for r in (with_gold, reply_as_gold, no_reference)] == expected

@@ -1,0 +1,162 @@
+"""`faithkit score` end to end: records and tables, bad rows, warnings, input order, CSV/TSV quoting, row ids."""
+
+import pytest
+
+from faithkit.data import read_results
+
+from .helpers import write_jsonl
+
+
+@pytest.fixture()
+def rows_file(tmp_path):
+    rows = [
+        {"id": f"r{i}", "knowledge": f"Fact number {i} is about {'long ' * i}things.", "message": f"Tell me fact {i}.",
+         "response": f"Fact {i} is about things."}
+        for i in range(7)
+    ]
+    rows[3]["response"] = ""
+    return write_jsonl(tmp_path / "rows.jsonl", rows)
+
+
+def _score(faithkit, model_folder, rows_file, output, *extra):
+    return faithkit("score", "--metric", "pmi-faith", "--model", model_folder, "--input", rows_file,
+                    "--output", output, "--batch-size", "3", "--chunk-size", "2", *extra)
+
+
+def test_scores_every_row_and_reports_bad_ones(faithkit, model_folder, rows_file, tmp_path):
+    output = tmp_path / "scores.jsonl"
+    run = _score(faithkit, model_folder, rows_file, output)
+    assert run.code == 0
+    records = read_results(output)
+    assert [r["id"] for r in records] == [f"r{i}" for i in range(7)]  # input order
+    assert records[3] == {"id": "r3", "error": "row r3: field 'response' (response) is empty"}
+    assert all(isinstance(records[i]["pmi"], float) for i in (0, 1, 2, 4, 5, 6))
+    assert records[0]["history"] == ["Tell me fact 0."] and records[0]["document"].startswith("Fact number 0")
+    assert "| id | pmi | uncond_pmi | response | error |" in run.out
+    assert "6 scored, 0 already done, 1 errors" in run.err
+    assert "warning: row r3: field 'response' (response) is empty" in run.err
+
+
+def test_a_file_without_history_scores_with_empty_histories_and_a_warning(faithkit, model_folder, tmp_path):
+    rows = tmp_path / "rows.csv"
+    rows.write_text("document,response\nThe sky is blue.,It is blue.\n")
+    output = tmp_path / "scores.jsonl"
+    run = faithkit("score", "--metric", "pmi-faith", "--model", model_folder, "--input", rows, "--output", output)
+    assert run.code == 0
+    assert f"warning: {rows}: no history column found, so every history is empty" in run.err
+    [record] = read_results(output)
+    assert record["history"] == [] and isinstance(record["pmi"], float)
+
+
+def test_an_over_long_document_keeps_its_end_and_the_warning_names_the_row(faithkit, model_folder, tmp_path):
+    rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "long-one", "document": "word " * 400 + "The end.",
+                                                  "history": "h", "response": "The end."}])
+    output = tmp_path / "scores.jsonl"
+    run = faithkit("score", "--metric", "pmi-faith", "--model", model_folder, "--input", rows, "--output", output)
+    assert run.code == 0
+    [record] = read_results(output)
+    assert record["truncated_tokens"] > 150  # 256 positions in the tiny model
+    assert f"warning: row long-one: context cut by {record['truncated_tokens']} tokens" in run.err
+
+
+def test_rerun_after_a_crash_neither_repeats_nor_loses_rows(faithkit, model_folder, rows_file, tmp_path):
+    complete = tmp_path / "complete.jsonl"
+    _score(faithkit, model_folder, rows_file, complete)
+    crashed = tmp_path / "crashed.jsonl"
+    lines = complete.read_text().splitlines(keepends=True)
+    crashed.write_text("".join(lines[:3]) + lines[3][:20])  # three rows landed, the fourth was half-written
+    (tmp_path / "crashed.jsonl.meta.json").write_bytes((tmp_path / "complete.jsonl.meta.json").read_bytes())
+    run = _score(faithkit, model_folder, rows_file, crashed)
+    assert run.code == 0 and "3 scored, 3 already done, 1 errors" in run.err
+    resumed, expected = read_results(crashed), read_results(complete)
+    assert [r["id"] for r in resumed] == [r["id"] for r in expected]
+    for a, b in zip(resumed, expected):
+        assert a.keys() == b.keys()
+        if "pmi" in a:
+            assert a["pmi"] == pytest.approx(b["pmi"], abs=1e-5)
+
+
+def test_output_follows_input_order_though_rows_are_computed_by_document(faithkit, tmp_path):
+    # the job groups rows under one document into one chunk; the file must still list them as the input does
+    rows = [{"id": f"q{i}", "document": f"Document {'ABC'[i % 3]} about apples.", "history": "hi",
+             "response": f"apples {i}"} for i in range(9)]
+    output = tmp_path / "scores.jsonl"
+    run = faithkit("score", "--metric", "overlap-f1", "--input", write_jsonl(tmp_path / "rows.jsonl", rows),
+                   "--output", output, "--chunk-size", "2")
+    assert run.code == 0
+    assert [r["id"] for r in read_results(output)] == [f"q{i}" for i in range(9)]
+
+
+def test_a_row_without_id_in_a_file_with_ids_is_named_by_its_line(faithkit, tmp_path):
+    rows = [{"id": "1", "document": "D", "response": "R"}, {"document": "D", "response": "R"},
+            {"id": "", "document": "D", "response": "R"}]
+    output = tmp_path / "scores.jsonl"
+    run = faithkit("score", "--metric", "overlap-f1", "--input", write_jsonl(tmp_path / "rows.jsonl", rows),
+                   "--output", output)
+    assert run.code == 0
+    # a bare "2" could collide with a real id such as "1"; the line number says where the row is
+    assert [r["id"] for r in read_results(output)] == ["1", "line-2", "line-3"]
+
+
+def test_a_lone_surrogate_is_a_row_error_naming_the_field(faithkit, tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "a", "document": "D", "history": "h", "response": "bad \\ud800 text"}\n'
+                    '{"id": "b", "document": "D", "history": "h", "response": "fine", "topic": "x\\udc00"}\n'
+                    '{"id": "c", "document": "D", "history": "h", "response": "D \\ud83d\\ude00"}\n')
+    output = tmp_path / "scores.jsonl"
+    run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", output)
+    assert run.code == 0 and "Traceback" not in run.err
+    a, b, c = read_results(output)
+    assert a["id"] == "a" and a["error"].startswith("row a: field 'response' is not valid UTF-8 text")
+    assert b["id"] == "b" and b["error"].startswith("row b: field 'topic' is not valid UTF-8 text")
+    assert c["response"] == "D \U0001F600" and c["overlap_f1"] > 0  # a surrogate pair is one real character
+
+
+# a quoted field holding a tab and a newline, a row with one field too many, a row with one too few
+QUOTED_TSV = ('id\tdocument\thistory\tresponse\n'
+              'a\tThe sky is blue.\thi\tIt is blue.\n'
+              'b\t"The sea\tis wide\nand deep."\thi\tThe sea is deep.\n'
+              'c\tGrass is green.\thi\tIt is green.\tstray\n'
+              'd\tSnow is white.\thi\n'
+              'e\tCoal is black.\thi\tIt is black.\n')
+
+
+def _score_tsv(faithkit, tmp_path, quoting):
+    rows = tmp_path / "rows.tsv"
+    rows.write_text(QUOTED_TSV)
+    output = tmp_path / f"{quoting}.jsonl"
+    run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", output, "--quoting", quoting)
+    assert run.code == 0
+    return {r["id"]: r for r in read_results(output)}
+
+
+def test_quoting_none_reads_a_quoted_tsv_literally_and_names_each_ragged_line(faithkit, tmp_path):
+    records = _score_tsv(faithkit, tmp_path, "none")
+    # b's quoted tab and newline split it into two short lines (3 and 4): errors, not phantom rows
+    assert list(records) == ["a", "line-3", "line-4", "line-5", "line-6", "e"]
+    hint = "; if quoted fields hold tabs, commas or newlines, read the file with --quoting csv"
+    assert records["line-3"]["error"] == "line 3 has 3 fields where the header has 4" + hint
+    assert records["line-4"]["error"] == "line 4 has 3 fields where the header has 4" + hint
+    assert records["line-5"]["error"] == "line 5 has 5 fields where the header has 4" + hint
+    assert records["line-6"]["error"] == "line 6 has 3 fields where the header has 4" + hint
+    assert records["e"]["document"] == "Coal is black." and records["e"]["response"] == "It is black."
+
+
+def test_quoting_csv_reads_the_quoted_field_whole(faithkit, tmp_path):
+    records = _score_tsv(faithkit, tmp_path, "csv")
+    assert list(records) == ["a", "b", "line-5", "line-6", "e"]
+    assert records["b"]["document"] == "The sea\tis wide\nand deep." and records["b"]["response"] == "The sea is deep."
+    assert records["b"]["overlap_f1"] > 0
+    assert records["line-5"]["error"].startswith("line 5 has 5 fields where the header has 4; check the quoting")
+    assert records["line-6"]["error"].startswith("line 6 has 3 fields where the header has 4; check the quoting")
+    assert records["e"]["response"] == "It is black." and "error" not in records["e"]
+
+
+def test_score_table_summarises_many_rows(faithkit, tmp_path):
+    rows = [{"id": str(i), "document": "red apples grow", "response": "red apples" if i % 2 else "blue"}
+            for i in range(40)]
+    run = faithkit("score", "--metric", "overlap-f1", "--input", write_jsonl(tmp_path / "rows.jsonl", rows),
+                   "--output", tmp_path / "scores.jsonl")
+    assert run.code == 0
+    # half the rows score 0.8 (P 1, R 2/3), half 0
+    assert "| overlap_f1 | 40 | 0.4000 | 0.0000 | 0.8000 |" in run.out
