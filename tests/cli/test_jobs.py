@@ -1,0 +1,158 @@
+"""Long jobs through the command line: which outputs a rerun may resume, error records, the lock, damaged files.
+
+Each refusal is one `error: …` line naming what is wrong and the fix, and leaves the output
+as it was.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from faithkit.data import read_results
+
+from .helpers import write_jsonl
+
+ROWS = [{"id": f"r{i}", "document": f"Apples number {i} grow on trees.", "history": "hi",
+         "response": f"apples {i} grow"} for i in range(6)]
+RESTART_HINT = "rerun with --restart to start it over, or choose another --output"
+
+
+@pytest.fixture()
+def rows(tmp_path):
+    return write_jsonl(tmp_path / "rows.jsonl", ROWS)
+
+
+@pytest.fixture()
+def scored(faithkit, rows, tmp_path):
+    """An output written by `score --metric overlap-f1`; returns the score command's arguments without --metric."""
+    out = tmp_path / "out.jsonl"
+    argv = ["score", "--input", rows, "--output", out]
+    assert faithkit(*argv, "--metric", "overlap-f1").code == 0
+    return argv, out
+
+
+def _refused(run, out: Path, before: str, *changes: str):
+    assert run.code == 2 and len(run.error_lines) == 1 and "Traceback" not in run.err
+    assert run.error_lines[0].startswith(f"error: {out} was written by a different job (")
+    for change in changes:
+        assert change in run.error_lines[0]
+    assert run.error_lines[0].endswith(f"to continue it, rerun with its settings; otherwise {RESTART_HINT}")
+    assert out.read_text() == before
+
+
+def test_another_metric_is_refused_naming_it(faithkit, scored):
+    argv, out = scored
+    before = out.read_text()
+    _refused(faithkit(*argv, "--metric", "bleu"), out, before, 'metric: "overlap-f1" then, "bleu" now')
+
+
+def test_another_model_or_model_setting_is_refused_naming_it(faithkit, model_folder, rows, tmp_path):
+    out = tmp_path / "pmi.jsonl"
+    argv = ["score", "--metric", "pmi-faith", "--input", rows, "--output", out]
+    assert faithkit(*argv, "--model", model_folder).code == 0
+    before = out.read_text()
+    # refused before the other model would load: smollm2-135m is never read here
+    _refused(faithkit(*argv, "--model", "smollm2-135m"), out, before,
+             f'metric_options.model.name: "{Path(model_folder).resolve()}" then, "smollm2-135m" now')
+    _refused(faithkit(*argv, "--model", model_folder, "--normalize", "sum"), out, before,
+             'metric_options.normalize: null then, "sum" now')
+    # where and how fast it runs changes no score: resumed
+    run = faithkit(*argv, "--model", model_folder, "--batch-size", "2", "--device", "cpu", "--chunk-size", "3")
+    assert run.code == 0 and "0 scored, 6 already done, 0 errors" in run.err
+
+
+def test_another_decoding_setting_is_refused_naming_it(faithkit, model_folder, rows, tmp_path):
+    out = tmp_path / "gen.jsonl"
+    argv = ["generate", "--model", model_folder, "--input", rows, "--output", out, "--max-new-tokens", "2"]
+    assert faithkit(*argv).code == 0
+    before = out.read_text()
+    _refused(faithkit(*argv, "--alpha", "0.5"), out, before, "decoding.alpha: 0.25 then, 0.5 now")
+    assert faithkit(*argv, "--batch-size", "3").code == 0  # batching changes no response
+    assert out.read_text() == before
+
+
+def test_the_same_settings_resume_and_restart_starts_over(faithkit, scored):
+    argv, out = scored
+    before = out.read_text()
+    run = faithkit(*argv, "--metric", "overlap-f1")
+    assert run.code == 0 and "0 scored, 6 already done, 0 errors" in run.err
+    assert out.read_text() == before
+    run = faithkit(*argv, "--metric", "bleu", "--restart")
+    assert run.code == 0 and "6 scored, 0 already done" in run.err
+    assert all("bleu" in r and "overlap_f1" not in r for r in read_results(out))
+    assert json.loads(Path(f"{out}.meta.json").read_text())["metric"] == "bleu"
+
+
+def test_error_records_are_retried_on_rerun_and_kept_with_skip_errors(faithkit, tmp_path):
+    broken = [dict(row) for row in ROWS]
+    broken[2]["response"] = ""
+    rows = write_jsonl(tmp_path / "rows.jsonl", broken)
+    out = tmp_path / "out.jsonl"
+    argv = ["score", "--metric", "overlap-f1", "--input", rows, "--output", out]
+    assert "5 scored, 0 already done, 1 errors" in faithkit(*argv).err
+    write_jsonl(rows, ROWS)  # the user fixes the row
+
+    run = faithkit(*argv, "--skip-errors")
+    assert run.code == 0 and "0 scored, 6 already done, 0 errors" in run.err
+    assert read_results(out)[2] == {"id": "r2", "error": "row r2: field 'response' (response) is empty"}
+
+    run = faithkit(*argv)
+    assert run.code == 0 and "1 scored, 5 already done, 0 errors" in run.err
+    records = read_results(out)
+    assert [r["id"] for r in records] == [row["id"] for row in ROWS]  # the retried row back in its place
+    assert records[2]["overlap_f1"] > 0 and "error" not in records[2]
+
+
+def test_a_second_run_on_the_same_output_stops_at_once(faithkit, scored):
+    argv, out = scored
+    before = out.read_text()
+    with FileLock(f"{out}.lock"):  # as a first run holds it while it writes
+        run = faithkit(*argv, "--metric", "overlap-f1", "--restart")
+    assert run.code == 2 and run.error_lines == [
+        f"error: another run is writing {out} (it holds {out}.lock); wait for it to finish, or choose another --output"]
+    assert out.read_text() == before  # not even --restart touched it
+
+
+def _damage(out: Path, number: int, line: str):
+    lines = out.read_text().splitlines(keepends=True)
+    lines[number - 1] = line
+    out.write_text("".join(lines))
+    return out.read_text()
+
+
+@pytest.mark.parametrize("line, problem", [
+    ('{"id": "r1", "overlap_f1": 0.5\n', "line 2 is not a JSON object, so the file is damaged"),
+    ('{"overlap_f1": 0.5}\n', "line 2 has no 'id', so the file is damaged"),
+    ("[1, 2]\n", "line 2 is not a JSON object, so the file is damaged"),
+])
+def test_a_damaged_middle_line_is_named(faithkit, scored, line, problem):
+    argv, out = scored
+    before = _damage(out, 2, line)
+    run = faithkit(*argv, "--metric", "overlap-f1")
+    assert run.code == 2 and run.error_lines == [
+        f"error: {out}: {problem}; delete that line to keep the other results, or {RESTART_HINT}"]
+    assert out.read_text() == before
+
+
+def test_a_repeated_id_is_named_with_both_lines(faithkit, scored):
+    argv, out = scored
+    before = _damage(out, 5, out.read_text().splitlines(keepends=True)[1])
+    run = faithkit(*argv, "--metric", "overlap-f1")
+    assert run.code == 2 and run.error_lines == [
+        f"error: {out}: id 'r1' appears on lines 2 and 5; delete one of them, or {RESTART_HINT}"]
+    assert out.read_text() == before
+
+
+def test_results_without_their_job_record_are_not_trusted(faithkit, scored):
+    argv, out = scored
+    meta = Path(f"{out}.meta.json")
+    meta.write_text("{not json")
+    run = faithkit(*argv, "--metric", "overlap-f1")
+    assert run.code == 2 and run.error_lines == [f"error: {meta} is damaged; {RESTART_HINT}"]
+    meta.unlink()
+    run = faithkit(*argv, "--metric", "overlap-f1")
+    assert run.code == 2 and run.error_lines == [
+        f"error: {out} holds results but no record of the job that wrote them ({meta.name} is missing); "
+        f"{RESTART_HINT}"]
