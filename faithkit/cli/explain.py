@@ -13,14 +13,16 @@ logger = logging.getLogger(__name__)
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "explain", help="an HTML page showing which parts of each response Q² judged inconsistent",
-        description="Write one self-contained HTML page: each response with its informative spans "
-                    "highlighted from red (the knowledge answers the span's question differently) to green, "
-                    "the question, both answers, F1 and NLI label on hover and listed beneath, the "
-                    "knowledge shown, fallback rows flagged, lowest scores first. --input is either a scores "
-                    "JSONL with explanations (from 'faithkit score --metric q2' or 'meta-eval q2-wow'), "
-                    "rendered as it is, or rows to score first (JSONL/CSV/TSV; scores are saved to "
-                    "--scores-output and resumed on a rerun).",
+        "explain", help="an HTML page showing which parts of each response are unsupported (Q² spans, "
+                        "PMI-FAITH tokens)",
+        description="Write one self-contained HTML page, lowest scores first. Q² (--metric q2): each response "
+                    "with its informative spans highlighted from red (the knowledge answers the span's question "
+                    "differently) to green, the question, both answers, F1 and NLI label on hover and listed "
+                    "beneath, fallback rows flagged. PMI-FAITH (--metric pmi-faith): every response token "
+                    "coloured by how much more (green) or less (red) likely the document made it. --input is "
+                    "either a scores JSONL (from 'faithkit score', 'meta-eval q2-wow' or 'sweep'), rendered as "
+                    "it is, or rows to score first (JSONL/CSV/TSV; scores are saved to --scores-output and "
+                    "resumed on a rerun).",
     )
     add_metric_options(parser, default_metric="q2")
     parser.add_argument("--input", required=True, help="scores.jsonl with explanations, or rows (.jsonl/.csv/.tsv)")

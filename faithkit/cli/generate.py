@@ -51,45 +51,29 @@ def add_generation_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    from dataclasses import asdict
+
     from .. import models
     from ..data import read_rows, unique_ids
     from ..decoding.job import GeneratorJob
     from ..jobs import job_fingerprint, run_job
 
-    options = generate_options(args)
+    settings = settings_from_args(args)
     rows = list(read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting))
     unique_ids(rows)
-    decoding = {key: value for key, value in options.items() if key != "batch_size"}  # batching changes no output
-    fingerprint = job_fingerprint("generate", model=models.identity(args.model), chat=args.chat, decoding=decoding)
-    job = GeneratorJob(args.model, options, chat=args.chat, device=args.device)
+    decoding = {key: value for key, value in asdict(settings).items() if key != "batch_size"}  # batching changes no text
+    fingerprint = job_fingerprint("generate", model=models.identity(args.model), decoding=decoding)
+    job = GeneratorJob(args.model, settings, device=args.device)
     counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="generate", **job_options(args))
     logger.info("%d generated, %d already done, %d errors -> %s", counts["done"], counts["skipped"],
                 counts["errors"], args.output)
     return 0
 
 
-def generate_options(args) -> dict:
-    """faithkit.decoding.generate's keyword arguments from the flags, checked before any model loads."""
-    from ..errors import ConfigError
+def settings_from_args(args):
+    """The decoding flags as checked :class:`~faithkit.decoding.DecodingSettings`, before any model loads."""
+    from dataclasses import fields
 
-    if not 0 <= args.alpha <= 1:
-        raise ConfigError(f"--alpha must lie in [0, 1], got {args.alpha}")
-    if not 0 < args.top_p <= 1:
-        raise ConfigError(f"--top-p must lie in (0, 1], got {args.top_p}")
-    sampling_only = [f"--{name.replace('_', '-')}" for name in ("seed", "temperature", "top_k")
-                     if getattr(args, name) is not None]
-    if sampling_only and not args.do_sample:
-        raise ConfigError(f"{', '.join(sampling_only)} apply to sampling; add --do-sample")
-    if args.do_sample and args.num_beams > 1:
-        raise ConfigError("PMI-DECODE cannot sample with beams (--do-sample with --num-beams > 1); drop one")
-    if not args.do_sample and args.num_return_sequences > args.num_beams:
-        raise ConfigError(f"--num-return-sequences {args.num_return_sequences} needs at least as many --num-beams "
-                          f"(or --do-sample)")
-    if args.temperature is not None and args.temperature <= 0:
-        raise ConfigError(f"--temperature must be positive, got {args.temperature}")
-    options = {"alpha": args.alpha, "top_p": args.top_p, "num_beams": args.num_beams,
-               "num_return_sequences": args.num_return_sequences, "max_new_tokens": args.max_new_tokens,
-               "batch_size": args.batch_size, "max_context_tokens": args.max_context_tokens}
-    if args.do_sample:
-        options.update(do_sample=True, seed=args.seed, temperature=args.temperature, top_k=args.top_k)
-    return {key: value for key, value in options.items() if value is not None}
+    from ..decoding import DecodingSettings
+
+    return DecodingSettings(**{f.name: getattr(args, f.name) for f in fields(DecodingSettings)}).validate()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 from pathlib import Path
 
 DESCRIPTION = (
@@ -41,8 +40,6 @@ def run(args: argparse.Namespace) -> int:
     from ..train import load_config, train
     from ..train.config import overrides_from_args
 
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger("faithkit").setLevel(logging.INFO)  # progress of the run; libraries keep their warnings
     config = load_config(args.config, overrides_from_args(args))
     output_dir = Path(args.output_dir) if args.output_dir else Path("runs/train") / Path(args.config).stem
     summary = train(config, output_dir, resume=args.resume)

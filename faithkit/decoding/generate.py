@@ -68,18 +68,26 @@ def build_inputs(
     return {"input_ids": input_ids.to(model.device), "attention_mask": attention_mask.to(model.device)}
 
 
-def decode_responses(model, tokenizer, outputs: torch.Tensor, inputs: dict, num_return_sequences: int = 1) -> list:
+def decode_responses(model, tokenizer, outputs: torch.Tensor, inputs: dict, num_return_sequences: int = 1,
+                     template: PromptTemplate | None = None) -> list:
     """The conditioned rows' generated text (prompt and special tokens removed), one per context.
 
-    With ``num_return_sequences > 1``, one list of texts per context.
+    With ``num_return_sequences > 1``, one list of texts per context. A response that starts
+    with the ``template``'s own speaker prefix (``Agent:``, which models often repeat) loses it:
+    the prefix belongs to the prompt, not to the response.
     """
     contexts = inputs["input_ids"].shape[0] // 2
     generated = outputs if model.config.is_encoder_decoder else outputs[:, inputs["input_ids"].shape[1]:]
     rows = generated[: contexts * num_return_sequences]
-    texts = [text.strip() for text in tokenizer.batch_decode(rows, skip_special_tokens=True)]
+    texts = [_without_prefix(text.strip(), template) for text in tokenizer.batch_decode(rows, skip_special_tokens=True)]
     if num_return_sequences == 1:
         return texts
     return [texts[i * num_return_sequences:(i + 1) * num_return_sequences] for i in range(contexts)]
+
+
+def _without_prefix(text: str, template: PromptTemplate | None) -> str:
+    prefix = template.response_prefix.strip() if template is not None else ""
+    return text[len(prefix):].strip() if prefix and text.startswith(prefix) else text
 
 
 @torch.no_grad()
@@ -259,7 +267,7 @@ def iter_grid(
             processor = pmi_processor(model, alpha, top_p, generate_kwargs, generators)
             outputs = model.generate(**inputs, logits_processor=extra + [processor], **_copy(shared),
                                      **generate_kwargs)
-            yield cell, chunk, decode_responses(model, tokenizer, outputs, inputs, num_return_sequences)
+            yield cell, chunk, decode_responses(model, tokenizer, outputs, inputs, num_return_sequences, template)
 
 
 def _shared_prefill(model, inputs: dict, copies: int) -> dict:
