@@ -6,6 +6,7 @@ Thin: the same as ``faithkit train``; the loop lives in :mod:`faithkit.train`.
 import argparse
 import sys
 
+from faithkit.cli import configure_logging
 from faithkit.cli.train import DESCRIPTION, add_arguments, run
 from faithkit.errors import FaithkitError
 
@@ -14,6 +15,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=DESCRIPTION)
     add_arguments(parser)
     args = parser.parse_args(argv)
+    configure_logging()
     try:
         return run(args)
     except FaithkitError as error:

@@ -60,6 +60,7 @@ class EncodingStats:
     rows: int = 0
     contexts_cut: int = 0
     responses_cut: int = 0
+    dropped: int = 0  # rows whose context cannot fit even without its document
 
 
 def encode_rows(
@@ -70,7 +71,11 @@ def encode_rows(
     max_length: int,
     max_response_length: int,
 ) -> tuple[list[dict], EncodingStats]:
-    """``{"input_ids", "labels"}`` per row; contexts are cut to fit (document first), responses to ``max_response_length``."""
+    """``{"input_ids", "labels"}`` per row; contexts are cut to fit (document first), responses to ``max_response_length``.
+
+    A row whose history alone is too long for the room left (chat templates cannot cut a
+    turn) is left out and counted in ``stats.dropped``.
+    """
     eos = tokenizer.eos_token_id
     if eos is None:
         raise ConfigError("the tokenizer has no end-of-sequence token, so responses could not end; "
@@ -87,8 +92,9 @@ def encode_rows(
         budget = max_length if seq2seq else max_length - len(target)
         try:
             context = template.view(tokenizer, row.document, row.history, max_tokens=budget, encoder=seq2seq)
-        except ValueError as error:
-            raise ConfigError(f"row {row.id}: {error}; raise data.max_length or lower data.max_response_length") from error
+        except ValueError:
+            stats.dropped += 1
+            continue
         stats.contexts_cut += context.truncated_tokens > 0
         if seq2seq:
             examples.append({"input_ids": context.ids, "labels": target})

@@ -1,11 +1,12 @@
 """What an evaluation does besides dev loss: decode a fixed dev subset and score the responses.
 
-Each evaluation decodes the same first ``generate_rows`` dev rows twice through
-:func:`faithkit.decoding.generate`, greedily (``alpha=0, top_p=1`` is plain greedy decoding)
-and with PMI-DECODE at the config's alpha and top-p, then scores both with the metrics named
-in the config (:func:`faithkit.metrics.registry.load_metrics`; the gold responses are the
-references). Every scalar a metric returns is logged as ``DECODER/KEY``, e.g.
-``pmi_decode/mean_pmi`` or ``greedy/mean_bleu``.
+Each evaluation decodes the same first ``generate_rows`` dev rows greedily (``alpha=0,
+top_p=1`` is plain greedy decoding) and with PMI-DECODE at the config's alpha and top-p, in
+one :func:`faithkit.decoding.generate.generate_grid` call (the prompts are prefilled once for
+both) and in the prompt layout decoding picks for the model, as training does. Both are
+scored with the metrics the config names (:func:`faithkit.metrics.registry.load_metrics`;
+the gold responses are the references). Every scalar a metric returns is logged as
+``DECODER/KEY``, e.g. ``pmi_decode/mean_pmi`` or ``greedy/mean_bleu``.
 """
 
 from __future__ import annotations
@@ -13,19 +14,18 @@ from __future__ import annotations
 import numbers
 
 from ..data import Row
-from ..decoding import generate
-from ..prompts import PromptTemplate
+from ..decoding import default_template
+from ..decoding.generate import generate_grid
 
 
 class GenerationHook:
-    """Decodes ``rows`` with each decoder and scores the responses; the metrics (and a judge model) load once."""
+    """Decodes ``rows`` with each decoder and scores the responses with ``metrics`` (built once, judge models too)."""
 
-    def __init__(self, rows: list[Row], metrics: dict, decoders: dict[str, tuple[float, float]], template: PromptTemplate,
-                 max_new_tokens: int, batch_size: int, max_context_tokens: int | None):
+    def __init__(self, rows: list[Row], metrics: dict, decoders: dict[str, tuple[float, float]], max_new_tokens: int,
+                 batch_size: int, max_context_tokens: int):
         self.rows = rows
         self.metrics = metrics
         self.decoders = decoders
-        self.template = template
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
         self.max_context_tokens = max_context_tokens
@@ -35,13 +35,12 @@ class GenerationHook:
         documents = [row.document for row in self.rows]
         histories = [row.history for row in self.rows]
         references = [row.response for row in self.rows]
-        scalars, responses = {}, {}
-        for decoder, (alpha, top_p) in self.decoders.items():
-            responses[decoder] = generate(
-                model, tokenizer, documents, histories, alpha=alpha, top_p=top_p, template=self.template,
-                batch_size=self.batch_size, max_context_tokens=self.max_context_tokens,
-                max_new_tokens=self.max_new_tokens,
-            )
+        grid = generate_grid(model, tokenizer, documents, histories, list(self.decoders.values()),
+                             batch_size=self.batch_size, max_context_tokens=self.max_context_tokens,
+                             max_new_tokens=self.max_new_tokens)
+        responses = dict(zip(self.decoders, grid))
+        scalars = {}
+        for decoder in self.decoders:
             for metric in self.metrics.values():
                 result = metric.compute(documents=documents, histories=histories, responses=responses[decoder],
                                         references=references)
@@ -50,15 +49,32 @@ class GenerationHook:
         return scalars, responses
 
 
-def build_hook(evaluation, rows: list[Row], template: PromptTemplate, max_context_tokens: int | None):
-    """The config's hook, or None when it decodes nothing; metrics (and their models) load here, once."""
+def load_hook_metrics(evaluation) -> dict:
+    """The metrics the config names (judge models load here, once); first, so a bad name fails before training loads."""
+    from ..metrics.registry import load_metrics
+
+    return load_metrics(evaluation.metrics, options=evaluation.metric_options) if evaluation.generate_rows else {}
+
+
+def build_hook(evaluation, rows: list[Row], metrics: dict, model, tokenizer, max_length: int) -> GenerationHook | None:
+    """The config's hook on the first ``generate_rows`` dev rows whose context fits, or None when it decodes nothing.
+
+    Training's ``max_length`` bounds the context; a causal LM's also holds the new tokens.
+    """
     if not evaluation.generate_rows:
         return None
-    metrics = {}
-    if evaluation.metrics:
-        from ..metrics.registry import load_metrics
-
-        metrics = load_metrics(evaluation.metrics, options=evaluation.metric_options)
+    seq2seq = model.config.is_encoder_decoder
+    max_context = max_length if seq2seq else max_length - evaluation.max_new_tokens
+    template = default_template(model, tokenizer)
+    fitting = []
+    for row in rows:
+        try:
+            template.view(tokenizer, row.document, row.history, max_tokens=max_context, encoder=seq2seq)
+        except ValueError:  # the history alone is too long
+            continue
+        fitting.append(row)
+        if len(fitting) == evaluation.generate_rows:
+            break
     decoders = {"greedy": (0.0, 1.0), "pmi_decode": (evaluation.alpha, evaluation.top_p)}
-    return GenerationHook(rows[:evaluation.generate_rows], metrics, decoders, template, evaluation.max_new_tokens,
-                          evaluation.eval_batch_size, max_context_tokens)
+    return GenerationHook(fitting, metrics, decoders, evaluation.max_new_tokens, evaluation.eval_batch_size,
+                          max_context)

@@ -52,7 +52,7 @@ from ..decoding import default_template, pad_token_id
 from ..errors import ConfigError, OutputError
 from .config import TrainConfig
 from .data import IGNORE, Collator, encode_rows, load_rows
-from .hooks import build_hook
+from .hooks import build_hook, load_hook_metrics
 from .model import build_model
 
 logger = get_logger(__name__)
@@ -111,19 +111,24 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
         (output_dir / RUN_CONFIG).write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     set_seed(t.seed)
 
-    train_rows, dev_rows = load_rows(config.data, "train"), load_rows(config.data, "dev")
+    d = config.data
+    train_rows, dev_rows = load_rows(d, "train"), load_rows(d, "dev")
+    # only the main process decodes, so only it loads the metrics (and their judge models)
+    metrics = load_hook_metrics(e) if accelerator.is_main_process else {}
     model, tokenizer = build_model(config.model, t.seed)
     seq2seq = model.config.is_encoder_decoder
     template = default_template(model, tokenizer)
-    d = config.data
     encoded = {}
     for split, rows in (("train", train_rows), ("dev", dev_rows)):
         encoded[split], stats = encode_rows(rows, tokenizer, template, seq2seq, d.max_length, d.max_response_length)
         logger.info("%s: %d rows; %d contexts cut to fit %d tokens, %d responses cut to %d tokens",
                     split, stats.rows, stats.contexts_cut, d.max_length, stats.responses_cut, d.max_response_length)
-    hook = None
-    if accelerator.is_main_process:  # only the main process decodes, so only it loads the metrics' models
-        hook = build_hook(e, dev_rows, template, d.max_length if seq2seq else d.max_length - e.max_new_tokens)
+        if stats.dropped:
+            logger.warning("%s: %d of %d rows left out: their history alone does not fit in data.max_length %d "
+                           "beside the response", split, stats.dropped, stats.rows, d.max_length)
+        if not encoded[split]:
+            raise ConfigError(f"no {split} row fits in data.max_length {d.max_length}; raise it")
+    hook = build_hook(e, dev_rows, metrics, model, tokenizer, d.max_length) if accelerator.is_main_process else None
 
     rows_per_step = t.batch_size * t.gradient_accumulation_steps
     steps_per_epoch = len(encoded["train"]) // rows_per_step
@@ -181,11 +186,12 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
         seen = (state.step % steps_per_epoch) * t.gradient_accumulation_steps
         loader = accelerator.skip_first_batches(train_loader, seen) if seen else train_loader
         for window in _windows(loader, t.gradient_accumulation_steps):
+            learning_rate = scheduler.get_last_lr()[0]  # the rate this step uses
             loss = train_step(accelerator, model, optimizer, scheduler, window, token_loss, t.max_grad_norm)
             state.step += 1
             state.train_loss_first = loss if state.train_loss_first is None else state.train_loss_first
             state.train_loss_last = loss
-            log.values(state.step, {"train_loss": loss, "learning_rate": scheduler.get_last_lr()[0],
+            log.values(state.step, {"train_loss": loss, "learning_rate": learning_rate,
                                     "epoch": state.step / steps_per_epoch})
             progress.update(1)
             progress.set_postfix(loss=f"{loss:.4f}")
