@@ -19,10 +19,8 @@ import argparse
 import csv
 import json
 import os
-import re
 import sys
 import time
-from collections import Counter
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -36,7 +34,6 @@ from faithkit.prompts import CHAT_TEMPLATE
 
 DATA = data_root() / "q2_wow"
 SETTINGS = {"greedy": None, "pmi_0.25_0.6": (0.25, 0.6), "pmi_0.5_0.6": (0.5, 0.6)}
-WORD = re.compile(r"[a-z0-9]+")
 
 
 def load_contexts(folder: Path, per_file: int) -> list[dict]:
@@ -66,31 +63,6 @@ def run_batch(model, tokenizer, batch: list[dict], setting, max_new_tokens: int)
     outputs = model.generate(**inputs, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
                              logits_processor=[PMIDecode(alpha=alpha, top_p=top_p)])
     return decode_responses(model, tokenizer, outputs, inputs)
-
-
-def content_words(text: str, stop_words) -> list[str]:
-    return [w for w in WORD.findall(text.lower()) if w not in stop_words]
-
-
-def knowledge_precision(response: str, document: str, stop_words) -> float | None:
-    """Share of the response's content words that occur in the document; None without content words."""
-    words = content_words(response, stop_words)
-    if not words:
-        return None
-    known = set(WORD.findall(document.lower()))
-    return sum(w in known for w in words) / len(words)
-
-
-def token_f1(response: str, gold: str) -> float:
-    """Unigram F1 over lowercased alphanumeric tokens without articles (the WoW convention)."""
-    def tokens(text):
-        return [w for w in WORD.findall(text.lower()) if w not in ("a", "an", "the")]
-    hyp, ref = tokens(response), tokens(gold)
-    common = sum((Counter(hyp) & Counter(ref)).values())
-    if not common:
-        return 0.0
-    precision, recall = common / len(hyp), common / len(ref)
-    return 2 * precision * recall / (precision + recall)
 
 
 def mean(values):
@@ -126,10 +98,8 @@ def main(argv=None) -> None:
                       file=sys.stderr, flush=True)
     responses = {(r["setting"], r["id"].split(":", 1)[1]): r["response"] for r in read_results(args.out)}
 
-    import sacrebleu
-    from spacy.lang.en.stop_words import STOP_WORDS
-
     from faithkit.metrics import PMIFaith
+    from faithkit.metrics.lexical import Lexical
 
     judge = PMIFaith(model=args.judge, unconditional=False)
     summary = {}
@@ -139,12 +109,14 @@ def main(argv=None) -> None:
         pmi = judge.compute(documents=[contexts[i]["document"] for i in scored],
                             histories=[contexts[i]["history"] for i in scored],
                             responses=[texts[i] for i in scored])["pmi"]
-        precision = [knowledge_precision(t, c["document"], STOP_WORDS) for t, c in zip(texts, contexts)]
+        lexical = Lexical().compute(documents=[c["document"] for c in contexts], responses=texts,
+                                    references=[c["gold"] for c in contexts])
+        precision = lexical["knowledge_precision"]
         summary[setting] = {
             "pmi_faith": mean(pmi),
-            "knowledge_precision": mean(precision),
-            "bleu": sacrebleu.corpus_bleu(texts, [[c["gold"] for c in contexts]]).score,
-            "token_f1": mean([token_f1(t, c["gold"]) for t, c in zip(texts, contexts)]),
+            "knowledge_precision": lexical["mean_knowledge_precision"],
+            "bleu": lexical["corpus_bleu"],
+            "token_f1": lexical["mean_token_f1"],
             "mean_words": mean([len(t.split()) for t in texts]),
             "empty": len(texts) - len(scored),
             "no_content_words": sum(p is None for p in precision),
