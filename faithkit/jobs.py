@@ -193,7 +193,7 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
             per_row = (time.monotonic() - began) / len(chunk)
             size = max(1, min(chunk_size, int(flush_seconds / per_row) if per_row > 0 else chunk_size))
     except KeyboardInterrupt:
-        raise JobInterrupted(f"interrupted: {len(output_writer.completed)} rows are in {output_writer.path}; "
+        raise JobInterrupted(f"interrupted: {output_writer.count()} rows are in {output_writer.path}; "
                              f"rerun the same command to continue") from None
     finally:
         progress.close()

@@ -1,10 +1,9 @@
-"""Q² evaluation and reporting: the WoW meta-evaluation table, resume, the explain page, the CLI glue.
+"""Q² evaluation and reporting: the WoW meta-evaluation table, resume, system-level pools, the explain page.
 
 No model is loaded: a fake metric reads each row's score from its message column, so
 every number in the table can be worked out by hand.
 """
 
-import argparse
 import csv
 import json
 import re
@@ -12,13 +11,10 @@ from html import unescape
 
 import pytest
 
-from faithkit.eval.cli_commands import (
-    add_explain_parser,
-    add_meta_eval_q2_wow_parser,
-    add_meta_eval_system_level_parser,
-)
+from faithkit.errors import InputError, OutputError
 from faithkit.eval.explain import highlight_response, summarize_records, write_explain_html
 from faithkit.eval.q2_wow import meta_eval_q2_wow
+from faithkit.eval.system_level import default_score_keys, load_score_pools, system_level_table, write_system_level
 
 KNOWLEDGE = "Red apples grow on trees."  # content tokens: red apples grow trees
 # (metric score, response); overlap F1 with the knowledge worked out beside each
@@ -107,8 +103,9 @@ def test_outputs_are_written(wow_files, tmp_path):
     for figure in ("roc.png", "histograms.png"):
         assert (out / figure).stat().st_size > 10_000
     records = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    # ids: the set and the row's line in its CSV (line 1 is the header)
     assert sorted(r["id"] for r in records) == sorted(
-        [f"consistent:{i}" for i in (1, 2, 3)] + [f"inconsistent:{i}" for i in (1, 2, 3)])
+        [f"consistent:{line}" for line in (2, 3, 4)] + [f"inconsistent:{line}" for line in (2, 3, 4)])
     assert all("overlap_f1" in r and "explanations" in r for r in records)
 
 
@@ -138,6 +135,66 @@ def test_limit_takes_the_first_rows_of_each_file(wow_files, tmp_path):
 def test_missing_score_key_is_a_clear_error(wow_files, tmp_path):
     with pytest.raises(ValueError, match="no 'e2e_nli' field; its fields are .*'q2'"):
         meta_eval_q2_wow(*wow_files, FakeQ2(), tmp_path / "out", score_keys=("e2e_nli",))
+
+
+def test_scores_of_another_job_are_not_resumed(wow_files, tmp_path):
+    q2 = {"command": "meta-eval q2-wow", "metric": "q2"}
+    meta_eval_q2_wow(*wow_files, FakeQ2(), tmp_path / "out", fingerprint=q2)
+    metric = FakeQ2()
+    assert meta_eval_q2_wow(*wow_files, metric, tmp_path / "out", fingerprint=q2)["newly_scored"] == 0
+    with pytest.raises(OutputError, match=r'written by a different job \(metric: "q2" then, "e2e-nli" now\)'):
+        meta_eval_q2_wow(*wow_files, FakeQ2(), tmp_path / "out", fingerprint={**q2, "metric": "e2e-nli"})
+    assert metric.scored == 0
+
+
+# ---- system level from scored records ---------------------------------------------------------
+def _records(name, scores, **extra):
+    return [{"id": f"{name}:{n}", "q2": s, "q2_no_nli": s / 2, **extra} for n, s in enumerate(scores)]
+
+
+def test_score_pools_from_a_meta_eval_folder_or_two_files(wow_files, tmp_path):
+    meta_eval_q2_wow(*wow_files, FakeQ2(), tmp_path / "out")
+    consistent, inconsistent = load_score_pools(tmp_path / "out")
+    assert sorted(r["q2"] for r in consistent) == [0.4, 0.6, 0.9] and len(inconsistent) == 3
+    for name, records in (("c", _records("consistent", [1.0])), ("i", _records("inconsistent", [0.0]))):
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert load_score_pools(None, tmp_path / "c.jsonl", tmp_path / "i.jsonl") == (
+        _records("consistent", [1.0]), _records("inconsistent", [0.0]))
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({}, "no scores given: pass --scores DIR"),
+    ({"scores_dir": "x", "consistent_scores": "c"}, "either --scores DIR or"),
+    ({"scores_dir": "nowhere"}, r"nowhere/scores.jsonl not found; --scores takes the --out folder"),
+    ({"consistent_scores": "c.jsonl", "inconsistent_scores": "i.jsonl"}, "score file not found: c.jsonl"),
+])
+def test_score_pools_name_what_is_missing(arguments, message):
+    with pytest.raises(InputError, match=message):
+        load_score_pools(**arguments)
+
+
+def test_default_score_keys_are_known_scores_every_scored_record_has():
+    records = _records("consistent", [0.5, 0.7], overlap_f1=0.2) + [{"id": "x", "error": "bad"}]
+    assert default_score_keys(records) == ["q2", "q2_no_nli", "overlap_f1"]
+    records[1]["q2_no_nli"] = None
+    assert default_score_keys(records) == ["q2", "overlap_f1"]
+    assert default_score_keys([{"id": "x", "error": "bad"}]) == []
+
+
+def test_system_level_table_of_a_perfect_score_and_its_files(tmp_path, caplog):
+    consistent, inconsistent = _records("consistent", [1.0] * 20), _records("inconsistent", [0.0] * 20)
+    results = system_level_table(consistent, inconsistent + [{"id": "inconsistent:x", "error": "bad"}], ["q2"],
+                                 repetitions=20, samples=50)
+    assert [(r["score"], r["mean"], r["std"], r["consistent"], r["inconsistent"]) for r in results] == [
+        ("q2", 1.0, 0.0, 20, 20)]
+    assert "q2: each simulated system draws 50 responses from only 20 consistent scores" in caplog.text
+    with pytest.raises(InputError, match="no consistent record has a 'bleu' score; check --key"):
+        system_level_table(consistent, inconsistent, ["bleu"])
+    write_system_level(tmp_path / "new", results)
+    assert json.loads((tmp_path / "new" / "system_level.json").read_text()) == results
+    with open(tmp_path / "new" / "system_level.csv") as handle:
+        [row] = csv.DictReader(handle)
+    assert (row["score"], float(row["mean"]), row["repetitions"]) == ("q2", 1.0, "20")
 
 
 # ---- explain page ---------------------------------------------------------------------------
@@ -209,71 +266,3 @@ def test_summarize_records_counts():
     assert summarize_records(RECORDS) == {"responses": 3, "errors": 1, "mean": 0.5, "coverage": 2 / 3, "low": 1}
 
 
-# ---- CLI glue ------------------------------------------------------------------------------
-def _parser():
-    parser = argparse.ArgumentParser(prog="faithkit")
-    commands = parser.add_subparsers(dest="command", required=True)
-    benchmarks = commands.add_parser("meta-eval").add_subparsers(dest="benchmark", required=True)
-    add_meta_eval_q2_wow_parser(benchmarks)
-    add_meta_eval_system_level_parser(benchmarks)
-    add_explain_parser(commands)
-    return parser
-
-
-def _run(argv):
-    args = _parser().parse_args(argv)
-    args.func(args)
-
-
-@pytest.mark.parametrize("argv", [["meta-eval", "q2-wow", "--help"], ["meta-eval", "system-level", "--help"],
-                                  ["explain", "--help"]])
-def test_help_texts(argv, capsys):
-    with pytest.raises(SystemExit) as stop:
-        _parser().parse_args(argv)
-    assert stop.value.code == 0
-    assert len(capsys.readouterr().out) > 800
-
-
-def test_cli_q2_wow_then_system_level_then_explain(wow_files, tmp_path, capsys):
-    out = tmp_path / "out"
-    _run(["meta-eval", "q2-wow", "--consistent", str(wow_files[0]), "--inconsistent", str(wow_files[1]),
-          "--metric", "overlap-f1", "--out", str(out)])
-    table = capsys.readouterr().out
-    assert "| overlap_f1 | 0.5556 | 0.2444 | 0.8333 | 0.7222 |" in table
-
-    _run(["meta-eval", "system-level", "--scores", str(out), "--repetitions", "50", "--out", str(out)])
-    table = capsys.readouterr().out
-    assert table.startswith("| score | Spearman (mean)") and "| overlap_f1 |" in table
-    assert json.loads((out / "system_level.json").read_text())[0]["repetitions"] == 50
-
-
-def test_cli_system_level_from_two_score_files(tmp_path, capsys):
-    for name, scores in (("c", [1.0] * 20), ("i", [0.0] * 20)):
-        lines = [json.dumps({"id": str(n), "q2": s}) for n, s in enumerate(scores)] + [json.dumps({"id": "x", "error": "bad"})]
-        (tmp_path / f"{name}.jsonl").write_text("\n".join(lines) + "\n")
-    _run(["meta-eval", "system-level", "--consistent-scores", str(tmp_path / "c.jsonl"),
-          "--inconsistent-scores", str(tmp_path / "i.jsonl"), "--repetitions", "20"])
-    assert "| q2 | 1.0000 | 0.0000 | 1.0000 | 1.0000 | 0 |" in capsys.readouterr().out
-
-
-def test_cli_system_level_needs_scores(tmp_path):
-    from faithkit.data import InputError
-
-    with pytest.raises(InputError, match="--scores DIR"):
-        _run(["meta-eval", "system-level", "--consistent-scores", str(tmp_path / "c.jsonl")])
-
-
-def test_cli_explain_renders_a_scores_file(tmp_path, capsys):
-    scores = tmp_path / "scores.jsonl"
-    scores.write_text("".join(json.dumps(r) + "\n" for r in RECORDS))
-    _run(["explain", "--metric", "q2", "--input", str(scores), "--html", str(tmp_path / "report.html")])
-    assert "3 responses, mean q2 0.500, 1 below 0.5, 1 not scored" in capsys.readouterr().out
-    assert "300 metres" in (tmp_path / "report.html").read_text()
-
-
-def test_cli_explain_scores_rows_first(wow_files, tmp_path, capsys):
-    _run(["explain", "--metric", "overlap-f1", "--input", str(wow_files[0]), "--html", str(tmp_path / "r.html")])
-    assert "3 responses, mean overlap_f1 0.556" in capsys.readouterr().out
-    page = (tmp_path / "r.html").read_text()
-    assert (tmp_path / "r.scores.jsonl").exists() and "red apples" in page
-    assert "question coverage" not in page  # overlap F1 has no questions and no fallback

@@ -111,6 +111,12 @@ class ResultWriter:
         os.fsync(self._file.fileno())
         self.completed.add(str(record["id"]))
 
+    def count(self) -> int:
+        """Records in the file now; after Ctrl-C, :attr:`completed` may lag by the record whose write it cut short."""
+        self._file.flush()
+        with open(self.path, "rb") as file:
+            return sum(1 for _ in file)
+
     def reorder(self, ids: list[str]) -> None:
         """Rewrite the file with its records in the order of ``ids`` (records of other ids keep their place at the end)."""
         self._file.close()

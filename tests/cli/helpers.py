@@ -31,3 +31,19 @@ def start_faithkit(*argv, prelude: str = "") -> subprocess.Popen:
         command = ["-m", "faithkit", *argv]
     return subprocess.Popen([sys.executable, *command], env=subprocess_env(), cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def crash_after(monkeypatch, owner, name: str, documents_at: int, rows: int, error: BaseException) -> None:
+    """Let ``rows`` rows through ``owner.name`` (its argument ``documents_at`` is the chunk's documents), then raise
+    ``error`` from the chunk that would pass that count, as a Ctrl-C, a kill or a crash would stop it."""
+    original = getattr(owner, name)
+    passed = 0
+
+    def crashing(*args, **kwargs):
+        nonlocal passed
+        passed += len(args[documents_at])
+        if passed > rows:
+            raise error
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, crashing)

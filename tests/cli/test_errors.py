@@ -97,12 +97,12 @@ def test_unknown_model(faithkit, rows, tmp_path, command):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--alpha", "2"], "--alpha must lie in [0, 1], got 2.0"),
-    (["--alpha", "-0.1"], "--alpha must lie in [0, 1], got -0.1"),
-    (["--top-p", "0"], "--top-p must lie in (0, 1], got 0.0"),
-    (["--seed", "1"], "--seed apply to sampling; add --do-sample"),
-    (["--num-return-sequences", "2"], "--num-return-sequences 2 needs at least as many --num-beams"),
-    (["--do-sample", "--num-beams", "2"], "PMI-DECODE cannot sample with beams"),
+    (["--alpha", "2"], "--alpha 2 is out of range: use a value in [0, 1]"),
+    (["--alpha", "-0.1"], "--alpha -0.1 is out of range: use a value in [0, 1]"),
+    (["--top-p", "0"], "--top-p 0 is out of range: use a value in (0, 1]"),
+    (["--seed", "1"], "--seed applies to sampling only: add --do-sample, or drop them"),
+    (["--num-return-sequences", "2"], "--num-return-sequences 2 is more than --num-beams 1"),
+    (["--do-sample", "--num-beams", "2"], "--do-sample with --num-beams 2: beam sampling cannot keep"),
 ])
 def test_bad_decoding_settings(faithkit, rows, tmp_path, flags, message):
     # checked before the model loads: a model name that does not exist is never reached

@@ -44,9 +44,6 @@ def test_generates_resumes_and_reports_bad_rows(faithkit, model_folder, rows_fil
     assert read_results(out) == full
 
 
-@pytest.mark.xfail(strict=True, reason="faithkit.decoding.job.GeneratorJob hands --seed to model.generate "
-                                        "(every row fails: 'model_kwargs are not used: seed') instead of per-row "
-                                        "seeds; DecodingSettings.generate_kwargs(model, tokenizer, ids) does it right")
 def test_sampling_gives_each_row_its_responses_whatever_its_chunk(faithkit, model_folder, rows_file, tmp_path):
     argv = ["--model", model_folder, "--input", rows_file, "--max-new-tokens", "4", "--do-sample", "--seed", "3",
             "--num-return-sequences", "2"]
