@@ -1,7 +1,6 @@
 """PMI-DECODE: batched two-view decoding must equal a slow reference that recomputes both views from scratch."""
 
 import importlib
-import json
 import math
 from pathlib import Path
 
@@ -420,54 +419,6 @@ def test_generate_rejects_what_it_cannot_honour(tiny_gpt2, gpt2_tokenizer):
         generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, do_sample=True, min_p=0.1)
     with pytest.raises(ValueError, match="same length"):
         generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES[:2])
-
-
-# ---- CLI ---------------------------------------------------------------------------------
-def run_cli(argv):
-    import argparse
-
-    from faithkit.decoding.generate_cli import add_generate_parser
-
-    parser = argparse.ArgumentParser()
-    add_generate_parser(parser.add_subparsers())
-    args = parser.parse_args(["generate"] + argv)
-    args.func(args)
-
-
-def test_cli_generates_resumes_and_reports_bad_rows(tmp_path, tiny_gpt2, gpt2_tokenizer):
-    model_dir = tmp_path / "model"
-    tiny_gpt2.save_pretrained(model_dir)
-    gpt2_tokenizer.save_pretrained(model_dir)
-    rows = [{"id": f"r{i}", "knowledge": d, "history": h} for i, (d, h) in enumerate(zip(DOCUMENTS, HISTORIES))]
-    rows.insert(1, {"id": "bad", "knowledge": " ", "history": ["hi"]})
-    source = tmp_path / "in.jsonl"
-    source.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    out = tmp_path / "out.jsonl"
-    argv = ["--model", str(model_dir), "--input", str(source), "--output", str(out), "--max-new-tokens", "4",
-            "--batch-size", "2"]
-
-    run_cli(argv)
-    full = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [r["id"] for r in full] == ["bad", "r0", "r1", "r2"]
-    assert "field 'knowledge'" in full[0]["error"]
-    expected = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, template=DEFAULT_TEMPLATE, max_new_tokens=4)
-    assert [r["response"] for r in full[1:]] == expected
-
-    # a crash after two records, mid-way through the third: the rerun completes without duplicates
-    lines = out.read_text().splitlines()
-    out.write_text("\n".join(lines[:2]) + "\n" + lines[2][:10])
-    run_cli(argv)
-    resumed = [json.loads(line) for line in out.read_text().splitlines()]
-    assert sorted(r["id"] for r in resumed) == ["bad", "r0", "r1", "r2"]
-    assert {r["id"]: r for r in resumed} == {r["id"]: r for r in full}
-
-    out_sampled = tmp_path / "sampled.jsonl"
-    sampled = argv[:5] + [str(out_sampled)] + argv[6:] + ["--do-sample", "--seed", "3", "--num-return-sequences", "2"]
-    run_cli(sampled)
-    records = [json.loads(line) for line in out_sampled.read_text().splitlines()]
-    assert [len(r["responses"]) for r in records if r["id"] != "bad"] == [2, 2, 2]
-    with pytest.raises(SystemExit, match="add --do-sample"):
-        run_cli(argv + ["--seed", "1"])
 
 
 # ---- the real model ------------------------------------------------------------------------
