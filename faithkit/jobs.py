@@ -114,6 +114,7 @@ def run_job(
     ids = [row.id for row in rows]
     if process.world == 1:
         with ResultWriter(output, resume=not restart, fingerprint=fingerprint, retry_errors=retry_errors) as writer:
+            _merge_parts(output, writer, fingerprint, retry_errors, discard=restart)
             counts = _run(compute, rows, writer, chunk_size, flush_seconds, desc, order, writer)
             writer.reorder(ids)
         return counts
@@ -121,7 +122,7 @@ def run_job(
     main_writer = None
     if process.is_main:  # checks the fingerprint, takes the lock, folds in parts left by an interrupted run
         main_writer = ResultWriter(output, resume=not restart, fingerprint=fingerprint, retry_errors=retry_errors)
-        _merge_parts(output, main_writer)
+        _merge_parts(output, main_writer, fingerprint, retry_errors, discard=restart)
     process.wait()
     try:
         done = {str(r["id"]) for r in read_results(output)} if output.exists() else set()
@@ -131,7 +132,7 @@ def run_job(
         counts["skipped"] = len(done) if process.is_main else 0
         process.wait()
         if main_writer is not None:
-            _merge_parts(output, main_writer)
+            _merge_parts(output, main_writer, fingerprint, retry_errors=False)  # this run's error records stay
             main_writer.reorder(ids)
     finally:
         if main_writer is not None:
@@ -146,17 +147,23 @@ def _part(output: Path, rank: int) -> Path:
     return output.with_name(f"{output.name}.part{rank}")
 
 
-def _merge_parts(output: Path, writer: ResultWriter) -> None:
-    """Append the part files' records the output lacks (error records only when kept), then delete the parts."""
+def _merge_parts(output: Path, writer: ResultWriter, fingerprint: dict | None, retry_errors: bool,
+                 discard: bool = False) -> None:
+    """Append the records of the part files ``OUT.part<rank>`` that the output lacks, then delete the parts.
+
+    Parts left by an interrupted data-parallel run are checked like the output (the same job,
+    no damaged line; a half-written last line is cut) and lose their error records when those
+    are retried; ``discard`` (a restart) deletes them unread.
+    """
     for part in sorted(output.parent.glob(f"{output.name}.part*")):
         if part.suffix in (".json", ".lock"):
             continue
-        text = part.read_text(encoding="utf-8")
-        complete = text[: text.rfind("\n") + 1]  # an interrupted part may end mid-line
-        part.write_text(complete, encoding="utf-8")
-        for record in read_results(part):
-            if not writer.done(record["id"]):
-                writer.write(record)
+        if not discard:
+            with ResultWriter(part, fingerprint=fingerprint, retry_errors=retry_errors):
+                pass  # opening checks and repairs it
+            for record in read_results(part):
+                if not writer.done(record["id"]):
+                    writer.write(record)
         for leftover in (part, part.with_name(part.name + ".meta.json"), part.with_name(part.name + ".lock")):
             leftover.unlink(missing_ok=True)
 

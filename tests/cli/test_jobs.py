@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from filelock import FileLock
 
-from faithkit.data import read_results
+from faithkit.data import ResultWriter, read_results
 
 from .helpers import write_jsonl
 
@@ -156,3 +156,40 @@ def test_results_without_their_job_record_are_not_trusted(faithkit, scored):
     assert run.code == 2 and run.error_lines == [
         f"error: {out} holds results but no record of the job that wrote them ({meta.name} is missing); "
         f"{RESTART_HINT}"]
+
+
+def _leave_parts(out: Path, complete: list[dict], fingerprint: dict, layout: dict[str, list[int]]):
+    """Files as a data-parallel run stopped mid-way leaves them: records in the output and in per-process parts."""
+    for name, numbers in layout.items():
+        with ResultWriter(out.with_name(out.name + name), resume=False, fingerprint=fingerprint) as writer:
+            for number in numbers:
+                writer.write(complete[number])
+    with open(out.with_name(out.name + ".part0"), "a") as part:
+        part.write(json.dumps(complete[5])[:15])  # killed while writing
+
+
+def test_parts_left_by_a_parallel_run_are_folded_in(faithkit, scored):
+    argv, out = scored
+    complete, fingerprint = read_results(out), json.loads(Path(f"{out}.meta.json").read_text())
+    _leave_parts(out, complete, fingerprint, {"": [0, 1], ".part0": [2, 4], ".part1": [3]})
+    run = faithkit(*argv, "--metric", "overlap-f1")
+    assert run.code == 0 and "1 scored, 5 already done, 0 errors" in run.err  # only r5 was computed again
+    assert read_results(out) == complete
+    assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(out.name)) == [
+        "out.jsonl", "out.jsonl.lock", "out.jsonl.meta.json"]
+
+
+def test_parts_of_another_job_are_refused_and_restart_discards_them(faithkit, scored):
+    argv, out = scored
+    complete, fingerprint = read_results(out), json.loads(Path(f"{out}.meta.json").read_text())
+    _leave_parts(out, complete, {**fingerprint, "metric": "bleu"}, {"": [], ".part0": [2, 4]})
+    part = out.with_name(out.name + ".part0")
+    before = part.read_text()
+    run = faithkit(*argv, "--metric", "overlap-f1")
+    assert run.code == 2 and run.error_lines == [
+        f'error: {part} was written by a different job (metric: "bleu" then, "overlap-f1" now); to continue it, '
+        f"rerun with its settings; otherwise {RESTART_HINT}"]
+    assert part.read_text() == before
+    run = faithkit(*argv, "--metric", "overlap-f1", "--restart")
+    assert run.code == 0 and "6 scored, 0 already done" in run.err
+    assert read_results(out) == complete and not part.exists()
