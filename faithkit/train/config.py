@@ -117,11 +117,7 @@ class TrainConfig:
         return self.evaluation.best_metric.endswith("loss")
 
 
-SECTIONS = {f.name: f.type for f in dataclasses.fields(TrainConfig)}
-
-
-def _section_classes() -> dict[str, type]:
-    return {"model": ModelSection, "data": DataSection, "training": TrainingSection, "evaluation": EvaluationSection}
+SECTIONS = {"model": ModelSection, "data": DataSection, "training": TrainingSection, "evaluation": EvaluationSection}
 
 
 def flag_name(section: str, name: str) -> str:
@@ -130,8 +126,8 @@ def flag_name(section: str, name: str) -> str:
 
 
 def _flag_fields():
-    """(section, field, flag) for every field settable from the command line: all but mappings."""
-    for section, cls in _section_classes().items():
+    """(section, field, type, flag) for every field settable from the command line: all but mappings."""
+    for section, cls in SECTIONS.items():
         hints = typing.get_type_hints(cls)
         for item in dataclasses.fields(cls):
             if _base(hints[item.name]) is not dict:
@@ -165,8 +161,11 @@ def load_config(path: str | Path, overrides: dict[str, object] | None = None) ->
         raise ConfigError(f"{path}: expected a mapping with sections {sorted(SECTIONS)}, got {type(raw).__name__}")
     config = config_from_dict(raw, source=str(path))
     for key, value in (overrides or {}).items():
-        section, name = key.split(".")
-        setattr(getattr(config, section), name, value)
+        section, _, name = key.partition(".")
+        hints = typing.get_type_hints(SECTIONS[section]) if section in SECTIONS else {}
+        if name not in hints:
+            raise ConfigError(f"unknown setting '{key}'; settings are SECTION.KEY with sections {sorted(SECTIONS)}")
+        setattr(getattr(config, section), name, _coerce(value, hints[name], key))
     check(config, source=str(path))
     return config
 
@@ -177,7 +176,7 @@ def config_from_dict(raw: dict, source: str = "config") -> TrainConfig:
         raw = {**raw, "model": {"name": raw["model"]}}
     _reject_unknown(raw, SECTIONS, source, "")
     sections = {}
-    for section, cls in _section_classes().items():
+    for section, cls in SECTIONS.items():
         values = raw.get(section) or {}
         if not isinstance(values, dict):
             raise ConfigError(f"{source}: section '{section}' must be a mapping of keys to values, got {values!r}")

@@ -29,6 +29,7 @@ import csv
 import inspect
 import json
 import math
+import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -65,7 +66,6 @@ class RunState:
     """The run's own counters, saved and restored with accelerate's state."""
 
     step: int = 0
-    last_eval_step: int = -1
     best_value: float | None = None
     best_step: int | None = None
     best_values: dict = field(default_factory=dict)
@@ -88,22 +88,8 @@ class RunState:
 def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> dict:
     """Run (or with ``resume``, continue) training; return the summary that train.py prints as JSON."""
     output_dir = Path(output_dir)
-    t, e = config.training, config.evaluation
-    if "tensorboard" in e.log_with and not is_tensorboard_available():
-        raise ConfigError("evaluation.log_with names tensorboard, which is not installed: "
-                          "pip install tensorboard, or set --log-with (empty) for the CSV log only")
-    accelerator = Accelerator(
-        gradient_accumulation_plugin=GradientAccumulationPlugin(
-            num_steps=t.gradient_accumulation_steps, sync_with_dataloader=False),
-        mixed_precision=t.mixed_precision,
-        log_with=e.log_with or None,
-        project_dir=output_dir,
-        dataloader_config=DataLoaderConfiguration(split_batches=True, use_seedable_sampler=True, data_seed=t.seed),
-    )
-    for key, size in (("training.batch_size", t.batch_size), ("evaluation.eval_batch_size", e.eval_batch_size)):
-        if size % accelerator.num_processes:
-            raise ConfigError(f"{key} ({size}) must be a multiple of the number of processes "
-                              f"({accelerator.num_processes}): batches are split among them")
+    t, e, d = config.training, config.evaluation, config.data
+    accelerator = make_accelerator(config, output_dir)
     check_output_dir(output_dir, config, resume)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
@@ -111,23 +97,14 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
         (output_dir / RUN_CONFIG).write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
     set_seed(t.seed)
 
-    d = config.data
     train_rows, dev_rows = load_rows(d, "train"), load_rows(d, "dev")
     # only the main process decodes, so only it loads the metrics (and their judge models)
     metrics = load_hook_metrics(e) if accelerator.is_main_process else {}
     model, tokenizer = build_model(config.model, t.seed)
     seq2seq = model.config.is_encoder_decoder
     template = default_template(model, tokenizer)
-    encoded = {}
-    for split, rows in (("train", train_rows), ("dev", dev_rows)):
-        encoded[split], stats = encode_rows(rows, tokenizer, template, seq2seq, d.max_length, d.max_response_length)
-        logger.info("%s: %d rows; %d contexts cut to fit %d tokens, %d responses cut to %d tokens",
-                    split, stats.rows, stats.contexts_cut, d.max_length, stats.responses_cut, d.max_response_length)
-        if stats.dropped:
-            logger.warning("%s: %d of %d rows left out: their history alone does not fit in data.max_length %d "
-                           "beside the response", split, stats.dropped, stats.rows, d.max_length)
-        if not encoded[split]:
-            raise ConfigError(f"no {split} row fits in data.max_length {d.max_length}; raise it")
+    encoded = {split: _encode(split, rows, tokenizer, template, seq2seq, d)
+               for split, rows in (("train", train_rows), ("dev", dev_rows))}
     hook = build_hook(e, dev_rows, metrics, model, tokenizer, d.max_length) if accelerator.is_main_process else None
 
     rows_per_step = t.batch_size * t.gradient_accumulation_steps
@@ -154,7 +131,7 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
     if resume:
         accelerator.load_state(str(output_dir / "state"))
         logger.info("resumed at step %d of %d", state.step, total_steps)
-    log = RunLog(output_dir, accelerator, after_step=state.step if resume else None)
+    log = RunLog(output_dir, accelerator, keep_until=state.step if resume else -1)
     accelerator.init_trackers("tensorboard", config=_flat_config(config))
     logger.info("training %d steps (%d per epoch) of %d rows each, on %d process(es); evaluating every %d steps",
                 total_steps, steps_per_epoch, rows_per_step, accelerator.num_processes, eval_every)
@@ -173,10 +150,10 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
         _update_best(config, state, values)
         if state.best_step == state.step:
             save_checkpoint(accelerator, model, tokenizer, output_dir / "best", state.step, values)
-        state.last_eval_step, state.last_eval_values = state.step, values
+        state.last_eval_values = values
         logger.info("step %d: %s", state.step, ", ".join(f"{k} {v:.4f}" for k, v in values.items()))
 
-    if e.eval_at_start and state.step == 0 and state.last_eval_step < 0:
+    if e.eval_at_start and state.step == 0:
         evaluate()
     progress = tqdm(total=total_steps, initial=state.step, disable=not accelerator.is_main_process, desc="training")
     model.train()
@@ -202,9 +179,6 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
             if state.step >= total_steps or state.stopped:
                 break
     progress.close()
-    if state.last_eval_step != state.step:
-        evaluate()
-        save_state(accelerator, output_dir / "state")
     if state.stopped:
         logger.info("early stop at step %d: %s did not improve for %d evaluations",
                     state.step, e.best_metric, t.patience)
@@ -222,24 +196,61 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
     }
 
 
+def make_accelerator(config: TrainConfig, output_dir: Path) -> Accelerator:
+    """accelerate set up for this run: accumulation, precision, trackers, and batches split among processes."""
+    t, e = config.training, config.evaluation
+    if "tensorboard" in e.log_with and not is_tensorboard_available():
+        raise ConfigError("evaluation.log_with names tensorboard, which is not installed: "
+                          "pip install tensorboard, or set --log-with (empty) for the CSV log only")
+    accelerator = Accelerator(
+        # several processes without a GPU: accelerate joins them over gloo only when told they run on CPU
+        cpu=int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available(),
+        gradient_accumulation_plugin=GradientAccumulationPlugin(
+            num_steps=t.gradient_accumulation_steps, sync_with_dataloader=False),
+        mixed_precision=t.mixed_precision,
+        log_with=e.log_with or None,
+        project_dir=output_dir,
+        dataloader_config=DataLoaderConfiguration(split_batches=True, use_seedable_sampler=True, data_seed=t.seed),
+    )
+    for key, size in (("training.batch_size", t.batch_size), ("evaluation.eval_batch_size", e.eval_batch_size)):
+        if size % accelerator.num_processes:
+            raise ConfigError(f"{key} ({size}) must be a multiple of the number of processes "
+                              f"({accelerator.num_processes}): batches are split among them")
+    return accelerator
+
+
+def _encode(split: str, rows, tokenizer, template, seq2seq: bool, data) -> list[dict]:
+    """Token ids of one split, with what fitting them into ``data.max_length`` cost in the log."""
+    examples, stats = encode_rows(rows, tokenizer, template, seq2seq, data.max_length, data.max_response_length)
+    logger.info("%s: %d rows; %d contexts cut to fit %d tokens, %d responses cut to %d tokens",
+                split, stats.rows, stats.contexts_cut, data.max_length, stats.responses_cut, data.max_response_length)
+    if stats.dropped:
+        logger.warning("%s: %d of %d rows left out: their history alone does not fit in data.max_length %d "
+                       "beside the response", split, stats.dropped, stats.rows, data.max_length)
+    if not examples:
+        raise ConfigError(f"no {split} row fits in data.max_length {data.max_length}; raise it")
+    return examples
+
+
 # ---- output folder ---------------------------------------------------------------------------------
 def check_output_dir(output_dir: Path, config: TrainConfig, resume: bool) -> None:
-    """The folder is new, or holds this very config (then ``--resume`` is required, and a saved state with it)."""
-    saved = output_dir / RUN_CONFIG
-    if resume:
-        if not (output_dir / "state").is_dir():
-            raise ConfigError(f"--resume: no saved state in {output_dir / 'state'}; drop --resume to start the run")
-    elif output_dir.exists() and any(output_dir.iterdir()):
-        if not saved.exists():
+    """The folder is new or holds this very config; a saved state there must be resumed, and ``--resume`` needs one.
+
+    A folder with this config but no state (stopped before its first save) simply starts again.
+    """
+    saved, state = output_dir / RUN_CONFIG, output_dir / "state"
+    if resume and not state.is_dir():
+        raise ConfigError(f"--resume: no saved state in {state}; drop --resume to start the run")
+    if not saved.exists():
+        if output_dir.exists() and any(output_dir.iterdir()):
             raise OutputError(f"output folder {output_dir} is not empty and holds no faithkit training run; "
                               f"choose another --output-dir")
-    if not saved.exists():
         return
     differences = _differences(yaml.safe_load(saved.read_text()), config.to_dict())
     if differences:
         raise OutputError(f"output folder {output_dir} holds a different run ({'; '.join(differences[:3])}); "
                           f"choose another --output-dir, or delete the folder to start over")
-    if not resume:
+    if state.is_dir() and not resume:
         raise OutputError(f"output folder {output_dir} already holds this run; pass --resume to continue it, "
                           f"or choose another --output-dir")
 
@@ -269,17 +280,18 @@ def _flat_config(config: TrainConfig) -> dict:
 class RunLog:
     """``metrics.csv`` (one ``step,key,value`` line per number) and the trackers, from the main process only.
 
-    On ``--resume`` the lines of steps after the saved state are dropped: those steps run again.
+    Lines of steps after ``keep_until`` are dropped: on ``--resume`` the steps after the saved
+    state run again, and a run started afresh (-1) keeps nothing of an attempt that never saved.
     """
 
-    def __init__(self, output_dir: Path, accelerator: Accelerator, after_step: int | None):
+    def __init__(self, output_dir: Path, accelerator: Accelerator, keep_until: int):
         self.accelerator = accelerator
         self.csv = output_dir / "metrics.csv"
         self.samples = output_dir / "generations.jsonl"
-        if accelerator.is_main_process and after_step is not None:
-            self._drop_after(after_step)
-        if accelerator.is_main_process and not self.csv.exists():
-            self.csv.write_text("step,key,value\n")
+        if accelerator.is_main_process:
+            self._drop_after(keep_until)
+            if not self.csv.exists():
+                self.csv.write_text("step,key,value\n")
 
     def _drop_after(self, step: int) -> None:
         if self.csv.exists():

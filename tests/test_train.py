@@ -1,0 +1,304 @@
+"""Fine-tuning (faithkit.train) on tiny random BART and GPT-2: learning, checkpoints, exact resumption,
+data parallelism under accelerate launch, evaluation hooks and config errors."""
+
+import csv
+import json
+import os
+import re
+import runpy
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+from safetensors.torch import load_file
+
+from faithkit import models
+from faithkit.cli.train import add_arguments
+from faithkit.decoding import generate
+from faithkit.errors import ConfigError, ModelNotAvailableError, OutputError
+from faithkit.train import load_config, loop, train
+from faithkit.train.config import overrides_from_args
+from faithkit.train.data import load_rows
+
+REPO = Path(__file__).resolve().parents[1]
+TINY_GPT2 = REPO / "configs" / "train" / "tiny-gpt2.yaml"
+TINY_BART = REPO / "configs" / "train" / "tiny-bart.yaml"
+
+
+@pytest.fixture(autouse=True)
+def repo_cwd(monkeypatch):
+    """The tiny configs name their rows files relative to the repository; accelerate's singletons start fresh."""
+    from accelerate.state import AcceleratorState, GradientState
+
+    monkeypatch.chdir(REPO)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+
+
+def metrics_csv(folder: Path) -> dict[str, dict[int, float]]:
+    """``{key: {step: value}}`` from a run's metrics.csv."""
+    values: dict[str, dict[int, float]] = {}
+    with (folder / "metrics.csv").open() as handle:
+        for row in csv.DictReader(handle):
+            values.setdefault(row["key"], {})[int(row["step"])] = float(row["value"])
+    return values
+
+
+def parse(argv: list[str]):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return parser.parse_args(argv)
+
+
+def write_config(tmp_path: Path, base: Path, **sections) -> Path:
+    """``base`` with some keys replaced, section by section."""
+    raw = yaml.safe_load(base.read_text())
+    for section, values in sections.items():
+        if isinstance(raw.get(section), dict) and isinstance(values, dict):
+            raw[section] = {**raw[section], **values}
+        else:
+            raw[section] = values
+    path = tmp_path / "config.yaml"
+    path.write_text(yaml.safe_dump(raw))
+    return path
+
+
+# ---- learning, checkpoints, logs -------------------------------------------------------------------
+def test_tiny_bart_learns_logs_and_its_best_checkpoint_decodes_with_pmi_decode(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = load_config(TINY_BART, {"training.max_steps": 8})
+    summary = train(config, tmp_path / "run")
+
+    assert summary["steps"] == 8
+    assert summary["train_loss_last"] < summary["train_loss_first"] - 0.3
+    logged = metrics_csv(tmp_path / "run")
+    dev = logged["dev_loss"]
+    assert sorted(dev) == [0, 4, 8]  # before training, then every eval_steps
+    assert summary["dev_loss_first"] == dev[0] and summary["dev_loss_best"] == min(dev.values()) < dev[0]
+    best_step = min(dev, key=dev.get)
+    info = json.loads((tmp_path / "run" / "best" / "trainer_info.json").read_text())
+    assert info["step"] == best_step and info["dev_loss"] == summary["dev_metrics"]["dev_loss"]
+    assert {"greedy/mean_token_f1", "pmi_decode/corpus_bleu"} <= set(summary["dev_metrics"])
+
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    train_loss = {event.step: event.value for event in events.Scalars("train_loss")}
+    assert sorted(train_loss) == list(range(1, 9))
+    assert train_loss == pytest.approx(logged["train_loss"], rel=1e-6)
+    generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
+    assert len(generations) == 3 * 2 * 4  # evaluations x decoders x generate_rows
+    assert {(g["step"], g["decoder"]) for g in generations} == {(s, d) for s in dev for d in ("greedy", "pmi_decode")}
+
+    model, tokenizer = models.load(summary["checkpoint"], kind="seq2seq")
+    rows = load_rows(config.data, "dev")[:2]
+    responses = generate(model, tokenizer, [r.document for r in rows], [r.history for r in rows],
+                         alpha=0.5, top_p=0.9, max_new_tokens=6)
+    assert len(responses) == 2 and all(isinstance(text, str) for text in responses)
+    saved = load_file(str(Path(summary["checkpoint"]) / "model.safetensors"))
+    assert all(torch.equal(saved[name], tensor) for name, tensor in model.state_dict().items() if name in saved)
+
+
+# ---- resumption --------------------------------------------------------------------------------------
+def test_interrupted_run_resumes_to_the_same_parameters_as_an_uninterrupted_one(tmp_path, monkeypatch):
+    """Dropout is on, so the restored RNG matters as much as the data order, optimizer and schedule."""
+    config_file = write_config(tmp_path, TINY_GPT2, model={
+        "init": "random", "tokenizer": "gpt2-bpe",
+        "config": {"model_type": "gpt2", "n_layer": 2, "n_head": 2, "n_embd": 32, "n_positions": 256,
+                   "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1}})
+    overrides = {"training.max_steps": 6, "training.save_steps": 2, "evaluation.eval_steps": 3,
+                 "evaluation.generate_rows": 0}
+    config = load_config(config_file, overrides)
+    whole = train(config, tmp_path / "whole")
+
+    real_step, calls = loop.train_step, []
+
+    def interrupted_step(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:  # steps 1-3 ran; the state was saved after step 2, the model evaluated at step 3
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "train_step", interrupted_step)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, tmp_path / "split")
+    monkeypatch.setattr(loop, "train_step", real_step)
+    with pytest.raises(OutputError, match="pass --resume"):
+        train(config, tmp_path / "split")
+    resumed = train(config, tmp_path / "split", resume=True)
+
+    assert resumed["steps"] == whole["steps"] == 6
+    a = load_file(str(tmp_path / "whole" / "last" / "model.safetensors"))
+    b = load_file(str(tmp_path / "split" / "last" / "model.safetensors"))
+    assert a.keys() == b.keys()
+    assert max((a[name] - b[name]).abs().max().item() for name in a) < 1e-6
+    for key in ("train_loss_first", "train_loss_last", "dev_loss_first", "dev_loss_best"):
+        assert resumed[key] == pytest.approx(whole[key], abs=1e-6)
+    logged_whole, logged_split = metrics_csv(tmp_path / "whole"), metrics_csv(tmp_path / "split")
+    assert logged_split.keys() == logged_whole.keys()
+    for key in logged_whole:  # the steps redone after the saved state are logged once
+        assert logged_split[key] == pytest.approx(logged_whole[key], abs=1e-6)
+
+    model, tokenizer = models.load(resumed["last_checkpoint"])  # an ordinary causal LM folder
+    responses = generate(model, tokenizer, ["The kite is green."], [["What colour is the kite?"]],
+                         alpha=0.25, top_p=0.6, max_new_tokens=5)
+    assert len(responses) == 1 and isinstance(responses[0], str)
+
+
+# ---- data parallel under accelerate launch ------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _launch(processes: int, output: Path) -> subprocess.Popen:
+    # accelerate launch --cpu always starts one process; on a machine without a GPU, --multi_gpu
+    # starts torchrun's processes and accelerate joins them over gloo (MULTI_CPU)
+    mode = ["--cpu"] if processes == 1 else ["--multi_gpu", "--main_process_port", str(_free_port())]
+    command = [sys.executable, "-m", "accelerate.commands.launch", *mode, "--num_processes", str(processes),
+               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
+               "train.py", "--config", str(TINY_GPT2), "--output-dir", str(output),
+               "--max-steps", "6", "--eval-steps", "3", "--generate-rows", "2"]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def test_two_processes_give_the_loss_curve_of_one_with_the_same_global_batch(tmp_path):
+    runs = {count: _launch(count, tmp_path / f"p{count}") for count in (1, 2)}
+    outputs = {count: run.communicate(timeout=300) for count, run in runs.items()}
+    for count, run in runs.items():
+        assert run.returncode == 0, outputs[count][1][-3000:]
+    summaries = {count: json.loads(out.strip().splitlines()[-1]) for count, (out, _) in outputs.items()}
+    assert "on 2 process(es)" in outputs[2][1]
+    assert summaries[1]["steps"] == summaries[2]["steps"] == 6
+    one, two = metrics_csv(tmp_path / "p1"), metrics_csv(tmp_path / "p2")
+    assert sorted(one["train_loss"]) == list(range(1, 7))
+    assert two["train_loss"] == pytest.approx(one["train_loss"], rel=1e-5)
+    assert two["dev_loss"] == pytest.approx(one["dev_loss"], rel=1e-5)
+    assert summaries[2]["train_loss_last"] < summaries[2]["train_loss_first"]
+    for count in (1, 2):  # the checkpoint folders are complete on either
+        assert (tmp_path / f"p{count}" / "best" / "model.safetensors").exists()
+        assert (tmp_path / f"p{count}" / "last" / "tokenizer.json").exists()
+
+
+# ---- evaluation hooks ---------------------------------------------------------------------------------
+class ScriptedMetric:
+    """Stands for a registry metric: records what it scores and returns a scripted mean per evaluation."""
+
+    def __init__(self, means: list[float]):
+        self.means = means
+        self.calls = []
+
+    def compute(self, documents, histories, responses, references=None):
+        self.calls.append({"documents": documents, "responses": responses, "references": references})
+        evaluation = (len(self.calls) - 1) // 2  # greedy, then PMI-DECODE
+        return {"mean_score": self.means[evaluation], "score": [self.means[evaluation]] * len(responses)}
+
+
+def test_best_checkpoint_by_a_dev_metric_and_early_stopping(tmp_path, monkeypatch):
+    metric = ScriptedMetric([0.1, 0.5, 0.4, 0.3, 0.9])
+    monkeypatch.setattr(loop, "load_hook_metrics", lambda evaluation: {"scripted": metric})
+    config = load_config(TINY_GPT2, {"evaluation.eval_steps": 2, "evaluation.best_metric": "pmi_decode/mean_score",
+                                     "training.patience": 2})
+    summary = train(config, tmp_path / "run")
+
+    assert summary["steps"] == 6  # evaluations at 0, 2 (best), 4 and 6 (worse twice): stopped early
+    assert json.loads((tmp_path / "run" / "best" / "trainer_info.json").read_text())["step"] == 2
+    assert summary["dev_metrics"]["pmi_decode/mean_score"] == 0.5
+    logged = metrics_csv(tmp_path / "run")
+    assert logged["greedy/mean_score"] == logged["pmi_decode/mean_score"] == {0: 0.1, 2: 0.5, 4: 0.4, 6: 0.3}
+    dev = load_rows(config.data, "dev")[:4]
+    assert metric.calls[0]["references"] == [row.response for row in dev]
+    generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
+    assert metric.calls[1]["responses"] == [g["response"] for g in generations
+                                            if g["step"] == 0 and g["decoder"] == "pmi_decode"]
+    assert train(config, tmp_path / "run", resume=True)["steps"] == 6  # a stopped run stays stopped
+
+
+# ---- config and its errors ------------------------------------------------------------------------------
+def test_flags_override_the_file():
+    args = parse(["--config", str(TINY_GPT2), "--learning-rate", "1e-4", "--max-steps", "10",
+                  "--metrics", "lexical", "pmi-faith", "--eval-at-start", "false", "--patience", "none"])
+    config = load_config(args.config, overrides_from_args(args))
+    assert config.training.learning_rate == 1e-4 and config.training.max_steps == 10
+    assert config.evaluation.metrics == ["lexical", "pmi-faith"] and config.evaluation.eval_at_start is False
+    assert config.training.patience is None
+    assert config.training.batch_size == 4  # not given: the file's value
+    with pytest.raises(SystemExit):
+        parse(["--config", str(TINY_GPT2), "--max-steps", "ten"])
+
+
+@pytest.mark.parametrize("sections, message", [
+    ({"training": {"learnig_rate": 1e-4}}, "unknown key 'training.learnig_rate'; did you mean 'training.learning_rate'"),
+    ({"training": {"batch_size": "eight"}}, "training.batch_size must be an integer, got 'eight'"),
+    ({"optimizer": {"name": "adam"}}, "unknown key 'optimizer'"),
+    ({"data": {"corpus": "topicalchat"}}, "exactly one of data.corpus"),
+    ({"evaluation": {"best_metric": "beam/mean_pmi"}}, "evaluation.best_metric must be dev_loss or DECODER/KEY"),
+])
+def test_bad_config_names_the_key(tmp_path, sections, message):
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        load_config(write_config(tmp_path, TINY_GPT2, **sections))
+
+
+@pytest.fixture
+def no_model(monkeypatch):
+    """Fails the test if training gets as far as loading a model."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("a model was loaded before the configuration error was raised")
+
+    monkeypatch.setattr(loop, "build_model", refuse)
+
+
+@pytest.mark.parametrize("data, message", [
+    ({"corpus": "nosuch", "train_file": None, "dev_file": None}, "unknown corpus 'nosuch'"),
+    ({"corpus": "topicalchat", "train_split": "nosplit", "train_file": None, "dev_file": None},
+     "topicalchat has no split 'nosplit'"),
+])
+def test_unknown_corpus_or_split_fails_before_any_model_loads(tmp_path, no_model, data, message):
+    config = load_config(write_config(tmp_path, TINY_GPT2, data=data))
+    with pytest.raises(ConfigError, match=message):
+        train(config, tmp_path / "run")
+
+
+def test_output_folder_and_resume_errors_come_before_any_model_loads(tmp_path, no_model):
+    config = load_config(TINY_GPT2)
+    with pytest.raises(ConfigError, match="--resume: no saved state"):
+        train(config, tmp_path / "fresh", resume=True)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(OutputError, match="holds no faithkit training run"):
+        train(config, tmp_path / "other")
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "run_config.yaml").write_text(yaml.safe_dump(load_config(TINY_GPT2, {"training.learning_rate": 0.1}).to_dict()))
+    with pytest.raises(OutputError, match=r"holds a different run \(training.learning_rate: 0.1 there, 0.003 here\)"):
+        train(config, held)
+
+
+def test_a_model_that_cannot_be_loaded_names_the_fix(tmp_path):
+    config = load_config(TINY_GPT2, {"model.name": "no-such-org/no-such-model", "model.init": "pretrained",
+                                     "model.tokenizer": None, "model.config": {}})
+    with pytest.raises(ModelNotAvailableError, match="no-such-org/no-such-model"):
+        train(config, tmp_path / "run")
+
+
+def test_train_script_prints_one_error_line_and_exits_2(tmp_path, capsys, monkeypatch):
+    bad = write_config(tmp_path, TINY_GPT2, training={"warmup_ratio": 1.5})
+    monkeypatch.setattr(sys, "argv", ["train.py", "--config", str(bad), "--output-dir", str(tmp_path / "run")])
+    with pytest.raises(SystemExit) as exit_status:
+        runpy.run_path(str(REPO / "train.py"), run_name="__main__")
+    assert exit_status.value.code == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        f"error: {bad}: training.warmup_ratio must be in [0, 1), got 1.5"]
+    assert not (tmp_path / "run").exists()
