@@ -14,7 +14,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import sys
 import logging
 from dataclasses import dataclass, field

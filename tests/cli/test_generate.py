@@ -13,7 +13,8 @@ DOCUMENTS = [
     "Gardening is considered by many people to be a relaxing activity.",
     "Jazz originated in New Orleans in the late 19th century.",
 ]
-HISTORIES = [["How tall is the Eiffel Tower?"], ["I just started gardening.", "Nice! Do you like it?", "Yes, a lot."], []]
+HISTORIES = [["How tall is the Eiffel Tower?"], ["I just started gardening.", "Nice! Do you like it?", "Yes, a lot."],
+             []]
 
 
 @pytest.fixture()
