@@ -7,6 +7,7 @@ bug would) at seeded random rows, and once for real: a subprocess killed with SI
 """
 
 import importlib
+import os
 import random
 import signal
 import time
@@ -168,3 +169,22 @@ def test_ctrl_c_or_kill_9_loses_nothing_and_the_rerun_completes(faithkit, model_
         run = faithkit(*_pmi_faith(model_folder, rows, output))  # the same command (chunk size is no setting)
         assert run.code == 0 and f"{len(ROWS) - rows_done} scored, {rows_done} already done, 0 errors" in run.err
         _assert_same_as_never_stopped(output, never_stopped["pmi-faith"])
+
+
+def test_ctrl_c_while_a_record_is_made_durable_counts_it(faithkit, monkeypatch, rows, tmp_path):
+    # the line is in the file, but the writer had not yet noted its id when Ctrl-C arrived (during fsync)
+    output = tmp_path / "scores.jsonl"
+    fsync, calls = os.fsync, 0
+
+    def interrupted_fsync(descriptor):
+        nonlocal calls
+        calls += 1
+        fsync(descriptor)
+        if calls == 3:  # the job's record (call 1 makes the .meta.json durable), then the second record
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted_fsync)
+    run = faithkit(*_overlap_f1(None, rows, output))
+    monkeypatch.undo()
+    assert run.code == 130 and len(read_results(output)) == 2
+    assert run.err.splitlines()[-1] == f"interrupted: 2 rows are in {output}; rerun the same command to continue"
