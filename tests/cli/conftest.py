@@ -6,6 +6,7 @@ argparse's own errors (which leave through SystemExit).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import pytest
@@ -26,12 +27,17 @@ class Run:
 
 @pytest.fixture
 def faithkit(capsys):
+    logger = logging.getLogger("faithkit")
+
     def run(*argv) -> Run:
         capsys.readouterr()  # only this command's output
+        handlers, level = logger.handlers[:], logger.level
         try:
             code = main([str(arg) for arg in argv])
         except SystemExit as stop:  # argparse: usage errors exit 2, --help exits 0
             code = stop.code
+        finally:  # main's handler writes to this test's captured stderr, which closes with the test
+            logger.handlers[:], logger.level = handlers, level
         out, err = capsys.readouterr()
         return Run(code, out, err)
 
