@@ -39,7 +39,8 @@ def _launch(*argv) -> subprocess.Popen:
 
 @pytest.fixture(scope="module")
 def runs(model_folder, tmp_path_factory):
-    """Start both launches, then make the one-process outputs to compare with while they run."""
+    """Both launches' (status, stdout, stderr) by command, and their folder; the one-process outputs to compare
+    with are made while they run."""
     from faithkit.cli import main
 
     folder = tmp_path_factory.mktemp("parallel")
@@ -47,15 +48,14 @@ def runs(model_folder, tmp_path_factory):
     score = ["score", "--metric", "pmi-faith", "--model", model_folder, "--input", rows]
     generate = ["generate", "--model", model_folder, "--input", rows, "--max-new-tokens", "3"]
 
-    # a single process stopped after DONE_BEFORE rows: the two processes resume its output
-    with pytest.MonkeyPatch.context() as patch:
-        crash_after(patch, PMIFaith, "compute_rows", 1, DONE_BEFORE, KeyboardInterrupt())
-        assert main([str(a) for a in [*score, "--output", folder / "scores-2.jsonl", "--chunk-size", 1]]) == 130
-    assert len(read_results(folder / "scores-2.jsonl")) == DONE_BEFORE
-
-    processes = {"score": _launch(*score, "--output", folder / "scores-2.jsonl"),
-                 "generate": _launch(*generate, "--output", folder / "responses-2.jsonl")}
+    processes = {"generate": _launch(*generate, "--output", folder / "responses-2.jsonl")}
     try:
+        # a single process stopped after DONE_BEFORE rows: the two processes resume its output
+        with pytest.MonkeyPatch.context() as patch:
+            crash_after(patch, PMIFaith, "compute_rows", 1, DONE_BEFORE, KeyboardInterrupt())
+            assert main([str(a) for a in [*score, "--output", folder / "scores-2.jsonl", "--chunk-size", 1]]) == 130
+        assert len(read_results(folder / "scores-2.jsonl")) == DONE_BEFORE
+        processes["score"] = _launch(*score, "--output", folder / "scores-2.jsonl")
         for name, argv in (("score", score), ("generate", generate)):
             assert main(["-q", *[str(a) for a in argv], "--output", str(folder / f"{name}-1.jsonl")]) == 0
         finished = {name: process.communicate(timeout=300) for name, process in processes.items()}
