@@ -6,12 +6,11 @@ argparse's own errors (which leave through SystemExit).
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import pytest
 
-from faithkit.cli import main
+from .helpers import run_main
 
 
 @dataclass
@@ -27,17 +26,12 @@ class Run:
 
 @pytest.fixture
 def faithkit(capsys):
-    logger = logging.getLogger("faithkit")
-
     def run(*argv) -> Run:
         capsys.readouterr()  # only this command's output
-        handlers, level = logger.handlers[:], logger.level
         try:
-            code = main([str(arg) for arg in argv])
+            code = run_main(*argv)
         except SystemExit as stop:  # argparse: usage errors exit 2, --help exits 0
             code = stop.code
-        finally:  # main's handler writes to this test's captured stderr, which closes with the test
-            logger.handlers[:], logger.level = handlers, level
         out, err = capsys.readouterr()
         return Run(code, out, err)
 

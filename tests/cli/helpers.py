@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+from faithkit.cli import main
+
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def run_main(*argv) -> int:
+    """``faithkit ARGV`` in this process; faithkit's logging is left as it was (main sets it up for a whole process,
+    on the stderr of the moment, which under pytest is a capture that closes with the test)."""
+    logger = logging.getLogger("faithkit")
+    handlers, level = logger.handlers[:], logger.level
+    try:
+        return main([str(arg) for arg in argv])
+    finally:
+        logger.handlers[:], logger.level = handlers, level
 
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:

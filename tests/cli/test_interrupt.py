@@ -17,7 +17,7 @@ import pytest
 from faithkit.data import read_results
 from faithkit.metrics.lexical import TextOverlap
 
-from .helpers import crash_after, start_faithkit, write_jsonl
+from .helpers import crash_after, run_main, start_faithkit, write_jsonl
 
 ROWS = [{"id": f"r{i}", "document": f"Document {i % 5} says apples number {i} grow on tall trees.",
          "history": ["Tell me about apples."], "response": f"Apples {i} grow on trees, {'they say ' * (i % 3)}."}
@@ -59,13 +59,11 @@ def _generate(model_folder, rows, output, *extra):
 @pytest.fixture(scope="module")
 def never_stopped(rows, model_folder, tmp_path_factory):
     """Outputs of uninterrupted runs, by command."""
-    from faithkit.cli import main
-
     folder = tmp_path_factory.mktemp("complete")
     commands = {"pmi-faith": _pmi_faith, "generate": _generate, "overlap-f1": _overlap_f1}
     outputs = {}
     for name, command in commands.items():
-        assert main(["-q", *[str(a) for a in command(model_folder, rows, folder / f"{name}.jsonl")]]) == 0
+        assert run_main("-q", *command(model_folder, rows, folder / f"{name}.jsonl")) == 0
         outputs[name] = read_results(folder / f"{name}.jsonl")
     return outputs
 

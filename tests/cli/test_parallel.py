@@ -16,7 +16,7 @@ import pytest
 from faithkit.data import read_results
 from faithkit.metrics.pmi_faith import PMIFaith
 
-from .helpers import ROOT, crash_after, subprocess_env, write_jsonl
+from .helpers import ROOT, crash_after, run_main, subprocess_env, write_jsonl
 
 ROWS = [{"id": f"p{i}", "document": f"Note {i % 4}: pears number {i} ripen in autumn.", "history": ["And pears?"],
          "response": f"Pears {i} ripen in autumn{'!' * (i % 3)}", "gold": f"gold {i}"} for i in range(12)]
@@ -41,8 +41,6 @@ def _launch(*argv) -> subprocess.Popen:
 def runs(model_folder, tmp_path_factory):
     """Both launches' (status, stdout, stderr) by command, and their folder; the one-process outputs to compare
     with are made while they run."""
-    from faithkit.cli import main
-
     folder = tmp_path_factory.mktemp("parallel")
     rows = write_jsonl(folder / "rows.jsonl", ROWS)
     score = ["score", "--metric", "pmi-faith", "--model", model_folder, "--input", rows]
@@ -53,11 +51,11 @@ def runs(model_folder, tmp_path_factory):
         # a single process stopped after DONE_BEFORE rows: the two processes resume its output
         with pytest.MonkeyPatch.context() as patch:
             crash_after(patch, PMIFaith, "compute_rows", 1, DONE_BEFORE, KeyboardInterrupt())
-            assert main([str(a) for a in [*score, "--output", folder / "scores-2.jsonl", "--chunk-size", 1]]) == 130
+            assert run_main(*score, "--output", folder / "scores-2.jsonl", "--chunk-size", 1) == 130
         assert len(read_results(folder / "scores-2.jsonl")) == DONE_BEFORE
         processes["score"] = _launch(*score, "--output", folder / "scores-2.jsonl")
         for name, argv in (("score", score), ("generate", generate)):
-            assert main(["-q", *[str(a) for a in argv], "--output", str(folder / f"{name}-1.jsonl")]) == 0
+            assert run_main("-q", *argv, "--output", folder / f"{name}-1.jsonl") == 0
         finished = {name: process.communicate(timeout=300) for name, process in processes.items()}
     finally:
         for process in processes.values():
