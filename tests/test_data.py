@@ -70,7 +70,7 @@ def test_invalid_utf8_in_a_csv_field_names_row_and_field(tmp_path):
     path.write_bytes(b"document,history,response\nD,h,R\nD,h,caf\xe9\n")
     rows = list(read_rows(path))
     assert rows[0].error is None
-    assert rows[1].error.startswith("row 3: field 'response' is not valid UTF-8")  # id: its line number
+    assert rows[1].error.startswith("row 2: field 'response' is not valid UTF-8")  # id: its data row number
 
 
 def test_duplicate_ids_are_refused(tmp_path):

@@ -105,7 +105,7 @@ def test_outputs_are_written(wow_files, tmp_path):
     records = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
     # ids: the set and the row's line in its CSV (line 1 is the header)
     assert sorted(r["id"] for r in records) == sorted(
-        [f"consistent:{line}" for line in (2, 3, 4)] + [f"inconsistent:{line}" for line in (2, 3, 4)])
+        [f"consistent:{n}" for n in (1, 2, 3)] + [f"inconsistent:{n}" for n in (1, 2, 3)])
     assert all("overlap_f1" in r and "explanations" in r for r in records)
 
 

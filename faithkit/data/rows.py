@@ -95,7 +95,11 @@ for .tsv, ``csv`` for .csv."""
 
 
 def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None, str | None]]:
-    """(line number, record, error) for each data line; undecodable bytes and ragged rows become errors."""
+    """(row number, line, record, error) for each data row; undecodable bytes and ragged rows become errors.
+
+    A JSONL row's number is its line; a CSV/TSV row's counts data rows from 1 (the header
+    excluded); ``line`` is where the row starts in the file.
+    """
     raw = path.read_bytes().decode("utf-8", errors="surrogateescape")
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".json"):
@@ -103,17 +107,17 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None
             if not line.strip():
                 continue
             if _has_bad_bytes(line):
-                yield number, None, f"line {number} is not valid UTF-8"
+                yield number, number, None, f"line {number} is not valid UTF-8"
                 continue
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                yield number, None, f"line {number} is not valid JSON ({error.msg})"
+                yield number, number, None, f"line {number} is not valid JSON ({error.msg})"
                 continue
             if not isinstance(record, dict):
-                yield number, None, f"line {number} is not a JSON object"
+                yield number, number, None, f"line {number} is not a JSON object"
                 continue
-            yield number, record, None
+            yield number, number, record, None
     elif suffix in (".csv", ".tsv"):
         delimiter = "\t" if suffix == ".tsv" else ","
         quoting = quoting or ("none" if suffix == ".tsv" else "csv")
@@ -123,16 +127,17 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None
         header = next(reader, None)
         if header is None:
             return
-        start = reader.line_num + 1
+        start, number = reader.line_num + 1, 0
         for fields in reader:
-            number, start = start, reader.line_num + 1  # a quoted field may span lines: report the first
+            line, start = start, reader.line_num + 1  # a quoted field may span lines: report its first
             if not fields:
                 continue
+            number += 1  # rows count from 1 after the header, as the benchmark files' ids do
             if len(fields) != len(header):
-                yield number, None, (f"line {number} has {len(fields)} fields where the header has {len(header)}"
+                yield number, line, None, (f"line {line} has {len(fields)} fields where the header has {len(header)}"
                                      + _quoting_hint(quoting))
                 continue
-            yield number, dict(zip(header, fields)), None
+            yield number, line, dict(zip(header, fields)), None
     else:
         raise InputError(f"{path}: unknown file type '{suffix}'; use .jsonl, .csv or .tsv")
 
@@ -162,9 +167,9 @@ def _has_bad_text(value) -> bool:
 def read_rows(path: str | Path, columns: Columns | None = None, quoting: str | None = None) -> Iterator[Row]:
     """Yield every data row of a JSONL/CSV/TSV file; rows that cannot be used carry ``error``.
 
-    Rows without an id get their line number as id, or ``line-<n>`` when the file has an id
-    column (a bare number could then collide with a real id). ``quoting`` is ``none`` or
-    ``csv`` (see :data:`QUOTING`).
+    Rows without an id get their row number as id (see :func:`_records`), or ``line-<n>`` (the
+    file line where the row starts) when the file has an id column, so that they cannot collide
+    with real ids. ``quoting`` is ``none`` or ``csv`` (see :data:`QUOTING`).
     """
     path = Path(path)
     if not path.exists():
@@ -174,30 +179,30 @@ def read_rows(path: str | Path, columns: Columns | None = None, quoting: str | N
     columns = columns or Columns()
     mapping = None
     pending = []  # rows that failed before the header was known
-    for number, record, error in _records(path, quoting):
+    for number, line, record, error in _records(path, quoting):
         if record is not None and mapping is None:
             mapping = columns.resolve(record.keys(), str(path))
             if mapping["history"] is None:
                 logger.warning("%s: no history column found, so every history is empty "
                                "(name one with --history-column)", path)
-            yield from (Row(id=_fallback_id(n, mapping), error=e) for n, e in pending)
+            yield from (Row(id=_fallback_id(n, at, mapping), error=e) for n, at, e in pending)
             pending = []
         if error is not None:
             if mapping is None:
-                pending.append((number, error))
+                pending.append((number, line, error))
             else:
-                yield Row(id=_fallback_id(number, mapping), error=error)
+                yield Row(id=_fallback_id(number, line, mapping), error=error)
             continue
         given_id = record.get(mapping["id"]) if mapping["id"] else None
         unusable = given_id in (None, "") or _has_bad_text(given_id)
-        row_id = _fallback_id(number, mapping) if unusable else str(given_id)
+        row_id = _fallback_id(number, line, mapping) if unusable else str(given_id)
         yield _row(record, mapping, row_id, columns.required)
     if mapping is None:
-        raise InputError(f"{path} has no data rows" + (f" ({pending[0][1]})" if pending else ""))
+        raise InputError(f"{path} has no data rows" + (f" ({pending[0][2]})" if pending else ""))
 
 
-def _fallback_id(number: int, mapping: dict) -> str:
-    return f"line-{number}" if mapping["id"] else str(number)
+def _fallback_id(number: int, line: int, mapping: dict) -> str:
+    return f"line-{line}" if mapping["id"] else str(number)
 
 
 def _row(record: dict, mapping: dict, row_id: str, required: tuple[str, ...]) -> Row:

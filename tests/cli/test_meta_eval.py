@@ -39,7 +39,7 @@ def test_q2_wow_then_system_level_from_its_folder(faithkit, wow_files, tmp_path)
     assert "| overlap_f1 | 0.5556 | 0.2444 | 0.8333 | 0.7222 |" in run.out
     # ids: the set and the row's line in its CSV (the header is line 1)
     assert [r["id"] for r in read_results(out / "scores.jsonl")] == (
-        [f"consistent:{line}" for line in (2, 3, 4)] + [f"inconsistent:{line}" for line in (2, 3, 4)])
+        [f"consistent:{n}" for n in (1, 2, 3)] + [f"inconsistent:{n}" for n in (1, 2, 3)])
 
     run = faithkit("meta-eval", "system-level", "--scores", out, "--repetitions", "50", "--out", out)
     assert run.code == 0
