@@ -311,7 +311,7 @@ def test_settings_give_generate_its_arguments(tiny_gpt2, gpt2_tokenizer):
     ({"batch_size": 0}, "--batch-size 0 is out of range"),
     ({"max_new_tokens": 0}, "--max-new-tokens 0 is out of range"),
     ({"num_return_sequences": 2}, "--num-return-sequences 2 is more than --num-beams 1"),
-    ({"seed": 1}, "--seed apply to sampling only: add --do-sample"),
+    ({"seed": 1}, "--seed applies to sampling only: add --do-sample"),
     ({"temperature": 0.7, "top_k": 5}, "--temperature, --top-k apply to sampling only"),
     ({"do_sample": True, "num_beams": 2}, "beam sampling"),
     ({"do_sample": True, "temperature": 0.0}, "--temperature 0 is out of range"),

@@ -20,7 +20,7 @@ from faithkit.cli import sweep as sweep_cli
 from faithkit.data import ResultWriter
 from faithkit.decoding import generate
 from faithkit.errors import ConfigError, OutputError
-from faithkit.eval.explain import highlight_tokens, token_texts, write_explain_html
+from faithkit.eval.explain import highlight_tokens, is_explained, token_texts, write_explain_html
 from faithkit.prompts import DEFAULT_TEMPLATE
 from faithkit.sweep import Cell, SweepConfig, choose_best, is_repeated, load_config, run_sweep
 
@@ -107,7 +107,7 @@ def no_model_loads(monkeypatch):
     (["--alpha", "0,1.5"], r"--alpha 1.5 is out of range: use a value in \[0, 1\]"),
     (["--top-p", "0"], r"--top-p 0 is out of range: use a value in \(0, 1\]"),
     (["--alpha", "0,x"], "alpha: expected numbers, got '0,x'"),
-    (["--decoding", "greedy", "--temperature", "0.7"], "--temperature apply to --decoding sample"),
+    (["--decoding", "greedy", "--temperature", "0.7"], "--temperature applies to --decoding sample, not greedy"),
     (["--decoding", "beam", "--num-beams", "1"], "beam search needs at least 2 beams"),
     (["--decoding", "sample", "--num-beams", "4"], "--num-beams 4 applies to --decoding beam"),
     (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, q2, lexical"),
@@ -124,14 +124,17 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
     path = tmp_path / "sweep.yaml"
     path.write_text("generator: g\ninput: ${data}/dev.jsonl\nout: o\nalpha: [0, 0.25]\ntop-p: 0.6\nlimit: 3\n")
     monkeypatch.setenv("FAITHKIT_DATA", str(rows_file.parent))
-    config = load_config(path, {"alpha": "0.5,1", "judge": None})
-    assert config.alpha == (0.5, 1.0) and config.top_p == (0.6,) and config.limit == 3
+    config = load_config(path, {"alpha": "0.5,1", "judge": None, "generator": None})
+    assert config.alpha == (0.5, 1.0) and config.top_p == (0.6,) and config.limit == 3 and config.generator == "g"
     assert config.input_path() == rows_file and config.judge == SweepConfig.judge  # None: not given
     path.write_text("generator: g\ninput: x\nout: o\ntop_pp: 0.6\nbeams: 2\n")
     with pytest.raises(ConfigError, match=r"unknown keys beams, top_pp; valid keys are generator, judge, input"):
         load_config(path)
     with pytest.raises(ConfigError, match=r"sweep settings: unknown key top_pp; valid keys are generator"):
         load_config(None, {"generator": "g", "top_pp": 0.6})
+    path.write_text("generator: g\ninput: x\nout: o\n")  # the flags given win; the file keeps the rest
+    with pytest.raises(ConfigError, match="--top-p 0 is out of range"):
+        sweep_cli.run(parse(["--config", str(path), "--top-p", "0"]))
     path.write_text("generator: g\ninput: x\nout: o\nlimit: 2.5\n")
     with pytest.raises(ConfigError, match="limit: expected int, got 2.5"):
         load_config(path)
@@ -236,6 +239,37 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     assert page.count('class="tok"') == sum(len(s.get("token_pmi", [])) for s in scores)
 
 
+class FakeQ2:
+    """Q² stand-in: the share of the response's words found in the document; q2_no_nli is half of it."""
+
+    calls = 0
+
+    def compute_rows(self, documents, histories, responses):
+        FakeQ2.calls += 1
+        rows = []
+        for document, response in zip(documents, responses):
+            words = response.lower().split()
+            share = sum(word in document.lower() for word in words) / len(words)
+            rows.append({"q2": share, "q2_no_nli": share / 2, "explanations": []})
+        return rows
+
+
+def test_q2_columns_when_asked(config, monkeypatch):
+    from faithkit.sweep import run as sweep_run
+
+    monkeypatch.setattr(sweep_run, "_q2", lambda config: FakeQ2())
+    result = run_sweep(replace(config, metrics=("lexical", "q2"), faithfulness="q2"))
+    q2 = {r["id"]: r for r in read_jsonl(Path(config.out) / "q2.jsonl")}
+    assert FakeQ2.calls == 1  # every cell's responses in one call
+    for row, cell in zip(result.table, config.cells()):
+        values = [q2[f"{cell.name}/{r['id']}"].get("q2") for r in ROWS]
+        values = [v for v in values if v is not None]
+        assert row["q2"] == pytest.approx(sum(values) / len(values)) and row["q2_no_nli"] == pytest.approx(row["q2"] / 2)
+        assert row["pmi_faith"] is None
+    header = (Path(config.out) / "sweep.csv").read_text().splitlines()[0]
+    assert header.endswith(",repeated,q2,q2_no_nli") and "best: alpha" in result.markdown
+
+
 def test_judging_with_the_generator_warns(config, caplog):
     with caplog.at_level("WARNING", logger="faithkit.sweep"):
         run_sweep(replace(config, judge=config.generator, alpha=(0.5,), top_p=(0.6,), metrics=("pmi-faith",),
@@ -310,5 +344,8 @@ def test_explain_page_colours_pmi_faith_tokens(tmp_path):
     assert '<span class="tok" style="background:hsl(120,75%,72%)"' in page  # +2.5 nats: full green
     assert 'style="background:hsl(0,75%,72%)"' in page and "hsl(0,75%,93%)" in page  # -3 full red, -0.5 light
     assert "&lt;" in page and "<tall>" not in page
-    assert "+2.50 nats" in page and "token colour" in page
+    assert 'title="+2.50"' in page and "token colour: log P(token | document, history)" in page
     assert highlight_tokens(["ĠIt"], [0.0]).count("<span") == 1
+    scores = tmp_path / "scores.jsonl"  # faithkit explain renders a PMI-FAITH scores file as it is
+    scores.write_text("".join(json.dumps(record) + "\n" for record in records[::-1]))
+    assert is_explained(scores)

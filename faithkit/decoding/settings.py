@@ -67,7 +67,8 @@ class DecodingSettings:
             given = [flag for flag, value in (("--temperature", self.temperature), ("--top-k", self.top_k),
                                               ("--seed", self.seed)) if value is not None]
             if given:
-                raise ConfigError(f"{', '.join(given)} apply to sampling only: add --do-sample, or drop them")
+                raise ConfigError(f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} to sampling only: "
+                                  "add --do-sample, or drop them")
             if self.num_return_sequences > self.num_beams:
                 raise ConfigError(f"--num-return-sequences {self.num_return_sequences} is more than --num-beams "
                                   f"{self.num_beams}: search returns at most one response per beam; raise "

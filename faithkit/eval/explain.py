@@ -125,11 +125,10 @@ def token_texts(tokens: Sequence[str]) -> list[str]:
 
 
 def highlight_tokens(tokens: Sequence[str], token_pmi: Sequence[float], scale: float = PMI_SCALE) -> str:
-    """The response as HTML, each token on a background of :func:`pmi_colour` with its value on hover."""
+    """The response as HTML, each token on a background of :func:`pmi_colour` with its value (nats) on hover."""
     pieces = []
     for text, value in zip(token_texts(tokens), token_pmi):
-        title = f"{value:+.2f} nats: log P(token | document, history) - log P(token | history)"
-        pieces.append(f'<span class="tok" style="background:{pmi_colour(value, scale)}" title="{escape(title)}">'
+        pieces.append(f'<span class="tok" style="background:{pmi_colour(value, scale)}" title="{value:+.2f}">'
                       f"{escape(text)}</span>")
     return "".join(pieces)
 
@@ -240,7 +239,7 @@ def _card(record: dict, score_key: str, low_threshold: float) -> str:
 
 
 def is_explained(path) -> bool:
-    """A JSONL whose first scored record already carries explanations needs no scoring."""
+    """A JSONL whose first scored record already explains its score (Q² spans, PMI-FAITH token values) needs no scoring."""
     from pathlib import Path
 
     from ..data import read_results
@@ -248,7 +247,7 @@ def is_explained(path) -> bool:
     if Path(path).suffix.lower() != ".jsonl":
         return False
     scored = [r for r in read_results(path) if "error" not in r]
-    return bool(scored) and "explanations" in scored[0]
+    return bool(scored) and ("explanations" in scored[0] or "token_pmi" in scored[0])
 
 
 def summarize_records(records: Sequence[dict], score_key: str = "q2", low_threshold: float = 0.5) -> dict:
@@ -267,8 +266,9 @@ def summarize_records(records: Sequence[dict], score_key: str = "q2", low_thresh
 
 def pmi_legend() -> str:
     """The colour key of :func:`highlight_tokens`, as inline HTML."""
-    return (f"token colour: document made it less likely −{PMI_SCALE:g}<span class=\"scale pmi-scale\"></span>"
-            f"+{PMI_SCALE:g} more likely (nats) · hover a token for its value")
+    return (f"token colour: log P(token | document, history) − log P(token | history), the document made it less "
+            f"likely −{PMI_SCALE:g}<span class=\"scale pmi-scale\"></span>+{PMI_SCALE:g} more likely (nats) · "
+            "hover a token for its value")
 
 
 def _legend(records: Sequence[dict]) -> str:

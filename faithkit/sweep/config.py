@@ -96,8 +96,8 @@ class SweepConfig:
             given = [f"--{name.replace('_', '-')}" for name in ("temperature", "top_k", "seed")
                      if getattr(self, name) is not None]
             if given:
-                raise ConfigError(f"{', '.join(given)} apply to --decoding sample, not {self.decoding}; "
-                                  "drop them or sample")
+                raise ConfigError(f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} to --decoding "
+                                  f"sample, not {self.decoding}; drop them or sample")
         if self.decoding == "beam" and self.num_beams is not None and self.num_beams < 2:
             raise ConfigError(f"--decoding beam with --num-beams {self.num_beams}: beam search needs at least 2 "
                               "beams (or use --decoding greedy)")
@@ -164,8 +164,8 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
     values: dict = {}
     if path is not None:
         values = _read_yaml(Path(path))
-    values.update(overrides or {})
-    values = {key: value for key, value in values.items() if value is not None}  # None: not given
+    values.update({key: value for key, value in (overrides or {}).items() if value is not None})  # None: not given
+    values = {key: value for key, value in values.items() if value is not None}  # YAML null: the default
     valid = [f.name for f in fields(SweepConfig)]
     unknown = sorted(set(values) - set(valid))
     if unknown:

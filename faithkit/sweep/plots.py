@@ -26,8 +26,8 @@ def heatmaps(table: Sequence[dict], config: SweepConfig, folder: Path, best: dic
     """One PNG per measure that has values (``<folder>/<measure>.png``); the best cell is framed in red.
 
     Rows are alpha (top to bottom, as in the paper's Table 5), columns top_p; each square
-    shows its value. Shares of empty and repeated responses use a reversed colour map, so
-    darker is better on every map.
+    shows its value. Bright (yellow) is high, except for the shares of empty and repeated
+    responses, whose map is reversed so that bright means few of them.
     """
     folder.mkdir(parents=True, exist_ok=True)
     grid = grid_of(table)

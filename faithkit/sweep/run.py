@@ -74,10 +74,10 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     if "q2" in config.metrics:
         q2 = score_responses(out / "q2.jsonl", lambda: _q2(config), contexts, cells, responses, "Q²")
 
+    golds = [c.gold for c in contexts] if all(c.gold for c in contexts) else None
     table = []
     for cell in cells:
         texts = [responses[cell][c.id] for c in contexts]
-        golds = [c.gold for c in contexts] if all(c.gold for c in contexts) else None
         scores = [pmi[_score_id(cell, c)].get("pmi") for c in contexts] if pmi else []
         q2_rows = [q2[_score_id(cell, c)] for c in contexts] if q2 else None
         table.append(cell_row(config, cell.alpha, cell.top_p, [c.document for c in contexts], texts, golds, scores,
