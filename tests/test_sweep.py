@@ -287,6 +287,14 @@ def test_without_gold_relevance_stays_empty(config, rows_file, caplog):
     assert "no relevance bound" in result.best["rule"]
 
 
+def test_resuming_onto_other_rows_stops(config, rows_file):
+    run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
+    shifted = [dict(row, id=ROWS[(i + 1) % len(ROWS)]["id"]) for i, row in enumerate(ROWS)]  # ids moved by one
+    rows_file.write_text("".join(json.dumps(row) + "\n" for row in shifted))
+    with pytest.raises(OutputError, match=r"a0_p1.jsonl: the record of '.*' was made for another context .* --restart"):
+        run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
+
+
 def test_other_settings_in_the_same_folder_stop(config):
     run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,), metrics=("lexical",), relevance="bleu",
                       faithfulness="knowledge_precision"))

@@ -154,6 +154,8 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
                for start in range(0, len(order), config.batch_size)]
     with ExitStack() as stack:
         writers = {cell: stack.enter_context(ResultWriter(out / "cells" / f"{cell.name}.jsonl")) for cell in cells}
+        for cell in cells:
+            _check_resumed(out / "cells" / f"{cell.name}.jsonl", {c.id: (c, None) for c in contexts})
         todo = [(batch, [cell for cell in cells if not all(writers[cell].done(c.id) for c in batch)])
                 for batch in batches]
         todo = [(batch, pending) for batch, pending in todo if pending]
@@ -221,6 +223,7 @@ def score_responses(path: Path, load_metric, contexts: list[Context], cells: lis
     response by response, so only that one gets an ``error``.
     """
     with ResultWriter(path) as writer:
+        _check_resumed(path, {_score_id(cell, c): (c, responses[cell][c.id]) for c in contexts for cell in cells})
         groups = [contexts[start:start + SCORE_GROUP] for start in range(0, len(contexts), SCORE_GROUP)]
         groups = [group for group in groups
                   if not all(writer.done(_score_id(cell, c)) for c in group for cell in cells)]
@@ -242,6 +245,21 @@ def score_responses(path: Path, load_metric, contexts: list[Context], cells: lis
             logger.info("%s: %d responses (%d distinct) in %.0f s", desc, len(entries), len(unique),
                         time.monotonic() - started)
     return {record["id"]: record for record in read_results(path)}
+
+
+def _check_resumed(path: Path, expected: dict[str, tuple[Context, str | None]]) -> None:
+    """Stop if a record already in ``path`` answers another context (or scores another response) than its id now
+    names: the input, its ids or the generation changed, and resuming would pair rows with others' results."""
+    for record in read_results(path):
+        if record["id"] not in expected or "error" in record:
+            continue
+        context, response = expected[record["id"]]
+        if (record.get("document"), record.get("history")) != (context.document, list(context.history)) or \
+                (response is not None and record.get("response") != response):
+            raise OutputError(f"{path}: the record of '{record['id']}' was made for another "
+                              f"{'context' if response is None else 'response'} than row '{context.id}' of the input "
+                              "has now (the input, its ids or the generation changed); add --restart to start over, "
+                              "or choose another --out")
 
 
 def _compute(metric, items: list[tuple[Context, str]]) -> list[dict]:
