@@ -54,6 +54,13 @@ def test_sampling_gives_each_row_its_responses_whatever_its_chunk(faithkit, mode
     # each row draws from its own generator (seed and id): one row at a time gives the same responses
     assert faithkit("generate", *argv, "--output", tmp_path / "b.jsonl", "--chunk-size", "1").code == 0
     assert read_results(tmp_path / "b.jsonl") == records
+    # killed after two rows (the third half-written), then rerun: the file an uninterrupted run writes
+    resumed = tmp_path / "c.jsonl"
+    lines = (tmp_path / "a.jsonl").read_text().splitlines()
+    resumed.write_text("\n".join(lines[:2]) + "\n" + lines[2][:15])
+    (tmp_path / "c.jsonl.meta.json").write_text((tmp_path / "a.jsonl.meta.json").read_text())
+    assert faithkit("generate", *argv, "--output", resumed).code == 0
+    assert resumed.read_text() == (tmp_path / "a.jsonl").read_text()
 
 
 def test_records_keep_id_document_history_and_gold_beside_the_response(faithkit, model_folder, tmp_path, tiny_gpt2,
