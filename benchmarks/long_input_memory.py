@@ -11,11 +11,16 @@ text. "before" runs the old module (``git show dc23f50:faithkit/scoring.py``) in
 ``metric.scorer``; every child runs under a watchdog that kills it above ``--limit-gb`` of
 resident memory, so a case that would exhaust the shared machine reports "killed" instead.
 Peak RSS is the child's own ``ru_maxrss`` from ``os.wait4``; "scoring_s" times
-``compute_rows`` alone, "total_s" the whole child (imports and model load included).
-Cases run before and after at the same size must give the same scores (checked).
+``compute_rows`` alone, "total_s" the whole child (imports and model load included), "cpu_s"
+its CPU time (user + system, all threads). Other work on a shared machine stretches wall
+times, so the load average at the end of scoring is recorded too.
+Cases run before and after at the same size must give the same scores (checked). The old
+scorer's peak grows by about 2 GB per 1,000 response tokens (21 GB was reported at 6,000 on a
+24 GB machine), so by default it scores a 3,000-token response, and "after" runs both sizes.
 
     python benchmarks/long_input_memory.py [--model smollm2-135m] [--response-tokens 6000]
         [--before-response-tokens 3000] [--document-words 20000] [--limit-gb 12]
+        [--cases long_response long_document]
 
 The last line printed is one JSON object with the figures.
 """
@@ -87,6 +92,7 @@ def child(args) -> None:
         "response_tokens": row["num_tokens"], "truncated_tokens": row["truncated_tokens"],
         "pmi": row["pmi"], "uncond_pmi": row["uncond_pmi"], "loaded_rss_gb": round(loaded_kb / 2**20, 2),
         "scoring_s": round(done - scoring, 1), "child_s": round(done - started, 1),
+        "load_avg_1min": os.getloadavg()[0],
     }))
 
 
@@ -120,7 +126,7 @@ def run_case(args, case: str, scorer: str, size: int) -> dict:
         out.seek(0)
         lines = out.read().splitlines()
     result = {"case": case, "scorer": scorer, "size": size, "peak_rss_gb": round(usage.ru_maxrss / 2**20, 2),
-              "total_s": round(time.perf_counter() - started, 1)}
+              "total_s": round(time.perf_counter() - started, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1)}
     if killed:
         result["killed_above_gb"] = args.limit_gb
     elif process.returncode != 0 or not lines:
@@ -150,6 +156,8 @@ def main() -> None:
                         help="response length for the old scorer (its peak grows fast with length)")
     parser.add_argument("--document-words", type=int, default=20000)
     parser.add_argument("--limit-gb", type=float, default=12.0, help="kill a child whose RSS exceeds this")
+    parser.add_argument("--cases", nargs="+", choices=["long_response", "long_document"],
+                        default=["long_response", "long_document"])
     parser.add_argument("--child", choices=["long_response", "long_document"], help=argparse.SUPPRESS)
     parser.add_argument("--scorer", choices=["before", "after"], help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -165,12 +173,15 @@ def main() -> None:
             ("long_document", "after", args.document_words)]
     if args.before_response_tokens == args.response_tokens:
         runs.remove(("long_response", "after", args.response_tokens))
+    runs = [run for run in runs if run[0] in args.cases]
     results = [run_case(args, *run) for run in runs]
-    print(f"{'case':<15} {'scorer':<7} {'size':>6} {'tokens':>6} {'peak RSS GB':>11} {'scoring s':>9} {'total s':>8}  pmi")
+    print(f"{'case':<15} {'scorer':<7} {'size':>6} {'tokens':>6} {'peak RSS GB':>11} {'scoring s':>9} "
+          f"{'total s':>8} {'CPU s':>7} {'load':>5}  pmi")
     for r in results:
         peak = f">{r['killed_above_gb']}" if "killed_above_gb" in r else r["peak_rss_gb"]
         print(f"{r['case']:<15} {r['scorer']:<7} {r['size']:>6} {r.get('response_tokens', '-'):>6} {peak:>11} "
-              f"{r.get('scoring_s', '-'):>9} {r['total_s']:>8}  {r.get('pmi', '-')}")
+              f"{r.get('scoring_s', '-'):>9} {r['total_s']:>8} {r['cpu_s']:>7} {r.get('load_avg_1min', 0):>5.1f}  "
+              f"{r.get('pmi', '-')}")
     for before in (r for r in results if r["scorer"] == "before" and "pmi" in r):
         [after] = [r for r in results if r["scorer"] == "after" and r["case"] == before["case"]
                    and r["size"] == before["size"]]

@@ -12,16 +12,17 @@ computed only where a target token is predicted. None of this changes a number:
 pass per pair) that the fast path is tested against.
 
 Memory stays bounded however long a request is. A batch goes through the model in windows
-of columns, each window continuing the key/value cache of the ones before (chunked prefill),
-so one forward call runs at most :data:`MAX_TOKENS_PER_CALL` token positions (rows × columns;
-the ``max_tokens_per_call`` argument). That bounds what used to grow with length: the logits
-kept in a call and their float32 log-softmax (positions × vocabulary × 4 bytes each: 0.2 GB
-for 1,024 positions of SmolLM2's 49,152-token vocabulary), the activations, and attention
-scores where a model materialises them (positions × heads × cached length). What remains
-proportional to length is the key/value cache of the rows in flight: batch rows × tokens
-so far × 2 × layers × key/value width × 4 bytes (46 KB per token for SmolLM2-135M, so 1.1 GB
-for four 6,000-token rows), plus the shared run's cache while its children run. It is
-bounded by ``batch_size`` × the model's context length.
+of columns, each continuing the key/value cache of the ones before (chunked prefill), so one
+forward call runs at most :data:`MAX_TOKENS_PER_CALL` token positions, rows × columns (the
+``max_tokens_per_call`` argument). That bounds what used to grow with length: the logits a
+call keeps and their float32 log-softmax (positions × vocabulary × 4 bytes each: 0.2 GB for
+1,024 positions of SmolLM2's 49,152 tokens, 1 GB of Gemma 3's 262,144), the activations, and
+attention scores where a model materialises them. What still grows with length, and then
+dominates, is the key/value cache of the rows in flight: rows × tokens × 2 × layers ×
+key/value width × 4 bytes, 46 KB per token for SmolLM2-135M (0.55 GB for two 6,000-token
+rows), plus a shared run's cache while its children run; ``batch_size`` × the model's
+context length bounds it. Batches never mix shared runs with leaves and are never more than
+half padding, so a short row does not inherit a long one's width.
 """
 
 from __future__ import annotations
@@ -111,6 +112,23 @@ def _simplify(nodes: list[_Node], min_saved: int) -> list[_Node]:
     return result
 
 
+def _batches(nodes: list[_Node], size: int) -> list[list[_Node]]:
+    """Consecutive runs of the length-sorted ``nodes``, at most ``size`` each and at most half padding.
+
+    Without the padding cap a handful of rows of very different lengths (the four views of one
+    long document: two of a few tokens, two of thousands) would run as one batch as wide as the longest.
+    """
+    batches: list[list[_Node]] = []
+    for node in nodes:
+        batch = batches[-1] if batches else []
+        width = len(node.runnable)
+        if 0 < len(batch) < size and (len(batch) + 1) * width <= 2 * (sum(len(n.runnable) for n in batch) + width):
+            batch.append(node)
+        else:
+            batches.append([node])
+    return batches
+
+
 def _selected_rows(cache, rows: torch.Tensor):
     """A new cache holding ``rows`` of ``cache``; the parent cache itself stays untouched.
 
@@ -182,13 +200,13 @@ class TokenScorer:
         # a row that ends where its parent ends has had every logit it needs already
         self._report([j for n in nodes if not n.runnable for j in n.requests])
         nodes = sorted((n for n in nodes if n.runnable), key=lambda n: len(n.runnable))
-        if self._pads_caches:
-            chunks = [nodes[i : i + self.batch_size] for i in range(0, len(nodes), self.batch_size)]
-        else:  # nodes with children run alone, so no cache holds padding
-            leaves = [n for n in nodes if not n.children]
-            chunks = [[n] for n in nodes if n.children]
-            chunks += [leaves[i : i + self.batch_size] for i in range(0, len(leaves), self.batch_size)]
-        for chunk in chunks:
+        # Shared runs never share a batch with leaves: a batch's cache is as wide as its longest row and
+        # lives on through the children, so a short shared run batched with a long leaf would hand its
+        # children that leaf's length of padding (memory, and attention over it).
+        parents = [n for n in nodes if n.children]
+        leaves = [n for n in nodes if not n.children]
+        size = self.batch_size if self._pads_caches else 1  # no padding in caches under a sliding window
+        for chunk in _batches(parents, size) + _batches(leaves, self.batch_size):
             self._run_batch(chunk, parent)
 
     def _run_batch(self, chunk: list[_Node], parent: _Parent | None) -> None:
@@ -199,30 +217,32 @@ class TokenScorer:
         ids = torch.tensor([r + [0] * (width - len(r)) for r in runs], device=device)
         mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in runs], device=device)
         positions = torch.tensor([n.start for n in chunk], device=device)[:, None] + torch.arange(width, device=device)
-        wanted = [(row, position - node.start, requests)  # (row, column, requests whose next token it predicts)
-                  for row, (node, run) in enumerate(zip(chunk, runs))
-                  for position, requests in self._needed_positions(node, len(run)).items()]
+        window = max(1, self.max_tokens_per_call // len(chunk))
+        wanted: dict[int, list] = {}  # window index: (row, column in the window, position, requests it predicts for)
+        for row, (node, run) in enumerate(zip(chunk, runs)):
+            for position, requests in self._needed_positions(node, len(run)).items():
+                column = position - node.start
+                wanted.setdefault(column // window, []).append((row, column % window, position, requests))
         has_children = any(n.children for n in chunk)
         cache, past_mask = None, mask[:, :0]
         if parent is not None:
             owners = torch.tensor([parent.row_of[id(n)] for n in chunk], device=device)
             cache, past_mask = _selected_rows(parent.cache, owners), parent.mask[owners]
-        window = max(1, self.max_tokens_per_call // len(chunk))
         for begin in range(0, width, window):
             end = min(begin + window, width)
             kwargs = {"attention_mask": torch.cat([past_mask, mask[:, :end]], dim=1),
                       "position_ids": positions[:, begin:end], "use_cache": has_children or end < width}
             if cache is not None:
                 kwargs["cache"] = cache
-            here = [(row, column - begin, requests) for row, column, requests in wanted if begin <= column < end]
-            columns = sorted({column for _, column, _ in here})
+            here = wanted.get(begin // window, [])
+            columns = sorted({column for _, column, _, _ in here})
             if self._can_trim_logits:
                 kwargs["logits_to_keep"] = torch.tensor(columns or [end - begin - 1], device=device)
             output = self.model(input_ids=ids[:, begin:end], **kwargs)
             cache = output.cache
             column_of = {c: k for k, c in enumerate(columns)} if self._can_trim_logits else {c: c for c in columns}
-            self._collect(chunk, [(row, column_of[column], begin + column, requests) for row, column, requests in here],
-                          output.logits)
+            self._collect(output.logits, [(row, column_of[column], position, requests)
+                                          for row, column, position, requests in here])
             del output  # the logits; only the cache lives on into the next window
         self._report([j for n in chunk if not n.children for j in n.requests])
         if has_children:
@@ -240,19 +260,19 @@ class TokenScorer:
                 wanted.setdefault(position, []).append(j)
         return wanted
 
-    def _collect(self, chunk: list[_Node], picks: list[tuple[int, int, int, list[int]]], logits: torch.Tensor) -> None:
-        """log-softmax once per ``(row, logits column, node column, requests)``, then each request's next token."""
+    def _collect(self, logits: torch.Tensor, picks: list[tuple[int, int, int, list[int]]]) -> None:
+        """For each ``(row, column of logits, position, requests)``: every request's next-token log-probability."""
         if not picks:
             return
-        logprobs = torch.log_softmax(logits[[p[0] for p in picks], [p[1] for p in picks]].float(), dim=-1)
-        index, places = [], []
-        for k, (row, _, column, requests) in enumerate(picks):
-            position = chunk[row].start + column
+        logprobs = torch.log_softmax(logits.float(), dim=-1)
+        rows, columns, tokens, places = [], [], [], []
+        for row, column, position, requests in picks:
             for j in requests:
-                index.append((k, self._sequences[j][position + 1]))
+                rows.append(row)
+                columns.append(column)
+                tokens.append(self._sequences[j][position + 1])
                 places.append((j, position + 1 - self._context_lengths[j]))
-        index = torch.tensor(index, device=logprobs.device)
-        for (j, t), value in zip(places, logprobs[index[:, 0], index[:, 1]].tolist()):
+        for (j, t), value in zip(places, logprobs[rows, columns, tokens].tolist()):
             self._values[j][t] = value
 
     def _report(self, finished: list[int]) -> None:

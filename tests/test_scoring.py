@@ -71,6 +71,8 @@ def test_empty_context_or_target_is_refused(tiny_gpt2):
         TokenScorer(tiny_gpt2)([([1, 2], [3]), ([], [3])])
     with pytest.raises(ValueError, match="batch_size must be at least 1"):
         TokenScorer(tiny_gpt2, batch_size=0)
+    with pytest.raises(ValueError, match="max_tokens_per_call must be at least 1"):
+        TokenScorer(tiny_gpt2, max_tokens_per_call=0)
 
 
 @pytest.mark.slow
@@ -139,6 +141,87 @@ def test_sweep_candidates_share_their_common_start_and_duplicates_run_once(tiny_
     assert len(root.runnable) == 30 and len(root.children) == 3  # the shared opening, and two other responses
 
 
+class CallSizes:
+    """Records the input shape, the token positions (rows × columns) and the logits positions of each forward call."""
+
+    def __init__(self, model):
+        self.shapes, self.tokens, self.logits = [], [], []
+        self._hook = model.register_forward_hook(self._record, with_kwargs=True)
+
+    def _record(self, module, args, kwargs, output):
+        self.shapes.append(tuple(kwargs["input_ids"].shape))
+        self.tokens.append(kwargs["input_ids"].numel())
+        self.logits.append(output.logits.shape[0] * output.logits.shape[1])
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self._hook.remove()
+
+
+def _long_target_requests(vocab_size: int):
+    """One long response under four contexts (the four PMI-FAITH views), two of them sharing a document."""
+    rng = random.Random(11)
+    tokens = lambda n: [rng.randrange(100, vocab_size) for _ in range(n)]  # noqa: E731
+    document, history, prompt, response = tokens(40), tokens(6), tokens(2), tokens(150)
+    contexts = [document + history + prompt, history + prompt, document + prompt, prompt]
+    return [(context, response) for context in contexts]
+
+
+def _assert_windowed_is_exact(model, requests, batch_size: int, max_tokens_per_call: int) -> None:
+    """Windowed runs stay within the budget, take more calls, and give the unwindowed run's and the reference's values."""
+    whole = TokenScorer(model, batch_size=batch_size, max_tokens_per_call=10**9)
+    with CallSizes(model) as unwindowed:
+        expected = whole(requests)
+    with CallSizes(model) as windowed:
+        values = TokenScorer(model, batch_size=batch_size, max_tokens_per_call=max_tokens_per_call)(requests)
+    assert len(windowed.tokens) > len(unwindowed.tokens)
+    cap = max(max_tokens_per_call, batch_size)  # a window is at least one column of every row
+    assert max(windowed.tokens) <= cap and max(windowed.logits) <= cap
+    for (context, target), got, unsliced in zip(requests, values, expected):
+        torch.testing.assert_close(got, unsliced, atol=1e-5, rtol=0)
+        torch.testing.assert_close(got, reference_token_logprobs(model, context, target), atol=1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("batch_size, max_tokens_per_call", [(1, 2), (3, 7), (3, 64), (16, 40)])
+def test_windowed_runs_equal_whole_runs(tiny_gpt2, batch_size, max_tokens_per_call):
+    """Long batches go through the model in windows that continue the cache: same values, bounded calls."""
+    requests = _mixed_requests(tiny_gpt2.config.vocab_size) + _long_target_requests(tiny_gpt2.config.vocab_size)
+    _assert_windowed_is_exact(tiny_gpt2, requests, batch_size, max_tokens_per_call)
+
+
+def test_shared_runs_do_not_inherit_padding_from_leaves(tiny_gpt2):
+    """A short shared document batched with long leaves would hand its children their length of padding."""
+    requests = _long_target_requests(tiny_gpt2.config.vocab_size)
+    cached = []  # cache slots before each call that continues a cache
+
+    def record(module, args, kwargs):
+        if kwargs.get("cache") is not None:
+            cached.append(kwargs["attention_mask"].shape[1] - kwargs["input_ids"].shape[1])
+
+    hook = tiny_gpt2.register_forward_pre_hook(record, with_kwargs=True)
+    try:
+        values = TokenScorer(tiny_gpt2, max_tokens_per_call=10**9)(requests)
+    finally:
+        hook.remove()
+    assert cached == [40]  # the children continue the 40 document tokens, not the 158-token leaves' width
+    for (context, target), got in zip(requests, values):
+        torch.testing.assert_close(got, reference_token_logprobs(tiny_gpt2, context, target), atol=1e-4, rtol=0)
+
+
+def test_rows_of_very_different_lengths_run_apart(tiny_gpt2):
+    """The views of one long document (two contexts of a few tokens, two of many) are two batches, not one padded one."""
+    rng = random.Random(13)
+    requests = [([rng.randrange(100, 5000) for _ in range(n)], [rng.randrange(100, 5000) for _ in range(5)])
+                for n in (3, 15, 120, 125)]
+    with CallSizes(tiny_gpt2) as calls:
+        values = TokenScorer(tiny_gpt2, batch_size=8)(requests)
+    assert calls.shapes == [(2, 20), (2, 130)]
+    for (context, target), got in zip(requests, values):
+        torch.testing.assert_close(got, reference_token_logprobs(tiny_gpt2, context, target), atol=1e-4, rtol=0)
+
+
 def test_alibi_model_without_position_ids_is_exact():
     """BLOOM (the paper's model family) takes positions from the attention mask (ALiBi), not position ids."""
     from transformers import BloomConfig, BloomForCausalLM
@@ -152,6 +235,7 @@ def test_alibi_model_without_position_ids_is_exact():
         fast = TokenScorer(bloom, batch_size=batch_size)(requests)
         for (context, target), values in zip(requests, fast):
             torch.testing.assert_close(values, reference_token_logprobs(bloom, context, target), atol=1e-4, rtol=0)
+    _assert_windowed_is_exact(bloom, requests + _long_target_requests(500), batch_size=3, max_tokens_per_call=20)
 
 
 def test_sliding_window_model_is_exact():
@@ -168,3 +252,6 @@ def test_sliding_window_model_is_exact():
     assert not scorer._pads_caches  # padded shared runs of different lengths would be off by more than 1 here
     for (context, target), values in zip(requests, scorer(requests)):
         torch.testing.assert_close(values, reference_token_logprobs(gemma, context, target), atol=1e-4, rtol=0)
+    # windows shorter and longer than the sliding window, on shared runs and on a long response
+    for max_tokens_per_call in (5, 40):
+        _assert_windowed_is_exact(gemma, requests + _long_target_requests(500), 4, max_tokens_per_call)
