@@ -23,9 +23,10 @@ import logging
 import os
 import sys
 import time
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
@@ -60,7 +61,9 @@ def score_rows(metric, rows: Sequence[Row], output: str | Path, fingerprint: dic
 
 
 @dataclass
-class _Process:
+class Process:
+    """This process's place among the processes ``accelerate launch`` started (rank 0 of 1 otherwise)."""
+
     rank: int = 0
     world: int = 1
     state: object = None
@@ -74,16 +77,16 @@ class _Process:
             self.state.wait_for_everyone()
 
 
-def _process() -> _Process:
+def current_process() -> Process:
     """This process's place under ``accelerate launch`` (one process otherwise)."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
-        return _Process()
+        return Process()
     import torch
     from accelerate import PartialState
 
     # without a GPU, accelerate only joins the processes when told they run on CPU (gloo)
     state = PartialState(cpu=not torch.cuda.is_available())
-    return _Process(state.process_index, state.num_processes, state)
+    return Process(state.process_index, state.num_processes, state)
 
 
 def run_job(
@@ -109,45 +112,80 @@ def run_job(
     """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
-    process = _process()
+    process = current_process()
     output = Path(output)
-    ids = [row.id for row in rows]
-    if process.world == 1:
-        with ResultWriter(output, resume=not restart, fingerprint=fingerprint, retry_errors=retry_errors) as writer:
-            _merge_parts(output, writer, fingerprint, retry_errors, discard=restart)
-            counts = _run(compute, rows, writer, chunk_size, flush_seconds, desc, order, writer)
-            writer.reorder(ids)
-        return counts
-
-    main_writer = None
-    if process.is_main:  # checks the fingerprint, takes the lock, folds in parts left by an interrupted run
-        main_writer = ResultWriter(output, resume=not restart, fingerprint=fingerprint, retry_errors=retry_errors)
-        _merge_parts(output, main_writer, fingerprint, retry_errors, discard=restart)
-    process.wait()
-    try:
-        done = {str(r["id"]) for r in read_results(output)} if output.exists() else set()
+    with shared_outputs({output: output}, {output: [row.id for row in rows]}, fingerprint=fingerprint,
+                        restart=restart, retry_errors=retry_errors) as shared:
+        done = shared.done[output]
         todo = [row for row in rows if row.id not in done][process.rank::process.world]
-        with ResultWriter(_part(output, process.rank), resume=False, fingerprint=fingerprint) as writer:
-            counts = _run(compute, todo, writer, chunk_size, flush_seconds, desc, order, main_writer or writer)
-        counts["skipped"] = len(done) if process.is_main else 0
-        process.wait()
-        if main_writer is not None:
-            _merge_parts(output, main_writer, fingerprint, retry_errors=False)  # this run's error records stay
-            main_writer.reorder(ids)
-    finally:
-        if main_writer is not None:
-            main_writer.close()
+        writer = shared.writers[output]
+        counts = _run(compute, todo, writer, chunk_size, flush_seconds, desc, order, shared.held.get(output, writer))
+        counts["skipped"] = sum(row.id in done for row in rows) if process.is_main else 0
+    if process.world == 1:
+        return counts
     from accelerate.utils import gather_object
 
     every = gather_object([counts])
     return {key: sum(c[key] for c in every) for key in counts}
 
 
-def _part(output: Path, rank: int) -> Path:
+@dataclass
+class SharedOutputs:
+    """Result files every process adds to (see :func:`shared_outputs`), by the caller's keys."""
+
+    done: dict[object, set[str]]
+    """Ids each file held when the job started: the same in every process."""
+    writers: dict[object, ResultWriter]
+    """Where this process writes its records."""
+    held: dict[object, ResultWriter]
+    """The files' own writers, held by the main process (empty in the others)."""
+
+
+@contextmanager
+def shared_outputs(paths: dict, order: dict[object, list[str]], *, fingerprint: dict | None = None,
+                   restart: bool = False, retry_errors: bool = True) -> Iterator[SharedOutputs]:
+    """Open result files that all processes under ``accelerate launch`` add records to, as one process would.
+
+    The main process holds each file (checks its fingerprint, takes its lock, folds in the
+    parts an interrupted run left); each process writes its records to its own part file
+    ``OUT.part<rank>`` (a single process: to the file itself). When every process is done, the
+    main process merges the parts and puts each file's records in the order ``order[key]``
+    names, so the files do not depend on the number of processes. After an error the parts stay,
+    and the next run merges them.
+    """
+    process = current_process()
+    with ExitStack() as stack:
+        held = {}
+        if process.is_main:
+            for key, path in paths.items():
+                held[key] = stack.enter_context(ResultWriter(path, resume=not restart, fingerprint=fingerprint,
+                                                             retry_errors=retry_errors))
+                merge_parts(path, held[key], fingerprint, retry_errors, discard=restart)
+        process.wait()
+        done = {key: {str(r["id"]) for r in read_results(path)} if Path(path).exists() else set()
+                for key, path in paths.items()}
+        if process.world == 1:
+            yield SharedOutputs(done, held, held)
+        else:
+            with ExitStack() as parts:
+                writers = {key: parts.enter_context(ResultWriter(part_path(Path(path), process.rank), resume=False,
+                                                                 fingerprint=fingerprint))
+                           for key, path in paths.items()}
+                yield SharedOutputs(done, writers, held)
+            process.wait()
+            for key, writer in held.items():
+                merge_parts(Path(paths[key]), writer, fingerprint, retry_errors=False)  # this run's errors stay
+        for key, writer in held.items():
+            writer.reorder(order[key])
+    process.wait()
+
+
+def part_path(output: Path, rank: int) -> Path:
+    """The file process ``rank`` writes its share of ``output`` to."""
     return output.with_name(f"{output.name}.part{rank}")
 
 
-def _merge_parts(output: Path, writer: ResultWriter, fingerprint: dict | None, retry_errors: bool,
+def merge_parts(output: Path, writer: ResultWriter, fingerprint: dict | None, retry_errors: bool,
                  discard: bool = False) -> None:
     """Append the records of the part files ``OUT.part<rank>`` that the output lacks, then delete the parts.
 
@@ -172,9 +210,7 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
     counts = {"done": 0, "skipped": 0, "errors": 0, "retried": output_writer.retried}
     todo = []
     for row in rows:
-        if writer.done(row.id):
-            counts["skipped"] += 1
-        elif row.error:
+        if row.error:
             _write_error(writer, row.id, row.error, counts)
         else:
             todo.append(row)

@@ -151,7 +151,11 @@ class _Parent:
 
 
 class TokenScorer:
-    """Batched, prefix-sharing computation of target-token log-probabilities for one causal LM."""
+    """Batched, prefix-sharing computation of target-token log-probabilities for one causal LM.
+
+    ``batch_size`` caps the rows of a batch, ``max_tokens_per_call`` the token positions of one
+    forward call (the module docstring says what each bounds).
+    """
 
     def __init__(self, model, batch_size: int = 8, share_prefixes: bool = True,
                  max_tokens_per_call: int = MAX_TOKENS_PER_CALL):

@@ -6,6 +6,8 @@ import argparse
 import logging
 from dataclasses import fields
 
+from .options import is_main_process
+
 logger = logging.getLogger(__name__)
 
 
@@ -78,6 +80,7 @@ def run(args) -> int:
     overrides = {field.name: getattr(args, field.name, None) for field in fields(SweepConfig)}
     config = load_config(args.config, overrides)
     result = run_sweep(config, restart=args.restart)
-    print(result.markdown)
+    if is_main_process():
+        print(result.markdown)
     logger.info("sweep.csv, best.json, heatmaps/ and report.html -> %s", result.out)
     return 0

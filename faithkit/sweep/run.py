@@ -13,7 +13,9 @@ The output folder ``DIR`` holds::
 Every file is appended to as work finishes, so an interrupted sweep resumes where it
 stopped: generation batch by batch and cell by cell, scoring group by group. Batches are
 the same in every run (contexts sorted by length, then cut every ``batch_size``), so a
-resumed sweep writes the responses an uninterrupted one would.
+resumed sweep writes the responses an uninterrupted one would. Under ``accelerate launch``
+the processes share the batches and the scoring groups, and the files end the same as with
+one process (records in input order).
 """
 
 from __future__ import annotations
@@ -22,22 +24,22 @@ import json
 import logging
 import shutil
 import time
-from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data import Columns, ResultWriter, read_results, read_rows, unique_ids
+from ..data import Columns, read_results, read_rows, unique_ids
 from ..errors import InputError, OutputError
+from ..jobs import current_process, shared_outputs
 from .config import Cell, SweepConfig
 from .table import cell_row, choose_best, markdown_table, write_csv
 
 logger = logging.getLogger(__name__)
 
 GOLD_COLUMNS = ("gold", "reference")
-SCORE_GROUP = 64
+SCORE_GROUP = 16
 """Contexts per scorer call: each call holds every cell's responses to its contexts, so the
 judge's prefix tree runs each context once for the whole grid and each distinct response once;
-the scores file grows group by group."""
+the scores file grows group by group, and groups are what processes share under accelerate."""
 OUTPUTS = ("sweep.json", "cells", "scores.jsonl", "q2.jsonl", "sweep.csv", "best.json", "heatmaps", "report.html")
 
 
@@ -83,14 +85,15 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
         table.append(cell_row(config, cell.alpha, cell.top_p, [c.document for c in contexts], texts, golds, scores,
                               q2_rows))
     best = choose_best(table, config.faithfulness, config.relevance, config.tolerance)
-    write_csv(table, out / "sweep.csv")
-    (out / "best.json").write_text(json.dumps(best, indent=2) + "\n", encoding="utf-8")
+    if current_process().is_main:
+        write_csv(table, out / "sweep.csv")
+        (out / "best.json").write_text(json.dumps(best, indent=2) + "\n", encoding="utf-8")
 
-    from .plots import heatmaps
-    from .report import write_report
+        from .plots import heatmaps
+        from .report import write_report
 
-    heatmaps(table, config, out / "heatmaps", best)
-    write_report(out / "report.html", config, contexts, cells, responses, pmi, q2, table, best)
+        heatmaps(table, config, out / "heatmaps", best)
+        write_report(out / "report.html", config, contexts, cells, responses, pmi, q2, table, best)
     return SweepResult(table, best, markdown_table(table, config, best), out)
 
 
@@ -123,19 +126,22 @@ def _claim(out: Path, config: SweepConfig, restart: bool) -> None:
     wanted = {**config.generation_fingerprint(), "judge": config.judge, "q2_preset": config.q2_preset}
     made_with = {key: out / "cells" for key in config.generation_fingerprint()}
     made_with.update(judge=out / "scores.jsonl", q2_preset=out / "q2.jsonl")
-    if restart:
-        for name in OUTPUTS:
-            target = out / name
-            shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
-    elif manifest.exists():
+    if not restart and manifest.exists():
         recorded = json.loads(manifest.read_text(encoding="utf-8"))
         changed = [f"{key}: {recorded.get(key)!r} -> {value!r}" for key, value in wanted.items()
                    if made_with[key].exists() and recorded.get(key) != value]
         if changed:
             raise OutputError(f"{out} holds a sweep made with other settings ({'; '.join(changed)}); rerun with "
                               "those settings to continue it, add --restart to start over, or choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
-    manifest.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
+    process = current_process()
+    if process.is_main:
+        if restart:
+            for name in OUTPUTS:
+                target = out / name
+                shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        manifest.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
+    process.wait()
 
 
 def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cell], out: Path) -> dict:
@@ -145,6 +151,7 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
     (:func:`faithkit.decoding.iter_grid`), and a cell's responses are written as soon as it
     finishes the batch. A batch a cell has partly written is regenerated whole for that cell
     (only the missing rows are written), so its batch, and thus its tokens, are the usual ones.
+    Under ``accelerate launch`` each process takes every n-th unfinished batch.
     """
     from ..decoding import iter_grid, length_order
 
@@ -152,13 +159,14 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
     order = length_order([c.document for c in contexts], [c.history for c in contexts])
     batches = [[contexts[i] for i in order[start:start + config.batch_size]]
                for start in range(0, len(order), config.batch_size)]
-    with ExitStack() as stack:
-        writers = {cell: stack.enter_context(ResultWriter(out / "cells" / f"{cell.name}.jsonl")) for cell in cells}
+    paths = {cell: out / "cells" / f"{cell.name}.jsonl" for cell in cells}
+    process = current_process()
+    with shared_outputs(paths, {cell: [c.id for c in contexts] for cell in cells}) as shared:
         for cell in cells:
-            _check_resumed(out / "cells" / f"{cell.name}.jsonl", {c.id: (c, None) for c in contexts})
-        todo = [(batch, [cell for cell in cells if not all(writers[cell].done(c.id) for c in batch)])
+            _check_resumed(paths[cell], {c.id: (c, None) for c in contexts})
+        todo = [(batch, [cell for cell in cells if not all(c.id in shared.done[cell] for c in batch)])
                 for batch in batches]
-        todo = [(batch, pending) for batch, pending in todo if pending]
+        todo = [(batch, pending) for batch, pending in todo if pending][process.rank::process.world]
         if todo:
             model, tokenizer = _load_generator(config)
         for number, (batch, pending) in enumerate(todo, start=1):
@@ -167,17 +175,17 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
             grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch],
                              [(cell.alpha, cell.top_p) for cell in pending], **kwargs)
             for index, positions, texts in grid:
-                writer = writers[pending[index]]
+                cell = pending[index]
                 for position, text in zip(positions, texts):
                     context = batch[position]
-                    if not writer.done(context.id):
-                        writer.write({"id": context.id, "document": context.document,
-                                      "history": list(context.history), "gold": context.gold, "response": text})
+                    if context.id not in shared.done[cell]:
+                        shared.writers[cell].write({"id": context.id, "document": context.document,
+                                                    "history": list(context.history), "gold": context.gold,
+                                                    "response": text})
             logger.info("generate: batch %d/%d (%d contexts x %d cells) in %.0f s", number, len(todo), len(batch),
                         len(pending), time.monotonic() - started)
     wanted = {c.id for c in contexts}
-    return {cell: {r["id"]: r["response"] for r in read_results(out / "cells" / f"{cell.name}.jsonl")
-                   if r["id"] in wanted} for cell in cells}
+    return {cell: {r["id"]: r["response"] for r in read_results(paths[cell]) if r["id"] in wanted} for cell in cells}
 
 
 def _load_generator(config: SweepConfig):
@@ -218,15 +226,19 @@ def score_responses(path: Path, load_metric, contexts: list[Context], cells: lis
     Contexts go in fixed groups of :data:`SCORE_GROUP`, and one ``compute_rows`` call covers all
     cells' responses to a group, each distinct response once. A group with any record missing
     is scored whole again (only the missing records are written), so every score comes from
-    the same call as in an uninterrupted run, to the last bit. Empty responses get a record
-    without a score; a call that fails on one bad response (too long for the judge) is redone
-    response by response, so only that one gets an ``error``.
+    the same call as in an uninterrupted run, to the last bit, however many processes share
+    the groups under ``accelerate launch``. Empty responses get a record without a score; a call
+    that fails on one bad response (too long for the judge) is redone response by response, so
+    only that one gets an ``error``.
     """
-    with ResultWriter(path) as writer:
+    ids = [_score_id(cell, c) for c in contexts for cell in cells]
+    process = current_process()
+    with shared_outputs({path: path}, {path: ids}) as shared:
+        done, writer = shared.done[path], shared.writers[path]
         _check_resumed(path, {_score_id(cell, c): (c, responses[cell][c.id]) for c in contexts for cell in cells})
         groups = [contexts[start:start + SCORE_GROUP] for start in range(0, len(contexts), SCORE_GROUP)]
         groups = [group for group in groups
-                  if not all(writer.done(_score_id(cell, c)) for c in group for cell in cells)]
+                  if not all(_score_id(cell, c) in done for c in group for cell in cells)][process.rank::process.world]
         metric = load_metric() if groups else None
         for group in groups:
             started = time.monotonic()
@@ -235,7 +247,7 @@ def score_responses(path: Path, load_metric, contexts: list[Context], cells: lis
                                         if responses[cell][c.id].strip()))
             results = {(c.id, text): result for (c, text), result in zip(unique, _compute(metric, unique))}
             for cell, context in entries:
-                if writer.done(_score_id(cell, context)):
+                if _score_id(cell, context) in done:
                     continue
                 text = responses[cell][context.id]
                 writer.write({"id": _score_id(cell, context), "cell": cell.name, "alpha": cell.alpha,

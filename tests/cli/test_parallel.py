@@ -1,5 +1,8 @@
 """Data-parallel jobs: two processes under `accelerate launch` write the output one process writes.
 
+Score and sweep resume a single process's interrupted output, so the merge of leftovers is
+tested too.
+
 accelerate's ``--cpu`` starts a single process (several need MPI), so the processes are
 started with ``--multi_gpu``, torchrun's way, which on a machine without a GPU faithkit
 joins over gloo. Each process takes every second remaining row: the main process's
@@ -21,6 +24,9 @@ from .helpers import ROOT, crash_after, run_main, subprocess_env, write_jsonl
 ROWS = [{"id": f"p{i}", "document": f"Note {i % 4}: pears number {i} ripen in autumn.", "history": ["And pears?"],
          "response": f"Pears {i} ripen in autumn{'!' * (i % 3)}", "gold": f"gold {i}"} for i in range(12)]
 DONE_BEFORE = 5  # rows a single process scored before it was stopped; the two processes finish the rest
+SWEEP_ROWS = [{**row, "id": f"{row['id']}-{copy}", "document": f"{row['document']} Copy {copy}."}
+              for copy in range(3) for row in ROWS]  # 36 contexts: 9 batches of 4, three scoring groups
+CELLS_BEFORE = 5  # cell batches a single process generated before it was stopped: batch 1 whole, 2 cells of batch 2
 
 
 def _free_port() -> int:
@@ -37,6 +43,23 @@ def _launch(*argv) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
+def _stop_grid_after(monkeypatch, cells: int) -> None:
+    """Ctrl-C in the sweep's generation once ``cells`` cell batches have been written."""
+    import faithkit.decoding
+
+    original = faithkit.decoding.iter_grid
+
+    def stopping(*args, **kwargs):
+        nonlocal cells
+        for item in original(*args, **kwargs):
+            if cells == 0:
+                raise KeyboardInterrupt
+            cells -= 1
+            yield item
+
+    monkeypatch.setattr(faithkit.decoding, "iter_grid", stopping)
+
+
 @pytest.fixture(scope="module")
 def runs(model_folder, tmp_path_factory):
     """Both launches' (status, stdout, stderr) by command, and their folder; the one-process outputs to compare
@@ -46,8 +69,16 @@ def runs(model_folder, tmp_path_factory):
     score = ["score", "--metric", "pmi-faith", "--model", model_folder, "--input", rows]
     generate = ["generate", "--model", model_folder, "--input", rows, "--max-new-tokens", "3"]
 
+    sweep_rows = write_jsonl(folder / "sweep-rows.jsonl", SWEEP_ROWS)
+    sweep = ["sweep", "--generator", model_folder, "--judge", model_folder, "--input", sweep_rows, "--alpha", "0.5",
+             "--top-p", "0.6,1", "--max-new-tokens", "3", "--batch-size", "4", "--metrics", "pmi-faith,lexical"]
+
     processes = {"generate": _launch(*generate, "--output", folder / "responses-2.jsonl")}
     try:
+        with pytest.MonkeyPatch.context() as patch:
+            _stop_grid_after(patch, CELLS_BEFORE)
+            assert run_main("-q", *sweep, "--out", folder / "sweep-2") == 130
+        processes["sweep"] = _launch(*sweep, "--out", folder / "sweep-2")
         # a single process stopped after DONE_BEFORE rows: the two processes resume its output
         with pytest.MonkeyPatch.context() as patch:
             crash_after(patch, PMIFaith, "compute_rows", 1, DONE_BEFORE, KeyboardInterrupt())
@@ -56,6 +87,7 @@ def runs(model_folder, tmp_path_factory):
         processes["score"] = _launch(*score, "--output", folder / "scores-2.jsonl")
         for name, argv in (("score", score), ("generate", generate)):
             assert run_main("-q", *argv, "--output", folder / f"{name}-1.jsonl") == 0
+        assert run_main("-q", *sweep, "--out", folder / "sweep-1") == 0
         finished = {name: process.communicate(timeout=300) for name, process in processes.items()}
     finally:
         for process in processes.values():
@@ -85,3 +117,27 @@ def test_greedy_generate_by_two_processes_equals_one_process(runs):
     assert code == 0, err
     assert "generate: 6/6 rows" in err and "12 generated, 0 already done, 0 errors" in err
     assert read_results(folder / "responses-2.jsonl") == read_results(folder / "generate-1.jsonl")
+
+
+def test_sweep_resumed_by_two_processes_equals_one_process(runs):
+    (code, out, err), folder = runs[0]["sweep"], runs[1]
+    assert code == 0, err
+    assert out.count("best: alpha") == 1  # the table once, from the main process
+    # the main process's share: 4 of the 8 unfinished batches, scoring groups 1 and 3 (16 and 4 contexts x 3 cells)
+    assert "generate: batch 4/4 (4 contexts x" in err and "generate: batch 5/" not in err
+    assert "PMI-FAITH: 48 responses" in err and "PMI-FAITH: 12 responses" in err
+    parallel, single = folder / "sweep-2", folder / "sweep-1"
+    for cell in ("a0_p1", "a0.5_p0.6", "a0.5_p1"):
+        assert read_results(parallel / "cells" / f"{cell}.jsonl") == read_results(single / "cells" / f"{cell}.jsonl")
+    got, want = read_results(parallel / "scores.jsonl"), read_results(single / "scores.jsonl")
+    assert [r["id"] for r in got] == [r["id"] for r in want] and len(got) == 3 * len(SWEEP_ROWS)
+    for mine, theirs in zip(got, want):
+        assert mine["response"] == theirs["response"] and mine["tokens"] == theirs["tokens"]
+        assert mine["pmi"] == pytest.approx(theirs["pmi"], abs=1e-5)
+    parallel_table = (parallel / "sweep.csv").read_text().splitlines()
+    single_table = (single / "sweep.csv").read_text().splitlines()
+    assert parallel_table[0] == single_table[0] and len(parallel_table) == 4
+    for mine, theirs in zip(parallel_table[1:], single_table[1:]):
+        assert [float(v) for v in mine.split(",")[1:]] == pytest.approx([float(v) for v in theirs.split(",")[1:]],
+                                                                          abs=1e-5)
+    assert not list(parallel.rglob("*.part*"))  # every part was merged away
