@@ -287,6 +287,16 @@ def test_without_gold_relevance_stays_empty(config, rows_file, caplog):
     assert "no relevance bound" in result.best["rule"]
 
 
+@pytest.mark.parametrize("quoting, document", [("none", '"Pears" ripen'), ("csv", "Pears ripen")])
+def test_quoting_reaches_the_reader(tmp_path, quoting, document):
+    from faithkit.sweep.run import read_contexts
+
+    path = tmp_path / "dev.tsv"
+    path.write_text('id\tdocument\thistory\tgold\nr1\t"Pears" ripen\tAnd pears?\tThey do.\n')
+    config = SweepConfig(generator="g", input=str(path), out=str(tmp_path / "out"), quoting=quoting).validate()
+    assert [(c.id, c.document, c.gold) for c in read_contexts(config)] == [("r1", document, "They do.")]
+
+
 def test_resuming_onto_other_rows_stops(config, rows_file):
     run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
     shifted = [dict(row, id=ROWS[(i + 1) % len(ROWS)]["id"]) for i, row in enumerate(ROWS)]  # ids moved by one

@@ -6,7 +6,7 @@ import argparse
 import logging
 from dataclasses import fields
 
-from .options import is_main_process
+from .options import add_input_columns, is_main_process
 
 logger = logging.getLogger(__name__)
 
@@ -67,10 +67,7 @@ def register(subparsers) -> None:
                                                          "may fall (default 1.0, in the measure's units)")
     judging.add_argument("--report-contexts", type=int, help="contexts shown in report.html (default 8)")
     parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
-    columns = parser.add_argument_group("input columns (found by their usual names when not given)")
-    columns.add_argument("--document-column", help="column with the grounding document")
-    columns.add_argument("--history-column", help="column with the history: a string or a JSON list of turns")
-    columns.add_argument("--id-column", help="column with a unique row id (default: id, else the line number)")
+    add_input_columns(parser, response=False)
     parser.set_defaults(run=run)
 
 

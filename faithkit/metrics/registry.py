@@ -59,7 +59,8 @@ def _lexical(**options):
 
 _LM_OPTIONS = ("batch_size", "device")
 METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (
-    MetricSpec("pmi-faith", _pmi_faith, ("pmi", "uncond_pmi"), ("model", *_LM_OPTIONS, "normalize", "max_length"),
+    MetricSpec("pmi-faith", _pmi_faith, ("pmi", "uncond_pmi"),
+               ("model", *_LM_OPTIONS, "normalize", "max_length", "unconditional"),
                summary="PMI-FAITH: log P(r|d,h) - log P(r|h) under a causal LM"),
     MetricSpec("q2", _q2, ("q2", "q2_no_nli"), ("preset", "qg_model", "qa_model", "nli_model", *_LM_OPTIONS),
                summary="Q²: question generation, answering and NLI over response spans"),

@@ -79,6 +79,7 @@ class SweepConfig:
     document_column: str | None = None
     history_column: str | None = None
     id_column: str | None = None
+    quoting: str | None = None
     faithfulness: str = "pmi_faith"
     relevance: str = "bleu"
     tolerance: float = 1.0
@@ -122,6 +123,8 @@ class SweepConfig:
         for name, value in (("tolerance", self.tolerance), ("report_contexts", self.report_contexts)):
             if value < 0:
                 raise ConfigError(f"--{name.replace('_', '-')} {value} is negative; use 0 or more")
+        if self.quoting not in (None, "none", "csv"):
+            raise ConfigError(f"--quoting {self.quoting!r} is unknown; use none or csv, or leave it out")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit {self.limit}: use at least 1, or leave it out for every row")
         return self
@@ -152,7 +155,7 @@ class SweepConfig:
     def generation_fingerprint(self) -> dict:
         """What the responses depend on (not the grid: each cell has its own file; not batching)."""
         keys = ("generator", "input", "decoding", "num_beams", "temperature", "top_k", "seed", "max_new_tokens",
-                "max_context_tokens", "chat", "document_column", "history_column", "id_column")
+                "max_context_tokens", "chat", "document_column", "history_column", "id_column", "quoting")
         return {key: getattr(self, key) for key in keys}
 
 
