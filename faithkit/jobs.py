@@ -154,6 +154,7 @@ def shared_outputs(paths: dict, order: dict[object, list[str]], *, fingerprint: 
     and the next run merges them.
     """
     process = current_process()
+    paths = {key: Path(path) for key, path in paths.items()}
     with ExitStack() as stack:
         held = {}
         if process.is_main:
@@ -162,19 +163,19 @@ def shared_outputs(paths: dict, order: dict[object, list[str]], *, fingerprint: 
                                                              retry_errors=retry_errors))
                 merge_parts(path, held[key], fingerprint, retry_errors, discard=restart)
         process.wait()
-        done = {key: {str(r["id"]) for r in read_results(path)} if Path(path).exists() else set()
+        done = {key: {str(r["id"]) for r in read_results(path)} if path.exists() else set()
                 for key, path in paths.items()}
         if process.world == 1:
             yield SharedOutputs(done, held, held)
         else:
             with ExitStack() as parts:
-                writers = {key: parts.enter_context(ResultWriter(part_path(Path(path), process.rank), resume=False,
+                writers = {key: parts.enter_context(ResultWriter(part_path(path, process.rank), resume=False,
                                                                  fingerprint=fingerprint))
                            for key, path in paths.items()}
                 yield SharedOutputs(done, writers, held)
             process.wait()
             for key, writer in held.items():
-                merge_parts(Path(paths[key]), writer, fingerprint, retry_errors=False)  # this run's errors stay
+                merge_parts(paths[key], writer, fingerprint, retry_errors=False)  # this run's errors stay
         for key, writer in held.items():
             writer.reorder(order[key])
     process.wait()
