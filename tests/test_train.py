@@ -245,10 +245,19 @@ def test_flags_override_the_file():
     ({"optimizer": {"name": "adam"}}, "unknown key 'optimizer'"),
     ({"data": {"corpus": "topicalchat"}}, "exactly one of data.corpus"),
     ({"evaluation": {"best_metric": "beam/mean_pmi"}}, "evaluation.best_metric must be dev_loss or DECODER/KEY"),
+    ({"evaluation": {"metrics": ["rouge"]}}, "evaluation.metrics: unknown metric 'rouge'; choose one of pmi-faith"),
+    ({"evaluation": {"metrics": ["pmi-faith"], "metric_options": {"pmi-faith": {"modle": "gemma3-270m"}}}},
+     "evaluation.metrics: metric 'pmi-faith' takes no option modle; its options are model, batch_size"),
 ])
 def test_bad_config_names_the_key(tmp_path, sections, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_config(write_config(tmp_path, TINY_GPT2, **sections))
+
+
+@pytest.mark.parametrize("path", sorted((REPO / "configs" / "train").glob("*.yaml")), ids=lambda path: path.stem)
+def test_shipped_configs_are_valid(path):
+    config = load_config(path)
+    assert config.model.name or config.model.init == "random"
 
 
 @pytest.fixture

@@ -81,14 +81,19 @@ def get_spec(name: str) -> MetricSpec:
     return METRICS[name]
 
 
-def load_metric(name: str, **options):
-    """Build a metric by name; ``options`` are its constructor's keyword arguments (see ``MetricSpec.options``)."""
+def check_options(name: str, options: Iterable[str]) -> MetricSpec:
+    """The metric's spec; a ConfigError if it is unknown or takes none of some ``options`` (checked before loading)."""
     spec = get_spec(name)
     unknown = sorted(set(options) - set(spec.options))
     if unknown:
         raise ConfigError(f"metric '{name}' takes no option {', '.join(unknown)}; its options are "
                           f"{', '.join(spec.options) or 'none'}")
-    return spec.build(**options)
+    return spec
+
+
+def load_metric(name: str, **options):
+    """Build a metric by name; ``options`` are its constructor's keyword arguments (see ``MetricSpec.options``)."""
+    return check_options(name, options).build(**options)
 
 
 def load_metrics(names: Iterable[str], options: dict[str, dict] | None = None) -> dict[str, object]:

@@ -25,6 +25,7 @@ from pathlib import Path
 import yaml
 
 from ..errors import ConfigError
+from ..metrics.registry import check_options
 
 DECODERS = ("greedy", "pmi_decode")
 
@@ -320,6 +321,14 @@ def check(config: TrainConfig, source: str = "config") -> None:
     unknown_options = set(e.metric_options) - set(e.metrics)
     if unknown_options:
         fail(f"evaluation.metric_options names {sorted(unknown_options)}, not in evaluation.metrics {e.metrics}")
+    for name in e.metrics:
+        options = e.metric_options.get(name) or {}
+        if not isinstance(options, dict):
+            fail(f"evaluation.metric_options.{name} must map option names to values, got {options!r}")
+        try:
+            check_options(name, options)
+        except ConfigError as error:
+            fail(f"evaluation.metrics: {error}")
     if e.best_metric != "dev_loss":
         decoder, _, key = e.best_metric.partition("/")
         if decoder not in DECODERS or not key:
