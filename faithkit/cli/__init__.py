@@ -41,6 +41,10 @@ def build_parser() -> argparse.ArgumentParser:
 def configure_logging(quiet: bool = False, verbose: bool = False) -> None:
     """Plain ``warning: …`` lines on stderr from the main process; other processes report only errors."""
     level = logging.ERROR if quiet or not is_main_process() else logging.DEBUG if verbose else logging.INFO
+    if not is_main_process():  # nor draw transformers' progress bars (the hub's with them)
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_Formatter())
     root = logging.getLogger("faithkit")
