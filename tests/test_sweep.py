@@ -297,6 +297,11 @@ def test_quoting_reaches_the_reader(tmp_path, quoting, document):
     assert [(c.id, c.document, c.gold) for c in read_contexts(config)] == [("r1", document, "They do.")]
 
 
+def test_unknown_quoting_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="--quoting 'tsv' is unknown; use none or csv"):
+        SweepConfig(generator="g", input="dev.tsv", out=str(tmp_path), quoting="tsv").validate()
+
+
 def test_resuming_onto_other_rows_stops(config, rows_file):
     run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
     shifted = [dict(row, id=ROWS[(i + 1) % len(ROWS)]["id"]) for i, row in enumerate(ROWS)]  # ids moved by one
