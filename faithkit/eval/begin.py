@@ -15,7 +15,7 @@ from pathlib import Path
 from ..data import read_results
 from ..data.corpora.begin import POSITIVE_LABEL, load_begin
 from ..errors import InputError
-from ..jobs import score_rows
+from ..jobs import current_process, score_rows
 from ..metrics.lexical import bleu_vs_knowledge, token_f1_overlap
 from ..metrics.registry import get_spec
 from ..report import markdown_table
@@ -70,9 +70,12 @@ def meta_eval_begin(metric, metric_name: str, dev: list[str], test: list[str], o
             for name in score_names:
                 summary = stats.summarize([r[name] for r in subset], labels, thresholds[name])
                 results.append({"split": split, "source": source, "score": name, **summary})
+    if not current_process().is_main:  # under accelerate launch the other processes only score
+        return results
+
+    for split, records in splits.items():
         plots.roc_curves({name: [r[name] for r in records] for name in score_names},
                          [r["label"] for r in records], out / f"roc_{split}.png", title=f"BEGIN {split}")
-
     with open(out / "results.csv", "w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["split", "source", "score", *REPORTED], extrasaction="ignore")
         writer.writeheader()

@@ -23,7 +23,7 @@ from pathlib import Path
 from ..data import read_results, unique_ids
 from ..data.corpora.q2_wow import SETS, load_q2_wow, set_of
 from ..errors import InputError
-from ..jobs import score_rows
+from ..jobs import current_process, score_rows
 from ..metrics.lexical import token_f1_overlap
 from ..report import markdown_table
 from . import plots, stats
@@ -88,8 +88,9 @@ def meta_eval_q2_wow(consistent_csv: str | Path, inconsistent_csv: str | Path, m
         "coverage": coverage,
         "results": results,
     }
-    _write_outputs(out, summary, scored, labels, names)
-    _print_table(summary)
+    if current_process().is_main:  # under accelerate launch the other processes only score
+        _write_outputs(out, summary, scored, labels, names)
+        _print_table(summary)
     return summary
 
 

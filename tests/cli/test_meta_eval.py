@@ -79,3 +79,27 @@ def test_system_level_settings_the_simulation_cannot_use(faithkit, tmp_path):
     run = faithkit("meta-eval", "system-level", "--consistent-scores", tmp_path / "c.jsonl",
                    "--inconsistent-scores", tmp_path / "i.jsonl", "--proportions", "0.1", "1.5")
     assert run.code == 2 and run.error_lines == ["error: inconsistency proportions must lie in [0, 1], got [0.1, 1.5]"]
+
+
+def _write_begin_tsv(path, rows):
+    header = "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n"
+    path.write_text(header + "".join(f"t5\twow\t{KNOWLEDGE}\tDo you like apples?\t{response}\t{label}\n"
+                                     for response, label in rows))
+    return path
+
+
+def test_begin_thresholds_on_dev_and_reports_dev_and_test(faithkit, tmp_path):
+    yes, no = "Fully attributable", "Not fully attributable"
+    # overlap F1 with the knowledge: 1, 2/3 (attributable) against 0, 2/5 on dev; 2/3 against 0 on test
+    dev = _write_begin_tsv(tmp_path / "dev.tsv", [("red apples grow on trees", yes), ("red apples", yes),
+                                                  ("blue cars", no), ("trees", no)])
+    test = _write_begin_tsv(tmp_path / "test.tsv", [("apples grow", yes), ("green pears", no)])
+    out = tmp_path / "out"
+    run = faithkit("meta-eval", "begin", "--metric", "overlap-f1", "--dev", dev, "--test", test, "--out", out)
+    assert run.code == 0, run.err
+    results = {(r["split"], r["score"]): r for r in json.loads((out / "results.json").read_text())}
+    assert results["dev", "overlap_f1"]["n"] == 4 and results["test", "overlap_f1"]["n"] == 2
+    assert results["dev", "overlap_f1"]["auroc"] == results["test", "overlap_f1"]["auroc"] == 1.0
+    assert results["dev", "overlap_f1"]["accuracy"] == 1.0
+    assert run.out.count("| overlap_f1 |") == 2  # dev and test, printed once
+    assert (out / "roc_dev.png").stat().st_size and (out / "roc_test.png").stat().st_size

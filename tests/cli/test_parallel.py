@@ -6,10 +6,12 @@ tested too.
 accelerate's ``--cpu`` starts a single process (several need MPI), so the processes are
 started with ``--multi_gpu``, torchrun's way, which on a machine without a GPU faithkit
 joins over gloo. Each process takes every second remaining row: the main process's
-progress line shows its half. The two launches run at the same time, to share their
+progress line shows its half. The launches run at the same time, to share their
 start-up time.
 """
 
+import csv
+import json
 import socket
 import subprocess
 import sys
@@ -43,6 +45,21 @@ def _launch(*argv) -> subprocess.Popen:
                             stderr=subprocess.PIPE, text=True)
 
 
+WOW_SETS = {"consistent": [f"red apples grow on tree {i}" for i in range(5)],
+            "inconsistent": [f"green pears fly {i}" for i in range(5)]}
+
+
+def _write_wow_csv(path, responses):
+    """A Q² WoW file (the dodeca columns) with one row per response."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["", "episode_idx", "round", "topic", "message", "response", "knowledge", "gold"])
+        for index, response in enumerate(responses):
+            writer.writerow([index, index, 1, "Apples", "Do you like apples?", response, "Red apples grow on trees.",
+                             "gold reply"])
+    return path
+
+
 def _stop_grid_after(monkeypatch, cells: int) -> None:
     """Ctrl-C in the sweep's generation once ``cells`` cell batches have been written."""
     import faithkit.decoding
@@ -73,7 +90,11 @@ def runs(model_folder, tmp_path_factory):
     sweep = ["sweep", "--generator", model_folder, "--judge", model_folder, "--input", sweep_rows, "--alpha", "0.5",
              "--top-p", "0.6,1", "--max-new-tokens", "3", "--batch-size", "4", "--metrics", "pmi-faith,lexical"]
 
-    processes = {"generate": _launch(*generate, "--output", folder / "responses-2.jsonl")}
+    wow = [_write_wow_csv(folder / f"{name}.csv", responses) for name, responses in WOW_SETS.items()]
+    meta_eval = ["meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent", wow[0], "--inconsistent", wow[1]]
+
+    processes = {"generate": _launch(*generate, "--output", folder / "responses-2.jsonl"),
+                 "meta-eval": _launch(*meta_eval, "--out", folder / "meta-eval-2")}
     try:
         with pytest.MonkeyPatch.context() as patch:
             _stop_grid_after(patch, CELLS_BEFORE)
@@ -88,6 +109,7 @@ def runs(model_folder, tmp_path_factory):
         for name, argv in (("score", score), ("generate", generate)):
             assert run_main("-q", *argv, "--output", folder / f"{name}-1.jsonl") == 0
         assert run_main("-q", *sweep, "--out", folder / "sweep-1") == 0
+        assert run_main("-q", *meta_eval, "--out", folder / "meta-eval-1") == 0
         finished = {name: process.communicate(timeout=300) for name, process in processes.items()}
     finally:
         for process in processes.values():
@@ -142,3 +164,12 @@ def test_sweep_resumed_by_two_processes_equals_one_process(runs):
         assert [float(v) for v in mine.split(",")[1:]] == pytest.approx([float(v) for v in theirs.split(",")[1:]],
                                                                           abs=1e-5)
     assert not list(parallel.rglob("*.part*"))  # every part was merged away
+
+
+def test_meta_eval_by_two_processes_equals_one_process(runs):
+    (code, out, err), folder = runs[0]["meta-eval"], runs[1]
+    assert code == 0, err
+    assert out.count("| overlap_f1 |") == 1  # the table once, from the main process
+    parallel, single = folder / "meta-eval-2", folder / "meta-eval-1"
+    assert read_results(parallel / "scores.jsonl") == read_results(single / "scores.jsonl")
+    assert json.loads((parallel / "summary.json").read_text()) == json.loads((single / "summary.json").read_text())
