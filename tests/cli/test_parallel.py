@@ -79,7 +79,7 @@ def _stop_grid_after(monkeypatch, cells: int) -> None:
 
 @pytest.fixture(scope="module")
 def runs(model_folder, tmp_path_factory):
-    """Both launches' (status, stdout, stderr) by command, and their folder; the one-process outputs to compare
+    """Every launch's (status, stdout, stderr) by command, and their folder; the one-process outputs to compare
     with are made while they run."""
     folder = tmp_path_factory.mktemp("parallel")
     rows = write_jsonl(folder / "rows.jsonl", ROWS)
