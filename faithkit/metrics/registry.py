@@ -82,7 +82,7 @@ def get_spec(name: str) -> MetricSpec:
 
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:
-    """The metric's spec; a ConfigError if it is unknown or does not take one of ``options`` (checked before loading)."""
+    """The metric's spec; a ConfigError if it is unknown or does not take one of ``options``."""
     spec = get_spec(name)
     unknown = sorted(set(options) - set(spec.options))
     if unknown:
