@@ -268,15 +268,15 @@ class TokenScorer:
         """For each ``(row, column of logits, position, requests)``: every request's next-token log-probability."""
         if not picks:
             return
-        logprobs = torch.log_softmax(logits.float(), dim=-1)
-        rows, columns, tokens, places = [], [], [], []
-        for row, column, position, requests in picks:
+        # log-softmax over the picked positions only: the logits also hold columns other rows asked for
+        logprobs = torch.log_softmax(logits[[p[0] for p in picks], [p[1] for p in picks]].float(), dim=-1)
+        picked, tokens, places = [], [], []
+        for k, (_, _, position, requests) in enumerate(picks):
             for j in requests:
-                rows.append(row)
-                columns.append(column)
+                picked.append(k)
                 tokens.append(self._sequences[j][position + 1])
                 places.append((j, position + 1 - self._context_lengths[j]))
-        for (j, t), value in zip(places, logprobs[rows, columns, tokens].tolist()):
+        for (j, t), value in zip(places, logprobs[picked, tokens].tolist()):
             self._values[j][t] = value
 
     def _report(self, finished: list[int]) -> None:
