@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from ..data import data_root
+from ..data.rows import QUOTING
 from ..decoding.settings import DecodingSettings
 from ..errors import ConfigError
 
@@ -123,8 +124,8 @@ class SweepConfig:
         for name, value in (("tolerance", self.tolerance), ("report_contexts", self.report_contexts)):
             if value < 0:
                 raise ConfigError(f"--{name.replace('_', '-')} {value} is negative; use 0 or more")
-        if self.quoting not in (None, "none", "csv"):
-            raise ConfigError(f"--quoting {self.quoting!r} is unknown; use none or csv, or leave it out")
+        if self.quoting not in (None, *QUOTING):
+            raise ConfigError(f"--quoting {self.quoting!r} is unknown; use {' or '.join(QUOTING)}, or leave it out")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit {self.limit}: use at least 1, or leave it out for every row")
         return self
