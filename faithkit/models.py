@@ -209,3 +209,13 @@ def identity(name) -> dict | str:
 
 def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def context_window(model, tokenizer) -> int:
+    """The longest sequence the model takes: its position table, else a sane tokenizer limit, else 2048."""
+    for attribute in ("max_position_embeddings", "n_positions", "max_sequence_length"):
+        value = getattr(model.config, attribute, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    limit = getattr(tokenizer, "model_max_length", None)
+    return limit if isinstance(limit, int) and limit < 1_000_000 else 2048

@@ -459,3 +459,17 @@ def test_smollm2_beam_search_matches_slow_reference(smollm2):
     reference = SlowReference(model, tokenizer, CHAT_TEMPLATE, 0.5, 0.6, 3, width, DOCUMENTS[:2], HISTORIES[:2])
     expected = model.generate(**plain, logits_processor=[reference], **beams)
     assert torch.equal(generated_tokens(model, outputs, inputs, 4), generated_tokens(model, expected, plain, 4))
+
+
+def test_contexts_longer_than_the_model_keep_their_end(tiny_gpt2, gpt2_tokenizer, caplog):
+    # the tiny GPT-2 has 256 positions: 250 of them are left for a context beside 6 new tokens
+    long_document = " ".join(f"fact{i}" for i in range(600))
+    documents, histories = [long_document, DOCUMENTS[0]], [["Tell me more."], ["How tall is it?"]]
+    with caplog.at_level("WARNING", logger="faithkit.decoding"):
+        cut = generate(tiny_gpt2, gpt2_tokenizer, documents, histories, max_new_tokens=6)
+    assert "1 of 2 contexts cut to the 250 tokens the model has room for" in caplog.text
+    assert cut == generate(tiny_gpt2, gpt2_tokenizer, documents, histories, max_new_tokens=6, max_context_tokens=250)
+    rows = build_inputs(tiny_gpt2, gpt2_tokenizer, documents, histories, max_context_tokens=1000, max_new_tokens=6)
+    assert rows["input_ids"].shape[1] == 250  # a larger limit than the model's room is no way past it
+    with pytest.raises(ConfigError, match="--max-new-tokens 300 leaves no room for a context in the model's 256"):
+        generate(tiny_gpt2, gpt2_tokenizer, documents, histories, max_new_tokens=300)

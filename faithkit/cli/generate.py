@@ -47,7 +47,8 @@ def add_generation_options(parser: argparse.ArgumentParser) -> None:
                        help="use the tokenizer's chat template with the document in the system turn "
                             "(default: when the tokenizer has one and the model is decoder-only)")
     group.add_argument("--batch-size", type=positive_int, default=8, help="contexts per generate call (default 8)")
-    group.add_argument("--max-context-tokens", type=positive_int, help="cut longer contexts, keeping their end")
+    group.add_argument("--max-context-tokens", type=positive_int, help="cut longer contexts, keeping their end (default and most: what the "
+                       "model's context window leaves beside --max-new-tokens)")
 
 
 def run(args) -> int:

@@ -47,7 +47,8 @@ def register(subparsers) -> None:
                                                "and its id (default 0), so resuming changes nothing")
     grid.add_argument("--max-new-tokens", type=int, help="longest response in tokens (default 40)")
     grid.add_argument("--batch-size", type=int, help="contexts per generate call (default 8)")
-    grid.add_argument("--max-context-tokens", type=int, help="cut longer contexts, keeping their end")
+    grid.add_argument("--max-context-tokens", type=int, help="cut longer contexts, keeping their end (default and most: what the "
+                      "model's context window leaves beside --max-new-tokens)")
     grid.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
                       help="use the tokenizer's chat template (default: when the generator is decoder-only and "
                            "has one)")

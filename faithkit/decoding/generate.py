@@ -9,12 +9,17 @@ from __future__ import annotations
 
 import copy
 import inspect
+import logging
 from typing import Iterator, Sequence
 
 import torch
 
+from .. import models
+from ..errors import ConfigError
 from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate
 from .pmi_decode import PMIDecode
+
+logger = logging.getLogger(__name__)
 
 # generate's sampling warpers other than temperature/top_k; PMIDecode's one-hot would make them silent no-ops
 _UNSUPPORTED_WARPERS = ("min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_h")
@@ -42,12 +47,14 @@ def build_inputs(
     histories: Sequence,
     template: PromptTemplate | None = None,
     max_context_tokens: int | None = None,
+    max_new_tokens: int = 0,
 ) -> dict[str, torch.Tensor]:
     """``input_ids`` and ``attention_mask`` with 2B rows: the B conditioned views, then the B history-only views.
 
     Decoder-only rows are left-padded so every row ends where generation starts; seq2seq rows
     are the encoder inputs (the decoder starts identically for both halves). Over-long
-    contexts keep their end (``max_context_tokens``).
+    contexts keep their end: at most ``max_context_tokens``, and never more than the model's
+    context window leaves beside ``max_new_tokens`` (a warning counts the contexts that limit cut).
     """
     if len(documents) != len(histories):
         raise ValueError(f"documents and histories must have the same length, got {len(documents)} and {len(histories)}")
@@ -57,7 +64,14 @@ def build_inputs(
     views = [(document, history) for document, history in zip(documents, histories)]
     views += [(None, history) for _, history in zip(documents, histories)]
     encoder = model.config.is_encoder_decoder
-    rows = [template.view(tokenizer, d, h, max_tokens=max_context_tokens, encoder=encoder).ids for d, h in views]
+    room = context_room(model, tokenizer, max_new_tokens)
+    limit = min(max_context_tokens or room, room)
+    contexts = [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in views]
+    cut = sum(1 for context in contexts[:len(documents)] if context.truncated_tokens)
+    if cut and limit == room and max_context_tokens != room:  # the model's room cut them, not the caller's limit
+        logger.warning("%d of %d contexts cut to the %d tokens the model has room for (their end kept); "
+                       "set max_context_tokens to choose the cut", cut, len(documents), limit)
+    rows = [context.ids for context in contexts]
     width = max(len(row) for row in rows)
     pad = pad_token_id(tokenizer)
     input_ids = torch.tensor([[pad] * (width - len(row)) + row for row in rows])
@@ -66,6 +80,16 @@ def build_inputs(
         input_ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
         attention_mask = attention_mask.flip(-1)
     return {"input_ids": input_ids.to(model.device), "attention_mask": attention_mask.to(model.device)}
+
+
+def context_room(model, tokenizer, max_new_tokens: int = 0) -> int:
+    """Context tokens the model takes: its whole window for an encoder, else what the new tokens leave."""
+    window = models.context_window(model, tokenizer)
+    room = window if model.config.is_encoder_decoder else window - max_new_tokens
+    if room < 1:
+        raise ConfigError(f"--max-new-tokens {max_new_tokens} leaves no room for a context in the model's {window} "
+                          "positions; ask for fewer new tokens")
+    return room
 
 
 def decode_responses(model, tokenizer, outputs: torch.Tensor, inputs: dict, num_return_sequences: int = 1,
@@ -253,11 +277,13 @@ def iter_grid(
     copies = max(generate_kwargs.get("num_beams", 1), num_return_sequences)
     template = template or default_template(model, tokenizer)
     generate_kwargs = {"pad_token_id": pad_token_id(tokenizer), **generate_kwargs}
+    max_new_tokens = generate_kwargs.get("max_new_tokens") or model.generation_config.max_new_tokens or 0
+    context_room(model, tokenizer, max_new_tokens)  # too many new tokens fail before any batch runs
     order = length_order(documents, histories)
     for start in range(0, len(order), batch_size):
         chunk = order[start:start + batch_size]
         inputs = build_inputs(model, tokenizer, [documents[i] for i in chunk], [histories[i] for i in chunk],
-                              template, max_context_tokens)
+                              template, max_context_tokens, max_new_tokens)
         shared = {} if "cache" in generate_kwargs else _shared_prefill(model, inputs, copies)
         for cell, (alpha, top_p) in enumerate(cells):
             generators = None

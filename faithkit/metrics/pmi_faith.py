@@ -79,7 +79,7 @@ class PMIFaith(Metric):
         self.template = template
         self.normalize = normalize
         self.views = dict(VIEWS) if unconditional else {k: VIEWS[k] for k in ("doc_history", "history")}
-        self.max_length = max_length or _context_window(self.model, self.tokenizer)
+        self.max_length = max_length or models.context_window(self.model, self.tokenizer)
         self.scorer = TokenScorer(self.model, batch_size=batch_size, share_prefixes=share_prefixes)
 
     def compute(self, documents: Sequence[str], histories: Sequence | None = None, responses: Sequence[str] = (),
@@ -156,16 +156,6 @@ def _per_example(progress, views_per_example: int):
 def _check_text(index: int, name: str, value: str) -> None:
     if not value.strip():
         raise ValueError(f"example {index}: field '{name}' is empty")
-
-
-def _context_window(model, tokenizer) -> int:
-    """The longest sequence the model takes: its position table, else a sane tokenizer limit, else 2048."""
-    for attribute in ("max_position_embeddings", "n_positions", "max_sequence_length"):
-        value = getattr(model.config, attribute, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    limit = getattr(tokenizer, "model_max_length", None)
-    return limit if isinstance(limit, int) and limit < 1_000_000 else 2048
 
 
 __all__ = ["PMIFaith", "VIEWS"]
