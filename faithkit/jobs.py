@@ -276,9 +276,15 @@ def _write_error(writer: ResultWriter, row_id: str, message: str, counts: dict) 
 
 
 def _compute_isolating_failures(compute, chunk: list[Row]) -> list:
-    """Run a chunk at once; if it fails, run its rows one by one so only the bad row fails."""
+    """Run a chunk at once; if it fails, run its rows one by one so only the bad row fails.
+
+    A :class:`FaithkitError` names a setting or input the whole job shares: it stops the job
+    with its message instead of becoming every row's error.
+    """
     try:
         return compute(chunk)
+    except FaithkitError:
+        raise
     except (ValueError, TypeError) as error:
         if len(chunk) == 1:
             return [error]
@@ -286,6 +292,8 @@ def _compute_isolating_failures(compute, chunk: list[Row]) -> list:
     for row in chunk:
         try:
             results.extend(compute([row]))
+        except FaithkitError:
+            raise
         except (ValueError, TypeError) as error:
             results.append(error)
     return results

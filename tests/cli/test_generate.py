@@ -83,3 +83,12 @@ def test_records_keep_id_document_history_and_gold_beside_the_response(faithkit,
     expected = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES[:2] + [[]], template=DEFAULT_TEMPLATE,
                         max_new_tokens=3)
     assert [r["response"] for r in (with_gold, reply_as_gold, no_reference)] == expected
+
+
+def test_a_setting_no_row_can_meet_stops_the_job_with_one_error(faithkit, model_folder, rows_file, tmp_path):
+    output = tmp_path / "out.jsonl"
+    run = faithkit("generate", "--model", model_folder, "--input", rows_file, "--output", output,
+                   "--max-new-tokens", "300")
+    assert run.code == 2
+    assert "error: --max-new-tokens 300 leaves no room for a context in the model's 256 positions" in run.err
+    assert [r["id"] for r in read_results(output)] == ["bad"]  # only the row that is bad on its own
