@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import logging
 import os
@@ -27,6 +28,16 @@ def run_main(*argv) -> int:
 
 def write_jsonl(path: Path, rows: list[dict]) -> Path:
     path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return path
+
+
+def write_wow_csv(path: Path, responses: list[str], knowledge: str) -> Path:
+    """A Q² WoW file (the dodeca columns), one row per response, all on one document and question."""
+    with open(path, "w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["", "episode_idx", "round", "topic", "message", "response", "knowledge", "gold"])
+        for index, response in enumerate(responses):
+            writer.writerow([index, index, 1, "Apples", "Do you like apples?", response, knowledge, "gold reply"])
     return path
 
 

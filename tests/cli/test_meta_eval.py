@@ -1,13 +1,12 @@
-"""`faithkit meta-eval q2-wow | system-level` end to end with the overlap baseline (no model), numbers by hand."""
+"""`faithkit meta-eval q2-wow | system-level | begin` end to end with the overlap baseline (no model), numbers by hand."""
 
-import csv
 import json
 
 import pytest
 
 from faithkit.data import read_results
 
-from .helpers import write_jsonl
+from .helpers import write_jsonl, write_wow_csv
 
 KNOWLEDGE = "Red apples grow on trees."  # content tokens: red apples grow trees
 # overlap F1 of each response with the knowledge: 1, 2/3, 0 (consistent); 0, 1/3, 2/5 (inconsistent)
@@ -15,19 +14,10 @@ CONSISTENT = ["red apples grow on trees", "red apples", "blue cars"]
 INCONSISTENT = ["green pears", "apples fly", "trees"]
 
 
-def _write_wow_csv(path, responses):
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["", "episode_idx", "round", "topic", "message", "response", "knowledge", "gold"])
-        for index, response in enumerate(responses):
-            writer.writerow([index, index, 1, "Apples", "Do you like apples?", response, KNOWLEDGE, "gold reply"])
-    return path
-
-
 @pytest.fixture
 def wow_files(tmp_path):
-    return (_write_wow_csv(tmp_path / "consistent.csv", CONSISTENT),
-            _write_wow_csv(tmp_path / "inconsistent.csv", INCONSISTENT))
+    return (write_wow_csv(tmp_path / "consistent.csv", CONSISTENT, KNOWLEDGE),
+            write_wow_csv(tmp_path / "inconsistent.csv", INCONSISTENT, KNOWLEDGE))
 
 
 def test_q2_wow_then_system_level_from_its_folder(faithkit, wow_files, tmp_path):

@@ -10,7 +10,6 @@ progress line shows its half. The launches run at the same time, to share their
 start-up time.
 """
 
-import csv
 import json
 import socket
 import subprocess
@@ -21,7 +20,7 @@ import pytest
 from faithkit.data import read_results
 from faithkit.metrics.pmi_faith import PMIFaith
 
-from .helpers import ROOT, crash_after, run_main, subprocess_env, write_jsonl
+from .helpers import ROOT, crash_after, run_main, subprocess_env, write_jsonl, write_wow_csv
 
 ROWS = [{"id": f"p{i}", "document": f"Note {i % 4}: pears number {i} ripen in autumn.", "history": ["And pears?"],
          "response": f"Pears {i} ripen in autumn{'!' * (i % 3)}", "gold": f"gold {i}"} for i in range(12)]
@@ -47,17 +46,6 @@ def _launch(*argv) -> subprocess.Popen:
 
 WOW_SETS = {"consistent": [f"red apples grow on tree {i}" for i in range(5)],
             "inconsistent": [f"green pears fly {i}" for i in range(5)]}
-
-
-def _write_wow_csv(path, responses):
-    """A Q² WoW file (the dodeca columns) with one row per response."""
-    with open(path, "w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["", "episode_idx", "round", "topic", "message", "response", "knowledge", "gold"])
-        for index, response in enumerate(responses):
-            writer.writerow([index, index, 1, "Apples", "Do you like apples?", response, "Red apples grow on trees.",
-                             "gold reply"])
-    return path
 
 
 def _stop_grid_after(monkeypatch, cells: int) -> None:
@@ -90,7 +78,8 @@ def runs(model_folder, tmp_path_factory):
     sweep = ["sweep", "--generator", model_folder, "--judge", model_folder, "--input", sweep_rows, "--alpha", "0.5",
              "--top-p", "0.6,1", "--max-new-tokens", "3", "--batch-size", "4", "--metrics", "pmi-faith,lexical"]
 
-    wow = [_write_wow_csv(folder / f"{name}.csv", responses) for name, responses in WOW_SETS.items()]
+    wow = [write_wow_csv(folder / f"{name}.csv", responses, "Red apples grow on trees.")
+           for name, responses in WOW_SETS.items()]
     meta_eval = ["meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent", wow[0], "--inconsistent", wow[1]]
 
     processes = {"generate": _launch(*generate, "--output", folder / "responses-2.jsonl"),
