@@ -1,4 +1,4 @@
-"""`faithkit meta-eval q2-wow | system-level | begin` end to end with the overlap baseline (no model), numbers by hand."""
+"""`faithkit meta-eval q2-wow | system-level | begin` end to end on the overlap baseline, numbers by hand."""
 
 import json
 
