@@ -6,20 +6,35 @@ only when its fingerprint is the same; otherwise it stops and says what differs.
 job runs it holds ``OUT.jsonl.lock`` (an advisory lock), so a second run on the same output
 stops at once instead of interleaving records. Error records are retried on every rerun
 unless the caller keeps them.
+
+Each record also carries ``row_digest``, a :func:`content_digest` of the input row it was made
+from. Given the digests the input has now (``expected``), a rerun drops the records whose row
+changed, so they are computed again, and counts the records whose id the input no longer has.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Mapping
 
 from filelock import FileLock, Timeout
 
 from ..errors import OutputError
 
 RESTART_HINT = "rerun with --restart to start it over, or choose another --output"
+
+DIGEST_KEY = "row_digest"
+"""The record field holding the :func:`content_digest` of the input row it was made from."""
+
+
+def content_digest(value) -> str:
+    """A short hash of any JSON-like value (dict keys in any order), to tell whether an input row changed."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 class ResultWriter:
@@ -28,15 +43,19 @@ class ResultWriter:
     Opening an existing file checks its fingerprint and every line: a half-written last line
     from a crash is cut off; a damaged line, a record without id or a repeated id stops with
     an :class:`~faithkit.errors.OutputError` naming the line. ``retry_errors`` drops earlier
-    error records so their rows run again.
+    error records so their rows run again. ``expected`` maps the input's ids to their rows'
+    digests (``None``: not checked): records whose ``row_digest`` differs are dropped
+    (:attr:`changed` counts them) and the ids the input lacks are listed in :attr:`orphans`.
     """
 
     def __init__(self, path: str | Path, resume: bool = True, fingerprint: dict | None = None,
-                 retry_errors: bool = True):
+                 retry_errors: bool = True, expected: Mapping[str, str | None] | None = None):
         self.path = Path(path)
         self.meta_path = self.path.with_name(self.path.name + ".meta.json")
         self.completed: set[str] = set()
         self.retried = 0
+        self.changed = 0
+        self.orphans: list[str] = []
         _prepare_folder(self.path)
         self._lock = FileLock(str(self.path) + ".lock")
         try:
@@ -47,7 +66,7 @@ class ResultWriter:
         try:
             if resume and self.path.exists():
                 self._check_fingerprint(fingerprint)
-                self._recover(retry_errors)
+                self._recover(retry_errors, expected)
             elif self.path.exists():
                 self.path.unlink()
             if fingerprint is not None:
@@ -79,7 +98,7 @@ class ResultWriter:
             raise OutputError(f"{self.path} was written by a different job ({'; '.join(changes)}); "
                               f"to continue it, rerun with its settings; otherwise {RESTART_HINT}")
 
-    def _recover(self, retry_errors: bool) -> None:
+    def _recover(self, retry_errors: bool, expected: Mapping[str, str | None] | None) -> None:
         data = self.path.read_bytes()
         end = data.rfind(b"\n") + 1  # a crash mid-line leaves a partial record: drop it
         kept, first_line = [], {}
@@ -95,9 +114,14 @@ class ResultWriter:
             if retry_errors and "error" in record:
                 self.retried += 1
                 continue
+            if expected is not None and row_id not in expected:
+                self.orphans.append(row_id)
+            elif expected is not None and expected[row_id] is not None and record.get(DIGEST_KEY) != expected[row_id]:
+                self.changed += 1
+                continue
             kept.append(line)
             self.completed.add(row_id)
-        if self.retried or end < len(data):
+        if self.retried or self.changed or end < len(data):
             _write_atomically(self.path, "".join(line + "\n" for line in kept))
 
     def done(self, row_id: str) -> bool:

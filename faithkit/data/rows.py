@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..errors import InputError
+from .results import content_digest
 
 csv.field_size_limit(sys.maxsize)
 logger = logging.getLogger(__name__)
@@ -70,6 +71,10 @@ class Row:
     response: str = ""
     extras: dict = field(default_factory=dict)
     error: str | None = None
+
+    def digest(self) -> str:
+        """A hash of the row as read (every field its record copies), so a resumed job notices an edited row."""
+        return content_digest([self.id, self.document, self.history, self.response, self.extras, self.error])
 
 
 def _split_history(value) -> list[str]:
