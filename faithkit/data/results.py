@@ -185,12 +185,17 @@ def _has_records(path: Path) -> bool:
 
 
 def _differences(recorded: dict, current: dict, prefix: str = "") -> list[str]:
-    """``key: recorded -> current`` for every setting that changed, nested keys dotted."""
+    """``key: recorded -> current`` for every setting that changed, nested keys dotted.
+
+    A hub model's ``revision`` unknown then (the first run downloaded it) and known now is no change.
+    """
     changes = []
     for key in sorted(set(recorded) | set(current)):
         old, new = recorded.get(key), current.get(key)
         if isinstance(old, dict) and isinstance(new, dict):
             changes += _differences(old, new, f"{prefix}{key}.")
+        elif key == "revision" and old is None:
+            continue
         elif old != new:
             changes.append(f"{prefix}{key}: {json.dumps(old)} then, {json.dumps(new)} now")
     return changes

@@ -60,6 +60,7 @@ def build_inputs(
         raise ValueError(f"documents and histories must have the same length, got {len(documents)} and {len(histories)}")
     if not len(documents):
         raise ValueError("no contexts given: documents and histories are empty")
+    models.check_head(model)
     template = template or default_template(model, tokenizer)
     views = [(document, history) for document, history in zip(documents, histories)]
     views += [(None, history) for _, history in zip(documents, histories)]

@@ -251,6 +251,7 @@ class _CausalLM:
     """A causal LM with its tokenizer, and the few helpers the offline backends share."""
 
     def __init__(self, model, tokenizer):
+        models.require_causal(model, "Q² (offline backends)")
         self.model, self.tokenizer = model, tokenizer
         self.start = start_ids(tokenizer)
         self.newline = self.encode("\n")[-1]
