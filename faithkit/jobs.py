@@ -103,6 +103,7 @@ def run_job(
     flush_seconds: float = 30.0,
     desc: str = "rows",
     order: Callable[[Row], object] | None = None,
+    flag: str = "--output",
 ) -> dict:
     """Run ``compute`` on the rows not yet in ``output``; return ``{"done", "skipped", "errors", "retried", "changed"}``.
 
@@ -111,14 +112,15 @@ def run_job(
     ``order`` may regroup rows for speed (records carry their row id, and the finished file is
     put back in input order). Records whose row was edited since (``changed``) are computed
     again. ``restart`` discards an existing output; ``retry_errors=False``
-    keeps earlier error records instead of retrying their rows.
+    keeps earlier error records instead of retrying their rows. ``flag`` is the command's option
+    for ``output``, which messages name.
     """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     process = current_process()
     output = Path(output)
     with shared_outputs({output: output}, {output: {row.id: row.digest() for row in rows}}, fingerprint=fingerprint,
-                        restart=restart, retry_errors=retry_errors) as shared:
+                        restart=restart, retry_errors=retry_errors, flag=flag) as shared:
         done = shared.done[output]
         todo = [row for row in rows if row.id not in done][process.rank::process.world]
         writer = shared.writers[output]
@@ -149,7 +151,7 @@ class SharedOutputs:
 
 @contextmanager
 def shared_outputs(paths: dict, expected: dict[object, Mapping[str, str | None]], *, fingerprint: dict | None = None,
-                   restart: bool = False, retry_errors: bool = True) -> Iterator[SharedOutputs]:
+                   restart: bool = False, retry_errors: bool = True, flag: str = "--output") -> Iterator[SharedOutputs]:
     """Open result files that all processes under ``accelerate launch`` add records to, as one process would.
 
     The main process holds each file (checks its fingerprint, takes its lock, folds in the
@@ -161,7 +163,8 @@ def shared_outputs(paths: dict, expected: dict[object, Mapping[str, str | None]]
     a warning counting them; records of ids not in ``expected`` stay, at the end, and are
     reported. When every process is done, the main process merges the parts and puts each
     file's records in the order of ``expected[key]``, so the files do not depend on the number
-    of processes. After an error the parts stay, and the next run merges them.
+    of processes. After an error the parts stay, and the next run merges them. Messages name
+    ``flag``, the command's output option.
     """
     process = current_process()
     paths = {key: Path(path) for key, path in paths.items()}
@@ -170,7 +173,8 @@ def shared_outputs(paths: dict, expected: dict[object, Mapping[str, str | None]]
         if process.is_main:
             for key, path in paths.items():
                 held[key] = stack.enter_context(ResultWriter(path, resume=not restart, fingerprint=fingerprint,
-                                                             retry_errors=retry_errors, expected=expected[key]))
+                                                             retry_errors=retry_errors, expected=expected[key],
+                                                             flag=flag))
                 merge_parts(path, held[key], fingerprint, retry_errors, expected[key], discard=restart)
                 _report_resumed(held[key])
         process.wait()

@@ -21,6 +21,7 @@ import torch
 
 
 from .errors import ConfigError, ModelNotAvailableError
+from .paths import check_model_folder
 
 
 @dataclass(frozen=True)
@@ -129,7 +130,8 @@ def load(
     decides between seq2seq and causal (:func:`model_kind`), and a ``"causal"`` or ``"seq2seq"``
     that contradicts the config is a :class:`ConfigError` (a causal head on an encoder-decoder
     checkpoint would silently drop its encoder). A local folder without model weights or
-    tokenizer files fails before anything loads (:func:`check_folder`). Hub ids that are not cached locally and cannot be downloaded raise
+    tokenizer files fails before anything loads (:func:`~faithkit.paths.check_model_folder`). Hub ids
+    that are not cached locally and cannot be downloaded raise
     :class:`ModelNotAvailableError` with the fix. With ``for_training=True`` the model stays
     where it was loaded, in train mode and float32 unless ``dtype`` says otherwise, so that
     accelerate places it and handles mixed precision.
@@ -151,7 +153,7 @@ def load(
     if kind is not None and kind not in auto_classes:
         raise ValueError(f"kind must be one of {sorted(auto_classes)}, got {kind!r}")
     path = resolve(name, cache)
-    check_folder(path)
+    check_model_folder(path)
     actual = _config_kind(path)
     if kind in ("causal", "seq2seq") and actual is not None and kind != actual:
         raise ConfigError(_head_mismatch(name, actual, f"kind={kind!r}"))
@@ -212,33 +214,6 @@ def _described(model) -> str:
     return f"{type(model).__name__} ({source})" if source else type(model).__name__
 
 
-WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt", "tokenizer.model",
-                   "spiece.model", "sentencepiece.bpe.model")
-
-
-def check_folder(name: str) -> None:
-    """A local folder must hold a model's config, weights and tokenizer; otherwise one ModelNotAvailableError
-    naming what is missing, before any row runs (hub ids and offline names are left to :func:`load`)."""
-    folder = Path(name).expanduser()
-    if not folder.exists():
-        return
-    if not folder.is_dir():
-        raise ModelNotAvailableError(f"model {folder} is a file; give a model folder (with config.json, weights "
-                                     f"and tokenizer files), a hub id or an offline name")
-    files = {path.name for path in folder.iterdir()}
-    missing = [what for what, present in (
-        ("config.json", "config.json" in files),
-        (f"weights ({', '.join('*' + s for s in WEIGHT_SUFFIXES[:3])})",
-         any(Path(f).suffix in WEIGHT_SUFFIXES for f in files)),
-        (f"tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...)", any(f in files for f in TOKENIZER_FILES)),
-    ) if not present]
-    if missing:
-        raise ModelNotAvailableError(f"{folder} is not a model folder: it has no {' and no '.join(missing)}; "
-                                     f"give a folder written by save_pretrained (model and tokenizer), a hub id "
-                                     f"or an offline name")
-
-
 def model_kind(name: str, cache: str | Path | None = None) -> str:
     """``"seq2seq"`` for encoder-decoder models, else ``"causal"``; an unreadable config is left to :func:`load`."""
     return _config_kind(resolve(name, cache)) or "causal"
@@ -272,7 +247,7 @@ def identity(name) -> dict | str:
     folder = Path(name).expanduser()
     if not folder.exists():
         return {"name": name, "revision": hub_revision(name)}
-    check_folder(name)
+    check_model_folder(name)
     import hashlib
 
     digest = hashlib.sha256()

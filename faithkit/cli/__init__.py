@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import re
 import sys
 
 from .. import __version__
@@ -22,8 +23,21 @@ COMMANDS = ("score", "generate", "sweep", "meta_eval", "explain", "data", "train
 """Modules of this package, one per command, in the order ``--help`` lists them."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with faithkit's error contract: a mistake is one ``error: …`` line (no usage block) and exit 2,
+    and a value such as ``-1e-3`` is a negative number, not an option."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf$|^-nan$")
+
+    def error(self, message: str):
+        hint = "" if message.startswith("argument ") else f"; see {self.prog} --help"  # a bad value says it all
+        self.exit(2, f"error: {self.prog}: {message}{hint}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="faithkit",
         description="Faithful document-grounded dialogue: score responses (PMI-FAITH, Q², baselines), "
                     "decode with PMI-DECODE, meta-evaluate metrics against human labels, and export corpora.",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
+from ..paths import PathArg
 from .options import add_input_columns, add_job_options, columns_from_args, job_options, positive_int
 
 logger = logging.getLogger(__name__)
@@ -20,9 +21,11 @@ def register(subparsers) -> None:
                     "continues where it stopped; bad rows get an 'error' record naming the row and field. Runs "
                     "data-parallel under 'accelerate launch -m faithkit generate …'.",
     )
-    parser.add_argument("--model", required=True, help="causal or seq2seq LM: hub id, local folder or offline name")
-    parser.add_argument("--input", required=True, help="rows with a document and a history (.jsonl, .csv or .tsv)")
-    parser.add_argument("--output", required=True, help="responses, one JSON object per row (.jsonl)")
+    parser.add_argument("--model", required=True, type=PathArg("model"), help="causal or seq2seq LM: hub id, local folder or offline name")
+    parser.add_argument("--input", required=True, type=PathArg("rows"),
+                        help="rows with a document and a history (.jsonl, .csv or .tsv)")
+    parser.add_argument("--output", required=True, type=PathArg("output file"),
+                        help="responses, one JSON object per row (.jsonl)")
     add_generation_options(parser)
     parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     add_job_options(parser, chunk_size=8)

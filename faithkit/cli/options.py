@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, OutputError
+from ..paths import PathArg
 from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
 
 # every metric option the command line knows, with its flag's help; a metric takes those its MetricSpec lists
@@ -39,6 +41,20 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def refuse_writing_inputs(inputs, flag: str, output=None, folder=None) -> None:
+    """Stop before a job writes over what it reads: ``output`` may not be one of ``inputs`` (also through a
+    symlink or a hard link), and ``folder`` may not hold one; ``flag`` names the option to change."""
+    for source in (Path(path) for path in inputs if path is not None):
+        if not source.is_file():
+            continue
+        if output is not None and Path(output).exists() and os.path.samefile(source, output):
+            raise OutputError(f"{flag} {output} is the input {source} (the same file), and writing results there "
+                              f"would destroy it; choose another {flag}")
+        if folder is not None and source.resolve().is_relative_to(Path(folder).resolve()):
+            raise OutputError(f"{flag} {folder} holds the input {source}; the results would be written beside "
+                              f"(or, with --restart, over) it: choose another {flag}, or move the input out")
 
 
 def add_input_columns(parser: argparse.ArgumentParser, response: bool = True) -> None:
@@ -80,7 +96,7 @@ def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "p
     for name, text in METRIC_OPTIONS.items():
         kind = _METRIC_OPTION_TYPES.get(name)
         parser.add_argument(f"--{name.replace('_', '-')}", help=text, choices=_METRIC_OPTION_CHOICES.get(name),
-                            type=positive_int if kind == "positive" else str)
+                            type=positive_int if kind == "positive" else PathArg("model") if name == "model" else str)
 
 
 def metric_options(args: argparse.Namespace) -> dict:

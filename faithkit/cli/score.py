@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from ..paths import PathArg
 from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_options, columns_from_args,
                       is_main_process, job_options, metric_fingerprint, metric_from_args)
 
@@ -19,8 +20,9 @@ def register(subparsers) -> None:
                     "retried on the next run. Runs data-parallel under 'accelerate launch -m faithkit score …'.",
     )
     add_metric_options(parser)
-    parser.add_argument("--input", required=True, help="rows to score (.jsonl, .csv or .tsv)")
-    parser.add_argument("--output", required=True, help="results, one JSON object per row (.jsonl)")
+    parser.add_argument("--input", required=True, type=PathArg("rows"), help="rows to score (.jsonl, .csv or .tsv)")
+    parser.add_argument("--output", required=True, type=PathArg("output file"),
+                        help="results, one JSON object per row (.jsonl)")
     add_job_options(parser)
     add_input_columns(parser)
     parser.set_defaults(run=run)

@@ -25,7 +25,9 @@ from filelock import FileLock, Timeout
 
 from ..errors import OutputError
 
-RESTART_HINT = "rerun with --restart to start it over, or choose another --output"
+def restart_hint(flag: str = "--output") -> str:
+    """The end of every refusal to resume: how to start over. ``flag`` is the command's output option."""
+    return f"rerun with --restart to start it over, or choose another {flag}"
 
 DIGEST_KEY = "row_digest"
 """The record field holding the :func:`content_digest` of the input row it was made from."""
@@ -46,23 +48,26 @@ class ResultWriter:
     error records so their rows run again. ``expected`` maps the input's ids to their rows'
     digests (``None``: not checked): records whose ``row_digest`` differs are dropped
     (:attr:`changed` counts them) and the ids the input lacks are listed in :attr:`orphans`.
+    Messages name ``flag``, the command's option for this output.
     """
 
     def __init__(self, path: str | Path, resume: bool = True, fingerprint: dict | None = None,
-                 retry_errors: bool = True, expected: Mapping[str, str | None] | None = None):
+                 retry_errors: bool = True, expected: Mapping[str, str | None] | None = None,
+                 flag: str = "--output"):
         self.path = Path(path)
+        self.flag = flag
         self.meta_path = self.path.with_name(self.path.name + ".meta.json")
         self.completed: set[str] = set()
         self.retried = 0
         self.changed = 0
         self.orphans: list[str] = []
-        _prepare_folder(self.path)
+        _prepare_folder(self.path, flag)
         self._lock = FileLock(str(self.path) + ".lock")
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
             raise OutputError(f"another run is writing {self.path} (it holds {self.path}.lock); wait for it to "
-                              f"finish, or choose another --output") from None
+                              f"finish, or choose another {flag}") from None
         try:
             if resume and self.path.exists():
                 self._check_fingerprint(fingerprint)
@@ -78,7 +83,7 @@ class ResultWriter:
         except OSError as error:
             self._lock.release()
             raise OutputError(f"cannot write {error.filename or self.path}: {error.strerror}; "
-                              f"choose another --output") from None
+                              f"choose another {self.flag}") from None
         except BaseException:
             self._lock.release()
             raise
@@ -88,15 +93,15 @@ class ResultWriter:
             return
         if not self.meta_path.exists():
             raise OutputError(f"{self.path} holds results but no record of the job that wrote them "
-                              f"({self.meta_path.name} is missing); {RESTART_HINT}")
+                              f"({self.meta_path.name} is missing); {restart_hint(self.flag)}")
         try:
             recorded = json.loads(self.meta_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError:
-            raise OutputError(f"{self.meta_path} is damaged; {RESTART_HINT}") from None
+            raise OutputError(f"{self.meta_path} is damaged; {restart_hint(self.flag)}") from None
         changes = _differences(recorded, fingerprint)
         if changes:
             raise OutputError(f"{self.path} was written by a different job ({'; '.join(changes)}); "
-                              f"to continue it, rerun with its settings; otherwise {RESTART_HINT}")
+                              f"to continue it, rerun with its settings; otherwise {restart_hint(self.flag)}")
 
     def _recover(self, retry_errors: bool, expected: Mapping[str, str | None] | None) -> None:
         data = self.path.read_bytes()
@@ -105,11 +110,11 @@ class ResultWriter:
         for number, line in enumerate(data[:end].decode("utf-8", errors="replace").split("\n"), start=1):
             if not line.strip():
                 continue
-            record = _parse(line, number, self.path)
+            record = _parse(line, number, self.path, self.flag)
             row_id = str(record["id"])
             if row_id in first_line:
                 raise OutputError(f"{self.path}: id '{row_id}' appears on lines {first_line[row_id]} and {number}; "
-                                  f"delete one of them, or {RESTART_HINT}")
+                                  f"delete one of them, or {restart_hint(self.flag)}")
             first_line[row_id] = number
             if retry_errors and "error" in record:
                 self.retried += 1
@@ -164,11 +169,14 @@ class ResultWriter:
 def read_results(path: str | Path) -> list[dict]:
     """Every record of a result file; a damaged line is an :class:`OutputError` naming it."""
     path = Path(path)
-    lines = path.read_text(encoding="utf-8").split("\n")  # JSON escapes every newline; U+2028 may stay raw
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")  # JSON escapes every newline; U+2028 may stay raw
+    except UnicodeDecodeError as error:
+        raise OutputError(f"{path} is not a result file: byte {error.start} is not UTF-8 text") from None
     return [_parse(line, number, path) for number, line in enumerate(lines, start=1) if line.strip()]
 
 
-def _parse(line: str, number: int, path: Path) -> dict:
+def _parse(line: str, number: int, path: Path, flag: str = "--output") -> dict:
     try:
         record = json.loads(line)
     except json.JSONDecodeError:
@@ -176,7 +184,7 @@ def _parse(line: str, number: int, path: Path) -> dict:
     if not isinstance(record, dict) or "id" not in record:
         problem = "is not a JSON object" if not isinstance(record, dict) else "has no 'id'"
         raise OutputError(f"{path}: line {number} {problem}, so the file is damaged; delete that line to keep "
-                          f"the other results, or {RESTART_HINT}")
+                          f"the other results, or {restart_hint(flag)}")
     return record
 
 
@@ -201,21 +209,17 @@ def _differences(recorded: dict, current: dict, prefix: str = "") -> list[str]:
     return changes
 
 
-def _prepare_folder(path: Path) -> None:
+def _prepare_folder(path: Path, flag: str) -> None:
     """Create the output's folder; a path that cannot hold a file is an OutputError naming the fix."""
-    if path.is_dir():
-        raise OutputError(f"output {path} is a folder; give a file name such as {path / 'results.jsonl'}")
+    from ..paths import check_path
+
     try:
+        check_path("output file", path)
         path.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        blocker = next(p for p in [path.parent, *path.parent.parents] if p.exists())
-        raise OutputError(f"cannot create the folder of {path}: {blocker} is a file; choose another --output") from None
+    except ValueError as error:
+        raise OutputError(f"{error}; choose another {flag}") from None
     except OSError as error:
-        raise OutputError(f"cannot create the folder of {path}: {error.strerror}; choose another --output") from None
-    try:  # by trying: os.access says yes to root on a read-only mount, and /proc refuses any new file
-        tempfile.TemporaryFile(dir=path.parent).close()
-    except OSError as error:
-        raise OutputError(f"cannot create files in {path.parent} ({error.strerror}); choose another --output") from None
+        raise OutputError(f"cannot create the folder of {path}: {error.strerror}; choose another {flag}") from None
 
 
 def _write_atomically(path: Path, text: str) -> None:

@@ -105,7 +105,7 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None
     A JSONL row's number is its line; a CSV/TSV row's counts data rows from 1 (the header
     excluded); ``line`` is where the row starts in the file.
     """
-    raw = path.read_bytes().decode("utf-8", errors="surrogateescape")
+    raw = path.read_bytes().decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")  # a BOM is no text
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".json"):
         for number, line in enumerate(raw.split("\n"), start=1):  # not splitlines: U+2028 may sit inside a string
@@ -132,9 +132,11 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None
         header = next(reader, None)
         if header is None:
             return
-        start, number = reader.line_num + 1, 0
+        start, number, lines = reader.line_num + 1, 0, len(raw.splitlines())
         for fields in reader:
             line, start = start, reader.line_num + 1  # a quoted field may span lines: report its first
+            if reader.line_num >= lines and quoting == "csv":
+                _check_quote_closes(raw, line, delimiter, path)
             if not fields:
                 continue
             number += 1  # rows count from 1 after the header, as the benchmark files' ids do
@@ -145,6 +147,22 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None
             yield number, line, dict(zip(header, fields)), None
     else:
         raise InputError(f"{path}: unknown file type '{suffix}'; use .jsonl, .csv or .tsv")
+
+
+def _check_quote_closes(raw: str, line: int, delimiter: str, path: Path) -> None:
+    """Stop if the file's last row, which starts at ``line``, opens a quote that never closes: that quote would
+    have swallowed every line after it into one field (a quoted field that does close may hold newlines)."""
+    tail = "".join(raw.splitlines(keepends=True)[line - 1:])
+    try:
+        for _ in csv.reader(io.StringIO(tail, newline=""), delimiter=delimiter, strict=True):
+            pass
+    except csv.Error as error:
+        if "unexpected end of data" not in str(error):
+            return
+        swallowed = tail.count("\n") - tail.endswith("\n")
+        lost = f", so the {swallowed} lines after it would be read into that one field" if swallowed else ""
+        raise InputError(f"{path}: line {line} opens a quoted field that never closes{lost}; close the quote, or "
+                         f"read the file literally with --quoting none") from None
 
 
 def _quoting_hint(quoting: str) -> str:
@@ -218,6 +236,13 @@ def _row(record: dict, mapping: dict, row_id: str, required: tuple[str, ...]) ->
                                         f"(undecodable bytes or a lone surrogate such as \\ud800); fix the file")
     values = {name: record.get(mapping[name]) if mapping[name] else None
               for name in ("document", "history", "response")}
+    for name, value in values.items():
+        turns = value if name == "history" and isinstance(value, list) else [value]
+        if any(isinstance(turn, (list, dict)) for turn in turns):
+            expected = "a string or a list of strings (the turns)" if name == "history" else "a string"
+            return Row(id=row_id, error=f"row {row_id}: field '{mapping[name]}' ({name}) holds "
+                                        f"{json.dumps(value, ensure_ascii=False)[:60]} where {expected} is expected; "
+                                        f"fix the file")
     history = _split_history(values["history"])
     document = "" if values["document"] is None else str(values["document"])
     response = "" if values["response"] is None else str(values["response"])

@@ -182,14 +182,9 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
 
 
 def _read_yaml(path: Path) -> dict:
-    import yaml
+    from ..configfile import read_yaml
 
-    if not path.exists():
-        raise ConfigError(f"config file not found: {path}")
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        raise ConfigError(f"config file {path} is not valid YAML: {error}") from None
+    values = read_yaml(path)
     if values is None:
         return {}
     if not isinstance(values, dict):

@@ -22,8 +22,6 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from ..errors import ConfigError
 from ..metrics.registry import check_options
 
@@ -33,7 +31,8 @@ DECODERS = ("greedy", "pmi_decode")
 @dataclass
 class ModelSection:
     name: str | None = field(default=None, metadata={
-        "help": "hub id, local folder or offline name (smollm2-135m, gemma3-270m) of the model to fine-tune"})
+        "help": "hub id, local folder or offline name (smollm2-135m, gemma3-270m) of the model to fine-tune",
+        "path": "model"})
     init: str = field(default="pretrained", metadata={
         "help": "'pretrained' loads NAME's weights; 'random' builds a randomly initialised model from model.config"})
     config: dict = field(default_factory=dict, metadata={
@@ -46,12 +45,14 @@ class ModelSection:
 class DataSection:
     corpus: str | None = field(default=None, metadata={
         "help": "training corpus for faithkit.data.corpora.load_corpus: topicalchat, faithdial, multidoc2dial"})
-    corpus_path: str | None = field(default=None, metadata={"help": "the corpus folder, if not the default"})
+    corpus_path: str | None = field(default=None, metadata={"help": "the corpus folder, if not the default",
+                                                            "path": "input folder"})
     train_split: str = field(default="train", metadata={"help": "corpus split to train on"})
     dev_split: str = field(default="valid", metadata={"help": "corpus split for dev loss and evaluation hooks"})
     train_file: str | None = field(default=None, metadata={
-        "help": "instead of a corpus: a JSONL/CSV/TSV rows file (document, history, response)"})
-    dev_file: str | None = field(default=None, metadata={"help": "instead of a corpus: the dev rows file"})
+        "help": "instead of a corpus: a JSONL/CSV/TSV rows file (document, history, response)", "path": "rows"})
+    dev_file: str | None = field(default=None, metadata={"help": "instead of a corpus: the dev rows file",
+                                                         "path": "rows"})
     history_turns: int = field(default=2, metadata={"help": "dialogue turns kept before each response"})
     max_train_rows: int | None = field(default=None, metadata={"help": "use only the first N training rows"})
     max_dev_rows: int | None = field(default=None, metadata={"help": "use only the first N dev rows"})
@@ -150,14 +151,10 @@ def _optional(annotation) -> bool:
 # ---- YAML --------------------------------------------------------------------------------------
 def load_config(path: str | Path, overrides: dict[str, object] | None = None) -> TrainConfig:
     """Read a YAML config, apply ``overrides`` (``{"section.field": value}``) and check it."""
+    from ..configfile import read_yaml
+
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}; pass --config with a YAML file such as "
-                          f"configs/train/tiny-gpt2.yaml")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from error
+    raw = read_yaml(path) or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping with sections {sorted(SECTIONS)}, got {type(raw).__name__}")
     config = config_from_dict(raw, source=str(path))
@@ -242,12 +239,17 @@ def add_override_arguments(parser: argparse.ArgumentParser) -> None:
         if _base(annotation) is list:
             kwargs.update(nargs="*", type=str)
         else:
-            kwargs["type"] = _flag_parser(annotation)
+            kwargs["type"] = _flag_parser(annotation, item.metadata.get("path"))
         groups[section].add_argument(f"--{flag}", **kwargs)
 
 
-def _flag_parser(annotation):
+def _flag_parser(annotation, path_kind: str | None = None):
+    """The flag's argparse type: the field's type from text; a path (``path_kind``, see :class:`PathArg`) checked."""
     base, optional = _base(annotation), _optional(annotation)
+    if path_kind is not None:
+        from ..paths import PathArg
+
+        return PathArg(path_kind, unset=optional)
 
     def parse(text: str):
         if optional and text.lower() in ("none", "null"):
