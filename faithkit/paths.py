@@ -71,22 +71,23 @@ def check_path(kind: str, path: Path) -> None:
     elif kind == "output file":
         if path.is_dir():
             raise ValueError(f"{path} is a folder; give a file name")
-        check_writable(path.parent)
+        _check_writable(path, path.parent)
     else:  # output folder
         if path.exists() and not path.is_dir():
             raise ValueError(f"{path} is a file; give a folder (a new one is created)")
-        check_writable(path)
+        _check_writable(path, path)
 
 
-def check_writable(folder: Path) -> None:
-    """Raise ValueError unless ``folder`` exists, or can be created, and accepts new files (nothing is left behind)."""
+def _check_writable(path: Path, folder: Path) -> None:
+    """Raise ValueError unless ``folder`` (where ``path`` goes) exists or can be created, and accepts new files;
+    nothing is left behind."""
     existing = next(p for p in [folder, *folder.parents] if p.exists())
     if not existing.is_dir():
-        raise ValueError(f"cannot create the folder {folder}: {existing} is a file")
+        raise ValueError(f"cannot write {path}: {existing} is a file, not a folder")
     try:  # by trying: os.access says yes to root on a read-only mount, and /proc refuses any new file
         tempfile.TemporaryFile(dir=existing).close()
     except OSError as error:
-        raise ValueError(f"cannot create files in {existing} ({error.strerror})") from None
+        raise ValueError(f"cannot write {path}: {existing} refuses new files ({error.strerror})") from None
 
 
 def _check_text(path: Path, strict: bool) -> None:

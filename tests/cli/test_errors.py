@@ -136,8 +136,8 @@ def test_output_whose_folder_is_a_regular_file(faithkit, rows, tmp_path):
     blocker.write_text("not a folder")
     out = blocker / "sub" / "o.jsonl"
     run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out)
-    _assert_one_error_line(run, f"faithkit score: argument --output: cannot create the folder {out.parent}: "
-                                f"{blocker} is a file")
+    _assert_one_error_line(run, f"faithkit score: argument --output: cannot write {out}: {blocker} is a file, "
+                                f"not a folder")
     assert blocker.read_text() == "not a folder"
 
 
@@ -150,7 +150,8 @@ def test_output_that_is_a_folder(faithkit, rows, tmp_path):
 def test_output_location_that_refuses_new_files(faithkit, rows):
     # stands for a read-only folder: permission bits do not stop root, /proc stops everyone
     run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", "/proc/faithkit-scores.jsonl")
-    _assert_one_error_line(run, "faithkit score: argument --output: cannot create files in /proc (")
+    _assert_one_error_line(run, "faithkit score: argument --output: cannot write /proc/faithkit-scores.jsonl: /proc "
+                                "refuses new files (")
 
 
 def test_a_missing_output_folder_is_created(faithkit, rows, tmp_path):
