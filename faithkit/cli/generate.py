@@ -6,7 +6,8 @@ import argparse
 import logging
 
 from ..paths import PathArg
-from .options import add_input_columns, add_job_options, columns_from_args, job_options, positive_int
+from .options import (add_input_columns, add_job_options, columns_from_args, job_options, positive_int,
+                      refuse_writing_inputs)
 
 logger = logging.getLogger(__name__)
 
@@ -63,6 +64,7 @@ def run(args) -> int:
     from ..jobs import job_fingerprint, run_job
 
     settings = settings_from_args(args)
+    refuse_writing_inputs([args.input], "--output", outputs=[args.output])
     rows = list(read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting))
     unique_ids(rows)
     decoding = {key: value for key, value in asdict(settings).items() if key != "batch_size"}  # batching changes no text

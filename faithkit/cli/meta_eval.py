@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
 from ..paths import PathArg
-from .options import LazyMetric, add_metric_options, metric_fingerprint, metric_from_args, positive_int
+from .options import (LazyMetric, add_metric_options, metric_fingerprint, metric_from_args, positive_int,
+                      refuse_writing_inputs)
 
 logger = logging.getLogger(__name__)
 
@@ -40,6 +42,7 @@ def _run_begin(args) -> int:
     from ..eval.begin import meta_eval_begin
     from ..jobs import job_fingerprint
 
+    refuse_writing_inputs([*args.dev, *(args.test or [])], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval begin", **metric_fingerprint(args))
     meta_eval_begin(metric=LazyMetric(lambda: metric_from_args(args)), metric_name=args.metric, dev=args.dev,
                     test=args.test or [], out_dir=args.out, fingerprint=fingerprint)
@@ -81,6 +84,7 @@ def _run_q2_wow(args) -> int:
     from ..eval.q2_wow import meta_eval_q2_wow
     from ..jobs import job_fingerprint
 
+    refuse_writing_inputs([args.consistent, args.inconsistent], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval q2-wow", **metric_fingerprint(args))
     meta_eval_q2_wow(args.consistent, args.inconsistent, LazyMetric(lambda: metric_from_args(args)), args.out,
                      limit=args.limit, score_keys=score_keys(args), threshold=args.threshold,
@@ -129,6 +133,10 @@ def _run_system_level(args) -> int:
     from ..eval.system_level import SYSTEM_LEVEL_COLUMNS, load_score_pools, system_level_table, write_system_level
     from ..report import markdown_table
 
+    if args.out:  # it writes two files only, so --out may be the --scores folder
+        written = [Path(args.out) / name for name in ("system_level.json", "system_level.csv")]
+        refuse_writing_inputs([args.consistent_scores, args.inconsistent_scores,
+                               args.scores and Path(args.scores) / "scores.jsonl"], "--out", outputs=written)
     consistent, inconsistent = load_score_pools(args.scores, args.consistent_scores, args.inconsistent_scores)
     try:
         results = system_level_table(consistent, inconsistent, args.key, proportions=args.proportions,

@@ -43,14 +43,16 @@ def positive_int(text: str) -> int:
     return value
 
 
-def refuse_writing_inputs(inputs, flag: str, output=None, folder=None) -> None:
-    """Stop before a job writes over what it reads: ``output`` may not be one of ``inputs`` (also through a
-    symlink or a hard link), and ``folder`` may not hold one; ``flag`` names the option to change."""
+def refuse_writing_inputs(inputs, flag: str, outputs=(), folder=None) -> None:
+    """Stop before a job writes over what it reads: no file of ``outputs`` may be one of ``inputs`` (also through
+    a symlink or a hard link), and ``folder`` may not hold one; ``flag`` names the option to change."""
     for source in (Path(path) for path in inputs if path is not None):
         if not source.is_file():
             continue
-        if output is not None and Path(output).exists() and os.path.samefile(source, output):
-            raise OutputError(f"{flag} {output} is the input {source} (the same file), and writing results there "
+        same = next((out for out in outputs if out is not None and Path(out).exists() and os.path.samefile(source, out)),
+                    None)
+        if same is not None:
+            raise OutputError(f"{flag} {same} is the input {source} (the same file), and writing results there "
                               f"would destroy it; choose another {flag}")
         if folder is not None and source.resolve().is_relative_to(Path(folder).resolve()):
             raise OutputError(f"{flag} {folder} holds the input {source}; the results would be written beside "
@@ -110,10 +112,14 @@ def metric_options(args: argparse.Namespace) -> dict:
 
 
 def metric_fingerprint(args: argparse.Namespace) -> dict:
-    """The metric part of a job fingerprint: its name, options, and the model it runs, by identity."""
+    """The metric part of a job fingerprint: its name, options (those at their default left out, as when not
+    given), and the model it runs, by identity."""
     from .. import models
+    from ..metrics.registry import option_defaults
 
-    options = metric_options(args)
+    defaults = option_defaults(args.metric)
+    options = {key: value for key, value in metric_options(args).items()
+               if key not in defaults or value != defaults[key]}
     for key in ("model", "qg_model", "qa_model", "nli_model"):
         if key in options:
             options[key] = models.identity(options[key])

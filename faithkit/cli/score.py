@@ -6,7 +6,7 @@ import logging
 
 from ..paths import PathArg
 from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_options, columns_from_args,
-                      is_main_process, job_options, metric_fingerprint, metric_from_args)
+                      is_main_process, job_options, metric_fingerprint, metric_from_args, refuse_writing_inputs)
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +33,7 @@ def run(args) -> int:
     from ..jobs import job_fingerprint, score_rows
     from ..report import print_score_table
 
+    refuse_writing_inputs([args.input], "--output", outputs=[args.output])
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting))
     unique_ids(rows)
     fingerprint = job_fingerprint("score", **metric_fingerprint(args))

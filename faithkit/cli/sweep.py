@@ -7,7 +7,7 @@ import logging
 from dataclasses import fields
 
 from ..paths import PathArg
-from .options import add_input_columns, is_main_process
+from .options import add_input_columns, is_main_process, refuse_writing_inputs
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +78,7 @@ def run(args) -> int:
 
     overrides = {field.name: getattr(args, field.name, None) for field in fields(SweepConfig)}
     config = load_config(args.config, overrides)
+    refuse_writing_inputs([config.input], "--out", folder=config.out)
     result = run_sweep(config, restart=args.restart)
     if is_main_process():
         print(result.markdown)

@@ -40,9 +40,11 @@ def run(args: argparse.Namespace) -> int:
 
     from ..train import load_config, train
     from ..train.config import overrides_from_args
+    from .options import refuse_writing_inputs
 
     config = load_config(args.config, overrides_from_args(args))
     output_dir = Path(args.output_dir) if args.output_dir else Path("runs/train") / Path(args.config).stem
+    refuse_writing_inputs([config.data.train_file, config.data.dev_file], "--output-dir", folder=output_dir)
     summary = train(config, output_dir, resume=args.resume)
     if PartialState().is_main_process:
         print(json.dumps(summary), flush=True)

@@ -226,6 +226,7 @@ def _write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` by ``text`` all at once, so a crash leaves the old file or the new one, never half."""
     handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.chmod(staging, 0o666 & ~_umask())  # mkstemp makes it private; results are shared as any new file is
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()
@@ -234,3 +235,10 @@ def _write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(staging).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it, so it is set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -6,6 +6,8 @@ table, so adding a metric is one entry here.
 
 from __future__ import annotations
 
+import importlib
+import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -24,52 +26,32 @@ class MetricSpec:
     summary: str = ""
 
 
-def _pmi_faith(**options):
-    from .pmi_faith import PMIFaith
+class _Lazy:
+    """A metric class imported on first use (PMI-FAITH imports torch, Q² spaCy), with fixed arguments."""
 
-    return PMIFaith(**options)
+    def __init__(self, module: str, name: str, **fixed):
+        self.module, self.name, self.fixed = module, name, fixed
 
+    def target(self) -> type:
+        return getattr(importlib.import_module(f"{__package__}.{self.module}"), self.name)
 
-def _q2(**options):  # imports spaCy: only when asked for
-    from .q2 import Q2
-
-    return Q2(**options)
-
-
-def _e2e_nli(**options):
-    from .nli import E2ENLI
-
-    return E2ENLI(**options)
-
-
-def _overlap(kind: str):
-    def build(**options):
-        from .lexical import TextOverlap
-
-        return TextOverlap(kind=kind, **options)
-
-    return build
-
-
-def _lexical(**options):
-    from .lexical import Lexical
-
-    return Lexical(**options)
+    def __call__(self, **options):
+        return self.target()(**self.fixed, **options)
 
 
 _LM_OPTIONS = ("batch_size", "device")
 METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (
-    MetricSpec("pmi-faith", _pmi_faith, ("pmi", "uncond_pmi"),
+    MetricSpec("pmi-faith", _Lazy("pmi_faith", "PMIFaith"), ("pmi", "uncond_pmi"),
                ("model", *_LM_OPTIONS, "normalize", "max_length", "unconditional"),
                summary="PMI-FAITH: log P(r|d,h) - log P(r|h) under a causal LM"),
-    MetricSpec("q2", _q2, ("q2", "q2_no_nli"), ("preset", "qg_model", "qa_model", "nli_model", *_LM_OPTIONS),
+    MetricSpec("q2", _Lazy("q2", "Q2"), ("q2", "q2_no_nli"), ("preset", "qg_model", "qa_model", "nli_model", *_LM_OPTIONS),
                summary="Q²: question generation, answering and NLI over response spans"),
-    MetricSpec("e2e-nli", _e2e_nli, ("e2e_nli",), ("preset", "nli_model", *_LM_OPTIONS),
+    MetricSpec("e2e-nli", _Lazy("nli", "E2ENLI"), ("e2e_nli",), ("preset", "nli_model", *_LM_OPTIONS),
                summary="end-to-end NLI: does the document entail the response"),
-    MetricSpec("overlap-f1", _overlap("overlap-f1"), ("overlap_f1",),
+    MetricSpec("overlap-f1", _Lazy("lexical", "TextOverlap", kind="overlap-f1"), ("overlap_f1",),
                summary="content-word F1 of response and document (baseline)"),
-    MetricSpec("bleu", _overlap("bleu"), ("bleu",), summary="BLEU of the response against the document (baseline)"),
-    MetricSpec("lexical", _lexical, ("knowledge_precision", "token_f1", "bleu"), needs_references=True,
+    MetricSpec("bleu", _Lazy("lexical", "TextOverlap", kind="bleu"), ("bleu",), summary="BLEU of the response against the document (baseline)"),
+    MetricSpec("lexical", _Lazy("lexical", "Lexical"), ("knowledge_precision", "token_f1", "bleu"), needs_references=True,
                summary="knowledge precision; token F1 and BLEU against a reference response"),
 )}
 METRIC_NAMES = tuple(METRICS)
@@ -79,6 +61,15 @@ def get_spec(name: str) -> MetricSpec:
     if name not in METRICS:
         raise ConfigError(f"unknown metric '{name}'; choose one of {', '.join(METRIC_NAMES)}")
     return METRICS[name]
+
+
+def option_defaults(name: str) -> dict:
+    """The metric's options with their constructor defaults, so a setting given at its default is the setting
+    left out (job fingerprints compare them)."""
+    spec = get_spec(name)
+    parameters = inspect.signature(spec.build.target()).parameters
+    return {key: parameters[key].default for key in spec.options
+            if key in parameters and parameters[key].default is not inspect.Parameter.empty}
 
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:

@@ -236,11 +236,14 @@ def _encode(split: str, rows, tokenizer, template, seq2seq: bool, data) -> list[
 def check_output_dir(output_dir: Path, config: TrainConfig, resume: bool) -> None:
     """The folder is new or holds this very config; a saved state there must be resumed, and ``--resume`` needs one.
 
-    A folder with this config but no state (stopped before its first save) simply starts again.
+    A folder holding only a run's config (a start that failed before training, e.g. on a bad data file) is
+    free for any config; one with this config but no state (stopped before its first save) starts again.
     """
     saved, state = output_dir / RUN_CONFIG, output_dir / "state"
     if resume and not state.is_dir():
         raise ConfigError(f"--resume: no saved state in {state}; drop --resume to start the run")
+    if saved.exists() and [path.name for path in output_dir.iterdir()] == [RUN_CONFIG]:
+        return
     if not saved.exists():
         if output_dir.exists() and any(output_dir.iterdir()):
             raise OutputError(f"output folder {output_dir} is not empty and holds no faithkit training run; "
