@@ -4,7 +4,7 @@ Imports flow one way, from here into the library. Every user mistake arrives her
 :class:`~faithkit.errors.FaithkitError` and leaves as one ``error: …`` line with exit status 2;
 Ctrl-C during a job leaves as one line with status 130. Diagnostics go through ``logging``,
 which :func:`main` configures (``--quiet`` / ``--verbose``); under ``accelerate launch`` only
-the main process prints them.
+the main process prints them, and the one error line.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         hint = "" if message.startswith("argument ") else f"; see {self.prog} --help"  # a bad value says it all
-        self.exit(2, f"error: {self.prog}: {message}{hint}\n")
+        self.exit(2, f"error: {self.prog}: {message}{hint}\n" if is_main_process() else None)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -80,8 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     except FaithkitError as error:
         from ..jobs import JobInterrupted
 
-        print(str(error) if isinstance(error, JobInterrupted) else f"error: {error}", file=sys.stderr)
+        if is_main_process():  # under accelerate launch every process meets the same mistake: say it once
+            print(str(error) if isinstance(error, JobInterrupted) else f"error: {error}", file=sys.stderr)
         return 130 if isinstance(error, JobInterrupted) else 2
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        if is_main_process():
+            print("interrupted", file=sys.stderr)
         return 130
