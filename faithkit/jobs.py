@@ -210,9 +210,7 @@ def merge_parts(output: Path, writer: ResultWriter, fingerprint: dict | None, re
     no damaged line; a half-written last line is cut) and lose their error records when those
     are retried, and their records of changed rows; ``discard`` (a restart) deletes them unread.
     """
-    for part in sorted(output.parent.glob(f"{output.name}.part*")):
-        if part.suffix in (".json", ".lock"):
-            continue
+    for part in _parts(output):
         if not discard:
             with ResultWriter(part, fingerprint=fingerprint, retry_errors=retry_errors, expected=expected) as opened:
                 writer.changed += opened.changed  # opening checks and repairs it
@@ -221,6 +219,16 @@ def merge_parts(output: Path, writer: ResultWriter, fingerprint: dict | None, re
                     writer.write(record)
         for leftover in (part, part.with_name(part.name + ".meta.json"), part.with_name(part.name + ".lock")):
             leftover.unlink(missing_ok=True)
+
+
+def _parts(output: Path) -> list[Path]:
+    """The part files of ``output`` that processes under ``accelerate launch`` wrote (not their meta or lock files)."""
+    return [part for part in sorted(output.parent.glob(f"{output.name}.part*")) if part.suffix not in (".json", ".lock")]
+
+
+def _lines(path: Path) -> int:
+    with open(path, "rb") as file:
+        return sum(1 for _ in file)
 
 
 def _report_resumed(writer: ResultWriter) -> None:
@@ -264,7 +272,9 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
             per_row = (time.monotonic() - began) / len(chunk)
             size = max(1, min(chunk_size, int(flush_seconds / per_row) if per_row > 0 else chunk_size))
     except KeyboardInterrupt:
-        raise JobInterrupted(f"interrupted: {output_writer.count()} rows are in {output_writer.path}; "
+        parts = sum(_lines(part) for part in _parts(output_writer.path))
+        where = " and its part files (merged on the rerun)" if parts else ""
+        raise JobInterrupted(f"interrupted: {output_writer.count() + parts} rows are in {output_writer.path}{where}; "
                              f"rerun the same command to continue") from None
     finally:
         progress.close()

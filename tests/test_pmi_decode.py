@@ -2,7 +2,6 @@
 
 import importlib
 import math
-from pathlib import Path
 
 import pytest
 import torch

@@ -11,7 +11,6 @@ start-up time.
 """
 
 import json
-import socket
 import subprocess
 import sys
 
@@ -20,7 +19,7 @@ import pytest
 from faithkit.data import read_results
 from faithkit.metrics.pmi_faith import PMIFaith
 
-from .helpers import ROOT, crash_after, run_main, subprocess_env, write_jsonl, write_wow_csv
+from .helpers import ROOT, crash_after, free_port, run_main, subprocess_env, write_jsonl, write_wow_csv
 
 ROWS = [{"id": f"p{i}", "document": f"Note {i % 4}: pears number {i} ripen in autumn.", "history": ["And pears?"],
          "response": f"Pears {i} ripen in autumn{'!' * (i % 3)}", "gold": f"gold {i}"} for i in range(12)]
@@ -30,16 +29,10 @@ SWEEP_ROWS = [{**row, "id": f"{row['id']}-{copy}", "document": f"{row['document'
 CELLS_BEFORE = 5  # cell batches a single process generated before it was stopped: batch 1 whole, 2 cells of batch 2
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _launch(*argv) -> subprocess.Popen:
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               "--main_process_port", str(_free_port()), "-m", "faithkit", *[str(a) for a in argv]]
+               "--main_process_port", str(free_port()), "-m", "faithkit", *[str(a) for a in argv]]
     return subprocess.Popen(command, env=subprocess_env(), cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
