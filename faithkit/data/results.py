@@ -172,7 +172,7 @@ def read_results(path: str | Path) -> list[dict]:
     try:
         lines = path.read_text(encoding="utf-8").split("\n")  # JSON escapes every newline; U+2028 may stay raw
     except UnicodeDecodeError as error:
-        raise OutputError(f"{path} is not a result file: byte {error.start} is not UTF-8 text") from None
+        raise OutputError(f"{path} is not UTF-8 text (byte {error.start}); save it as UTF-8") from None
     return [_parse(line, number, path) for number, line in enumerate(lines, start=1) if line.strip()]
 
 
