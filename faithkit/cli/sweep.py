@@ -74,11 +74,14 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from ..paths import check_model_folder
     from ..sweep import SweepConfig, load_config, run_sweep
 
     overrides = {field.name: getattr(args, field.name, None) for field in fields(SweepConfig)}
     config = load_config(args.config, overrides)
     refuse_writing_inputs([config.input], "--out", folder=config.out)
+    for model in filter(None, (config.generator, config.judge)):  # from the config file too, before any row
+        check_model_folder(model)
     result = run_sweep(config, restart=args.restart)
     if is_main_process():
         print(result.markdown)
