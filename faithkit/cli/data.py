@@ -21,7 +21,8 @@ def register(subparsers) -> None:
     )
     export.add_argument("name", choices=sorted(CORPORA), help="corpus")
     export.add_argument("--split", required=True, help="split, e.g. valid_freq (Topical-Chat), test (FaithDial)")
-    export.add_argument("--path", type=PathArg("input folder"), help="folder of the official release (default: see the corpus; FaithDial: the hub)")
+    export.add_argument("--path", type=PathArg("input folder"),
+                        help="folder of the official release (default: see the corpus; FaithDial: the hub)")
     export.add_argument("--history-turns", type=int, default=2, help="turns of history kept (default 2, as the "
                                                                      "PMI-DECODE paper)")
     export.add_argument("--output", required=True, type=PathArg("output file"), help="rows to write (.jsonl)")

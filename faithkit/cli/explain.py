@@ -26,10 +26,12 @@ def register(subparsers) -> None:
                     "resumed on a rerun).",
     )
     add_metric_options(parser, default_metric="q2")
-    parser.add_argument("--input", required=True, type=PathArg("rows"), help="scores.jsonl with explanations, or rows (.jsonl/.csv/.tsv)")
+    parser.add_argument("--input", required=True, type=PathArg("rows"),
+                        help="scores.jsonl with explanations, or rows (.jsonl/.csv/.tsv)")
     parser.add_argument("--html", required=True, type=PathArg("output file"), help="page to write, e.g. report.html")
-    parser.add_argument("--scores-output", type=PathArg("output file"), help="where scores go when --input must be scored first "
-                                                "(default: next to --html, <name>.scores.jsonl)")
+    parser.add_argument("--scores-output", type=PathArg("output file"),
+                        help="where scores go when --input must be scored first "
+                             "(default: next to --html, <name>.scores.jsonl)")
     parser.add_argument("--score-key", help="field holding the score (default: the metric's main score, e.g. q2)")
     parser.add_argument("--low-threshold", type=float, default=0.5,
                         help="responses scoring below this are marked low (default 0.5)")

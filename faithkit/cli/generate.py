@@ -22,7 +22,8 @@ def register(subparsers) -> None:
                     "continues where it stopped; bad rows get an 'error' record naming the row and field. Runs "
                     "data-parallel under 'accelerate launch -m faithkit generate …'.",
     )
-    parser.add_argument("--model", required=True, type=PathArg("model"), help="causal or seq2seq LM: hub id, local folder or offline name")
+    parser.add_argument("--model", required=True, type=PathArg("model"),
+                        help="causal or seq2seq LM: hub id, local folder or offline name")
     parser.add_argument("--input", required=True, type=PathArg("rows"),
                         help="rows with a document and a history (.jsonl, .csv or .tsv)")
     parser.add_argument("--output", required=True, type=PathArg("output file"),

@@ -33,7 +33,8 @@ def _register_begin(benchmarks) -> None:
     )
     add_metric_options(parser)
     parser.add_argument("--dev", required=True, nargs="+", type=PathArg("rows"), help="BEGIN dev TSV file(s)")
-    parser.add_argument("--test", nargs="+", type=PathArg("rows"), help="BEGIN test TSV file(s), evaluated at the dev thresholds")
+    parser.add_argument("--test", nargs="+", type=PathArg("rows"),
+                        help="BEGIN test TSV file(s), evaluated at the dev thresholds")
     parser.add_argument("--out", required=True, type=PathArg("output folder"), help="output folder")
     parser.set_defaults(run=_run_begin)
 
@@ -60,10 +61,12 @@ def _register_q2_wow(benchmarks) -> None:
                     "--out to continue), summary.csv, summary.json, roc.png and histograms.png to --out.",
     )
     add_metric_options(parser, default_metric="q2")
-    parser.add_argument("--consistent", required=True, type=PathArg("rows"), help="CSV of consistent responses, e.g. dodeca_consistent.csv")
+    parser.add_argument("--consistent", required=True, type=PathArg("rows"),
+                        help="CSV of consistent responses, e.g. dodeca_consistent.csv")
     parser.add_argument("--inconsistent", required=True, type=PathArg("rows"),
                         help="CSV of inconsistent responses, e.g. dodeca_inconsistent.csv")
-    parser.add_argument("--out", required=True, type=PathArg("output folder"), help="output folder (created if missing)")
+    parser.add_argument("--out", required=True, type=PathArg("output folder"),
+                        help="output folder (created if missing)")
     parser.add_argument("--limit", type=positive_int, help="score only the first N rows of each file (a quick look)")
     parser.add_argument("--score-key", help="output field holding the score (default: the metric's main score, "
                                             "e.g. q2)")
@@ -106,11 +109,14 @@ def _register_system_level(benchmarks) -> None:
     )
     source = parser.add_argument_group("scores (either --scores, or both --consistent-scores and "
                                        "--inconsistent-scores)")
-    source.add_argument("--scores", metavar="DIR", type=PathArg("input folder"), help="output folder of 'faithkit meta-eval q2-wow' "
-                                                        "(its scores.jsonl)")
-    source.add_argument("--consistent-scores", metavar="JSONL", type=PathArg("text"), help="scores of consistent responses "
-                                                                      "('faithkit score' output)")
-    source.add_argument("--inconsistent-scores", metavar="JSONL", type=PathArg("text"), help="scores of inconsistent responses")
+    source.add_argument("--scores", metavar="DIR", type=PathArg("input folder"),
+                        help="output folder of 'faithkit meta-eval q2-wow' "
+                             "(its scores.jsonl)")
+    source.add_argument("--consistent-scores", metavar="JSONL", type=PathArg("text"),
+                        help="scores of consistent responses "
+                             "('faithkit score' output)")
+    source.add_argument("--inconsistent-scores", metavar="JSONL", type=PathArg("text"),
+                        help="scores of inconsistent responses")
     parser.add_argument("--key", action="append", help="score field to evaluate; repeat for several (default: "
                                                        "every known score field present, e.g. q2, q2_no_nli, "
                                                        "overlap_f1)")
@@ -124,7 +130,8 @@ def _register_system_level(benchmarks) -> None:
                         help="the two score files are aligned: line i of each answers the same context")
     parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same numbers "
                                                             "(default 0)")
-    parser.add_argument("--out", type=PathArg("output folder"), help="folder to also write system_level.json and system_level.csv to")
+    parser.add_argument("--out", type=PathArg("output folder"),
+                        help="folder to also write system_level.json and system_level.csv to")
     parser.set_defaults(run=_run_system_level)
 
 

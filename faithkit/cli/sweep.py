@@ -30,12 +30,17 @@ def register(subparsers) -> None:
                     "--config FILE.yaml (keys named like the options, e.g. top_p, gold_column) and the options "
                     "given, which win; without --config the options alone define the sweep.",
     )
-    parser.add_argument("--config", type=PathArg("text"), help="YAML file of settings, e.g. configs/sweep/smollm2-q2wow.yaml; "
-                                         "'${data}/…' paths start at the benchmark data root")
-    parser.add_argument("--generator", type=PathArg("model"), help="model to decode with: hub id, local folder or offline name")
-    parser.add_argument("--judge", type=PathArg("model"), help="causal LM for PMI-FAITH (default bigscience/bloom-560m)")
-    parser.add_argument("--input", type=PathArg("rows"), help="dev rows with a document and a history (.jsonl, .csv or .tsv)")
-    parser.add_argument("--out", type=PathArg("output folder"), help="output folder; rerunning with the same folder resumes")
+    parser.add_argument("--config", type=PathArg("text"),
+                        help="YAML file of settings, e.g. configs/sweep/smollm2-q2wow.yaml; "
+                             "'${data}/…' paths start at the benchmark data root")
+    parser.add_argument("--generator", type=PathArg("model"),
+                        help="model to decode with: hub id, local folder or offline name")
+    parser.add_argument("--judge", type=PathArg("model"),
+                        help="causal LM for PMI-FAITH (default bigscience/bloom-560m)")
+    parser.add_argument("--input", type=PathArg("rows"),
+                        help="dev rows with a document and a history (.jsonl, .csv or .tsv)")
+    parser.add_argument("--out", type=PathArg("output folder"),
+                        help="output folder; rerunning with the same folder resumes")
     parser.add_argument("--restart", action="store_true", help="delete the sweep's earlier outputs in --out first")
     grid = parser.add_argument_group("grid and decoding")
     grid.add_argument("--alpha", help="PMI weights in [0, 1], comma-separated (default 0,0.25,0.5,1)")

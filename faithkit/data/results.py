@@ -25,10 +25,6 @@ from filelock import FileLock, Timeout
 
 from ..errors import OutputError
 
-def restart_hint(flag: str = "--output") -> str:
-    """The end of every refusal to resume: how to start over. ``flag`` is the command's output option."""
-    return f"rerun with --restart to start it over, or choose another {flag}"
-
 DIGEST_KEY = "row_digest"
 """The record field holding the :func:`content_digest` of the input row it was made from."""
 
@@ -37,6 +33,11 @@ def content_digest(value) -> str:
     """A short hash of any JSON-like value (dict keys in any order), to tell whether an input row changed."""
     text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def restart_hint(flag: str = "--output") -> str:
+    """The end of every refusal to resume: how to start over. ``flag`` is the command's output option."""
+    return f"rerun with --restart to start it over, or choose another {flag}"
 
 
 class ResultWriter:
