@@ -161,7 +161,8 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
                for start in range(0, len(order), config.batch_size)]
     paths = {cell: out / "cells" / f"{cell.name}.jsonl" for cell in cells}
     process = current_process()
-    with shared_outputs(paths, {cell: dict.fromkeys(c.id for c in contexts) for cell in cells}) as shared:
+    with shared_outputs(paths, {cell: dict.fromkeys(c.id for c in contexts) for cell in cells},
+                        flag="--out") as shared:
         for cell in cells:
             _check_resumed(paths[cell], {c.id: (c, None) for c in contexts})
         todo = [(batch, [cell for cell in cells if not all(c.id in shared.done[cell] for c in batch)])
@@ -233,7 +234,7 @@ def score_responses(path: Path, load_metric, contexts: list[Context], cells: lis
     """
     ids = [_score_id(cell, c) for c in contexts for cell in cells]
     process = current_process()
-    with shared_outputs({path: path}, {path: dict.fromkeys(ids)}) as shared:
+    with shared_outputs({path: path}, {path: dict.fromkeys(ids)}, flag="--out") as shared:
         done, writer = shared.done[path], shared.writers[path]
         _check_resumed(path, {_score_id(cell, c): (c, responses[cell][c.id]) for c in contexts for cell in cells})
         groups = [contexts[start:start + SCORE_GROUP] for start in range(0, len(contexts), SCORE_GROUP)]

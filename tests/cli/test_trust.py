@@ -174,3 +174,16 @@ def test_a_training_folder_left_by_a_failed_start_is_reused(faithkit, tmp_path, 
     assert [p.name for p in out.iterdir()] == ["run_config.yaml"]
     run = faithkit(*argv)
     assert run.code == 0 and json.loads(run.out.splitlines()[-1])["steps"] == 1
+
+
+def test_messages_name_the_commands_own_output_flag(faithkit, tmp_path):
+    from filelock import FileLock
+
+    rows = tmp_path / "c.csv"
+    rows.write_text("knowledge,message,response\nSky is blue.,Q?,Blue.\n")
+    out = tmp_path / "eval"
+    argv = ["meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent", rows, "--inconsistent", rows, "--out", out]
+    assert faithkit(*argv).code == 0
+    with FileLock(str(out / "scores.jsonl.lock")):
+        _one_error(faithkit(*argv), f"another run is writing {out / 'scores.jsonl'}")
+        assert faithkit(*argv).error_lines[0].endswith("wait for it to finish, or choose another --out")
