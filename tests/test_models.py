@@ -97,6 +97,9 @@ def test_every_entry_point_refuses_an_encoder_decoder_where_it_needs_a_causal_lm
         PMIFaith(model=tiny_bart, tokenizer=bart_tokenizer)
     with pytest.raises(ConfigError, match=r"Q² \(offline backends\) needs a decoder-only"):
         build_backend("qg", f"fewshot:{saved['bart']}")
+    with pytest.raises(ConfigError, match=r"question generator qg_model=.* needs a seq2seq model \(T5-style\), but "
+                                          r"GPT2LMHeadModel is decoder-only; give a causal LM as 'fewshot:"):
+        build_backend("qg", str(saved["gpt2"]))
     # a causal head loaded from the BART checkpoint (encoder dropped) is refused by decoding, not run
     cut = AutoModelForCausalLM.from_pretrained(saved["bart"])
     for call in (lambda: build_inputs(cut, bart_tokenizer, ["Doc."], [["Hi"]]),
