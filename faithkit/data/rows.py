@@ -132,7 +132,7 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None
         header = next(reader, None)
         if header is None:
             return
-        start, number, lines = reader.line_num + 1, 0, len(raw.splitlines())
+        start, number, lines = reader.line_num + 1, 0, raw.count("\n") + (not raw.endswith("\n"))
         for fields in reader:
             line, start = start, reader.line_num + 1  # a quoted field may span lines: report its first
             if reader.line_num >= lines and quoting == "csv":
@@ -152,7 +152,7 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None
 def _check_quote_closes(raw: str, line: int, delimiter: str, path: Path) -> None:
     """Stop if the file's last row, which starts at ``line``, opens a quote that never closes: that quote would
     have swallowed every line after it into one field (a quoted field that does close may hold newlines)."""
-    tail = "".join(raw.splitlines(keepends=True)[line - 1:])
+    tail = "\n".join(raw.split("\n")[line - 1:])  # lines as the csv reader counts them (not U+2028)
     try:
         for _ in csv.reader(io.StringIO(tail, newline=""), delimiter=delimiter, strict=True):
             pass
