@@ -291,6 +291,7 @@ def test_output_folder_and_resume_errors_come_before_any_model_loads(tmp_path, n
     held = tmp_path / "held"
     held.mkdir()
     (held / "run_config.yaml").write_text(yaml.safe_dump(load_config(TINY_GPT2, {"training.learning_rate": 0.1}).to_dict()))
+    (held / "metrics.csv").write_text("step,key,value\n")  # it trained (a config alone is a failed start: reused)
     with pytest.raises(OutputError, match=r"holds a different run \(training.learning_rate: 0.1 there, 0.003 here\)"):
         train(config, held)
 
