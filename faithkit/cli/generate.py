@@ -60,7 +60,8 @@ def run(args) -> int:
     from ..jobs import job_fingerprint, run_job
 
     settings = settings_from_args(args)
-    rows = list(read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting))
+    rows = list(read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting,
+                          split=args.split))
     unique_ids(rows)
     decoding = {key: value for key, value in asdict(settings).items() if key != "batch_size"}  # batching changes no text
     fingerprint = job_fingerprint("generate", model=models.identity(args.model), decoding=decoding)

@@ -47,10 +47,13 @@ class DataSection:
     corpus: str | None = field(default=None, metadata={
         "help": "training corpus for faithkit.data.corpora.load_corpus: topicalchat, faithdial, multidoc2dial"})
     corpus_path: str | None = field(default=None, metadata={"help": "the corpus folder, if not the default"})
-    train_split: str = field(default="train", metadata={"help": "corpus split to train on"})
-    dev_split: str = field(default="valid", metadata={"help": "corpus split for dev loss and evaluation hooks"})
+    train_split: str = field(default="train", metadata={
+        "help": "split to train on, of the corpus or of a train_file holding several (hub dataset, DatasetDict)"})
+    dev_split: str = field(default="valid", metadata={
+        "help": "split for dev loss and evaluation hooks, of the corpus or of a dev_file holding several"})
     train_file: str | None = field(default=None, metadata={
-        "help": "instead of a corpus: a JSONL/CSV/TSV rows file (document, history, response)"})
+        "help": "instead of a corpus: rows (document, history, response) as JSONL/CSV/TSV, Parquet, a "
+                "save_to_disk folder or hf:OWNER/NAME"})
     dev_file: str | None = field(default=None, metadata={"help": "instead of a corpus: the dev rows file"})
     history_turns: int = field(default=2, metadata={"help": "dialogue turns kept before each response"})
     max_train_rows: int | None = field(default=None, metadata={"help": "use only the first N training rows"})

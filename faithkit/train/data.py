@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 from ..data import Columns, Row, read_rows
+from ..data.arrow import has_splits
 from ..errors import ConfigError, InputError
 from ..prompts import PromptTemplate, start_ids
 from .config import DataSection
@@ -32,15 +33,18 @@ def load_rows(section: DataSection, split: str) -> list[Row]:
     """
     limit = section.max_train_rows if split == "train" else section.max_dev_rows
     path = section.train_file if split == "train" else section.dev_file
+    named_split = section.train_split if split == "train" else section.dev_split
     if path:
-        rows = list(read_rows(path, Columns(required=("document", "response"))))
         source = path
+        rows = list(read_rows(path, Columns(required=("document", "response")),
+                              split=named_split if has_splits(path) else None))
     else:
         from ..data.corpora import load_corpus
 
-        corpus_split = section.train_split if split == "train" else section.dev_split
-        rows = load_corpus(section.corpus, corpus_split, path=section.corpus_path, history_turns=section.history_turns)
-        source = f"corpus {section.corpus} split {corpus_split}"
+        source = f"corpus {section.corpus} split {named_split}"
+        dataset = load_corpus(section.corpus, named_split, path=section.corpus_path,
+                              history_turns=section.history_turns)
+        rows = list(read_rows(dataset, Columns(required=("document", "response"))))
     bad = [row for row in rows if row.error]
     if bad:
         logger.warning("%s: %d of %d rows cannot be used and are left out (first: %s)",
