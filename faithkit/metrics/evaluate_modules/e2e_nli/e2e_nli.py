@@ -1,0 +1,9 @@
+"""end-to-end NLI as an ``evaluate`` module; the card is README.md beside this file, the work is faithkit's ``e2e-nli`` metric."""
+
+from faithkit.metrics import evaluate_modules  # not its class: evaluate.load takes the first Metric class here
+
+
+class E2eNli(evaluate_modules.RegistryMetric):
+    module = "e2e_nli"
+    registry_name = "e2e-nli"
+    inputs = ("documents", "responses")

@@ -1,0 +1,9 @@
+"""Q² as an ``evaluate`` module; the card is README.md beside this file, the work is faithkit's ``q2`` metric."""
+
+from faithkit.metrics import evaluate_modules  # not its class: evaluate.load takes the first Metric class here
+
+
+class Q2(evaluate_modules.RegistryMetric):
+    module = "q2"
+    registry_name = "q2"
+    inputs = ("documents", "responses")
