@@ -19,7 +19,7 @@ HUB_PREFIX = "hf:"
 
 
 def is_dataset_source(source) -> bool:
-    """Whether ``source`` is a ``datasets.Dataset`` or names a hub dataset, a Parquet file or a ``save_to_disk`` folder."""
+    """Whether ``source`` is a ``datasets.Dataset`` or names a hub dataset, a Parquet file or a saved dataset."""
     if _is_dataset(source):
         return True
     text = str(source)
@@ -49,7 +49,7 @@ def _is_saved_dict(path: Path) -> bool:
 
 
 def load_dataset_source(source, split: str | None = None):
-    """The ``datasets.Dataset`` that ``source`` names (one split of it where it has several); InputError if it cannot."""
+    """The ``datasets.Dataset`` ``source`` names (one split of it where it has several); else an InputError."""
     import datasets
 
     if isinstance(source, datasets.Dataset):

@@ -32,13 +32,15 @@ def model_card(config: TrainConfig, name: str, step: int, values: dict, evaluati
         library_name="transformers",
         tags=["faithkit", "document-grounded-dialogue"],
         eval_results=[EvalResult(task_type=TASK, dataset_type=dataset, dataset_name=dataset, dataset_split=split,
-                                 metric_type=key, metric_name=key, metric_value=value) for key, value in values.items()],
+                                 metric_type=key, metric_name=key, metric_value=value)
+                      for key, value in values.items()],
     )
     origin = f"a fine-tuned version of [{base}](https://huggingface.co/{base})" if _is_hub_id(base) else \
         f"a fine-tuned version of {base}" if base else "trained from a random initialisation"
     results = "\n".join(f"- {key}: {value:.4f}" for key, value in values.items())
     e, d = config.evaluation, config.data
-    hyperparameters = "\n".join(f"- {key}: {value}" for key, value in {**_hyperparameters(config), "steps": step}.items())
+    settings = {**_hyperparameters(config), "steps": step}
+    hyperparameters = "\n".join(f"- {key}: {value}" for key, value in settings.items())
     lines = make_markdown_table([{"Step": row["step"], **{key: round(value, 4) for key, value in row.items()
                                                           if key != "step"}} for row in evaluations]) \
         if evaluations else "No evaluation yet."

@@ -137,9 +137,9 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
         accelerator.load_state(str(output_dir / "state"))
         logger.info("resumed at step %d of %d", state.step, total_steps)
     log = RunLog(output_dir, accelerator, keep_until=state.step if resume else -1)
-    run_name = e.run_name or output_dir.resolve().name
+    name = run_name(config, output_dir)
     accelerator.init_trackers(TRACKER_PROJECT, config=_flat_config(config),
-                              init_kwargs={"wandb": {"name": run_name}, "mlflow": {"run_name": run_name}})
+                              init_kwargs={"wandb": {"name": name}, "mlflow": {"run_name": name}})
     logger.info("training %d steps (%d per epoch) of %d rows each, on %d process(es); evaluating every %d steps",
                 total_steps, steps_per_epoch, rows_per_step, accelerator.num_processes, eval_every)
 
@@ -227,6 +227,11 @@ def make_accelerator(config: TrainConfig, output_dir: Path) -> Accelerator:
             raise ConfigError(f"{key} ({size}) must be a multiple of the number of processes "
                               f"({accelerator.num_processes}): batches are split among them")
     return accelerator
+
+
+def run_name(config: TrainConfig, output_dir: Path) -> str:
+    """The run's name in the trackers and model cards: ``evaluation.run_name``, else the output folder's name."""
+    return config.evaluation.run_name or output_dir.resolve().name
 
 
 def _trackers() -> list[str]:
@@ -472,8 +477,8 @@ def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, st
         accelerator.unwrap_model(model).save_pretrained(staging, state_dict=state_dict, save_function=accelerator.save)
         tokenizer.save_pretrained(staging)
         (staging / "trainer_info.json").write_text(json.dumps({"step": state.step, **values}, indent=1))
-        name = f"{config.evaluation.run_name or folder.parent.name}-{folder.name}"
-        write_model_card(staging, config, name, state.step, values, state.evaluations)
+        write_model_card(staging, config, f"{run_name(config, folder.parent)}-{folder.name}", state.step, values,
+                         state.evaluations)
         shutil.rmtree(folder, ignore_errors=True)
         staging.rename(folder)
     accelerator.wait_for_everyone()

@@ -42,7 +42,8 @@ _EVALUATE_ARGUMENTS = set(inspect.signature(evaluate.EvaluationModule.__init__).
 
 
 def evaluate_path(name: str) -> str:
-    """The folder of faithkit's ``evaluate`` module ``name`` (``pmi-faith``, ``q2``, ``e2e-nli``, ``knowledge-precision``)."""
+    """The folder of faithkit's ``evaluate`` module ``name``: ``pmi-faith``, ``q2``, ``e2e-nli`` or
+    ``knowledge-precision``."""
     if name not in MODULES:
         raise ConfigError(f"no evaluate module '{name}'; choose one of {', '.join(MODULES)}")
     return str(FOLDER / MODULES[name])

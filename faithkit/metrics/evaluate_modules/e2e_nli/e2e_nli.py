@@ -1,4 +1,5 @@
-"""end-to-end NLI as an ``evaluate`` module; the card is README.md beside this file, the work is faithkit's ``e2e-nli`` metric."""
+"""End-to-end NLI as an ``evaluate`` module: its card is README.md beside this file, its work faithkit's
+``e2e-nli`` metric."""
 
 from faithkit.metrics import evaluate_modules  # not its class: evaluate.load takes the first Metric class here
 

@@ -1,4 +1,5 @@
-"""PMI-FAITH as an ``evaluate`` module; the card is README.md beside this file, the work is faithkit's ``pmi-faith`` metric."""
+"""PMI-FAITH as an ``evaluate`` module: its card is README.md beside this file, its work faithkit's
+``pmi-faith`` metric."""
 
 from faithkit.metrics import evaluate_modules  # not its class: evaluate.load takes the first Metric class here
 

@@ -1,4 +1,5 @@
-"""Q² as an ``evaluate`` module; the card is README.md beside this file, the work is faithkit's ``q2`` metric."""
+"""Q² as an ``evaluate`` module: its card is README.md beside this file, its work faithkit's
+``q2`` metric."""
 
 from faithkit.metrics import evaluate_modules  # not its class: evaluate.load takes the first Metric class here
 
