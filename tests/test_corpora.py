@@ -6,6 +6,7 @@ import logging
 import shutil
 from pathlib import Path
 
+import datasets
 import pytest
 
 from faithkit.data import Row, read_rows
@@ -26,6 +27,7 @@ FOOTBALL = "Football is a family of team sports that involve kicking a ball to s
 def rows_of(*args, **options) -> tuple[list[Row], dict]:
     """load_corpus's dataset as Rows (``gold``, checked to repeat the response, left out) and its summary."""
     dataset = load_corpus(*args, **options)
+    assert isinstance(dataset, datasets.Dataset) and dataset.num_rows == corpus_summary(dataset)["kept"]
     assert dataset["gold"] == dataset["response"]
     rows = [Row(id=record.pop("id"), document=record.pop("document"), history=record.pop("history"),
                 response=record.pop("response"), extras={k: v for k, v in record.items() if k != "gold"})
@@ -247,8 +249,6 @@ def test_export_round_trips_through_read_rows(tmp_path, corpus, split, path, fil
         first = json.loads(output.read_text().splitlines()[0])
         assert list(first)[:5] == ["id", "document", "history", "response", "gold"]
     if file_format == "arrow":  # a saved dataset keeps its features and its summary
-        import datasets
-
         saved = datasets.load_from_disk(str(output))
         assert saved.features == load_corpus(corpus, split, path, history_turns=1).features
         assert corpus_summary(saved) == rows_summary
@@ -256,8 +256,6 @@ def test_export_round_trips_through_read_rows(tmp_path, corpus, split, path, fil
 
 
 def test_corpora_are_datasets_with_declared_features():
-    import datasets
-
     string, strings = datasets.Value("string"), datasets.List(datasets.Value("string"))
     common = {"id": string, "document": string, "history": strings, "response": string, "gold": string}
     dataset = load_corpus("topicalchat", "valid_freq", TOPICALCHAT)
