@@ -1,13 +1,14 @@
 """Training rows into token ids through Dataset.map: the same ids as the prompt views give, cached by fingerprint."""
 
 import logging
+from pathlib import Path
 
 import datasets
 import pytest
 
 from faithkit.data import Row
 from faithkit.prompts import DEFAULT_TEMPLATE
-from faithkit.train.data import IGNORE, encode_rows
+from faithkit.train.data import IGNORE, encode_rows, load_rows
 
 ROWS = [Row(id=str(i), document=f"Document {i} says the tower is {300 + i} metres tall. " * (1 + 8 * (i == 2)),
             history=["How tall is the tower?"], response=f"It is {300 + i} metres tall.") for i in range(4)]
@@ -44,3 +45,16 @@ def test_a_second_run_reads_the_cache_and_other_settings_tokenize_again(gpt2_tok
         encode_rows(ROWS[:3], max_length=48, **settings)
     assert not caplog.messages and len(list(cache.glob("*.arrow"))) == 3
 
+
+
+def test_training_rows_from_parquet_and_a_saved_dataset_dict_are_the_jsonl_rows(tmp_path):
+    from faithkit.train.config import DataSection
+
+    jsonl = Path(__file__).parent / "data" / "train" / "tiny_train.jsonl"
+    table = datasets.Dataset.from_json(str(jsonl))
+    table.to_parquet(str(tmp_path / "train.parquet"))
+    datasets.DatasetDict({"train": table, "dev": table.select(range(4))}).save_to_disk(str(tmp_path / "saved"))
+    expected = load_rows(DataSection(train_file=str(jsonl), dev_file=str(jsonl)), "train")
+    assert load_rows(DataSection(train_file=str(tmp_path / "train.parquet")), "train") == expected
+    from_dict = DataSection(train_file=str(tmp_path / "saved"), dev_file=str(tmp_path / "saved"), dev_split="dev")
+    assert load_rows(from_dict, "train") == expected and load_rows(from_dict, "dev") == expected[:4]
