@@ -10,6 +10,7 @@ and a hub dataset hold several splits, so they need ``split``; a Parquet file or
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Iterator
 
@@ -37,7 +38,8 @@ def has_splits(source) -> bool:
 
 
 def _is_dataset(source) -> bool:
-    return type(source).__name__ == "Dataset" and hasattr(source, "features")  # without importing datasets
+    datasets = sys.modules.get("datasets")  # not imported yet: source cannot be one of its datasets
+    return datasets is not None and isinstance(source, datasets.Dataset)
 
 
 def _is_saved_dataset(path: Path) -> bool:
