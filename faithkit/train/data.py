@@ -11,11 +11,13 @@ cache (:func:`encode_rows`).
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from .. import prompts
 from ..data import Columns, Row, read_rows
 from ..data.arrow import has_splits
 from ..errors import ConfigError, InputError
@@ -84,8 +86,9 @@ def encode_rows(
     whose history alone is too long for the room left (chat templates cannot cut a turn) is
     left out and counted in ``stats.dropped``. The tokenization runs through ``Dataset.map``
     (``num_proc`` processes) into a cache file named by ``datasets``' fingerprint of the rows,
-    the tokenizer, the template, the lengths and this module's code, so a second run of the
-    same configuration reads the file instead of tokenizing again.
+    the tokenizer, the template, the lengths and the code of this module and of
+    :mod:`faithkit.prompts`, so a second run of the same configuration reads the file instead
+    of tokenizing again.
     """
     import datasets
     from datasets.fingerprint import Hasher
@@ -98,7 +101,8 @@ def encode_rows(
                                         "response": [row.response for row in rows]})
     options = {"tokenizer": tokenizer, "template": template, "seq2seq": seq2seq, "max_length": max_length,
                "max_response_length": max_response_length}
-    fingerprint = Hasher.hash([table._fingerprint, encode_example, options])
+    code = [Path(module.__file__).read_bytes() for module in (prompts, sys.modules[__name__])]  # what the ids follow
+    fingerprint = Hasher.hash([table._fingerprint, code, options])
     cache = Path(datasets.config.HF_DATASETS_CACHE) / "faithkit_train"
     cache.mkdir(parents=True, exist_ok=True)
     if any(cache.glob(f"{fingerprint}*.arrow")):  # one file, or one per process with num_proc
@@ -106,9 +110,10 @@ def encode_rows(
     encoded = table.map(encode_example, fn_kwargs=options, remove_columns=table.column_names, num_proc=num_proc,
                         cache_file_name=str(cache / f"{fingerprint}.arrow"), new_fingerprint=fingerprint,
                         desc="tokenizing")
+    fits = list(encoded["fits"])
     stats = EncodingStats(rows=len(rows), contexts_cut=sum(encoded["context_cut"]),
-                          responses_cut=sum(encoded["response_cut"]), dropped=encoded["fits"].count(False))
-    kept = [index for index, fits in enumerate(encoded["fits"]) if fits]
+                          responses_cut=sum(encoded["response_cut"]), dropped=fits.count(False))
+    kept = [index for index, fitting in enumerate(fits) if fitting]
     return encoded.select(kept).select_columns(["input_ids", "labels"]), stats
 
 
