@@ -30,7 +30,7 @@ import datasets
 import evaluate
 
 from ...errors import ConfigError
-from ..registry import check_options
+from ..registry import check_options, load_metric
 
 FOLDER = Path(__file__).parent
 MODULES = {"pmi-faith": "pmi_faith", "q2": "q2", "e2e-nli": "e2e_nli", "knowledge-precision": "knowledge_precision"}
@@ -83,8 +83,6 @@ class RegistryMetric(evaluate.Metric):
 
     def _load(self):
         if self._metric is None:
-            from ..registry import load_metric
-
             self._metric = load_metric(self.registry_name, **self.options)
         return self._metric
 
