@@ -19,8 +19,8 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 
-def _check(scores: Sequence[float], labels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Validate once so every statistic fails with the same clear message."""
+def _check(scores: Sequence[float], labels: Sequence[int], binary: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Validate once so every statistic fails with the same clear message; ``binary=False`` allows graded labels."""
     scores = np.asarray(scores, dtype=float)
     labels = np.asarray(labels)
     if scores.ndim != 1 or labels.ndim != 1 or len(scores) != len(labels):
@@ -30,6 +30,11 @@ def _check(scores: Sequence[float], labels: Sequence[int]) -> tuple[np.ndarray, 
     bad = np.flatnonzero(~np.isfinite(scores))
     if len(bad):
         raise ValueError(f"score at position {bad[0]} is {scores[bad[0]]}; drop or fix rows without a finite score")
+    if not binary:
+        labels = labels.astype(float)
+        if not np.isfinite(labels).all():
+            raise ValueError(f"label at position {np.flatnonzero(~np.isfinite(labels))[0]} is not finite")
+        return scores, labels
     if not np.isin(labels, (0, 1)).all():
         raise ValueError(f"labels must be 0/1 (1 = positive class), got values {sorted(set(labels.tolist()))}")
     return scores, labels.astype(int)
@@ -100,8 +105,8 @@ def best_f1_threshold(scores: Sequence[float], labels: Sequence[int]) -> float:
 
 
 def _correlation(function, scores, labels) -> float:
-    """scipy's correlation, but NaN (not a warning) when either side is constant."""
-    scores, labels = _check(scores, labels)
+    """scipy's correlation, but NaN (not a warning) when either side is constant; labels may be graded."""
+    scores, labels = _check(scores, labels, binary=False)
     if len(scores) < 2 or scores.min() == scores.max() or labels.min() == labels.max():
         return math.nan
     with warnings.catch_warnings():
@@ -138,3 +143,26 @@ def summarize(scores: Sequence[float], labels: Sequence[int], threshold: float) 
         "spearman": spearman(scores, labels),
         "pearson": pearson(scores, labels),
     }
+
+
+def bootstrap_interval(statistic, n: int, repetitions: int = 1000, confidence: float = 0.95,
+                       seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic(indices)`` over ``n`` resampled units (contexts, items).
+
+    Each repetition draws ``n`` indices with replacement and calls ``statistic`` on them, so
+    paired data stay paired: resample the unit, keep everything measured on it. Repetitions
+    whose statistic is NaN (a constant resample has no correlation) are left out; with none
+    left the interval is ``(nan, nan)``.
+    """
+    if n < 1 or repetitions < 1:
+        raise ValueError(f"a bootstrap needs at least one unit and one repetition, got {n} and {repetitions}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
+    rng = np.random.default_rng(seed)
+    values = np.array([statistic(rng.integers(n, size=n)) for _ in range(repetitions)], dtype=float)
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return math.nan, math.nan
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(values, [tail, 100 - tail])
+    return float(low), float(high)
