@@ -212,7 +212,8 @@ def markdown(summary: dict) -> str:
     for row in summary["shares"]:
         lines.append(f"| {row['dimension']} | {names[row['system']]} | "
                      + " | ".join(_with_interval(row[a], row[f"{a}_ci"]) for a in ANSWERS) + " |")
-    lines += ["", f"| dimension | a better | tie | b better | sign test over items (a > b / a < b / tied) |",
+    lines += ["", f"| dimension | {names['a']} wins | tie | {names['b']} wins | sign test over items "
+                  f"({names['a']} better / worse / tied) |",
               "|---|---|---|---|---|"]
     for row in summary["wins"]:
         test = row["sign_test"]
