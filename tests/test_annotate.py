@@ -377,7 +377,7 @@ def test_two_files_of_one_annotator_and_broken_json(task_key, tmp_path, capsys):
     assert run_main("annotate", "report", tmp_path / "task", first, second) == 2
     assert capsys.readouterr().err.startswith(f"error: {second} is not valid JSON")
     assert run_main("annotate", "report", tmp_path / "nowhere", first) == 2
-    assert "has no key.json" in capsys.readouterr().err
+    assert f"{tmp_path / 'nowhere' / 'key.json'} not found; give the --out folder" in capsys.readouterr().err
 
 
 def test_help_says_what_it_writes(capsys):

@@ -23,7 +23,6 @@ the markdown.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +31,7 @@ import numpy as np
 
 from ..errors import InputError
 from .agreement import agreement
-from .task import ANSWERS, DIMENSIONS, SYSTEMS
+from .task import ANSWERS, DIMENSIONS, SYSTEMS, read_document
 
 MEASURES = {"pmi_faith": "PMI-FAITH", "q2": "Q²", "knowledge_precision": "knowledge precision"}
 LEVEL = {answer: len(ANSWERS) - 1 - index for index, answer in enumerate(ANSWERS)}
@@ -80,14 +79,8 @@ def read_annotations(key: dict, paths: list[str | Path]) -> Annotations:
 
 
 def _read_export(path: Path, key: dict) -> tuple[str, dict]:
-    if not path.is_file():
-        raise InputError(f"answers file not found: {path}")
-    try:
-        export = json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"{path} is not valid JSON ({error}); export the answers from the page again") from None
-    if not isinstance(export, dict) or export.get("format") != "faithkit-annotation-answers":
-        raise InputError(f"{path} is not an answers export of a faithkit annotation page")
+    export = read_document(path, "faithkit-annotation-answers", "an answers export of a faithkit annotation page",
+                           "give the JSON files the annotators exported from the page")
     if export.get("task") != key["task"]:
         raise InputError(f"{path} answers another task ({export.get('task')}, this one is {key['task']}); give the "
                          "exports of this task's page")

@@ -196,13 +196,18 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
 
 def read_key(task: str | Path) -> dict:
     """The key of a task folder (what :func:`build_task` wrote)."""
-    path = Path(task) / KEY_FILE
+    return read_document(Path(task) / KEY_FILE, "faithkit-annotation-key", "an annotation key",
+                         "give the --out folder of 'faithkit annotate build'")
+
+
+def read_document(path: Path, kind: str, description: str, fix: str) -> dict:
+    """A JSON object whose ``format`` is ``kind``; a missing, broken or other file is one :class:`InputError`."""
     if not path.is_file():
-        raise InputError(f"{task} has no {KEY_FILE}; give the --out folder of 'faithkit annotate build'")
+        raise InputError(f"{path} not found; {fix}")
     try:
-        key = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise InputError(f"{path} is not valid JSON ({error}); rebuild the task with 'faithkit annotate build'") from None
-    if not isinstance(key, dict) or key.get("format") != "faithkit-annotation-key":
-        raise InputError(f"{path} is not an annotation key; rebuild the task with 'faithkit annotate build'")
-    return key
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{path} is not valid JSON ({error}); {fix}") from None
+    if not isinstance(document, dict) or document.get("format") != kind:
+        raise InputError(f"{path} is not {description}; {fix}")
+    return document
