@@ -172,3 +172,25 @@ def test_layout_at_laptop_and_tablet_widths(browser, tmp_path, width, height, na
         folder = Path(os.environ["ANNOTATE_SCREENSHOTS"])
         folder.mkdir(parents=True, exist_ok=True)
         shutil.copy(screenshot, folder / screenshot.name)
+
+
+def test_two_tabs_of_one_task_stay_in_step(browser, tmp_path):
+    """Answers given in one tab appear in another tab of the same task, so neither overwrites the other's."""
+    from selenium.webdriver.common.by import By
+
+    driver, _ = browser
+    a = generate_output(tmp_path / "a.jsonl", ["Yes, it is tall.", "It opened in 1889."])
+    b = generate_output(tmp_path / "b.jsonl", ["No.", "It opened in 1925."])
+    task = build_task(System.from_file(a), System.from_file(b), tmp_path / "task")
+    url = (task.out / "annotate.html").resolve().as_uri()
+    driver.get(url)
+    first = driver.current_window_handle
+    driver.switch_to.new_window("tab")
+    driver.get(url)
+    driver.find_element(By.TAG_NAME, "body").send_keys("3", "3")
+    driver.switch_to.window(first)
+    assert driver.find_element(By.ID, "r0-faithfulness-disagree").is_selected()
+    assert driver.find_element(By.ID, "r0-relevance-disagree").is_selected()
+    driver.find_element(By.TAG_NAME, "body").send_keys("1")  # the first open question is highlighted: grammar
+    stored = json.loads(driver.execute_script(f"return localStorage.getItem('faithkit-annotate:{task.id}')"))
+    assert stored["answers"]["1"][0] == {"faithfulness": "disagree", "relevance": "disagree", "grammar": "agree"}
