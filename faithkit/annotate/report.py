@@ -34,8 +34,6 @@ from .agreement import agreement
 from .task import ANSWERS, DIMENSIONS, SYSTEMS, read_document
 
 MEASURES = {"pmi_faith": "PMI-FAITH", "q2": "Q²", "knowledge_precision": "knowledge precision"}
-LEVEL = {answer: len(ANSWERS) - 1 - index for index, answer in enumerate(ANSWERS)}
-"""Each answer as a number where higher is better (agree 2, neutral 1, disagree 0): for wins and correlations."""
 
 
 @dataclass
@@ -136,7 +134,7 @@ def summarize(annotations: Annotations, repetitions: int = 1000, seed: int = 0) 
     from ..eval.stats import bootstrap_interval, spearman
 
     ratings = annotations.ratings
-    levels = len(ANSWERS) - 1 - ratings
+    levels = len(ANSWERS) - 1 - ratings  # higher is better (agree 2, neutral 1, disagree 0): for wins and correlations
     n_items = ratings.shape[1]
 
     def interval(statistic):
