@@ -263,6 +263,20 @@ def test_perfect_and_chance_annotators():
     assert abs(krippendorff_alpha(noise, 3)) < 0.03 and abs(fleiss_kappa(noise, 3)) < 0.03
 
 
+def test_alpha_and_kappa_recover_the_known_reliability_of_simulated_annotators():
+    """Annotators who copy a uniform true rating with probability p_i and else answer uniformly at random agree
+    beyond chance, pair by pair, by p_i * p_j (unless both copy, their two values are independent with the
+    marginals' distribution, whatever the metric), so alpha and kappa tend to the mean of p_i * p_j: 0.5 here."""
+    rng = np.random.default_rng(0)
+    accuracy = np.array([0.9, 0.75, 0.5])
+    truth = rng.integers(3, size=(4000, 1))
+    ratings = np.where(rng.random((4000, 3)) < accuracy, truth, rng.integers(3, size=(4000, 3)))
+    expected = np.mean([accuracy[i] * accuracy[j] for i, j in itertools.combinations(range(3), 2)])
+    for level in ("nominal", "ordinal", "interval"):
+        assert abs(krippendorff_alpha(ratings, 3, level) - expected) < 0.03
+    assert abs(fleiss_kappa(ratings, 3) - expected) < 0.03
+
+
 def test_alpha_reproduces_krippendorffs_published_examples():
     """Krippendorff (2011), 'Computing Krippendorff's alpha-reliability': 4 observers, 12 units, values 1-5 with gaps
     (nominal 0.743, ordinal 0.815, interval 0.849); and the 3-coder example of 15 units (nominal 0.691, interval
