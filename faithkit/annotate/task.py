@@ -125,13 +125,8 @@ def _same_text(first: str, second: str) -> bool:
     return " ".join(first.split()) == " ".join(second.split())
 
 
-def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: int = 0) -> Task:
-    """Sample ``contexts`` rows where ``a`` and ``b`` answer differently; write the page and the key into ``out``."""
-    from ..metrics.lexical import knowledge_precision
-    from .page import render_page
-
-    if contexts < 1:
-        raise InputError(f"--contexts {contexts}: use at least 1")
+def differing_rows(a: System, b: System) -> tuple[list[str], list[str]]:
+    """The rows both systems answered, and those of them where the answers differ (beyond whitespace)."""
     rows = [row for row in a.records if row in b.records]
     if not rows:
         raise InputError(f"{a.source} and {b.source} share no row id; give two outputs of the same input rows")
@@ -144,15 +139,32 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
     if not differing:
         raise InputError(f"{a.name} and {b.name} give the same response to all {len(rows)} shared rows: nothing to "
                          "compare")
+    return rows, differing
+
+
+def _balanced_coins(count: int, rng: random.Random) -> list[bool]:
+    """``count`` shuffled flags, half of them True (the odd one a fair coin): whether system a goes first."""
+    flags = [index < count // 2 for index in range(count)]
+    if count % 2:
+        flags[-1] = rng.random() < 0.5
+    rng.shuffle(flags)
+    return flags
+
+
+def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: int = 0) -> Task:
+    """Sample ``contexts`` rows where ``a`` and ``b`` answer differently; write the page and the key into ``out``."""
+    from ..metrics.lexical import knowledge_precision
+    from .page import render_page
+
+    if contexts < 1:
+        raise InputError(f"--contexts {contexts}: use at least 1")
+    rows, differing = differing_rows(a, b)
     if len(differing) < contexts:
         logger.warning("only %d of %d shared rows have different responses; the task has %d items, not %d",
                        len(differing), len(rows), len(differing), contexts)
     rng = random.Random(seed)
     chosen = rng.sample(differing, min(contexts, len(differing)))
-    a_first = [index < len(chosen) // 2 for index in range(len(chosen))]
-    if len(chosen) % 2:
-        a_first[-1] = rng.random() < 0.5
-    rng.shuffle(a_first)
+    a_first = _balanced_coins(len(chosen), rng)
 
     items, key_items = [], []
     for number, (row, first) in enumerate(zip(chosen, a_first), start=1):
@@ -184,7 +196,7 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
     out = Path(out)
     key_path = out / KEY_FILE
     if key_path.is_file():
-        earlier = json.loads(key_path.read_text(encoding="utf-8")).get("task")
+        earlier = read_key(out)["task"]
         if earlier != task_id:
             raise OutputError(f"{out} already holds annotation task {earlier}, whose answers would no longer match; "
                               "choose another --out, or delete the folder to start over")

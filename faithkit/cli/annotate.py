@@ -39,7 +39,7 @@ def register(subparsers) -> None:
         "report", help="shares, win rates, agreement and metric correlation from the annotators' exports",
         description="Read the answers the annotators exported from the page, check them against the task's key "
                     "(same task, every item answered, one file per annotator), and print markdown tables: per "
-                    "dimension and system the Agree/Neutral/Disagree shares and win rates with 95%% bootstrap "
+                    "dimension and system the Agree/Neutral/Disagree shares and win rates with 95% bootstrap "
                     "intervals over items, a paired sign test, Krippendorff's alpha (ordinal) and Fleiss' kappa, "
                     "per-annotator counts, and the Spearman correlation of human faithfulness with PMI-FAITH, Q² "
                     "and knowledge precision where the key has them. Writes report.csv and report.png to TASK.",
