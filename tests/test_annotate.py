@@ -20,7 +20,7 @@ from faithkit.annotate import (ANSWERS, DIMENSIONS, System, build_task, read_ann
                                sweep_cells, sweep_system)
 from faithkit.annotate.agreement import fleiss_kappa, krippendorff_alpha
 from faithkit.errors import InputError
-from faithkit.eval.stats import bootstrap_interval
+from faithkit.eval.stats import bootstrap_interval, correlation_interval
 from faithkit.metrics.lexical import knowledge_precision
 from tests.cli.helpers import run_main, write_jsonl
 
@@ -231,7 +231,7 @@ def task_key(two_files, tmp_path):
 def test_report_reproduces_shares_wins_and_agreement_of_simulated_annotators(task_key, tmp_path):
     ratings = simulate(task_key, accuracy=(0.9, 0.75, 0.5))
     paths = write_exports(tmp_path, task_key, ratings)
-    summary = summarize(read_annotations(task_key, paths), repetitions=200)
+    summary = summarize(read_annotations(task_key, paths), resamples=200)
     level = {"agree": 2, "neutral": 1, "disagree": 0}
     items = range(len(task_key["items"]))
     for column, dimension in enumerate(DIMENSIONS):
@@ -314,7 +314,7 @@ def test_sign_test_and_correlation(task_key, tmp_path):
             table.append([["agree", "agree", "agree"], ["disagree", "neutral", "agree"]])
         ratings.append(table)
     summary = summarize(read_annotations(task_key, write_exports(tmp_path, task_key, ratings, ("ann", "bob"))),
-                        repetitions=200)
+                        resamples=200)
     faithfulness = summary["wins"][0]
     assert faithfulness["a_wins"] == 1.0 and faithfulness["sign_test"]["a_better"] == 20
     assert faithfulness["sign_test"]["p"] == pytest.approx(2 * 0.5 ** 20)
@@ -327,16 +327,20 @@ def test_sign_test_and_correlation(task_key, tmp_path):
 
     assert correlation["spearman"] == pytest.approx(spearmanr(metric, human)[0])
     assert correlation["responses"] == 40
+    assert correlation["spearman_ci"] == correlation_interval(correlation["spearman"], 40)
 
 
-def test_bootstrap_interval_of_a_mean_is_about_the_normal_one():
-    values = np.random.default_rng(1).normal(size=400)
-    low, high = bootstrap_interval(lambda idx: values[idx].mean(), len(values), repetitions=2000, seed=0)
-    half = 1.96 * values.std() / math.sqrt(len(values))
-    assert abs(low - (values.mean() - half)) < 0.02 and abs(high - (values.mean() + half)) < 0.02
-    assert bootstrap_interval(lambda idx: values[idx].mean(), 400, seed=3) == \
-        bootstrap_interval(lambda idx: values[idx].mean(), 400, seed=3)
-    assert all(math.isnan(v) for v in bootstrap_interval(lambda idx: math.nan, 5, repetitions=10))
+def test_intervals_of_a_share_and_of_a_correlation_are_about_the_textbook_ones():
+    hits = (np.random.default_rng(1).random(400) < 0.3).astype(float)
+    counts = np.stack([hits, 1 - hits], axis=1)  # per item: one rating, a hit or not
+    low, high = bootstrap_interval(counts, lambda sums: sums[0] / sums.sum(), resamples=2000, seed=0)
+    share = hits.mean()
+    half = 1.96 * math.sqrt(share * (1 - share) / len(hits))  # the normal approximation
+    assert abs(low - (share - half)) < 0.01 and abs(high - (share + half)) < 0.01
+    low, high = correlation_interval(0.5, 103)  # z = atanh(0.5) +- 1.96 * sqrt(1.125 / 100)
+    assert (low, high) == pytest.approx((math.tanh(math.atanh(0.5) - 1.96 * math.sqrt(0.01125)),
+                                         math.tanh(math.atanh(0.5) + 1.96 * math.sqrt(0.01125))), abs=1e-4)
+    assert all(math.isnan(v) for v in correlation_interval(0.5, 3)) and correlation_interval(1.0, 10) == (1.0, 1.0)
 
 
 def test_report_command_writes_markdown_csv_and_chart(task_key, tmp_path, capsys):

@@ -14,8 +14,10 @@ item fully answered, one file per annotator) and maps the page's sides back to t
 
 and the Spearman correlation of each response's human faithfulness (mean over annotators,
 Agree 2, Neutral 1, Disagree 0) with its automatic scores in the key (PMI-FAITH, Q²,
-knowledge precision). Every interval is a 95% percentile bootstrap over items: an item is
-resampled with all its ratings and both responses. :func:`write_report` writes
+knowledge precision). The intervals of shares and win rates are 95% percentile bootstraps
+over items (an item is resampled with all its ratings and both responses); those of the
+correlations Fisher z intervals with Bonett and Wright's variance, which take the rated
+responses as independent pairs. :func:`write_report` writes
 ``report.csv`` (one statistic per line) and ``report.png`` into the task folder and returns
 the markdown.
 """
@@ -108,15 +110,30 @@ def _read_export(path: Path, key: dict) -> tuple[str, dict]:
     return annotator, answers
 
 
-def _shares(ratings: np.ndarray) -> np.ndarray:
-    """Share of each answer among the ratings (any shape)."""
-    return np.bincount(ratings.ravel(), minlength=len(ANSWERS)) / ratings.size
+def _answer_counts(ratings: np.ndarray) -> np.ndarray:
+    """Per item, how many annotators gave each answer: ``ratings[annotator, item]`` -> (items, answers)."""
+    return np.stack([(ratings == index).sum(axis=0) for index in range(len(ANSWERS))], axis=1)
 
 
-def _wins(levels: np.ndarray) -> np.ndarray:
-    """(a better, tie, b better) shares of ``levels[annotator, item, system]``."""
+def _outcome_counts(levels: np.ndarray) -> np.ndarray:
+    """Per item, how many annotators rated a higher, the same, lower than b: ``levels[annotator, item, system]``."""
     difference = levels[:, :, 0] - levels[:, :, 1]
-    return np.array([(difference > 0).mean(), (difference == 0).mean(), (difference < 0).mean()])
+    return np.stack([(difference > 0).sum(axis=0), (difference == 0).sum(axis=0), (difference < 0).sum(axis=0)],
+                    axis=1)
+
+
+def _shares(counts: np.ndarray, names: tuple[str, ...], resamples: int, seed: int) -> dict:
+    """Each column's share of the counts (items x columns), with its bootstrap interval over items."""
+    from ..eval.stats import bootstrap_interval
+
+    row = {}
+    for column, name in enumerate(names):
+        def share(sums, column=column):
+            return sums[column] / sums.sum()
+
+        row[name] = float(share(counts.sum(axis=0)))
+        row[f"{name}_ci"] = bootstrap_interval(counts, share, resamples=resamples, seed=seed)
+    return row
 
 
 def sign_test(levels: np.ndarray) -> dict:
@@ -129,32 +146,21 @@ def sign_test(levels: np.ndarray) -> dict:
     return {"a_better": better, "b_better": worse, "tied": len(difference) - better - worse, "p": float(p)}
 
 
-def summarize(annotations: Annotations, repetitions: int = 1000, seed: int = 0) -> dict:
-    """Every statistic of the report (see the module docstring), intervals from ``repetitions`` bootstrap draws."""
-    from ..eval.stats import bootstrap_interval, spearman
+def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) -> dict:
+    """Every statistic of the report (see the module docstring), intervals from ``resamples`` bootstrap draws."""
+    from ..eval.stats import correlation_interval, spearman
 
     ratings = annotations.ratings
     levels = len(ANSWERS) - 1 - ratings  # higher is better (agree 2, neutral 1, disagree 0): for wins and correlations
     n_items = ratings.shape[1]
-
-    def interval(statistic):
-        return bootstrap_interval(statistic, n_items, repetitions=repetitions, seed=seed)
-
     shares, wins, agreements = [], [], []
     for column, dimension in enumerate(DIMENSIONS):
         for index, system in enumerate(SYSTEMS):
-            row = {"dimension": dimension, "system": system}
-            for answer_index, answer in enumerate(ANSWERS):
-                row[answer] = float(_shares(ratings[:, :, index, column])[answer_index])
-                row[f"{answer}_ci"] = interval(
-                    lambda items, i=index, a=answer_index: _shares(ratings[:, items, i, column])[a])
-            shares.append(row)
-        row = {"dimension": dimension}
-        for outcome_index, outcome in enumerate(("a_wins", "ties", "b_wins")):
-            row[outcome] = float(_wins(levels[:, :, :, column])[outcome_index])
-            row[f"{outcome}_ci"] = interval(lambda items, o=outcome_index: _wins(levels[:, items, :, column])[o])
-        row["sign_test"] = sign_test(levels[:, :, :, column])
-        wins.append(row)
+            shares.append({"dimension": dimension, "system": system,
+                           **_shares(_answer_counts(ratings[:, :, index, column]), ANSWERS, resamples, seed)})
+        wins.append({"dimension": dimension,
+                     **_shares(_outcome_counts(levels[:, :, :, column]), ("a_wins", "ties", "b_wins"), resamples, seed),
+                     "sign_test": sign_test(levels[:, :, :, column])})
         units = ratings[:, :, :, column].reshape(len(ratings), -1).T  # (item, system) x annotator
         agreements.append({"dimension": dimension, **(agreement(units, len(ANSWERS)) if len(ratings) > 1 else
                                                       {"krippendorff_alpha": math.nan, "fleiss_kappa": math.nan})})
@@ -163,17 +169,12 @@ def summarize(annotations: Annotations, repetitions: int = 1000, seed: int = 0) 
     correlations = []
     for measure in MEASURES:
         metric = np.array([[entry["scores"].get(system, {}).get(measure, math.nan) for system in SYSTEMS]
-                           for entry in annotations.key["items"]], dtype=float)
-        if not np.isfinite(metric).any():
-            continue
-
-        def correlation(items, metric=metric):
-            chosen_metric, chosen_human = metric[items].ravel(), human[items].ravel()
-            keep = np.isfinite(chosen_metric)
-            return spearman(chosen_metric[keep], chosen_human[keep]) if keep.sum() >= 2 else math.nan
-
-        correlations.append({"measure": measure, "responses": int(np.isfinite(metric).sum()),
-                             "spearman": correlation(np.arange(n_items)), "spearman_ci": interval(correlation)})
+                           for entry in annotations.key["items"]], dtype=float).ravel()
+        known = np.isfinite(metric)
+        if known.any():
+            r = spearman(metric[known], human.ravel()[known]) if known.sum() >= 2 else math.nan
+            correlations.append({"measure": measure, "responses": int(known.sum()), "spearman": r,
+                                 "spearman_ci": correlation_interval(r, int(known.sum()))})
 
     counts = [{"annotator": name, "file": str(path), "items": n_items,
                **{dimension: [int(c) for c in np.bincount(ratings[number, :, :, column].ravel(),
@@ -182,7 +183,7 @@ def summarize(annotations: Annotations, repetitions: int = 1000, seed: int = 0) 
               for number, (name, path) in enumerate(zip(annotations.annotators, annotations.files))]
     return {"task": annotations.key["task"], "systems": annotations.systems, "items": n_items,
             "annotators": counts, "shares": shares, "wins": wins, "agreement": agreements,
-            "correlations": correlations, "bootstrap": {"repetitions": repetitions, "seed": seed}}
+            "correlations": correlations, "bootstrap": {"resamples": resamples, "seed": seed}}
 
 
 def _number(value: float, digits: int = 3) -> str:
@@ -198,7 +199,7 @@ def markdown(summary: dict) -> str:
     names = summary["systems"]
     lines = [f"## Human evaluation: a = {names['a']}, b = {names['b']}", "",
              f"{summary['items']} items, {len(summary['annotators'])} annotators; intervals: 95% bootstrap over items "
-             f"({summary['bootstrap']['repetitions']} draws).", "",
+             f"({summary['bootstrap']['resamples']} draws); Spearman intervals: Fisher z (Bonett-Wright).", "",
              "| dimension | system | Agree | Neutral | Disagree |", "|---|---|---|---|---|"]
     for row in summary["shares"]:
         lines.append(f"| {row['dimension']} | {names[row['system']]} | "

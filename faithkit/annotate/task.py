@@ -78,19 +78,24 @@ def sweep_cells(sweep: str | Path) -> dict[str, Path]:
     """A sweep folder's cells, named as its ``sweep.csv`` names them, with each cell's responses file.
 
     The one place that knows how a sweep stores its cells: a ``cell`` column when the table
-    has one, else the name :class:`faithkit.sweep.Cell` gives its (alpha, top_p); responses in
-    ``cells/<name>.jsonl``.
+    has one (sweeps over strategies), else the name :class:`faithkit.sweep.Cell` gives the row's
+    (alpha, top_p); responses in ``cells/<name>.jsonl``.
     """
-    from ..sweep import Cell
-
     sweep = Path(sweep)
     table = sweep / "sweep.csv"
     if not table.is_file():
         raise InputError(f"{sweep} has no sweep.csv; give the --out folder of a finished 'faithkit sweep'")
     with open(table, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    names = [row.get("cell") or Cell(float(row["alpha"]), float(row["top_p"])).name for row in rows]
-    return {name: sweep / "cells" / f"{name}.jsonl" for name in names}
+    return {name: sweep / "cells" / f"{name}.jsonl" for name in map(_cell_name, rows)}
+
+
+def _cell_name(row: dict) -> str:
+    if row.get("cell"):
+        return row["cell"]
+    from ..sweep import Cell  # an (alpha, top_p) grid's table names no cell
+
+    return Cell(float(row["alpha"]), float(row["top_p"])).name
 
 
 def sweep_system(sweep: str | Path, cell: str) -> System:

@@ -79,5 +79,5 @@ def run_report(args) -> int:
     from ..annotate import read_annotations, read_key, summarize, write_report
 
     annotations = read_annotations(read_key(args.task), args.answers)
-    print(write_report(args.task, summarize(annotations, repetitions=args.bootstrap, seed=args.seed)))
+    print(write_report(args.task, summarize(annotations, resamples=args.bootstrap, seed=args.seed)))
     return 0

@@ -1,7 +1,9 @@
-"""Meta-evaluation statistics: how well a metric's scores agree with binary human labels.
+"""Statistics: how well a metric's scores agree with binary human labels, and how sure a corpus number is.
 
 Every benchmark (BEGIN, Q² WoW) reports the same numbers, so they live here once, in
-numpy/scipy only. Conventions used throughout:
+numpy/scipy only. :func:`bootstrap_interval` and :func:`paired_permutation_test` work on any
+corpus aggregate written as ``finish(sum of per-item statistics)``
+(:mod:`faithkit.metrics.corpus`): a mean, corpus BLEU. Conventions used throughout:
 
 - ``labels`` are 0/1 (or booleans); 1 is the positive class (faithful / consistent).
 - A threshold ``t`` classifies ``score >= t`` as positive.
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import stats as scipy_stats
@@ -124,6 +126,17 @@ def pearson(scores: Sequence[float], labels: Sequence[float]) -> float:
     return _correlation(scipy_stats.pearsonr, scores, labels)
 
 
+def correlation_interval(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of a Spearman correlation ``r`` over ``n`` pairs: Fisher's z with the variance
+    ``(1 + r**2 / 2) / (n - 3)`` of Bonett and Wright (2000, Psychometrika 65). NaN when ``n < 4`` or ``r`` is."""
+    if n < 4 or not math.isfinite(r):
+        return math.nan, math.nan
+    if abs(r) == 1:
+        return r, r
+    half = scipy_stats.norm.ppf(0.5 + confidence / 2) * math.sqrt((1 + r * r / 2) / (n - 3))
+    return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
+
+
 def summarize(scores: Sequence[float], labels: Sequence[int], threshold: float) -> dict:
     """Every statistic at once: counts, class means, classification at ``threshold``, AUROC, correlations.
 
@@ -145,24 +158,53 @@ def summarize(scores: Sequence[float], labels: Sequence[int], threshold: float) 
     }
 
 
-def bootstrap_interval(statistic, n: int, repetitions: int = 1000, confidence: float = 0.95,
-                       seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of ``statistic(indices)`` over ``n`` resampled units (contexts, items).
+def bootstrap_interval(statistics: np.ndarray, finish: Callable[[np.ndarray], float | None],
+                       confidence: float = 0.95, resamples: int = 1000, seed: int = 0) -> tuple:
+    """Percentile bootstrap interval of ``finish(statistics.sum(0))`` over the items (rows), seeded.
 
-    Each repetition draws ``n`` indices with replacement and calls ``statistic`` on them, so
-    paired data stay paired: resample the unit, keep everything measured on it. Repetitions
-    whose statistic is NaN (a constant resample has no correlation) are left out; with none
-    left the interval is ``(nan, nan)``.
+    ``statistics`` has one row of sufficient statistics per item (context); each resample draws
+    the items with replacement. Returns ``(low, high)``, ``(None, None)`` when no resample has a value.
     """
-    if n < 1 or repetitions < 1:
-        raise ValueError(f"a bootstrap needs at least one unit and one repetition, got {n} and {repetitions}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence}")
-    rng = np.random.default_rng(seed)
-    values = np.array([statistic(rng.integers(n, size=n)) for _ in range(repetitions)], dtype=float)
-    values = values[np.isfinite(values)]
-    if not len(values):
-        return math.nan, math.nan
+    statistics = np.asarray(statistics, dtype=float)
+    counts = _resample_counts(len(statistics), resamples, seed)
+    values = _finish_rows(counts @ statistics, finish)
+    if np.isnan(values).all():
+        return None, None
     tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(values, [tail, 100 - tail])
+    low, high = np.nanpercentile(values, [tail, 100 - tail])
     return float(low), float(high)
+
+
+def paired_permutation_test(statistics_a: np.ndarray, statistics_b: np.ndarray,
+                            finish: Callable[[np.ndarray], float | None], permutations: int = 1000,
+                            seed: int = 0) -> float | None:
+    """Two-sided p-value that systems A and B, scored on the same items, have the same corpus value.
+
+    Approximate randomisation (paired permutation): each permutation swaps A's and B's
+    statistics on a random half of the items and recomputes ``finish(A) - finish(B)``; the
+    p-value is the share of permutations, counting the observed one, at least as far from 0
+    as the observed difference. None when either corpus value cannot be computed.
+    """
+    a, b = np.asarray(statistics_a, dtype=float), np.asarray(statistics_b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"paired statistics must have the same shape, got {a.shape} and {b.shape}")
+    observed_a, observed_b = finish(a.sum(axis=0)), finish(b.sum(axis=0))
+    if observed_a is None or observed_b is None:
+        return None
+    observed = abs(observed_a - observed_b)
+    swap = np.random.default_rng(seed).integers(0, 2, size=(permutations, len(a))).astype(float)
+    sums_a, sums_b = (1 - swap) @ a + swap @ b, swap @ a + (1 - swap) @ b
+    differences = np.abs(_finish_rows(sums_a, finish) - _finish_rows(sums_b, finish))
+    at_least = np.count_nonzero(differences >= observed - 1e-12 * max(1.0, observed))
+    return float((at_least + 1) / (permutations + 1))
+
+
+def _resample_counts(items: int, resamples: int, seed: int) -> np.ndarray:
+    """How often each item is drawn in each resample: a (resamples, items) matrix."""
+    draws = np.random.default_rng(seed).integers(0, items, size=(resamples, items))
+    return np.stack([np.bincount(row, minlength=items) for row in draws]).astype(float)
+
+
+def _finish_rows(sums: np.ndarray, finish) -> np.ndarray:
+    values = [finish(row) for row in sums]
+    return np.array([math.nan if v is None else v for v in values], dtype=float)
