@@ -26,10 +26,11 @@ class PathArg:
     """
 
     KINDS = {
-        "rows": "rows file (.jsonl, .csv or .tsv)",
+        "rows": "rows file (.jsonl, .csv, .tsv or .parquet) or saved dataset",
         "text": "UTF-8 text file",
         "input folder": "folder",
         "output file": "file to write",
+        "output": "file or folder to write",
         "output folder": "folder to write into",
         "model": "model (a folder, a hub id or an offline name)",
     }
@@ -57,6 +58,10 @@ def check_path(kind: str, path: Path) -> None:
     """Raise ValueError naming the problem when ``path`` cannot be what a ``kind`` option needs."""
     if kind == "model":
         _check_model(path)
+    elif kind == "rows" and _is_dataset_source(path):
+        if path.suffix.lower() == ".parquet" and not path.is_file():
+            raise ValueError(f"file not found: {path}" if not path.exists() else f"{path} is a folder; give a "
+                             f"Parquet file")
     elif kind in ("rows", "text"):
         if not path.exists():
             raise ValueError(f"file not found: {path}")
@@ -68,6 +73,8 @@ def check_path(kind: str, path: Path) -> None:
             raise ValueError(f"folder not found: {path}")
         if not path.is_dir():
             raise ValueError(f"{path} is a file; give a folder")
+    elif kind == "output":
+        _check_writable(path, path.parent)
     elif kind == "output file":
         if path.is_dir():
             raise ValueError(f"{path} is a folder; give a file name")
@@ -88,6 +95,13 @@ def _check_writable(path: Path, folder: Path) -> None:
         tempfile.TemporaryFile(dir=existing).close()
     except OSError as error:
         raise ValueError(f"cannot write {path}: {existing} refuses new files ({error.strerror})") from None
+
+
+def _is_dataset_source(path: Path) -> bool:
+    """A hub dataset (hf:…), a Parquet file or a save_to_disk folder: rows that are not text (see faithkit.data.arrow)."""
+    from .data.arrow import is_dataset_source
+
+    return is_dataset_source(str(path))
 
 
 def _check_text(path: Path, strict: bool) -> None:

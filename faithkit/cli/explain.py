@@ -55,7 +55,7 @@ def run(args) -> int:
     if is_explained(source):
         records = read_results(source)
     else:
-        rows = list(read_rows(source, columns_from_args(args), quoting=args.quoting))
+        rows = list(read_rows(source, columns_from_args(args), quoting=args.quoting, split=args.split))
         unique_ids(rows)
         fingerprint = job_fingerprint("score", **metric_fingerprint(args))
         score_rows(LazyMetric(lambda: metric_from_args(args)), rows, scores_path, fingerprint=fingerprint,

@@ -66,7 +66,8 @@ def run(args) -> int:
 
     settings = settings_from_args(args)
     refuse_writing_inputs([args.input], "--output", outputs=[args.output])
-    rows = list(read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting))
+    rows = list(read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting,
+                          split=args.split))
     unique_ids(rows)
     decoding = {key: value for key, value in asdict(settings).items() if key != "batch_size"}  # batching changes no text
     fingerprint = job_fingerprint("generate", model=models.identity(args.model), decoding=decoding)

@@ -34,7 +34,7 @@ def run(args) -> int:
     from ..report import print_score_table
 
     refuse_writing_inputs([args.input], "--output", outputs=[args.output])
-    rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting))
+    rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
     fingerprint = job_fingerprint("score", **metric_fingerprint(args))
     metric = LazyMetric(lambda: metric_from_args(args))

@@ -38,7 +38,8 @@ def register(subparsers) -> None:
     parser.add_argument("--judge", type=PathArg("model"),
                         help="causal LM for PMI-FAITH (default bigscience/bloom-560m)")
     parser.add_argument("--input", type=PathArg("rows"),
-                        help="dev rows with a document and a history (.jsonl, .csv or .tsv)")
+                        help="dev rows with a document and a history (.jsonl, .csv, .tsv, .parquet, "
+                             "a save_to_disk folder or hf:OWNER/NAME with --split)")
     parser.add_argument("--out", type=PathArg("output folder"),
                         help="output folder; rerunning with the same folder resumes")
     parser.add_argument("--restart", action="store_true", help="delete the sweep's earlier outputs in --out first")

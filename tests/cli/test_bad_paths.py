@@ -22,6 +22,7 @@ MISTAKES = {
     "text": ("missing", "folder", "binary", "latin-1"),
     "input folder": ("missing", "file"),
     "output file": ("folder", "under a file", "unwritable"),
+    "output": ("under a file", "unwritable"),
     "output folder": ("file", "under a file", "unwritable"),
     "model": ("empty folder", "file"),
 }
@@ -58,7 +59,7 @@ def _valid(action, tmp_path) -> str:
         return str(good)
     if kind == "output folder":
         return str(tmp_path / "out")
-    return str(tmp_path / "new.jsonl") if kind == "output file" else "x"
+    return str(tmp_path / "new.jsonl") if kind in ("output file", "output") else "x"
 
 
 def _bad(mistake: str, tmp_path) -> str:
