@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import argparse
 import codecs
-import tempfile
 from pathlib import Path
 
+from .data.results import check_writable
 from .errors import ModelNotAvailableError
 
 SNIFF_BYTES = 1 << 20
@@ -74,27 +74,15 @@ def check_path(kind: str, path: Path) -> None:
         if not path.is_dir():
             raise ValueError(f"{path} is a file; give a folder")
     elif kind == "output":
-        _check_writable(path, path.parent)
+        check_writable(path, path.parent)
     elif kind == "output file":
         if path.is_dir():
             raise ValueError(f"{path} is a folder; give a file name")
-        _check_writable(path, path.parent)
+        check_writable(path, path.parent)
     else:  # output folder
         if path.exists() and not path.is_dir():
             raise ValueError(f"{path} is a file; give a folder (a new one is created)")
-        _check_writable(path, path)
-
-
-def _check_writable(path: Path, folder: Path) -> None:
-    """Raise ValueError unless ``folder`` (where ``path`` goes) exists or can be created, and accepts new files;
-    nothing is left behind."""
-    existing = next(p for p in [folder, *folder.parents] if p.exists())
-    if not existing.is_dir():
-        raise ValueError(f"cannot write {path}: {existing} is a file, not a folder")
-    try:  # by trying: os.access says yes to root on a read-only mount, and /proc refuses any new file
-        tempfile.TemporaryFile(dir=existing).close()
-    except OSError as error:
-        raise ValueError(f"cannot write {path}: {existing} refuses new files ({error.strerror})") from None
+        check_writable(path, path)
 
 
 def _is_dataset_source(path: Path) -> bool:

@@ -212,15 +212,27 @@ def _differences(recorded: dict, current: dict, prefix: str = "") -> list[str]:
 
 def _prepare_folder(path: Path, flag: str) -> None:
     """Create the output's folder; a path that cannot hold a file is an OutputError naming the fix."""
-    from ..paths import check_path
-
+    if path.is_dir():
+        raise OutputError(f"{path} is a folder; give a file name for {flag}")
     try:
-        check_path("output file", path)
+        check_writable(path, path.parent)
         path.parent.mkdir(parents=True, exist_ok=True)
     except ValueError as error:
         raise OutputError(f"{error}; choose another {flag}") from None
     except OSError as error:
         raise OutputError(f"cannot create the folder of {path}: {error.strerror}; choose another {flag}") from None
+
+
+def check_writable(path: Path, folder: Path) -> None:
+    """Raise ValueError unless ``folder`` (where ``path`` goes) exists or can be created, and accepts new files;
+    nothing is left behind."""
+    existing = next(p for p in [folder, *folder.parents] if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"cannot write {path}: {existing} is a file, not a folder")
+    try:  # by trying: os.access says yes to root on a read-only mount, and /proc refuses any new file
+        tempfile.TemporaryFile(dir=existing).close()
+    except OSError as error:
+        raise ValueError(f"cannot write {path}: {existing} refuses new files ({error.strerror})") from None
 
 
 def _write_atomically(path: Path, text: str) -> None:

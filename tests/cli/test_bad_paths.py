@@ -26,7 +26,8 @@ MISTAKES = {
     "output folder": ("file", "under a file", "unwritable"),
     "model": ("empty folder", "file"),
 }
-NOT_PATHS = {"--tokenizer": "a tokenizer name ('gpt2-bpe') or folder, checked when training builds the model"}
+NOT_PATHS = {"--tokenizer": "a tokenizer name ('gpt2-bpe') or folder, checked when training builds the model",
+             "--split": "a split's name"}
 
 
 def _leaf_parsers(parser: argparse.ArgumentParser, words=()):
@@ -44,8 +45,8 @@ def _path_options():
         for action in parser._actions:
             if isinstance(action.type, PathArg):
                 for mistake in MISTAKES[action.type.kind]:
-                    yield pytest.param(words, parser, action, mistake, id=f"{' '.join(words)} "
-                                                                          f"{action.option_strings[0]} {mistake}")
+                    name = action.option_strings[0] if action.option_strings else action.dest
+                    yield pytest.param(words, parser, action, mistake, id=f"{' '.join(words)} {name} {mistake}")
 
 
 def _valid(action, tmp_path) -> str:
@@ -59,6 +60,9 @@ def _valid(action, tmp_path) -> str:
         return str(good)
     if kind == "output folder":
         return str(tmp_path / "out")
+    if kind == "input folder":
+        (tmp_path / "given").mkdir(exist_ok=True)
+        return str(tmp_path / "given")
     return str(tmp_path / "new.jsonl") if kind in ("output file", "output") else "x"
 
 
@@ -85,15 +89,16 @@ def _bad(mistake: str, tmp_path) -> str:
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the unwritable place is /proc")
 @pytest.mark.parametrize("words, parser, action, mistake", list(_path_options()))
 def test_a_bad_path_is_one_error_line(faithkit, tmp_path, words, parser, action, mistake):
-    flag = action.option_strings[0] if action.option_strings else None
+    flag = action.option_strings[0] if action.option_strings else action.metavar or action.dest
+    bad = _bad(mistake, tmp_path)
     argv = [*words]
     for other in parser._actions:
-        if other.required and other is not action and not other.option_strings:  # a positional, e.g. a corpus name
-            argv.append(_valid(other, tmp_path))
+        if not other.option_strings and other.dest != "help":  # a positional, e.g. a corpus name or a folder
+            argv.append(bad if other is action else _valid(other, tmp_path))
         elif other.required and other is not action:
             argv += [other.option_strings[0], _valid(other, tmp_path)]
-    bad = _bad(mistake, tmp_path)
-    argv += [flag, bad]
+    if action.option_strings:
+        argv += [flag, bad]
     before = sorted(p.name for p in tmp_path.iterdir())
     run = faithkit(*argv)
     assert run.code == 2, run.err
