@@ -39,6 +39,12 @@ def option(default, help: str, *, low=None, high=None, low_open: bool = False, g
     return dataclasses.field(default=default, metadata=metadata)
 
 
+def option_like(cls, name: str):
+    """The field ``name`` of ``cls`` again, for another dataclass that takes the same option (same default, help, range)."""
+    item = next(item for item in dataclasses.fields(cls) if item.name == name)
+    return dataclasses.field(default=item.default, metadata=item.metadata)
+
+
 def range_text(item: dataclasses.Field) -> str:
     """``[0, 1]``, ``(0, 1]``, ``at least 1``, ``above 0`` from the field's metadata."""
     low, high, low_open = item.metadata.get("low"), item.metadata.get("high"), item.metadata.get("low_open")

@@ -209,11 +209,14 @@ def strategy_from_dict(spec: Mapping | str | Strategy, where: str = "") -> Strat
         raise ConfigError(f"{where}a strategy is a mapping with a 'name' ({', '.join(STRATEGY_NAMES)}) and its "
                           f"parameters, e.g. {{name: pmi, alpha: 0.25, top_p: 0.6}}; got {spec!r}")
     parameters = {key: value for key, value in spec.items() if key != "name"}
-    cls = get_strategy(str(spec["name"]))
     try:
-        return from_mapping(cls, parameters, where=f"{where}{cls.name}: ")
+        cls = get_strategy(str(spec["name"]))
     except ConfigError as error:
-        raise ConfigError(str(error)) from None
+        raise ConfigError(f"{where}{error}") from None
+    try:
+        return from_mapping(cls, parameters, where=f"{cls.name}: ")
+    except ConfigError as error:
+        raise ConfigError(f"{where}{error}") from None
 
 
 def parameter_fields() -> dict[str, list[tuple[type[Strategy], dataclasses.Field]]]:
