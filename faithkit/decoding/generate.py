@@ -409,8 +409,17 @@ def _cell_run(cell: Cell, num_beams: int, num_return_sequences: int, temperature
     if search == "sample":  # the processors draw: two views in step, and each row from its own generator
         sampling = Sampling(temperature=temperature, top_k=top_k)
     elif search == "beam_sample":  # plain only (the strategy checked it): generate's own beam sampling
-        kwargs.update(temperature=temperature, top_k=top_k)
+        kwargs.update(_generate_warpers(temperature, top_k))
     return _CellRun(cell, strategy.views, max(beams, num_return_sequences), kwargs, sampled, sampling)
+
+
+def _generate_warpers(temperature: float, top_k: int | None) -> dict:
+    """generate's sampling warpers for the same draw the processors make: temperature and top-k only.
+
+    Set explicitly, so neither transformers' defaults (top_k=50) nor a model's generation
+    config (its top_p) add warpers the other strategies do not apply.
+    """
+    return {"temperature": temperature, "top_k": top_k or 0, "top_p": 1.0}
 
 
 def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, generate_kwargs: dict) -> torch.Tensor:
@@ -425,7 +434,7 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
         sampling = sampling._replace(generators=generators)
     if sampling is not None and strategy.views == 1 and seeds is None:
         processors = []  # plain sampling from the global RNG: transformers' own
-        search_kwargs = {**run.kwargs, "temperature": sampling.temperature, "top_k": sampling.top_k}
+        search_kwargs = {**run.kwargs, **_generate_warpers(sampling.temperature, sampling.top_k)}
     else:
         processors = strategy.processors(sampling)
         search_kwargs = run.kwargs
