@@ -17,20 +17,14 @@ import torch
 
 from .. import models
 from ..errors import ConfigError
-from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate
+from ..prompts import PromptTemplate
+from .options import default_template
 from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, strategy_from_dict
 
 logger = logging.getLogger(__name__)
 
 # generate's sampling warpers other than temperature/top_k; PMIDecode's one-hot would make them silent no-ops
 _UNSUPPORTED_WARPERS = ("min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_h")
-
-
-def default_template(model, tokenizer) -> PromptTemplate:
-    """The tokenizer's chat template for decoder-only models that have one (instruct models), else the plain one."""
-    if not model.config.is_encoder_decoder and getattr(tokenizer, "chat_template", None):
-        return CHAT_TEMPLATE
-    return DEFAULT_TEMPLATE
 
 
 def pad_token_id(tokenizer) -> int:

@@ -241,8 +241,6 @@ class GenerationOptions:
 
     def template(self, model, tokenizer) -> PromptTemplate:
         """The prompt layout: ``chat`` when set, else the chat template for decoder-only models that have one."""
-        from .generate import default_template
-
         if self.chat is None:
             return default_template(model, tokenizer)
         return CHAT_TEMPLATE if self.chat else DEFAULT_TEMPLATE
@@ -271,6 +269,13 @@ class GenerationOptions:
     def fingerprint(self) -> dict:
         """What the responses depend on: every option but ``batch_size`` (batching changes no text)."""
         return {key: value for key, value in dataclasses.asdict(self).items() if key != "batch_size"}
+
+
+def default_template(model, tokenizer) -> PromptTemplate:
+    """The tokenizer's chat template for decoder-only models that have one (instruct models), else the plain one."""
+    if not model.config.is_encoder_decoder and getattr(tokenizer, "chat_template", None):
+        return CHAT_TEMPLATE
+    return DEFAULT_TEMPLATE
 
 
 def row_seed(seed: int, row_id) -> int:
