@@ -386,7 +386,7 @@ def test_processors_take_their_defaults_and_checks_from_the_strategies():
     assert inspect.signature(ContextAwareDecode).parameters["alpha"].default == CAD().alpha
     with pytest.raises(ConfigError, match=r"pmi: --top-p 0 is out of range: use a value in \(0, 1\]"):
         PMIDecode(top_p=0)
-    with pytest.raises(ConfigError, match="cad: --alpha -1 is out of range: use a value at least 0"):
+    with pytest.raises(ConfigError, match="cad: --alpha -1 is out of range: use a value of at least 0"):
         ContextAwareDecode(alpha=-1)
 
 

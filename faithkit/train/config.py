@@ -24,7 +24,7 @@ from pathlib import Path
 
 import yaml
 
-from ..decoding.options import GenerationOptions, option_like
+from ..decoding.options import GenerationOptions, base_type, coerce, is_optional, option_like
 from ..decoding.strategies import Strategy, strategy_from_dict
 from ..errors import ConfigError
 from ..metrics.registry import check_options
@@ -141,20 +141,8 @@ def _flag_fields():
     for section, cls in SECTIONS.items():
         hints = typing.get_type_hints(cls)
         for item in dataclasses.fields(cls):
-            if _base(hints[item.name]) is not dict:
+            if base_type(hints[item.name]) is not dict:
                 yield section, item, hints[item.name], flag_name(section, item.name)
-
-
-def _base(annotation):
-    """The type inside ``X | None`` and ``list[X]``'s origin."""
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        return _base(args[0])
-    return typing.get_origin(annotation) or annotation
-
-
-def _optional(annotation) -> bool:
-    return type(None) in typing.get_args(annotation)
 
 
 # ---- YAML --------------------------------------------------------------------------------------
@@ -176,7 +164,7 @@ def load_config(path: str | Path, overrides: dict[str, object] | None = None) ->
         hints = typing.get_type_hints(SECTIONS[section]) if section in SECTIONS else {}
         if name not in hints:
             raise ConfigError(f"unknown setting '{key}'; settings are SECTION.KEY with sections {sorted(SECTIONS)}")
-        setattr(getattr(config, section), name, _coerce(value, hints[name], key))
+        setattr(getattr(config, section), name, coerce(value, hints[name], key))
     check(config, source=str(path))
     return config
 
@@ -197,7 +185,7 @@ def config_from_dict(raw: dict, source: str = "config") -> TrainConfig:
             raise ConfigError(f"{source}: evaluation.{' and evaluation.'.join(moved)} are now parameters of a "
                               "strategy: write evaluation.strategies: [plain, {name: pmi, alpha: 0.25, top_p: 0.6}]")
         _reject_unknown(values, hints, source, f"{section}.")
-        sections[section] = cls(**{k: _coerce(v, hints[k], f"{source}: {section}.{k}") for k, v in values.items()})
+        sections[section] = cls(**{k: coerce(v, hints[k], f"{source}: {section}.{k}") for k, v in values.items()})
     return TrainConfig(**sections)
 
 
@@ -209,44 +197,6 @@ def _reject_unknown(values: dict, known, source: str, prefix: str) -> None:
             raise ConfigError(f"{source}: unknown key '{prefix}{key}'; {hint}")
 
 
-def _coerce(value, annotation, where: str):
-    """``value`` as the field's type; YAML's ``1e-4`` (read as a string) counts as a number."""
-    if value is None:
-        if _optional(annotation):
-            return None
-        raise ConfigError(f"{where} cannot be empty; give a value or drop the key to use the default")
-    base = _base(annotation)
-    if base is bool:
-        if isinstance(value, bool):
-            return value
-    elif base is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif base is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-    elif base is str:
-        if isinstance(value, str):
-            return value
-    elif base is list:
-        item_type = (typing.get_args(annotation) or (str,))[0]
-        allowed = (str, dict) if item_type is dict else (str,)  # a dict entry may be given by its name alone
-        if isinstance(value, list) and all(isinstance(item, allowed) for item in value):
-            return value
-    elif base is dict:
-        if isinstance(value, dict):
-            return value
-    expected = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
-                list: "a list of names or mappings" if (typing.get_args(annotation) or (str,))[0] is dict
-                else "a list of strings", dict: "a mapping"}[base]
-    raise ConfigError(f"{where} must be {expected}, got {value!r}")
-
-
 # ---- command line ------------------------------------------------------------------------------
 def add_override_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per scalar field (``--learning-rate``), grouped by section; unset flags leave the file's value."""
@@ -256,7 +206,7 @@ def add_override_arguments(parser: argparse.ArgumentParser) -> None:
             groups[section] = parser.add_argument_group(f"{section} overrides (config key {section}.*)")
         kwargs = {"dest": f"{section}.{item.name}", "default": argparse.SUPPRESS,
                   "help": item.metadata.get("help"), "metavar": item.name.upper()}
-        if _base(annotation) is list:
+        if base_type(annotation) is list:
             kwargs.update(nargs="*", type=str)
         else:
             kwargs["type"] = _flag_parser(annotation)
@@ -264,7 +214,7 @@ def add_override_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _flag_parser(annotation):
-    base, optional = _base(annotation), _optional(annotation)
+    base, optional = base_type(annotation), is_optional(annotation)
 
     def parse(text: str):
         if optional and text.lower() in ("none", "null"):

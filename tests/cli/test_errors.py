@@ -104,8 +104,8 @@ def test_unknown_model(faithkit, rows, tmp_path, command):
     (["--seed", "1"], "--seed applies to sampling only: add --do-sample, or drop them"),
     (["--num-return-sequences", "2"], "--num-return-sequences 2 is more than --num-beams 1"),
     (["--do-sample", "--num-beams", "2"], "strategy pmi does not support beam_sample search"),
-    (["--num-beams", "0"], "--num-beams 0 is out of range: use a value at least 1"),
-    (["--batch-size", "0"], "--batch-size 0 is out of range: use a value at least 1"),
+    (["--num-beams", "0"], "--num-beams 0 is out of range: use a value of at least 1"),
+    (["--batch-size", "0"], "--batch-size 0 is out of range: use a value of at least 1"),
 ])
 def test_bad_decoding_settings(faithkit, rows, tmp_path, flags, message):
     # checked before the model loads: a model name that does not exist is never reached
