@@ -87,6 +87,7 @@ class SweepConfig:
     history_column: str | None = None
     id_column: str | None = None
     quoting: str | None = None
+    split: str | None = None
     faithfulness: str = "pmi_faith"
     relevance: str = "bleu"
     tolerance: float = 1.0
@@ -167,7 +168,8 @@ class SweepConfig:
     def generation_fingerprint(self) -> dict:
         """What the responses depend on (not the grid: each cell has its own file; not batching)."""
         keys = ("generator", "input", "decoding", "num_beams", "temperature", "top_k", "seed", "max_new_tokens",
-                "max_context_tokens", "chat", "document_column", "history_column", "id_column", "quoting")
+                "max_context_tokens", "chat", "document_column", "history_column", "id_column", "quoting",
+                "split")
         return {key: getattr(self, key) for key in keys}
 
 
