@@ -78,7 +78,7 @@ def per_cell(config, contexts, totals: dict) -> tuple[dict, dict]:
     responses, scores = {}, {}
     for cell in config.cells():
         clock = Clock()
-        texts = generate(model, tokenizer, documents, histories, cell.alpha, cell.top_p,
+        texts = generate(model, tokenizer, documents, histories, cell.strategy,
                          batch_size=config.batch_size, max_new_tokens=config.max_new_tokens)
         add(totals, "generate", clock)
         clock = Clock()

@@ -146,7 +146,7 @@ def test_shipped_configs_are_valid(data_dir):
     assert len(smollm2.cells()) == 16 and smollm2.limit == 40 and smollm2.judge != smollm2.generator
     assert smollm2.input_path().exists() and smollm2.gold_column == "gold"
     paper = load_config(root / "paper-grid.yaml", {"input": "dev.jsonl"})
-    assert len(paper.cells()) == 20 and paper.decoding_settings().num_beams == 4
+    assert len(paper.cells()) == 20 and paper.generation_options().num_beams == 4
 
 
 # ---- running, resuming --------------------------------------------------------------------
@@ -207,7 +207,7 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
         assert {key: records["eiffel"][key] for key in ("document", "history", "gold")} == \
             {"document": ROWS[0]["knowledge"], "history": ROWS[0]["history"], "gold": ROWS[0]["gold"]}
         expected = generate(model, tokenizer, [r["knowledge"] for r in ROWS], [r["history"] for r in ROWS],
-                            cell.alpha, cell.top_p, template=DEFAULT_TEMPLATE, batch_size=2, max_new_tokens=5)
+                            cell.strategy, template=DEFAULT_TEMPLATE, batch_size=2, max_new_tokens=5)
         assert [records[r["id"]]["response"] for r in ROWS] == expected
 
     with open(out / "sweep.csv", newline="") as handle:

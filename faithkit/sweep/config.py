@@ -13,7 +13,8 @@ from pathlib import Path
 
 from ..data import data_root
 from ..data.rows import QUOTING
-from ..decoding.settings import DecodingSettings
+from ..decoding.options import GenerationOptions
+from ..decoding.strategies import PMI
 from ..errors import ConfigError
 
 DECODINGS = ("greedy", "beam", "sample")
@@ -41,6 +42,11 @@ class Cell:
     @property
     def is_baseline(self) -> bool:
         return (self.alpha, self.top_p) == BASELINE
+
+    @property
+    def strategy(self) -> PMI:
+        """The cell as a decoding strategy (checks its range)."""
+        return PMI(alpha=self.alpha, top_p=self.top_p)
 
 
 @dataclass(frozen=True)
@@ -109,7 +115,8 @@ class SweepConfig:
         if not self.alpha or not self.top_p:
             raise ConfigError("the grid is empty: give at least one --alpha and one --top-p value")
         for cell in self.cells():
-            self.decoding_settings(cell).validate()
+            cell.strategy.check_search(self.search)
+        self.generation_options().validate()
         unknown = [m for m in self.metrics if m not in SWEEP_METRICS]
         if unknown:
             raise ConfigError(f"--metrics {','.join(unknown)}: a sweep computes {', '.join(SWEEP_METRICS)}")
@@ -136,11 +143,15 @@ class SweepConfig:
         pairs = [BASELINE] + [(float(a), float(p)) for a in self.alpha for p in self.top_p]
         return [Cell(*pair) for pair in dict.fromkeys(pairs)]
 
-    def decoding_settings(self, cell: Cell = Cell(*BASELINE)) -> DecodingSettings:
-        """The generation settings of one cell (the sweep's decoding with the cell's alpha and top_p)."""
+    @property
+    def search(self) -> str:
+        """The search mode every cell decodes with (``decoding`` names it)."""
+        return self.decoding
+
+    def generation_options(self) -> GenerationOptions:
+        """The generation options every cell shares (the cells differ by alpha and top_p)."""
         sample = self.decoding == "sample"
-        return DecodingSettings(
-            alpha=cell.alpha, top_p=cell.top_p,
+        return GenerationOptions(
             num_beams=(self.num_beams or 4) if self.decoding == "beam" else 1,
             do_sample=sample, temperature=self.temperature, top_k=self.top_k,
             seed=(self.seed or 0) if sample else None, max_new_tokens=self.max_new_tokens,

@@ -155,7 +155,7 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
     """
     from ..decoding import iter_grid, length_order
 
-    settings = config.decoding_settings()
+    options = config.generation_options()
     order = length_order([c.document for c in contexts], [c.history for c in contexts])
     batches = [[contexts[i] for i in order[start:start + config.batch_size]]
                for start in range(0, len(order), config.batch_size)]
@@ -172,9 +172,9 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
             model, tokenizer = _load_generator(config)
         for number, (batch, pending) in enumerate(todo, start=1):
             started = time.monotonic()
-            kwargs = settings.generate_kwargs(model, tokenizer, ids=[c.id for c in batch])
+            kwargs = options.grid_kwargs(model, tokenizer, ids=[c.id for c in batch])
             grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch],
-                             [(cell.alpha, cell.top_p) for cell in pending], **kwargs)
+                             [(cell.strategy, config.search) for cell in pending], **kwargs)
             for index, positions, texts in grid:
                 cell = pending[index]
                 for position, text in zip(positions, texts):

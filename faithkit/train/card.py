@@ -3,7 +3,7 @@
 YAML front matter from ``huggingface_hub``'s :class:`~huggingface_hub.ModelCardData` (library,
 base model, datasets, tags, and ``model-index`` with the checkpoint's dev results, one entry
 per metric), then the Trainer's sections: what the model was fine-tuned from and on, the dev
-results, intended use (how to decode it with PMI-DECODE), training data, hyperparameters, the
+results, intended use (how to decode it with the evaluation's strategies), training data, hyperparameters, the
 table of every evaluation so far and the framework versions.
 """
 
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .config import TrainConfig
+from ..decoding.options import flag
+from ..decoding.strategies import PMI
+from .config import TrainConfig, evaluation_decoders
 
 TASK = "text-generation"
 
@@ -39,6 +41,9 @@ def model_card(config: TrainConfig, name: str, step: int, values: dict, evaluati
         f"a fine-tuned version of {base}" if base else "trained from a random initialisation"
     results = "\n".join(f"- {key}: {value:.4f}" for key, value in values.items())
     e, d = config.evaluation, config.data
+    decoders = evaluation_decoders(e)
+    strategy = next((s for s in decoders.values() if s.name != "plain"), PMI())  # the card shows a faithful decoder
+    flags = " ".join(f"--{flag(key)} {value:g}" for key, value in strategy.parameters().items())
     settings = {**_hyperparameters(config), "steps": step}
     hyperparameters = "\n".join(f"- {key}: {value}" for key, value in settings.items())
     lines = make_markdown_table([{"Step": row["step"], **{key: round(value, 4) for key, value in row.items()
@@ -59,7 +64,7 @@ decoding time, and it learns the response tokens only.
 
 ## Intended uses & limitations
 
-Decode it with PMI-DECODE, which favours tokens the document makes more likely:
+Decode it with {strategy.summary}:
 
 ```python
 from faithkit import models
@@ -67,12 +72,12 @@ from faithkit.decoding import generate
 
 model, tokenizer = models.load("path/to/this/folder")
 responses = generate(model, tokenizer, documents=["..."], histories=[["...", "..."]],
-                     alpha={e.alpha}, top_p={e.top_p}, max_new_tokens={e.max_new_tokens})
+                     strategy={strategy.spec()!r}, max_new_tokens={e.max_new_tokens})
 ```
 
-or `faithkit generate --model path/to/this/folder --input rows.jsonl --output out.jsonl --alpha {e.alpha}
---top-p {e.top_p}`; `alpha=0, top_p=1` is plain greedy decoding. The dev metrics `greedy/*` and `pmi_decode/*`
-score the first {e.generate_rows} dev rows decoded both ways. It can still state what the document
+or `faithkit generate --model path/to/this/folder --input rows.jsonl --output out.jsonl --strategy {strategy.name}
+{flags}`. The dev metrics {", ".join(f"`{label}/*`" for label in decoders)} score the first {e.generate_rows} dev
+rows decoded greedily with each of those strategies. It can still state what the document
 does not support; measure faithfulness (e.g. `faithkit score --metric pmi-faith`) before relying on it.
 
 ## Training and evaluation data
