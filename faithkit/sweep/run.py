@@ -1,21 +1,23 @@
-"""Run a PMI-DECODE sweep: generate every cell, judge every response, summarise and report.
+"""Run a decoding sweep: generate every cell, judge every response, summarise with intervals, and report.
 
 The output folder ``DIR`` holds::
 
-    sweep.json            what the responses and scores depend on (a rerun with other settings stops)
     cells/<cell>.jsonl    per input row: id, document, history, gold, response (written as produced)
     scores.jsonl          PMI-FAITH under the judge per response (id "<cell>/<row id>"): pmi, tokens, token_pmi, …
-    q2.jsonl              Q² per response with its explanations (when asked)
-    sweep.csv             one row of measures per cell
-    best.json             the chosen operating point and the rule that chose it
+    <metric>.jsonl        any other model-backed metric asked for, e.g. q2.jsonl (Q² with its explanations)
+    sweep.csv             one row per cell: each measure with its 95% interval and paired p against the baseline
+    best.json             the chosen operating point, the rule that chose it, and whether it beats the baseline
     heatmaps/<measure>.png, report.html
 
-Every file is appended to as work finishes, so an interrupted sweep resumes where it
-stopped: generation batch by batch and cell by cell, scoring group by group. Batches are
-the same in every run (contexts sorted by length, then cut every ``batch_size``), so a
-resumed sweep writes the responses an uninterrupted one would. Under ``accelerate launch``
-the processes share the batches and the scoring groups, and the files end the same as with
-one process (records in input order).
+The cell and score files are :mod:`faithkit.jobs` outputs: each has its fingerprint beside it
+(the generator and judge by :func:`faithkit.models.identity`), so a rerun with other settings
+stops saying what changed, and a rerun with the same ones resumes where it stopped:
+generation batch by batch and cell by cell, scoring group by group. Batches are the same in
+every run (contexts sorted by length, then cut every ``batch_size``), so a resumed sweep
+writes the responses an uninterrupted one would. Cells that decode alike
+(:meth:`Cell.decodes_as`) are generated and scored once and reported under each name. Under
+``accelerate launch`` the processes share the batches and the scoring groups, and the files
+end the same as with one process (records in input order).
 """
 
 from __future__ import annotations
@@ -27,11 +29,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data import Columns, read_results, read_rows, unique_ids
+from ..data import Columns, Row, read_results, read_rows, unique_ids
 from ..errors import InputError, OutputError
-from ..jobs import current_process, shared_outputs
-from .config import Cell, SweepConfig
-from .table import cell_row, choose_best, markdown_table, write_csv
+from ..jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
+from ..metrics.registry import MEASURES, get_spec
+from .config import ALWAYS, Cell, SweepConfig
+from .table import active_measures, cell_row, choose_best, markdown_table, statistics, write_csv
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +43,10 @@ SCORE_GROUP = 16
 """Contexts per scorer call: each call holds every cell's responses to its contexts, so the
 judge's prefix tree runs each context once for the whole grid and each distinct response once;
 the scores file grows group by group, and groups are what processes share under accelerate."""
-OUTPUTS = ("sweep.json", "cells", "scores.jsonl", "q2.jsonl", "sweep.csv", "best.json", "heatmaps", "report.html")
+SCORE_FILES = {"pmi-faith": "scores.jsonl"}
+"""Where a model-backed metric's records go (others: ``<metric>.jsonl``)."""
+OUTPUTS = ("sweep.json", "cells", "scores.jsonl", "q2.jsonl", "e2e-nli.jsonl", "sweep.csv", "best.json", "heatmaps",
+           "report.html")
 
 
 @dataclass(frozen=True)
@@ -62,29 +68,46 @@ class SweepResult:
 
 
 def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
-    """Run (or resume) the sweep ``config`` describes; return its table, best cell and Table-5 markdown."""
+    """Run (or resume) the sweep ``config`` describes; return its table, best cell and markdown tables."""
     config.validate()
     out = Path(config.out)
     contexts = read_contexts(config)
-    _claim(out, config, restart)
+    _prepare(out, restart)
     cells = config.cells()
-    responses = generate_cells(config, contexts, cells, out)
-    pmi = q2 = None
-    if "pmi-faith" in config.metrics:
-        _warn_if_self_judged(config)
-        pmi = score_responses(out / "scores.jsonl", lambda: _judge(config), contexts, cells, responses, "PMI-FAITH")
-    if "q2" in config.metrics:
-        q2 = score_responses(out / "q2.jsonl", lambda: _q2(config), contexts, cells, responses, "Q²")
-
+    runs = list(dict.fromkeys(cell.decodes_as() for cell in cells))
+    responses = generate_cells(config, contexts, runs, out)
+    responses.update({cell: responses[cell.decodes_as()] for cell in cells})
     golds = [c.gold for c in contexts] if all(c.gold for c in contexts) else None
-    table = []
-    for cell in cells:
+
+    rows: dict[str, dict] = {}  # metric -> cell -> one result per context
+    files: dict[str, dict] = {}  # model-backed metric -> its records by score id
+    for name in dict.fromkeys((*config.metrics, *ALWAYS)):
+        spec = get_spec(name)
+        if spec.needs_model:
+            if name == "pmi-faith":
+                _warn_if_self_judged(config)
+            path = out / SCORE_FILES.get(name, f"{name}.jsonl")
+            files[name] = score_responses(path, config, spec, contexts, runs, responses)
+            rows[name] = {cell: [files[name].get(_score_id(cell.decodes_as(), c), {}) for c in contexts]
+                          for cell in cells}
+        else:
+            metric = spec.build()
+            references = golds if spec.needs_references else None
+            rows[name] = {cell: metric.compute_rows([c.document for c in contexts], [c.history for c in contexts],
+                                                    [responses[cell][c.id] for c in contexts], references)
+                          for cell in cells}
+
+    def measured(cell: Cell) -> dict:
         texts = [responses[cell][c.id] for c in contexts]
-        scores = [pmi[_score_id(cell, c)].get("pmi") for c in contexts] if pmi else []
-        q2_rows = [q2[_score_id(cell, c)] for c in contexts] if q2 else None
-        table.append(cell_row(config, cell.alpha, cell.top_p, [c.document for c in contexts], texts, golds, scores,
-                              q2_rows))
-    best = choose_best(table, config.faithfulness, config.relevance, config.tolerance)
+        return {m.name: statistics(m, rows[MEASURES[m.name][0].name][cell], texts, golds) for m in active_measures(config)}
+
+    baseline = measured(config.baseline)
+    parameters = list(dict.fromkeys(key for cell in cells for key, _ in cell.params))
+    table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
+    for row, cell in zip(table, cells):
+        row["decodes_as"] = cell.decodes_as().name if cell.decodes_as() != cell else None
+    best = choose_best(table, config.faithfulness, config.relevance, config.tolerance, config.fluency_measure,
+                       config.fluency_tolerance, config.significance)
     if current_process().is_main:
         write_csv(table, out / "sweep.csv")
         (out / "best.json").write_text(json.dumps(best, indent=2) + "\n", encoding="utf-8")
@@ -93,7 +116,8 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
         from .report import write_report
 
         heatmaps(table, config, out / "heatmaps", best)
-        write_report(out / "report.html", config, contexts, cells, responses, pmi, q2, table, best)
+        write_report(out / "report.html", config, contexts, cells, responses, files.get("pmi-faith"),
+                     files.get("q2"), table, best)
     return SweepResult(table, best, markdown_table(table, config, best), out)
 
 
@@ -120,19 +144,8 @@ def read_contexts(config: SweepConfig) -> list[Context]:
     return contexts
 
 
-def _claim(out: Path, config: SweepConfig, restart: bool) -> None:
-    """Make ``out`` this sweep's folder; stop if its outputs were made with other settings, unless restarting."""
-    manifest = out / "sweep.json"
-    wanted = {**config.generation_fingerprint(), "judge": config.judge, "q2_preset": config.q2_preset}
-    made_with = {key: out / "cells" for key in config.generation_fingerprint()}
-    made_with.update(judge=out / "scores.jsonl", q2_preset=out / "q2.jsonl")
-    if not restart and manifest.exists():
-        recorded = json.loads(manifest.read_text(encoding="utf-8"))
-        changed = [f"{key}: {recorded.get(key)!r} -> {value!r}" for key, value in wanted.items()
-                   if made_with[key].exists() and recorded.get(key) != value]
-        if changed:
-            raise OutputError(f"{out} holds a sweep made with other settings ({'; '.join(changed)}); rerun with "
-                              "those settings to continue it, add --restart to start over, or choose another --out")
+def _prepare(out: Path, restart: bool) -> None:
+    """Make ``out`` the sweep's folder; with ``restart``, delete the sweep's earlier outputs there first."""
     process = current_process()
     if process.is_main:
         if restart:
@@ -140,7 +153,6 @@ def _claim(out: Path, config: SweepConfig, restart: bool) -> None:
                 target = out / name
                 shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
         out.mkdir(parents=True, exist_ok=True)
-        manifest.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
     process.wait()
 
 
@@ -155,13 +167,13 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
     """
     from ..decoding import iter_grid, length_order
 
-    settings = config.decoding_settings()
     order = length_order([c.document for c in contexts], [c.history for c in contexts])
     batches = [[contexts[i] for i in order[start:start + config.batch_size]]
                for start in range(0, len(order), config.batch_size)]
     paths = {cell: out / "cells" / f"{cell.name}.jsonl" for cell in cells}
     process = current_process()
-    with shared_outputs(paths, {cell: [c.id for c in contexts] for cell in cells}) as shared:
+    fingerprint = job_fingerprint("sweep", **config.generation_fingerprint())
+    with shared_outputs(paths, {cell: [c.id for c in contexts] for cell in cells}, fingerprint=fingerprint) as shared:
         for cell in cells:
             _check_resumed(paths[cell], {c.id: (c, None) for c in contexts})
         todo = [(batch, [cell for cell in cells if not all(c.id in shared.done[cell] for c in batch)])
@@ -171,17 +183,20 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
             model, tokenizer = _load_generator(config)
         for number, (batch, pending) in enumerate(todo, start=1):
             started = time.monotonic()
-            kwargs = settings.generate_kwargs(model, tokenizer, ids=[c.id for c in batch])
-            grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch],
-                             [(cell.alpha, cell.top_p) for cell in pending], **kwargs)
-            for index, positions, texts in grid:
-                cell = pending[index]
-                for position, text in zip(positions, texts):
-                    context = batch[position]
-                    if context.id not in shared.done[cell]:
-                        shared.writers[cell].write({"id": context.id, "document": context.document,
-                                                    "history": list(context.history), "gold": context.gold,
-                                                    "response": text})
+            searches = {cell.decoding: [c for c in pending if c.decoding == cell.decoding] for cell in pending}
+            for group in searches.values():
+                kwargs = config.decoding_settings(group[0]).generate_kwargs(model, tokenizer, ids=[c.id for c in batch])
+                settings = [config.decoding_settings(cell) for cell in group]
+                grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch],
+                                 [(s.alpha, s.top_p) for s in settings], **kwargs)
+                for index, positions, texts in grid:
+                    cell = group[index]
+                    for position, text in zip(positions, texts):
+                        context = batch[position]
+                        if context.id not in shared.done[cell]:
+                            shared.writers[cell].write({"id": context.id, "document": context.document,
+                                                        "history": list(context.history), "gold": context.gold,
+                                                        "response": text})
             logger.info("generate: batch %d/%d (%d contexts x %d cells) in %.0f s", number, len(todo), len(batch),
                         len(pending), time.monotonic() - started)
     wanted = {c.id for c in contexts}
@@ -194,16 +209,24 @@ def _load_generator(config: SweepConfig):
     return models.load(config.generator, kind=models.model_kind(config.generator), device=config.device)
 
 
-def _judge(config: SweepConfig):
-    from ..metrics import PMIFaith
+def metric_options(config: SweepConfig, spec) -> dict:
+    """The constructor options the sweep gives a model-backed metric: the judge, the Q² preset, the device.
 
-    return PMIFaith(model=config.judge, device=config.device, unconditional=False)
+    PMI-FAITH skips its two unconditional views (half the work): the sweep reports PMI-FAITH and
+    fluency, which need only the document+history and history views."""
+    given = {"model": config.judge, "preset": config.q2_preset, "unconditional": False, "device": config.device}
+    return {key: value for key, value in given.items() if key in spec.options and value is not None}
 
 
-def _q2(config: SweepConfig):
-    from ..metrics import load_metric
+def _scoring_fingerprint(config: SweepConfig, spec) -> dict:
+    from .. import models
 
-    return load_metric("q2", preset=config.q2_preset, device=config.device)
+    options = metric_options(config, spec)
+    options.pop("device", None)  # where it runs does not change a score
+    if "model" in options:
+        options["model"] = models.identity(options["model"])
+    return job_fingerprint("sweep", metric=spec.name, metric_options=options,
+                           generation=config.generation_fingerprint())
 
 
 def _warn_if_self_judged(config: SweepConfig) -> None:
@@ -219,27 +242,28 @@ def _score_id(cell: Cell, context: Context) -> str:
     return f"{cell.name}/{context.id}"
 
 
-def score_responses(path: Path, load_metric, contexts: list[Context], cells: list[Cell], responses: dict,
-                    desc: str) -> dict[str, dict]:
-    """Score every cell's responses into ``path`` (resuming it); return every record by id ``<cell>/<row id>``.
+def score_responses(path: Path, config: SweepConfig, spec, contexts: list[Context], cells: list[Cell],
+                    responses: dict) -> dict[str, dict]:
+    """Score every cell's responses with ``spec``'s metric into ``path`` (resuming it); return every record by id
+    ``<cell>/<row id>``.
 
     Contexts go in fixed groups of :data:`SCORE_GROUP`, and one ``compute_rows`` call covers all
     cells' responses to a group, each distinct response once. A group with any record missing
     is scored whole again (only the missing records are written), so every score comes from
     the same call as in an uninterrupted run, to the last bit, however many processes share
-    the groups under ``accelerate launch``. Empty responses get a record without a score; a call
-    that fails on one bad response (too long for the judge) is redone response by response, so
-    only that one gets an ``error``.
+    the groups under ``accelerate launch``. Empty responses get a record without a score.
+    Failures follow :func:`faithkit.jobs.compute_isolating_failures`: one bad response (too long
+    for the judge) gets an ``error``, a setting no response can meet stops the sweep.
     """
     ids = [_score_id(cell, c) for c in contexts for cell in cells]
     process = current_process()
-    with shared_outputs({path: path}, {path: ids}) as shared:
+    with shared_outputs({path: path}, {path: ids}, fingerprint=_scoring_fingerprint(config, spec)) as shared:
         done, writer = shared.done[path], shared.writers[path]
         _check_resumed(path, {_score_id(cell, c): (c, responses[cell][c.id]) for c in contexts for cell in cells})
         groups = [contexts[start:start + SCORE_GROUP] for start in range(0, len(contexts), SCORE_GROUP)]
         groups = [group for group in groups
                   if not all(_score_id(cell, c) in done for c in group for cell in cells)][process.rank::process.world]
-        metric = load_metric() if groups else None
+        metric = spec.build(**metric_options(config, spec)) if groups else None
         for group in groups:
             started = time.monotonic()
             entries = [(cell, c) for c in group for cell in cells]
@@ -250,11 +274,10 @@ def score_responses(path: Path, load_metric, contexts: list[Context], cells: lis
                 if _score_id(cell, context) in done:
                     continue
                 text = responses[cell][context.id]
-                writer.write({"id": _score_id(cell, context), "cell": cell.name, "alpha": cell.alpha,
-                              "top_p": cell.top_p, "row": context.id, "document": context.document,
-                              "history": list(context.history), "response": text,
+                writer.write({"id": _score_id(cell, context), "cell": cell.name, "row": context.id,
+                              "document": context.document, "history": list(context.history), "response": text,
                               **results.get((context.id, text), {})})
-            logger.info("%s: %d responses (%d distinct) in %.0f s", desc, len(entries), len(unique),
+            logger.info("%s: %d responses (%d distinct) in %.0f s", spec.name, len(entries), len(unique),
                         time.monotonic() - started)
     return {record["id"]: record for record in read_results(path)}
 
@@ -275,21 +298,12 @@ def _check_resumed(path: Path, expected: dict[str, tuple[Context, str | None]]) 
 
 
 def _compute(metric, items: list[tuple[Context, str]]) -> list[dict]:
-    """``metric.compute_rows`` over all items at once; if one item is bad, item by item with an error for it."""
-    if not items:
-        return []
+    """``metric.compute_rows`` over all items at once, under the jobs' failure policy (an ``error`` for a bad item)."""
+    rows = [Row(id=str(i), document=c.document, history=list(c.history), response=text)
+            for i, (c, text) in enumerate(items)]
 
-    def call(batch):
-        return metric.compute_rows([c.document for c, _ in batch], [c.history for c, _ in batch],
-                                   [text for _, text in batch])
+    def compute(chunk: list[Row]) -> list[dict]:
+        return metric.compute_rows([r.document for r in chunk], [r.history for r in chunk], [r.response for r in chunk])
 
-    try:
-        return call(items)
-    except ValueError:
-        results = []
-        for item in items:
-            try:
-                results.extend(call([item]))
-            except ValueError as error:
-                results.append({"error": str(error)})
-        return results
+    return [{"error": str(result)} if isinstance(result, Exception) else result
+            for result in (compute_isolating_failures(compute, rows) if rows else [])]
