@@ -18,12 +18,12 @@ import torch
 
 from faithkit.cli import sweep as sweep_cli
 from faithkit.data import ResultWriter
-from faithkit.decoding import generate
+from faithkit.decoding import PMI, Cell, GenerationOptions, Plain, generate
 from faithkit.errors import ConfigError, OutputError
 from faithkit.eval.explain import highlight_tokens, is_explained, token_texts, write_explain_html
 from faithkit.prompts import DEFAULT_TEMPLATE
 from faithkit.metrics.lexical import is_repeated
-from faithkit.sweep import Cell, SweepConfig, choose_best, load_config, run_sweep
+from faithkit.sweep import SweepConfig, choose_best, decoded_by, load_config, run_sweep
 
 ROWS = [
     {"id": "eiffel", "knowledge": "The Eiffel Tower is 330 metres tall and was finished in 1889.",
@@ -73,7 +73,8 @@ def rows_file(tmp_path):
 def config(models_dir, rows_file, tmp_path):
     return SweepConfig(generator=str(models_dir / "generator"), judge=str(models_dir / "judge"),
                        input=str(rows_file), out=str(tmp_path / "sweep"), alpha=(0.0, 0.5), top_p=(0.6, 1.0),
-                       max_new_tokens=5, batch_size=2, report_contexts=10).validate()
+                       generation=GenerationOptions(num_beams=4, max_new_tokens=5, batch_size=2),
+                       report_contexts=10).validate()
 
 
 def read_jsonl(path):
@@ -81,40 +82,43 @@ def read_jsonl(path):
 
 
 # ---- the grid ------------------------------------------------------------------------------
-def pmi(alpha, top_p, decoding="greedy"):
-    return Cell("pmi", decoding, (("alpha", alpha), ("top_p", top_p)))
+def pmi(alpha, top_p, search="greedy"):
+    return Cell(PMI(alpha, top_p), search)
 
 
 def test_grid_always_has_the_baseline():
-    plain = Cell("plain", "greedy")
+    plain = Cell(Plain(), "greedy")
     assert SweepConfig(alpha=(0.5,), top_p=(0.6, 0.9)).cells() == [plain, pmi(0.5, 0.6), pmi(0.5, 0.9)]
     assert SweepConfig(alpha=(1.0, 0.0), top_p=(1.0,)).cells() == [plain, pmi(1, 1), pmi(0, 1)]
-    assert [c.name for c in SweepConfig(alpha=(0.25,), top_p=(0.6,)).cells()] == [
-        "plain-greedy", "pmi-greedy-alpha0.25-top_p0.6"]
+    assert [c.label for c in SweepConfig(alpha=(0.25,), top_p=(0.6,)).cells()] == ["plain", "pmi_a0.25_p0.6"]
     assert len(SweepConfig().cells()) == 17  # PMI-DECODE's default 4 x 4 grid beside the baseline
 
 
 def test_cells_known_to_decode_alike_run_once():
-    assert pmi(0, 0.6).decodes_as() == pmi(0, 1).decodes_as() == Cell("plain", "greedy")  # argmax is in the nucleus
-    assert pmi(0, 1, "beam").decodes_as() == Cell("plain", "beam")
-    assert pmi(0, 0.6, "beam").decodes_as() == pmi(0, 0.6, "beam")  # the nucleus mask drops beam candidates
-    assert pmi(0, 1, "sample").decodes_as() == pmi(0, 1, "sample")
-    assert pmi(0.25, 0.6).decodes_as() == pmi(0.25, 0.6)
+    assert decoded_by(pmi(0, 0.6)) == decoded_by(pmi(0, 1)) == Cell(Plain(), "greedy")  # argmax is in the nucleus
+    assert decoded_by(pmi(0, 1, "beam")) == Cell(Plain(), "beam")
+    assert decoded_by(pmi(0, 0.6, "beam")) == pmi(0, 0.6, "beam")  # the nucleus mask drops beam candidates
+    assert decoded_by(pmi(0.25, 0.6)) == pmi(0.25, 0.6)
 
 
 def test_strategies_entries_and_flags():
     config = SweepConfig(strategies=({"name": "plain", "decoding": ["greedy", "beam"]},
-                                     {"name": "pmi", "alpha": [0.25], "top_p": [0.6, 1]}))
-    assert [c.name for c in config.cells()] == ["plain-greedy", "plain-beam", "pmi-greedy-alpha0.25-top_p0.6",
-                                                "pmi-greedy-alpha0.25-top_p1"]
+                                     {"name": "pmi", "alpha": [0.25], "top_p": [0.6, 1]},
+                                     {"name": "cad"}, {"name": "adacad", "decoding": "sample"}))
+    assert [c.label for c in config.cells()] == ["plain", "plain_beam", "pmi_a0.25_p0.6", "pmi_a0.25_p1", "cad_a0.5",
+                                                 "cad_a1", "adacad_sample"]  # cad: its default grid
     flagged = replace(config, alpha=(0.5,), top_p=(0.6,))  # --alpha/--top-p set the PMI-DECODE grid
-    assert [c.name for c in flagged.cells()][2:] == ["pmi-greedy-alpha0.5-top_p0.6"]
+    assert [c.label for c in flagged.cells()][2:3] == ["pmi_a0.5_p0.6"]
     with pytest.raises(ConfigError, match=r"strategies\[0\]: unknown strategy 'pmii'; choose one of plain, pmi"):
         SweepConfig(strategies=({"name": "pmii"},)).cells()
-    with pytest.raises(ConfigError, match=r"strategies\[0\] \(plain\): unknown key alpha; its keys are name, decoding"):
+    with pytest.raises(ConfigError, match=r"strategies\[0\]: plain: unknown key 'alpha'"):
         SweepConfig(strategies=({"name": "plain", "alpha": [0.5]},)).cells()
-    with pytest.raises(ConfigError, match=r"strategies\[0\] \(pmi\): decoding 'bem' is unknown"):
+    with pytest.raises(ConfigError, match=r"strategies\[0\]: search 'bem' is unknown"):
         SweepConfig(strategies=({"name": "pmi", "decoding": "bem"},)).cells()
+    with pytest.raises(ConfigError, match=r"strategies\[1\]: pmi: --alpha 2 is out of range: use a value in \[0, 1\]"):
+        SweepConfig(strategies=({"name": "plain"}, {"name": "pmi", "alpha": [0.5, 2]})).cells()
+    with pytest.raises(ConfigError, match=r"strategies\[0\]: strategy cad does not support beam_sample search"):
+        SweepConfig(strategies=({"name": "cad", "decoding": "beam_sample"},)).cells()
 
 
 # ---- settings errors come before any model loads -----------------------------------------
@@ -138,10 +142,8 @@ def no_model_loads(monkeypatch):
     (["--alpha", "0,1.5"], r"--alpha 1.5 is out of range: use a value in \[0, 1\]"),
     (["--top-p", "0"], r"--top-p 0 is out of range: use a value in \(0, 1\]"),
     (["--alpha", "0,x"], "alpha: expected numbers, got '0,x'"),
-    (["--decoding", "greedy", "--temperature", "0.7"], r"--temperature applies to sampling \(decoding sample or "
-                                                       r"beam_sample\), which no cell uses"),
-    (["--decoding", "beam", "--num-beams", "1"], "beam search needs at least 2 beams"),
-    (["--decoding", "sample", "--num-beams", "4"], "--num-beams 4 applies to beam search"),
+    (["--decoding", "greedy", "--temperature", "0.7"], "--temperature applies to sampling only"),
+    (["--decoding", "beam", "--num-beams", "1"], "beam search needs --num-beams of at least 2, got 1"),
     (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, q2, e2e-nli, overlap-f1, "
                                        "bleu, lexical"),
     (["--fluency", "fluency", "--metrics", "lexical", "--faithfulness", "knowledge_precision"],
@@ -172,7 +174,7 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
     with pytest.raises(ConfigError, match="--top-p 0 is out of range"):
         sweep_cli.run(parse(["--config", str(path), "--top-p", "0"]))
     path.write_text("generator: g\ninput: x\nout: o\nlimit: 2.5\n")
-    with pytest.raises(ConfigError, match="limit: expected int, got 2.5"):
+    with pytest.raises(ConfigError, match="limit must be a whole number, got 2.5"):
         load_config(path)
 
 
@@ -180,26 +182,25 @@ def test_shipped_configs_are_valid(data_dir):
     root = Path(__file__).parents[1] / "configs" / "sweep"
     smollm2 = load_config(root / "smollm2-q2wow.yaml")
     assert len(smollm2.cells()) == 17 and smollm2.limit == 40 and smollm2.judge != smollm2.generator
-    assert len({cell.decodes_as() for cell in smollm2.cells()}) == 13  # alpha 0 at four top_p: plain greedy, once
+    assert len({decoded_by(cell) for cell in smollm2.cells()}) == 13  # alpha 0 at four top_p: plain greedy, once
     assert smollm2.input_path().exists() and smollm2.gold_column == "gold"
     paper = load_config(root / "paper-grid.yaml", {"input": "dev.jsonl"})
-    assert len(paper.cells()) == 21 and paper.decoding_settings().num_beams == 4
-    assert len({cell.decodes_as() for cell in paper.cells()}) == 20  # beam: only alpha 0, top_p 1 is plain
+    assert len(paper.cells()) == 21 and paper.generation.num_beams == 4
+    assert len({decoded_by(cell) for cell in paper.cells()}) == 20  # beam: only alpha 0, top_p 1 is plain
 
 
 # ---- running, resuming --------------------------------------------------------------------
 @pytest.mark.parametrize("decoding", ["greedy", "sample"])
 def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monkeypatch, decoding):
-    config = replace(config, decoding=decoding, temperature=1.5 if decoding == "sample" else None)
+    config = replace(config, decoding=decoding,
+                     generation=replace(config.generation, temperature=1.5 if decoding == "sample" else None))
     whole = run_sweep(replace(config, out=str(tmp_path / "whole")))
 
     crashed = replace(config, out=str(tmp_path / "crashed"))
-    runs = list(dict.fromkeys(cell.decodes_as() for cell in config.cells()))  # greedy: alpha 0 is plain decoding
-    names = [cell.name for cell in runs]
-    assert names == (["plain-greedy", "pmi-greedy-alpha0.5-top_p0.6", "pmi-greedy-alpha0.5-top_p1"]
-                     if decoding == "greedy" else
-                     ["plain-sample", "pmi-sample-alpha0-top_p0.6", "pmi-sample-alpha0-top_p1",
-                      "pmi-sample-alpha0.5-top_p0.6", "pmi-sample-alpha0.5-top_p1"])
+    runs = list(dict.fromkeys(decoded_by(cell) for cell in config.cells()))  # alpha 0 (greedy: any top_p) is plain
+    names = [cell.label for cell in runs]
+    assert names == (["plain", "pmi_a0.5_p0.6", "pmi_a0.5_p1"] if decoding == "greedy" else
+                     ["plain_sample", "pmi_a0_p0.6_sample", "pmi_a0.5_p0.6_sample", "pmi_a0.5_p1_sample"])
     first = 2 * len(runs) + 4  # batches of 2 contexts: the second cell's second row of batch 2
     second = first + (3 * len(runs) - 3) + 8  # the rest of the responses, then 7 of the scores
     real_write = ResultWriter.write
@@ -225,10 +226,10 @@ def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monk
     assert resumed.table == whole.table
     assert {f"{m}_{part}" for m in ("pmi_faith", "bleu", "fluency") for part in ("ci_low", "ci_high", "p")} <= \
         set(resumed.table[1])
-    for cell in runs:  # every row once, the same responses and scores, to the last bit
-        records = read_jsonl(tmp_path / "crashed" / "cells" / f"{cell.name}.jsonl")
+    for name in names:  # every row once, the same responses and scores, to the last bit
+        records = read_jsonl(tmp_path / "crashed" / "cells" / f"{name}.jsonl")
         assert sorted(r["id"] for r in records) == sorted(r["id"] for r in ROWS)
-        expected = {r["id"]: r for r in read_jsonl(tmp_path / "whole" / "cells" / f"{cell.name}.jsonl")}
+        expected = {r["id"]: r for r in read_jsonl(tmp_path / "whole" / "cells" / f"{name}.jsonl")}
         assert {r["id"]: r for r in records} == expected
     scores = {r["id"]: r for r in read_jsonl(tmp_path / "crashed" / "scores.jsonl")}
     assert scores == {r["id"]: r for r in read_jsonl(tmp_path / "whole" / "scores.jsonl")}
@@ -243,6 +244,7 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "| alpha \\ top_p | 0.6 | 1 |" in printed and "\n| 0.5 | " in printed and "best: " in printed
     assert "| plain greedy | " in printed and "| pmi greedy alpha=0.5 top_p=0.6 | " in printed
+    assert "[" in printed.split("| plain greedy | ")[1].split("\n")[0]  # values with their intervals
 
     # every cell keeps the rows' ids, inputs and gold, and equals generate() with the cell's settings
     from transformers import AutoTokenizer, GPT2LMHeadModel
@@ -250,17 +252,15 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     model = GPT2LMHeadModel.from_pretrained(models_dir / "generator").eval()
     tokenizer = AutoTokenizer.from_pretrained(models_dir / "generator")
     cells = config.cells()
-    assert [c.name for c in cells] == ["plain-greedy", "pmi-greedy-alpha0-top_p0.6", "pmi-greedy-alpha0-top_p1",
-                                       "pmi-greedy-alpha0.5-top_p0.6", "pmi-greedy-alpha0.5-top_p1"]
-    runs = list(dict.fromkeys(cell.decodes_as() for cell in cells))
-    assert sorted(p.stem for p in (out / "cells").glob("*.jsonl")) == sorted(cell.name for cell in runs)
+    assert [c.label for c in cells] == ["plain", "pmi_a0_p0.6", "pmi_a0_p1", "pmi_a0.5_p0.6", "pmi_a0.5_p1"]
+    runs = list(dict.fromkeys(decoded_by(cell) for cell in cells))
+    assert sorted(p.stem for p in (out / "cells").glob("*.jsonl")) == sorted(cell.label for cell in runs)
     for cell in cells:  # alpha 0 is decoded once, as plain greedy, and equals PMI-DECODE alpha 0 at each top_p
-        records = {r["id"]: r for r in read_jsonl(out / "cells" / f"{cell.decodes_as().name}.jsonl")}
+        records = {r["id"]: r for r in read_jsonl(out / "cells" / f"{decoded_by(cell).label}.jsonl")}
         assert {key: records["eiffel"][key] for key in ("document", "history", "gold")} == \
             {"document": ROWS[0]["knowledge"], "history": ROWS[0]["history"], "gold": ROWS[0]["gold"]}
-        settings = config.decoding_settings(cell)
         expected = generate(model, tokenizer, [r["knowledge"] for r in ROWS], [r["history"] for r in ROWS],
-                            settings.alpha, settings.top_p, template=DEFAULT_TEMPLATE, batch_size=2, max_new_tokens=5)
+                            cell.strategy, template=DEFAULT_TEMPLATE, batch_size=2, max_new_tokens=5)
         assert [records[r["id"]]["response"] for r in ROWS] == expected
 
     with open(out / "sweep.csv", newline="") as handle:
@@ -269,9 +269,9 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     assert list(table[0]) == ["cell", "strategy", "decoding", "alpha", "top_p", "n", *[
         column for m in measures for column in (m, f"{m}_ci_low", f"{m}_ci_high", f"{m}_p")], "decodes_as"]
     assert [(row["cell"], row["strategy"], row["alpha"], row["top_p"], row["decodes_as"]) for row in table] == [
-        (c.name, c.strategy, "" if c.get("alpha") is None else f"{c.get('alpha'):.6f}",
-         "" if c.get("top_p") is None else f"{c.get('top_p'):.6f}",
-         "" if c.decodes_as() == c else "plain-greedy") for c in cells]
+        ("plain", "plain", "", "", ""), ("pmi_a0_p0.6", "pmi", "0.000000", "0.600000", "plain"),
+        ("pmi_a0_p1", "pmi", "0.000000", "1.000000", "plain"), ("pmi_a0.5_p0.6", "pmi", "0.500000", "0.600000", ""),
+        ("pmi_a0.5_p1", "pmi", "0.500000", "1.000000", "")]
     assert all(row["n"] == "5" and row["pmi_faith"] and row["bleu"] and row["fluency"] for row in table)
     for row in table:  # the interval holds the value; the baseline's paired test against itself finds nothing
         for m in measures:
@@ -281,7 +281,7 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     # the mean PMI-FAITH of a cell is the mean of its responses' scores, each scored once for the whole grid
     scores = read_jsonl(out / "scores.jsonl")
     assert len(scores) == len(runs) * len(ROWS)
-    baseline = [s for s in scores if s["cell"] == "plain-greedy" and s.get("pmi") is not None]
+    baseline = [s for s in scores if s["cell"] == "plain" and s.get("pmi") is not None]
     assert float(table[0]["pmi_faith"]) == pytest.approx(sum(s["pmi"] for s in baseline) / len(baseline), abs=1e-6)
     assert float(table[0]["fluency"]) == pytest.approx(
         sum(s["logp_history"] for s in baseline) / len(baseline), abs=1e-6)
@@ -296,10 +296,10 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     page = (out / "report.html").read_text()
     text = unescape(re.sub(r"<[^>]+>", "", page))
     for cell in runs:
-        for record in read_jsonl(out / "cells" / f"{cell.name}.jsonl"):
+        for record in read_jsonl(out / "cells" / f"{cell.label}.jsonl"):
             assert record["response"].strip() in text if record["response"].strip() else "(empty response)" in text
     by_id = {s["id"]: s for s in scores}  # every cell, alpha 0 ones with the plain decode's scores
-    assert page.count('class="tok"') == sum(len(by_id[f"{cell.decodes_as().name}/{r['id']}"].get("token_pmi", []))
+    assert page.count('class="tok"') == sum(len(by_id[f"{decoded_by(cell).label}/{r['id']}"].get("token_pmi", []))
                                             for cell in cells for r in ROWS)
 
 
@@ -326,7 +326,7 @@ def test_q2_columns_when_asked(config, monkeypatch):
     q2 = {r["id"]: r for r in read_jsonl(Path(config.out) / "q2.jsonl")}
     assert FakeQ2.calls == 1  # every cell's responses in one call
     for row, cell in zip(result.table, config.cells()):
-        values = [q2[f"{cell.decodes_as().name}/{r['id']}"].get("q2") for r in ROWS]
+        values = [q2[f"{decoded_by(cell).label}/{r['id']}"].get("q2") for r in ROWS]
         values = [v for v in values if v is not None]
         assert row["q2"] == pytest.approx(sum(values) / len(values)) and row["q2_no_nli"] == pytest.approx(row["q2"] / 2)
         assert "pmi_faith" not in row  # only the measures of the metrics asked for
@@ -370,18 +370,18 @@ def test_resuming_onto_other_rows_stops(config, rows_file):
     run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
     shifted = [dict(row, id=ROWS[(i + 1) % len(ROWS)]["id"]) for i, row in enumerate(ROWS)]  # ids moved by one
     rows_file.write_text("".join(json.dumps(row) + "\n" for row in shifted))
-    with pytest.raises(OutputError, match=r"plain-greedy.jsonl: the record of '.*' was made for another context .* "
-                                          "--restart"):
+    with pytest.raises(OutputError, match=r"plain.jsonl: the record of '.*' was made for another context .* --restart"):
         run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
 
 
 def test_other_settings_in_the_same_folder_stop(config):
     run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,), metrics=("lexical",), relevance="bleu",
                       faithfulness="knowledge_precision"))
-    with pytest.raises(OutputError, match=r"plain-greedy.jsonl was written by a different job \(max_new_tokens: 5 then, "
-                                          r"6 now\); .* --restart"):
-        run_sweep(replace(config, max_new_tokens=6))
-    assert run_sweep(replace(config, max_new_tokens=6), restart=True).table[0]["n"] == 5
+    longer = replace(config, generation=replace(config.generation, max_new_tokens=6))
+    with pytest.raises(OutputError, match=r"plain.jsonl was written by a different job \(max_new_tokens: 5 then, 6 now\)"
+                                          r"; .* --restart"):
+        run_sweep(longer)
+    assert run_sweep(longer, restart=True).table[0]["n"] == 5
 
 
 # ---- best.json ------------------------------------------------------------------------------

@@ -12,8 +12,10 @@ logger = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
+    from ..decoding import PMI, SEARCHES, GenerationOptions
+    from ..decoding.options import add_flags, default_grid
     from ..metrics.registry import MEASURES
-    from ..sweep.config import ALWAYS, SEARCHES
+    from ..sweep.config import ALWAYS, GENERATION
 
     sweepable = [name for name in dict.fromkeys(spec.name for spec, _ in MEASURES.values()) if name not in ALWAYS]
     parser = subparsers.add_parser(
@@ -45,22 +47,14 @@ def register(subparsers) -> None:
     grid = parser.add_argument_group("grid and decoding")
     grid.add_argument("--strategies", help="comma-separated strategies, each over its default grid, e.g. plain,pmi "
                                            "(default pmi; a config's 'strategies:' gives each its own grid)")
-    grid.add_argument("--alpha", help="PMI-DECODE weights in [0, 1], comma-separated (default 0,0.25,0.5,1)")
-    grid.add_argument("--top-p", help="PMI-DECODE nucleus sizes in (0, 1], comma-separated (default 0.6,0.75,0.9,1)")
+    pmi_grid = default_grid(PMI)
+    grid.add_argument("--alpha", help="PMI-DECODE weights, comma-separated (default "
+                                      f"{','.join(f'{v:g}' for v in pmi_grid['alpha'])})")
+    grid.add_argument("--top-p", help="PMI-DECODE nucleus sizes, comma-separated (default "
+                                      f"{','.join(f'{v:g}' for v in pmi_grid['top_p'])})")
     grid.add_argument("--decoding", choices=SEARCHES, help="search of the baseline and of every strategy that names "
                                                           "none: greedy (default), beam, sample or beam_sample")
-    grid.add_argument("--num-beams", type=int, help="beams for beam search and beam sampling (default 4)")
-    grid.add_argument("--temperature", type=float, help="sampling: temperature on the strategy's scores")
-    grid.add_argument("--top-k", type=int, help="sampling: draw among the k best scores")
-    grid.add_argument("--seed", type=int, help="sampling: each row draws from a generator seeded by this and its id "
-                                               "(default 0), so resuming changes nothing")
-    grid.add_argument("--max-new-tokens", type=int, help="longest response in tokens (default 40)")
-    grid.add_argument("--batch-size", type=int, help="contexts per generate call (default 8)")
-    grid.add_argument("--max-context-tokens", type=int, help="cut longer contexts, keeping their end (default and most: what the "
-                      "model's context window leaves beside --max-new-tokens)")
-    grid.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
-                      help="use the tokenizer's chat template (default: when the generator is decoder-only and "
-                           "has one)")
+    add_flags(grid, GenerationOptions, names=GENERATION, defaults=False)
     grid.add_argument("--limit", type=int, help="use only the first N rows of --input")
     judging = parser.add_argument_group("judging")
     judging.add_argument("--metrics", help=f"comma-separated, of {', '.join(sweepable)} (default pmi-faith,lexical; "
@@ -91,8 +85,10 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..sweep import SweepConfig, load_config, run_sweep
+    from ..sweep.config import GENERATION
 
-    overrides = {field.name: getattr(args, field.name, None) for field in fields(SweepConfig)}
+    names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
+    overrides = {name: getattr(args, name, None) for name in names}
     config = load_config(args.config, overrides)
     result = run_sweep(config, restart=args.restart)
     if is_main_process():

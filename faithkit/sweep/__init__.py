@@ -10,8 +10,8 @@ resumes where an interrupted run stopped. Settings: :class:`SweepConfig` /
 :func:`load_config` (YAML plus command-line overrides).
 """
 
-from .config import Cell, SweepConfig, load_config
+from .config import SweepConfig, decoded_by, load_config
 from .run import SweepResult, run_sweep
 from .table import choose_best, markdown_table
 
-__all__ = ["Cell", "SweepConfig", "SweepResult", "choose_best", "load_config", "markdown_table", "run_sweep"]
+__all__ = ["SweepConfig", "SweepResult", "choose_best", "decoded_by", "load_config", "markdown_table", "run_sweep"]

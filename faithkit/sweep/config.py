@@ -8,52 +8,32 @@ benchmark files without knowing where they live.
 
 from __future__ import annotations
 
+import types
+import typing
 from dataclasses import dataclass, fields
 from itertools import product
 from pathlib import Path
 
 from ..data import data_root
 from ..data.rows import QUOTING
-from ..decoding.settings import DecodingSettings
+from ..decoding import SEARCHES, STRATEGY_NAMES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
+from ..decoding.options import coerce, default_grid, from_mapping
 from ..errors import ConfigError
 from ..metrics.registry import MEASURES
 
-SEARCHES = ("greedy", "beam", "sample", "beam_sample")
-"""How a cell searches: transformers' greedy, beam search, sampling and beam sampling."""
 ALWAYS = ("form",)
 """Metrics every sweep computes (no model needed): words, empty and repeated responses."""
 DATA_PREFIX = "${data}"
+GENERATION = ("num_beams", "temperature", "top_k", "seed", "max_new_tokens", "batch_size", "max_context_tokens", "chat")
+"""The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags (each cell names its search)."""
 STRATEGY_KEYS = ("name", "decoding")
 """The keys of a ``strategies`` entry besides the strategy's own parameters."""
-_PMI_GRID = {"alpha": (0.0, 0.25, 0.5, 1.0), "top_p": (0.6, 0.75, 0.9, 1.0)}
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One decoding of the grid: a strategy, how it searches, and its parameter values (in declaration order).
-
-    ``name`` labels its files and rows: ``plain-greedy``, ``pmi-greedy-alpha0.25-top_p0.6``.
-    """
-
-    strategy: str
-    decoding: str = "greedy"
-    params: tuple[tuple[str, float], ...] = ()
-
-    @property
-    def name(self) -> str:
-        return "-".join([self.strategy, self.decoding] + [f"{key}{value:g}" for key, value in self.params])
-
-    def get(self, key: str):
-        return dict(self.params).get(key)
-
-    def decodes_as(self) -> Cell:
-        """The cell whose decode this one repeats token for token (itself when none): PMI-DECODE with alpha 0 is
-        plain greedy decoding at any top_p (the argmax is always inside the nucleus), and plain beam search at
-        top_p 1 (under beam search a narrower nucleus drops candidates plain beam search keeps)."""
-        if self.strategy == "pmi" and self.get("alpha") == 0 and (
-                self.decoding == "greedy" or (self.decoding == "beam" and self.get("top_p") == 1)):
-            return Cell("plain", self.decoding)
-        return self
+def decoded_by(cell: Cell) -> Cell:
+    """The cell whose decode ``cell`` repeats token for token: plain decoding under the same search when the
+    strategy says it decodes as plain (:meth:`~faithkit.decoding.Strategy.decodes_as_plain`), else itself."""
+    return Cell(Plain(), cell.search) if cell.strategy.decodes_as_plain(cell.search) else cell
 
 
 @dataclass(frozen=True)
@@ -67,20 +47,22 @@ class SweepConfig:
     grid, and alone they are the sweep (PMI-DECODE over alpha x top_p, as in the paper's Table 5).
     Plain decoding with the sweep's ``decoding`` (greedy unless set) is always the baseline.
 
-    Search: ``beam`` and ``beam_sample`` use ``num_beams`` (default 4); ``sample`` and
-    ``beam_sample`` use ``temperature``, ``top_k`` and ``seed`` (seed 0 unless given: every row
-    draws from its own generator seeded by the seed and its id, so a resumed sweep draws what
-    an uninterrupted one would). ``metrics``: any of the registry's metrics with measures, e.g.
-    ``pmi-faith`` (PMI-FAITH and fluency under ``judge``), ``q2`` (``q2_preset: offline`` for the
-    offline models) and ``lexical`` (knowledge precision; BLEU and token F1 against the gold
-    response); the response form (words, empty, repeated) is always measured. The gold response is
-    ``gold_column``, else a ``gold``/``reference`` column, else the input's response column;
-    without one the relevance columns stay empty (a warning says so). ``best.json`` picks the
-    cell with the highest ``faithfulness`` whose ``relevance`` is at least the baseline's minus
-    ``tolerance`` and whose ``fluency`` is at least the baseline's minus ``fluency_tolerance``,
-    (``fluency`` unset: the judge's fluency when ``pmi-faith`` is measured, else no such bound),
-    and says whether it is significantly more faithful than the baseline (paired permutation
-    test, p < ``significance``). Intervals are 95% bootstraps over contexts (``resamples`` draws).
+    ``generation`` holds the :data:`GENERATION` options, given as top-level keys or flags
+    (``num_beams: 4``, ``--max-new-tokens 40``; beams 4 unless set): ``beam`` and ``beam_sample``
+    cells use ``num_beams``, ``sample`` and ``beam_sample`` ones ``temperature``, ``top_k`` and
+    ``seed`` (every row draws from its own generator seeded by the seed and its id, so a resumed
+    sweep draws what an uninterrupted one would). ``metrics``: any of the registry's metrics with
+    measures, e.g. ``pmi-faith`` (PMI-FAITH and fluency under ``judge``), ``q2`` (``q2_preset:
+    offline`` for the offline models) and ``lexical`` (knowledge precision; BLEU and token F1
+    against the gold response); the response form (words, empty, repeated) is always measured.
+    The gold response is ``gold_column``, else a ``gold``/``reference`` column, else the input's
+    response column; without one the relevance columns stay empty (a warning says so).
+    ``best.json`` picks the cell with the highest ``faithfulness`` whose ``relevance`` is at least
+    the baseline's minus ``tolerance`` and whose ``fluency`` is at least the baseline's minus
+    ``fluency_tolerance`` (``fluency`` unset: the judge's fluency when ``pmi-faith`` is measured,
+    else no such bound), and says whether it is significantly more faithful than the baseline
+    (paired permutation test, p < ``significance``). Intervals are 95% bootstraps over contexts
+    (``resamples`` draws).
     """
 
     generator: str | None = None
@@ -91,14 +73,7 @@ class SweepConfig:
     alpha: tuple[float, ...] | None = None
     top_p: tuple[float, ...] | None = None
     decoding: str = "greedy"
-    num_beams: int | None = None
-    temperature: float | None = None
-    top_k: int | None = None
-    seed: int | None = None
-    max_new_tokens: int = 40
-    batch_size: int = 8
-    max_context_tokens: int | None = None
-    chat: bool | None = None
+    generation: GenerationOptions = GenerationOptions(num_beams=4)
     limit: int | None = None
     metrics: tuple[str, ...] = ("pmi-faith", "lexical")
     q2_preset: str | None = None
@@ -127,24 +102,7 @@ class SweepConfig:
         for name in ("alpha", "top_p"):
             if getattr(self, name) is not None and not getattr(self, name):
                 raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one value, or leave it out")
-        cells = self.cells()
-        searches = {cell.decoding for cell in cells}
-        sampled = searches & {"sample", "beam_sample"}
-        if not sampled:
-            given = [f"--{name.replace('_', '-')}" for name in ("temperature", "top_k", "seed")
-                     if getattr(self, name) is not None]
-            if given:
-                raise ConfigError(f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} to sampling "
-                                  f"(decoding sample or beam_sample), which no cell uses; drop them or sample")
-        if searches & {"beam", "beam_sample"}:
-            if self.num_beams is not None and self.num_beams < 2:
-                raise ConfigError(f"--num-beams {self.num_beams}: beam search needs at least 2 beams (or use "
-                                  "--decoding greedy)")
-        elif self.num_beams not in (None, 1):
-            raise ConfigError(f"--num-beams {self.num_beams} applies to beam search (decoding beam or beam_sample), "
-                              "which no cell uses")
-        for cell in cells:
-            self.decoding_settings(cell).validate()
+        self.generation.validate(searches=sorted({cell.search for cell in self.cells()}))
         metrics = [spec for spec, _ in MEASURES.values()]
         sweepable = [name for name in dict.fromkeys(spec.name for spec in metrics) if name not in ALWAYS]
         unknown = [m for m in self.metrics if m not in sweepable]
@@ -184,7 +142,7 @@ class SweepConfig:
     @property
     def baseline(self) -> Cell:
         """Plain decoding with the sweep's search: the reference every other cell is read against."""
-        return Cell("plain", self.decoding)
+        return Cell(Plain(), self.decoding)
 
     def strategy_grids(self) -> list[dict]:
         """The ``strategies`` entries with the ``--alpha/--top-p`` flags applied (PMI-DECODE alone without entries)."""
@@ -199,48 +157,31 @@ class SweepConfig:
         return entries
 
     def cells(self) -> list[Cell]:
-        """The baseline first, then every strategy's grid in order (search mode, then parameters), each once."""
-        cells = [self.baseline]
-        for index, entry in enumerate(self.strategy_grids()):
-            where = f"strategies[{index}]"
-            name = entry.get("name")
-            grid = _STRATEGY_GRIDS.get(name)
-            if grid is None:
-                raise ConfigError(f"{where}: unknown strategy {name!r}; choose one of {', '.join(_STRATEGY_GRIDS)}")
-            unknown = sorted(set(entry) - {*STRATEGY_KEYS, *grid})
-            if unknown:
-                raise ConfigError(f"{where} ({name}): unknown key{'s' if len(unknown) > 1 else ''} "
-                                  f"{', '.join(unknown)}; its keys are {', '.join([*STRATEGY_KEYS, *grid])}")
-            searches = [str(s).strip() for s in _items(entry.get("decoding", self.decoding))]
-            bad = [s for s in searches if s not in SEARCHES]
-            if bad:
-                raise ConfigError(f"{where} ({name}): decoding {bad[0]!r} is unknown; choose from {', '.join(SEARCHES)}")
-            values = {}
-            for key, default in grid.items():
-                try:
-                    values[key] = [float(v) for v in _items(entry.get(key, default))]
-                except (TypeError, ValueError):
-                    raise ConfigError(f"{key}: expected numbers, got {entry[key]!r}") from None
-                if not values[key]:
-                    raise ConfigError(f"{where} ({name}): {key} is empty; give at least one value or leave it out")
-            for search in searches:
-                for point in product(*values.values()):
-                    cells.append(Cell(name, search, tuple(zip(values, point))))
-        return list(dict.fromkeys(cells))
+        """The baseline first, then every strategy's grid in order (search mode, then parameters), each once.
 
-    def decoding_settings(self, cell: Cell | None = None) -> DecodingSettings:
-        """The generation settings of one cell (the sweep's batching and search options with the cell's own)."""
-        cell = cell or self.baseline
-        sample = cell.decoding in ("sample", "beam_sample")
-        alpha, top_p = (cell.get("alpha"), cell.get("top_p")) if cell.strategy == "pmi" else (0.0, 1.0)
-        return DecodingSettings(
-            alpha=alpha, top_p=top_p,
-            num_beams=(self.num_beams or 4) if cell.decoding in ("beam", "beam_sample") else 1,
-            do_sample=sample, temperature=self.temperature if sample else None,
-            top_k=self.top_k if sample else None, seed=(self.seed or 0) if sample else None,
-            max_new_tokens=self.max_new_tokens, batch_size=self.batch_size,
-            max_context_tokens=self.max_context_tokens, chat=self.chat,
-        )
+        Each strategy checks its values and search modes (:func:`~faithkit.decoding.strategy_from_dict`), so a
+        bad entry stops with a message naming it (``strategies[1]: pmi: --alpha 2 is out of range …``).
+        """
+        cells = [self.baseline.check()]
+        for index, entry in enumerate(self.strategy_grids()):
+            where = f"strategies[{index}]: "
+            if entry.get("name") not in STRATEGY_NAMES:
+                raise ConfigError(f"{where}unknown strategy {entry.get('name')!r}; choose one of "
+                                  f"{', '.join(STRATEGY_NAMES)}")
+            cls = get_strategy(entry["name"])
+            grid = {key: _items(value) for key, value in {**default_grid(cls), **entry}.items()
+                    if key not in STRATEGY_KEYS}
+            for key, values in grid.items():
+                if not values:
+                    raise ConfigError(f"{where}{cls.name}: {key} is empty; give at least one value or leave it out")
+            for search in _items(entry.get("decoding", self.decoding)):
+                for point in product(*grid.values()):
+                    try:
+                        strategy = strategy_from_dict({"name": cls.name, **dict(zip(grid, point))})
+                        cells.append(Cell(strategy, str(search).strip()).check())
+                    except ConfigError as error:
+                        raise ConfigError(f"{where}{error}") from None
+        return list(dict.fromkeys(cells))
 
     def input_path(self) -> Path:
         """``input`` with a leading ``${data}`` replaced by the benchmark data root."""
@@ -250,36 +191,37 @@ class SweepConfig:
         return Path(text)
 
     def generation_fingerprint(self) -> dict:
-        """What every cell's responses depend on besides the cell (its name is its file's): not the grid, not
+        """What every cell's responses depend on besides the cell (its label names its file): not the grid, not
         batching. The generator by :func:`faithkit.models.identity`."""
         from .. import models
 
-        keys = ("input", "num_beams", "temperature", "top_k", "seed", "max_new_tokens", "max_context_tokens", "chat",
-                "document_column", "history_column", "id_column", "quoting", "limit")
-        return {"generator": models.identity(self.generator), **{key: getattr(self, key) for key in keys}}
-
-
-_STRATEGY_GRIDS = {"plain": {}, "pmi": _PMI_GRID}
+        keys = ("input", "document_column", "history_column", "id_column", "quoting", "limit")
+        return {"generator": models.identity(self.generator), **self.generation.fingerprint(),
+                **{key: getattr(self, key) for key in keys}}
 
 
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> SweepConfig:
     """The config of a YAML file (if any) with ``overrides`` (None values ignored) on top, validated.
 
-    Values may be given as text, as on the command line: ``alpha: "0,0.25,0.5"``.
+    Values may be given as text, as on the command line: ``alpha: "0,0.25,0.5"``. The
+    :data:`GENERATION` keys fill :class:`~faithkit.decoding.GenerationOptions`.
     """
     values: dict = {}
     if path is not None:
         values = _read_yaml(Path(path))
     values.update({key: value for key, value in (overrides or {}).items() if value is not None})  # None: not given
     values = {key: value for key, value in values.items() if value is not None}  # YAML null: the default
-    valid = [f.name for f in fields(SweepConfig)]
+    own = [f.name for f in fields(SweepConfig) if f.name != "generation"]
+    valid = [*own, *GENERATION]
     unknown = sorted(set(values) - set(valid))
     if unknown:
         source = f"config file {path}" if path is not None else "sweep settings"
         raise ConfigError(f"{source}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
                           f"valid keys are {', '.join(valid)}")
-    types = {f.name: f.type for f in fields(SweepConfig)}
-    config = SweepConfig(**{key: _coerce(key, value, types[key]) for key, value in values.items()})
+    generation = from_mapping(GenerationOptions, {"num_beams": SweepConfig.generation.num_beams,
+                                                  **{key: values.pop(key) for key in GENERATION if key in values}})
+    types = typing.get_type_hints(SweepConfig)
+    config = SweepConfig(generation=generation, **{key: _coerce(key, value, types[key]) for key, value in values.items()})
     return config.validate()
 
 
@@ -299,30 +241,25 @@ def _read_yaml(path: Path) -> dict:
     return {str(key).replace("-", "_"): value for key, value in values.items()}
 
 
-def _coerce(key: str, value, kind: str):
-    """A config or command-line value as the field's type; ConfigError naming the key otherwise."""
+def _coerce(key: str, value, kind):
+    """A config or command-line value as the field's type (lists: comma-separated text too); ConfigError naming the
+    key otherwise."""
+    item_type = typing.get_args(kind)[0] if typing.get_origin(kind) is tuple else None
+    if item_type is None and typing.get_origin(kind) in (typing.Union, types.UnionType):
+        inner = [arg for arg in typing.get_args(kind) if typing.get_origin(arg) is tuple]
+        item_type = typing.get_args(inner[0])[0] if inner else None
+    if item_type is None:
+        return coerce(value, kind, key)
+    if item_type is dict:  # strategies: mappings, or bare names
+        if not all(isinstance(item, (str, dict)) for item in _items(value)):
+            raise ConfigError(f"{key}: expected a list of strategies ({{name: pmi, alpha: [0.5]}} or names), "
+                              f"got {value!r}")
+        return tuple({"name": item.strip()} if isinstance(item, str) else
+                     {str(k).replace("-", "_"): v for k, v in item.items()} for item in _items(value))
     try:
-        if kind.startswith("tuple[dict"):
-            return tuple({"name": item.strip()} if isinstance(item, str) else _mapping(key, item)
-                         for item in _items(value))
-        if kind.startswith("tuple[float"):
-            return tuple(float(item) for item in _items(value))
-        if kind.startswith("tuple[str"):
-            return tuple(str(item).strip() for item in _items(value))
-        if kind.startswith("bool"):
-            if isinstance(value, bool):
-                return value
-            return {"true": True, "false": False, "yes": True, "no": False}[str(value).strip().lower()]
-        if kind.startswith("int"):
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError
-            return int(value)
-        if kind.startswith("float"):
-            return float(value)
-        return str(value)
-    except (KeyError, TypeError, ValueError):
-        expected = kind.split(" |")[0].replace("tuple[float, ...]", "numbers").replace("tuple[str, ...]", "names")
-        expected = expected.replace("tuple[dict, ...]", "a list of strategies ({name: pmi, alpha: [0.5]} or names)")
+        return tuple(item_type(item.strip() if isinstance(item, str) else item) for item in _items(value))
+    except (TypeError, ValueError):
+        expected = "numbers" if item_type is float else "names"
         raise ConfigError(f"{key}: expected {expected}, got {value!r}") from None
 
 
@@ -332,10 +269,3 @@ def _items(value) -> list:
     if isinstance(value, str):
         return [item for item in value.split(",") if item.strip()]
     return [value]
-
-
-
-def _mapping(key: str, item) -> dict:
-    if not isinstance(item, dict):
-        raise TypeError(key)
-    return {str(k).replace("-", "_"): v for k, v in item.items()}

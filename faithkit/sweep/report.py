@@ -14,7 +14,8 @@ from html import escape
 from pathlib import Path
 
 from ..eval.explain import CSS, highlight_tokens, pmi_colour, pmi_legend
-from .config import Cell, SweepConfig
+from ..decoding import Cell
+from .config import SweepConfig, decoded_by
 from .table import format_interval, format_value, label, parameter_names
 
 SWEEP_CSS = """
@@ -42,11 +43,11 @@ def write_report(path: Path, config: SweepConfig, contexts: Sequence, cells: Seq
     chosen = (best.get("best") or {}).get("cell")
     parameters = parameter_names(table)
     rows = {row["cell"]: row for row in table}
-    summary = _cell_table(cells, chosen, lambda cell: _summary_cell(rows[cell.name], config), parameters, rows)
+    summary = _cell_table(cells, chosen, lambda cell: _summary_cell(rows[cell.label], config), parameters, rows)
     cards = []
     for context in sample_contexts(contexts, config.report_contexts):
         def response(cell, context=context):
-            key = f"{cell.decodes_as().name}/{context.id}"
+            key = f"{decoded_by(cell).label}/{context.id}"
             return _response_cell(responses[cell][context.id], (pmi or {}).get(key), (q2 or {}).get(key))
 
         turns = "".join(f"<div>{escape(str(turn))}</div>" for turn in context.history)
@@ -78,8 +79,8 @@ def write_report(path: Path, config: SweepConfig, contexts: Sequence, cells: Seq
 
 def _cell_table(cells: Sequence[Cell], chosen: str | None, render, parameters, rows: dict) -> str:
     """One line per cell: its label, then ``render(cell)``."""
-    lines = "".join(f'<tr><th>{escape(label(rows[cell.name], parameters))}</th>'
-                    f'<td{" class=best" if cell.name == chosen else ""}>{render(cell)}</td></tr>' for cell in cells)
+    lines = "".join(f'<tr><th>{escape(label(rows[cell.label], parameters))}</th>'
+                    f'<td{" class=best" if cell.label == chosen else ""}>{render(cell)}</td></tr>' for cell in cells)
     return f'<table class="grid">{lines}</table>'
 
 

@@ -15,7 +15,7 @@ stops saying what changed, and a rerun with the same ones resumes where it stopp
 generation batch by batch and cell by cell, scoring group by group. Batches are the same in
 every run (contexts sorted by length, then cut every ``batch_size``), so a resumed sweep
 writes the responses an uninterrupted one would. Cells that decode alike
-(:meth:`Cell.decodes_as`) are generated and scored once and reported under each name. Under
+(:func:`~faithkit.sweep.config.decoded_by`) are generated and scored once and reported under each name. Under
 ``accelerate launch`` the processes share the batches and the scoring groups, and the files
 end the same as with one process (records in input order).
 """
@@ -33,7 +33,8 @@ from ..data import Columns, Row, read_results, read_rows, unique_ids
 from ..errors import InputError, OutputError
 from ..jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
 from ..metrics.registry import MEASURES, get_spec
-from .config import ALWAYS, Cell, SweepConfig
+from ..decoding import Cell
+from .config import ALWAYS, SweepConfig, decoded_by
 from .table import active_measures, cell_row, choose_best, markdown_table, statistics, write_csv
 
 logger = logging.getLogger(__name__)
@@ -74,9 +75,9 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     contexts = read_contexts(config)
     _prepare(out, restart)
     cells = config.cells()
-    runs = list(dict.fromkeys(cell.decodes_as() for cell in cells))
+    runs = list(dict.fromkeys(decoded_by(cell) for cell in cells))
     responses = generate_cells(config, contexts, runs, out)
-    responses.update({cell: responses[cell.decodes_as()] for cell in cells})
+    responses.update({cell: responses[decoded_by(cell)] for cell in cells})
     golds = [c.gold for c in contexts] if all(c.gold for c in contexts) else None
 
     rows: dict[str, dict] = {}  # metric -> cell -> one result per context
@@ -88,7 +89,7 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
                 _warn_if_self_judged(config)
             path = out / SCORE_FILES.get(name, f"{name}.jsonl")
             files[name] = score_responses(path, config, spec, contexts, runs, responses)
-            rows[name] = {cell: [files[name].get(_score_id(cell.decodes_as(), c), {}) for c in contexts]
+            rows[name] = {cell: [files[name].get(_score_id(decoded_by(cell), c), {}) for c in contexts]
                           for cell in cells}
         else:
             metric = spec.build()
@@ -102,10 +103,10 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
         return {m.name: statistics(m, rows[MEASURES[m.name][0].name][cell], texts, golds) for m in active_measures(config)}
 
     baseline = measured(config.baseline)
-    parameters = list(dict.fromkeys(key for cell in cells for key, _ in cell.params))
+    parameters = list(dict.fromkeys(key for cell in cells for key in cell.strategy.parameters()))
     table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
     for row, cell in zip(table, cells):
-        row["decodes_as"] = cell.decodes_as().name if cell.decodes_as() != cell else None
+        row["decodes_as"] = decoded_by(cell).label if decoded_by(cell) != cell else None
     best = choose_best(table, config.faithfulness, config.relevance, config.tolerance, config.fluency_measure,
                        config.fluency_tolerance, config.significance)
     if current_process().is_main:
@@ -159,8 +160,8 @@ def _prepare(out: Path, restart: bool) -> None:
 def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cell], out: Path) -> dict:
     """Generate every cell's missing responses into ``cells/<cell>.jsonl``; return ``{cell: {row id: response}}``.
 
-    Each batch of contexts is prepared once for all its unfinished cells
-    (:func:`faithkit.decoding.iter_grid`), and a cell's responses are written as soon as it
+    Each batch of contexts is prepared once for all its unfinished cells, whatever their strategy
+    and search (:func:`faithkit.decoding.iter_grid`), and a cell's responses are written as soon as it
     finishes the batch. A batch a cell has partly written is regenerated whole for that cell
     (only the missing rows are written), so its batch, and thus its tokens, are the usual ones.
     Under ``accelerate launch`` each process takes every n-th unfinished batch.
@@ -168,9 +169,9 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
     from ..decoding import iter_grid, length_order
 
     order = length_order([c.document for c in contexts], [c.history for c in contexts])
-    batches = [[contexts[i] for i in order[start:start + config.batch_size]]
-               for start in range(0, len(order), config.batch_size)]
-    paths = {cell: out / "cells" / f"{cell.name}.jsonl" for cell in cells}
+    batches = [[contexts[i] for i in order[start:start + config.generation.batch_size]]
+               for start in range(0, len(order), config.generation.batch_size)]
+    paths = {cell: out / "cells" / f"{cell.label}.jsonl" for cell in cells}
     process = current_process()
     fingerprint = job_fingerprint("sweep", **config.generation_fingerprint())
     with shared_outputs(paths, {cell: [c.id for c in contexts] for cell in cells}, fingerprint=fingerprint) as shared:
@@ -183,20 +184,18 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
             model, tokenizer = _load_generator(config)
         for number, (batch, pending) in enumerate(todo, start=1):
             started = time.monotonic()
-            searches = {cell.decoding: [c for c in pending if c.decoding == cell.decoding] for cell in pending}
-            for group in searches.values():
-                kwargs = config.decoding_settings(group[0]).generate_kwargs(model, tokenizer, ids=[c.id for c in batch])
-                settings = [config.decoding_settings(cell) for cell in group]
-                grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch],
-                                 [(s.alpha, s.top_p) for s in settings], **kwargs)
-                for index, positions, texts in grid:
-                    cell = group[index]
-                    for position, text in zip(positions, texts):
-                        context = batch[position]
-                        if context.id not in shared.done[cell]:
-                            shared.writers[cell].write({"id": context.id, "document": context.document,
-                                                        "history": list(context.history), "gold": context.gold,
-                                                        "response": text})
+            sampled = any(cell.search in ("sample", "beam_sample") for cell in pending)
+            kwargs = config.generation.grid_kwargs(model, tokenizer, ids=[c.id for c in batch], sampled=sampled)
+            grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch], pending,
+                             **kwargs)
+            for index, positions, texts in grid:
+                cell = pending[index]
+                for position, text in zip(positions, texts):
+                    context = batch[position]
+                    if context.id not in shared.done[cell]:
+                        shared.writers[cell].write({"id": context.id, "document": context.document,
+                                                    "history": list(context.history), "gold": context.gold,
+                                                    "response": text})
             logger.info("generate: batch %d/%d (%d contexts x %d cells) in %.0f s", number, len(todo), len(batch),
                         len(pending), time.monotonic() - started)
     wanted = {c.id for c in contexts}
@@ -239,7 +238,7 @@ def _warn_if_self_judged(config: SweepConfig) -> None:
 
 
 def _score_id(cell: Cell, context: Context) -> str:
-    return f"{cell.name}/{context.id}"
+    return f"{cell.label}/{context.id}"
 
 
 def score_responses(path: Path, config: SweepConfig, spec, contexts: list[Context], cells: list[Cell],
@@ -274,7 +273,7 @@ def score_responses(path: Path, config: SweepConfig, spec, contexts: list[Contex
                 if _score_id(cell, context) in done:
                     continue
                 text = responses[cell][context.id]
-                writer.write({"id": _score_id(cell, context), "cell": cell.name, "row": context.id,
+                writer.write({"id": _score_id(cell, context), "cell": cell.label, "row": context.id,
                               "document": context.document, "history": list(context.history), "response": text,
                               **results.get((context.id, text), {})})
             logger.info("%s: %d responses (%d distinct) in %.0f s", spec.name, len(entries), len(unique),

@@ -20,7 +20,8 @@ import numpy as np
 from ..eval.stats import bootstrap_interval, paired_permutation_test
 from ..metrics.corpus import AGGREGATES
 from ..metrics.registry import MEASURES, Measure
-from .config import Cell, SweepConfig
+from ..decoding import Cell
+from .config import SweepConfig
 
 SEED = 0
 """Seed of every interval and test: a rerun reports the same numbers."""
@@ -44,8 +45,9 @@ def statistics(measure: Measure, rows: Sequence[dict], responses: Sequence[str],
 def cell_row(config: SweepConfig, cell: Cell, parameters: Sequence[str], measured: dict, baseline: dict) -> dict:
     """The row of one cell: its name, strategy, search and parameters, then per measure its value, interval and
     paired p-value against the baseline (``measured``/``baseline``: measure name -> statistics or None)."""
-    row = {"cell": cell.name, "strategy": cell.strategy, "decoding": cell.decoding,
-           **{key: cell.get(key) for key in parameters}, "n": None}
+    values = cell.strategy.parameters()
+    row = {"cell": cell.label, "strategy": cell.strategy.name, "decoding": cell.search,
+           **{key: values.get(key) for key in parameters}, "n": None}
     for measure in active_measures(config):
         mine, theirs = measured.get(measure.name), baseline.get(measure.name)
         finish = AGGREGATES[measure.aggregate].finish
