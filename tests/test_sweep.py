@@ -235,6 +235,60 @@ def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monk
     assert scores == {r["id"]: r for r in read_jsonl(tmp_path / "whole" / "scores.jsonl")}
 
 
+FOUR_STRATEGIES = """
+strategies:
+  - {name: plain, decoding: [greedy, beam, beam_sample]}
+  - {name: pmi, alpha: [0.5], top_p: [0.6, 1]}
+  - {name: cad, alpha: [0, 1]}
+  - {name: adacad}
+num_beams: 2
+seed: 3
+max_new_tokens: 5
+batch_size: 2
+resamples: 200
+"""
+
+
+def test_all_four_strategies_resume_after_ctrl_c_to_the_same_table(config, tmp_path, monkeypatch):
+    """One config with plain (three searches), PMI-DECODE, CAD and AdaCAD: Ctrl-C during generation and again during
+    scoring, then a rerun of the same command ends with the sweep.csv of an uninterrupted run, CI and p columns
+    included; CAD alpha 0 is decoded once, as plain greedy."""
+    from tests.cli.helpers import run_main
+
+    def command(out):
+        path = tmp_path / f"{out}.yaml"
+        path.write_text(f"generator: {config.generator}\njudge: {config.judge}\ninput: {config.input}\n"
+                        f"out: {tmp_path / out}\n{FOUR_STRATEGIES}")
+        return ["-q", "sweep", "--config", path]
+
+    assert run_main(*command("whole")) == 0
+    table = (tmp_path / "whole" / "sweep.csv").read_text()
+    header, *rows = table.splitlines()
+    assert [row.split(",")[0] for row in rows] == ["plain", "plain_beam", "plain_beam_sample", "pmi_a0.5_p0.6",
+                                                   "pmi_a0.5_p1", "cad_a0", "cad_a1", "adacad"]
+    assert header.startswith("cell,strategy,decoding,alpha,top_p,n,pmi_faith,pmi_faith_ci_low,pmi_faith_ci_high,"
+                             "pmi_faith_p,fluency,")
+    assert rows[5].endswith(",plain") and sorted(p.stem for p in (tmp_path / "whole" / "cells").iterdir()
+                                                 if p.suffix == ".jsonl") == sorted(
+        ["plain", "plain_beam", "plain_beam_sample", "pmi_a0.5_p0.6", "pmi_a0.5_p1", "cad_a1", "adacad"])
+
+    real_write = ResultWriter.write
+    calls = [0]
+
+    def interrupted_write(self, record):  # 7 decodes x 5 rows are 35 responses, then 35 scores
+        calls[0] += 1
+        if calls[0] in (12, 35 + 20):
+            raise KeyboardInterrupt
+        real_write(self, record)
+
+    monkeypatch.setattr(ResultWriter, "write", interrupted_write)
+    assert run_main(*command("stopped")) == 130
+    assert run_main(*command("stopped")) == 130
+    assert len(read_jsonl(tmp_path / "stopped" / "scores.jsonl")) == 18  # 11 + 24 responses, then 18 scores
+    assert run_main(*command("stopped")) == 0
+    assert (tmp_path / "stopped" / "sweep.csv").read_text() == table
+
+
 def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     args = parse(["--generator", config.generator, "--judge", config.judge, "--input", config.input,
                   "--out", config.out, "--alpha", "0,0.5", "--top-p", "0.6,1", "--max-new-tokens", "5",
