@@ -15,9 +15,7 @@ def register(subparsers) -> None:
     from ..decoding import PMI, SEARCHES, GenerationOptions
     from ..decoding.options import add_flags, default_grid
     from ..metrics.registry import MEASURES
-    from ..sweep.config import ALWAYS, GENERATION
-
-    sweepable = [name for name in dict.fromkeys(spec.name for spec, _ in MEASURES.values()) if name not in ALWAYS]
+    from ..sweep.config import GENERATION, METRICS
     parser = subparsers.add_parser(
         "sweep", help="decoding strategies over a grid, judged for faithfulness, relevance and fluency",
         description="Generate responses for every cell of a grid of decoding strategies (plain decoding, "
@@ -57,7 +55,7 @@ def register(subparsers) -> None:
     add_flags(grid, GenerationOptions, names=GENERATION, defaults=False)
     grid.add_argument("--limit", type=int, help="use only the first N rows of --input")
     judging = parser.add_argument_group("judging")
-    judging.add_argument("--metrics", help=f"comma-separated, of {', '.join(sweepable)} (default pmi-faith,lexical; "
+    judging.add_argument("--metrics", help=f"comma-separated, of {', '.join(METRICS)} (default pmi-faith,lexical; "
                                            "words, empty and repeated are always measured)")
     judging.add_argument("--q2-preset", choices=["offline"], help="Q² on the offline models instead of the "
                                                                   "paper's hub models")

@@ -16,13 +16,15 @@ from pathlib import Path
 
 from ..data import data_root
 from ..data.rows import QUOTING
-from ..decoding import SEARCHES, STRATEGY_NAMES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
+from ..decoding import SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
 from ..decoding.options import coerce, default_grid, from_mapping
 from ..errors import ConfigError
 from ..metrics.registry import MEASURES
 
 ALWAYS = ("form",)
 """Metrics every sweep computes (no model needed): words, empty and repeated responses."""
+METRICS = tuple(name for name in dict.fromkeys(spec.name for spec, _ in MEASURES.values()) if name not in ALWAYS)
+"""The metrics a sweep can be asked for: the registry's metrics that have measures."""
 DATA_PREFIX = "${data}"
 GENERATION = ("num_beams", "temperature", "top_k", "seed", "max_new_tokens", "batch_size", "max_context_tokens", "chat")
 """The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags (each cell names its search)."""
@@ -103,11 +105,9 @@ class SweepConfig:
             if getattr(self, name) is not None and not getattr(self, name):
                 raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one value, or leave it out")
         self.generation.validate(searches=sorted({cell.search for cell in self.cells()}))
-        metrics = [spec for spec, _ in MEASURES.values()]
-        sweepable = [name for name in dict.fromkeys(spec.name for spec in metrics) if name not in ALWAYS]
-        unknown = [m for m in self.metrics if m not in sweepable]
+        unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
-            raise ConfigError(f"--metrics {','.join(unknown)}: a sweep computes {', '.join(sweepable)}")
+            raise ConfigError(f"--metrics {','.join(unknown)}: a sweep computes {', '.join(METRICS)}")
         for option in ("faithfulness", "relevance", "fluency"):
             measure = getattr(self, option)
             if measure is None:
@@ -165,10 +165,10 @@ class SweepConfig:
         cells = [self.baseline.check()]
         for index, entry in enumerate(self.strategy_grids()):
             where = f"strategies[{index}]: "
-            if entry.get("name") not in STRATEGY_NAMES:
-                raise ConfigError(f"{where}unknown strategy {entry.get('name')!r}; choose one of "
-                                  f"{', '.join(STRATEGY_NAMES)}")
-            cls = get_strategy(entry["name"])
+            try:
+                cls = get_strategy(entry.get("name"))
+            except ConfigError as error:
+                raise ConfigError(f"{where}{error}") from None
             grid = {key: _items(value) for key, value in {**default_grid(cls), **entry}.items()
                     if key not in STRATEGY_KEYS}
             for key, values in grid.items():
@@ -195,7 +195,7 @@ class SweepConfig:
         batching. The generator by :func:`faithkit.models.identity`."""
         from .. import models
 
-        keys = ("input", "document_column", "history_column", "id_column", "quoting", "limit")
+        keys = ("input", "document_column", "history_column", "id_column", "quoting")
         return {"generator": models.identity(self.generator), **self.generation.fingerprint(),
                 **{key: getattr(self, key) for key in keys}}
 

@@ -31,7 +31,7 @@ def heatmaps(table: Sequence[dict], config: SweepConfig, folder: Path, best: dic
     alphas, top_ps = sorted({a for a, _ in grid}), sorted({p for _, p in grid})
     chosen = (best or {}).get("best") or {}
     paths = []
-    for measure in active_measures(config):
+    for _, measure in active_measures(config):
         values = np.array([[_value(grid.get((a, p), {}).get(measure.name)) for p in top_ps] for a in alphas])
         if np.isnan(values).all():
             continue

@@ -32,7 +32,7 @@ from pathlib import Path
 from ..data import Columns, Row, read_results, read_rows, unique_ids
 from ..errors import InputError, OutputError
 from ..jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
-from ..metrics.registry import MEASURES, get_spec
+from ..metrics.registry import METRICS, get_spec
 from ..decoding import Cell
 from .config import ALWAYS, SweepConfig, decoded_by
 from .table import active_measures, cell_row, choose_best, markdown_table, statistics, write_csv
@@ -44,10 +44,8 @@ SCORE_GROUP = 16
 """Contexts per scorer call: each call holds every cell's responses to its contexts, so the
 judge's prefix tree runs each context once for the whole grid and each distinct response once;
 the scores file grows group by group, and groups are what processes share under accelerate."""
-SCORE_FILES = {"pmi-faith": "scores.jsonl"}
-"""Where a model-backed metric's records go (others: ``<metric>.jsonl``)."""
-OUTPUTS = ("sweep.json", "cells", "scores.jsonl", "q2.jsonl", "e2e-nli.jsonl", "sweep.csv", "best.json", "heatmaps",
-           "report.html")
+OUTPUTS = ("cells", "sweep.csv", "best.json", "heatmaps", "report.html")
+"""What ``--restart`` deletes, besides the score files of every model-backed metric."""
 
 
 @dataclass(frozen=True)
@@ -80,33 +78,16 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     responses.update({cell: responses[decoded_by(cell)] for cell in cells})
     golds = [c.gold for c in contexts] if all(c.gold for c in contexts) else None
 
-    rows: dict[str, dict] = {}  # metric -> cell -> one result per context
-    files: dict[str, dict] = {}  # model-backed metric -> its records by score id
-    for name in dict.fromkeys((*config.metrics, *ALWAYS)):
-        spec = get_spec(name)
-        if spec.needs_model:
-            if name == "pmi-faith":
-                _warn_if_self_judged(config)
-            path = out / SCORE_FILES.get(name, f"{name}.jsonl")
-            files[name] = score_responses(path, config, spec, contexts, runs, responses)
-            rows[name] = {cell: [files[name].get(_score_id(decoded_by(cell), c), {}) for c in contexts]
-                          for cell in cells}
-        else:
-            metric = spec.build()
-            references = golds if spec.needs_references else None
-            rows[name] = {cell: metric.compute_rows([c.document for c in contexts], [c.history for c in contexts],
-                                                    [responses[cell][c.id] for c in contexts], references)
-                          for cell in cells}
+    rows, files = judge(config, out, contexts, runs, responses, golds)
 
     def measured(cell: Cell) -> dict:
         texts = [responses[cell][c.id] for c in contexts]
-        return {m.name: statistics(m, rows[MEASURES[m.name][0].name][cell], texts, golds) for m in active_measures(config)}
+        return {measure.name: statistics(measure, rows[metric][decoded_by(cell)], texts, golds)
+                for metric, measure in active_measures(config)}
 
     baseline = measured(config.baseline)
     parameters = list(dict.fromkeys(key for cell in cells for key in cell.strategy.parameters()))
     table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
-    for row, cell in zip(table, cells):
-        row["decodes_as"] = decoded_by(cell).label if decoded_by(cell) != cell else None
     best = choose_best(table, config.faithfulness, config.relevance, config.tolerance, config.fluency_measure,
                        config.fluency_tolerance, config.significance)
     if current_process().is_main:
@@ -120,6 +101,35 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
         write_report(out / "report.html", config, contexts, cells, responses, files.get("pmi-faith"),
                      files.get("q2"), table, best)
     return SweepResult(table, best, markdown_table(table, config, best), out)
+
+
+def judge(config: SweepConfig, out: Path, contexts: list[Context], runs: list[Cell], responses: dict,
+          golds: list[str] | None) -> tuple[dict, dict]:
+    """Every metric's result per context for each decode: ``({metric: {cell: [result, …]}}, {metric: records})``.
+
+    Model-backed metrics (the judge, Q²) score into resumable files (:func:`score_responses`);
+    the others (lexical, the response form) are computed in memory, in a moment.
+    """
+    rows: dict[str, dict] = {}
+    files: dict[str, dict] = {}  # model-backed metric -> its records by score id
+    for name in dict.fromkeys((*config.metrics, *ALWAYS)):
+        spec = get_spec(name)
+        if spec.needs_model:
+            if name == "pmi-faith":
+                _warn_if_self_judged(config)
+            files[name] = score_responses(score_path(out, name), config, spec, contexts, runs, responses)
+            rows[name] = {cell: [files[name].get(_score_id(cell, c), {}) for c in contexts] for cell in runs}
+        else:
+            metric, references = spec.build(), golds if spec.needs_references else None
+            rows[name] = {cell: metric.compute_rows([c.document for c in contexts], [c.history for c in contexts],
+                                                    [responses[cell][c.id] for c in contexts], references)
+                          for cell in runs}
+    return rows, files
+
+
+def score_path(out: Path, metric: str) -> Path:
+    """Where a model-backed metric's records go: ``scores.jsonl`` for PMI-FAITH, else ``<metric>.jsonl``."""
+    return out / ("scores.jsonl" if metric == "pmi-faith" else f"{metric}.jsonl")
 
 
 def read_contexts(config: SweepConfig) -> list[Context]:
@@ -150,7 +160,8 @@ def _prepare(out: Path, restart: bool) -> None:
     process = current_process()
     if process.is_main:
         if restart:
-            for name in OUTPUTS:
+            scores = [score_path(out, spec.name).name for spec in METRICS.values() if spec.needs_model]
+            for name in (*OUTPUTS, *scores):
                 target = out / name
                 shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
         out.mkdir(parents=True, exist_ok=True)

@@ -21,18 +21,16 @@ from ..eval.stats import bootstrap_interval, paired_permutation_test
 from ..metrics.corpus import AGGREGATES
 from ..metrics.registry import MEASURES, Measure
 from ..decoding import Cell
-from .config import SweepConfig
+from .config import ALWAYS, SweepConfig, decoded_by
 
 SEED = 0
 """Seed of every interval and test: a rerun reports the same numbers."""
 
 
-def active_measures(config: SweepConfig) -> list[Measure]:
-    """The measures of the sweep's metrics (and the response form's), in registry order."""
-    from .config import ALWAYS
-
+def active_measures(config: SweepConfig) -> list[tuple[str, Measure]]:
+    """``(metric, measure)`` of the sweep's metrics (and the response form's), in registry order."""
     names = (*config.metrics, *ALWAYS)
-    return [measure for spec, measure in MEASURES.values() if spec.name in names]
+    return [(spec.name, measure) for spec, measure in MEASURES.values() if spec.name in names]
 
 
 def statistics(measure: Measure, rows: Sequence[dict], responses: Sequence[str],
@@ -44,11 +42,12 @@ def statistics(measure: Measure, rows: Sequence[dict], responses: Sequence[str],
 
 def cell_row(config: SweepConfig, cell: Cell, parameters: Sequence[str], measured: dict, baseline: dict) -> dict:
     """The row of one cell: its name, strategy, search and parameters, then per measure its value, interval and
-    paired p-value against the baseline (``measured``/``baseline``: measure name -> statistics or None)."""
+    paired p-value against the baseline (``measured``/``baseline``: measure name -> statistics or None), then the
+    cell whose decode it shares (``decodes_as``, None for its own)."""
     values = cell.strategy.parameters()
     row = {"cell": cell.label, "strategy": cell.strategy.name, "decoding": cell.search,
            **{key: values.get(key) for key in parameters}, "n": None}
-    for measure in active_measures(config):
+    for _, measure in active_measures(config):
         mine, theirs = measured.get(measure.name), baseline.get(measure.name)
         finish = AGGREGATES[measure.aggregate].finish
         value = low = high = p = None
@@ -60,6 +59,7 @@ def cell_row(config: SweepConfig, cell: Cell, parameters: Sequence[str], measure
                 p = paired_permutation_test(mine, theirs, finish, permutations=config.resamples, seed=SEED)
         row.update({measure.name: value, f"{measure.name}_ci_low": low, f"{measure.name}_ci_high": high,
                     f"{measure.name}_p": p})
+    row["decodes_as"] = decoded_by(cell).label if decoded_by(cell) != cell else None
     return row
 
 
@@ -101,7 +101,7 @@ def label(row: dict, parameters: Sequence[str]) -> str:
 def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None = None) -> str:
     """Every cell with each measure's value and 95% interval; the PMI-DECODE grid in the paper's Table-5 layout
     (alpha rows x top_p columns, "faithfulness / relevance") when it has one; then the baseline and the pick."""
-    measures = [m.name for m in active_measures(config)]
+    measures = [measure.name for _, measure in active_measures(config)]
     parameters = parameter_names(table)
     lines = ["| cell | " + " | ".join(measures) + " |", "|---|" + "---|" * len(measures)]
     for row in table:
