@@ -35,11 +35,12 @@ def register(subparsers) -> None:
 def add_generation_options(parser: argparse.ArgumentParser) -> None:
     """--strategy, one flag per strategy parameter and per generation option, all from their dataclass fields."""
     from ..decoding.options import GenerationOptions, add_flags
-    from ..decoding.strategies import STRATEGY_NAMES, add_parameter_flags
+    from ..decoding.strategies import STRATEGIES, add_parameter_flags
 
     group = parser.add_argument_group("decoding")
-    group.add_argument("--strategy", choices=STRATEGY_NAMES, default="pmi",
-                       help="decoding strategy (default pmi): plain, PMI-DECODE, CAD or adaptive CAD")
+    group.add_argument("--strategy", choices=list(STRATEGIES), default="pmi",
+                       help="decoding strategy (default pmi): " + "; ".join(f"{name}: {cls.summary}"
+                                                                             for name, cls in STRATEGIES.items()))
     add_parameter_flags(group)
     add_flags(group, GenerationOptions)
 

@@ -17,20 +17,14 @@ import torch
 
 from .. import models
 from ..errors import ConfigError
-from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate
+from ..prompts import PromptTemplate
+from .options import default_template
 from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, strategy_from_dict
 
 logger = logging.getLogger(__name__)
 
 # generate's sampling warpers other than temperature/top_k; PMIDecode's one-hot would make them silent no-ops
 _UNSUPPORTED_WARPERS = ("min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_h")
-
-
-def default_template(model, tokenizer) -> PromptTemplate:
-    """The tokenizer's chat template for decoder-only models that have one (instruct models), else the plain one."""
-    if not model.config.is_encoder_decoder and getattr(tokenizer, "chat_template", None):
-        return CHAT_TEMPLATE
-    return DEFAULT_TEMPLATE
 
 
 def pad_token_id(tokenizer) -> int:
@@ -409,8 +403,17 @@ def _cell_run(cell: Cell, num_beams: int, num_return_sequences: int, temperature
     if search == "sample":  # the processors draw: two views in step, and each row from its own generator
         sampling = Sampling(temperature=temperature, top_k=top_k)
     elif search == "beam_sample":  # plain only (the strategy checked it): generate's own beam sampling
-        kwargs.update(temperature=temperature, top_k=top_k)
+        kwargs.update(_generate_warpers(temperature, top_k))
     return _CellRun(cell, strategy.views, max(beams, num_return_sequences), kwargs, sampled, sampling)
+
+
+def _generate_warpers(temperature: float, top_k: int | None) -> dict:
+    """generate's sampling warpers for the same draw the processors make: temperature and top-k only.
+
+    Set explicitly, so neither transformers' defaults (top_k=50) nor a model's generation
+    config (its top_p) add warpers the other strategies do not apply.
+    """
+    return {"temperature": temperature, "top_k": top_k or 0, "top_p": 1.0}
 
 
 def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, generate_kwargs: dict) -> torch.Tensor:
@@ -425,7 +428,7 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
         sampling = sampling._replace(generators=generators)
     if sampling is not None and strategy.views == 1 and seeds is None:
         processors = []  # plain sampling from the global RNG: transformers' own
-        search_kwargs = {**run.kwargs, "temperature": sampling.temperature, "top_k": sampling.top_k}
+        search_kwargs = {**run.kwargs, **_generate_warpers(sampling.temperature, sampling.top_k)}
     else:
         processors = strategy.processors(sampling)
         search_kwargs = run.kwargs

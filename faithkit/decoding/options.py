@@ -39,6 +39,12 @@ def option(default, help: str, *, low=None, high=None, low_open: bool = False, g
     return dataclasses.field(default=default, metadata=metadata)
 
 
+def option_like(cls, name: str):
+    """The field ``name`` of ``cls`` again, for another dataclass that takes the same option (same default, help, range)."""
+    item = next(item for item in dataclasses.fields(cls) if item.name == name)
+    return dataclasses.field(default=item.default, metadata=item.metadata)
+
+
 def range_text(item: dataclasses.Field) -> str:
     """``[0, 1]``, ``(0, 1]``, ``at least 1``, ``above 0`` from the field's metadata."""
     low, high, low_open = item.metadata.get("low"), item.metadata.get("high"), item.metadata.get("low_open")
@@ -64,28 +70,42 @@ def check(instance, where: str = "") -> None:
         above = high is not None and value > high
         if below or above:
             meaning = f" ({item.metadata['meaning']})" if item.metadata.get("meaning") else ""
+            allowed = range_text(item)
+            preposition = "in " if allowed[0] in "[(" else "" if allowed.startswith("above") else "of "
             raise ConfigError(f"{where}--{flag(item.name)} {value:g} is out of range: use a value "
-                              f"{'in ' if high is not None and low is not None else ''}{range_text(item)}{meaning}")
+                              f"{preposition}{allowed}{meaning}")
 
 
 def flag(name: str) -> str:
     return name.replace("_", "-")
 
 
-def base_type(annotation):
-    """The type inside ``X | None``."""
-    if isinstance(annotation, str):
-        raise TypeError("resolve annotations with typing.get_type_hints first")
+def _without_none(annotation):
+    """``X`` out of ``X | None``."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
     if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
         return args[0]
     return annotation
 
 
+def base_type(annotation):
+    """The type inside ``X | None``; ``list[X]`` and ``dict[K, V]`` give ``list`` and ``dict``."""
+    inner = _without_none(annotation)
+    return typing.get_origin(inner) or inner
+
+
+def is_optional(annotation) -> bool:
+    return type(None) in typing.get_args(annotation)
+
+
 def coerce(value, annotation, where: str):
-    """``value`` (from YAML, a dict or the command line's text) as the field's type, or a ConfigError naming it."""
+    """``value`` (from YAML, a dict or the command line's text) as the field's type, or a ConfigError naming it.
+
+    Numbers may come as text (YAML reads ``1e-4`` as a string); a ``list[dict]`` item may be a
+    name alone (a strategy's, say).
+    """
     if value is None:
-        if type(None) in typing.get_args(annotation):
+        if is_optional(annotation):
             return None
         raise ConfigError(f"{where} cannot be empty; give a value or leave it out for the default")
     kind = base_type(annotation)
@@ -105,24 +125,41 @@ def coerce(value, annotation, where: str):
     elif kind is float:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
             return float(value)
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            pass
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                pass
     elif kind is str:
-        return str(value)
-    expected = {bool: "true or false", int: "a whole number", float: "a number", str: "text"}.get(kind, str(kind))
-    raise ConfigError(f"{where} must be {expected}, got {value!r}")
+        if isinstance(value, str):
+            return value
+    elif kind is list:
+        items = _list_item_types(annotation)
+        if isinstance(value, list) and all(isinstance(item, items) for item in value):
+            return value
+    elif kind is dict:
+        if isinstance(value, dict):
+            return value
+    raise ConfigError(f"{where} must be {_expected(annotation)}, got {value!r}")
 
 
-def hints(cls) -> dict:
-    return typing.get_type_hints(cls)
+def _list_item_types(annotation) -> tuple:
+    item = (typing.get_args(_without_none(annotation)) or (str,))[0]
+    return (str, dict) if item is dict else (str,)
+
+
+def _expected(annotation) -> str:
+    kind = base_type(annotation)
+    if kind is list:
+        return "a list of names or mappings" if dict in _list_item_types(annotation) else "a list of strings"
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
+            dict: "a mapping"}.get(kind, str(kind))
 
 
 def from_mapping(cls, values: Mapping, where: str = ""):
     """``cls(**values)`` with unknown keys rejected (with the closest name) and values coerced to the fields' types."""
     known = {item.name: item for item in dataclasses.fields(cls) if item.init}
-    types_ = hints(cls)
+    types_ = typing.get_type_hints(cls)
     for key in values:
         if key not in known:
             close = difflib.get_close_matches(str(key), list(known), n=1)
@@ -132,17 +169,15 @@ def from_mapping(cls, values: Mapping, where: str = ""):
     return cls(**{key: coerce(value, types_[key], f"{where}{key}") for key, value in values.items()})
 
 
-def add_flags(group, cls, names: Sequence[str] | None = None, defaults: bool = True) -> None:
+def add_flags(group, cls, defaults: bool = True) -> None:
     """One command-line flag per field of ``cls`` (``--max-new-tokens``), typed, with the field's help and default.
 
     ``defaults=False`` leaves unset flags out of the namespace (``argparse.SUPPRESS``), for
     commands where a flag overrides a config file. Booleans whose default is None or True
     get ``--x/--no-x``; a False one is a switch.
     """
-    types_ = hints(cls)
+    types_ = typing.get_type_hints(cls)
     for item in dataclasses.fields(cls):
-        if names is not None and item.name not in names:
-            continue
         kind = base_type(types_[item.name])
         default = item.default if defaults else argparse.SUPPRESS
         help_text = item.metadata.get("help", "")
@@ -235,8 +270,6 @@ class GenerationOptions:
 
     def template(self, model, tokenizer) -> PromptTemplate:
         """The prompt layout: ``chat`` when set, else the chat template for decoder-only models that have one."""
-        from .generate import default_template
-
         if self.chat is None:
             return default_template(model, tokenizer)
         return CHAT_TEMPLATE if self.chat else DEFAULT_TEMPLATE
@@ -265,6 +298,13 @@ class GenerationOptions:
     def fingerprint(self) -> dict:
         """What the responses depend on: every option but ``batch_size`` (batching changes no text)."""
         return {key: value for key, value in dataclasses.asdict(self).items() if key != "batch_size"}
+
+
+def default_template(model, tokenizer) -> PromptTemplate:
+    """The tokenizer's chat template for decoder-only models that have one (instruct models), else the plain one."""
+    if not model.config.is_encoder_decoder and getattr(tokenizer, "chat_template", None):
+        return CHAT_TEMPLATE
+    return DEFAULT_TEMPLATE
 
 
 def row_seed(seed: int, row_id) -> int:

@@ -21,8 +21,8 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 
-def _check(scores: Sequence[float], labels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Validate once so every statistic fails with the same clear message."""
+def _check(scores: Sequence[float], labels: Sequence[int], binary: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Validate once so every statistic fails with the same clear message; ``binary=False`` allows graded labels."""
     scores = np.asarray(scores, dtype=float)
     labels = np.asarray(labels)
     if scores.ndim != 1 or labels.ndim != 1 or len(scores) != len(labels):
@@ -32,6 +32,11 @@ def _check(scores: Sequence[float], labels: Sequence[int]) -> tuple[np.ndarray, 
     bad = np.flatnonzero(~np.isfinite(scores))
     if len(bad):
         raise ValueError(f"score at position {bad[0]} is {scores[bad[0]]}; drop or fix rows without a finite score")
+    if not binary:
+        labels = labels.astype(float)
+        if not np.isfinite(labels).all():
+            raise ValueError(f"label at position {np.flatnonzero(~np.isfinite(labels))[0]} is not finite")
+        return scores, labels
     if not np.isin(labels, (0, 1)).all():
         raise ValueError(f"labels must be 0/1 (1 = positive class), got values {sorted(set(labels.tolist()))}")
     return scores, labels.astype(int)
@@ -102,8 +107,8 @@ def best_f1_threshold(scores: Sequence[float], labels: Sequence[int]) -> float:
 
 
 def _correlation(function, scores, labels) -> float:
-    """scipy's correlation, but NaN (not a warning) when either side is constant."""
-    scores, labels = _check(scores, labels)
+    """scipy's correlation, but NaN (not a warning) when either side is constant; labels may be graded."""
+    scores, labels = _check(scores, labels, binary=False)
     if len(scores) < 2 or scores.min() == scores.max() or labels.min() == labels.max():
         return math.nan
     with warnings.catch_warnings():
@@ -119,6 +124,17 @@ def spearman(scores: Sequence[float], labels: Sequence[float]) -> float:
 def pearson(scores: Sequence[float], labels: Sequence[float]) -> float:
     """Pearson correlation of scores with labels (NaN when either is constant)."""
     return _correlation(scipy_stats.pearsonr, scores, labels)
+
+
+def correlation_interval(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of a Spearman correlation ``r`` over ``n`` pairs: Fisher's z with the variance
+    ``(1 + r**2 / 2) / (n - 3)`` of Bonett and Wright (2000, Psychometrika 65). NaN when ``n < 4`` or ``r`` is."""
+    if n < 4 or not math.isfinite(r):
+        return math.nan, math.nan
+    if abs(r) == 1:
+        return r, r
+    half = scipy_stats.norm.ppf(0.5 + confidence / 2) * math.sqrt((1 + r * r / 2) / (n - 3))
+    return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
 
 
 def summarize(scores: Sequence[float], labels: Sequence[int], threshold: float) -> dict:

@@ -97,12 +97,15 @@ def test_unknown_model(faithkit, rows, tmp_path, command):
 
 
 @pytest.mark.parametrize("flags, message", [
-    (["--alpha", "2"], "--alpha 2 is out of range: use a value in [0, 1]"),
-    (["--alpha", "-0.1"], "--alpha -0.1 is out of range: use a value in [0, 1]"),
-    (["--top-p", "0"], "--top-p 0 is out of range: use a value in (0, 1]"),
+    (["--alpha", "2"], "pmi: --alpha 2 is out of range: use a value in [0, 1]"),
+    (["--alpha", "-0.1"], "pmi: --alpha -0.1 is out of range: use a value in [0, 1]"),
+    (["--top-p", "0"], "pmi: --top-p 0 is out of range: use a value in (0, 1]"),
+    (["--strategy", "cad", "--top-p", "0.5"], "--top-p does not apply to --strategy cad"),
     (["--seed", "1"], "--seed applies to sampling only: add --do-sample, or drop them"),
     (["--num-return-sequences", "2"], "--num-return-sequences 2 is more than --num-beams 1"),
-    (["--do-sample", "--num-beams", "2"], "--do-sample with --num-beams 2: beam sampling cannot keep"),
+    (["--do-sample", "--num-beams", "2"], "strategy pmi does not support beam_sample search"),
+    (["--num-beams", "0"], "--num-beams 0 is out of range: use a value of at least 1"),
+    (["--batch-size", "0"], "--batch-size 0 is out of range: use a value of at least 1"),
 ])
 def test_bad_decoding_settings(faithkit, rows, tmp_path, flags, message):
     # checked before the model loads: a model name that does not exist is never reached
@@ -112,10 +115,8 @@ def test_bad_decoding_settings(faithkit, rows, tmp_path, flags, message):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["generate", "--model", "m", "--num-beams", "0"], "faithkit generate: error: argument --num-beams: "
-                                                       "must be at least 1, got 0"),
-    (["generate", "--model", "m", "--batch-size", "0"], "faithkit generate: error: argument --batch-size: "
-                                                        "must be at least 1, got 0"),
+    (["generate", "--model", "m", "--num-beams", "two"], "faithkit generate: error: argument --num-beams: "
+                                                         "expected a whole number, got 'two'"),
     (["generate", "--model", "m", "--chunk-size", "0"], "faithkit generate: error: argument --chunk-size: "
                                                         "must be at least 1, got 0"),
     (["score", "--metric", "pmi-faith", "--batch-size", "0"], "faithkit score: error: argument --batch-size: "
