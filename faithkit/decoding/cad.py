@@ -129,13 +129,12 @@ class AdaptiveContextAwareDecode(TwoViewProcessor):
 
     ```python
     >>> from faithkit import models
-    >>> from faithkit.decoding import build_inputs, decode_responses
-    >>> from faithkit.decoding.cad import AdaptiveContextAwareDecode
+    >>> from faithkit.decoding import generate, row_seed
     >>> model, tokenizer = models.load("smollm2-135m")
-    >>> inputs = build_inputs(model, tokenizer, ["The Eiffel Tower is 330 metres tall."],
-    ...                       [["How tall is the Eiffel Tower?"]])
-    >>> outputs = model.generate(**inputs, max_new_tokens=20, logits_processor=[AdaptiveContextAwareDecode()])
-    >>> responses = decode_responses(model, tokenizer, outputs, inputs)
+    >>> documents, histories = ["The Eiffel Tower is 330 metres tall."], [["How tall is the Eiffel Tower?"]]
+    >>> greedy = generate(model, tokenizer, documents, histories, "adacad", max_new_tokens=20)
+    >>> sampled = generate(model, tokenizer, documents, histories, "adacad", do_sample=True, temperature=0.7,
+    ...                    seeds=[row_seed(0, "eiffel")], max_new_tokens=20)  # the processor draws each row's token
 
     ```
     """

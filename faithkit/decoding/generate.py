@@ -18,7 +18,7 @@ import torch
 from .. import models
 from ..errors import ConfigError
 from ..prompts import PromptTemplate
-from .options import default_template
+from .options import GenerationOptions, default_template, search_of
 from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, strategy_from_dict
 
 logger = logging.getLogger(__name__)
@@ -224,7 +224,7 @@ class PreparedBatch:
         return {**rows, "cache": merge_blocks(self.blocks[:views], rows["input_ids"].shape[1] - 1, copies)}
 
 
-def select_contexts(kwargs: dict, contexts: Sequence[int], views: int, copies: int) -> dict:
+def _select_contexts(kwargs: dict, contexts: Sequence[int], views: int, copies: int) -> dict:
     """The generate kwargs of a few contexts of a batch (their rows in every view, and their copies in the cache)."""
     total = kwargs["input_ids"].shape[0] // views
     rows = torch.tensor([view * total + i for view in range(views) for i in contexts])
@@ -246,13 +246,6 @@ def length_order(documents: Sequence[str], histories: Sequence) -> list[int]:
     same way (the sweep, to resume batch by batch) gets the same batches and the same tokens.
     """
     return sorted(range(len(documents)), key=lambda i: -len(str(documents[i])) - len(str(histories[i])))
-
-
-def search_of(num_beams: int = 1, do_sample: bool = False) -> str:
-    """The search mode of generate's ``num_beams`` and ``do_sample``: greedy, beam, sample or beam_sample."""
-    if do_sample:
-        return "beam_sample" if num_beams > 1 else "sample"
-    return "beam" if num_beams > 1 else "greedy"
 
 
 def generate(
@@ -330,8 +323,6 @@ def iter_grid(
     once and yielded under each index. Other ``generate_kwargs`` go to ``model.generate``.
     """
     cells = [as_cell(cell) for cell in cells]  # bad cells fail before any batch runs
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if len(documents) != len(histories):
         raise ValueError(f"documents and histories must have the same length, got {len(documents)} and {len(histories)}")
     sampled = any(cell.search in ("sample", "beam_sample") for cell in cells)
@@ -346,6 +337,9 @@ def iter_grid(
     if "cache" in generate_kwargs or "do_sample" in generate_kwargs:
         raise ValueError("iter_grid takes neither cache (it prefills each batch itself) nor do_sample (each cell "
                          "names its search: Cell(strategy, 'sample'))")
+    GenerationOptions(num_beams=num_beams, num_return_sequences=num_return_sequences, temperature=temperature,
+                      top_k=top_k, batch_size=batch_size, max_context_tokens=max_context_tokens,
+                      ).validate([cell.search for cell in cells])
     extra = list(generate_kwargs.pop("logits_processor", None) or [])
     config = model.generation_config
     temperature = temperature or config.temperature or 1.0
@@ -392,11 +386,6 @@ class _CellRun(NamedTuple):
 def _cell_run(cell: Cell, num_beams: int, num_return_sequences: int, temperature: float, top_k: int | None):
     search, strategy = cell.search, cell.strategy
     beams = num_beams if search in ("beam", "beam_sample") else 1
-    if search in ("beam", "beam_sample") and beams < 2:
-        raise ValueError(f"{search} search needs num_beams of at least 2, got {num_beams}")
-    if search in ("greedy", "beam") and num_return_sequences > beams:
-        raise ValueError(f"num_return_sequences {num_return_sequences} is more than the {beams} beam(s) of "
-                         f"{search} search; raise num_beams or sample")
     sampled = search in ("sample", "beam_sample")
     kwargs = {"num_beams": beams, "num_return_sequences": num_return_sequences, "do_sample": sampled}
     sampling = None
@@ -439,7 +428,7 @@ def _beam_sample_per_context(model, kwargs: dict, run: _CellRun, seeds, extra: l
     """Beam sampling with one seed per context: generate draws from the global RNG, so each context runs alone."""
     outputs = []
     for position, seed in enumerate(seeds):
-        alone = select_contexts(kwargs, [position], run.views, run.copies)
+        alone = _select_contexts(kwargs, [position], run.views, run.copies)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(int(seed))
             outputs.append(model.generate(**alone, logits_processor=list(extra), **run.kwargs, **generate_kwargs))

@@ -27,6 +27,13 @@ SEARCHES = ("greedy", "beam", "sample", "beam_sample")
 """Search modes: best token, beam search, sampling, beam sampling (``num_beams`` > 1 with ``do_sample``)."""
 
 
+def search_of(num_beams: int = 1, do_sample: bool = False) -> str:
+    """The search mode of generate's ``num_beams`` and ``do_sample``: greedy, beam, sample or beam_sample."""
+    if do_sample:
+        return "beam_sample" if num_beams > 1 else "sample"
+    return "beam" if num_beams > 1 else "greedy"
+
+
 def option(default, help: str, *, low=None, high=None, low_open: bool = False, grid: Sequence | None = None,
            meaning: str = ""):
     """A dataclass field with its help, allowed range (``[low, high]``, ``(low, high]`` with ``low_open``) and grid.
@@ -240,9 +247,7 @@ class GenerationOptions:
     @property
     def search(self) -> str:
         """``greedy``, ``beam``, ``sample`` or ``beam_sample``, from ``num_beams`` and ``do_sample``."""
-        if self.do_sample:
-            return "beam_sample" if self.num_beams > 1 else "sample"
-        return "beam" if self.num_beams > 1 else "greedy"
+        return search_of(self.num_beams, self.do_sample)
 
     def validate(self, searches: Sequence[str] | None = None) -> GenerationOptions:
         """Raise :class:`ConfigError` naming the flag and the fix for the first bad value; return self.
@@ -261,13 +266,14 @@ class GenerationOptions:
             if given:
                 raise ConfigError(f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} to sampling only: "
                                   "add --do-sample, or drop them")
-        if any(s in ("beam", "beam_sample") for s in searches) and self.num_beams < 2:
-            raise ConfigError(f"beam search needs --num-beams of at least 2, got {self.num_beams}")
-        if any(s in ("greedy", "beam") for s in searches) and self.num_return_sequences > max(
-                self.num_beams if "beam" in searches else 1, 1):
-            raise ConfigError(f"--num-return-sequences {self.num_return_sequences} is more than --num-beams "
-                              f"{self.num_beams}: search returns at most one response per beam; raise "
-                              "--num-beams or add --do-sample")
+        for search in searches:
+            beams = self.num_beams if search in ("beam", "beam_sample") else 1
+            if search in ("beam", "beam_sample") and beams < 2:
+                raise ConfigError(f"{search} search needs --num-beams of at least 2, got {beams}")
+            if search in ("greedy", "beam") and self.num_return_sequences > beams:
+                raise ConfigError(f"--num-return-sequences {self.num_return_sequences} is more than --num-beams "
+                                  f"{beams} of {search} search: search returns at most one response per beam; "
+                                  "raise --num-beams or add --do-sample")
         return self
 
     def template(self, model, tokenizer) -> PromptTemplate:
