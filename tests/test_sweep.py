@@ -174,7 +174,7 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
     with pytest.raises(ConfigError, match="--top-p 0 is out of range"):
         sweep_cli.run(parse(["--config", str(path), "--top-p", "0"]))
     path.write_text("generator: g\ninput: x\nout: o\nlimit: 2.5\n")
-    with pytest.raises(ConfigError, match="limit must be a whole number, got 2.5"):
+    with pytest.raises(ConfigError, match="limit must be an integer, got 2.5"):
         load_config(path)
 
 

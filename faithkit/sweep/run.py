@@ -15,9 +15,9 @@ stops saying what changed, and a rerun with the same ones resumes where it stopp
 generation batch by batch and cell by cell, scoring group by group. Batches are the same in
 every run (contexts sorted by length, then cut every ``batch_size``), so a resumed sweep
 writes the responses an uninterrupted one would. Cells that decode alike
-(:func:`~faithkit.sweep.config.decoded_by`) are generated and scored once and reported under each name. Under
-``accelerate launch`` the processes share the batches and the scoring groups, and the files
-end the same as with one process (records in input order).
+(:func:`~faithkit.sweep.config.decoded_by`) are generated and scored once and reported under
+each name. Under ``accelerate launch`` the processes share the batches and the scoring
+groups, and the files end the same as with one process (records in input order).
 """
 
 from __future__ import annotations
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data import Columns, Row, read_results, read_rows, unique_ids
+from ..decoding import Cell
 from ..errors import InputError, OutputError
 from ..jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
 from ..metrics.registry import METRICS, get_spec
-from ..decoding import Cell
 from .config import ALWAYS, SweepConfig, decoded_by
 from .table import active_measures, cell_row, choose_best, markdown_table, statistics, write_csv
 
