@@ -91,11 +91,26 @@ def test_tiny_bart_learns_logs_and_its_best_checkpoint_decodes_with_pmi_decode(t
     assert info["step"] == best_step and info["dev_loss"] == summary["dev_metrics"]["dev_loss"]
     assert {"plain/mean_token_f1", "pmi_a0.25_p0.6/corpus_bleu"} <= set(summary["dev_metrics"])
 
-    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard" / "faithkit"))
     events.Reload()
-    train_loss = {event.step: event.value for event in events.Scalars("train_loss")}
-    assert sorted(train_loss) == list(range(1, 9))
-    assert train_loss == pytest.approx(logged["train_loss"], rel=1e-6)
+    assert set(events.Tags()["scalars"]) == set(logged)  # every key of metrics.csv, dev metrics too
+    for key, values in logged.items():
+        assert {event.step: event.value for event in events.Scalars(key)} == pytest.approx(values, rel=1e-6), key
+    assert sorted(logged["train_loss"]) == list(range(1, 9))
+
+    card = (tmp_path / "run" / "best" / "README.md").read_text()
+    front, body = card.removeprefix("---\n").split("\n---\n", 1)
+    metadata = yaml.safe_load(front)
+    assert metadata["library_name"] == "transformers" and "base_model" not in metadata  # a random init
+    (result,) = metadata["model-index"][0]["results"]
+    assert result["dataset"] == {"name": "tests/data/train/tiny_dev.jsonl", "type": "tests/data/train/tiny_dev.jsonl",
+                                 "split": "all"}
+    assert {m["type"]: m["value"] for m in result["metrics"]} == pytest.approx(summary["dev_metrics"])
+    assert f"at step {best_step}:\n- dev_loss: {summary['dev_metrics']['dev_loss']:.4f}\n" in body
+    assert "generate(model, tokenizer" in body and "strategy={'name': 'pmi', 'alpha': 0.25, 'top_p': 0.6}" in body
+    assert "--strategy pmi\n--alpha 0.25 --top-p 0.6`" in body
+    assert body.count(f"\n| {best_step} ") == 1  # its row in the table of every evaluation
+    assert "### Training results" in body and "pmi_a0.25_p0.6/mean_token_f1" in body
     generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
     assert len(generations) == 3 * 2 * 4  # evaluations x decoders x generate_rows
     assert {(g["step"], g["decoder"]) for g in generations} == {(s, d) for s in dev for d in ("plain", "pmi_a0.25_p0.6")}

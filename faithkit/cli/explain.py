@@ -51,7 +51,7 @@ def run(args) -> int:
     if is_explained(source):
         records = read_results(source)
     else:
-        rows = list(read_rows(source, columns_from_args(args), quoting=args.quoting))
+        rows = list(read_rows(source, columns_from_args(args), quoting=args.quoting, split=args.split))
         unique_ids(rows)
         scores_path = Path(args.scores_output or Path(args.html).with_suffix(".scores.jsonl"))
         fingerprint = job_fingerprint("score", **metric_fingerprint(args))

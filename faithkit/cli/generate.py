@@ -52,7 +52,8 @@ def run(args) -> int:
     from ..jobs import job_fingerprint, run_job
 
     strategy, options = decoding_from_args(args)
-    rows = list(read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting))
+    rows = list(read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting,
+                          split=args.split))
     unique_ids(rows)
     decoding = {"strategy": strategy.name, **strategy.parameters(), **options.fingerprint()}
     fingerprint = job_fingerprint("generate", model=models.identity(args.model), decoding=decoding)

@@ -31,7 +31,7 @@ def run(args) -> int:
     from ..jobs import job_fingerprint, score_rows
     from ..report import print_score_table
 
-    rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting))
+    rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
     fingerprint = job_fingerprint("score", **metric_fingerprint(args))
     metric = LazyMetric(lambda: metric_from_args(args))

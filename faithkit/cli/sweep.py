@@ -39,7 +39,8 @@ def register(subparsers) -> None:
                                          "'${data}/…' paths start at the benchmark data root")
     parser.add_argument("--generator", help="model to decode with: hub id, local folder or offline name")
     parser.add_argument("--judge", help="causal LM for PMI-FAITH (default bigscience/bloom-560m)")
-    parser.add_argument("--input", help="dev rows with a document and a history (.jsonl, .csv or .tsv)")
+    parser.add_argument("--input", help="dev rows with a document and a history (.jsonl, .csv, .tsv, .parquet, "
+                                        "a save_to_disk folder or hf:OWNER/NAME with --split)")
     parser.add_argument("--out", help="output folder; rerunning with the same folder resumes")
     parser.add_argument("--restart", action="store_true", help="delete the sweep's earlier outputs in --out first")
     grid = parser.add_argument_group("grid and decoding")

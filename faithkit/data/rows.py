@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..errors import InputError
+from .arrow import dataset_records, is_dataset_source
 
 csv.field_size_limit(sys.maxsize)
 logger = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None
                 continue
             yield number, line, dict(zip(header, fields)), None
     else:
-        raise InputError(f"{path}: unknown file type '{suffix}'; use .jsonl, .csv or .tsv")
+        raise InputError(f"{path}: unknown file type '{suffix}'; use .jsonl, .csv, .tsv or .parquet")
 
 
 def _quoting_hint(quoting: str) -> str:
@@ -164,22 +165,35 @@ def _has_bad_text(value) -> bool:
     return False
 
 
-def read_rows(path: str | Path, columns: Columns | None = None, quoting: str | None = None) -> Iterator[Row]:
-    """Yield every data row of a JSONL/CSV/TSV file; rows that cannot be used carry ``error``.
+def read_rows(path, columns: Columns | None = None, quoting: str | None = None,
+              split: str | None = None) -> Iterator[Row]:
+    """Yield every data row of a JSONL/CSV/TSV file or a dataset; rows that cannot be used carry ``error``.
+
+    ``path`` is a file, a dataset folder or hub id (below) or a ``datasets.Dataset``.
 
     Rows without an id get their row number as id (see :func:`_records`), or ``line-<n>`` (the
     file line where the row starts) when the file has an id column, so that they cannot collide
-    with real ids. ``quoting`` is ``none`` or ``csv`` (see :data:`QUOTING`).
+    with real ids. ``quoting`` is ``none`` or ``csv`` (see :data:`QUOTING`). A Parquet file, a
+    ``save_to_disk`` folder or a hub dataset ``hf:OWNER/NAME`` (with ``split``) is read by
+    :mod:`.arrow`, each record as a JSONL line.
     """
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"input file not found: {path}")
-    if path.is_dir():
-        raise InputError(f"input {path} is a folder; give a .jsonl, .csv or .tsv file")
+    if is_dataset_source(path):
+        records = dataset_records(path, split)
+        path = path if isinstance(path, (str, Path)) else "dataset"  # how messages name it
+    else:
+        path = Path(path)
+        if split is not None:
+            raise InputError(f"{path}: --split applies to hub datasets and saved DatasetDict folders; drop it")
+        if not path.exists():
+            raise InputError(f"input file not found: {path}")
+        if path.is_dir():
+            raise InputError(f"input {path} is a folder; give a .jsonl, .csv, .tsv or .parquet file or a "
+                             f"save_to_disk folder")
+        records = _records(path, quoting)
     columns = columns or Columns()
     mapping = None
     pending = []  # rows that failed before the header was known
-    for number, line, record, error in _records(path, quoting):
+    for number, line, record, error in records:
         if record is not None and mapping is None:
             mapping = columns.resolve(record.keys(), str(path))
             if mapping["history"] is None:

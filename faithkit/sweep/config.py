@@ -84,6 +84,7 @@ class SweepConfig:
     history_column: str | None = None
     id_column: str | None = None
     quoting: str | None = None
+    split: str | None = None
     faithfulness: str = "pmi_faith"
     relevance: str = "bleu"
     tolerance: float = 1.0
@@ -195,7 +196,7 @@ class SweepConfig:
         batching. The generator by :func:`faithkit.models.identity`."""
         from .. import models
 
-        keys = ("input", "document_column", "history_column", "id_column", "quoting")
+        keys = ("input", "split", "document_column", "history_column", "id_column", "quoting")
         return {"generator": models.identity(self.generator), **self.generation.fingerprint(),
                 **{key: getattr(self, key) for key in keys}}
 

@@ -136,7 +136,7 @@ def read_contexts(config: SweepConfig) -> list[Context]:
     """The first ``limit`` rows of the input with their gold responses; unusable rows are skipped with a warning."""
     columns = Columns(document=config.document_column, history=config.history_column, id=config.id_column,
                       response=config.gold_column, required=("document",))
-    rows = list(read_rows(config.input_path(), columns, quoting=config.quoting))[: config.limit]
+    rows = list(read_rows(config.input_path(), columns, quoting=config.quoting, split=config.split))[: config.limit]
     unique_ids(rows)
     contexts = []
     for row in rows:

@@ -47,10 +47,13 @@ class DataSection:
     corpus: str | None = field(default=None, metadata={
         "help": "training corpus for faithkit.data.corpora.load_corpus: topicalchat, faithdial, multidoc2dial"})
     corpus_path: str | None = field(default=None, metadata={"help": "the corpus folder, if not the default"})
-    train_split: str = field(default="train", metadata={"help": "corpus split to train on"})
-    dev_split: str = field(default="valid", metadata={"help": "corpus split for dev loss and evaluation hooks"})
+    train_split: str = field(default="train", metadata={
+        "help": "split to train on, of the corpus or of a train_file holding several (hub dataset, DatasetDict)"})
+    dev_split: str = field(default="valid", metadata={
+        "help": "split for dev loss and evaluation hooks, of the corpus or of a dev_file holding several"})
     train_file: str | None = field(default=None, metadata={
-        "help": "instead of a corpus: a JSONL/CSV/TSV rows file (document, history, response)"})
+        "help": "instead of a corpus: rows (document, history, response) as JSONL/CSV/TSV, Parquet, a "
+                "save_to_disk folder or hf:OWNER/NAME"})
     dev_file: str | None = field(default=None, metadata={"help": "instead of a corpus: the dev rows file"})
     history_turns: int = field(default=2, metadata={"help": "dialogue turns kept before each response"})
     max_train_rows: int | None = field(default=None, metadata={"help": "use only the first N training rows"})
@@ -59,6 +62,8 @@ class DataSection:
         "help": "longest input in tokens: context+response for causal LMs, the encoder input for seq2seq"})
     max_response_length: int = field(default=128, metadata={
         "help": "responses longer than this many tokens are cut (and counted in the log)"})
+    num_proc: int | None = field(default=None, metadata={
+        "help": "processes that tokenize the rows (Dataset.map's num_proc; none: this one)"})
 
 
 @dataclass
@@ -103,7 +108,10 @@ class EvaluationSection:
     metric_options: dict = field(default_factory=dict, metadata={
         "help": "per-metric options, e.g. {pmi-faith: {model: gemma3-270m}}"})
     log_with: list[str] = field(default_factory=lambda: ["tensorboard"], metadata={
-        "help": "accelerate trackers besides the CSV log (tensorboard, wandb, …); none for CSV only"})
+        "help": "accelerate trackers besides the CSV log (tensorboard, wandb, mlflow, …, as installed); "
+                "none for CSV only"})
+    run_name: str | None = field(default=None, metadata={
+        "help": "the run's name in the trackers (project 'faithkit') and model cards (default: the output folder's)"})
 
 
 @dataclass
@@ -265,7 +273,8 @@ def check(config: TrainConfig, source: str = "config") -> None:
         fail("data.dev_file goes with data.train_file; with data.corpus set data.dev_split instead")
     least = [("data.history_turns", d.history_turns, 0), ("data.max_length", d.max_length, 1),
              ("data.max_response_length", d.max_response_length, 1), ("data.max_train_rows", d.max_train_rows, 1),
-             ("data.max_dev_rows", d.max_dev_rows, 1), ("training.num_epochs", t.num_epochs, 1),
+             ("data.max_dev_rows", d.max_dev_rows, 1), ("data.num_proc", d.num_proc, 1),
+             ("training.num_epochs", t.num_epochs, 1),
              ("training.max_steps", t.max_steps, 1), ("training.batch_size", t.batch_size, 1),
              ("training.gradient_accumulation_steps", t.gradient_accumulation_steps, 1),
              ("training.patience", t.patience, 1), ("training.save_steps", t.save_steps, 1),

@@ -41,10 +41,12 @@ def test_missing_input_file(faithkit, tmp_path):
 def test_input_that_is_a_folder_or_of_an_unknown_type(faithkit, tmp_path):
     out = tmp_path / "o.jsonl"
     run = faithkit("score", "--metric", "overlap-f1", "--input", tmp_path, "--output", out)
-    _assert_one_error_line(run, f"input {tmp_path} is a folder; give a .jsonl, .csv or .tsv file", out)
+    _assert_one_error_line(run, f"input {tmp_path} is a folder; give a .jsonl, .csv, .tsv or .parquet file or a "
+                                f"save_to_disk folder", out)
     (tmp_path / "rows.txt").write_text("document response\n")
     run = faithkit("score", "--metric", "overlap-f1", "--input", tmp_path / "rows.txt", "--output", out)
-    _assert_one_error_line(run, f"{tmp_path / 'rows.txt'}: unknown file type '.txt'; use .jsonl, .csv or .tsv", out)
+    _assert_one_error_line(run, f"{tmp_path / 'rows.txt'}: unknown file type '.txt'; use .jsonl, .csv, .tsv or .parquet",
+                          out)
 
 
 def test_empty_input(faithkit, tmp_path):
