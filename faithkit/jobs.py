@@ -258,7 +258,7 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
         while start < len(todo):
             chunk = todo[start:start + size]
             began = time.monotonic()
-            for row, result in zip(chunk, _compute_isolating_failures(compute, chunk)):
+            for row, result in zip(chunk, compute_isolating_failures(compute, chunk)):
                 if isinstance(result, Exception):
                     _write_error(writer, row, f"row {row.id}: {result}", counts)
                     continue
@@ -312,7 +312,7 @@ def _write_error(writer: ResultWriter, row: Row, message: str, counts: dict) -> 
     logger.warning("%s", message)
 
 
-def _compute_isolating_failures(compute, chunk: list[Row]) -> list:
+def compute_isolating_failures(compute, chunk: list[Row]) -> list:
     """Run a chunk at once; if it fails, run its rows one by one so only the bad row fails.
 
     A :class:`FaithkitError` names a setting or input the whole job shares: it stops the job

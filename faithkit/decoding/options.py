@@ -176,15 +176,17 @@ def from_mapping(cls, values: Mapping, where: str = ""):
     return cls(**{key: coerce(value, types_[key], f"{where}{key}") for key, value in values.items()})
 
 
-def add_flags(group, cls, defaults: bool = True) -> None:
+def add_flags(group, cls, defaults: bool = True, names: Sequence[str] | None = None) -> None:
     """One command-line flag per field of ``cls`` (``--max-new-tokens``), typed, with the field's help and default.
 
     ``defaults=False`` leaves unset flags out of the namespace (``argparse.SUPPRESS``), for
-    commands where a flag overrides a config file. Booleans whose default is None or True
-    get ``--x/--no-x``; a False one is a switch.
+    commands where a flag overrides a config file; ``names`` keeps only those fields. Booleans
+    whose default is None or True get ``--x/--no-x``; a False one is a switch.
     """
     types_ = typing.get_type_hints(cls)
     for item in dataclasses.fields(cls):
+        if names is not None and item.name not in names:
+            continue
         kind = base_type(types_[item.name])
         default = item.default if defaults else argparse.SUPPRESS
         help_text = item.metadata.get("help", "")
