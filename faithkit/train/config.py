@@ -98,7 +98,8 @@ class EvaluationSection:
     metrics: list[str] = field(default_factory=lambda: ["lexical"], metadata={
         "help": "metrics from faithkit.metrics.registry scoring the decoded responses (e.g. pmi-faith lexical q2)"})
     metric_options: dict = field(default_factory=dict, metadata={
-        "help": "per-metric options, e.g. {pmi-faith: {model: gemma3-270m}}"})
+        "help": "per-metric options, e.g. {pmi-faith: {model: gemma3-270m}}; PMI-FAITH skips its unconditional views "
+                "(mean_uncond_pmi) unless given unconditional: true"})
     log_with: list[str] = field(default_factory=lambda: ["tensorboard"], metadata={
         "help": "accelerate trackers besides the CSV log (tensorboard, wandb, …); none for CSV only"})
 

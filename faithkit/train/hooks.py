@@ -49,11 +49,20 @@ class GenerationHook:
         return scalars, responses
 
 
+# What an evaluation asks of a metric unless metric_options say otherwise: PMI-FAITH's two
+# unconditional views (P(r|d), P(r)) are half of the judge's work, and training selects by PMI.
+HOOK_OPTIONS = {"pmi-faith": {"unconditional": False}}
+
+
 def load_hook_metrics(evaluation) -> dict:
     """The metrics the config names (judge models load here, once); first, so a bad name fails before training loads."""
     from ..metrics.registry import load_metrics
 
-    return load_metrics(evaluation.metrics, options=evaluation.metric_options) if evaluation.generate_rows else {}
+    if not evaluation.generate_rows:
+        return {}
+    options = {name: {**HOOK_OPTIONS.get(name, {}), **(evaluation.metric_options.get(name) or {})}
+               for name in evaluation.metrics}
+    return load_metrics(evaluation.metrics, options=options)
 
 
 def build_hook(evaluation, rows: list[Row], metrics: dict, model, tokenizer, max_length: int) -> GenerationHook | None:
