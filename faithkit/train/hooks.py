@@ -12,6 +12,7 @@ the gold responses are the references). Every scalar a metric returns is logged 
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 
 from ..data import Row
 from ..decoding import default_template
@@ -19,12 +20,16 @@ from ..decoding.generate import generate_grid
 
 
 class GenerationHook:
-    """Decodes ``rows`` with each decoder and scores the responses with ``metrics`` (built once, judge models too)."""
+    """Decodes ``rows`` with each decoder and scores the responses with the metrics ``load_metrics()`` builds.
 
-    def __init__(self, rows: list[Row], metrics: dict, decoders: dict[str, tuple[float, float]], max_new_tokens: int,
-                 batch_size: int, max_context_tokens: int):
+    The metrics (and their judge models) are built for each call and freed after it: a judge
+    resident for the whole run would sit beside every training step's memory.
+    """
+
+    def __init__(self, rows: list[Row], load_metrics: Callable[[], dict], decoders: dict[str, tuple[float, float]],
+                 max_new_tokens: int, batch_size: int, max_context_tokens: int):
         self.rows = rows
-        self.metrics = metrics
+        self.load_metrics = load_metrics
         self.decoders = decoders
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
@@ -39,9 +44,9 @@ class GenerationHook:
                              batch_size=self.batch_size, max_context_tokens=self.max_context_tokens,
                              max_new_tokens=self.max_new_tokens)
         responses = dict(zip(self.decoders, grid))
-        scalars = {}
+        scalars, metrics = {}, self.load_metrics()
         for decoder in self.decoders:
-            for metric in self.metrics.values():
+            for metric in metrics.values():
                 result = metric.compute(documents=documents, histories=histories, responses=responses[decoder],
                                         references=references)
                 scalars.update({f"{decoder}/{key}": float(value) for key, value in result.items()
@@ -55,7 +60,7 @@ HOOK_OPTIONS = {"pmi-faith": {"unconditional": False}}
 
 
 def load_hook_metrics(evaluation) -> dict:
-    """The metrics the config names (judge models load here, once); first, so a bad name fails before training loads."""
+    """The metrics the config names, with their judge models (the config check has already vetted names and options)."""
     from ..metrics.registry import load_metrics
 
     if not evaluation.generate_rows:
@@ -65,7 +70,8 @@ def load_hook_metrics(evaluation) -> dict:
     return load_metrics(evaluation.metrics, options=options)
 
 
-def build_hook(evaluation, rows: list[Row], metrics: dict, model, tokenizer, max_length: int) -> GenerationHook | None:
+def build_hook(evaluation, rows: list[Row], load_metrics: Callable[[], dict], model, tokenizer,
+               max_length: int) -> GenerationHook | None:
     """The config's hook on the first ``generate_rows`` dev rows whose context fits, or None when it decodes nothing.
 
     Training's ``max_length`` bounds the context; a causal LM's also holds the new tokens.
@@ -85,5 +91,5 @@ def build_hook(evaluation, rows: list[Row], metrics: dict, model, tokenizer, max
         if len(fitting) == evaluation.generate_rows:
             break
     decoders = {"greedy": (0.0, 1.0), "pmi_decode": (evaluation.alpha, evaluation.top_p)}
-    return GenerationHook(fitting, metrics, decoders, evaluation.max_new_tokens, evaluation.eval_batch_size,
+    return GenerationHook(fitting, load_metrics, decoders, evaluation.max_new_tokens, evaluation.eval_batch_size,
                           max_context)
