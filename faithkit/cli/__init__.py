@@ -18,7 +18,7 @@ from .. import __version__
 from ..errors import FaithkitError
 from .options import is_main_process
 
-COMMANDS = ("score", "generate", "sweep", "meta_eval", "explain", "data", "train")
+COMMANDS = ("score", "generate", "sweep", "meta_eval", "explain", "data", "train", "annotate")
 """Modules of this package, one per command, in the order ``--help`` lists them."""
 
 

@@ -1,7 +1,9 @@
-"""Meta-evaluation statistics: how well a metric's scores agree with binary human labels.
+"""Statistics: how well a metric's scores agree with binary human labels, and how sure a corpus number is.
 
 Every benchmark (BEGIN, Q² WoW) reports the same numbers, so they live here once, in
-numpy/scipy only. Conventions used throughout:
+numpy/scipy only. :func:`bootstrap_interval` and :func:`paired_permutation_test` work on any
+corpus aggregate written as ``finish(sum of per-item statistics)``
+(:mod:`faithkit.metrics.corpus`): a mean, corpus BLEU. Conventions used throughout:
 
 - ``labels`` are 0/1 (or booleans); 1 is the positive class (faithful / consistent).
 - A threshold ``t`` classifies ``score >= t`` as positive.
@@ -13,14 +15,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 from scipy import stats as scipy_stats
 
 
-def _check(scores: Sequence[float], labels: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Validate once so every statistic fails with the same clear message."""
+def _check(scores: Sequence[float], labels: Sequence[int], binary: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Validate once so every statistic fails with the same clear message; ``binary=False`` allows graded labels."""
     scores = np.asarray(scores, dtype=float)
     labels = np.asarray(labels)
     if scores.ndim != 1 or labels.ndim != 1 or len(scores) != len(labels):
@@ -30,6 +32,11 @@ def _check(scores: Sequence[float], labels: Sequence[int]) -> tuple[np.ndarray, 
     bad = np.flatnonzero(~np.isfinite(scores))
     if len(bad):
         raise ValueError(f"score at position {bad[0]} is {scores[bad[0]]}; drop or fix rows without a finite score")
+    if not binary:
+        labels = labels.astype(float)
+        if not np.isfinite(labels).all():
+            raise ValueError(f"label at position {np.flatnonzero(~np.isfinite(labels))[0]} is not finite")
+        return scores, labels
     if not np.isin(labels, (0, 1)).all():
         raise ValueError(f"labels must be 0/1 (1 = positive class), got values {sorted(set(labels.tolist()))}")
     return scores, labels.astype(int)
@@ -100,8 +107,8 @@ def best_f1_threshold(scores: Sequence[float], labels: Sequence[int]) -> float:
 
 
 def _correlation(function, scores, labels) -> float:
-    """scipy's correlation, but NaN (not a warning) when either side is constant."""
-    scores, labels = _check(scores, labels)
+    """scipy's correlation, but NaN (not a warning) when either side is constant; labels may be graded."""
+    scores, labels = _check(scores, labels, binary=False)
     if len(scores) < 2 or scores.min() == scores.max() or labels.min() == labels.max():
         return math.nan
     with warnings.catch_warnings():
@@ -117,6 +124,17 @@ def spearman(scores: Sequence[float], labels: Sequence[float]) -> float:
 def pearson(scores: Sequence[float], labels: Sequence[float]) -> float:
     """Pearson correlation of scores with labels (NaN when either is constant)."""
     return _correlation(scipy_stats.pearsonr, scores, labels)
+
+
+def correlation_interval(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Confidence interval of a Spearman correlation ``r`` over ``n`` pairs: Fisher's z with the variance
+    ``(1 + r**2 / 2) / (n - 3)`` of Bonett and Wright (2000, Psychometrika 65). NaN when ``n < 4`` or ``r`` is."""
+    if n < 4 or not math.isfinite(r):
+        return math.nan, math.nan
+    if abs(r) == 1:
+        return r, r
+    half = scipy_stats.norm.ppf(0.5 + confidence / 2) * math.sqrt((1 + r * r / 2) / (n - 3))
+    return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
 
 
 def summarize(scores: Sequence[float], labels: Sequence[int], threshold: float) -> dict:
@@ -138,3 +156,55 @@ def summarize(scores: Sequence[float], labels: Sequence[int], threshold: float) 
         "spearman": spearman(scores, labels),
         "pearson": pearson(scores, labels),
     }
+
+
+def bootstrap_interval(statistics: np.ndarray, finish: Callable[[np.ndarray], float | None],
+                       confidence: float = 0.95, resamples: int = 1000, seed: int = 0) -> tuple:
+    """Percentile bootstrap interval of ``finish(statistics.sum(0))`` over the items (rows), seeded.
+
+    ``statistics`` has one row of sufficient statistics per item (context); each resample draws
+    the items with replacement. Returns ``(low, high)``, ``(None, None)`` when no resample has a value.
+    """
+    statistics = np.asarray(statistics, dtype=float)
+    counts = _resample_counts(len(statistics), resamples, seed)
+    values = _finish_rows(counts @ statistics, finish)
+    if np.isnan(values).all():
+        return None, None
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.nanpercentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def paired_permutation_test(statistics_a: np.ndarray, statistics_b: np.ndarray,
+                            finish: Callable[[np.ndarray], float | None], permutations: int = 1000,
+                            seed: int = 0) -> float | None:
+    """Two-sided p-value that systems A and B, scored on the same items, have the same corpus value.
+
+    Approximate randomisation (paired permutation): each permutation swaps A's and B's
+    statistics on a random half of the items and recomputes ``finish(A) - finish(B)``; the
+    p-value is the share of permutations, counting the observed one, at least as far from 0
+    as the observed difference. None when either corpus value cannot be computed.
+    """
+    a, b = np.asarray(statistics_a, dtype=float), np.asarray(statistics_b, dtype=float)
+    if a.shape != b.shape:
+        raise ValueError(f"paired statistics must have the same shape, got {a.shape} and {b.shape}")
+    observed_a, observed_b = finish(a.sum(axis=0)), finish(b.sum(axis=0))
+    if observed_a is None or observed_b is None:
+        return None
+    observed = abs(observed_a - observed_b)
+    swap = np.random.default_rng(seed).integers(0, 2, size=(permutations, len(a))).astype(float)
+    sums_a, sums_b = (1 - swap) @ a + swap @ b, swap @ a + (1 - swap) @ b
+    differences = np.abs(_finish_rows(sums_a, finish) - _finish_rows(sums_b, finish))
+    at_least = np.count_nonzero(differences >= observed - 1e-12 * max(1.0, observed))
+    return float((at_least + 1) / (permutations + 1))
+
+
+def _resample_counts(items: int, resamples: int, seed: int) -> np.ndarray:
+    """How often each item is drawn in each resample: a (resamples, items) matrix."""
+    draws = np.random.default_rng(seed).integers(0, items, size=(resamples, items))
+    return np.stack([np.bincount(row, minlength=items) for row in draws]).astype(float)
+
+
+def _finish_rows(sums: np.ndarray, finish) -> np.ndarray:
+    values = [finish(row) for row in sums]
+    return np.array([math.nan if v is None else v for v in values], dtype=float)

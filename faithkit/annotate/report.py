@@ -1,0 +1,301 @@
+"""The report of an annotation task: shares, wins, agreement and metric correlation from the annotators' exports.
+
+:func:`read_annotations` checks each export against the task's key (the right task, every
+item fully answered, one file per annotator) and maps the page's sides back to the systems;
+:func:`summarize` computes, per dimension:
+
+- each system's shares of Agree / Neutral / Disagree over all ratings;
+- win rates: over (annotator, item) pairs, the share where system a was rated higher than
+  b, the ties, and the share where b was; a paired sign test over items (each item's mean
+  rating difference across annotators; items without a difference are left out; two-sided
+  binomial p);
+- inter-annotator agreement over the rated responses (item x system): Krippendorff's alpha
+  (ordinal) and Fleiss' kappa;
+
+and the Spearman correlation of each response's human faithfulness (mean over annotators,
+Agree 2, Neutral 1, Disagree 0) with its automatic scores in the key (PMI-FAITH, Q²,
+knowledge precision). The intervals of shares and win rates are 95% percentile bootstraps
+over items (an item is resampled with all its ratings and both responses); those of the
+correlations Fisher z intervals with Bonett and Wright's variance, which take the rated
+responses as independent pairs. :func:`write_report` writes
+``report.csv`` (one statistic per line) and ``report.png`` into the task folder and returns
+the markdown.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import InputError
+from .agreement import agreement
+from .task import ANSWERS, DIMENSIONS, SYSTEMS, read_document
+
+MEASURES = {"pmi_faith": "PMI-FAITH", "q2": "Q²", "knowledge_precision": "knowledge precision"}
+
+
+@dataclass
+class Annotations:
+    """Every annotator's ratings, by system: ``ratings[annotator, item, system, dimension]`` is an index into ANSWERS."""
+
+    key: dict
+    annotators: list[str]
+    files: list[Path]
+    ratings: np.ndarray
+
+    @property
+    def systems(self) -> dict[str, str]:
+        return {side: self.key["systems"][side]["name"] for side in SYSTEMS}
+
+
+def read_annotations(key: dict, paths: list[str | Path]) -> Annotations:
+    """The exports at ``paths`` as one array; a bad file is an :class:`InputError` naming it."""
+    if not paths:
+        raise InputError("no answers file given; pass the JSON files the annotators exported")
+    dimensions = list(DIMENSIONS)
+    items = key["items"]
+    names, files, tables = [], [], []
+    seen: dict[str, Path] = {}
+    for path in map(Path, paths):
+        annotator, answers = _read_export(path, key)
+        earlier = seen.get(annotator.casefold())
+        if earlier is not None:
+            raise InputError(f"{path} and {earlier} both come from annotator {annotator!r}; give one export per "
+                             "annotator (the latest export holds all of their answers)")
+        seen[annotator.casefold()] = path
+        table = np.empty((len(items), len(SYSTEMS), len(dimensions)), dtype=int)
+        for index, entry in enumerate(items):
+            for side, system in enumerate(entry["sides"]):  # the page's side 1, 2 -> system a / b
+                for column, dimension in enumerate(dimensions):
+                    table[index, SYSTEMS.index(system), column] = ANSWERS.index(answers[entry["item"]][side][dimension])
+        names.append(annotator)
+        files.append(path)
+        tables.append(table)
+    return Annotations(key, names, files, np.stack(tables))
+
+
+def _read_export(path: Path, key: dict) -> tuple[str, dict]:
+    export = read_document(path, "faithkit-annotation-answers", "an answers export of a faithkit annotation page",
+                           "give the JSON files the annotators exported from the page")
+    if export.get("task") != key["task"]:
+        raise InputError(f"{path} answers another task ({export.get('task')}, this one is {key['task']}); give the "
+                         "exports of this task's page")
+    annotator = str(export.get("annotator") or "").strip()
+    if not annotator:
+        raise InputError(f"{path} has no annotator name; enter it on the page and export again")
+    answers = export.get("answers")
+    if not isinstance(answers, dict):
+        raise InputError(f"{path} has no answers object; export the answers from the page again")
+    open_questions = []
+    for entry in key["items"]:
+        given = answers.get(entry["item"])
+        for side in range(len(SYSTEMS)):
+            side_answers = given[side] if isinstance(given, list) and len(given) == len(SYSTEMS) else None
+            for dimension in DIMENSIONS:
+                value = side_answers.get(dimension) if isinstance(side_answers, dict) else None
+                if value is None:
+                    open_questions.append((entry["item"], dimension, side))
+                elif value not in ANSWERS:
+                    raise InputError(f"{path}: item {entry['item']}, response {side + 1}: {dimension} is {value!r}, "
+                                     f"not one of {', '.join(ANSWERS)}")
+    if open_questions:
+        missing = len(dict.fromkeys(item for item, _, _ in open_questions))
+        item, dimension, side = open_questions[0]
+        raise InputError(f"{path}: {missing} of {len(key['items'])} items are not fully answered (first: item {item}, "
+                         f"{dimension} of response {side + 1}); finish them on the page and export again")
+    return annotator, answers
+
+
+def _answer_counts(ratings: np.ndarray) -> np.ndarray:
+    """Per item, how many annotators gave each answer: ``ratings[annotator, item]`` -> (items, answers)."""
+    return np.stack([(ratings == index).sum(axis=0) for index in range(len(ANSWERS))], axis=1)
+
+
+def _outcome_counts(levels: np.ndarray) -> np.ndarray:
+    """Per item, how many annotators rated a higher, the same, lower than b: ``levels[annotator, item, system]``."""
+    difference = levels[:, :, 0] - levels[:, :, 1]
+    return np.stack([(difference > 0).sum(axis=0), (difference == 0).sum(axis=0), (difference < 0).sum(axis=0)],
+                    axis=1)
+
+
+def _shares(counts: np.ndarray, names: tuple[str, ...], resamples: int, seed: int) -> dict:
+    """Each column's share of the counts (items x columns), with its bootstrap interval over items."""
+    from ..eval.stats import bootstrap_interval
+
+    row = {}
+    for column, name in enumerate(names):
+        def share(sums, column=column):
+            return sums[column] / sums.sum()
+
+        row[name] = float(share(counts.sum(axis=0)))
+        row[f"{name}_ci"] = bootstrap_interval(counts, share, resamples=resamples, seed=seed)
+    return row
+
+
+def sign_test(levels: np.ndarray) -> dict:
+    """Paired sign test over items of ``levels[annotator, item, system]``: each item's mean difference a - b."""
+    from scipy import stats as scipy_stats
+
+    difference = (levels[:, :, 0] - levels[:, :, 1]).mean(axis=0)
+    better, worse = int((difference > 0).sum()), int((difference < 0).sum())
+    p = scipy_stats.binomtest(better, better + worse, 0.5).pvalue if better + worse else 1.0
+    return {"a_better": better, "b_better": worse, "tied": len(difference) - better - worse, "p": float(p)}
+
+
+def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) -> dict:
+    """Every statistic of the report (see the module docstring), intervals from ``resamples`` bootstrap draws."""
+    from ..eval.stats import correlation_interval, spearman
+
+    ratings = annotations.ratings
+    levels = len(ANSWERS) - 1 - ratings  # higher is better (agree 2, neutral 1, disagree 0): for wins and correlations
+    n_items = ratings.shape[1]
+    shares, wins, agreements = [], [], []
+    for column, dimension in enumerate(DIMENSIONS):
+        for index, system in enumerate(SYSTEMS):
+            shares.append({"dimension": dimension, "system": system,
+                           **_shares(_answer_counts(ratings[:, :, index, column]), ANSWERS, resamples, seed)})
+        wins.append({"dimension": dimension,
+                     **_shares(_outcome_counts(levels[:, :, :, column]), ("a_wins", "ties", "b_wins"), resamples, seed),
+                     "sign_test": sign_test(levels[:, :, :, column])})
+        units = ratings[:, :, :, column].reshape(len(ratings), -1).T  # (item, system) x annotator
+        agreements.append({"dimension": dimension, **(agreement(units, len(ANSWERS)) if len(ratings) > 1 else
+                                                      {"krippendorff_alpha": math.nan, "fleiss_kappa": math.nan})})
+
+    human = levels[:, :, :, list(DIMENSIONS).index("faithfulness")].mean(axis=0)  # item x system
+    correlations = []
+    for measure in MEASURES:
+        metric = np.array([[entry["scores"].get(system, {}).get(measure, math.nan) for system in SYSTEMS]
+                           for entry in annotations.key["items"]], dtype=float).ravel()
+        known = np.isfinite(metric)
+        if known.any():
+            r = spearman(metric[known], human.ravel()[known]) if known.sum() >= 2 else math.nan
+            correlations.append({"measure": measure, "responses": int(known.sum()), "spearman": r,
+                                 "spearman_ci": correlation_interval(r, int(known.sum()))})
+
+    counts = [{"annotator": name, "file": str(path), "items": n_items,
+               **{dimension: [int(c) for c in np.bincount(ratings[number, :, :, column].ravel(),
+                                                         minlength=len(ANSWERS))]
+                  for column, dimension in enumerate(DIMENSIONS)}}
+              for number, (name, path) in enumerate(zip(annotations.annotators, annotations.files))]
+    return {"task": annotations.key["task"], "systems": annotations.systems, "items": n_items,
+            "annotators": counts, "shares": shares, "wins": wins, "agreement": agreements,
+            "correlations": correlations, "bootstrap": {"resamples": resamples, "seed": seed}}
+
+
+def _number(value: float, digits: int = 3) -> str:
+    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def _with_interval(value: float, ci: tuple[float, float]) -> str:
+    return f"{_number(value)} [{_number(ci[0])}, {_number(ci[1])}]"
+
+
+def markdown(summary: dict) -> str:
+    """The report as markdown tables."""
+    names = summary["systems"]
+    lines = [f"## Human evaluation: a = {names['a']}, b = {names['b']}", "",
+             f"{summary['items']} items, {len(summary['annotators'])} annotators; intervals: 95% bootstrap over items "
+             f"({summary['bootstrap']['resamples']} draws); Spearman intervals: Fisher z (Bonett-Wright).", "",
+             "| dimension | system | Agree | Neutral | Disagree |", "|---|---|---|---|---|"]
+    for row in summary["shares"]:
+        lines.append(f"| {row['dimension']} | {names[row['system']]} | "
+                     + " | ".join(_with_interval(row[a], row[f"{a}_ci"]) for a in ANSWERS) + " |")
+    lines += ["", f"| dimension | {names['a']} wins | tie | {names['b']} wins | sign test over items "
+                  f"({names['a']} better / worse / tied) |",
+              "|---|---|---|---|---|"]
+    for row in summary["wins"]:
+        test = row["sign_test"]
+        lines.append(f"| {row['dimension']} | " + " | ".join(_with_interval(row[o], row[f"{o}_ci"])
+                                                           for o in ("a_wins", "ties", "b_wins"))
+                     + f" | {test['a_better']} / {test['b_better']} / {test['tied']}, p = {test['p']:.3g} |")
+    lines += ["", "| dimension | Krippendorff's alpha (ordinal) | Fleiss' kappa |", "|---|---|---|"]
+    lines += [f"| {row['dimension']} | {_number(row['krippendorff_alpha'])} | {_number(row['fleiss_kappa'])} |"
+              for row in summary["agreement"]]
+    lines += ["", "| annotator | file | items | " + " | ".join(f"{d} A/N/D" for d in DIMENSIONS) + " |",
+              "|---|---|---|" + "---|" * len(DIMENSIONS)]
+    lines += [f"| {row['annotator']} | {row['file']} | {row['items']} | "
+              + " | ".join("/".join(map(str, row[d])) for d in DIMENSIONS) + " |" for row in summary["annotators"]]
+    if summary["correlations"]:
+        lines += ["", "| human faithfulness vs | responses | Spearman [95%] |", "|---|---|---|"]
+        lines += [f"| {MEASURES[row['measure']]} | {row['responses']} | {_with_interval(row['spearman'], row['spearman_ci'])} |"
+                  for row in summary["correlations"]]
+    return "\n".join(lines)
+
+
+def csv_rows(summary: dict) -> list[dict]:
+    """One line per statistic: section, dimension, system, statistic, value, ci_low, ci_high."""
+    names = summary["systems"]
+    rows = []
+
+    def add(section, dimension, system, statistic, value, ci=(None, None)):
+        rows.append({"section": section, "dimension": dimension, "system": system, "statistic": statistic,
+                     "value": value, "ci_low": ci[0], "ci_high": ci[1]})
+
+    for row in summary["shares"]:
+        for answer in ANSWERS:
+            add("shares", row["dimension"], names[row["system"]], answer, row[answer], row[f"{answer}_ci"])
+    for row in summary["wins"]:
+        for outcome, system in (("a_wins", names["a"]), ("ties", ""), ("b_wins", names["b"])):
+            add("wins", row["dimension"], system, "win_rate" if system else "tie_rate", row[outcome],
+                row[f"{outcome}_ci"])
+        add("wins", row["dimension"], "", "sign_test_p", row["sign_test"]["p"])
+    for row in summary["agreement"]:
+        add("agreement", row["dimension"], "", "krippendorff_alpha_ordinal", row["krippendorff_alpha"])
+        add("agreement", row["dimension"], "", "fleiss_kappa", row["fleiss_kappa"])
+    for row in summary["correlations"]:
+        add("correlation", "faithfulness", "", f"spearman_{row['measure']}", row["spearman"], row["spearman_ci"])
+    for row in summary["annotators"]:
+        for dimension in DIMENSIONS:
+            for answer, count in zip(ANSWERS, row[dimension]):
+                add("annotators", dimension, row["annotator"], answer, count)
+    return rows
+
+
+def write_report(task: str | Path, summary: dict) -> str:
+    """Write ``report.csv`` and ``report.png`` into the task folder; return the markdown."""
+    task = Path(task)
+    with open(task / "report.csv", "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=["section", "dimension", "system", "statistic", "value", "ci_low",
+                                                    "ci_high"])
+        writer.writeheader()
+        for row in csv_rows(summary):
+            writer.writerow({k: "" if v is None or (isinstance(v, float) and math.isnan(v)) else
+                             f"{v:.6f}" if isinstance(v, float) else v for k, v in row.items()})
+    bar_chart(summary, task / "report.png")
+    return markdown(summary)
+
+
+def bar_chart(summary: dict, path: Path) -> Path:
+    """One panel per dimension: each system's Agree / Neutral / Disagree shares stacked, the Agree interval marked."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    colours = {"agree": "#1e7a46", "neutral": "#9aa0ab", "disagree": "#b3261e"}
+    names = summary["systems"]
+    figure, axes = plt.subplots(len(DIMENSIONS), 1, figsize=(7, 1.5 + 1.2 * len(DIMENSIONS)), dpi=120, sharex=True)
+    for ax, dimension in zip(np.atleast_1d(axes), DIMENSIONS):
+        rows = [row for row in summary["shares"] if row["dimension"] == dimension]
+        labels = [names[row["system"]] for row in rows]
+        left = np.zeros(len(rows))
+        for answer in ANSWERS:
+            widths = np.array([row[answer] for row in rows])
+            ax.barh(labels, widths, left=left, color=colours[answer], label=answer.capitalize())
+            left += widths
+        agree = np.array([row["agree"] for row in rows])
+        ci = np.array([row["agree_ci"] for row in rows], dtype=float)
+        ax.errorbar(agree, labels, xerr=[agree - ci[:, 0], ci[:, 1] - agree], fmt="none", ecolor="black", capsize=3)
+        ax.set_title(dimension, loc="left", fontsize=10)
+        ax.set_xlim(0, 1)
+        ax.invert_yaxis()
+    np.atleast_1d(axes)[-1].set_xlabel("share of ratings (Agree with its 95% bootstrap interval)")
+    np.atleast_1d(axes)[0].legend(loc="lower right", bbox_to_anchor=(1, 1.02), ncol=3, fontsize="small", frameon=False)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return path

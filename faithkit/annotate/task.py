@@ -1,0 +1,230 @@
+"""A blind A/B annotation task from two systems' responses to the same rows.
+
+:func:`build_task` takes two :class:`System` s (two cells of a sweep, or any two
+``faithkit generate`` outputs of the same rows), samples contexts where their responses
+differ, puts the two responses of each context on the page's sides 1 and 2 in a seeded
+random order, and writes into the task folder::
+
+    annotate.html   the page annotators open (self-contained; holds no system name or side assignment)
+    key.json        which system is on which side of each item, and the automatic scores of every
+                    response; kept by the researcher, read by ``faithkit annotate report``
+
+Sides are balanced: half the items (one more or less) show system ``a`` first.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import logging
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..data import read_results
+from ..errors import InputError, OutputError
+
+logger = logging.getLogger(__name__)
+
+DIMENSIONS = {  # the PMI-DECODE paper's three questions: statement rated, definition a click away
+    "faithfulness": ("Everything the response says can be inferred from the document.",
+                     "Can the whole response be inferred from the document? Judge this regardless of relevance: "
+                     "a response that is off-topic for the dialogue but supported by the document is faithful."),
+    "relevance": ("The response is relevant to the dialogue.",
+                  "Is the response apt for the dialogue and for the knowledge in the document, without conveying "
+                  "anything incorrect?"),
+    "grammar": ("The response is grammatical and well written.",
+                "Judge the writing alone, independent of the dialogue and the document. Agree only if it reads "
+                "like the writing of an expert."),
+}
+ANSWERS = ("agree", "neutral", "disagree")
+"""The scale, in the page's order and as the category indices of :mod:`.agreement` (0 = agree)."""
+KEY_FILE, PAGE_FILE = "key.json", "annotate.html"
+SYSTEMS = ("a", "b")
+SWEEP_SCORES = {"pmi_faith": ("scores.jsonl", "pmi"), "q2": ("q2.jsonl", "q2")}
+"""Per-response automatic scores a sweep folder holds: measure -> (file, field)."""
+RECORD_SCORES = {"pmi_faith": "pmi", "q2": "q2"}
+"""The same scores when a responses file carries them itself (a ``faithkit score`` output)."""
+
+
+@dataclass
+class System:
+    """One system's responses by row id (``{"id", "document", "history", "response", …}`` records) and its scores."""
+
+    name: str
+    source: Path
+    records: dict[str, dict]
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)  # row id -> measure -> value
+
+    @classmethod
+    def from_file(cls, path: str | Path, name: str | None = None) -> System:
+        """A ``generate`` (or ``score``) output; records with an error or without a response are left out."""
+        path = Path(path)
+        if not path.is_file():
+            raise InputError(f"responses file not found: {path}")
+        records = {str(r["id"]): r for r in read_results(path) if "error" not in r and isinstance(r.get("response"),
+                                                                                                   str)}
+        scores = {row: {measure: r[key] for measure, key in RECORD_SCORES.items() if _is_number(r.get(key))}
+                  for row, r in records.items()}
+        return cls(name or path.stem, path, records, scores)
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
+
+
+def sweep_cells(sweep: str | Path) -> dict[str, Path]:
+    """A sweep folder's cells, named as its ``sweep.csv`` names them, with each cell's responses file.
+
+    The one place that knows how a sweep stores its cells: a ``cell`` column when the table
+    has one (sweeps over strategies), else the name :class:`faithkit.sweep.Cell` gives the row's
+    (alpha, top_p); responses in ``cells/<name>.jsonl``.
+    """
+    sweep = Path(sweep)
+    table = sweep / "sweep.csv"
+    if not table.is_file():
+        raise InputError(f"{sweep} has no sweep.csv; give the --out folder of a finished 'faithkit sweep'")
+    with open(table, newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    return {name: sweep / "cells" / f"{name}.jsonl" for name in map(_cell_name, rows)}
+
+
+def _cell_name(row: dict) -> str:
+    if row.get("cell"):
+        return row["cell"]
+    from ..sweep import Cell  # an (alpha, top_p) grid's table names no cell
+
+    return Cell(float(row["alpha"]), float(row["top_p"])).name
+
+
+def sweep_system(sweep: str | Path, cell: str) -> System:
+    """One cell of a sweep as a :class:`System`, with its PMI-FAITH and Q² scores from the sweep's score files."""
+    sweep = Path(sweep)
+    cells = sweep_cells(sweep)
+    if cell not in cells:
+        raise InputError(f"{sweep} has no cell {cell!r}; its cells are {', '.join(cells)}")
+    system = System.from_file(cells[cell], name=cell)
+    for measure, (name, key) in SWEEP_SCORES.items():
+        if (sweep / name).is_file():
+            for record in read_results(sweep / name):
+                if record.get("cell") == cell and record.get("row") in system.records and _is_number(record.get(key)):
+                    system.scores.setdefault(record["row"], {})[measure] = record[key]
+    return system
+
+
+@dataclass
+class Task:
+    """What :func:`build_task` wrote: the page's content (``public``) and the researcher's ``key``."""
+
+    public: dict
+    key: dict
+    out: Path
+
+    @property
+    def id(self) -> str:
+        return self.key["task"]
+
+
+def _same_text(first: str, second: str) -> bool:
+    return " ".join(first.split()) == " ".join(second.split())
+
+
+def differing_rows(a: System, b: System) -> tuple[list[str], list[str]]:
+    """The rows both systems answered, and those of them where the answers differ (beyond whitespace)."""
+    rows = [row for row in a.records if row in b.records]
+    if not rows:
+        raise InputError(f"{a.source} and {b.source} share no row id; give two outputs of the same input rows")
+    for row in rows:
+        first, second = a.records[row], b.records[row]
+        if (first.get("document"), first.get("history")) != (second.get("document"), second.get("history")):
+            raise InputError(f"row {row!r} has another document or history in {b.source} than in {a.source}; give two "
+                             "outputs of the same input rows")
+    differing = [row for row in rows if not _same_text(a.records[row]["response"], b.records[row]["response"])]
+    if not differing:
+        raise InputError(f"{a.name} and {b.name} give the same response to all {len(rows)} shared rows: nothing to "
+                         "compare")
+    return rows, differing
+
+
+def _balanced_coins(count: int, rng: random.Random) -> list[bool]:
+    """``count`` shuffled flags, half of them True (the odd one a fair coin): whether system a goes first."""
+    flags = [index < count // 2 for index in range(count)]
+    if count % 2:
+        flags[-1] = rng.random() < 0.5
+    rng.shuffle(flags)
+    return flags
+
+
+def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: int = 0) -> Task:
+    """Sample ``contexts`` rows where ``a`` and ``b`` answer differently; write the page and the key into ``out``."""
+    from ..metrics.lexical import knowledge_precision
+    from .page import render_page
+
+    if contexts < 1:
+        raise InputError(f"--contexts {contexts}: use at least 1")
+    rows, differing = differing_rows(a, b)
+    if len(differing) < contexts:
+        logger.warning("only %d of %d shared rows have different responses; the task has %d items, not %d",
+                       len(differing), len(rows), len(differing), contexts)
+    rng = random.Random(seed)
+    chosen = rng.sample(differing, min(contexts, len(differing)))
+    a_first = _balanced_coins(len(chosen), rng)
+
+    items, key_items = [], []
+    for number, (row, first) in enumerate(zip(chosen, a_first), start=1):
+        sides = ("a", "b") if first else ("b", "a")
+        systems = {"a": a, "b": b}
+        record = a.records[row]
+        history = record.get("history") or []
+        items.append({"item": str(number), "document": record["document"],
+                      "history": [history] if isinstance(history, str) else list(history),
+                      "responses": [systems[side].records[row]["response"] for side in sides]})
+        scores = {}
+        for name, system in systems.items():
+            measures = dict(system.scores.get(row, {}))
+            precision = knowledge_precision(record["document"], system.records[row]["response"])
+            if precision is not None:
+                measures["knowledge_precision"] = precision
+            scores[name] = measures
+        key_items.append({"item": str(number), "row": row, "sides": list(sides), "scores": scores})
+
+    task_id = hashlib.sha256(json.dumps(items, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
+    public = {"format": "faithkit-annotation-task", "task": task_id, "answers": list(ANSWERS),
+              "dimensions": [{"name": name, "statement": statement, "definition": definition}
+                             for name, (statement, definition) in DIMENSIONS.items()],
+              "items": items}
+    key = {"format": "faithkit-annotation-key", "task": task_id, "seed": seed,
+           "systems": {"a": {"name": a.name, "source": str(a.source)}, "b": {"name": b.name, "source": str(b.source)}},
+           "shared_rows": len(rows), "differing_rows": len(differing), "items": key_items}
+
+    out = Path(out)
+    key_path = out / KEY_FILE
+    if key_path.is_file():
+        earlier = read_key(out)["task"]
+        if earlier != task_id:
+            raise OutputError(f"{out} already holds annotation task {earlier}, whose answers would no longer match; "
+                              "choose another --out, or delete the folder to start over")
+    out.mkdir(parents=True, exist_ok=True)
+    key_path.write_text(json.dumps(key, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / PAGE_FILE).write_text(render_page(public), encoding="utf-8")
+    return Task(public, key, out)
+
+
+def read_key(task: str | Path) -> dict:
+    """The key of a task folder (what :func:`build_task` wrote)."""
+    return read_document(Path(task) / KEY_FILE, "faithkit-annotation-key", "an annotation key",
+                         "give the --out folder of 'faithkit annotate build'")
+
+
+def read_document(path: Path, kind: str, description: str, fix: str) -> dict:
+    """A JSON object whose ``format`` is ``kind``; a missing, broken or other file is one :class:`InputError`."""
+    if not path.is_file():
+        raise InputError(f"{path} not found; {fix}")
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise InputError(f"{path} is not valid JSON ({error}); {fix}") from None
+    if not isinstance(document, dict) or document.get("format") != kind:
+        raise InputError(f"{path} is not {description}; {fix}")
+    return document
