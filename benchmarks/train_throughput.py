@@ -6,7 +6,8 @@ batches (the config's rows through faithkit's encoding and collator, the same se
 sampler), AdamW, linear schedule, gradient clipping and accumulation run
 
 * ``plain``: :func:`plain_loop`, the ~30-line accelerate loop of transformers'
-  ``run_clm_no_trainer.py`` (the model's own ``.loss``), and
+  ``run_clm_no_trainer.py`` (the model's own ``.loss``; activation checkpointing when the config
+  asks for it, as for faithkit), and
 * ``faithkit``: :func:`faithkit.train.train` with the hooks off (no decoding, no judge, no
   evaluation before training; dev loss, saving and logging happen only after the timed steps).
 
@@ -83,6 +84,8 @@ def plain_loop(config, clock: StepClock) -> None:
         DataLoaderConfiguration(split_batches=True, use_seedable_sampler=True, data_seed=t.seed)))
     set_seed(t.seed)
     model, tokenizer = build_model(config.model, t.seed)
+    if t.activation_checkpointing:
+        loop.enable_activation_checkpointing(model)
     examples, _ = encode_rows(load_rows(d, "train"), tokenizer, default_template(model, tokenizer),
                               False, d.max_length, d.max_response_length)
     loader = DataLoader(examples, batch_size=t.batch_size, shuffle=True, drop_last=True,
