@@ -33,7 +33,7 @@ import torch
 
 from faithkit import models
 from faithkit.data import ResultWriter, data_root, read_results, read_rows
-from faithkit.decoding import generate
+from faithkit.decoding import PMI, generate
 from faithkit.metrics import PMIFaith
 from faithkit.scoring import reference_token_logprobs
 from model_work import ModelWork
@@ -76,7 +76,7 @@ def decoded_sweep_workload(metric: PMIFaith, model_name: str, rows, contexts: in
                 continue
             print(f"generating the sweep's responses at alpha={alpha}, top_p={top_p}", file=sys.stderr, flush=True)
             responses = generate(metric.model, metric.tokenizer, [r.document for r in rows], [r.history for r in rows],
-                                 alpha=alpha, top_p=top_p, max_new_tokens=max_new_tokens)
+                                 PMI(alpha, top_p), max_new_tokens=max_new_tokens)
             for i, response in enumerate(responses):
                 # an empty response (the model ended its turn at once) cannot be scored: "..." stands in
                 writer.write({"id": f"{i}-{alpha}-{top_p}", "response": response.strip() or "..."})

@@ -1,16 +1,19 @@
 """How much faster is ``faithkit sweep`` than generating and scoring each cell on its own?
 
-The 16 greedy cells alpha {0, 0.25, 0.5, 1} x top_p {0.6, 0.75, 0.9, 1} of
-configs/sweep/smollm2-q2wow.yaml (SmolLM2-135M-Instruct generating, PMI-FAITH under
-gemma3-270m judging) on the first ``--contexts`` rows of dodeca_consistent.csv:
+A mixed-strategy grid (:data:`GRID`: plain greedy and 4-beam search, PMI-DECODE at alpha 0
+(which greedy search makes plain decoding), (0.25, 0.6) and (0.5, 1), CAD at alpha 0.5 and 1,
+AdaCAD) with the models and data of configs/sweep/smollm2-q2wow.yaml (SmolLM2-135M-Instruct
+generating, PMI-FAITH under gemma3-270m judging) on the first ``--contexts`` rows of
+dodeca_consistent.csv:
 
 * sweep: :func:`faithkit.sweep.run_sweep` end to end into a fresh folder: model loading,
-  grid generation (each batch's prompts prefilled once for all cells), one judge call over
-  every cell's responses, lexical measures, sweep.csv, heatmaps and report.html;
+  grid generation (each batch's prompts prefilled once for all cells, cells that decode alike
+  once), one judge call over every cell's responses, lexical measures, intervals and paired
+  tests, sweep.csv, heatmaps and report.html;
 * per cell: with both models already loaded (not timed), one ``generate()`` and one
-  ``PMIFaith.compute`` per cell, as a user running ``faithkit generate`` and ``faithkit
-  score`` per cell would (same batch size, same judge settings: PMI-FAITH without the two
-  unconditional views, which ``faithkit score`` would add).
+  ``PMIFaith.compute`` per cell, as a user running ``faithkit generate --strategy …`` and
+  ``faithkit score`` per cell would (same batch size, same judge settings: PMI-FAITH without
+  the two unconditional views, which ``faithkit score`` would add).
 
 Both must give the same responses, token for token, and the same PMI-FAITH within 1e-5.
 The last line printed is one JSON object.
@@ -36,10 +39,12 @@ import torch
 from faithkit import models
 from faithkit.decoding import generate
 from faithkit.metrics import PMIFaith
-from faithkit.sweep import load_config, run_sweep
+from faithkit.sweep import decoded_by, load_config, run_sweep
 from faithkit.sweep import run as sweep_run
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "sweep" / "smollm2-q2wow.yaml"
+GRID = [{"name": "plain", "decoding": ["greedy", "beam"]}, {"name": "pmi", "alpha": [0, 0.25], "top_p": [0.6]},
+        {"name": "pmi", "alpha": [0.5], "top_p": [1]}, {"name": "cad", "alpha": [0.5, 1]}, {"name": "adacad"}]
 
 
 class Clock:
@@ -78,8 +83,9 @@ def per_cell(config, contexts, totals: dict) -> tuple[dict, dict]:
     responses, scores = {}, {}
     for cell in config.cells():
         clock = Clock()
-        texts = generate(model, tokenizer, documents, histories, cell.alpha, cell.top_p,
-                         batch_size=config.batch_size, max_new_tokens=config.max_new_tokens)
+        texts = generate(model, tokenizer, documents, histories, cell.strategy,
+                         num_beams=config.generation.num_beams if cell.search == "beam" else 1,
+                         batch_size=config.generation.batch_size, max_new_tokens=config.generation.max_new_tokens)
         add(totals, "generate", clock)
         clock = Clock()
         kept = [i for i, text in enumerate(texts) if text.strip()]  # faithkit score: an empty response is an error
@@ -101,7 +107,10 @@ def main(argv=None) -> None:
     logging.basicConfig(level=logging.INFO, format="%(message)s")  # the sweep's progress lines
 
     folder = Path(args.out or tempfile.mkdtemp(prefix="sweep_throughput_"))
-    config = load_config(CONFIG, {"limit": args.contexts, "out": str(folder)})
+    import yaml
+
+    settings = {key: value for key, value in yaml.safe_load(CONFIG.read_text()).items() if key not in ("alpha", "top_p")}
+    config = load_config(None, {**settings, "limit": args.contexts, "out": str(folder), "strategies": GRID})
     contexts = sweep_run.read_contexts(config)
 
     sweep_totals: dict = {}
@@ -121,7 +130,7 @@ def main(argv=None) -> None:
     identical, largest = True, 0.0
     for cell in config.cells():
         for context in contexts:
-            record = swept[f"{cell.name}/{context.id}"]
+            record = swept[f"{decoded_by(cell).label}/{context.id}"]
             identical &= record["response"] == responses[cell][context.id]
             if context.id in scores[cell]:
                 largest = max(largest, abs(record["pmi"] - scores[cell][context.id]))

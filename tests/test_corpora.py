@@ -1,15 +1,16 @@
-"""The training corpora read into rows: exact rows on small files in each official schema, skip counts,
-Topical-Chat on the real shared data, error messages, and the export -> read_rows round trip."""
+"""The training corpora read into datasets: exact rows on small files in each official schema, declared features,
+skip counts, Topical-Chat on the real shared data, error messages, and the export -> read_rows round trips."""
 
 import json
 import logging
 import shutil
 from pathlib import Path
 
+import datasets
 import pytest
 
 from faithkit.data import Row, read_rows
-from faithkit.data.corpora import CORPORA, export_corpus, load_corpus
+from faithkit.data.corpora import CORPORA, corpus_summary, export_corpus, load_corpus
 from faithkit.errors import ConfigError, InputError, OutputError
 
 FIXTURES = Path(__file__).parent / "data" / "corpora"
@@ -23,6 +24,17 @@ IOWA = "The Iowa Hawkeyes are the athletic teams of the University of Iowa."
 FOOTBALL = "Football is a family of team sports that involve kicking a ball to score a goal."
 
 
+def rows_of(*args, **options) -> tuple[list[Row], dict]:
+    """load_corpus's dataset as Rows (``gold``, checked to repeat the response, left out) and its summary."""
+    dataset = load_corpus(*args, **options)
+    assert isinstance(dataset, datasets.Dataset) and dataset.num_rows == corpus_summary(dataset)["kept"]
+    assert dataset["gold"] == dataset["response"]
+    rows = [Row(id=record.pop("id"), document=record.pop("document"), history=record.pop("history"),
+                response=record.pop("response"), extras={k: v for k, v in record.items() if k != "gold"})
+            for record in dataset]
+    return rows, corpus_summary(dataset)
+
+
 def chat_row(conversation, turn, document, history, response, agent, sources, entities, config,
              sentiment="Curious to dive deeper", rating="Good"):
     return Row(id=f"{conversation}:{turn}", document=document, history=history, response=response,
@@ -32,7 +44,7 @@ def chat_row(conversation, turn, document, history, response, agent, sources, en
 
 
 def test_topicalchat_pre_build_rows_and_counts():
-    rows = load_corpus("topicalchat", "valid_freq", TOPICALCHAT)
+    rows, rows_summary = rows_of("topicalchat", "valid_freq", TOPICALCHAT)
     assert rows == [
         chat_row("t_one", 1, QUARTERBACK, ["Hi! Are you a football fan?"], "I am. The quarterback leads the offense.",
                  "agent_2", ["FS1"], ["Quarterback"], "A", rating="Excellent"),
@@ -50,7 +62,7 @@ def test_topicalchat_pre_build_rows_and_counts():
                  "Iowa's teams are the Hawkeyes, and pink is a pale red.", "agent_1", ["FS3", "FS1"],
                  ["Iowa Hawkeyes", "Pink"], "C"),
     ]
-    assert rows.summary == {
+    assert rows_summary == {
         "corpus": "topicalchat", "split": "valid_freq", "source": str(TOPICALCHAT / "conversations" / "valid_freq.json"),
         "reading_sets": "pre-build", "turns": 11, "kept": 5, "skipped_opening": 2, "skipped_personal": 2,
         "skipped_no_source": 2,  # the article-only turn t_one:3 and t_two:2, whose section has fun facts only
@@ -58,7 +70,7 @@ def test_topicalchat_pre_build_rows_and_counts():
 
 
 def test_topicalchat_post_build_grounds_fun_facts_and_article_turns():
-    rows = load_corpus("topicalchat", "valid_rare", TOPICALCHAT)
+    rows, rows_summary = rows_of("topicalchat", "valid_rare", TOPICALCHAT)
     documents = {row.id: row.document for row in rows}
     assert documents == {
         "t_one:1": QUARTERBACK + "\nQuarterbacks call the plays in the huddle.",
@@ -74,30 +86,30 @@ def test_topicalchat_post_build_grounds_fun_facts_and_article_turns():
     }
     assert rows[1].extras["entities"] == [] and rows[1].history == [
         "I am. The quarterback leads the offense.", "I played quarterback in school."]
-    assert (rows.summary["reading_sets"], rows.summary["kept"], rows.summary["skipped_no_source"]) == ("post-build", 7, 0)
+    assert (rows_summary["reading_sets"], rows_summary["kept"], rows_summary["skipped_no_source"]) == ("post-build", 7, 0)
 
 
 def test_topicalchat_flat_layout_reads_like_the_clone(tmp_path):
     shutil.copy(TOPICALCHAT / "conversations" / "valid_freq.json", tmp_path / "valid_freq.json")
     shutil.copy(TOPICALCHAT / "reading_sets" / "pre-build" / "valid_freq.json", tmp_path / "reading_set_valid_freq.json")
     shutil.copy(TOPICALCHAT / "src" / "wiki" / "wiki.json", tmp_path / "wiki.json")
-    flat = load_corpus("topicalchat", "valid_freq", tmp_path)
-    clone = load_corpus("topicalchat", "valid_freq", TOPICALCHAT)
+    flat, flat_summary = rows_of("topicalchat", "valid_freq", tmp_path)
+    clone, clone_summary = rows_of("topicalchat", "valid_freq", TOPICALCHAT)
     assert flat == clone and len(flat) == 5
-    assert {k: v for k, v in flat.summary.items() if k != "source"} == {
-        k: v for k, v in clone.summary.items() if k != "source"}
+    assert {k: v for k, v in flat_summary.items() if k != "source"} == {
+        k: v for k, v in clone_summary.items() if k != "source"}
 
 
 def test_topicalchat_options_keep_the_opening_and_personal_turns():
-    rows = load_corpus("topicalchat", "valid_freq", TOPICALCHAT, keep_opening=True, keep_personal=True)
+    rows, rows_summary = rows_of("topicalchat", "valid_freq", TOPICALCHAT, keep_opening=True, keep_personal=True)
     by_id = {row.id: row for row in rows}
     assert list(by_id) == ["t_one:0", "t_one:1", "t_one:4", "t_one:5", "t_one:6", "t_two:1", "t_two:3"]
     assert (by_id["t_one:0"].history, by_id["t_one:0"].document) == ([], QUARTERBACK)
     assert by_id["t_one:4"].document == PINK  # its Personal Knowledge part has no text; FS2 has
-    summary = rows.summary
+    summary = rows_summary
     assert (summary["kept"], summary["skipped_opening"], summary["skipped_personal"], summary["skipped_no_source"]) \
         == (7, 0, 0, 4)  # t_one:2 and t_two:0 name only Personal Knowledge
-    only_opening = load_corpus("topicalchat", "valid_freq", TOPICALCHAT, keep_opening=True).summary
+    _, only_opening = rows_of("topicalchat", "valid_freq", TOPICALCHAT, keep_opening=True)
     assert (only_opening["kept"], only_opening["skipped_opening"], only_opening["skipped_personal"]) == (6, 0, 3)
 
 
@@ -111,14 +123,14 @@ def test_topicalchat_options_keep_the_opening_and_personal_turns():
             "Pink is my favourite colour."]),
 ])
 def test_history_is_the_last_turns_before_the_response(history_turns, expected):
-    rows = load_corpus("topicalchat", "valid_freq", TOPICALCHAT, history_turns=history_turns)
+    rows, _ = rows_of("topicalchat", "valid_freq", TOPICALCHAT, history_turns=history_turns)
     assert next(row for row in rows if row.id == "t_one:5").history == expected
-    first = load_corpus("multidoc2dial", "validation", MULTIDOC2DIAL, history_turns=history_turns)[0]
+    first = rows_of("multidoc2dial", "validation", MULTIDOC2DIAL, history_turns=history_turns)[0][0]
     assert first.history == ([] if history_turns == 0 else ["Hi, what should I plan for my survivors?"])
 
 
 def test_faithdial_rows_from_the_released_json():
-    rows = load_corpus("faithdial", "valid", FAITHDIAL)
+    rows, rows_summary = rows_of("faithdial", "valid", FAITHDIAL)
     dialogues = json.loads((FAITHDIAL / "valid.json").read_text())
     madonna = dialogues[1]["utterances"][0]
     assert rows == [
@@ -139,15 +151,15 @@ def test_faithdial_rows_from_the_released_json():
             extras={"dialog_idx": 1, "turn": 0, "speaker": "Wizard", "original_response": madonna["original_response"],
                     "BEGIN": ["Hallucination", "Entailment"], "VRM": ["Disclosure", "Question"]}),
     ]
-    assert rows.summary == {"corpus": "faithdial", "split": "valid", "source": str(FAITHDIAL / "valid.json"),
+    assert rows_summary == {"corpus": "faithdial", "split": "valid", "source": str(FAITHDIAL / "valid.json"),
                             "dialogues": 2, "turns": 4, "kept": 3, "skipped_no_knowledge": 1}
 
 
 def test_faithdial_reads_a_clone_of_the_hub_repository_and_the_hub_itself(tmp_path, monkeypatch):
     (tmp_path / "data").mkdir()
     shutil.copy(FAITHDIAL / "valid.json", tmp_path / "data" / "valid.json")
-    local = load_corpus("faithdial", "valid", FAITHDIAL)
-    assert load_corpus("faithdial", "valid", tmp_path) == local
+    local, _ = rows_of("faithdial", "valid", FAITHDIAL)
+    assert rows_of("faithdial", "valid", tmp_path)[0] == local
 
     import huggingface_hub
 
@@ -156,7 +168,7 @@ def test_faithdial_reads_a_clone_of_the_hub_repository_and_the_hub_itself(tmp_pa
         calls.append((repo_id, filename, repo_type))
         return str(FAITHDIAL / "valid.json")
     monkeypatch.setattr(huggingface_hub, "hf_hub_download", download)
-    assert load_corpus("faithdial", "valid") == local
+    assert rows_of("faithdial", "valid")[0] == local
     assert calls == [("McGill-NLP/FaithDial", "data/valid.json", "dataset")]
 
 
@@ -175,7 +187,7 @@ VA = "How to apply for VA health care | Veterans Affairs#1_0"
 
 
 def test_multidoc2dial_agent_turns_grounded_in_their_sections():
-    rows = load_corpus("multidoc2dial", "validation", MULTIDOC2DIAL)
+    rows, rows_summary = rows_of("multidoc2dial", "validation", MULTIDOC2DIAL)
     turns = {dialogue["dial_id"]: {turn["turn_id"]: turn for turn in dialogue["turns"]}
              for dialogues in json.loads((MULTIDOC2DIAL / "multidoc2dial_dial_validation.json").read_text())["dial_data"]
              .values() for dialogue in dialogues}
@@ -202,7 +214,7 @@ def test_multidoc2dial_agent_turns_grounded_in_their_sections():
             ["You can apply online.", "Can I apply by phone?"]),
     ]
     assert rows[0].extras["doc_id"] == SSA and rows[2].extras["doc_id"] == VA
-    assert rows.summary == {
+    assert rows_summary == {
         "corpus": "multidoc2dial", "split": "validation",
         "source": str(MULTIDOC2DIAL / "multidoc2dial_dial_validation.json"), "dialogues": 2, "turns": 6, "kept": 4,
         "skipped_follow_up": 1,  # d_ssa_1 turn 3 follows an agent turn
@@ -218,21 +230,43 @@ def test_each_load_logs_a_one_line_summary(caplog):
         f"from {TOPICALCHAT / 'conversations' / 'valid_freq.json'}"]
 
 
-@pytest.mark.parametrize("name, split, path", [
+@pytest.mark.parametrize("file_format, name", [("jsonl", "rows.jsonl"), ("parquet", "rows.parquet"),
+                                               ("arrow", "rows")])
+@pytest.mark.parametrize("corpus, split, path", [
     ("topicalchat", "valid_freq", TOPICALCHAT),
     ("faithdial", "valid", FAITHDIAL),
     ("multidoc2dial", "validation", MULTIDOC2DIAL),
 ])
-def test_export_round_trips_through_read_rows(tmp_path, name, split, path):
-    output = tmp_path / "out" / f"{name}.jsonl"
-    summary = export_corpus(name, split, output, path=path, history_turns=1)
-    rows = load_corpus(name, split, path, history_turns=1)
-    assert summary == {**rows.summary, "output": str(output)}
-    first = json.loads(output.read_text().splitlines()[0])
-    assert list(first)[:5] == ["id", "document", "history", "response", "gold"]
+def test_export_round_trips_through_read_rows(tmp_path, corpus, split, path, file_format, name):
+    output = tmp_path / "out" / name
+    summary = export_corpus(corpus, split, output, path=path, history_turns=1, file_format=file_format)
+    rows, rows_summary = rows_of(corpus, split, path, history_turns=1)
+    assert summary == {**rows_summary, "output": str(output), "format": file_format}
     assert list(read_rows(output)) == [
         Row(id=row.id, document=row.document, history=row.history, response=row.response,
             extras={"gold": row.response, **row.extras}) for row in rows]
+    if file_format == "jsonl":
+        first = json.loads(output.read_text().splitlines()[0])
+        assert list(first)[:5] == ["id", "document", "history", "response", "gold"]
+    if file_format == "arrow":  # a saved dataset keeps its features and its summary
+        saved = datasets.load_from_disk(str(output))
+        assert saved.features == load_corpus(corpus, split, path, history_turns=1).features
+        assert corpus_summary(saved) == rows_summary
+    assert not output.with_name(name + ".partial").exists()
+
+
+def test_corpora_are_datasets_with_declared_features():
+    string, strings = datasets.Value("string"), datasets.List(datasets.Value("string"))
+    common = {"id": string, "document": string, "history": strings, "response": string, "gold": string}
+    dataset = load_corpus("topicalchat", "valid_freq", TOPICALCHAT)
+    assert isinstance(dataset, datasets.Dataset) and dataset.num_rows == 5
+    assert dataset.features == datasets.Features({
+        **common, "conversation_id": string, "turn": datasets.Value("int64"), "config": string, "agent": string,
+        "sentiment": string, "knowledge_source": strings, "turn_rating": string, "entities": strings})
+    faithdial = load_corpus("faithdial", "valid", FAITHDIAL).features
+    assert faithdial["original_response"] == string and faithdial["BEGIN"] == strings
+    references = load_corpus("multidoc2dial", "validation", MULTIDOC2DIAL).features["references"]
+    assert references == datasets.List({"id_sp": string, "label": string, "doc_id": string})
 
 
 def test_export_keeps_line_separators_inside_their_record(tmp_path, monkeypatch):
@@ -336,9 +370,9 @@ def test_topicalchat_on_the_shared_data(data_dir, split, kept, personal, no_sour
                            else "kept" if named & sections else "no_source")
     assert [reasons.count(r) for r in ("kept", "opening", "personal", "no_source")] == [kept, 539, personal, no_source]
 
-    rows = load_corpus("topicalchat", split)
+    rows, rows_summary = rows_of("topicalchat", split)
     assert len(rows) == kept
-    assert {k: rows.summary[k] for k in ("turns", "kept", "skipped_opening", "skipped_personal", "skipped_no_source")} \
+    assert {k: rows_summary[k] for k in ("turns", "kept", "skipped_opening", "skipped_personal", "skipped_no_source")} \
         == {"turns": len(reasons), "kept": kept, "skipped_opening": 539, "skipped_personal": personal,
             "skipped_no_source": no_source}
     row = rows[0]

@@ -115,3 +115,59 @@ def test_bad_input_is_named(scores, labels, message):
 def test_auroc_needs_both_classes():
     with pytest.raises(ValueError, match="both classes"):
         stats.auroc([0.1, 0.2], [1, 1])
+
+
+# ---- intervals and paired tests on corpus aggregates (sweep cells) ---------------------------
+def _mean_statistics(values):
+    from faithkit.metrics.corpus import AGGREGATES
+
+    return AGGREGATES["mean"].statistics(values, None, None), AGGREGATES["mean"].finish
+
+
+def test_bootstrap_interval_equals_resampling_one_by_one():
+    values = [0.3, 1.2, -0.4, 0.9, None, 2.0, 0.1]  # None: a response without a score (left out of the mean)
+    statistics, finish = _mean_statistics(values)
+    low, high = stats.bootstrap_interval(statistics, finish, resamples=500, seed=7)
+    draws = np.random.default_rng(7).integers(0, len(values), size=(500, len(values)))  # the same draws, slowly
+    means = []
+    for draw in draws:
+        kept = [values[i] for i in draw if values[i] is not None]
+        means.append(sum(kept) / len(kept))
+    assert (low, high) == pytest.approx(tuple(np.percentile(means, [2.5, 97.5])), abs=1e-12)
+    assert stats.bootstrap_interval(statistics, finish, resamples=500, seed=7) == (low, high)  # seeded
+
+
+def test_paired_permutation_test_against_the_exact_one():
+    a = [0.9, 0.8, 1.1, 0.7, 1.3, 0.6, 1.0, 0.95]
+    b = [0.5, 0.9, 0.6, 0.4, 0.8, 0.65, 0.7, 0.3]
+    observed = abs(np.mean(a) - np.mean(b))
+    exact = []  # every one of the 2^8 swaps
+    for mask in range(2 ** len(a)):
+        swap = [(mask >> i) & 1 for i in range(len(a))]
+        mine = [y if s else x for x, y, s in zip(a, b, swap)]
+        theirs = [x if s else y for x, y, s in zip(a, b, swap)]
+        exact.append(abs(np.mean(mine) - np.mean(theirs)) >= observed - 1e-12)
+    statistics_a, finish = _mean_statistics(a)
+    statistics_b, _ = _mean_statistics(b)
+    p = stats.paired_permutation_test(statistics_a, statistics_b, finish, permutations=4000, seed=0)
+    assert p == pytest.approx(np.mean(exact), abs=0.01)
+    assert stats.paired_permutation_test(statistics_a, statistics_a, finish) == 1.0  # a system against itself
+    with pytest.raises(ValueError, match="same shape"):
+        stats.paired_permutation_test(statistics_a, statistics_b[:3], finish)
+
+
+def test_corpus_bleu_from_summed_statistics_is_sacrebleus():
+    import sacrebleu
+
+    from faithkit.metrics.corpus import AGGREGATES, corpus_value
+
+    responses = ["the cat sat on the mat", "a dog", "", "hello there my friend", "it is 330 metres tall"]
+    references = ["the cat is on the mat", "the dog barks", "nothing", "hello my friend", "it is 330 metres tall"]
+    assert corpus_value("corpus_bleu", None, responses, references) == pytest.approx(
+        sacrebleu.corpus_bleu(responses, [references]).score, abs=1e-12)
+    bleu = AGGREGATES["corpus_bleu"]
+    rows = bleu.statistics(None, responses, references)
+    subset = [0, 3, 3, 4]  # a resample: the sum of its rows' statistics is that corpus's BLEU
+    assert bleu.finish(rows[subset].sum(axis=0)) == pytest.approx(
+        sacrebleu.corpus_bleu([responses[i] for i in subset], [[references[i] for i in subset]]).score, abs=1e-12)
+    assert corpus_value("corpus_bleu", None, responses, None) is None

@@ -3,6 +3,7 @@
 import pytest
 
 from faithkit import models
+from faithkit.errors import ConfigError
 from faithkit.prompts import PromptTemplate, start_ids
 
 
@@ -53,3 +54,89 @@ def test_gemma_sequences_start_with_bos():
     for document in ("Paris is in France.", None):
         ids = template.context(tokenizer, document, ["User: where is Paris?"]).ids
         assert ids[0] == tokenizer.bos_token_id and ids.count(tokenizer.bos_token_id) == 1
+
+
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory, tiny_bart, bart_tokenizer, tiny_gpt2, gpt2_tokenizer):
+    """The tiny BART and GPT-2 saved as folders, as training writes them."""
+    folders = {}
+    for name, model, tokenizer in (("bart", tiny_bart, bart_tokenizer), ("gpt2", tiny_gpt2, gpt2_tokenizer)):
+        folders[name] = tmp_path_factory.mktemp(name)
+        model.save_pretrained(folders[name])
+        tokenizer.save_pretrained(folders[name])
+    return folders
+
+
+def test_load_picks_the_head_from_the_config(saved):
+    assert type(models.load(str(saved["bart"]))[0]).__name__ == "BartForConditionalGeneration"
+    assert type(models.load(str(saved["gpt2"]))[0]).__name__ == "GPT2LMHeadModel"
+
+
+def test_a_head_contradicting_the_config_is_one_clear_error(saved):
+    with pytest.raises(ConfigError) as error:
+        models.load(str(saved["bart"]), kind="causal")
+    assert str(error.value) == (f"model '{saved['bart']}' is an encoder-decoder (seq2seq) model, but kind='causal' "
+                                "asks for a decoder-only (causal) one; drop kind='causal' (the head then comes from "
+                                "the model's config) or give a decoder-only (causal) model")
+    with pytest.raises(ConfigError, match="is a decoder-only .causal. model, but kind='seq2seq' asks for an "
+                                          "encoder-decoder"):
+        models.load(str(saved["gpt2"]), kind="seq2seq")
+
+
+def test_every_entry_point_refuses_an_encoder_decoder_where_it_needs_a_causal_lm(saved, tiny_bart, bart_tokenizer):
+    from transformers import AutoModelForCausalLM
+
+    from faithkit.decoding import build_inputs, generate
+    from faithkit.metrics import PMIFaith
+    from faithkit.metrics.q2_backends import build_backend
+
+    with pytest.raises(ConfigError, match=r"^PMI-FAITH needs a decoder-only \(causal\) LM, but "
+                                          r"BartForConditionalGeneration .* is an encoder-decoder model"):
+        PMIFaith(model=str(saved["bart"]))
+    with pytest.raises(ConfigError, match="PMI-FAITH needs a decoder-only"):
+        PMIFaith(model=tiny_bart, tokenizer=bart_tokenizer)
+    with pytest.raises(ConfigError, match=r"Q² \(offline backends\) needs a decoder-only"):
+        build_backend("qg", f"fewshot:{saved['bart']}")
+    with pytest.raises(ConfigError, match=r"question generator qg_model=.* needs a seq2seq model \(T5-style\), but "
+                                          r"GPT2LMHeadModel is decoder-only; give a causal LM as 'fewshot:"):
+        build_backend("qg", str(saved["gpt2"]))
+    # a causal head loaded from the BART checkpoint (encoder dropped) is refused by decoding, not run
+    cut = AutoModelForCausalLM.from_pretrained(saved["bart"])
+    for call in (lambda: build_inputs(cut, bart_tokenizer, ["Doc."], [["Hi"]]),
+                 lambda: generate(cut, bart_tokenizer, ["Doc."], [["Hi"]], max_new_tokens=2)):
+        with pytest.raises(ConfigError, match=r"^BartForCausalLM .* is the decoder of an encoder-decoder model "
+                                              r"without its encoder"):
+            call()
+    with pytest.raises(ConfigError, match="is the decoder of an encoder-decoder model"):
+        PMIFaith(model=cut, tokenizer=bart_tokenizer)
+
+
+def test_a_folder_that_is_not_a_model_fails_before_loading(tmp_path, saved):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(models.ModelNotAvailableError) as error:
+        models.load(str(tmp_path))
+    assert str(error.value) == (f"{tmp_path} is not a model folder: it has no weights (*.safetensors, *.bin, *.pt) "
+                                "and no tokenizer files (tokenizer.json, tokenizer_config.json, vocab.json, ...); "
+                                "give a folder written by save_pretrained (model and tokenizer), a hub id or an "
+                                "offline name")
+
+
+def test_a_folder_retrained_in_place_is_another_model(tmp_path, monkeypatch, tiny_gpt2, gpt2_tokenizer):
+    import torch
+
+    monkeypatch.setenv("FAITHKIT_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "run"
+    tiny_gpt2.save_pretrained(folder)
+    gpt2_tokenizer.save_pretrained(folder)
+    first = models.identity(str(folder))
+    assert models.identity(str(folder)) == first  # cached: the same
+    weights = folder / "model.safetensors"
+    size = weights.stat().st_size
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(weights)
+    name = next(iter(tensors))
+    tensors[name] = tensors[name] + torch.ones_like(tensors[name])  # the same names and sizes, other bytes
+    save_file(tensors, weights, metadata={"format": "pt"})
+    assert weights.stat().st_size == size
+    assert models.identity(str(folder))["hash"] != first["hash"]

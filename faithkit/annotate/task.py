@@ -78,8 +78,9 @@ def sweep_cells(sweep: str | Path) -> dict[str, Path]:
     """A sweep folder's cells, named as its ``sweep.csv`` names them, with each cell's responses file.
 
     The one place that knows how a sweep stores its cells: a ``cell`` column when the table
-    has one (sweeps over strategies), else the name :class:`faithkit.sweep.Cell` gives the row's
-    (alpha, top_p); responses in ``cells/<name>.jsonl``.
+    has one (sweeps over strategies; a cell that decodes as another, ``decodes_as``, shares its
+    file), else ``a<alpha>_p<top_p>`` (earlier alpha x top_p sweeps); responses in
+    ``cells/<name>.jsonl``.
     """
     sweep = Path(sweep)
     table = sweep / "sweep.csv"
@@ -87,15 +88,13 @@ def sweep_cells(sweep: str | Path) -> dict[str, Path]:
         raise InputError(f"{sweep} has no sweep.csv; give the --out folder of a finished 'faithkit sweep'")
     with open(table, newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
-    return {name: sweep / "cells" / f"{name}.jsonl" for name in map(_cell_name, rows)}
+    return {_cell_name(row): sweep / "cells" / f"{row.get('decodes_as') or _cell_name(row)}.jsonl" for row in rows}
 
 
 def _cell_name(row: dict) -> str:
     if row.get("cell"):
         return row["cell"]
-    from ..sweep import Cell  # an (alpha, top_p) grid's table names no cell
-
-    return Cell(float(row["alpha"]), float(row["top_p"])).name
+    return f"a{float(row['alpha']):g}_p{float(row['top_p']):g}"  # an earlier alpha x top_p sweep's table
 
 
 def sweep_system(sweep: str | Path, cell: str) -> System:
@@ -105,10 +104,11 @@ def sweep_system(sweep: str | Path, cell: str) -> System:
     if cell not in cells:
         raise InputError(f"{sweep} has no cell {cell!r}; its cells are {', '.join(cells)}")
     system = System.from_file(cells[cell], name=cell)
+    decoded = cells[cell].stem  # the cell whose decode (and scores) this one shares
     for measure, (name, key) in SWEEP_SCORES.items():
         if (sweep / name).is_file():
             for record in read_results(sweep / name):
-                if record.get("cell") == cell and record.get("row") in system.records and _is_number(record.get(key)):
+                if record.get("cell") == decoded and record.get("row") in system.records and _is_number(record.get(key)):
                     system.scores.setdefault(record["row"], {})[measure] = record[key]
     return system
 

@@ -4,7 +4,7 @@ Imports flow one way, from here into the library. Every user mistake arrives her
 :class:`~faithkit.errors.FaithkitError` and leaves as one ``error: …`` line with exit status 2;
 Ctrl-C during a job leaves as one line with status 130. Diagnostics go through ``logging``,
 which :func:`main` configures (``--quiet`` / ``--verbose``); under ``accelerate launch`` only
-the main process prints them.
+the main process prints them, and the one error line.
 """
 
 from __future__ import annotations
@@ -12,18 +12,32 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import re
 import sys
 
 from .. import __version__
 from ..errors import FaithkitError
 from .options import is_main_process
 
-COMMANDS = ("score", "generate", "sweep", "meta_eval", "explain", "data", "train", "annotate")
+COMMANDS = ("score", "generate", "sweep", "meta_eval", "explain", "data", "train", "annotate", "launch")
 """Modules of this package, one per command, in the order ``--help`` lists them."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with faithkit's error contract: a mistake is one ``error: …`` line (no usage block) and exit 2,
+    and a value such as ``-1e-3`` is a negative number, not an option."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf$|^-nan$")
+
+    def error(self, message: str):
+        hint = "" if message.startswith("argument ") else f"; see {self.prog} --help"  # a bad value says it all
+        self.exit(2, f"error: {self.prog}: {message}{hint}\n" if is_main_process() else None)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="faithkit",
         description="Faithful document-grounded dialogue: score responses (PMI-FAITH, Q², baselines), "
                     "decode with PMI-DECODE, meta-evaluate metrics against human labels, and export corpora.",
@@ -66,8 +80,10 @@ def main(argv: list[str] | None = None) -> int:
     except FaithkitError as error:
         from ..jobs import JobInterrupted
 
-        print(str(error) if isinstance(error, JobInterrupted) else f"error: {error}", file=sys.stderr)
+        if is_main_process():  # under accelerate launch every process meets the same mistake: say it once
+            print(str(error) if isinstance(error, JobInterrupted) else f"error: {error}", file=sys.stderr)
         return 130 if isinstance(error, JobInterrupted) else 2
     except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
+        if is_main_process():
+            print("interrupted", file=sys.stderr)
         return 130

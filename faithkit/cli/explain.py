@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ..paths import PathArg
 from .options import (LazyMetric, add_input_columns, add_metric_options, columns_from_args, metric_fingerprint,
-                      metric_from_args, positive_int)
+                      metric_from_args, positive_int, refuse_writing_inputs)
 
 logger = logging.getLogger(__name__)
 
@@ -25,10 +26,12 @@ def register(subparsers) -> None:
                     "resumed on a rerun).",
     )
     add_metric_options(parser, default_metric="q2")
-    parser.add_argument("--input", required=True, help="scores.jsonl with explanations, or rows (.jsonl/.csv/.tsv)")
-    parser.add_argument("--html", required=True, help="page to write, e.g. report.html")
-    parser.add_argument("--scores-output", help="where scores go when --input must be scored first "
-                                                "(default: next to --html, <name>.scores.jsonl)")
+    parser.add_argument("--input", required=True, type=PathArg("rows"),
+                        help="scores.jsonl with explanations, or rows (.jsonl/.csv/.tsv)")
+    parser.add_argument("--html", required=True, type=PathArg("output file"), help="page to write, e.g. report.html")
+    parser.add_argument("--scores-output", type=PathArg("output file"),
+                        help="where scores go when --input must be scored first "
+                             "(default: next to --html, <name>.scores.jsonl)")
     parser.add_argument("--score-key", help="field holding the score (default: the metric's main score, e.g. q2)")
     parser.add_argument("--low-threshold", type=float, default=0.5,
                         help="responses scoring below this are marked low (default 0.5)")
@@ -46,17 +49,17 @@ def run(args) -> int:
     from .meta_eval import score_keys
 
     source = Path(args.input)
-    if not source.exists():
-        raise InputError(f"input file not found: {source}")
+    scores_path = Path(args.scores_output or Path(args.html).with_suffix(".scores.jsonl"))
+    refuse_writing_inputs([source], "--html", outputs=[args.html])
+    refuse_writing_inputs([source], "--scores-output", outputs=[scores_path])
     if is_explained(source):
         records = read_results(source)
     else:
-        rows = list(read_rows(source, columns_from_args(args), quoting=args.quoting))
+        rows = list(read_rows(source, columns_from_args(args), quoting=args.quoting, split=args.split))
         unique_ids(rows)
-        scores_path = Path(args.scores_output or Path(args.html).with_suffix(".scores.jsonl"))
         fingerprint = job_fingerprint("score", **metric_fingerprint(args))
         score_rows(LazyMetric(lambda: metric_from_args(args)), rows, scores_path, fingerprint=fingerprint,
-                   chunk_size=args.chunk_size, desc=args.metric)
+                   chunk_size=args.chunk_size, desc=args.metric, flag="--scores-output")
         wanted = {row.id for row in rows}
         records = [r for r in read_results(scores_path) if r["id"] in wanted]
         logger.info("scores -> %s", scores_path)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 
-from .options import LazyMetric, add_metric_options, metric_fingerprint, metric_from_args, positive_int
+from ..paths import PathArg
+from .options import (LazyMetric, add_metric_options, metric_fingerprint, metric_from_args, positive_int,
+                      refuse_writing_inputs)
 
 logger = logging.getLogger(__name__)
 
@@ -29,9 +32,10 @@ def _register_begin(benchmarks) -> None:
                     "roc_dev.png / roc_test.png to --out.",
     )
     add_metric_options(parser)
-    parser.add_argument("--dev", required=True, nargs="+", help="BEGIN dev TSV file(s)")
-    parser.add_argument("--test", nargs="+", help="BEGIN test TSV file(s), evaluated at the dev thresholds")
-    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--dev", required=True, nargs="+", type=PathArg("rows"), help="BEGIN dev TSV file(s)")
+    parser.add_argument("--test", nargs="+", type=PathArg("rows"),
+                        help="BEGIN test TSV file(s), evaluated at the dev thresholds")
+    parser.add_argument("--out", required=True, type=PathArg("output folder"), help="output folder")
     parser.set_defaults(run=_run_begin)
 
 
@@ -39,6 +43,7 @@ def _run_begin(args) -> int:
     from ..eval.begin import meta_eval_begin
     from ..jobs import job_fingerprint
 
+    refuse_writing_inputs([*args.dev, *(args.test or [])], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval begin", **metric_fingerprint(args))
     meta_eval_begin(metric=LazyMetric(lambda: metric_from_args(args)), metric_name=args.metric, dev=args.dev,
                     test=args.test or [], out_dir=args.out, fingerprint=fingerprint)
@@ -56,10 +61,12 @@ def _register_q2_wow(benchmarks) -> None:
                     "--out to continue), summary.csv, summary.json, roc.png and histograms.png to --out.",
     )
     add_metric_options(parser, default_metric="q2")
-    parser.add_argument("--consistent", required=True, help="CSV of consistent responses, e.g. dodeca_consistent.csv")
-    parser.add_argument("--inconsistent", required=True,
+    parser.add_argument("--consistent", required=True, type=PathArg("rows"),
+                        help="CSV of consistent responses, e.g. dodeca_consistent.csv")
+    parser.add_argument("--inconsistent", required=True, type=PathArg("rows"),
                         help="CSV of inconsistent responses, e.g. dodeca_inconsistent.csv")
-    parser.add_argument("--out", required=True, help="output folder (created if missing)")
+    parser.add_argument("--out", required=True, type=PathArg("output folder"),
+                        help="output folder (created if missing)")
     parser.add_argument("--limit", type=positive_int, help="score only the first N rows of each file (a quick look)")
     parser.add_argument("--score-key", help="output field holding the score (default: the metric's main score, "
                                             "e.g. q2)")
@@ -80,6 +87,7 @@ def _run_q2_wow(args) -> int:
     from ..eval.q2_wow import meta_eval_q2_wow
     from ..jobs import job_fingerprint
 
+    refuse_writing_inputs([args.consistent, args.inconsistent], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval q2-wow", **metric_fingerprint(args))
     meta_eval_q2_wow(args.consistent, args.inconsistent, LazyMetric(lambda: metric_from_args(args)), args.out,
                      limit=args.limit, score_keys=score_keys(args), threshold=args.threshold,
@@ -101,11 +109,14 @@ def _register_system_level(benchmarks) -> None:
     )
     source = parser.add_argument_group("scores (either --scores, or both --consistent-scores and "
                                        "--inconsistent-scores)")
-    source.add_argument("--scores", metavar="DIR", help="output folder of 'faithkit meta-eval q2-wow' "
-                                                        "(its scores.jsonl)")
-    source.add_argument("--consistent-scores", metavar="JSONL", help="scores of consistent responses "
-                                                                      "('faithkit score' output)")
-    source.add_argument("--inconsistent-scores", metavar="JSONL", help="scores of inconsistent responses")
+    source.add_argument("--scores", metavar="DIR", type=PathArg("input folder"),
+                        help="output folder of 'faithkit meta-eval q2-wow' "
+                             "(its scores.jsonl)")
+    source.add_argument("--consistent-scores", metavar="JSONL", type=PathArg("text"),
+                        help="scores of consistent responses "
+                             "('faithkit score' output)")
+    source.add_argument("--inconsistent-scores", metavar="JSONL", type=PathArg("text"),
+                        help="scores of inconsistent responses")
     parser.add_argument("--key", action="append", help="score field to evaluate; repeat for several (default: "
                                                        "every known score field present, e.g. q2, q2_no_nli, "
                                                        "overlap_f1)")
@@ -119,7 +130,8 @@ def _register_system_level(benchmarks) -> None:
                         help="the two score files are aligned: line i of each answers the same context")
     parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same numbers "
                                                             "(default 0)")
-    parser.add_argument("--out", help="folder to also write system_level.json and system_level.csv to")
+    parser.add_argument("--out", type=PathArg("output folder"),
+                        help="folder to also write system_level.json and system_level.csv to")
     parser.set_defaults(run=_run_system_level)
 
 
@@ -128,6 +140,10 @@ def _run_system_level(args) -> int:
     from ..eval.system_level import SYSTEM_LEVEL_COLUMNS, load_score_pools, system_level_table, write_system_level
     from ..report import markdown_table
 
+    if args.out:  # it writes two files only, so --out may be the --scores folder
+        written = [Path(args.out) / name for name in ("system_level.json", "system_level.csv")]
+        refuse_writing_inputs([args.consistent_scores, args.inconsistent_scores,
+                               args.scores and Path(args.scores) / "scores.jsonl"], "--out", outputs=written)
     consistent, inconsistent = load_score_pools(args.scores, args.consistent_scores, args.inconsistent_scores)
     try:
         results = system_level_table(consistent, inconsistent, args.key, proportions=args.proportions,

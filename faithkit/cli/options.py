@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, OutputError
+from ..paths import PathArg
 from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
 
 # every metric option the command line knows, with its flag's help; a metric takes those its MetricSpec lists
@@ -41,14 +43,33 @@ def positive_int(text: str) -> int:
     return value
 
 
+def refuse_writing_inputs(inputs, flag: str, outputs=(), folder=None) -> None:
+    """Stop before a job writes over what it reads: no file of ``outputs`` may be one of ``inputs`` (also through
+    a symlink or a hard link), and ``folder`` may not hold one; ``flag`` names the option to change."""
+    for source in (Path(path) for path in inputs if path is not None):
+        if not source.is_file():
+            continue
+        same = next((out for out in outputs if out is not None and Path(out).exists() and os.path.samefile(source, out)),
+                    None)
+        if same is not None:
+            raise OutputError(f"{flag} {same} is the input {source} (the same file), and writing results there "
+                              f"would destroy it; choose another {flag}")
+        if folder is not None and source.resolve().is_relative_to(Path(folder).resolve()):
+            raise OutputError(f"{flag} {folder} holds the input {source}; the results would be written beside "
+                              f"(or, with --restart, over) it: choose another {flag}, or move the input out")
+
+
 def add_input_columns(parser: argparse.ArgumentParser, response: bool = True) -> None:
-    group = parser.add_argument_group("input (columns are found by their usual names when not given)")
+    group = parser.add_argument_group("input: JSONL, CSV, TSV, Parquet, a save_to_disk folder or hf:OWNER/NAME "
+                                      "(columns are found by their usual names when not given)")
     group.add_argument("--document-column", help="column with the grounding document (default: document/knowledge/…)")
     group.add_argument("--history-column", help="column with the history: a string or a JSON list of turns "
                                                 "(default: history/message/…; none: empty histories)")
     if response:
         group.add_argument("--response-column", help="column with the response (default: response/…)")
     group.add_argument("--id-column", help="column with a unique row id (default: id, else the line number)")
+    group.add_argument("--split", help="the split to read from a hub dataset (--input hf:OWNER/NAME) or a saved "
+                                       "DatasetDict folder")
     group.add_argument("--quoting", choices=["none", "csv"],
                        help="CSV/TSV quoting: 'csv' lets quoted fields hold delimiters and newlines, 'none' reads "
                             "every character literally (default: none for .tsv, as BEGIN needs; csv for .csv)")
@@ -80,7 +101,7 @@ def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "p
     for name, text in METRIC_OPTIONS.items():
         kind = _METRIC_OPTION_TYPES.get(name)
         parser.add_argument(f"--{name.replace('_', '-')}", help=text, choices=_METRIC_OPTION_CHOICES.get(name),
-                            type=positive_int if kind == "positive" else str)
+                            type=positive_int if kind == "positive" else PathArg("model") if name == "model" else str)
 
 
 def metric_options(args: argparse.Namespace) -> dict:
@@ -94,10 +115,14 @@ def metric_options(args: argparse.Namespace) -> dict:
 
 
 def metric_fingerprint(args: argparse.Namespace) -> dict:
-    """The metric part of a job fingerprint: its name, options, and the model it runs, by identity."""
+    """The metric part of a job fingerprint: its name, options (those at their default left out, as when not
+    given), and the model it runs, by identity."""
     from .. import models
+    from ..metrics.registry import option_defaults
 
-    options = metric_options(args)
+    defaults = option_defaults(args.metric)
+    options = {key: value for key, value in metric_options(args).items()
+               if key not in defaults or value != defaults[key]}
     for key in ("model", "qg_model", "qa_model", "nli_model"):
         if key in options:
             options[key] = models.identity(options[key])

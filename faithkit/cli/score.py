@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import logging
 
+from ..paths import PathArg
 from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_options, columns_from_args,
-                      is_main_process, job_options, metric_fingerprint, metric_from_args)
+                      is_main_process, job_options, metric_fingerprint, metric_from_args, refuse_writing_inputs)
 
 logger = logging.getLogger(__name__)
 
@@ -19,8 +20,9 @@ def register(subparsers) -> None:
                     "retried on the next run. Runs data-parallel under 'accelerate launch -m faithkit score …'.",
     )
     add_metric_options(parser)
-    parser.add_argument("--input", required=True, help="rows to score (.jsonl, .csv or .tsv)")
-    parser.add_argument("--output", required=True, help="results, one JSON object per row (.jsonl)")
+    parser.add_argument("--input", required=True, type=PathArg("rows"), help="rows to score (.jsonl, .csv or .tsv)")
+    parser.add_argument("--output", required=True, type=PathArg("output file"),
+                        help="results, one JSON object per row (.jsonl)")
     add_job_options(parser)
     add_input_columns(parser)
     parser.set_defaults(run=run)
@@ -31,7 +33,8 @@ def run(args) -> int:
     from ..jobs import job_fingerprint, score_rows
     from ..report import print_score_table
 
-    rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting))
+    refuse_writing_inputs([args.input], "--output", outputs=[args.output])
+    rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
     fingerprint = job_fingerprint("score", **metric_fingerprint(args))
     metric = LazyMetric(lambda: metric_from_args(args))

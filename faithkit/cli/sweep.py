@@ -1,4 +1,4 @@
-"""``faithkit sweep``: a PMI-DECODE alpha x top_p grid on a dev set, judged, tabulated, plotted, resumable."""
+"""``faithkit sweep``: a grid of decoding strategies on a dev set, judged with intervals, tabulated, plotted, resumable."""
 
 from __future__ import annotations
 
@@ -6,56 +6,64 @@ import argparse
 import logging
 from dataclasses import fields
 
-from .options import add_input_columns, is_main_process
+from ..paths import PathArg
+from .options import add_input_columns, is_main_process, refuse_writing_inputs
 
 logger = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
-    from ..sweep.config import DECODINGS, MEASURES, SWEEP_METRICS
-
+    from ..decoding import PMI, SEARCHES, GenerationOptions
+    from ..decoding.options import add_flags, default_grid
+    from ..metrics.registry import MEASURES
+    from ..sweep.config import GENERATION, METRICS
     parser = subparsers.add_parser(
-        "sweep", help="PMI-DECODE over an alpha x top_p grid, judged for faithfulness and relevance",
-        description="Generate responses for every (alpha, top_p) cell of a grid, always with the plain baseline "
-                    "(alpha 0, top_p 1), and judge them: PMI-FAITH under --judge (best another model than the "
-                    "generator, which PMI-DECODE steered towards its own PMI), Q² when asked, knowledge "
-                    "precision, and relevance to the gold response (sacrebleu corpus BLEU, token F1). The gold "
-                    "response is --gold-column, else a gold/reference column, else the input's response column; "
-                    "without one the relevance columns stay empty and a warning says so. Writes to --out: "
-                    "cells/<cell>.jsonl (responses), scores.jsonl (per-response PMI-FAITH with token "
-                    "contributions; 'faithkit explain --metric pmi-faith --input' draws it), q2.jsonl, sweep.csv, "
-                    "best.json, heatmaps/<measure>.png and report.html; prints the grid in the layout of the "
+        "sweep", help="decoding strategies over a grid, judged for faithfulness, relevance and fluency",
+        description="Generate responses for every cell of a grid of decoding strategies (plain decoding, "
+                    "PMI-DECODE's alpha x top_p, …), always with plain decoding as the baseline, and judge them: "
+                    "PMI-FAITH and fluency (the judge's log P(response | history) per token) under --judge (best "
+                    "another model than the generator, which PMI-DECODE steered towards its own PMI), Q² when "
+                    "asked, knowledge precision, relevance to the gold response (sacrebleu corpus BLEU, token F1) "
+                    "and the responses' length, empty and repeated shares; each with a 95% bootstrap interval over "
+                    "contexts and a paired permutation test against the baseline. The gold response is "
+                    "--gold-column, else a gold/reference column, else the input's response column; without one "
+                    "the relevance columns stay empty and a warning says so. Writes to --out: cells/<cell>.jsonl "
+                    "(responses), scores.jsonl (per-response PMI-FAITH with token contributions; 'faithkit explain "
+                    "--metric pmi-faith --input' draws it), q2.jsonl, sweep.csv, best.json, heatmaps/<measure>.png "
+                    "and report.html; prints every cell's measures and the PMI-DECODE grid in the layout of the "
                     "paper's Table 5. Rerunning the same command resumes where it stopped. Settings come from "
-                    "--config FILE.yaml (keys named like the options, e.g. top_p, gold_column) and the options "
-                    "given, which win; without --config the options alone define the sweep.",
+                    "--config FILE.yaml (keys named like the options, e.g. top_p, gold_column; 'strategies:' a "
+                    "list of strategies each with its own grid) and the options given, which win; without "
+                    "--config the options alone define the sweep.",
     )
-    parser.add_argument("--config", help="YAML file of settings, e.g. configs/sweep/smollm2-q2wow.yaml; "
-                                         "'${data}/…' paths start at the benchmark data root")
-    parser.add_argument("--generator", help="model to decode with: hub id, local folder or offline name")
-    parser.add_argument("--judge", help="causal LM for PMI-FAITH (default bigscience/bloom-560m)")
-    parser.add_argument("--input", help="dev rows with a document and a history (.jsonl, .csv or .tsv)")
-    parser.add_argument("--out", help="output folder; rerunning with the same folder resumes")
+    parser.add_argument("--config", type=PathArg("text"),
+                        help="YAML file of settings, e.g. configs/sweep/smollm2-q2wow.yaml; "
+                             "'${data}/…' paths start at the benchmark data root")
+    parser.add_argument("--generator", type=PathArg("model"),
+                        help="model to decode with: hub id, local folder or offline name")
+    parser.add_argument("--judge", type=PathArg("model"),
+                        help="causal LM for PMI-FAITH (default bigscience/bloom-560m)")
+    parser.add_argument("--input", type=PathArg("rows"),
+                        help="dev rows with a document and a history (.jsonl, .csv, .tsv, .parquet, "
+                             "a save_to_disk folder or hf:OWNER/NAME with --split)")
+    parser.add_argument("--out", type=PathArg("output folder"),
+                        help="output folder; rerunning with the same folder resumes")
     parser.add_argument("--restart", action="store_true", help="delete the sweep's earlier outputs in --out first")
     grid = parser.add_argument_group("grid and decoding")
-    grid.add_argument("--alpha", help="PMI weights in [0, 1], comma-separated (default 0,0.25,0.5,1)")
-    grid.add_argument("--top-p", help="nucleus sizes in (0, 1], comma-separated (default 0.6,0.75,0.9,1)")
-    grid.add_argument("--decoding", choices=DECODINGS, help="greedy (default), beam or sample")
-    grid.add_argument("--num-beams", type=int, help="beams for --decoding beam (default 4)")
-    grid.add_argument("--temperature", type=float, help="--decoding sample: temperature on the PMI-DECODE scores")
-    grid.add_argument("--top-k", type=int, help="--decoding sample: draw among the k best PMI-DECODE scores")
-    grid.add_argument("--seed", type=int, help="--decoding sample: each row draws from a generator seeded by this "
-                                               "and its id (default 0), so resuming changes nothing")
-    grid.add_argument("--max-new-tokens", type=int, help="longest response in tokens (default 40)")
-    grid.add_argument("--batch-size", type=int, help="contexts per generate call (default 8)")
-    grid.add_argument("--max-context-tokens", type=int, help="cut longer contexts, keeping their end (default and most: what the "
-                      "model's context window leaves beside --max-new-tokens)")
-    grid.add_argument("--chat", action=argparse.BooleanOptionalAction, default=None,
-                      help="use the tokenizer's chat template (default: when the generator is decoder-only and "
-                           "has one)")
+    grid.add_argument("--strategies", help="comma-separated strategies, each over its default grid, e.g. plain,pmi "
+                                           "(default pmi; a config's 'strategies:' gives each its own grid)")
+    pmi_grid = default_grid(PMI)
+    grid.add_argument("--alpha", help="PMI-DECODE weights, comma-separated (default "
+                                      f"{','.join(f'{v:g}' for v in pmi_grid['alpha'])})")
+    grid.add_argument("--top-p", help="PMI-DECODE nucleus sizes, comma-separated (default "
+                                      f"{','.join(f'{v:g}' for v in pmi_grid['top_p'])})")
+    grid.add_argument("--decoding", choices=SEARCHES, help="search of the baseline and of every strategy that names "
+                                                          "none: greedy (default), beam, sample or beam_sample")
+    add_flags(grid, GenerationOptions, names=GENERATION, defaults=False)
     grid.add_argument("--limit", type=int, help="use only the first N rows of --input")
     judging = parser.add_argument_group("judging")
-    judging.add_argument("--metrics", help=f"comma-separated, of {', '.join(SWEEP_METRICS)} "
-                                           "(default pmi-faith,lexical)")
+    judging.add_argument("--metrics", help=f"comma-separated, of {', '.join(METRICS)} (default pmi-faith,lexical; "
+                                           "words, empty and repeated are always measured)")
     judging.add_argument("--q2-preset", choices=["offline"], help="Q² on the offline models instead of the "
                                                                   "paper's hub models")
     judging.add_argument("--gold-column", help="column with the gold response (default: gold/reference, else the "
@@ -66,6 +74,14 @@ def register(subparsers) -> None:
                          help="measure bounded by the baseline's and shown second (default bleu)")
     judging.add_argument("--tolerance", type=float, help="how far below the baseline's relevance the chosen cell "
                                                          "may fall (default 1.0, in the measure's units)")
+    judging.add_argument("--fluency", choices=list(MEASURES),
+                         help="measure bounded by the baseline's, so degenerate cells are not chosen (default: fluency "
+                              "when pmi-faith is measured)")
+    judging.add_argument("--fluency-tolerance", type=float, help="how far below the baseline's fluency the chosen "
+                                                                 "cell may fall (default 0.5 nats per token)")
+    judging.add_argument("--significance", type=float, help="level of the paired test best.json reports (default "
+                                                            "0.05)")
+    judging.add_argument("--resamples", type=int, help="bootstrap resamples and permutations (default 1000)")
     judging.add_argument("--report-contexts", type=int, help="contexts shown in report.html (default 8)")
     parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     add_input_columns(parser, response=False)
@@ -73,10 +89,16 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from ..paths import check_model_folder
     from ..sweep import SweepConfig, load_config, run_sweep
+    from ..sweep.config import GENERATION
 
-    overrides = {field.name: getattr(args, field.name, None) for field in fields(SweepConfig)}
+    names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
+    overrides = {name: getattr(args, name, None) for name in names}
     config = load_config(args.config, overrides)
+    refuse_writing_inputs([config.input], "--out", folder=config.out)
+    for model in filter(None, (config.generator, config.judge)):  # from the config file too, before any row
+        check_model_folder(model)
     result = run_sweep(config, restart=args.restart)
     if is_main_process():
         print(result.markdown)

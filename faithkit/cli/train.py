@@ -17,10 +17,13 @@ DESCRIPTION = (
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from ..paths import PathArg
     from ..train.config import add_override_arguments
 
-    parser.add_argument("--config", required=True, help="YAML config, e.g. configs/train/tiny-gpt2.yaml")
-    parser.add_argument("--output-dir", help="where checkpoints, state and logs go (default: runs/train/CONFIG_NAME)")
+    parser.add_argument("--config", required=True, type=PathArg("text"),
+                        help="YAML config, e.g. configs/train/tiny-gpt2.yaml")
+    parser.add_argument("--output-dir", type=PathArg("output folder"),
+                        help="where checkpoints, state and logs go (default: runs/train/CONFIG_NAME)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the run in --output-dir from its last saved state")
     add_override_arguments(parser)
@@ -39,9 +42,11 @@ def run(args: argparse.Namespace) -> int:
 
     from ..train import load_config, train
     from ..train.config import overrides_from_args
+    from .options import refuse_writing_inputs
 
     config = load_config(args.config, overrides_from_args(args))
     output_dir = Path(args.output_dir) if args.output_dir else Path("runs/train") / Path(args.config).stem
+    refuse_writing_inputs([config.data.train_file, config.data.dev_file], "--output-dir", folder=output_dir)
     summary = train(config, output_dir, resume=args.resume)
     if PartialState().is_main_process:
         print(json.dumps(summary), flush=True)

@@ -6,20 +6,38 @@ only when its fingerprint is the same; otherwise it stops and says what differs.
 job runs it holds ``OUT.jsonl.lock`` (an advisory lock), so a second run on the same output
 stops at once instead of interleaving records. Error records are retried on every rerun
 unless the caller keeps them.
+
+Each record also carries ``row_digest``, a :func:`content_digest` of the input row it was made
+from. Given the digests the input has now (``expected``), a rerun drops the records whose row
+changed, so they are computed again, and counts the records whose id the input no longer has.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
 from pathlib import Path
+from typing import Mapping
 
 from filelock import FileLock, Timeout
 
 from ..errors import OutputError
 
-RESTART_HINT = "rerun with --restart to start it over, or choose another --output"
+DIGEST_KEY = "row_digest"
+"""The record field holding the :func:`content_digest` of the input row it was made from."""
+
+
+def content_digest(value) -> str:
+    """A short hash of any JSON-like value (dict keys in any order), to tell whether an input row changed."""
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def restart_hint(flag: str = "--output") -> str:
+    """The end of every refusal to resume: how to start over. ``flag`` is the command's output option."""
+    return f"rerun with --restart to start it over, or choose another {flag}"
 
 
 class ResultWriter:
@@ -28,26 +46,33 @@ class ResultWriter:
     Opening an existing file checks its fingerprint and every line: a half-written last line
     from a crash is cut off; a damaged line, a record without id or a repeated id stops with
     an :class:`~faithkit.errors.OutputError` naming the line. ``retry_errors`` drops earlier
-    error records so their rows run again.
+    error records so their rows run again. ``expected`` maps the input's ids to their rows'
+    digests (``None``: not checked): records whose ``row_digest`` differs are dropped
+    (:attr:`changed` counts them) and the ids the input lacks are listed in :attr:`orphans`.
+    Messages name ``flag``, the command's option for this output.
     """
 
     def __init__(self, path: str | Path, resume: bool = True, fingerprint: dict | None = None,
-                 retry_errors: bool = True):
+                 retry_errors: bool = True, expected: Mapping[str, str | None] | None = None,
+                 flag: str = "--output"):
         self.path = Path(path)
+        self.flag = flag
         self.meta_path = self.path.with_name(self.path.name + ".meta.json")
         self.completed: set[str] = set()
         self.retried = 0
-        _prepare_folder(self.path)
+        self.changed = 0
+        self.orphans: list[str] = []
+        _prepare_folder(self.path, flag)
         self._lock = FileLock(str(self.path) + ".lock")
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
             raise OutputError(f"another run is writing {self.path} (it holds {self.path}.lock); wait for it to "
-                              f"finish, or choose another --output") from None
+                              f"finish, or choose another {flag}") from None
         try:
             if resume and self.path.exists():
                 self._check_fingerprint(fingerprint)
-                self._recover(retry_errors)
+                self._recover(retry_errors, expected)
             elif self.path.exists():
                 self.path.unlink()
             if fingerprint is not None:
@@ -59,7 +84,7 @@ class ResultWriter:
         except OSError as error:
             self._lock.release()
             raise OutputError(f"cannot write {error.filename or self.path}: {error.strerror}; "
-                              f"choose another --output") from None
+                              f"choose another {self.flag}") from None
         except BaseException:
             self._lock.release()
             raise
@@ -69,35 +94,40 @@ class ResultWriter:
             return
         if not self.meta_path.exists():
             raise OutputError(f"{self.path} holds results but no record of the job that wrote them "
-                              f"({self.meta_path.name} is missing); {RESTART_HINT}")
+                              f"({self.meta_path.name} is missing); {restart_hint(self.flag)}")
         try:
             recorded = json.loads(self.meta_path.read_text(encoding="utf-8"))
         except json.JSONDecodeError:
-            raise OutputError(f"{self.meta_path} is damaged; {RESTART_HINT}") from None
+            raise OutputError(f"{self.meta_path} is damaged; {restart_hint(self.flag)}") from None
         changes = _differences(recorded, fingerprint)
         if changes:
             raise OutputError(f"{self.path} was written by a different job ({'; '.join(changes)}); "
-                              f"to continue it, rerun with its settings; otherwise {RESTART_HINT}")
+                              f"to continue it, rerun with its settings; otherwise {restart_hint(self.flag)}")
 
-    def _recover(self, retry_errors: bool) -> None:
+    def _recover(self, retry_errors: bool, expected: Mapping[str, str | None] | None) -> None:
         data = self.path.read_bytes()
         end = data.rfind(b"\n") + 1  # a crash mid-line leaves a partial record: drop it
         kept, first_line = [], {}
         for number, line in enumerate(data[:end].decode("utf-8", errors="replace").split("\n"), start=1):
             if not line.strip():
                 continue
-            record = _parse(line, number, self.path)
+            record = _parse(line, number, self.path, self.flag)
             row_id = str(record["id"])
             if row_id in first_line:
                 raise OutputError(f"{self.path}: id '{row_id}' appears on lines {first_line[row_id]} and {number}; "
-                                  f"delete one of them, or {RESTART_HINT}")
+                                  f"delete one of them, or {restart_hint(self.flag)}")
             first_line[row_id] = number
             if retry_errors and "error" in record:
                 self.retried += 1
                 continue
+            if expected is not None and row_id not in expected:
+                self.orphans.append(row_id)
+            elif expected is not None and expected[row_id] is not None and record.get(DIGEST_KEY) != expected[row_id]:
+                self.changed += 1
+                continue
             kept.append(line)
             self.completed.add(row_id)
-        if self.retried or end < len(data):
+        if self.retried or self.changed or end < len(data):
             _write_atomically(self.path, "".join(line + "\n" for line in kept))
 
     def done(self, row_id: str) -> bool:
@@ -140,11 +170,14 @@ class ResultWriter:
 def read_results(path: str | Path) -> list[dict]:
     """Every record of a result file; a damaged line is an :class:`OutputError` naming it."""
     path = Path(path)
-    lines = path.read_text(encoding="utf-8").split("\n")  # JSON escapes every newline; U+2028 may stay raw
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")  # JSON escapes every newline; U+2028 may stay raw
+    except UnicodeDecodeError as error:
+        raise OutputError(f"{path} is not UTF-8 text (byte {error.start}); save it as UTF-8") from None
     return [_parse(line, number, path) for number, line in enumerate(lines, start=1) if line.strip()]
 
 
-def _parse(line: str, number: int, path: Path) -> dict:
+def _parse(line: str, number: int, path: Path, flag: str = "--output") -> dict:
     try:
         record = json.loads(line)
     except json.JSONDecodeError:
@@ -152,7 +185,7 @@ def _parse(line: str, number: int, path: Path) -> dict:
     if not isinstance(record, dict) or "id" not in record:
         problem = "is not a JSON object" if not isinstance(record, dict) else "has no 'id'"
         raise OutputError(f"{path}: line {number} {problem}, so the file is damaged; delete that line to keep "
-                          f"the other results, or {RESTART_HINT}")
+                          f"the other results, or {restart_hint(flag)}")
     return record
 
 
@@ -161,38 +194,52 @@ def _has_records(path: Path) -> bool:
 
 
 def _differences(recorded: dict, current: dict, prefix: str = "") -> list[str]:
-    """``key: recorded -> current`` for every setting that changed, nested keys dotted."""
+    """``key: recorded -> current`` for every setting that changed, nested keys dotted.
+
+    A hub model's ``revision`` unknown then (the first run downloaded it) and known now is no change.
+    """
     changes = []
     for key in sorted(set(recorded) | set(current)):
         old, new = recorded.get(key), current.get(key)
         if isinstance(old, dict) and isinstance(new, dict):
             changes += _differences(old, new, f"{prefix}{key}.")
+        elif key == "revision" and old is None:
+            continue
         elif old != new:
             changes.append(f"{prefix}{key}: {json.dumps(old)} then, {json.dumps(new)} now")
     return changes
 
 
-def _prepare_folder(path: Path) -> None:
+def _prepare_folder(path: Path, flag: str) -> None:
     """Create the output's folder; a path that cannot hold a file is an OutputError naming the fix."""
     if path.is_dir():
-        raise OutputError(f"output {path} is a folder; give a file name such as {path / 'results.jsonl'}")
+        raise OutputError(f"{path} is a folder; give a file name for {flag}")
     try:
+        check_writable(path, path.parent)
         path.parent.mkdir(parents=True, exist_ok=True)
-    except (FileExistsError, NotADirectoryError):
-        blocker = next(p for p in [path.parent, *path.parent.parents] if p.exists())
-        raise OutputError(f"cannot create the folder of {path}: {blocker} is a file; choose another --output") from None
+    except ValueError as error:
+        raise OutputError(f"{error}; choose another {flag}") from None
     except OSError as error:
-        raise OutputError(f"cannot create the folder of {path}: {error.strerror}; choose another --output") from None
+        raise OutputError(f"cannot create the folder of {path}: {error.strerror}; choose another {flag}") from None
+
+
+def check_writable(path: Path, folder: Path) -> None:
+    """Raise ValueError unless ``folder`` (where ``path`` goes) exists or can be created, and accepts new files;
+    nothing is left behind."""
+    existing = next(p for p in [folder, *folder.parents] if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"cannot write {path}: {existing} is a file, not a folder")
     try:  # by trying: os.access says yes to root on a read-only mount, and /proc refuses any new file
-        tempfile.TemporaryFile(dir=path.parent).close()
+        tempfile.TemporaryFile(dir=existing).close()
     except OSError as error:
-        raise OutputError(f"cannot create files in {path.parent} ({error.strerror}); choose another --output") from None
+        raise ValueError(f"cannot write {path}: {existing} refuses new files ({error.strerror})") from None
 
 
 def _write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` by ``text`` all at once, so a crash leaves the old file or the new one, never half."""
     handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
+        os.chmod(staging, 0o666 & ~_umask())  # mkstemp makes it private; results are shared as any new file is
         with os.fdopen(handle, "w", encoding="utf-8") as file:
             file.write(text)
             file.flush()
@@ -201,3 +248,10 @@ def _write_atomically(path: Path, text: str) -> None:
     except BaseException:
         Path(staging).unlink(missing_ok=True)
         raise
+
+
+def _umask() -> int:
+    """The process's umask (reading it means setting it, so it is set straight back)."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Iterable, Iterator
 
 from ..errors import InputError
+from .arrow import dataset_records, is_dataset_source
+from .results import content_digest
 
 csv.field_size_limit(sys.maxsize)
 logger = logging.getLogger(__name__)
@@ -71,6 +73,10 @@ class Row:
     extras: dict = field(default_factory=dict)
     error: str | None = None
 
+    def digest(self) -> str:
+        """A hash of the row as read (every field its record copies), so a resumed job notices an edited row."""
+        return content_digest([self.id, self.document, self.history, self.response, self.extras, self.error])
+
 
 def _split_history(value) -> list[str]:
     if value is None:
@@ -100,7 +106,7 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None
     A JSONL row's number is its line; a CSV/TSV row's counts data rows from 1 (the header
     excluded); ``line`` is where the row starts in the file.
     """
-    raw = path.read_bytes().decode("utf-8", errors="surrogateescape")
+    raw = path.read_bytes().decode("utf-8", errors="surrogateescape").removeprefix("\ufeff")  # a BOM is no text
     suffix = path.suffix.lower()
     if suffix in (".jsonl", ".json"):
         for number, line in enumerate(raw.split("\n"), start=1):  # not splitlines: U+2028 may sit inside a string
@@ -127,9 +133,11 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None
         header = next(reader, None)
         if header is None:
             return
-        start, number = reader.line_num + 1, 0
+        start, number, lines = reader.line_num + 1, 0, raw.count("\n") + (not raw.endswith("\n"))
         for fields in reader:
             line, start = start, reader.line_num + 1  # a quoted field may span lines: report its first
+            if reader.line_num >= lines and quoting == "csv":
+                _check_quote_closes(raw, line, delimiter, path)
             if not fields:
                 continue
             number += 1  # rows count from 1 after the header, as the benchmark files' ids do
@@ -139,7 +147,23 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None
                 continue
             yield number, line, dict(zip(header, fields)), None
     else:
-        raise InputError(f"{path}: unknown file type '{suffix}'; use .jsonl, .csv or .tsv")
+        raise InputError(f"{path}: unknown file type '{suffix}'; use .jsonl, .csv, .tsv or .parquet")
+
+
+def _check_quote_closes(raw: str, line: int, delimiter: str, path: Path) -> None:
+    """Stop if the file's last row, which starts at ``line``, opens a quote that never closes: that quote would
+    have swallowed every line after it into one field (a quoted field that does close may hold newlines)."""
+    tail = "\n".join(raw.split("\n")[line - 1:])  # lines as the csv reader counts them (not U+2028)
+    try:
+        for _ in csv.reader(io.StringIO(tail, newline=""), delimiter=delimiter, strict=True):
+            pass
+    except csv.Error as error:
+        if "unexpected end of data" not in str(error):
+            return
+        swallowed = tail.count("\n") - tail.endswith("\n")
+        lost = f", so the {swallowed} lines after it would be read into that one field" if swallowed else ""
+        raise InputError(f"{path}: line {line} opens a quoted field that never closes{lost}; close the quote, or "
+                         f"read the file literally with --quoting none") from None
 
 
 def _quoting_hint(quoting: str) -> str:
@@ -164,22 +188,35 @@ def _has_bad_text(value) -> bool:
     return False
 
 
-def read_rows(path: str | Path, columns: Columns | None = None, quoting: str | None = None) -> Iterator[Row]:
-    """Yield every data row of a JSONL/CSV/TSV file; rows that cannot be used carry ``error``.
+def read_rows(path, columns: Columns | None = None, quoting: str | None = None,
+              split: str | None = None) -> Iterator[Row]:
+    """Yield every data row of a JSONL/CSV/TSV file or a dataset; rows that cannot be used carry ``error``.
+
+    ``path`` is a file, a dataset folder or hub id (below) or a ``datasets.Dataset``.
 
     Rows without an id get their row number as id (see :func:`_records`), or ``line-<n>`` (the
     file line where the row starts) when the file has an id column, so that they cannot collide
-    with real ids. ``quoting`` is ``none`` or ``csv`` (see :data:`QUOTING`).
+    with real ids. ``quoting`` is ``none`` or ``csv`` (see :data:`QUOTING`). A Parquet file, a
+    ``save_to_disk`` folder or a hub dataset ``hf:OWNER/NAME`` (with ``split``) is read by
+    :mod:`.arrow`, each record as a JSONL line.
     """
-    path = Path(path)
-    if not path.exists():
-        raise InputError(f"input file not found: {path}")
-    if path.is_dir():
-        raise InputError(f"input {path} is a folder; give a .jsonl, .csv or .tsv file")
+    if is_dataset_source(path):
+        records = dataset_records(path, split)
+        path = path if isinstance(path, (str, Path)) else "dataset"  # how messages name it
+    else:
+        path = Path(path)
+        if split is not None:
+            raise InputError(f"{path}: --split applies to hub datasets and saved DatasetDict folders; drop it")
+        if not path.exists():
+            raise InputError(f"input file not found: {path}")
+        if path.is_dir():
+            raise InputError(f"input {path} is a folder; give a .jsonl, .csv, .tsv or .parquet file or a "
+                             f"save_to_disk folder")
+        records = _records(path, quoting)
     columns = columns or Columns()
     mapping = None
     pending = []  # rows that failed before the header was known
-    for number, line, record, error in _records(path, quoting):
+    for number, line, record, error in records:
         if record is not None and mapping is None:
             mapping = columns.resolve(record.keys(), str(path))
             if mapping["history"] is None:
@@ -213,6 +250,13 @@ def _row(record: dict, mapping: dict, row_id: str, required: tuple[str, ...]) ->
                                         f"(undecodable bytes or a lone surrogate such as \\ud800); fix the file")
     values = {name: record.get(mapping[name]) if mapping[name] else None
               for name in ("document", "history", "response")}
+    for name, value in values.items():
+        turns = value if name == "history" and isinstance(value, list) else [value]
+        if any(isinstance(turn, (list, dict)) for turn in turns):
+            expected = "a string or a list of strings (the turns)" if name == "history" else "a string"
+            return Row(id=row_id, error=f"row {row_id}: field '{mapping[name]}' ({name}) holds "
+                                        f"{json.dumps(value, ensure_ascii=False)[:60]} where {expected} is expected; "
+                                        f"fix the file")
     history = _split_history(values["history"])
     document = "" if values["document"] is None else str(values["document"])
     response = "" if values["response"] is None else str(values["response"])

@@ -1,5 +1,6 @@
-"""Faithfulness-aware decoding as transformers logits processors."""
+"""Faithfulness-aware decoding: strategies (plain, PMI-DECODE, CAD, AdaCAD) as transformers logits processors."""
 
+from .cad import AdaptiveContextAwareDecode, ContextAwareDecode
 from .generate import (
     build_inputs,
     decode_responses,
@@ -11,6 +12,18 @@ from .generate import (
     pad_token_id,
     prompt_cache,
 )
+from .options import SEARCHES, GenerationOptions, row_seed
 from .pmi_decode import PMIDecode
-from .settings import DecodingSettings, row_seed
 from .span_constrained import SpanConstrainedLogitsProcessor
+from .strategies import (
+    CAD,
+    PMI,
+    STRATEGIES,
+    STRATEGY_NAMES,
+    AdaCAD,
+    Cell,
+    Plain,
+    Strategy,
+    get_strategy,
+    strategy_from_dict,
+)

@@ -1,8 +1,9 @@
-"""Build the paired inputs PMIDecode needs, run generate, and get the responses back as text.
+"""Build the inputs a strategy needs, run generate for a grid of cells, and get the responses back as text.
 
 The conditioned and history-only views come from :class:`faithkit.prompts.PromptTemplate`,
 the same views PMI-FAITH scores, so decoding and measuring agree on what "the document's
-effect" is.
+effect" is. :func:`iter_grid` runs several (strategy, search) cells per batch of contexts
+with the prompts' work done once for all of them.
 """
 
 from __future__ import annotations
@@ -10,26 +11,20 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-from typing import Iterator, Sequence
+from typing import Iterator, NamedTuple, Sequence
 
 import torch
 
 from .. import models
 from ..errors import ConfigError
-from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate
-from .pmi_decode import PMIDecode
+from ..prompts import PromptTemplate
+from .options import GenerationOptions, default_template, search_of
+from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, strategy_from_dict
 
 logger = logging.getLogger(__name__)
 
 # generate's sampling warpers other than temperature/top_k; PMIDecode's one-hot would make them silent no-ops
 _UNSUPPORTED_WARPERS = ("min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_h")
-
-
-def default_template(model, tokenizer) -> PromptTemplate:
-    """The tokenizer's chat template for decoder-only models that have one (instruct models), else the plain one."""
-    if not model.config.is_encoder_decoder and getattr(tokenizer, "chat_template", None):
-        return CHAT_TEMPLATE
-    return DEFAULT_TEMPLATE
 
 
 def pad_token_id(tokenizer) -> int:
@@ -48,8 +43,11 @@ def build_inputs(
     template: PromptTemplate | None = None,
     max_context_tokens: int | None = None,
     max_new_tokens: int = 0,
+    views: int = 2,
 ) -> dict[str, torch.Tensor]:
     """``input_ids`` and ``attention_mask`` with 2B rows: the B conditioned views, then the B history-only views.
+
+    ``views=1`` gives the B conditioned views alone (plain decoding).
 
     Decoder-only rows are left-padded so every row ends where generation starts; seq2seq rows
     are the encoder inputs (the decoder starts identically for both halves). Over-long
@@ -60,13 +58,17 @@ def build_inputs(
         raise ValueError(f"documents and histories must have the same length, got {len(documents)} and {len(histories)}")
     if not len(documents):
         raise ValueError("no contexts given: documents and histories are empty")
+    models.check_head(model)
     template = template or default_template(model, tokenizer)
-    views = [(document, history) for document, history in zip(documents, histories)]
-    views += [(None, history) for _, history in zip(documents, histories)]
+    if views not in (1, 2):
+        raise ValueError(f"views must be 1 (conditioned) or 2 (conditioned, then history-only), got {views}")
+    pairs = [(document, history) for document, history in zip(documents, histories)]
+    if views == 2:
+        pairs += [(None, history) for history in histories]
     encoder = model.config.is_encoder_decoder
     room = context_room(model, tokenizer, max_new_tokens)
     limit = min(max_context_tokens or room, room)
-    contexts = [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in views]
+    contexts = [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in pairs]
     cut = sum(1 for context in contexts[:len(documents)] if context.truncated_tokens)
     if cut and limit == room and max_context_tokens != room:  # the model's room cut them, not the caller's limit
         logger.warning("%d of %d contexts cut to the %d tokens the model has room for (their end kept); "
@@ -93,14 +95,15 @@ def context_room(model, tokenizer, max_new_tokens: int = 0) -> int:
 
 
 def decode_responses(model, tokenizer, outputs: torch.Tensor, inputs: dict, num_return_sequences: int = 1,
-                     template: PromptTemplate | None = None) -> list:
+                     template: PromptTemplate | None = None, views: int = 2) -> list:
     """The conditioned rows' generated text (prompt and special tokens removed), one per context.
 
+    ``views``: as given to :func:`build_inputs` (2: only the first half of the rows are answers).
     With ``num_return_sequences > 1``, one list of texts per context. A response that starts
     with the ``template``'s own speaker prefix (``Agent:``, which models often repeat) loses it:
     the prefix belongs to the prompt, not to the response.
     """
-    contexts = inputs["input_ids"].shape[0] // 2
+    contexts = inputs["input_ids"].shape[0] // views
     generated = outputs if model.config.is_encoder_decoder else outputs[:, inputs["input_ids"].shape[1]:]
     rows = generated[: contexts * num_return_sequences]
     texts = [_without_prefix(text.strip(), template) for text in tokenizer.batch_decode(rows, skip_special_tokens=True)]
@@ -125,6 +128,13 @@ def prompt_cache(model, inputs: dict, copies: int = 1, groups: int = 2):
     once and without padding. Only decoder-only models whose cache is made of plain
     ``DynamicLayer`` layers qualify (sliding-window or static caches cannot be re-padded).
     """
+    blocks = prefill_blocks(model, inputs, groups)
+    return None if blocks is None else merge_blocks(blocks, inputs["input_ids"].shape[1] - 1, copies)
+
+
+@torch.no_grad()
+def prefill_blocks(model, inputs: dict, groups: int = 2) -> list | None:
+    """Each of the ``groups`` blocks of rows prefilled at its own width (see :func:`prompt_cache`), or None."""
     from transformers.cache_utils import DynamicLayer
 
     layer_types = getattr(model.config.get_text_config(), "layer_types", None) or ["full_attention"]
@@ -132,8 +142,7 @@ def prompt_cache(model, inputs: dict, copies: int = 1, groups: int = 2):
             or "position_ids" not in inspect.signature(model.forward).parameters):
         return None
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
-    width = ids.shape[1] - 1
-    if width < 1 or ids.shape[0] % groups:
+    if ids.shape[1] < 2 or ids.shape[0] % groups:
         return None
     keep = {"logits_to_keep": 1} if "logits_to_keep" in inspect.signature(model.forward).parameters else {}
     caches = []
@@ -148,10 +157,19 @@ def prompt_cache(model, inputs: dict, copies: int = 1, groups: int = 2):
         if cache is None or any(type(layer) is not DynamicLayer for layer in cache.layers):
             return None
         caches.append(cache)
-    merged = caches[0]
+    return caches
+
+
+def merge_blocks(blocks: list, width: int, copies: int = 1):
+    """One cache of the blocks' rows, each left-padded to ``width`` positions, every row repeated ``copies`` times.
+
+    The blocks are left untouched (new tensors), so one prefill serves any number of cells.
+    """
+    merged = copy.copy(blocks[0])
+    merged.layers = [copy.copy(layer) for layer in blocks[0].layers]
     for index, layer in enumerate(merged.layers):  # left-pad with zeros: the attention mask hides those columns
-        layer.keys = torch.cat([_pad_left(c.layers[index].keys, width) for c in caches])
-        layer.values = torch.cat([_pad_left(c.layers[index].values, width) for c in caches])
+        layer.keys = torch.cat([_pad_left(block.layers[index].keys, width) for block in blocks])
+        layer.values = torch.cat([_pad_left(block.layers[index].values, width) for block in blocks])
     if copies > 1:
         merged.batch_repeat_interleave(copies)
     return merged
@@ -161,26 +179,65 @@ def _pad_left(states: torch.Tensor, width: int) -> torch.Tensor:
     return torch.nn.functional.pad(states, (0, 0, width - states.shape[-2], 0))
 
 
-def pmi_processor(model, alpha: float, top_p: float, generate_kwargs: dict, generators=None) -> PMIDecode:
-    """The PMIDecode for these generate kwargs; moves temperature/top_k into it when sampling (see PMIDecode)."""
-    if not generate_kwargs.get("do_sample", False):
-        return PMIDecode(alpha=alpha, top_p=top_p)
-    if generate_kwargs.get("num_beams", 1) > 1:
-        raise ValueError(
-            "PMI-DECODE cannot keep the history-only rows synchronised under beam sampling "
-            "(do_sample=True with num_beams>1); use num_beams=1 to sample, or do_sample=False for beam search"
-        )
-    unsupported = [name for name in _UNSUPPORTED_WARPERS if generate_kwargs.get(name) is not None]
-    if unsupported:
-        raise ValueError(
-            f"PMI-DECODE sampling supports temperature and top_k; {', '.join(unsupported)} would be ignored. "
-            "Drop them (the top_p argument is PMI-DECODE's own nucleus)"
-        )
-    config = model.generation_config
-    temperature = generate_kwargs.get("temperature") or config.temperature or 1.0
-    top_k = generate_kwargs.get("top_k", config.top_k) or None
-    return PMIDecode(alpha=alpha, top_p=top_p, do_sample=True, temperature=temperature, top_k=top_k,
-                     generators=generators)
+class PreparedBatch:
+    """One batch of contexts with its prompt work done once for every cell that decodes it.
+
+    The inputs hold the views the cells need (2B rows if any cell is a two-view strategy, else
+    B). Decoder-only models prefill each view's block of prompts once (:func:`prefill_blocks`):
+    the conditioned block serves every cell, the history-only block only two-view cells.
+    Encoder-decoder models run the encoder once. :meth:`for_cell` gives a cell its rows and its
+    own copy of that work (generate extends the cache it is given).
+    """
+
+    def __init__(self, model, inputs: dict, views: int):
+        self.model, self.inputs, self.views = model, inputs, views
+        self.contexts = inputs["input_ids"].shape[0] // views
+        self.blocks = None
+        self.encoder_outputs = None
+        if model.config.is_encoder_decoder:
+            encoder = model.get_encoder()
+            with torch.no_grad():
+                self.encoder_outputs = encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                                               return_dict=True)
+        else:
+            self.blocks = prefill_blocks(model, inputs, groups=views)
+
+    def rows(self, views: int) -> dict:
+        """``input_ids`` and ``attention_mask`` of the first ``views`` views, without columns that are all padding."""
+        ids = self.inputs["input_ids"][: self.contexts * views]
+        mask = self.inputs["attention_mask"][: self.contexts * views]
+        used = (mask.sum(0) > 0).nonzero()
+        if self.model.config.is_encoder_decoder:  # right-padded
+            end = int(used[-1]) + 1
+            return {"input_ids": ids[:, :end], "attention_mask": mask[:, :end]}
+        start = int(used[0]) if views < self.views else 0
+        return {"input_ids": ids[:, start:], "attention_mask": mask[:, start:]}
+
+    def for_cell(self, views: int, copies: int) -> dict:
+        """The generate kwargs of a cell with ``views`` views and ``copies`` copies per row (beams, samples)."""
+        rows = self.rows(views)
+        if self.encoder_outputs is not None:
+            width = rows["input_ids"].shape[1]
+            state = self.encoder_outputs.last_hidden_state[: rows["input_ids"].shape[0], :width]
+            return {**rows, "encoder_outputs": type(self.encoder_outputs)(last_hidden_state=state)}
+        if self.blocks is None:
+            return rows
+        return {**rows, "cache": merge_blocks(self.blocks[:views], rows["input_ids"].shape[1] - 1, copies)}
+
+
+def _select_contexts(kwargs: dict, contexts: Sequence[int], views: int, copies: int) -> dict:
+    """The generate kwargs of a few contexts of a batch (their rows in every view, and their copies in the cache)."""
+    total = kwargs["input_ids"].shape[0] // views
+    rows = torch.tensor([view * total + i for view in range(views) for i in contexts])
+    selected = {key: kwargs[key][rows] for key in ("input_ids", "attention_mask")}
+    if "encoder_outputs" in kwargs:
+        outputs = kwargs["encoder_outputs"]
+        selected["encoder_outputs"] = type(outputs)(last_hidden_state=outputs.last_hidden_state[rows])
+    if "cache" in kwargs:
+        cache = copy.deepcopy(kwargs["cache"])
+        cache.batch_select_indices(torch.tensor([int(row) * copies + c for row in rows for c in range(copies)]))
+        selected["cache"] = cache
+    return selected
 
 
 def length_order(documents: Sequence[str], histories: Sequence) -> list[int]:
@@ -197,42 +254,39 @@ def generate(
     tokenizer,
     documents: Sequence[str],
     histories: Sequence,
-    alpha: float = 0.25,
-    top_p: float = 0.6,
+    strategy: Strategy | dict | str = PMI(),
     template: PromptTemplate | None = None,
     batch_size: int = 8,
     max_context_tokens: int | None = None,
     seeds: Sequence[int] | None = None,
     **generate_kwargs,
 ) -> list:
-    """PMI-DECODE responses for (document, history) contexts: one string each, or a list with ``num_return_sequences>1``.
+    """Responses of one strategy for (document, history) contexts: one string each, or a list with ``num_return_sequences>1``.
 
+    ``strategy`` is a :class:`~faithkit.decoding.strategies.Strategy`, its config dict
+    (``{"name": "cad", "alpha": 1}``) or a name (default: PMI-DECODE at its defaults).
     ``generate_kwargs`` go to ``model.generate`` (``max_new_tokens``, ``num_beams``,
-    ``do_sample``, ``temperature``, ``top_k``, extra ``logits_processor`` …). Contexts are
-    batched by length, ``batch_size`` contexts (2 × ``batch_size`` rows) at a time, and their
-    prompts prefilled once without padding (:func:`prompt_cache`). When sampling, ``seeds``
-    (one per context, e.g. :func:`faithkit.decoding.settings.row_seed` of the row ids) give
-    every context its own generator, so its response does not depend on the batch it is in;
-    without them, draws come from torch's global RNG.
+    ``do_sample``, ``temperature``, ``top_k``, extra ``logits_processor`` …); ``num_beams`` and
+    ``do_sample`` choose the search. Contexts are batched by length, ``batch_size`` contexts at
+    a time, and their prompts prefilled once without padding (:func:`prompt_cache`). When
+    sampling, ``seeds`` (one per context, e.g. :func:`faithkit.decoding.row_seed` of the row
+    ids) give every context its own generator, so its response does not depend on the batch
+    it is in; without them, draws come from torch's global RNG.
     """
-    return generate_grid(model, tokenizer, documents, histories, [(alpha, top_p)], template=template,
-                         batch_size=batch_size, max_context_tokens=max_context_tokens, seeds=seeds,
-                         **generate_kwargs)[0]
+    search = search_of(generate_kwargs.get("num_beams", 1), generate_kwargs.pop("do_sample", False))
+    return generate_grid(model, tokenizer, documents, histories, [Cell(strategy_from_dict(strategy), search)],
+                         template=template, batch_size=batch_size, max_context_tokens=max_context_tokens,
+                         seeds=seeds, **generate_kwargs)[0]
 
 
-def generate_grid(
-    model,
-    tokenizer,
-    documents: Sequence[str],
-    histories: Sequence,
-    cells: Sequence[tuple[float, float]],
-    **options,
-) -> list[list]:
-    """PMI-DECODE responses for every ``(alpha, top_p)`` cell: ``responses[cell][context]``.
+def generate_grid(model, tokenizer, documents: Sequence[str], histories: Sequence, cells: Sequence,
+                  **options) -> list[list]:
+    """Responses for every cell: ``responses[cell][context]``.
 
-    Each cell's responses equal :func:`generate` with that cell's alpha and top_p, token for
-    token, but a context's prompt work is paid once per batch rather than once per cell (see
-    :func:`iter_grid`, which yields them as they finish). ``options`` as in :func:`generate`.
+    Each cell's responses equal :func:`generate` with that cell's strategy and search, token
+    for token, but a context's prompt work is paid once per batch rather than once per cell,
+    and cells that decode identically (:meth:`Cell.decode_key`) are decoded once (see
+    :func:`iter_grid`, which yields them as they finish). ``options`` as in :func:`iter_grid`.
     """
     results: list[list] = [[None] * len(documents) for _ in cells]
     for cell, indices, responses in iter_grid(model, tokenizer, documents, histories, cells, **options):
@@ -247,70 +301,138 @@ def iter_grid(
     tokenizer,
     documents: Sequence[str],
     histories: Sequence,
-    cells: Sequence[tuple[float, float]],
+    cells: Sequence,
     template: PromptTemplate | None = None,
     batch_size: int = 8,
     max_context_tokens: int | None = None,
     seeds: Sequence[int] | None = None,
+    num_beams: int = 1,
+    num_return_sequences: int = 1,
+    temperature: float | None = None,
+    top_k: int | None = None,
     **generate_kwargs,
 ) -> Iterator[tuple[int, list[int], list]]:
     """Yield ``(cell index, context indices, responses)`` as each cell finishes each batch of contexts.
 
-    Batches are made as :func:`generate` makes them (:func:`length_order`, ``batch_size``
-    contexts), and each batch's prompts are prepared once for all cells: decoder-only models
-    prefill them once (:func:`prompt_cache`) and every cell decodes from its own copy of that
-    cache (generate extends the cache it is given); encoder-decoder models run the encoder
-    once and every cell reads its output. Other arguments as in :func:`generate`.
+    ``cells``: :class:`~faithkit.decoding.strategies.Cell` ``(strategy, search)`` pairs (a
+    strategy or its dict alone means greedy search). ``num_beams`` is the beams of the beam
+    and beam_sample cells; ``temperature`` and ``top_k`` apply to the sampling cells; sampling
+    cells draw each context from its own generator when ``seeds`` are given. Batches are made
+    as :func:`generate` makes them (:func:`length_order`, ``batch_size`` contexts); each
+    batch's prompts are prepared once for all cells (:class:`PreparedBatch`), and cells with
+    the same :meth:`~Cell.decode_key` (PMI-DECODE at alpha 0 is plain greedy, …) are decoded
+    once and yielded under each index. Other ``generate_kwargs`` go to ``model.generate``.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    cells = [as_cell(cell) for cell in cells]  # bad cells fail before any batch runs
     if len(documents) != len(histories):
         raise ValueError(f"documents and histories must have the same length, got {len(documents)} and {len(histories)}")
-    if seeds is not None and not generate_kwargs.get("do_sample", False):
+    sampled = any(cell.search in ("sample", "beam_sample") for cell in cells)
+    if seeds is not None and not sampled:
         raise ValueError("seeds apply to sampling only; pass do_sample=True as well, or no seeds")
     if seeds is not None and len(seeds) != len(documents):
         raise ValueError(f"seeds need one per context, got {len(seeds)} for {len(documents)} contexts")
-    for alpha, top_p in cells:  # bad settings fail before any batch runs
-        pmi_processor(model, alpha, top_p, generate_kwargs)
+    unsupported = [name for name in _UNSUPPORTED_WARPERS if generate_kwargs.get(name) is not None]
+    if unsupported:
+        raise ValueError(f"sampling supports temperature and top_k; {', '.join(unsupported)} would be ignored. "
+                         "Drop them (PMI-DECODE's nucleus is its own top_p parameter)")
+    if "cache" in generate_kwargs or "do_sample" in generate_kwargs:
+        raise ValueError("iter_grid takes neither cache (it prefills each batch itself) nor do_sample (each cell "
+                         "names its search: Cell(strategy, 'sample'))")
+    GenerationOptions(num_beams=num_beams, num_return_sequences=num_return_sequences, temperature=temperature,
+                      top_k=top_k, batch_size=batch_size, max_context_tokens=max_context_tokens,
+                      ).validate([cell.search for cell in cells])
     extra = list(generate_kwargs.pop("logits_processor", None) or [])
-    num_return_sequences = generate_kwargs.get("num_return_sequences", 1)
-    copies = max(generate_kwargs.get("num_beams", 1), num_return_sequences)
+    config = model.generation_config
+    temperature = temperature or config.temperature or 1.0
+    top_k = (top_k if top_k is not None else config.top_k) or None
+    runs = {}  # decode key -> how to run it (cells that decode as plain run as plain: one view)
+    for cell in cells:
+        if cell.decode_key not in runs:
+            decoded = Cell(Plain(), cell.search) if cell.strategy.decodes_as_plain(cell.search) else cell
+            runs[cell.decode_key] = _cell_run(decoded, num_beams, num_return_sequences, temperature, top_k)
     template = template or default_template(model, tokenizer)
     generate_kwargs = {"pad_token_id": pad_token_id(tokenizer), **generate_kwargs}
-    max_new_tokens = generate_kwargs.get("max_new_tokens") or model.generation_config.max_new_tokens or 0
+    max_new_tokens = generate_kwargs.get("max_new_tokens") or config.max_new_tokens or 0
     context_room(model, tokenizer, max_new_tokens)  # too many new tokens fail before any batch runs
+    views = max(run.views for run in runs.values())
     order = length_order(documents, histories)
     for start in range(0, len(order), batch_size):
         chunk = order[start:start + batch_size]
         inputs = build_inputs(model, tokenizer, [documents[i] for i in chunk], [histories[i] for i in chunk],
-                              template, max_context_tokens, max_new_tokens)
-        shared = {} if "cache" in generate_kwargs else _shared_prefill(model, inputs, copies)
-        for cell, (alpha, top_p) in enumerate(cells):
-            generators = None
-            if seeds is not None:  # copies of a context draw in turn from its generator
-                generators = [torch.Generator(model.device).manual_seed(int(seeds[i])) for i in chunk]
-                generators = [g for g in generators for _ in range(num_return_sequences)]
-            processor = pmi_processor(model, alpha, top_p, generate_kwargs, generators)
-            outputs = model.generate(**inputs, logits_processor=extra + [processor], **_copy(shared),
-                                     **generate_kwargs)
-            yield cell, chunk, decode_responses(model, tokenizer, outputs, inputs, num_return_sequences, template)
+                              template, max_context_tokens, max_new_tokens, views=views)
+        batch = PreparedBatch(model, inputs, views)
+        done = {}
+        for index, cell in enumerate(cells):
+            key = cell.decode_key
+            if key not in done:
+                run = runs[key]
+                cell_seeds = None if seeds is None or not run.sampled else [seeds[i] for i in chunk]
+                outputs = _decode(model, batch, run, cell_seeds, extra, generate_kwargs)
+                done[key] = decode_responses(model, tokenizer, outputs, batch.rows(run.views), num_return_sequences,
+                                             template, views=run.views)
+            yield index, chunk, done[key]
 
 
-def _shared_prefill(model, inputs: dict, copies: int) -> dict:
-    """The generate kwargs that carry a batch's prompt work: the encoder's output, or the prefilled cache."""
-    if model.config.is_encoder_decoder:
-        encoder = model.get_encoder()
-        return {"encoder_outputs": encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
-                                           return_dict=True)}
-    cache = prompt_cache(model, inputs, copies=copies)
-    return {} if cache is None else {"cache": cache}
+class _CellRun(NamedTuple):
+    """How to run one cell: generate's search kwargs, and the processors (built per batch for the generators)."""
+
+    cell: Cell
+    views: int
+    copies: int
+    kwargs: dict
+    sampled: bool
+    sampling: Sampling | None  # when the processors draw the token themselves
 
 
-def _copy(shared: dict) -> dict:
-    """A per-cell copy: generate extends the cache in place and re-binds the encoder output's tensors."""
-    if "cache" in shared:
-        return {"cache": copy.deepcopy(shared["cache"])}
-    if "encoder_outputs" in shared:
-        outputs = shared["encoder_outputs"]
-        return {"encoder_outputs": type(outputs)(**outputs)}
-    return {}
+def _cell_run(cell: Cell, num_beams: int, num_return_sequences: int, temperature: float, top_k: int | None):
+    search, strategy = cell.search, cell.strategy
+    beams = num_beams if search in ("beam", "beam_sample") else 1
+    sampled = search in ("sample", "beam_sample")
+    kwargs = {"num_beams": beams, "num_return_sequences": num_return_sequences, "do_sample": sampled}
+    sampling = None
+    if search == "sample":  # the processors draw: two views in step, and each row from its own generator
+        sampling = Sampling(temperature=temperature, top_k=top_k)
+    elif search == "beam_sample":  # plain only (the strategy checked it): generate's own beam sampling
+        kwargs.update(_generate_warpers(temperature, top_k))
+    return _CellRun(cell, strategy.views, max(beams, num_return_sequences), kwargs, sampled, sampling)
+
+
+def _generate_warpers(temperature: float, top_k: int | None) -> dict:
+    """generate's sampling warpers for the same draw the processors make: temperature and top-k only.
+
+    Set explicitly, so neither transformers' defaults (top_k=50) nor a model's generation
+    config (its top_p) add warpers the other strategies do not apply.
+    """
+    return {"temperature": temperature, "top_k": top_k or 0, "top_p": 1.0}
+
+
+def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, generate_kwargs: dict) -> torch.Tensor:
+    """Run generate for one cell on one prepared batch."""
+    kwargs = batch.for_cell(run.views, run.copies)
+    strategy, returns = run.cell.strategy, run.kwargs["num_return_sequences"]
+    if run.cell.search == "beam_sample" and seeds is not None:
+        return _beam_sample_per_context(model, kwargs, run, seeds, extra, generate_kwargs)
+    sampling = run.sampling
+    if sampling is not None and seeds is not None:  # copies of a context draw in turn from its generator
+        generators = [torch.Generator(model.device).manual_seed(int(seed)) for seed in seeds for _ in range(returns)]
+        sampling = sampling._replace(generators=generators)
+    if sampling is not None and strategy.views == 1 and seeds is None:
+        processors = []  # plain sampling from the global RNG: transformers' own
+        search_kwargs = {**run.kwargs, **_generate_warpers(sampling.temperature, sampling.top_k)}
+    else:
+        processors = strategy.processors(sampling)
+        search_kwargs = run.kwargs
+    return model.generate(**kwargs, logits_processor=extra + processors, **search_kwargs, **generate_kwargs)
+
+
+def _beam_sample_per_context(model, kwargs: dict, run: _CellRun, seeds, extra: list, generate_kwargs: dict):
+    """Beam sampling with one seed per context: generate draws from the global RNG, so each context runs alone."""
+    outputs = []
+    for position, seed in enumerate(seeds):
+        alone = _select_contexts(kwargs, [position], run.views, run.copies)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(int(seed))
+            outputs.append(model.generate(**alone, logits_processor=list(extra), **run.kwargs, **generate_kwargs))
+    width = max(out.shape[1] for out in outputs)
+    pad = generate_kwargs["pad_token_id"]
+    return torch.cat([torch.nn.functional.pad(out, (0, width - out.shape[1]), value=pad) for out in outputs])

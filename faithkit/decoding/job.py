@@ -16,15 +16,15 @@ def reference_of(row: Row) -> str | None:
 
 
 class GeneratorJob:
-    """Turns a chunk of rows into ``{"response", "gold"}`` records with PMI-DECODE; the model loads on the first chunk.
+    """Turns a chunk of rows into ``{"response", "gold"}`` records with one strategy; the model loads on the first chunk.
 
-    Sampled rows draw from their own generators, seeded by ``settings.seed`` and the row id, so
+    Sampled rows draw from their own generators, seeded by ``options.seed`` and the row id, so
     a row's response does not depend on its chunk (and a resumed job writes what an
     uninterrupted one would).
     """
 
-    def __init__(self, model: str, settings, device=None):
-        self.model_name, self.settings, self.device = model, settings, device
+    def __init__(self, model: str, strategy, options, device=None):
+        self.model_name, self.strategy, self.options, self.device = model, strategy, options, device
         self._loaded = None
 
     def _load(self):
@@ -38,8 +38,8 @@ class GeneratorJob:
         from .generate import generate
 
         model, tokenizer = self._load()
-        options = self.settings.generate_kwargs(model, tokenizer, ids=[row.id for row in rows])
+        options = self.options.generate_kwargs(model, tokenizer, ids=[row.id for row in rows])
         responses = generate(model, tokenizer, [r.document for r in rows], [r.history for r in rows],
-                             alpha=self.settings.alpha, top_p=self.settings.top_p, **options)
-        key = "response" if self.settings.num_return_sequences == 1 else "responses"
+                             strategy=self.strategy, **options)
+        key = "response" if self.options.num_return_sequences == 1 else "responses"
         return [{key: response, "gold": reference_of(row)} for row, response in zip(rows, responses)]

@@ -12,11 +12,44 @@ same tokens.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 import torch
-from transformers import LogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper
+from transformers import TopPLogitsWarper
+
+from .base import Sampling, Strategy, sampling_kwargs
+from .options import option
+from .two_view import TwoViewProcessor, log_probs_pair
 
 
-class PMIDecode(LogitsProcessor):
+@dataclass(frozen=True)
+class PMI(Strategy):
+    """PMI-DECODE (Nandwani et al., EMNLP 2023, arXiv 2305.12191, §4.2): see :class:`~faithkit.decoding.PMIDecode`.
+
+    Inside the top-p set of P(y | d, h, y<t), rank by
+    ``alpha * [log P(y|d,h,y<t) - log P(y|h,y<t)] + (1 - alpha) * log P(y|d,h,y<t)``.
+    """
+
+    name: ClassVar[str] = "pmi"
+    views: ClassVar[int] = 2
+    searches: ClassVar[tuple[str, ...]] = ("greedy", "beam", "sample")
+    summary: ClassVar[str] = "PMI-DECODE: alpha * CPMI + (1 - alpha) * log P(y | d, h) inside the top-p set"
+
+    alpha: float = option(0.25, "weight of the PMI term", low=0, high=1, grid=(0, 0.25, 0.5, 1),
+                          meaning="0 = plain decoding, 1 = rank by PMI alone")
+    top_p: float = option(0.6, "nucleus of P(y | document, history) the token is chosen from", low=0, high=1,
+                          low_open=True, grid=(0.6, 0.75, 0.9, 1), meaning="1 keeps every token")
+
+    def decodes_as_plain(self, search: str) -> bool:
+        # greedy: the best token is always in the top-p set; beam search may want tokens outside it
+        return self.alpha == 0 and (search == "greedy" or self.top_p == 1)
+
+    def processors(self, sampling: Sampling | None = None) -> list:
+        return [PMIDecode(self.alpha, self.top_p, **sampling_kwargs(sampling))]
+
+
+class PMIDecode(TwoViewProcessor):
     r"""Rank next tokens by conditional PMI with the document, inside the top-p set of the conditioned model.
 
     The batch given to ``generate`` has **2B rows**: rows ``[0, B)`` are the conditioned views
@@ -60,6 +93,9 @@ class PMIDecode(LogitsProcessor):
             ``num_return_sequences`` when sampling several per context; copies of one context
             share its generator and draw in turn).
 
+    The defaults and ranges of ``alpha`` and ``top_p`` are those of the ``pmi`` strategy
+    (:class:`faithkit.decoding.strategies.PMI`), which checks them.
+
     Examples:
 
     ```python
@@ -83,83 +119,18 @@ class PMIDecode(LogitsProcessor):
     ```
     """
 
-    def __init__(
-        self,
-        alpha: float = 0.25,
-        top_p: float = 0.6,
-        do_sample: bool = False,
-        temperature: float = 1.0,
-        top_k: int | None = None,
-        generators: list[torch.Generator] | None = None,
-    ):
-        if not 0.0 <= float(alpha) <= 1.0:
-            raise ValueError(f"PMIDecode: alpha must be in [0, 1] (0 = plain decoding, 1 = PMI only), got {alpha}")
-        if not 0.0 < float(top_p) <= 1.0:
-            raise ValueError(f"PMIDecode: top_p must be in (0, 1] (1 keeps every token), got {top_p}")
-        if not float(temperature) > 0.0:
-            raise ValueError(f"PMIDecode: temperature must be > 0, got {temperature}")
-        if top_k is not None and (not isinstance(top_k, int) or top_k < 0):
-            raise ValueError(f"PMIDecode: top_k must be a non-negative integer or None, got {top_k!r}")
-        if not do_sample and (temperature != 1.0 or top_k or generators is not None):
-            raise ValueError("PMIDecode: temperature, top_k and generators apply to sampling only; "
-                             "pass do_sample=True as well")
-        self.alpha = float(alpha)
-        self.top_p = float(top_p)
-        self.do_sample = do_sample
-        self.generators = generators
-        self._warpers = []
-        if temperature != 1.0:
-            self._warpers.append(TemperatureLogitsWarper(float(temperature)))
-        if top_k:
-            self._warpers.append(TopKLogitsWarper(top_k))
+    method = "PMIDecode"
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        rows = scores.shape[0]
-        if rows % 2:
-            raise ValueError(
-                f"PMIDecode needs 2B rows (B conditioned views, then the B history-only views), got {rows} rows; "
-                "build the inputs with faithkit.decoding.build_inputs"
-            )
-        half = rows // 2
-        if not torch.equal(input_ids[:half, -1], input_ids[half:, -1]):
-            raise RuntimeError(
-                "PMIDecode: the history-only rows no longer end on the same token as their conditioned rows. "
-                "Either the inputs are not left-padded pairs ending alike (use faithkit.decoding.build_inputs), or "
-                "generate sampled each row independently: for sampling pass do_sample=True (and temperature/top_k) "
-                "to PMIDecode itself, e.g. PMIDecode(alpha, top_p, do_sample=True, temperature=0.7); "
-                "beam sampling (do_sample=True with num_beams>1) is not supported."
-            )
-        combined = self.combine(scores[:half], scores[half:])
-        if self.do_sample:
-            warped = combined
-            for warper in self._warpers:
-                warped = warper(input_ids[:half], warped)
-            tokens = self._draw(torch.softmax(warped, dim=-1))
-            combined = torch.full_like(combined, -float("inf")).scatter_(1, tokens, 0.0)
-        return torch.cat([combined, combined], dim=0)
-
-    def _draw(self, probs: torch.Tensor) -> torch.Tensor:
-        """One token per row: from the global RNG, or each row from its own generator."""
-        if self.generators is None:
-            return torch.multinomial(probs, num_samples=1)
-        if len(self.generators) != probs.shape[0]:
-            raise ValueError(f"PMIDecode got {len(self.generators)} generators for {probs.shape[0]} conditioned rows; "
-                             "give one per conditioned row (contexts x num_return_sequences)")
-        return torch.cat([torch.multinomial(row, num_samples=1, generator=generator)
-                          for row, generator in zip(probs, self.generators)])[:, None]
+    def __init__(self, alpha: float = PMI.alpha, top_p: float = PMI.top_p, do_sample: bool = False,
+                 temperature: float = 1.0, top_k: int | None = None, generators: list[torch.Generator] | None = None):
+        params = PMI(alpha=float(alpha), top_p=float(top_p))  # the one range check
+        super().__init__(do_sample, temperature, top_k, generators)
+        self.alpha, self.top_p = params.alpha, params.top_p
 
     def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
         """PMI-DECODE scores of the conditioned rows from both halves' scores; -inf outside the allowed set."""
-        lp_c = torch.log_softmax(scores_c.float(), dim=-1)
-        lp_h = torch.log_softmax(scores_h.float(), dim=-1)
-        in_set = top_p_set(lp_c, self.top_p)
-        finite_h = torch.isfinite(lp_h)
-        allowed = in_set & finite_h
-        # when the history-only half forbids the whole set, fall back to the set itself
-        allowed = torch.where(allowed.any(dim=-1, keepdim=True), allowed, in_set)
-        # substitute finite values wherever a -inf would meet another (inf - inf = NaN, 0 * inf = NaN)
-        safe_c = lp_c.masked_fill(~allowed, 0.0)
-        safe_h = torch.where(allowed & finite_h, lp_h, safe_c)
+        in_set = top_p_set(torch.log_softmax(scores_c.float(), dim=-1), self.top_p)
+        safe_c, safe_h, allowed = log_probs_pair(scores_c, scores_h, in_set)
         combined = self.alpha * (safe_c - safe_h) + (1 - self.alpha) * safe_c
         return combined.masked_fill(~allowed, -float("inf")).to(scores_c.dtype)
 

@@ -26,7 +26,7 @@ REPORTED = ("n", "threshold", "accuracy", "precision", "recall", "f1", "auroc", 
 
 
 def _scored_records(metric, rows, path: Path, fingerprint: dict | None) -> list[dict]:
-    score_rows(metric, rows, path, fingerprint=fingerprint, desc=path.stem)
+    score_rows(metric, rows, path, fingerprint=fingerprint, desc=path.stem, flag="--out")
     by_id = {record["id"]: record for record in read_results(path)}
     records = []
     for row in rows:

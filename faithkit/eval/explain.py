@@ -239,15 +239,27 @@ def _card(record: dict, score_key: str, low_threshold: float) -> str:
 
 
 def is_explained(path) -> bool:
-    """A JSONL whose first scored record already explains its score (Q² spans, PMI-FAITH token values) needs no scoring."""
+    """A JSONL whose first scored record already explains its score (Q² spans, PMI-FAITH token values) needs no
+    scoring. Only records up to the first scored one are read; a line that is not a JSON object means rows, whose
+    reader reports it."""
+    import json
     from pathlib import Path
-
-    from ..data import read_results
 
     if Path(path).suffix.lower() != ".jsonl":
         return False
-    scored = [r for r in read_results(path) if "error" not in r]
-    return bool(scored) and ("explanations" in scored[0] or "token_pmi" in scored[0])
+    with open(path, encoding="utf-8", errors="replace") as lines:
+        for line in lines:
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                return False
+            if not isinstance(record, dict):
+                return False
+            if "error" not in record:
+                return "explanations" in record or "token_pmi" in record
+    return False
 
 
 def summarize_records(records: Sequence[dict], score_key: str = "q2", low_threshold: float = 0.5) -> dict:

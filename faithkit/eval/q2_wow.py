@@ -61,7 +61,7 @@ def meta_eval_q2_wow(consistent_csv: str | Path, inconsistent_csv: str | Path, m
     rows = load_q2_wow(consistent_csv, "consistent", limit) + load_q2_wow(inconsistent_csv, "inconsistent", limit)
     unique_ids(rows)
     counts = score_rows(_WithOverlap(metric), rows, out / "scores.jsonl", fingerprint=fingerprint,
-                        chunk_size=chunk_size, desc="q2-wow")
+                        chunk_size=chunk_size, desc="q2-wow", flag="--out")
 
     wanted = {row.id for row in rows}
     records = [r for r in read_results(out / "scores.jsonl") if r["id"] in wanted]

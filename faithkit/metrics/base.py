@@ -9,7 +9,9 @@ Every metric has
 
 Metrics that do not use histories (Q², NLI, lexical) or references (all but the relevance
 part of ``lexical``) accept and ignore them, so a caller can run several metrics by name on
-the same columns (:func:`faithkit.metrics.registry.load_metrics`).
+the same columns (:func:`faithkit.metrics.registry.load_metrics`). For ``evaluate`` itself
+(``evaluate.load``, ``add_batch``, ``evaluate.combine``), :mod:`faithkit.metrics.evaluate_modules`
+wraps these metrics, without a second implementation.
 """
 
 from __future__ import annotations

@@ -5,6 +5,8 @@
 * :func:`knowledge_precision`: share of the response's content words found in the document.
 * :class:`Lexical` (metric ``lexical``): knowledge precision per response and, given
   references, token F1 and BLEU against them (relevance).
+* :class:`ResponseForm` (metric ``form``): words, empty and looping responses, the shares a
+  decoding sweep watches so that a faithful-looking but degenerate setting shows.
 * :class:`TextOverlap` (metrics ``overlap-f1`` and ``bleu``): the lexical *faithfulness*
   baselines of the Q² and PMI-FAITH papers. A faithfulness metric is only worth its cost if
   it beats these, so every meta-evaluation reports them beside the metric. They follow the
@@ -34,6 +36,11 @@ from functools import lru_cache
 from .base import Metric, check_columns
 
 KINDS = {"overlap-f1": "overlap_f1", "bleu": "bleu"}  # CLI name: output key
+REPEAT_RUN = 3
+"""A response is *repeated* when one word comes this many times in a row ("no no no"), or one
+three-word sequence this many times anywhere ("i love it. i love it. i love it."): the loops
+greedy and beam search fall into, which narrow decoding sets can make worse."""
+_WORD = re.compile(r"\w+")
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
@@ -154,3 +161,31 @@ def corpus_bleu(responses: Sequence[str], references: Sequence[str]) -> float:
     import sacrebleu
 
     return float(sacrebleu.corpus_bleu(list(responses), [list(references)]).score)
+
+
+def is_repeated(response: str) -> bool:
+    """Whether the response loops (see :data:`REPEAT_RUN`); words are lowercased ``\\w+`` runs."""
+    words = _WORD.findall(response.lower())
+    for start in range(len(words) - REPEAT_RUN + 1):
+        if len(set(words[start:start + REPEAT_RUN])) == 1:
+            return True
+    trigrams: dict[tuple, int] = {}
+    for start in range(len(words) - 2):
+        gram = tuple(words[start:start + 3])
+        trigrams[gram] = trigrams.get(gram, 0) + 1
+        if trigrams[gram] >= REPEAT_RUN:
+            return True
+    return False
+
+
+class ResponseForm(Metric):
+    """The form of each response, no model needed: ``words`` (whitespace-separated), ``empty`` and ``repeated``
+    (:func:`is_repeated`), the last two as 0/1."""
+
+    score_keys = ("words", "empty", "repeated")
+
+    def compute_rows(self, documents: Sequence[str], histories: Sequence, responses: Sequence[str],
+                     references: Sequence[str] | None = None) -> list[dict]:
+        documents, _, responses, _ = check_columns(documents, histories, responses)
+        return [{"words": len(r.split()), "empty": float(not r.strip()), "repeated": float(is_repeated(r))}
+                for r in responses]

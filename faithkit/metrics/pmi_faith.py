@@ -76,6 +76,7 @@ class PMIFaith(Metric):
             if tokenizer is None:
                 raise ValueError("PMIFaith(model=<loaded model>) also needs tokenizer=<its tokenizer>")
             self.model, self.tokenizer = model, tokenizer
+        models.require_causal(self.model, "PMI-FAITH")
         self.template = template
         self.normalize = normalize
         self.views = dict(VIEWS) if unconditional else {k: VIEWS[k] for k in ("doc_history", "history")}

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from .. import models
+from ..errors import ConfigError
 from ..decoding.span_constrained import SpanConstrainedLogitsProcessor
 from ..prompts import start_ids
 from ..scoring import TokenScorer
@@ -64,7 +65,10 @@ class T5QuestionGenerator:
 
     def __init__(self, model_name, device=None, batch_size=8, num_beams=5, num_return=5, max_length=128, model=None, tokenizer=None):
         if model is None:
-            model, tokenizer = models.load(model_name, kind="seq2seq", device=device)
+            model, tokenizer = models.load(model_name, device=device)
+        if not model.config.is_encoder_decoder:
+            raise ConfigError(f"Q²'s question generator qg_model={model_name!r} needs a seq2seq model (T5-style), but "
+                              f"{type(model).__name__} is decoder-only; give a causal LM as 'fewshot:{model_name}'")
         self.model, self.tokenizer = model, tokenizer
         self.batch_size, self.num_beams, self.num_return, self.max_length = batch_size, num_beams, num_return, max_length
 
@@ -251,6 +255,7 @@ class _CausalLM:
     """A causal LM with its tokenizer, and the few helpers the offline backends share."""
 
     def __init__(self, model, tokenizer):
+        models.require_causal(model, "Q² (offline backends)")
         self.model, self.tokenizer = model, tokenizer
         self.start = start_ids(tokenizer)
         self.newline = self.encode("\n")[-1]

@@ -1,16 +1,17 @@
-"""PMI-DECODE sweeps: an alpha x top_p grid on a dev set, judged for faithfulness and relevance.
+"""Decoding sweeps: a grid over strategies (plain, PMI-DECODE, …) on a dev set, judged for faithfulness, relevance
+and fluency, with intervals and paired tests against plain decoding.
 
 :func:`run_sweep` generates every cell's responses (each batch's prompts prepared once for
-the whole grid), scores them all with PMI-FAITH under a judge model (one scorer call per
-group of contexts, so each context is run once for the whole grid), optionally Q², and the
-lexical measures; it writes ``sweep.csv``, ``best.json``, heatmaps and ``report.html``. Every
-output resumes where an interrupted run stopped. Settings: :class:`SweepConfig` /
+the whole grid; cells that decode alike once), scores them all with the judge metrics (one
+scorer call per group of contexts, so each context is run once for the whole grid) and the
+cheap measures of the metric registry; it writes ``sweep.csv`` (values, 95% bootstrap
+intervals, paired p-values), ``best.json``, heatmaps and ``report.html``. Every output
+resumes where an interrupted run stopped. Settings: :class:`SweepConfig` /
 :func:`load_config` (YAML plus command-line overrides).
 """
 
-from .config import Cell, SweepConfig, load_config
+from .config import SweepConfig, decoded_by, load_config
 from .run import SweepResult, run_sweep
-from .table import choose_best, is_repeated, markdown_table
+from .table import choose_best, markdown_table
 
-__all__ = ["Cell", "SweepConfig", "SweepResult", "choose_best", "is_repeated", "load_config", "markdown_table",
-           "run_sweep"]
+__all__ = ["SweepConfig", "SweepResult", "choose_best", "decoded_by", "load_config", "markdown_table", "run_sweep"]

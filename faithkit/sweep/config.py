@@ -8,71 +8,74 @@ benchmark files without knowing where they live.
 
 from __future__ import annotations
 
+import types
+import typing
 from dataclasses import dataclass, fields
+from itertools import product
 from pathlib import Path
 
 from ..data import data_root
 from ..data.rows import QUOTING
-from ..decoding.settings import DecodingSettings
+from ..decoding import SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
+from ..decoding.options import coerce, default_grid, from_mapping
 from ..errors import ConfigError
+from ..metrics.registry import MEASURES
 
-DECODINGS = ("greedy", "beam", "sample")
-SWEEP_METRICS = ("pmi-faith", "q2", "lexical")
-MEASURES = {  # sweep.csv column: the metric that computes it (None: always there)
-    "pmi_faith": "pmi-faith", "knowledge_precision": "lexical", "bleu": "lexical", "token_f1": "lexical",
-    "mean_words": None, "empty": None, "repeated": None, "q2": "q2", "q2_no_nli": "q2",
-}
+ALWAYS = ("form",)
+"""Metrics every sweep computes (no model needed): words, empty and repeated responses."""
+METRICS = tuple(name for name in dict.fromkeys(spec.name for spec, _ in MEASURES.values()) if name not in ALWAYS)
+"""The metrics a sweep can be asked for: the registry's metrics that have measures."""
 DATA_PREFIX = "${data}"
-BASELINE = (0.0, 1.0)
-"""Plain decoding (alpha 0, top_p 1): every grid has it, as the reference the other cells are read against."""
+GENERATION = ("num_beams", "temperature", "top_k", "seed", "max_new_tokens", "batch_size", "max_context_tokens", "chat")
+"""The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags (each cell names its search)."""
+STRATEGY_KEYS = ("name", "decoding")
+"""The keys of a ``strategies`` entry besides the strategy's own parameters."""
 
 
-@dataclass(frozen=True)
-class Cell:
-    """One (alpha, top_p) point of the grid; ``name`` labels its files (``a0.25_p0.6``)."""
-
-    alpha: float
-    top_p: float
-
-    @property
-    def name(self) -> str:
-        return f"a{self.alpha:g}_p{self.top_p:g}"
-
-    @property
-    def is_baseline(self) -> bool:
-        return (self.alpha, self.top_p) == BASELINE
+def decoded_by(cell: Cell) -> Cell:
+    """The cell whose decode ``cell`` repeats token for token: plain decoding under the same search when the
+    strategy says it decodes as plain (:meth:`~faithkit.decoding.Strategy.decodes_as_plain`), else itself."""
+    return Cell(Plain(), cell.search) if cell.strategy.decodes_as_plain(cell.search) else cell
 
 
 @dataclass(frozen=True)
 class SweepConfig:
-    """A PMI-DECODE grid over a dev set and how to judge it (field names are the config keys).
+    """A grid of decoding strategies over a dev set and how to judge it (field names are the config keys).
 
-    ``decoding`` is ``greedy``, ``beam`` (``num_beams``, default 4) or ``sample``
-    (``temperature``, ``top_k``, ``seed``; seed 0 unless given: every row draws from its own
-    generator seeded by the seed and its id, so a resumed sweep draws what an uninterrupted
-    one would). ``metrics``: ``pmi-faith`` (PMI-FAITH under ``judge``), ``q2`` (Q², with
-    ``q2_preset: offline`` for the offline models) and ``lexical`` (knowledge precision;
-    BLEU and token F1 against the gold response). The gold response is ``gold_column``, else a
-    ``gold``/``reference`` column, else the input's response column; without one the
-    relevance columns stay empty (a warning says so). ``best.json`` picks the cell with the
-    highest ``faithfulness`` whose ``relevance`` is at least the baseline's minus ``tolerance``.
+    ``strategies`` lists the strategies, each with its own grid:
+    ``[{name: plain, decoding: [greedy, beam]}, {name: pmi, alpha: [0.25, 0.5], top_p: [0.6, 1]}]``;
+    a parameter left out takes its strategy's default grid, ``decoding`` left out is the
+    sweep's ``decoding``. ``alpha`` / ``top_p`` (the ``--alpha/--top-p`` flags) set the PMI-DECODE
+    grid, and alone they are the sweep (PMI-DECODE over alpha x top_p, as in the paper's Table 5).
+    Plain decoding with the sweep's ``decoding`` (greedy unless set) is always the baseline.
+
+    ``generation`` holds the :data:`GENERATION` options, given as top-level keys or flags
+    (``num_beams: 4``, ``--max-new-tokens 40``; beams 4 unless set): ``beam`` and ``beam_sample``
+    cells use ``num_beams``, ``sample`` and ``beam_sample`` ones ``temperature``, ``top_k`` and
+    ``seed`` (every row draws from its own generator seeded by the seed and its id, so a resumed
+    sweep draws what an uninterrupted one would). ``metrics``: any of the registry's metrics with
+    measures, e.g. ``pmi-faith`` (PMI-FAITH and fluency under ``judge``), ``q2`` (``q2_preset:
+    offline`` for the offline models) and ``lexical`` (knowledge precision; BLEU and token F1
+    against the gold response); the response form (words, empty, repeated) is always measured.
+    The gold response is ``gold_column``, else a ``gold``/``reference`` column, else the input's
+    response column; without one the relevance columns stay empty (a warning says so).
+    ``best.json`` picks the cell with the highest ``faithfulness`` whose ``relevance`` is at least
+    the baseline's minus ``tolerance`` and whose ``fluency`` is at least the baseline's minus
+    ``fluency_tolerance`` (``fluency`` unset: the judge's fluency when ``pmi-faith`` is measured,
+    else no such bound), and says whether it is significantly more faithful than the baseline
+    (paired permutation test, p < ``significance``). Intervals are 95% bootstraps over contexts
+    (``resamples`` draws).
     """
 
     generator: str | None = None
     judge: str = "bigscience/bloom-560m"
     input: str | None = None
     out: str | None = None
-    alpha: tuple[float, ...] = (0.0, 0.25, 0.5, 1.0)
-    top_p: tuple[float, ...] = (0.6, 0.75, 0.9, 1.0)
+    strategies: tuple[dict, ...] | None = None
+    alpha: tuple[float, ...] | None = None
+    top_p: tuple[float, ...] | None = None
     decoding: str = "greedy"
-    num_beams: int | None = None
-    temperature: float | None = None
-    top_k: int | None = None
-    seed: int | None = None
-    max_new_tokens: int = 40
-    batch_size: int = 8
-    max_context_tokens: int | None = None
-    chat: bool | None = None
+    generation: GenerationOptions = GenerationOptions(num_beams=4)
     limit: int | None = None
     metrics: tuple[str, ...] = ("pmi-faith", "lexical")
     q2_preset: str | None = None
@@ -81,9 +84,14 @@ class SweepConfig:
     history_column: str | None = None
     id_column: str | None = None
     quoting: str | None = None
+    split: str | None = None
     faithfulness: str = "pmi_faith"
     relevance: str = "bleu"
     tolerance: float = 1.0
+    fluency: str | None = None
+    fluency_tolerance: float = 0.5
+    significance: float = 0.05
+    resamples: int = 1000
     report_contexts: int = 8
     device: str | None = None
 
@@ -92,59 +100,89 @@ class SweepConfig:
         for name in ("generator", "input", "out"):
             if not getattr(self, name):
                 raise ConfigError(f"no {name}: give --{name} or '{name}:' in the --config file")
-        if self.decoding not in DECODINGS:
-            raise ConfigError(f"--decoding {self.decoding!r} is unknown; choose one of {', '.join(DECODINGS)}")
-        if self.decoding != "sample":
-            given = [f"--{name.replace('_', '-')}" for name in ("temperature", "top_k", "seed")
-                     if getattr(self, name) is not None]
-            if given:
-                raise ConfigError(f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} to --decoding "
-                                  f"sample, not {self.decoding}; drop them or sample")
-        if self.decoding == "beam" and self.num_beams is not None and self.num_beams < 2:
-            raise ConfigError(f"--decoding beam with --num-beams {self.num_beams}: beam search needs at least 2 "
-                              "beams (or use --decoding greedy)")
-        if self.decoding != "beam" and self.num_beams not in (None, 1):
-            raise ConfigError(f"--num-beams {self.num_beams} applies to --decoding beam, not {self.decoding}")
-        if not self.alpha or not self.top_p:
-            raise ConfigError("the grid is empty: give at least one --alpha and one --top-p value")
-        for cell in self.cells():
-            self.decoding_settings(cell).validate()
-        unknown = [m for m in self.metrics if m not in SWEEP_METRICS]
+        if self.decoding not in SEARCHES:
+            raise ConfigError(f"--decoding {self.decoding!r} is unknown; choose one of {', '.join(SEARCHES)}")
+        for name in ("alpha", "top_p"):
+            if getattr(self, name) is not None and not getattr(self, name):
+                raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one value, or leave it out")
+        self.generation.validate(searches=sorted({cell.search for cell in self.cells()}))
+        unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
-            raise ConfigError(f"--metrics {','.join(unknown)}: a sweep computes {', '.join(SWEEP_METRICS)}")
-        for option in ("faithfulness", "relevance"):
+            raise ConfigError(f"--metrics {','.join(unknown)}: a sweep computes {', '.join(METRICS)}")
+        for option in ("faithfulness", "relevance", "fluency"):
             measure = getattr(self, option)
+            if measure is None:
+                continue
             if measure not in MEASURES:
-                raise ConfigError(f"--{option} {measure!r} is not a sweep measure; choose one of {', '.join(MEASURES)}")
-            if MEASURES[measure] and MEASURES[measure] not in self.metrics:
-                raise ConfigError(f"--{option} {measure} needs the metric {MEASURES[measure]}: add it to --metrics")
+                raise ConfigError(f"--{option} {measure!r} is not a measure; choose one of {', '.join(MEASURES)}")
+            metric = MEASURES[measure][0].name
+            if metric not in (*self.metrics, *ALWAYS):
+                raise ConfigError(f"--{option} {measure} needs the metric {metric}: add it to --metrics")
         if self.q2_preset not in (None, "offline"):
             raise ConfigError(f"--q2-preset {self.q2_preset!r} is unknown; use 'offline' or leave it out "
                               "(the paper's hub models)")
-        for name, value in (("tolerance", self.tolerance), ("report_contexts", self.report_contexts)):
-            if value < 0:
-                raise ConfigError(f"--{name.replace('_', '-')} {value} is negative; use 0 or more")
+        for name in ("tolerance", "fluency_tolerance", "report_contexts"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"--{name.replace('_', '-')} {getattr(self, name)} is negative; use 0 or more")
+        if not 0 < self.significance < 1:
+            raise ConfigError(f"--significance {self.significance:g} is out of range: use a level in (0, 1), "
+                              "e.g. 0.05")
+        if self.resamples < 100:
+            raise ConfigError(f"--resamples {self.resamples}: use at least 100 (default 1000)")
         if self.quoting not in (None, *QUOTING):
             raise ConfigError(f"--quoting {self.quoting!r} is unknown; use {' or '.join(QUOTING)}, or leave it out")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit {self.limit}: use at least 1, or leave it out for every row")
         return self
 
-    def cells(self) -> list[Cell]:
-        """The baseline first, then every (alpha, top_p) pair, alpha-major, each once."""
-        pairs = [BASELINE] + [(float(a), float(p)) for a in self.alpha for p in self.top_p]
-        return [Cell(*pair) for pair in dict.fromkeys(pairs)]
+    @property
+    def fluency_measure(self) -> str | None:
+        """The measure best.json bounds like relevance: ``fluency`` if set, else the judge's fluency if measured."""
+        return self.fluency or ("fluency" if "pmi-faith" in self.metrics else None)
 
-    def decoding_settings(self, cell: Cell = Cell(*BASELINE)) -> DecodingSettings:
-        """The generation settings of one cell (the sweep's decoding with the cell's alpha and top_p)."""
-        sample = self.decoding == "sample"
-        return DecodingSettings(
-            alpha=cell.alpha, top_p=cell.top_p,
-            num_beams=(self.num_beams or 4) if self.decoding == "beam" else 1,
-            do_sample=sample, temperature=self.temperature, top_k=self.top_k,
-            seed=(self.seed or 0) if sample else None, max_new_tokens=self.max_new_tokens,
-            batch_size=self.batch_size, max_context_tokens=self.max_context_tokens, chat=self.chat,
-        )
+    @property
+    def baseline(self) -> Cell:
+        """Plain decoding with the sweep's search: the reference every other cell is read against."""
+        return Cell(Plain(), self.decoding)
+
+    def strategy_grids(self) -> list[dict]:
+        """The ``strategies`` entries with the ``--alpha/--top-p`` flags applied (PMI-DECODE alone without entries)."""
+        entries = [dict(entry) for entry in (self.strategies or [{"name": "pmi"}])]
+        flags = {key: getattr(self, key) for key in ("alpha", "top_p") if getattr(self, key) is not None}
+        if flags:
+            if not any(entry.get("name") == "pmi" for entry in entries):
+                entries.append({"name": "pmi"})
+            for entry in entries:
+                if entry.get("name") == "pmi":
+                    entry.update(flags)
+        return entries
+
+    def cells(self) -> list[Cell]:
+        """The baseline first, then every strategy's grid in order (search mode, then parameters), each once.
+
+        Each strategy checks its values and search modes (:func:`~faithkit.decoding.strategy_from_dict`), so a
+        bad entry stops with a message naming it (``strategies[1]: pmi: --alpha 2 is out of range …``).
+        """
+        cells = [self.baseline.check()]
+        for index, entry in enumerate(self.strategy_grids()):
+            where = f"strategies[{index}]: "
+            try:
+                cls = get_strategy(entry.get("name"))
+            except ConfigError as error:
+                raise ConfigError(f"{where}{error}") from None
+            grid = {key: _items(value) for key, value in {**default_grid(cls), **entry}.items()
+                    if key not in STRATEGY_KEYS}
+            for key, values in grid.items():
+                if not values:
+                    raise ConfigError(f"{where}{cls.name}: {key} is empty; give at least one value or leave it out")
+            for search in _items(entry.get("decoding", self.decoding)):
+                for point in product(*grid.values()):
+                    try:
+                        strategy = strategy_from_dict({"name": cls.name, **dict(zip(grid, point))})
+                        cells.append(Cell(strategy, str(search).strip()).check())
+                    except ConfigError as error:
+                        raise ConfigError(f"{where}{error}") from None
+        return list(dict.fromkeys(cells))
 
     def input_path(self) -> Path:
         """``input`` with a leading ``${data}`` replaced by the benchmark data root."""
@@ -154,42 +192,44 @@ class SweepConfig:
         return Path(text)
 
     def generation_fingerprint(self) -> dict:
-        """What the responses depend on (not the grid: each cell has its own file; not batching)."""
-        keys = ("generator", "input", "decoding", "num_beams", "temperature", "top_k", "seed", "max_new_tokens",
-                "max_context_tokens", "chat", "document_column", "history_column", "id_column", "quoting")
-        return {key: getattr(self, key) for key in keys}
+        """What every cell's responses depend on besides the cell (its label names its file): not the grid, not
+        batching. The generator by :func:`faithkit.models.identity`."""
+        from .. import models
+
+        keys = ("input", "split", "document_column", "history_column", "id_column", "quoting")
+        return {"generator": models.identity(self.generator), **self.generation.fingerprint(),
+                **{key: getattr(self, key) for key in keys}}
 
 
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> SweepConfig:
     """The config of a YAML file (if any) with ``overrides`` (None values ignored) on top, validated.
 
-    Values may be given as text, as on the command line: ``alpha: "0,0.25,0.5"``.
+    Values may be given as text, as on the command line: ``alpha: "0,0.25,0.5"``. The
+    :data:`GENERATION` keys fill :class:`~faithkit.decoding.GenerationOptions`.
     """
     values: dict = {}
     if path is not None:
         values = _read_yaml(Path(path))
     values.update({key: value for key, value in (overrides or {}).items() if value is not None})  # None: not given
     values = {key: value for key, value in values.items() if value is not None}  # YAML null: the default
-    valid = [f.name for f in fields(SweepConfig)]
+    own = [f.name for f in fields(SweepConfig) if f.name != "generation"]
+    valid = [*own, *GENERATION]
     unknown = sorted(set(values) - set(valid))
     if unknown:
         source = f"config file {path}" if path is not None else "sweep settings"
         raise ConfigError(f"{source}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
                           f"valid keys are {', '.join(valid)}")
-    types = {f.name: f.type for f in fields(SweepConfig)}
-    config = SweepConfig(**{key: _coerce(key, value, types[key]) for key, value in values.items()})
+    generation = from_mapping(GenerationOptions, {"num_beams": SweepConfig.generation.num_beams,
+                                                  **{key: values.pop(key) for key in GENERATION if key in values}})
+    types = typing.get_type_hints(SweepConfig)
+    config = SweepConfig(generation=generation, **{key: _coerce(key, value, types[key]) for key, value in values.items()})
     return config.validate()
 
 
 def _read_yaml(path: Path) -> dict:
-    import yaml
+    from ..configfile import read_yaml
 
-    if not path.exists():
-        raise ConfigError(f"config file not found: {path}")
-    try:
-        values = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as error:
-        raise ConfigError(f"config file {path} is not valid YAML: {error}") from None
+    values = read_yaml(path)
     if values is None:
         return {}
     if not isinstance(values, dict):
@@ -197,26 +237,25 @@ def _read_yaml(path: Path) -> dict:
     return {str(key).replace("-", "_"): value for key, value in values.items()}
 
 
-def _coerce(key: str, value, kind: str):
-    """A config or command-line value as the field's type; ConfigError naming the key otherwise."""
+def _coerce(key: str, value, kind):
+    """A config or command-line value as the field's type (lists: comma-separated text too); ConfigError naming the
+    key otherwise."""
+    item_type = typing.get_args(kind)[0] if typing.get_origin(kind) is tuple else None
+    if item_type is None and typing.get_origin(kind) in (typing.Union, types.UnionType):
+        inner = [arg for arg in typing.get_args(kind) if typing.get_origin(arg) is tuple]
+        item_type = typing.get_args(inner[0])[0] if inner else None
+    if item_type is None:
+        return coerce(value, kind, key)
+    if item_type is dict:  # strategies: mappings, or bare names
+        if not all(isinstance(item, (str, dict)) for item in _items(value)):
+            raise ConfigError(f"{key}: expected a list of strategies ({{name: pmi, alpha: [0.5]}} or names), "
+                              f"got {value!r}")
+        return tuple({"name": item.strip()} if isinstance(item, str) else
+                     {str(k).replace("-", "_"): v for k, v in item.items()} for item in _items(value))
     try:
-        if kind.startswith("tuple[float"):
-            return tuple(float(item) for item in _items(value))
-        if kind.startswith("tuple[str"):
-            return tuple(str(item).strip() for item in _items(value))
-        if kind.startswith("bool"):
-            if isinstance(value, bool):
-                return value
-            return {"true": True, "false": False, "yes": True, "no": False}[str(value).strip().lower()]
-        if kind.startswith("int"):
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError
-            return int(value)
-        if kind.startswith("float"):
-            return float(value)
-        return str(value)
-    except (KeyError, TypeError, ValueError):
-        expected = kind.split(" |")[0].replace("tuple[float, ...]", "numbers").replace("tuple[str, ...]", "names")
+        return tuple(item_type(item.strip() if isinstance(item, str) else item) for item in _items(value))
+    except (TypeError, ValueError):
+        expected = "numbers" if item_type is float else "names"
         raise ConfigError(f"{key}: expected {expected}, got {value!r}") from None
 
 
@@ -226,4 +265,3 @@ def _items(value) -> list:
     if isinstance(value, str):
         return [item for item in value.split(",") if item.strip()]
     return [value]
-

@@ -1,21 +1,23 @@
-"""Run a PMI-DECODE sweep: generate every cell, judge every response, summarise and report.
+"""Run a decoding sweep: generate every cell, judge every response, summarise with intervals, and report.
 
 The output folder ``DIR`` holds::
 
-    sweep.json            what the responses and scores depend on (a rerun with other settings stops)
     cells/<cell>.jsonl    per input row: id, document, history, gold, response (written as produced)
     scores.jsonl          PMI-FAITH under the judge per response (id "<cell>/<row id>"): pmi, tokens, token_pmi, …
-    q2.jsonl              Q² per response with its explanations (when asked)
-    sweep.csv             one row of measures per cell
-    best.json             the chosen operating point and the rule that chose it
+    <metric>.jsonl        any other model-backed metric asked for, e.g. q2.jsonl (Q² with its explanations)
+    sweep.csv             one row per cell: each measure with its 95% interval and paired p against the baseline
+    best.json             the chosen operating point, the rule that chose it, and whether it beats the baseline
     heatmaps/<measure>.png, report.html
 
-Every file is appended to as work finishes, so an interrupted sweep resumes where it
-stopped: generation batch by batch and cell by cell, scoring group by group. Batches are
-the same in every run (contexts sorted by length, then cut every ``batch_size``), so a
-resumed sweep writes the responses an uninterrupted one would. Under ``accelerate launch``
-the processes share the batches and the scoring groups, and the files end the same as with
-one process (records in input order).
+The cell and score files are :mod:`faithkit.jobs` outputs: each has its fingerprint beside it
+(the generator and judge by :func:`faithkit.models.identity`), so a rerun with other settings
+stops saying what changed, and a rerun with the same ones resumes where it stopped:
+generation batch by batch and cell by cell, scoring group by group. Batches are the same in
+every run (contexts sorted by length, then cut every ``batch_size``), so a resumed sweep
+writes the responses an uninterrupted one would. Cells that decode alike
+(:func:`~faithkit.sweep.config.decoded_by`) are generated and scored once and reported under
+each name. Under ``accelerate launch`` the processes share the batches and the scoring
+groups, and the files end the same as with one process (records in input order).
 """
 
 from __future__ import annotations
@@ -27,11 +29,14 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data import Columns, read_results, read_rows, unique_ids
-from ..errors import InputError, OutputError
-from ..jobs import current_process, shared_outputs
-from .config import Cell, SweepConfig
-from .table import cell_row, choose_best, markdown_table, write_csv
+from ..data import Columns, Row, read_results, read_rows, unique_ids
+from ..data.results import DIGEST_KEY, content_digest
+from ..decoding import Cell
+from ..errors import InputError
+from ..jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
+from ..metrics.registry import METRICS, get_spec
+from .config import ALWAYS, SweepConfig, decoded_by
+from .table import active_measures, cell_row, choose_best, markdown_table, statistics, write_csv
 
 logger = logging.getLogger(__name__)
 
@@ -40,7 +45,8 @@ SCORE_GROUP = 16
 """Contexts per scorer call: each call holds every cell's responses to its contexts, so the
 judge's prefix tree runs each context once for the whole grid and each distinct response once;
 the scores file grows group by group, and groups are what processes share under accelerate."""
-OUTPUTS = ("sweep.json", "cells", "scores.jsonl", "q2.jsonl", "sweep.csv", "best.json", "heatmaps", "report.html")
+OUTPUTS = ("cells", "sweep.csv", "best.json", "heatmaps", "report.html")
+"""What ``--restart`` deletes, besides the score files of every model-backed metric."""
 
 
 @dataclass(frozen=True)
@@ -62,29 +68,29 @@ class SweepResult:
 
 
 def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
-    """Run (or resume) the sweep ``config`` describes; return its table, best cell and Table-5 markdown."""
+    """Run (or resume) the sweep ``config`` describes; return its table, best cell and markdown tables."""
     config.validate()
     out = Path(config.out)
     contexts = read_contexts(config)
-    _claim(out, config, restart)
+    _prepare(out, restart)
     cells = config.cells()
-    responses = generate_cells(config, contexts, cells, out)
-    pmi = q2 = None
-    if "pmi-faith" in config.metrics:
-        _warn_if_self_judged(config)
-        pmi = score_responses(out / "scores.jsonl", lambda: _judge(config), contexts, cells, responses, "PMI-FAITH")
-    if "q2" in config.metrics:
-        q2 = score_responses(out / "q2.jsonl", lambda: _q2(config), contexts, cells, responses, "Q²")
-
+    runs = list(dict.fromkeys(decoded_by(cell) for cell in cells))
+    responses = generate_cells(config, contexts, runs, out)
+    responses.update({cell: responses[decoded_by(cell)] for cell in cells})
     golds = [c.gold for c in contexts] if all(c.gold for c in contexts) else None
-    table = []
-    for cell in cells:
+
+    rows, files = judge(config, out, contexts, runs, responses, golds)
+
+    def measured(cell: Cell) -> dict:
         texts = [responses[cell][c.id] for c in contexts]
-        scores = [pmi[_score_id(cell, c)].get("pmi") for c in contexts] if pmi else []
-        q2_rows = [q2[_score_id(cell, c)] for c in contexts] if q2 else None
-        table.append(cell_row(config, cell.alpha, cell.top_p, [c.document for c in contexts], texts, golds, scores,
-                              q2_rows))
-    best = choose_best(table, config.faithfulness, config.relevance, config.tolerance)
+        return {measure.name: statistics(measure, rows[metric][decoded_by(cell)], texts, golds)
+                for metric, measure in active_measures(config)}
+
+    baseline = measured(config.baseline)
+    parameters = list(dict.fromkeys(key for cell in cells for key in cell.strategy.parameters()))
+    table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
+    best = choose_best(table, config.faithfulness, config.relevance, config.tolerance, config.fluency_measure,
+                       config.fluency_tolerance, config.significance)
     if current_process().is_main:
         write_csv(table, out / "sweep.csv")
         (out / "best.json").write_text(json.dumps(best, indent=2) + "\n", encoding="utf-8")
@@ -93,15 +99,45 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
         from .report import write_report
 
         heatmaps(table, config, out / "heatmaps", best)
-        write_report(out / "report.html", config, contexts, cells, responses, pmi, q2, table, best)
+        write_report(out / "report.html", config, contexts, cells, responses, files.get("pmi-faith"),
+                     files.get("q2"), table, best)
     return SweepResult(table, best, markdown_table(table, config, best), out)
+
+
+def judge(config: SweepConfig, out: Path, contexts: list[Context], runs: list[Cell], responses: dict,
+          golds: list[str] | None) -> tuple[dict, dict]:
+    """Every metric's result per context for each decode: ``({metric: {cell: [result, …]}}, {metric: records})``.
+
+    Model-backed metrics (the judge, Q²) score into resumable files (:func:`score_responses`);
+    the others (lexical, the response form) are computed in memory, in a moment.
+    """
+    rows: dict[str, dict] = {}
+    files: dict[str, dict] = {}  # model-backed metric -> its records by score id
+    for name in dict.fromkeys((*config.metrics, *ALWAYS)):
+        spec = get_spec(name)
+        if spec.needs_model:
+            if name == "pmi-faith":
+                _warn_if_self_judged(config)
+            files[name] = score_responses(score_path(out, name), config, spec, contexts, runs, responses)
+            rows[name] = {cell: [files[name].get(_score_id(cell, c), {}) for c in contexts] for cell in runs}
+        else:
+            metric, references = spec.build(), golds if spec.needs_references else None
+            rows[name] = {cell: metric.compute_rows([c.document for c in contexts], [c.history for c in contexts],
+                                                    [responses[cell][c.id] for c in contexts], references)
+                          for cell in runs}
+    return rows, files
+
+
+def score_path(out: Path, metric: str) -> Path:
+    """Where a model-backed metric's records go: ``scores.jsonl`` for PMI-FAITH, else ``<metric>.jsonl``."""
+    return out / ("scores.jsonl" if metric == "pmi-faith" else f"{metric}.jsonl")
 
 
 def read_contexts(config: SweepConfig) -> list[Context]:
     """The first ``limit`` rows of the input with their gold responses; unusable rows are skipped with a warning."""
     columns = Columns(document=config.document_column, history=config.history_column, id=config.id_column,
                       response=config.gold_column, required=("document",))
-    rows = list(read_rows(config.input_path(), columns, quoting=config.quoting))[: config.limit]
+    rows = list(read_rows(config.input_path(), columns, quoting=config.quoting, split=config.split))[: config.limit]
     unique_ids(rows)
     contexts = []
     for row in rows:
@@ -120,50 +156,38 @@ def read_contexts(config: SweepConfig) -> list[Context]:
     return contexts
 
 
-def _claim(out: Path, config: SweepConfig, restart: bool) -> None:
-    """Make ``out`` this sweep's folder; stop if its outputs were made with other settings, unless restarting."""
-    manifest = out / "sweep.json"
-    wanted = {**config.generation_fingerprint(), "judge": config.judge, "q2_preset": config.q2_preset}
-    made_with = {key: out / "cells" for key in config.generation_fingerprint()}
-    made_with.update(judge=out / "scores.jsonl", q2_preset=out / "q2.jsonl")
-    if not restart and manifest.exists():
-        recorded = json.loads(manifest.read_text(encoding="utf-8"))
-        changed = [f"{key}: {recorded.get(key)!r} -> {value!r}" for key, value in wanted.items()
-                   if made_with[key].exists() and recorded.get(key) != value]
-        if changed:
-            raise OutputError(f"{out} holds a sweep made with other settings ({'; '.join(changed)}); rerun with "
-                              "those settings to continue it, add --restart to start over, or choose another --out")
+def _prepare(out: Path, restart: bool) -> None:
+    """Make ``out`` the sweep's folder; with ``restart``, delete the sweep's earlier outputs there first."""
     process = current_process()
     if process.is_main:
         if restart:
-            for name in OUTPUTS:
+            scores = [score_path(out, spec.name).name for spec in METRICS.values() if spec.needs_model]
+            for name in (*OUTPUTS, *scores):
                 target = out / name
                 shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
         out.mkdir(parents=True, exist_ok=True)
-        manifest.write_text(json.dumps(wanted, indent=2) + "\n", encoding="utf-8")
     process.wait()
 
 
 def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cell], out: Path) -> dict:
     """Generate every cell's missing responses into ``cells/<cell>.jsonl``; return ``{cell: {row id: response}}``.
 
-    Each batch of contexts is prepared once for all its unfinished cells
-    (:func:`faithkit.decoding.iter_grid`), and a cell's responses are written as soon as it
+    Each batch of contexts is prepared once for all its unfinished cells, whatever their strategy
+    and search (:func:`faithkit.decoding.iter_grid`), and a cell's responses are written as soon as it
     finishes the batch. A batch a cell has partly written is regenerated whole for that cell
     (only the missing rows are written), so its batch, and thus its tokens, are the usual ones.
     Under ``accelerate launch`` each process takes every n-th unfinished batch.
     """
     from ..decoding import iter_grid, length_order
 
-    settings = config.decoding_settings()
     order = length_order([c.document for c in contexts], [c.history for c in contexts])
-    batches = [[contexts[i] for i in order[start:start + config.batch_size]]
-               for start in range(0, len(order), config.batch_size)]
-    paths = {cell: out / "cells" / f"{cell.name}.jsonl" for cell in cells}
+    batches = [[contexts[i] for i in order[start:start + config.generation.batch_size]]
+               for start in range(0, len(order), config.generation.batch_size)]
+    paths = {cell: out / "cells" / f"{cell.label}.jsonl" for cell in cells}
     process = current_process()
-    with shared_outputs(paths, {cell: [c.id for c in contexts] for cell in cells}) as shared:
-        for cell in cells:
-            _check_resumed(paths[cell], {c.id: (c, None) for c in contexts})
+    fingerprint = job_fingerprint("sweep", **config.generation_fingerprint())
+    expected = {c.id: content_digest([c.document, list(c.history)]) for c in contexts}
+    with shared_outputs(paths, dict.fromkeys(cells, expected), fingerprint=fingerprint, flag="--out") as shared:
         todo = [(batch, [cell for cell in cells if not all(c.id in shared.done[cell] for c in batch)])
                 for batch in batches]
         todo = [(batch, pending) for batch, pending in todo if pending][process.rank::process.world]
@@ -171,9 +195,10 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
             model, tokenizer = _load_generator(config)
         for number, (batch, pending) in enumerate(todo, start=1):
             started = time.monotonic()
-            kwargs = settings.generate_kwargs(model, tokenizer, ids=[c.id for c in batch])
-            grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch],
-                             [(cell.alpha, cell.top_p) for cell in pending], **kwargs)
+            sampled = any(cell.search in ("sample", "beam_sample") for cell in pending)
+            kwargs = config.generation.grid_kwargs(model, tokenizer, ids=[c.id for c in batch], sampled=sampled)
+            grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch], pending,
+                             **kwargs)
             for index, positions, texts in grid:
                 cell = pending[index]
                 for position, text in zip(positions, texts):
@@ -181,7 +206,7 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
                     if context.id not in shared.done[cell]:
                         shared.writers[cell].write({"id": context.id, "document": context.document,
                                                     "history": list(context.history), "gold": context.gold,
-                                                    "response": text})
+                                                    "response": text, DIGEST_KEY: expected[context.id]})
             logger.info("generate: batch %d/%d (%d contexts x %d cells) in %.0f s", number, len(todo), len(batch),
                         len(pending), time.monotonic() - started)
     wanted = {c.id for c in contexts}
@@ -194,16 +219,24 @@ def _load_generator(config: SweepConfig):
     return models.load(config.generator, kind=models.model_kind(config.generator), device=config.device)
 
 
-def _judge(config: SweepConfig):
-    from ..metrics import PMIFaith
+def metric_options(config: SweepConfig, spec) -> dict:
+    """The constructor options the sweep gives a model-backed metric: the judge, the Q² preset, the device.
 
-    return PMIFaith(model=config.judge, device=config.device, unconditional=False)
+    PMI-FAITH skips its two unconditional views (half the work): the sweep reports PMI-FAITH and
+    fluency, which need only the document+history and history views."""
+    given = {"model": config.judge, "preset": config.q2_preset, "unconditional": False, "device": config.device}
+    return {key: value for key, value in given.items() if key in spec.options and value is not None}
 
 
-def _q2(config: SweepConfig):
-    from ..metrics import load_metric
+def _scoring_fingerprint(config: SweepConfig, spec) -> dict:
+    from .. import models
 
-    return load_metric("q2", preset=config.q2_preset, device=config.device)
+    options = metric_options(config, spec)
+    options.pop("device", None)  # where it runs does not change a score
+    if "model" in options:
+        options["model"] = models.identity(options["model"])
+    return job_fingerprint("sweep", metric=spec.name, metric_options=options,
+                           generation=config.generation_fingerprint())
 
 
 def _warn_if_self_judged(config: SweepConfig) -> None:
@@ -216,30 +249,32 @@ def _warn_if_self_judged(config: SweepConfig) -> None:
 
 
 def _score_id(cell: Cell, context: Context) -> str:
-    return f"{cell.name}/{context.id}"
+    return f"{cell.label}/{context.id}"
 
 
-def score_responses(path: Path, load_metric, contexts: list[Context], cells: list[Cell], responses: dict,
-                    desc: str) -> dict[str, dict]:
-    """Score every cell's responses into ``path`` (resuming it); return every record by id ``<cell>/<row id>``.
+def score_responses(path: Path, config: SweepConfig, spec, contexts: list[Context], cells: list[Cell],
+                    responses: dict) -> dict[str, dict]:
+    """Score every cell's responses with ``spec``'s metric into ``path`` (resuming it); return every record by id
+    ``<cell>/<row id>``.
 
     Contexts go in fixed groups of :data:`SCORE_GROUP`, and one ``compute_rows`` call covers all
     cells' responses to a group, each distinct response once. A group with any record missing
     is scored whole again (only the missing records are written), so every score comes from
     the same call as in an uninterrupted run, to the last bit, however many processes share
-    the groups under ``accelerate launch``. Empty responses get a record without a score; a call
-    that fails on one bad response (too long for the judge) is redone response by response, so
-    only that one gets an ``error``.
+    the groups under ``accelerate launch``. Empty responses get a record without a score.
+    Failures follow :func:`faithkit.jobs.compute_isolating_failures`: one bad response (too long
+    for the judge) gets an ``error``, a setting no response can meet stops the sweep.
     """
-    ids = [_score_id(cell, c) for c in contexts for cell in cells]
     process = current_process()
-    with shared_outputs({path: path}, {path: ids}) as shared:
+    expected = {_score_id(cell, c): content_digest([c.document, list(c.history), responses[cell][c.id]])
+                for c in contexts for cell in cells}
+    with shared_outputs({path: path}, {path: expected}, fingerprint=_scoring_fingerprint(config, spec),
+                        flag="--out") as shared:
         done, writer = shared.done[path], shared.writers[path]
-        _check_resumed(path, {_score_id(cell, c): (c, responses[cell][c.id]) for c in contexts for cell in cells})
         groups = [contexts[start:start + SCORE_GROUP] for start in range(0, len(contexts), SCORE_GROUP)]
         groups = [group for group in groups
                   if not all(_score_id(cell, c) in done for c in group for cell in cells)][process.rank::process.world]
-        metric = load_metric() if groups else None
+        metric = spec.build(**metric_options(config, spec)) if groups else None
         for group in groups:
             started = time.monotonic()
             entries = [(cell, c) for c in group for cell in cells]
@@ -250,46 +285,21 @@ def score_responses(path: Path, load_metric, contexts: list[Context], cells: lis
                 if _score_id(cell, context) in done:
                     continue
                 text = responses[cell][context.id]
-                writer.write({"id": _score_id(cell, context), "cell": cell.name, "alpha": cell.alpha,
-                              "top_p": cell.top_p, "row": context.id, "document": context.document,
-                              "history": list(context.history), "response": text,
-                              **results.get((context.id, text), {})})
-            logger.info("%s: %d responses (%d distinct) in %.0f s", desc, len(entries), len(unique),
+                writer.write({"id": _score_id(cell, context), "cell": cell.label, "row": context.id,
+                              "document": context.document, "history": list(context.history), "response": text,
+                              DIGEST_KEY: expected[_score_id(cell, context)], **results.get((context.id, text), {})})
+            logger.info("%s: %d responses (%d distinct) in %.0f s", spec.name, len(entries), len(unique),
                         time.monotonic() - started)
     return {record["id"]: record for record in read_results(path)}
 
 
-def _check_resumed(path: Path, expected: dict[str, tuple[Context, str | None]]) -> None:
-    """Stop if a record already in ``path`` answers another context (or scores another response) than its id now
-    names: the input, its ids or the generation changed, and resuming would pair rows with others' results."""
-    for record in read_results(path):
-        if record["id"] not in expected or "error" in record:
-            continue
-        context, response = expected[record["id"]]
-        if (record.get("document"), record.get("history")) != (context.document, list(context.history)) or \
-                (response is not None and record.get("response") != response):
-            raise OutputError(f"{path}: the record of '{record['id']}' was made for another "
-                              f"{'context' if response is None else 'response'} than row '{context.id}' of the input "
-                              "has now (the input, its ids or the generation changed); add --restart to start over, "
-                              "or choose another --out")
-
-
 def _compute(metric, items: list[tuple[Context, str]]) -> list[dict]:
-    """``metric.compute_rows`` over all items at once; if one item is bad, item by item with an error for it."""
-    if not items:
-        return []
+    """``metric.compute_rows`` over all items at once, under the jobs' failure policy (an ``error`` for a bad item)."""
+    rows = [Row(id=str(i), document=c.document, history=list(c.history), response=text)
+            for i, (c, text) in enumerate(items)]
 
-    def call(batch):
-        return metric.compute_rows([c.document for c, _ in batch], [c.history for c, _ in batch],
-                                   [text for _, text in batch])
+    def compute(chunk: list[Row]) -> list[dict]:
+        return metric.compute_rows([r.document for r in chunk], [r.history for r in chunk], [r.response for r in chunk])
 
-    try:
-        return call(items)
-    except ValueError:
-        results = []
-        for item in items:
-            try:
-                results.extend(call([item]))
-            except ValueError as error:
-                results.append({"error": str(error)})
-        return results
+    return [{"error": str(result)} if isinstance(result, Exception) else result
+            for result in (compute_isolating_failures(compute, rows) if rows else [])]

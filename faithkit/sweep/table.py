@@ -1,70 +1,66 @@
-"""One row of measures per grid cell, the paper's Table-5 layout, and the rule that picks the operating point."""
+"""One row of measures per cell, with intervals and paired tests, the tables that show them, and the rule that picks
+the operating point.
+
+Every measure is a :class:`~faithkit.metrics.registry.Measure` of the metric registry: its
+per-response values (in context order) become a matrix of sufficient statistics
+(:mod:`faithkit.metrics.corpus`), whose sum gives the corpus value, whose bootstrap gives
+the 95% interval, and whose pairing with the baseline's on the same contexts gives the
+paired permutation test (:mod:`faithkit.eval.stats`).
+"""
 
 from __future__ import annotations
 
 import csv
 import math
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from .config import BASELINE, SweepConfig
+import numpy as np
 
-REPEAT_RUN = 3
-"""A response is *repeated* when one word comes this many times in a row ("no no no"), or one
-three-word sequence this many times anywhere ("i love it. i love it. i love it."): the loops
-greedy and beam search fall into, which PMI-DECODE's narrow top-p sets can make worse."""
-_WORD = re.compile(r"\w+")
-COLUMNS = ("decoding", "alpha", "top_p", "n", "pmi_faith", "knowledge_precision", "bleu", "token_f1", "mean_words",
-           "empty", "repeated")
-Q2_COLUMNS = ("q2", "q2_no_nli")
+from ..eval.stats import bootstrap_interval, paired_permutation_test
+from ..metrics.corpus import AGGREGATES
+from ..metrics.registry import MEASURES, Measure
+from ..decoding import Cell
+from .config import ALWAYS, SweepConfig, decoded_by
 
-
-def is_repeated(response: str) -> bool:
-    """Whether the response loops (see :data:`REPEAT_RUN`); words are lowercased ``\\w+`` runs."""
-    words = _WORD.findall(response.lower())
-    for start in range(len(words) - REPEAT_RUN + 1):
-        if len(set(words[start:start + REPEAT_RUN])) == 1:
-            return True
-    trigrams: dict[tuple, int] = {}
-    for start in range(len(words) - 2):
-        gram = tuple(words[start:start + 3])
-        trigrams[gram] = trigrams.get(gram, 0) + 1
-        if trigrams[gram] >= REPEAT_RUN:
-            return True
-    return False
+SEED = 0
+"""Seed of every interval and test: a rerun reports the same numbers."""
 
 
-def _mean(values) -> float | None:
-    values = [v for v in values if v is not None]
-    return sum(values) / len(values) if values else None
+def active_measures(config: SweepConfig) -> list[tuple[str, Measure]]:
+    """``(metric, measure)`` of the sweep's metrics (and the response form's), in registry order."""
+    names = (*config.metrics, *ALWAYS)
+    return [(spec.name, measure) for spec, measure in MEASURES.values() if spec.name in names]
 
 
-def cell_row(config: SweepConfig, alpha: float, top_p: float, documents: Sequence[str], responses: Sequence[str],
-             golds: Sequence[str] | None, pmi: Sequence[float | None], q2: Sequence[dict] | None) -> dict:
-    """The measures of one cell from its responses (in context order) and their scores.
+def statistics(measure: Measure, rows: Sequence[dict], responses: Sequence[str],
+               references: Sequence[str] | None) -> np.ndarray | None:
+    """The (contexts x k) sufficient statistics of one cell's measure; None when it cannot be computed."""
+    values = [row.get(measure.key) if row else None for row in rows]
+    return AGGREGATES[measure.aggregate].statistics(values, responses, references)
 
-    ``pmi_faith``, ``q2`` and ``q2_no_nli`` average the responses that have a score (empty
-    responses have none); ``bleu`` is sacrebleu's corpus BLEU over every response, empty ones
-    included; ``token_f1`` and ``mean_words`` average every response; ``knowledge_precision``
-    those with a content word; ``empty`` and ``repeated`` are shares of the responses.
-    """
-    row = {"decoding": config.decoding, "alpha": alpha, "top_p": top_p, "n": len(responses)}
-    row["pmi_faith"] = _mean(pmi) if "pmi-faith" in config.metrics else None
-    if "lexical" in config.metrics:
-        from ..metrics import load_metric
 
-        lexical = load_metric("lexical").compute(documents, None, responses, references=golds)
-        row["knowledge_precision"] = lexical["mean_knowledge_precision"]
-        row["bleu"] = lexical.get("corpus_bleu")
-        row["token_f1"] = lexical.get("mean_token_f1")
-    row["mean_words"] = _mean([len(r.split()) for r in responses])
-    row["empty"] = _mean([not r.strip() for r in responses])
-    row["repeated"] = _mean([is_repeated(r) for r in responses])
-    if q2 is not None:
-        row["q2"] = _mean([s.get("q2") for s in q2])
-        row["q2_no_nli"] = _mean([s.get("q2_no_nli") for s in q2])
-    return {column: row.get(column) for column in COLUMNS + (Q2_COLUMNS if q2 is not None else ())}
+def cell_row(config: SweepConfig, cell: Cell, parameters: Sequence[str], measured: dict, baseline: dict) -> dict:
+    """The row of one cell: its name, strategy, search and parameters, then per measure its value, interval and
+    paired p-value against the baseline (``measured``/``baseline``: measure name -> statistics or None), then the
+    cell whose decode it shares (``decodes_as``, None for its own)."""
+    values = cell.strategy.parameters()
+    row = {"cell": cell.label, "strategy": cell.strategy.name, "decoding": cell.search,
+           **{key: values.get(key) for key in parameters}, "n": None}
+    for _, measure in active_measures(config):
+        mine, theirs = measured.get(measure.name), baseline.get(measure.name)
+        finish = AGGREGATES[measure.aggregate].finish
+        value = low = high = p = None
+        if mine is not None:
+            row["n"] = len(mine)
+            value = finish(mine.sum(axis=0))
+            low, high = bootstrap_interval(mine, finish, resamples=config.resamples, seed=SEED)
+            if theirs is not None:
+                p = paired_permutation_test(mine, theirs, finish, permutations=config.resamples, seed=SEED)
+        row.update({measure.name: value, f"{measure.name}_ci_low": low, f"{measure.name}_ci_high": high,
+                    f"{measure.name}_p": p})
+    row["decodes_as"] = decoded_by(cell).label if decoded_by(cell) != cell else None
+    return row
 
 
 def write_csv(table: Sequence[dict], path: Path) -> Path:
@@ -84,64 +80,101 @@ def format_value(measure: str, value) -> str:
         return "—"
     if measure == "bleu":
         return f"{value:.2f}"
-    if measure == "mean_words":
+    if measure == "words":
         return f"{value:.1f}"
     return f"{value:.3f}"
 
 
-def grid_of(table: Sequence[dict]) -> dict[tuple[float, float], dict]:
-    """The table's rows by (alpha, top_p)."""
-    return {(row["alpha"], row["top_p"]): row for row in table}
+def format_interval(row: dict, measure: str) -> str:
+    """``value [low, high]`` as the markdown table and the report show it."""
+    low, high = row.get(f"{measure}_ci_low"), row.get(f"{measure}_ci_high")
+    value = format_value(measure, row.get(measure))
+    return value if low is None else f"{value} [{format_value(measure, low)}, {format_value(measure, high)}]"
+
+
+def label(row: dict, parameters: Sequence[str]) -> str:
+    """A cell as people read it: ``pmi greedy alpha=0.25 top_p=0.6``."""
+    values = [f"{key}={row[key]:g}" for key in parameters if row.get(key) is not None]
+    return " ".join([row["strategy"], row["decoding"], *values])
 
 
 def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None = None) -> str:
-    """The paper's Table 5: alpha rows x top_p columns, each cell "faithfulness / relevance", then the baseline and best."""
+    """Every cell with each measure's value and 95% interval; the PMI-DECODE grid in the paper's Table-5 layout
+    (alpha rows x top_p columns, "faithfulness / relevance") when it has one; then the baseline and the pick."""
+    measures = [measure.name for _, measure in active_measures(config)]
+    parameters = parameter_names(table)
+    lines = ["| cell | " + " | ".join(measures) + " |", "|---|" + "---|" * len(measures)]
+    for row in table:
+        lines.append(f"| {label(row, parameters)} | " + " | ".join(format_interval(row, m) for m in measures) + " |")
     faith, relevance = config.faithfulness, config.relevance
-    grid = grid_of(table)
-    alphas, top_ps = [float(a) for a in dict.fromkeys(config.alpha)], [float(p) for p in dict.fromkeys(config.top_p)]
-    lines = ["| alpha \\ top_p | " + " | ".join(f"{p:g}" for p in top_ps) + " |",
-             "|---|" + "---|" * len(top_ps)]
-    for alpha in alphas:
-        cells = [f"{format_value(faith, grid[alpha, p][faith])} / {format_value(relevance, grid[alpha, p][relevance])}"
-                 for p in top_ps]
-        lines.append(f"| {alpha:g} | " + " | ".join(cells) + " |")
-    baseline = grid[BASELINE]
+    grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
+    alphas = sorted({key[1] for key in grid if key[0] == config.decoding})
+    top_ps = sorted({key[2] for key in grid if key[0] == config.decoding})
+    if len(alphas) > 1 and len(top_ps) > 1:
+        lines += ["", f"PMI-DECODE, {config.decoding}: {faith} / {relevance}", "",
+                  "| alpha \\ top_p | " + " | ".join(f"{p:g}" for p in top_ps) + " |", "|---|" + "---|" * len(top_ps)]
+        for alpha in alphas:
+            cells = [grid.get((config.decoding, alpha, p)) for p in top_ps]
+            lines.append(f"| {alpha:g} | " + " | ".join(
+                f"{format_value(faith, c[faith])} / {format_value(relevance, c[relevance])}" if c else "—"
+                for c in cells) + " |")
+    baseline = table[0]
     lines.append("")
-    lines.append(f"cells: {faith} / {relevance}; {config.decoding} decoding, {baseline['n']} contexts; "
-                 f"baseline (alpha 0, top_p 1): {format_value(faith, baseline[faith])} / "
-                 f"{format_value(relevance, baseline[relevance])}")
+    lines.append(f"intervals: 95% bootstrap over {baseline['n']} contexts; baseline {label(baseline, parameters)}: "
+                 f"{format_value(faith, baseline[faith])} / {format_value(relevance, baseline[relevance])}")
     if best and best.get("best"):
         chosen = best["best"]
-        lines.append(f"best: alpha {chosen['alpha']:g}, top_p {chosen['top_p']:g} "
-                     f"({format_value(faith, chosen[faith])} / {format_value(relevance, chosen[relevance])}): "
-                     f"{best['rule']}")
+        verdict = "significantly" if best["significant"] else "not significantly"
+        lines.append(f"best: {label(chosen, parameters)} ({format_interval(chosen, faith)} / "
+                     f"{format_value(relevance, chosen[relevance])}), {verdict} more faithful than the baseline "
+                     f"(p = {_p(chosen.get(f'{faith}_p'))}): {best['rule']}")
+    elif best:
+        lines.append(f"best: none: {best['rule']}")
     return "\n".join(lines)
 
 
+def _p(value) -> str:
+    return "—" if value is None else f"{value:.3g}"
+
+
+def parameter_names(table: Sequence[dict]) -> list[str]:
+    """The strategy-parameter columns of a table (between ``decoding`` and ``n``)."""
+    columns = list(table[0])
+    return columns[columns.index("decoding") + 1:columns.index("n")]
+
+
 def choose_best(table: Sequence[dict], faithfulness: str = "pmi_faith", relevance: str = "bleu",
-                tolerance: float = 1.0) -> dict:
-    """The most faithful cell whose relevance is at least the baseline's minus ``tolerance``.
+                tolerance: float = 1.0, fluency: str | None = None, fluency_tolerance: float = 0.5,
+                significance: float = 0.05) -> dict:
+    """The most faithful cell whose relevance and fluency are at least the baseline's minus their tolerances.
 
-    Ties go to higher relevance, then to the smaller alpha and top_p (the milder change).
-    Without a relevance value for the baseline (no gold responses), the bound is dropped
-    and the rule says so. Returns ``{"rule", "best", "baseline", "bound", "eligible", …}``.
+    The baseline is the table's first row. Ties go to higher relevance, then to the earlier
+    cell. A bound whose measure the baseline lacks (no gold responses, no fluency measure)
+    is dropped and the rule says so. ``significant`` tells whether the pick's faithfulness
+    beats the baseline's with paired p < ``significance``. Returns ``{"rule", "best",
+    "baseline", "significant", "eligible", …}``.
     """
-    baseline = next(row for row in table if (row["alpha"], row["top_p"]) == BASELINE)
-    base_relevance = baseline.get(relevance)
-    scored = [row for row in table if row.get(faithfulness) is not None]
-    if base_relevance is None:
-        bound, eligible = None, scored
-        rule = f"highest {faithfulness}; no {relevance} for the baseline, so no relevance bound"
-    else:
-        bound = base_relevance - tolerance
-        eligible = [row for row in scored if row.get(relevance) is not None and row[relevance] >= bound]
-        rule = (f"highest {faithfulness} among cells with {relevance} >= baseline {relevance} - {tolerance:g} "
-                f"= {bound:.4g}")
-
-    def rank(row):
-        return row[faithfulness], row.get(relevance) or -math.inf, -row["alpha"], -row["top_p"]
-
-    best = max(eligible, key=rank) if eligible else None
+    baseline = table[0]
+    eligible = [row for row in table if row.get(faithfulness) is not None]
+    clauses, bounds = [], {}
+    for measure, slack in ((relevance, tolerance), (fluency, fluency_tolerance)):
+        if measure is None:
+            continue
+        if baseline.get(measure) is None:
+            clauses.append(f"no {measure} for the baseline, so no {measure} bound")
+            continue
+        bounds[measure] = baseline[measure] - slack
+        eligible = [row for row in eligible if row.get(measure) is not None and row[measure] >= bounds[measure]]
+        clauses.append(f"{measure} >= baseline {measure} - {slack:g} = {bounds[measure]:.4g}")
+    rule = f"highest {faithfulness} among cells with " + " and ".join(clauses) if bounds else \
+        f"highest {faithfulness}; " + "; ".join(clauses)
+    position = {row["cell"]: index for index, row in enumerate(table)}
+    best = max(eligible, key=lambda row: (row[faithfulness], row.get(relevance) or -math.inf,
+                                          -position[row["cell"]])) if eligible else None
+    p = best.get(f"{faithfulness}_p") if best else None
+    significant = bool(best is not None and best is not baseline and p is not None and p < significance
+                       and best[faithfulness] > baseline[faithfulness])
     return {"rule": rule, "faithfulness": faithfulness, "relevance": relevance, "tolerance": tolerance,
-            "bound": bound, "best": best, "baseline": baseline,
-            "eligible": [f"a{row['alpha']:g}_p{row['top_p']:g}" for row in eligible]}
+            "fluency": fluency, "fluency_tolerance": fluency_tolerance, "bounds": bounds,
+            "significance": significance, "significant": significant, "p": p, "best": best,
+            "baseline": baseline, "eligible": [row["cell"] for row in eligible]}

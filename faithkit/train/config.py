@@ -22,18 +22,17 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
+from ..decoding.options import GenerationOptions, base_type, coerce, is_optional, option_like
+from ..decoding.strategies import Strategy, strategy_from_dict
 from ..errors import ConfigError
 from ..metrics.registry import check_options
-
-DECODERS = ("greedy", "pmi_decode")
 
 
 @dataclass
 class ModelSection:
     name: str | None = field(default=None, metadata={
-        "help": "hub id, local folder or offline name (smollm2-135m, gemma3-270m) of the model to fine-tune"})
+        "help": "hub id, local folder or offline name (smollm2-135m, gemma3-270m) of the model to fine-tune",
+        "path": "model"})
     init: str = field(default="pretrained", metadata={
         "help": "'pretrained' loads NAME's weights; 'random' builds a randomly initialised model from model.config"})
     config: dict = field(default_factory=dict, metadata={
@@ -46,12 +45,17 @@ class ModelSection:
 class DataSection:
     corpus: str | None = field(default=None, metadata={
         "help": "training corpus for faithkit.data.corpora.load_corpus: topicalchat, faithdial, multidoc2dial"})
-    corpus_path: str | None = field(default=None, metadata={"help": "the corpus folder, if not the default"})
-    train_split: str = field(default="train", metadata={"help": "corpus split to train on"})
-    dev_split: str = field(default="valid", metadata={"help": "corpus split for dev loss and evaluation hooks"})
+    corpus_path: str | None = field(default=None, metadata={"help": "the corpus folder, if not the default",
+                                                            "path": "input folder"})
+    train_split: str = field(default="train", metadata={
+        "help": "split to train on, of the corpus or of a train_file holding several (hub dataset, DatasetDict)"})
+    dev_split: str = field(default="valid", metadata={
+        "help": "split for dev loss and evaluation hooks, of the corpus or of a dev_file holding several"})
     train_file: str | None = field(default=None, metadata={
-        "help": "instead of a corpus: a JSONL/CSV/TSV rows file (document, history, response)"})
-    dev_file: str | None = field(default=None, metadata={"help": "instead of a corpus: the dev rows file"})
+        "help": "instead of a corpus: rows (document, history, response) as JSONL/CSV/TSV, Parquet, a "
+                "save_to_disk folder or hf:OWNER/NAME", "path": "rows"})
+    dev_file: str | None = field(default=None, metadata={"help": "instead of a corpus: the dev rows file",
+                                                         "path": "rows"})
     history_turns: int = field(default=2, metadata={"help": "dialogue turns kept before each response"})
     max_train_rows: int | None = field(default=None, metadata={"help": "use only the first N training rows"})
     max_dev_rows: int | None = field(default=None, metadata={"help": "use only the first N dev rows"})
@@ -59,6 +63,8 @@ class DataSection:
         "help": "longest input in tokens: context+response for causal LMs, the encoder input for seq2seq"})
     max_response_length: int = field(default=128, metadata={
         "help": "responses longer than this many tokens are cut (and counted in the log)"})
+    num_proc: int | None = field(default=None, metadata={
+        "help": "processes that tokenize the rows (Dataset.map's num_proc; none: this one)"})
 
 
 @dataclass
@@ -91,20 +97,26 @@ class EvaluationSection:
     eval_at_start: bool = field(default=True, metadata={"help": "also evaluate the model before training"})
     eval_batch_size: int = field(default=16, metadata={"help": "rows per pass for dev loss and decoding"})
     best_metric: str = field(default="dev_loss", metadata={
-        "help": "picks the best checkpoint: dev_loss (lower is better) or DECODER/KEY such as pmi_decode/mean_pmi "
+        "help": "picks the best checkpoint: dev_loss (lower is better) or DECODER/KEY such as pmi_a0.25_p0.6/mean_pmi "
                 "(higher is better)"})
     generate_rows: int = field(default=16, metadata={
-        "help": "the first N dev rows are decoded (greedy and PMI-DECODE) and scored at each evaluation; 0: none"})
-    alpha: float = field(default=0.25, metadata={"help": "PMI-DECODE alpha"})
-    top_p: float = field(default=0.6, metadata={"help": "PMI-DECODE top-p"})
-    max_new_tokens: int = field(default=40, metadata={"help": "longest decoded response"})
+        "help": "the first N dev rows are decoded greedily with each of evaluation.strategies and scored at each "
+                "evaluation; 0: none"})
+    strategies: list[dict] = field(default_factory=lambda: [{"name": "plain"}, {"name": "pmi"}], metadata={
+        "help": "decoding strategies of faithkit.decoding.strategies, each a name or {name: NAME, PARAMETER: VALUE} "
+                "(missing parameters: the strategy's defaults); logged under their labels, e.g. plain/mean_bleu, "
+                "pmi_a0.25_p0.6/mean_pmi (default: plain and PMI-DECODE)"})
+    max_new_tokens: int = option_like(GenerationOptions, "max_new_tokens")
     metrics: list[str] = field(default_factory=lambda: ["lexical"], metadata={
         "help": "metrics from faithkit.metrics.registry scoring the decoded responses (e.g. pmi-faith lexical q2)"})
     metric_options: dict = field(default_factory=dict, metadata={
         "help": "per-metric options, e.g. {pmi-faith: {model: gemma3-270m}}; PMI-FAITH skips its unconditional views "
                 "(mean_uncond_pmi) unless given unconditional: true"})
     log_with: list[str] = field(default_factory=lambda: ["tensorboard"], metadata={
-        "help": "accelerate trackers besides the CSV log (tensorboard, wandb, …); none for CSV only"})
+        "help": "accelerate trackers besides the CSV log (tensorboard, wandb, mlflow, …, as installed); "
+                "none for CSV only"})
+    run_name: str | None = field(default=None, metadata={
+        "help": "the run's name in the trackers (project 'faithkit') and model cards (default: the output folder's)"})
 
 
 @dataclass
@@ -122,6 +134,13 @@ class TrainConfig:
         return self.evaluation.best_metric.endswith("loss")
 
 
+def evaluation_decoders(evaluation: EvaluationSection) -> dict[str, Strategy]:
+    """The evaluation's strategies by label (the DECODER of ``DECODER/KEY`` metrics)."""
+    built = [strategy_from_dict(spec, where=f"evaluation.strategies[{i}]: ")
+             for i, spec in enumerate(evaluation.strategies)]
+    return {strategy.label: strategy for strategy in built}
+
+
 SECTIONS = {"model": ModelSection, "data": DataSection, "training": TrainingSection, "evaluation": EvaluationSection}
 
 
@@ -135,33 +154,17 @@ def _flag_fields():
     for section, cls in SECTIONS.items():
         hints = typing.get_type_hints(cls)
         for item in dataclasses.fields(cls):
-            if _base(hints[item.name]) is not dict:
+            if base_type(hints[item.name]) is not dict:
                 yield section, item, hints[item.name], flag_name(section, item.name)
-
-
-def _base(annotation):
-    """The type inside ``X | None`` and ``list[X]``'s origin."""
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        return _base(args[0])
-    return typing.get_origin(annotation) or annotation
-
-
-def _optional(annotation) -> bool:
-    return type(None) in typing.get_args(annotation)
 
 
 # ---- YAML --------------------------------------------------------------------------------------
 def load_config(path: str | Path, overrides: dict[str, object] | None = None) -> TrainConfig:
     """Read a YAML config, apply ``overrides`` (``{"section.field": value}``) and check it."""
+    from ..configfile import read_yaml
+
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"config file not found: {path}; pass --config with a YAML file such as "
-                          f"configs/train/tiny-gpt2.yaml")
-    try:
-        raw = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        raise ConfigError(f"{path} is not valid YAML: {error}") from error
+    raw = read_yaml(path) or {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{path}: expected a mapping with sections {sorted(SECTIONS)}, got {type(raw).__name__}")
     config = config_from_dict(raw, source=str(path))
@@ -170,7 +173,7 @@ def load_config(path: str | Path, overrides: dict[str, object] | None = None) ->
         hints = typing.get_type_hints(SECTIONS[section]) if section in SECTIONS else {}
         if name not in hints:
             raise ConfigError(f"unknown setting '{key}'; settings are SECTION.KEY with sections {sorted(SECTIONS)}")
-        setattr(getattr(config, section), name, _coerce(value, hints[name], key))
+        setattr(getattr(config, section), name, coerce(value, hints[name], key))
     check(config, source=str(path))
     return config
 
@@ -186,8 +189,12 @@ def config_from_dict(raw: dict, source: str = "config") -> TrainConfig:
         if not isinstance(values, dict):
             raise ConfigError(f"{source}: section '{section}' must be a mapping of keys to values, got {values!r}")
         hints = typing.get_type_hints(cls)
+        moved = [key for key in ("alpha", "top_p") if section == "evaluation" and key in values]
+        if moved:
+            raise ConfigError(f"{source}: evaluation.{' and evaluation.'.join(moved)} are now parameters of a "
+                              "strategy: write evaluation.strategies: [plain, {name: pmi, alpha: 0.25, top_p: 0.6}]")
         _reject_unknown(values, hints, source, f"{section}.")
-        sections[section] = cls(**{k: _coerce(v, hints[k], f"{source}: {section}.{k}") for k, v in values.items()})
+        sections[section] = cls(**{k: coerce(v, hints[k], f"{source}: {section}.{k}") for k, v in values.items()})
     return TrainConfig(**sections)
 
 
@@ -199,41 +206,6 @@ def _reject_unknown(values: dict, known, source: str, prefix: str) -> None:
             raise ConfigError(f"{source}: unknown key '{prefix}{key}'; {hint}")
 
 
-def _coerce(value, annotation, where: str):
-    """``value`` as the field's type; YAML's ``1e-4`` (read as a string) counts as a number."""
-    if value is None:
-        if _optional(annotation):
-            return None
-        raise ConfigError(f"{where} cannot be empty; give a value or drop the key to use the default")
-    base = _base(annotation)
-    if base is bool:
-        if isinstance(value, bool):
-            return value
-    elif base is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    elif base is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
-            try:
-                return float(value)
-            except ValueError:
-                pass
-    elif base is str:
-        if isinstance(value, str):
-            return value
-    elif base is list:
-        if isinstance(value, list) and all(isinstance(item, str) for item in value):
-            return value
-    elif base is dict:
-        if isinstance(value, dict):
-            return value
-    expected = {bool: "true or false", int: "an integer", float: "a number", str: "a string",
-                list: "a list of strings", dict: "a mapping"}[base]
-    raise ConfigError(f"{where} must be {expected}, got {value!r}")
-
-
 # ---- command line ------------------------------------------------------------------------------
 def add_override_arguments(parser: argparse.ArgumentParser) -> None:
     """One flag per scalar field (``--learning-rate``), grouped by section; unset flags leave the file's value."""
@@ -243,15 +215,20 @@ def add_override_arguments(parser: argparse.ArgumentParser) -> None:
             groups[section] = parser.add_argument_group(f"{section} overrides (config key {section}.*)")
         kwargs = {"dest": f"{section}.{item.name}", "default": argparse.SUPPRESS,
                   "help": item.metadata.get("help"), "metavar": item.name.upper()}
-        if _base(annotation) is list:
+        if base_type(annotation) is list:
             kwargs.update(nargs="*", type=str)
         else:
-            kwargs["type"] = _flag_parser(annotation)
+            kwargs["type"] = _flag_parser(annotation, item.metadata.get("path"))
         groups[section].add_argument(f"--{flag}", **kwargs)
 
 
-def _flag_parser(annotation):
-    base, optional = _base(annotation), _optional(annotation)
+def _flag_parser(annotation, path_kind: str | None = None):
+    """The flag's argparse type: the field's type from text; a path (``path_kind``, see :class:`PathArg`) checked."""
+    base, optional = base_type(annotation), is_optional(annotation)
+    if path_kind is not None:
+        from ..paths import PathArg
+
+        return PathArg(path_kind, unset=optional)
 
     def parse(text: str):
         if optional and text.lower() in ("none", "null"):
@@ -302,12 +279,13 @@ def check(config: TrainConfig, source: str = "config") -> None:
         fail("data.dev_file goes with data.train_file; with data.corpus set data.dev_split instead")
     least = [("data.history_turns", d.history_turns, 0), ("data.max_length", d.max_length, 1),
              ("data.max_response_length", d.max_response_length, 1), ("data.max_train_rows", d.max_train_rows, 1),
-             ("data.max_dev_rows", d.max_dev_rows, 1), ("training.num_epochs", t.num_epochs, 1),
+             ("data.max_dev_rows", d.max_dev_rows, 1), ("data.num_proc", d.num_proc, 1),
+             ("training.num_epochs", t.num_epochs, 1),
              ("training.max_steps", t.max_steps, 1), ("training.batch_size", t.batch_size, 1),
              ("training.gradient_accumulation_steps", t.gradient_accumulation_steps, 1),
              ("training.patience", t.patience, 1), ("training.save_steps", t.save_steps, 1),
              ("evaluation.eval_steps", e.eval_steps, 1), ("evaluation.eval_batch_size", e.eval_batch_size, 1),
-             ("evaluation.generate_rows", e.generate_rows, 0), ("evaluation.max_new_tokens", e.max_new_tokens, 1)]
+             ("evaluation.generate_rows", e.generate_rows, 0)]
     for key, value, minimum in least:
         if value is not None and value < minimum:
             fail(f"{key} must be at least {minimum}, got {value}")
@@ -320,8 +298,16 @@ def check(config: TrainConfig, source: str = "config") -> None:
         fail(f"training.warmup_ratio must be in [0, 1), got {t.warmup_ratio}")
     if t.mixed_precision not in (None, "no", "fp16", "bf16"):
         fail(f"training.mixed_precision must be no, fp16 or bf16, got {t.mixed_precision!r}")
-    if not 0 <= e.alpha <= 1 or not 0 < e.top_p <= 1:
-        fail(f"evaluation.alpha must be in [0, 1] and evaluation.top_p in (0, 1], got {e.alpha} and {e.top_p}")
+    try:
+        GenerationOptions(max_new_tokens=e.max_new_tokens).validate()
+    except ConfigError as error:
+        fail(f"evaluation.max_new_tokens: {error}")
+    try:
+        by_label = evaluation_decoders(e)
+    except ConfigError as error:
+        fail(str(error))
+    if len(by_label) < len(e.strategies):
+        fail(f"evaluation.strategies lists a strategy twice: {e.strategies}")
     unknown_options = set(e.metric_options) - set(e.metrics)
     if unknown_options:
         fail(f"evaluation.metric_options names {sorted(unknown_options)}, not in evaluation.metrics {e.metrics}")
@@ -335,8 +321,8 @@ def check(config: TrainConfig, source: str = "config") -> None:
             fail(f"evaluation.metrics: {error}")
     if e.best_metric != "dev_loss":
         decoder, _, key = e.best_metric.partition("/")
-        if decoder not in DECODERS or not key:
-            fail(f"evaluation.best_metric must be dev_loss or DECODER/KEY with DECODER in {list(DECODERS)} "
-                 f"(e.g. pmi_decode/mean_pmi), got {e.best_metric!r}")
+        if decoder not in by_label or not key:
+            fail(f"evaluation.best_metric must be dev_loss or DECODER/KEY with DECODER in {list(by_label)} "
+                 f"(e.g. pmi_a0.25_p0.6/mean_pmi), got {e.best_metric!r}")
         if not e.metrics or not e.generate_rows:
             fail(f"evaluation.best_metric {e.best_metric!r} needs evaluation.metrics and evaluation.generate_rows > 0")

@@ -4,17 +4,22 @@ A causal LM reads the context then the response and learns only the response (an
 of sequence): labels are -100 over the context. A seq2seq model's encoder reads the context
 and its decoder learns the response. Contexts come from
 :meth:`faithkit.prompts.PromptTemplate.view`, so an over-long document is cut exactly as at
-decoding and scoring time.
+decoding and scoring time. Tokenization goes through ``datasets``' ``Dataset.map`` and its
+cache (:func:`encode_rows`).
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
+from .. import prompts
 from ..data import Columns, Row, read_rows
+from ..data.arrow import has_splits
 from ..errors import ConfigError, InputError
 from ..prompts import PromptTemplate, start_ids
 from .config import DataSection
@@ -32,15 +37,18 @@ def load_rows(section: DataSection, split: str) -> list[Row]:
     """
     limit = section.max_train_rows if split == "train" else section.max_dev_rows
     path = section.train_file if split == "train" else section.dev_file
+    named_split = section.train_split if split == "train" else section.dev_split
     if path:
-        rows = list(read_rows(path, Columns(required=("document", "response"))))
         source = path
+        rows = list(read_rows(path, Columns(required=("document", "response")),
+                              split=named_split if has_splits(path) else None))
     else:
         from ..data.corpora import load_corpus
 
-        corpus_split = section.train_split if split == "train" else section.dev_split
-        rows = load_corpus(section.corpus, corpus_split, path=section.corpus_path, history_turns=section.history_turns)
-        source = f"corpus {section.corpus} split {corpus_split}"
+        source = f"corpus {section.corpus} split {named_split}"
+        dataset = load_corpus(section.corpus, named_split, path=section.corpus_path,
+                              history_turns=section.history_turns)
+        rows = list(read_rows(dataset, Columns(required=("document", "response"))))
     bad = [row for row in rows if row.error]
     if bad:
         logger.warning("%s: %d of %d rows cannot be used and are left out (first: %s)",
@@ -70,37 +78,64 @@ def encode_rows(
     seq2seq: bool,
     max_length: int,
     max_response_length: int,
-) -> tuple[list[dict], EncodingStats]:
-    """``{"input_ids", "labels"}`` per row; contexts are cut to fit (document first), responses to ``max_response_length``.
+    num_proc: int | None = None,
+):
+    """``(dataset, stats)``: a ``datasets.Dataset`` of ``{"input_ids", "labels"}`` per row that fits, cached.
 
-    A row whose history alone is too long for the room left (chat templates cannot cut a
-    turn) is left out and counted in ``stats.dropped``.
+    Contexts are cut to fit (document first), responses to ``max_response_length``. A row
+    whose history alone is too long for the room left (chat templates cannot cut a turn) is
+    left out and counted in ``stats.dropped``. The tokenization runs through ``Dataset.map``
+    (``num_proc`` processes) into a cache file named by ``datasets``' fingerprint of the rows,
+    the tokenizer, the template, the lengths and the code of this module and of
+    :mod:`faithkit.prompts`, so a second run of the same configuration reads the file instead
+    of tokenizing again.
     """
-    eos = tokenizer.eos_token_id
-    if eos is None:
+    import datasets
+    from datasets.fingerprint import Hasher
+
+    if tokenizer.eos_token_id is None:
         raise ConfigError("the tokenizer has no end-of-sequence token, so responses could not end; "
                           "use a tokenizer with one")
+    table = datasets.Dataset.from_dict({"document": [row.document for row in rows],
+                                        "history": [row.history for row in rows],
+                                        "response": [row.response for row in rows]})
+    options = {"tokenizer": tokenizer, "template": template, "seq2seq": seq2seq, "max_length": max_length,
+               "max_response_length": max_response_length}
+    code = [Path(module.__file__).read_bytes() for module in (prompts, sys.modules[__name__])]  # what the ids follow
+    fingerprint = Hasher.hash([table._fingerprint, code, options])
+    cache = Path(datasets.config.HF_DATASETS_CACHE) / "faithkit_train"
+    cache.mkdir(parents=True, exist_ok=True)
+    if any(cache.glob(f"{fingerprint}*.arrow")):  # one file, or one per process with num_proc
+        logger.info("%d rows: tokenized ids read from the cache (%s)", len(rows), cache / fingerprint)
+    encoded = table.map(encode_example, fn_kwargs=options, remove_columns=table.column_names, num_proc=num_proc,
+                        cache_file_name=str(cache / f"{fingerprint}.arrow"), new_fingerprint=fingerprint,
+                        desc="tokenizing")
+    fits = list(encoded["fits"])
+    stats = EncodingStats(rows=len(rows), contexts_cut=sum(encoded["context_cut"]),
+                          responses_cut=sum(encoded["response_cut"]), dropped=fits.count(False))
+    kept = [index for index, fitting in enumerate(fits) if fitting]
+    return encoded.select(kept).select_columns(["input_ids", "labels"]), stats
+
+
+def encode_example(row: dict, tokenizer, template: PromptTemplate, seq2seq: bool, max_length: int,
+                   max_response_length: int) -> dict:
+    """One row's ``input_ids`` and ``labels`` (-100 over a causal LM's context), and what fitting it cost."""
+    eos = tokenizer.eos_token_id
     label_start = start_ids(tokenizer) if seq2seq else []  # BART's labels begin with <s>, as its pretraining did
-    stats = EncodingStats(rows=len(rows))
-    examples = []
-    for row in rows:
-        response = template.response_ids(tokenizer, row.response)
-        if len(response) > max_response_length:
-            stats.responses_cut += 1
-            response = response[:max_response_length]
-        target = label_start + response + [eos]
-        budget = max_length if seq2seq else max_length - len(target)
-        try:
-            context = template.view(tokenizer, row.document, row.history, max_tokens=budget, encoder=seq2seq)
-        except ValueError:
-            stats.dropped += 1
-            continue
-        stats.contexts_cut += context.truncated_tokens > 0
-        if seq2seq:
-            examples.append({"input_ids": context.ids, "labels": target})
-        else:
-            examples.append({"input_ids": context.ids + target, "labels": [IGNORE] * len(context.ids) + target})
-    return examples, stats
+    response = template.response_ids(tokenizer, row["response"])
+    response_cut = len(response) > max_response_length
+    target = label_start + response[:max_response_length] + [eos]
+    budget = max_length if seq2seq else max_length - len(target)
+    try:
+        context = template.view(tokenizer, row["document"], row["history"], max_tokens=budget, encoder=seq2seq)
+    except ValueError:
+        return {"input_ids": [], "labels": [], "context_cut": False, "response_cut": response_cut, "fits": False}
+    if seq2seq:
+        input_ids, labels = context.ids, target
+    else:
+        input_ids, labels = context.ids + target, [IGNORE] * len(context.ids) + target
+    return {"input_ids": input_ids, "labels": labels, "context_cut": context.truncated_tokens > 0,
+            "response_cut": response_cut, "fits": True}
 
 
 class Collator:

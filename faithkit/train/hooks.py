@@ -1,12 +1,14 @@
 """What an evaluation does besides dev loss: decode a fixed dev subset and score the responses.
 
-Each evaluation decodes the same first ``generate_rows`` dev rows greedily (``alpha=0,
-top_p=1`` is plain greedy decoding) and with PMI-DECODE at the config's alpha and top-p, in
-one :func:`faithkit.decoding.generate.generate_grid` call (the prompts are prefilled once for
-both) and in the prompt layout decoding picks for the model, as training does. Both are
-scored with the metrics the config names (:func:`faithkit.metrics.registry.load_metrics`;
-the gold responses are the references). Every scalar a metric returns is logged as
-``DECODER/KEY``, e.g. ``pmi_decode/mean_pmi`` or ``greedy/mean_bleu``.
+Each evaluation decodes the same first ``generate_rows`` dev rows greedily with each of the
+config's strategies (``evaluation.strategies``, from :mod:`faithkit.decoding.strategies`;
+default plain decoding and PMI-DECODE at its defaults), in one
+:func:`faithkit.decoding.generate.generate_grid` call (the prompts are prefilled once for all
+of them) and in the prompt layout decoding picks for the model, as training does. Each
+strategy's responses are scored with the metrics the config names
+(:func:`faithkit.metrics.registry.load_metrics`; the gold responses are the references).
+Every scalar a metric returns is logged as ``DECODER/KEY`` with the strategy's label as
+DECODER, e.g. ``pmi_a0.25_p0.6/mean_pmi`` or ``plain/mean_bleu``.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Callable
 from ..data import Row
 from ..decoding import default_template
 from ..decoding.generate import generate_grid
+from ..decoding.strategies import Strategy
+from .config import evaluation_decoders
 
 
 class GenerationHook:
@@ -26,7 +30,7 @@ class GenerationHook:
     resident for the whole run would sit beside every training step's memory.
     """
 
-    def __init__(self, rows: list[Row], load_metrics: Callable[[], dict], decoders: dict[str, tuple[float, float]],
+    def __init__(self, rows: list[Row], load_metrics: Callable[[], dict], decoders: dict[str, Strategy],
                  max_new_tokens: int, batch_size: int, max_context_tokens: int):
         self.rows = rows
         self.load_metrics = load_metrics
@@ -90,6 +94,5 @@ def build_hook(evaluation, rows: list[Row], load_metrics: Callable[[], dict], mo
         fitting.append(row)
         if len(fitting) == evaluation.generate_rows:
             break
-    decoders = {"greedy": (0.0, 1.0), "pmi_decode": (evaluation.alpha, evaluation.top_p)}
-    return GenerationHook(fitting, load_metrics, decoders, evaluation.max_new_tokens, evaluation.eval_batch_size,
-                          max_context)
+    return GenerationHook(fitting, load_metrics, evaluation_decoders(evaluation), evaluation.max_new_tokens,
+                          evaluation.eval_batch_size, max_context)

@@ -19,8 +19,9 @@ Shaped after transformers' ``run_summarization_no_trainer.py``. What faithkit ad
 
 Output folder: ``best/`` and ``last/`` (``save_pretrained`` folders with the tokenizer and a
 ``trainer_info.json``), ``state/``, ``metrics.csv`` (step, key, value), ``generations.jsonl``
-(the decoded dev responses of each evaluation), ``tensorboard/`` and ``run_config.yaml``, which
-ties the folder to one config.
+(the decoded dev responses of each evaluation), ``tensorboard/faithkit/`` (every value of metrics.csv, as
+``evaluation.log_with``'s other trackers get them) and ``run_config.yaml``, which ties the folder to one
+config. ``best/`` and ``last/`` also hold a model card, ``README.md`` (:mod:`.card`).
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from accelerate.logging import get_logger
 from accelerate.utils import (
     DataLoaderConfiguration,
     GradientAccumulationPlugin,
+    ProjectConfiguration,
     broadcast_object_list,
-    is_tensorboard_available,
     set_seed,
 )
 from torch.utils.data import DataLoader
@@ -51,6 +52,7 @@ from transformers import get_scheduler
 
 from ..decoding import default_template, pad_token_id
 from ..errors import ConfigError, OutputError
+from .card import write_model_card
 from .config import TrainConfig
 from .data import IGNORE, Collator, encode_rows, load_rows
 from .hooks import build_hook, load_hook_metrics
@@ -59,6 +61,7 @@ from .model import build_model
 logger = get_logger(__name__)
 
 RUN_CONFIG = "run_config.yaml"
+TRACKER_PROJECT = "faithkit"  # wandb's project, mlflow's experiment, the folder under OUTPUT/tensorboard
 
 
 @dataclass
@@ -76,6 +79,7 @@ class RunState:
     dev_loss_first: float | None = None
     dev_loss_best: float | None = None
     last_eval_values: dict = field(default_factory=dict)
+    evaluations: list = field(default_factory=list)  # {"step", **values} of each evaluation, for the model cards
 
     def state_dict(self) -> dict:
         return asdict(self)
@@ -103,8 +107,9 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
         enable_activation_checkpointing(model)
     seq2seq = model.config.is_encoder_decoder
     template = default_template(model, tokenizer)
-    encoded = {split: _encode(split, rows, tokenizer, template, seq2seq, d)
-               for split, rows in (("train", train_rows), ("dev", dev_rows))}
+    with accelerator.main_process_first():  # the main process tokenizes into the cache, the others read it
+        encoded = {split: _encode(split, rows, tokenizer, template, seq2seq, d)
+                   for split, rows in (("train", train_rows), ("dev", dev_rows))}
     # only the main process decodes and scores; the metrics' judge models load for each evaluation and are freed
     # after it, so that they never sit beside a training step's gradients, optimizer state and activations
     hook = (build_hook(e, dev_rows, lambda: load_hook_metrics(e), model, tokenizer, d.max_length)
@@ -135,7 +140,9 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
         accelerator.load_state(str(output_dir / "state"))
         logger.info("resumed at step %d of %d", state.step, total_steps)
     log = RunLog(output_dir, accelerator, keep_until=state.step if resume else -1)
-    accelerator.init_trackers("tensorboard", config=_flat_config(config))
+    name = run_name(config, output_dir)
+    accelerator.init_trackers(TRACKER_PROJECT, config=_flat_config(config),
+                              init_kwargs={"wandb": {"name": name}, "mlflow": {"run_name": name}})
     logger.info("training %d steps (%d per epoch) of %d rows each, on %d process(es); evaluating every %d steps",
                 total_steps, steps_per_epoch, rows_per_step, accelerator.num_processes, eval_every)
 
@@ -150,9 +157,10 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
             log.generations(state.step, hook.rows, responses)
         values = broadcast_object_list([values])[0]  # every process takes the same best/stop decisions
         log.values(state.step, values)
+        state.evaluations.append({"step": state.step, **values})
         _update_best(config, state, values)
         if state.best_step == state.step:
-            save_checkpoint(accelerator, model, tokenizer, output_dir / "best", state.step, values)
+            save_checkpoint(accelerator, model, tokenizer, output_dir / "best", state, values, config)
         state.last_eval_values = values
         logger.info("step %d: %s", state.step, ", ".join(f"{k} {v:.4f}" for k, v in values.items()))
 
@@ -185,7 +193,7 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
     if state.stopped:
         logger.info("early stop at step %d: %s did not improve for %d evaluations",
                     state.step, e.best_metric, t.patience)
-    save_checkpoint(accelerator, model, tokenizer, output_dir / "last", state.step, state.last_eval_values)
+    save_checkpoint(accelerator, model, tokenizer, output_dir / "last", state, state.last_eval_values, config)
     accelerator.end_training()
     return {
         "checkpoint": str(output_dir / "best"),
@@ -202,9 +210,11 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
 def make_accelerator(config: TrainConfig, output_dir: Path) -> Accelerator:
     """accelerate set up for this run: accumulation, precision, trackers, and batches split among processes."""
     t, e = config.training, config.evaluation
-    if "tensorboard" in e.log_with and not is_tensorboard_available():
-        raise ConfigError("evaluation.log_with names tensorboard, which is not installed: "
-                          "pip install tensorboard, or set --log-with (empty) for the CSV log only")
+    unavailable = [name for name in e.log_with if not _tracker_available(name)]
+    if unavailable:
+        raise ConfigError(f"evaluation.log_with names {', '.join(unavailable)}, which accelerate cannot log to here "
+                          f"(not installed, or not one of its trackers: {', '.join(_trackers())}); pip install it, "
+                          f"or drop it from --log-with (empty: the CSV log only)")
     accelerator = Accelerator(
         # several processes without a GPU: accelerate joins them over gloo only when told they run on CPU
         cpu=int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available(),
@@ -212,7 +222,7 @@ def make_accelerator(config: TrainConfig, output_dir: Path) -> Accelerator:
             num_steps=t.gradient_accumulation_steps, sync_with_dataloader=False),
         mixed_precision=t.mixed_precision,
         log_with=e.log_with or None,
-        project_dir=output_dir,
+        project_config=ProjectConfiguration(project_dir=str(output_dir), logging_dir=str(output_dir / "tensorboard")),
         dataloader_config=DataLoaderConfiguration(split_batches=True, use_seedable_sampler=True, data_seed=t.seed),
     )
     for key, size in (("training.batch_size", t.batch_size), ("evaluation.eval_batch_size", e.eval_batch_size)):
@@ -230,9 +240,28 @@ def enable_activation_checkpointing(model) -> None:
     model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
 
 
-def _encode(split: str, rows, tokenizer, template, seq2seq: bool, data) -> list[dict]:
+def run_name(config: TrainConfig, output_dir: Path) -> str:
+    """The run's name in the trackers and model cards: ``evaluation.run_name``, else the output folder's name."""
+    return config.evaluation.run_name or output_dir.resolve().name
+
+
+def _trackers() -> list[str]:
+    from accelerate.tracking import LOGGER_TYPE_TO_CLASS
+
+    return sorted(LOGGER_TYPE_TO_CLASS)
+
+
+def _tracker_available(name: str) -> bool:
+    """Whether accelerate has the tracker ``name`` and its library is installed."""
+    from accelerate.utils import imports
+
+    return name in _trackers() and getattr(imports, f"is_{name}_available")()
+
+
+def _encode(split: str, rows, tokenizer, template, seq2seq: bool, data):
     """Token ids of one split, with what fitting them into ``data.max_length`` cost in the log."""
-    examples, stats = encode_rows(rows, tokenizer, template, seq2seq, data.max_length, data.max_response_length)
+    examples, stats = encode_rows(rows, tokenizer, template, seq2seq, data.max_length, data.max_response_length,
+                                  num_proc=data.num_proc)
     logger.info("%s: %d rows; %d contexts cut to fit %d tokens, %d responses cut to %d tokens",
                 split, stats.rows, stats.contexts_cut, data.max_length, stats.responses_cut, data.max_response_length)
     if stats.dropped:
@@ -247,11 +276,14 @@ def _encode(split: str, rows, tokenizer, template, seq2seq: bool, data) -> list[
 def check_output_dir(output_dir: Path, config: TrainConfig, resume: bool) -> None:
     """The folder is new or holds this very config; a saved state there must be resumed, and ``--resume`` needs one.
 
-    A folder with this config but no state (stopped before its first save) simply starts again.
+    A folder holding only a run's config (a start that failed before training, e.g. on a bad data file) is
+    free for any config; one with this config but no state (stopped before its first save) starts again.
     """
     saved, state = output_dir / RUN_CONFIG, output_dir / "state"
     if resume and not state.is_dir():
         raise ConfigError(f"--resume: no saved state in {state}; drop --resume to start the run")
+    if saved.exists() and [path.name for path in output_dir.iterdir()] == [RUN_CONFIG]:
+        return
     if not saved.exists():
         if output_dir.exists() and any(output_dir.iterdir()):
             raise OutputError(f"output folder {output_dir} is not empty and holds no faithkit training run; "
@@ -448,15 +480,19 @@ def save_state(accelerator: Accelerator, folder: Path) -> None:
     accelerator.wait_for_everyone()
 
 
-def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, step: int, values: dict) -> None:
-    """A ``save_pretrained`` folder (model + tokenizer) that ``faithkit.models.load`` and ``faithkit generate`` read."""
+def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, state: RunState, values: dict,
+                    config: TrainConfig) -> None:
+    """A ``save_pretrained`` folder (model + tokenizer) that ``faithkit.models.load`` and ``faithkit generate`` read,
+    with its model card (README.md) and ``trainer_info.json`` (its step and dev values)."""
     state_dict = accelerator.get_state_dict(model)
     if accelerator.is_main_process:
         staging = folder.with_name(folder.name + ".tmp")
         shutil.rmtree(staging, ignore_errors=True)
         accelerator.unwrap_model(model).save_pretrained(staging, state_dict=state_dict, save_function=accelerator.save)
         tokenizer.save_pretrained(staging)
-        (staging / "trainer_info.json").write_text(json.dumps({"step": step, **values}, indent=1))
+        (staging / "trainer_info.json").write_text(json.dumps({"step": state.step, **values}, indent=1))
+        write_model_card(staging, config, f"{run_name(config, folder.parent)}-{folder.name}", state.step, values,
+                         state.evaluations)
         shutil.rmtree(folder, ignore_errors=True)
         staging.rename(folder)
     accelerator.wait_for_everyone()

@@ -6,6 +6,7 @@ import csv
 import json
 import logging
 import os
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,13 @@ def subprocess_env() -> dict:
     """The environment of a faithkit subprocess: offline, one thread, this checkout first on the path."""
     return {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
             "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on, for the processes of one `accelerate launch` to meet on."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def start_faithkit(*argv, prelude: str = "") -> subprocess.Popen:

@@ -92,14 +92,18 @@ def test_error_records_are_retried_on_rerun_and_kept_with_skip_errors(faithkit, 
     out = tmp_path / "out.jsonl"
     argv = ["score", "--metric", "overlap-f1", "--input", rows, "--output", out]
     assert "5 scored, 0 already done, 1 errors" in faithkit(*argv).err
-    write_jsonl(rows, ROWS)  # the user fixes the row
 
     run = faithkit(*argv, "--skip-errors")
     assert run.code == 0 and "0 scored, 6 already done, 0 errors" in run.err
-    assert read_results(out)[2] == {"id": "r2", "error": "row r2: field 'response' (response) is empty"}
+    assert read_results(out)[2]["error"] == "row r2: field 'response' (response) is empty"
 
     run = faithkit(*argv)
+    assert run.code == 0 and "0 scored, 5 already done, 1 errors" in run.err  # retried: the same error
+
+    write_jsonl(rows, ROWS)  # the user fixes the row: an edited row is computed again, even with --skip-errors
+    run = faithkit(*argv, "--skip-errors")
     assert run.code == 0 and "1 scored, 5 already done, 0 errors" in run.err
+    assert "1 rows changed since their records were written" in run.err
     records = read_results(out)
     assert [r["id"] for r in records] == [row["id"] for row in ROWS]  # the retried row back in its place
     assert records[2]["overlap_f1"] > 0 and "error" not in records[2]
@@ -193,3 +197,27 @@ def test_parts_of_another_job_are_refused_and_restart_discards_them(faithkit, sc
     run = faithkit(*argv, "--metric", "overlap-f1", "--restart")
     assert run.code == 0 and "6 scored, 0 already done" in run.err
     assert read_results(out) == complete and not part.exists()
+
+
+def test_an_edited_row_is_computed_again_and_rows_gone_from_the_input_are_reported(faithkit, scored, rows):
+    argv, out = scored
+    edited = [dict(row) for row in ROWS[1:]]  # r0 is gone
+    edited[1]["response"] = "bananas are yellow"  # r2 edited
+    write_jsonl(rows, edited)
+    run = faithkit(*argv, "--metric", "overlap-f1")
+    assert run.code == 0 and "1 scored, 4 already done, 0 errors" in run.err
+    assert f"{out}: 1 rows changed since their records were written; computing them again" in run.err
+    assert f"{out}: 1 records have ids the input no longer has (r0); they stay, at the end of the file" in run.err
+    records = read_results(out)
+    assert [r["id"] for r in records] == ["r1", "r2", "r3", "r4", "r5", "r0"]  # one record per id
+    assert records[1]["response"] == "bananas are yellow" and records[1]["overlap_f1"] == 0.0
+    again = faithkit(*argv, "--metric", "overlap-f1")
+    assert "0 scored, 5 already done, 0 errors" in again.err and "changed" not in again.err
+
+
+def test_another_input_with_the_same_ids_is_computed_again(faithkit, scored, tmp_path):
+    argv, out = scored
+    other = write_jsonl(tmp_path / "other.jsonl", [{**row, "response": "pears"} for row in ROWS])
+    run = faithkit("score", "--input", other, "--output", out, "--metric", "overlap-f1")
+    assert run.code == 0 and "6 scored, 0 already done" in run.err
+    assert all(r["response"] == "pears" and r["overlap_f1"] == 0.0 for r in read_results(out))

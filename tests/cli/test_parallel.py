@@ -11,7 +11,6 @@ start-up time.
 """
 
 import json
-import socket
 import subprocess
 import sys
 
@@ -20,7 +19,7 @@ import pytest
 from faithkit.data import read_results
 from faithkit.metrics.pmi_faith import PMIFaith
 
-from .helpers import ROOT, crash_after, run_main, subprocess_env, write_jsonl, write_wow_csv
+from .helpers import ROOT, crash_after, free_port, run_main, subprocess_env, write_jsonl, write_wow_csv
 
 ROWS = [{"id": f"p{i}", "document": f"Note {i % 4}: pears number {i} ripen in autumn.", "history": ["And pears?"],
          "response": f"Pears {i} ripen in autumn{'!' * (i % 3)}", "gold": f"gold {i}"} for i in range(12)]
@@ -32,16 +31,10 @@ CELLS_BEFORE = 5  # cell batches a single process generated before it was stoppe
 pytestmark = pytest.mark.slow  # accelerate launch subprocesses
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def _launch(*argv) -> subprocess.Popen:
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               "--main_process_port", str(_free_port()), "-m", "faithkit", *[str(a) for a in argv]]
+               "--main_process_port", str(free_port()), "-m", "faithkit", *[str(a) for a in argv]]
     return subprocess.Popen(command, env=subprocess_env(), cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
@@ -136,12 +129,12 @@ def test_greedy_generate_by_two_processes_equals_one_process(runs):
 def test_sweep_resumed_by_two_processes_equals_one_process(runs):
     (code, out, err), folder = runs[0]["sweep"], runs[1]
     assert code == 0, err
-    assert out.count("best: alpha") == 1  # the table once, from the main process
+    assert out.count("best: ") == 1  # the table once, from the main process
     # the main process's share: 4 of the 8 unfinished batches, scoring groups 1 and 3 (16 and 4 contexts x 3 cells)
     assert "generate: batch 4/4 (4 contexts x" in err and "generate: batch 5/" not in err
-    assert "PMI-FAITH: 48 responses" in err and "PMI-FAITH: 12 responses" in err
+    assert "pmi-faith: 48 responses" in err and "pmi-faith: 12 responses" in err
     parallel, single = folder / "sweep-2", folder / "sweep-1"
-    for cell in ("a0_p1", "a0.5_p0.6", "a0.5_p1"):
+    for cell in ("plain", "pmi_a0.5_p0.6", "pmi_a0.5_p1"):
         assert read_results(parallel / "cells" / f"{cell}.jsonl") == read_results(single / "cells" / f"{cell}.jsonl")
     got, want = read_results(parallel / "scores.jsonl"), read_results(single / "scores.jsonl")
     assert [r["id"] for r in got] == [r["id"] for r in want] and len(got) == 3 * len(SWEEP_ROWS)
@@ -151,9 +144,10 @@ def test_sweep_resumed_by_two_processes_equals_one_process(runs):
     parallel_table = (parallel / "sweep.csv").read_text().splitlines()
     single_table = (single / "sweep.csv").read_text().splitlines()
     assert parallel_table[0] == single_table[0] and len(parallel_table) == 4
-    for mine, theirs in zip(parallel_table[1:], single_table[1:]):
-        assert [float(v) for v in mine.split(",")[1:]] == pytest.approx([float(v) for v in theirs.split(",")[1:]],
-                                                                          abs=1e-5)
+    for mine, theirs in zip(parallel_table[1:], single_table[1:]):  # cell, strategy, decoding, then numbers
+        assert mine.split(",")[:3] == theirs.split(",")[:3]
+        assert [float(v or "nan") for v in mine.split(",")[3:]] == pytest.approx(
+            [float(v or "nan") for v in theirs.split(",")[3:]], abs=1e-5, nan_ok=True)
     assert not list(parallel.rglob("*.part*"))  # every part was merged away
 
 

@@ -29,7 +29,7 @@ def test_scores_every_row_and_reports_bad_ones(faithkit, model_folder, rows_file
     assert run.code == 0
     records = read_results(output)
     assert [r["id"] for r in records] == [f"r{i}" for i in range(7)]  # input order
-    assert records[3] == {"id": "r3", "error": "row r3: field 'response' (response) is empty"}
+    assert records[3]["error"] == "row r3: field 'response' (response) is empty"
     assert all(isinstance(records[i]["pmi"], float) for i in (0, 1, 2, 4, 5, 6))
     assert records[0]["history"] == ["Tell me fact 0."] and records[0]["document"].startswith("Fact number 0")
     assert "| id | pmi | uncond_pmi | response | error |" in run.out

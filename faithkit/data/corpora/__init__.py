@@ -3,8 +3,8 @@
 The benchmarks have their own readers (:mod:`.begin`, :mod:`.q2_wow`). The training corpora
 go through one registry, :data:`CORPORA`::
 
-    rows = load_corpus("topicalchat", "valid_freq")    # a CorpusSplit: a list of Row ...
-    rows.summary["kept"], rows.summary["skipped_personal"]    # ... and what was kept and skipped
+    split = load_corpus("topicalchat", "valid_freq")    # a datasets.Dataset with declared features ...
+    corpus_summary(split)["kept"], corpus_summary(split)["skipped_personal"]    # ... and what was kept, skipped
 
 - ``topicalchat`` (:mod:`.topicalchat`): Topical-Chat, default folder ``data_root()/topicalchat``;
 - ``faithdial`` (:mod:`.faithdial`): FaithDial, from the hub unless a folder is given;
@@ -12,10 +12,14 @@ go through one registry, :data:`CORPORA`::
 
 A row's history is the last ``history_turns`` turns before the response (2, as in the
 PMI-FAITH paper; ``None`` keeps them all), as the plain text of each turn: who speaks is left
-to the prompt template, which adds speaker prefixes if it wants them. Each load logs a
-one-line summary of what was kept and skipped; the same counts are ``.summary`` of the
-returned :class:`CorpusSplit`. :func:`export_corpus` writes a split as JSONL rows that
-:func:`faithkit.data.read_rows` reads back unchanged.
+to the prompt template, which adds speaker prefixes if it wants them. The dataset's columns
+are ``id``, ``document``, ``history`` (a sequence of strings), ``response``, ``gold`` (the same
+text: the reference a generated response is compared with) and the corpus's own fields, each
+declared in its loader's ``FEATURES``. Each load logs a one-line summary of what was kept and
+skipped; the same counts travel with the dataset as JSON in ``info.description`` (they survive
+``save_to_disk``), read back by :func:`corpus_summary`. :func:`export_corpus` writes a split as
+JSONL, Parquet or a ``save_to_disk`` folder, which :func:`faithkit.data.read_rows` (every
+``--input``) reads back unchanged.
 """
 
 from __future__ import annotations
@@ -25,14 +29,18 @@ import inspect
 import json
 import logging
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from ...errors import ConfigError, OutputError
 from .. import data_root
 from . import faithdial, multidoc2dial, topicalchat
-from .common import CorpusSplit
+from .common import corpus_summary
+
+if TYPE_CHECKING:
+    import datasets
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +49,7 @@ logger = logging.getLogger(__name__)
 class Corpus:
     """A training corpus: its loader ``load(split, path, history_turns, **options)``, splits and where to get it."""
 
-    load: Callable[..., CorpusSplit]
+    load: Callable[..., "datasets.Dataset"]
     splits: tuple[str, ...]
     source: str
     folder: str | None  # default folder under data_root(); None reads from the hub
@@ -62,7 +70,7 @@ CORPORA: dict[str, Corpus] = {
 
 
 def load_corpus(name: str, split: str, path: str | Path | None = None, history_turns: int | None = 2,
-                **options) -> CorpusSplit:
+                **options) -> "datasets.Dataset":
     """The rows of one split of a registered corpus, read from ``path`` (default: see :data:`CORPORA`)."""
     if name not in CORPORA:
         raise ConfigError(f"unknown corpus '{name}'; choose one of {', '.join(CORPORA)}")
@@ -79,37 +87,57 @@ def load_corpus(name: str, split: str, path: str | Path | None = None, history_t
                           f"not {history_turns!r}")
     if path is None and corpus.folder is not None:
         path = data_root() / corpus.folder
-    rows = corpus.load(split, path, history_turns, **options)
-    skipped = ", ".join(f"{count} {key.removeprefix('skipped_')}" for key, count in rows.summary.items()
+    dataset = corpus.load(split, path, history_turns, **options)
+    summary = corpus_summary(dataset)
+    skipped = ", ".join(f"{count} {key.removeprefix('skipped_')}" for key, count in summary.items()
                         if key.startswith("skipped_"))
-    logger.info("%s %s: kept %d of %d turns (skipped: %s) from %s", name, split, rows.summary["kept"],
-                rows.summary["turns"], skipped, rows.summary["source"])
-    return rows
+    logger.info("%s %s: kept %d of %d turns (skipped: %s) from %s", name, split, summary["kept"],
+                summary["turns"], skipped, summary["source"])
+    return dataset
+
+
+EXPORT_FORMATS = ("jsonl", "parquet", "arrow")
 
 
 def export_corpus(name: str, split: str, output: str | Path, path: str | Path | None = None,
-                  history_turns: int | None = 2, **options) -> dict:
-    """Write one split as JSONL rows ``{"id", "document", "history", "response", "gold", **extras}``; its summary.
+                  history_turns: int | None = 2, file_format: str = "jsonl", **options) -> dict:
+    """Write one split as rows ``{"id", "document", "history", "response", "gold", **own fields}``; its summary.
 
-    ``gold`` repeats the response: the corpus turn is the reference a generated response is
-    compared with. The file is written whole or not at all.
+    ``file_format`` is ``jsonl`` (one JSON object a line), ``parquet`` (one file) or ``arrow``
+    (a ``save_to_disk`` folder, which keeps the summary too). The output is written whole
+    beside its place and then moved there, so it is never half written.
     """
-    rows = load_corpus(name, split, path, history_turns, **options)
+    if file_format not in EXPORT_FORMATS:
+        raise ConfigError(f"unknown export format '{file_format}'; choose one of {', '.join(EXPORT_FORMATS)}")
+    dataset = load_corpus(name, split, path, history_turns, **options)
     output = Path(output)
     partial = output.with_name(output.name + ".partial")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        with partial.open("w", encoding="utf-8") as file:
-            for row in rows:
-                record = {"id": row.id, "document": row.document, "history": row.history,
-                          "response": row.response, "gold": row.response, **row.extras}
-                file.write(json.dumps(record) + "\n")  # ASCII: no line separator inside a record
+        _remove(partial)
+        if file_format == "jsonl":
+            with partial.open("w", encoding="utf-8") as file:
+                for record in dataset:
+                    file.write(json.dumps(record) + "\n")  # ASCII: no line separator inside a record
+        elif file_format == "parquet":
+            dataset.to_parquet(str(partial))
+        else:
+            dataset.save_to_disk(str(partial))
+        _remove(output)
         os.replace(partial, output)
     except OSError as error:
         with contextlib.suppress(OSError):
-            partial.unlink()
+            _remove(partial)
         raise OutputError(f"cannot write {output}: {error.strerror or error}; choose another output") from None
-    return {**rows.summary, "output": str(output)}
+    return {**corpus_summary(dataset), "output": str(output), "format": file_format}
 
 
-__all__ = ["CORPORA", "Corpus", "CorpusSplit", "export_corpus", "load_corpus"]
+def _remove(path: Path) -> None:
+    """Delete a file or a folder if it exists."""
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+__all__ = ["CORPORA", "EXPORT_FORMATS", "Corpus", "corpus_summary", "export_corpus", "load_corpus"]

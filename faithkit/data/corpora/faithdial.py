@@ -21,18 +21,24 @@ means the WoW response was already faithful).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...errors import InputError
 from ..rows import Row
-from .common import CorpusSplit, last_turns, layout_of, read_json
+from .common import corpus_dataset, last_turns, layout_of, read_json
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 HUB_ID = "McGill-NLP/FaithDial"
 SPLITS = ("train", "valid", "valid_random_split", "valid_topic_split", "test", "test_random_split", "test_topic_split")
 SOURCE = f"the hub dataset {HUB_ID} (https://huggingface.co/datasets/{HUB_ID}, folder data/)"
 TEXT_FIELDS = ("history", "knowledge", "response")  # the row's own fields; the rest of an utterance goes to extras
+FEATURES = {"dialog_idx": "int64", "turn": "int64", "speaker": "string", "original_response": "string",
+            "BEGIN": ["string"], "VRM": ["string"]}  # the utterance's other fields, as released
 
 
-def load_faithdial(split: str, path: str | Path | None, history_turns: int | None = 2) -> CorpusSplit:
+def load_faithdial(split: str, path: str | Path | None, history_turns: int | None = 2) -> Dataset:
     """One split of FaithDial as rows, from the folder ``path`` or, when it is None, from the hub."""
     file = _hub_file(split) if path is None else _local_file(Path(path), split)
     dialogues = read_json(file, f"the FaithDial {split} dialogues (a JSON list)", SOURCE, list)
@@ -52,7 +58,7 @@ def load_faithdial(split: str, path: str | Path | None, history_turns: int | Non
                                 history=last_turns(utterance["history"], history_turns),
                                 response=utterance["response"], extras=extras))
     summary = {"corpus": "faithdial", "split": split, "source": str(file), **counts}
-    return CorpusSplit(rows, summary)
+    return corpus_dataset(rows, summary, FEATURES)
 
 
 def _local_file(folder: Path, split: str) -> Path:

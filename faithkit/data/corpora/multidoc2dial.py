@@ -21,18 +21,24 @@ Row ids are ``<dial_id>:<turn_id>``; ``extras`` hold ``dial_id``, ``domain``, ``
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...errors import InputError
 from ..rows import Row
-from .common import CorpusSplit, last_turns, layout_of, read_json
+from .common import corpus_dataset, last_turns, layout_of, read_json
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 SPLITS = ("train", "validation", "test")
 SOURCE = ("https://doc2dial.github.io/multidoc2dial/file/multidoc2dial.zip "
           "(as IBM/multidoc2dial's scripts/run_download.sh does)")
+FEATURES = {"dial_id": "string", "domain": "string", "doc_id": "string", "turn_id": "int64", "role": "string",
+            "da": "string", "references": [{"id_sp": "string", "label": "string", "doc_id": "string"}]}
 NO_SOLUTION = "respond_no_solution"
 
 
-def load_multidoc2dial(split: str, path: str | Path, history_turns: int | None = 2) -> CorpusSplit:
+def load_multidoc2dial(split: str, path: str | Path, history_turns: int | None = 2) -> Dataset:
     """One split of MultiDoc2Dial as rows, from the unzipped release folder ``path``."""
     dial_file = Path(path) / f"multidoc2dial_dial_{split}.json"
     doc_file = Path(path) / "multidoc2dial_doc.json"
@@ -69,7 +75,7 @@ def load_multidoc2dial(split: str, path: str | Path, history_turns: int | None =
                                                        history_turns),
                                     response=turn["utterance"], extras=extras))
     summary = {"corpus": "multidoc2dial", "split": split, "source": str(dial_file), **counts}
-    return CorpusSplit(rows, summary)
+    return corpus_dataset(rows, summary, FEATURES)
 
 
 def _grounding(references: list[dict], spans: dict, where: str) -> str:

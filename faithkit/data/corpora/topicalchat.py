@@ -30,19 +30,25 @@ Row ids are ``<conversation id>:<turn index>`` (from 0); ``extras`` hold the tur
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ...errors import InputError
 from ..rows import Row
-from .common import CorpusSplit, last_turns, layout_of, read_json
+from .common import corpus_dataset, last_turns, layout_of, read_json
+
+if TYPE_CHECKING:
+    from datasets import Dataset
 
 SPLITS = ("train", "valid_freq", "valid_rare", "test_freq", "test_rare")
 SOURCE = "https://github.com/alexa/Topical-Chat"
 PERSONAL = "Personal Knowledge"
 WIKI_KEYS = ("shortened_wiki_lead_section", "summarized_wiki_lead_section")
+FEATURES = {"conversation_id": "string", "turn": "int64", "config": "string", "agent": "string",
+            "sentiment": "string", "knowledge_source": ["string"], "turn_rating": "string", "entities": ["string"]}
 
 
 def load_topicalchat(split: str, path: str | Path, history_turns: int | None = 2, *,
-                     keep_opening: bool = False, keep_personal: bool = False) -> CorpusSplit:
+                     keep_opening: bool = False, keep_personal: bool = False) -> Dataset:
     """One split of Topical-Chat as rows; ``keep_opening`` / ``keep_personal`` keep the turns the authors drop."""
     conversations_file, reading_file, wiki_file = _files(Path(path), split)
     conversations = read_json(conversations_file, f"the Topical-Chat {split} conversations", SOURCE, dict)
@@ -76,7 +82,7 @@ def load_topicalchat(split: str, path: str | Path, history_turns: int | None = 2
                                     response=turn["message"], extras=extras))
     summary = {"corpus": "topicalchat", "split": split, "source": str(conversations_file),
                "reading_sets": "post-build" if post_build else "pre-build", **counts}
-    return CorpusSplit(rows, summary)
+    return corpus_dataset(rows, summary, FEATURES)
 
 
 def _files(folder: Path, split: str) -> tuple[Path, Path, Path]:

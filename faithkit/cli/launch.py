@@ -1,0 +1,65 @@
+"""``faithkit launch …``: ``accelerate launch …`` whose failures end, like faithkit's own, with the program's one line.
+
+accelerate's launcher follows a failed program's ``error: …`` line with a traceback of its own
+(``CalledProcessError`` for one process, torch elastic's ``ChildFailedError`` report for
+several) and exits 1; Ctrl-C adds its ``KeyboardInterrupt`` traceback. ``accelerate launch
+--quiet`` hides the first for one process only. This runs the same launcher with the same
+arguments, and when the program fails or is interrupted, exits with the program's status and
+adds nothing after the program's last line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "launch", help="accelerate launch, ending with faithkit's own line when the program fails",
+        description="Takes exactly the arguments of 'accelerate launch' (see 'accelerate launch --help'), e.g. "
+                    "'faithkit launch --multi_gpu --num_processes 2 -m faithkit score …' or 'faithkit launch "
+                    "train.py --config …'. When the program fails or Ctrl-C stops it, its own last line stays the "
+                    "last thing printed and its exit status (2 for a user mistake, 130 for Ctrl-C) is returned.",
+        prefix_chars="+", add_help=False,  # every argument, options and --help included, goes to accelerate
+    )
+    parser.add_argument("arguments", nargs=argparse.REMAINDER, help="arguments of accelerate launch")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    import subprocess
+
+    import torch.distributed.run  # noqa: F401  (creates torch elastic's loggers, silenced below)
+    from accelerate.commands.launch import launch_command, launch_command_parser
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+
+    launch_args = launch_command_parser().parse_args(args.arguments)
+    launch_args.quiet = False  # with --quiet, accelerate exits 1 whatever the program's status was
+    for name in list(logging.root.manager.loggerDict):  # each has its own level: its reports repeat the failure
+        if name.startswith("torch.distributed.elastic"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+    try:
+        launch_command(launch_args)
+    except subprocess.CalledProcessError as failed:
+        return failed.returncode
+    except ChildFailedError as failed:
+        code = failed.get_first_failure()[1].exitcode
+        return code if code > 0 else 128 - code  # killed by a signal: the shell's 128 + signal number
+    except (KeyboardInterrupt, SignalException):
+        _wait_for_programs()
+        return 130
+    return 0
+
+
+def _wait_for_programs() -> None:
+    """After Ctrl-C, wait until the launched processes have written their last line and exited."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except KeyboardInterrupt:
+            continue

@@ -1,0 +1,158 @@
+"""Context-Aware Decoding and its adaptive variant as two-view logits processors (the same 2B-row batch as PMIDecode).
+
+CAD (Shi et al., 2023, "Trusting Your Evidence: Hallucinate Less with Context-aware Decoding",
+arXiv 2305.14739) decodes from::
+
+    softmax[(1 + alpha) * logit(y | d, h, y<t) - alpha * logit(y | h, y<t)]
+
+which is transformers' classifier-free guidance with ``guidance_scale = 1 + alpha`` and the
+history-only view as the "unconditional" half. AdaCAD (Wang et al., 2024, arXiv 2409.07394)
+sets ``alpha`` per row and step to the Jensen–Shannon divergence (natural log, so in
+[0, ln 2]) between the two next-token distributions: the document is leaned on only where
+it changes the model's prediction.
+
+Both work on log-probabilities, which changes no softmax and no argmax (a row's logits and
+log-probabilities differ by a constant). Under beam search the beams add up the returned
+scores, ``(1 + alpha) log P(y|d,h) - alpha log P(y|h)``, as transformers does for
+classifier-free guidance; that is ``1 + alpha`` times PMI-DECODE's score at
+``alpha / (1 + alpha)`` with ``top_p = 1``, so the two rank beams identically too.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+import torch
+from transformers import ClassifierFreeGuidanceLogitsProcessor
+
+from .base import Sampling, Strategy, sampling_kwargs
+from .options import option
+from .two_view import TwoViewProcessor, log_probs_pair
+
+
+@dataclass(frozen=True)
+class CAD(Strategy):
+    """Context-Aware Decoding (Shi et al., 2023, arXiv 2305.14739): see :class:`~faithkit.decoding.cad.ContextAwareDecode`.
+
+    Decode from ``softmax[(1 + alpha) logit(y | d, h) - alpha logit(y | h)]``.
+    """
+
+    name: ClassVar[str] = "cad"
+    views: ClassVar[int] = 2
+    searches: ClassVar[tuple[str, ...]] = ("greedy", "beam", "sample")
+    summary: ClassVar[str] = "CAD: (1 + alpha) logit(y | d, h) - alpha logit(y | h)"
+
+    alpha: float = option(0.5, "how far to push away from the history-only distribution", low=0, grid=(0.5, 1),
+                          meaning="0 = plain decoding; the paper uses 0.5 and 1")
+
+    def decodes_as_plain(self, search: str) -> bool:
+        return self.alpha == 0
+
+    def processors(self, sampling: Sampling | None = None) -> list:
+        return [ContextAwareDecode(self.alpha, **sampling_kwargs(sampling))]
+
+
+@dataclass(frozen=True)
+class AdaCAD(Strategy):
+    """Adaptive CAD (Wang et al., 2024, arXiv 2409.07394): see :class:`~faithkit.decoding.cad.AdaptiveContextAwareDecode`.
+
+    CAD with ``alpha`` set at every step to the Jensen–Shannon divergence (nats) between
+    P(y | d, h, y<t) and P(y | h, y<t): no parameters.
+    """
+
+    name: ClassVar[str] = "adacad"
+    views: ClassVar[int] = 2
+    searches: ClassVar[tuple[str, ...]] = ("greedy", "beam", "sample")
+    summary: ClassVar[str] = "AdaCAD: CAD with alpha = JSD(P(y | d, h), P(y | h)) per token"
+
+    def processors(self, sampling: Sampling | None = None) -> list:
+        return [AdaptiveContextAwareDecode(**sampling_kwargs(sampling))]
+
+
+class ContextAwareDecode(TwoViewProcessor):
+    r"""CAD: ``(1 + alpha) log P(y | d, h) - alpha log P(y | h)`` for both halves of a 2B-row batch.
+
+    The arithmetic is transformers' ``ClassifierFreeGuidanceLogitsProcessor(1 + alpha)`` applied
+    to the conditioned (first) and history-only (second) halves; a token an earlier processor
+    forbade in either half stays forbidden, without NaN. Sampling, generators and the
+    halves-in-step check work as for :class:`~faithkit.decoding.PMIDecode`.
+
+    Args:
+        alpha (`float`, defaults to 0.5): contrast weight, at least 0; ``alpha=0`` is plain decoding.
+        do_sample, temperature, top_k, generators: as in :class:`~faithkit.decoding.PMIDecode`.
+
+    Examples:
+
+    ```python
+    >>> from faithkit import models
+    >>> from faithkit.decoding import build_inputs, decode_responses
+    >>> from faithkit.decoding.cad import ContextAwareDecode
+    >>> model, tokenizer = models.load("smollm2-135m")
+    >>> inputs = build_inputs(model, tokenizer, ["The Eiffel Tower is 330 metres tall."],
+    ...                       [["How tall is the Eiffel Tower?"]])
+    >>> outputs = model.generate(**inputs, max_new_tokens=20, logits_processor=[ContextAwareDecode(alpha=1.0)])
+    >>> responses = decode_responses(model, tokenizer, outputs, inputs)
+
+    ```
+    """
+
+    method = "ContextAwareDecode"
+
+    def __init__(self, alpha: float = CAD.alpha, do_sample: bool = False, temperature: float = 1.0,
+                 top_k: int | None = None, generators: list[torch.Generator] | None = None):
+        self.alpha = CAD(alpha=float(alpha)).alpha  # the one range check
+        super().__init__(do_sample, temperature, top_k, generators)
+        self.guidance = ClassifierFreeGuidanceLogitsProcessor(1 + self.alpha) if self.alpha > 0 else None
+
+    def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
+        safe_c, safe_h, allowed = log_probs_pair(scores_c, scores_h)
+        if self.guidance is None:
+            combined = safe_c
+        else:  # the guidance processor takes the B conditioned rows' ids with the 2B rows' scores
+            combined = self.guidance(torch.empty(safe_c.shape[0], 0), torch.cat([safe_c, safe_h]))
+        return combined.masked_fill(~allowed, -float("inf")).to(scores_c.dtype)
+
+
+class AdaptiveContextAwareDecode(TwoViewProcessor):
+    r"""AdaCAD: CAD with ``alpha_t = JSD(P(. | d, h, y<t) || P(. | h, y<t))`` for each row and step.
+
+    ``JSD(p || q) = 1/2 KL(p || m) + 1/2 KL(q || m)`` with ``m = (p + q) / 2``, in nats, over
+    the tokens both halves allow; then the scores are
+    ``(1 + alpha_t) log P(y | d, h) - alpha_t log P(y | h)``. There is no parameter: where the
+    document does not change the prediction (JSD near 0) this is plain decoding.
+
+    Args:
+        do_sample, temperature, top_k, generators: as in :class:`~faithkit.decoding.PMIDecode`.
+
+    Examples:
+
+    ```python
+    >>> from faithkit import models
+    >>> from faithkit.decoding import generate, row_seed
+    >>> model, tokenizer = models.load("smollm2-135m")
+    >>> documents, histories = ["The Eiffel Tower is 330 metres tall."], [["How tall is the Eiffel Tower?"]]
+    >>> greedy = generate(model, tokenizer, documents, histories, "adacad", max_new_tokens=20)
+    >>> sampled = generate(model, tokenizer, documents, histories, "adacad", do_sample=True, temperature=0.7,
+    ...                    seeds=[row_seed(0, "eiffel")], max_new_tokens=20)  # the processor draws each row's token
+
+    ```
+    """
+
+    method = "AdaptiveContextAwareDecode"
+
+    def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
+        safe_c, safe_h, allowed = log_probs_pair(scores_c, scores_h)
+        alpha = jensen_shannon(safe_c, safe_h, allowed)[:, None]
+        combined = safe_h + (safe_c - safe_h) * (1 + alpha)  # the guidance arithmetic with a per-row scale
+        return combined.masked_fill(~allowed, -float("inf")).to(scores_c.dtype)
+
+
+def jensen_shannon(lp_c: torch.Tensor, lp_h: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
+    """Per row, the Jensen–Shannon divergence (nats) of the two distributions renormalised over ``allowed``."""
+    p = torch.softmax(lp_c.masked_fill(~allowed, -float("inf")), dim=-1)
+    q = torch.softmax(lp_h.masked_fill(~allowed, -float("inf")), dim=-1)
+    m = (p + q) / 2
+    kl_pm = (torch.special.xlogy(p, p) - torch.special.xlogy(p, m)).sum(-1)
+    kl_qm = (torch.special.xlogy(q, q) - torch.special.xlogy(q, m)).sum(-1)
+    return (kl_pm + kl_qm) / 2

@@ -1,0 +1,124 @@
+"""Decoding strategies: one seam for plain decoding, PMI-DECODE, CAD and AdaCAD.
+
+A strategy (:class:`~faithkit.decoding.base.Strategy`) is a frozen dataclass of its
+parameters plus what :func:`~faithkit.decoding.generate.iter_grid` needs to run it.
+:data:`STRATEGIES` lists them the way :mod:`faithkit.metrics.registry` lists metrics, so
+adding one is a class and an entry here; :func:`strategy_from_dict` builds one from a config
+entry such as ``{name: pmi, alpha: 0.25, top_p: 0.6}``, and the command line's flags derive
+from their fields (:func:`add_parameter_flags`).
+
+Known identities, so callers run one decode for cells that are the same
+(:meth:`Strategy.decode_key`): PMI-DECODE with ``alpha=0`` is plain decoding under greedy
+search at any ``top_p`` (the best token is always in the top-p set) and under every search
+with ``top_p=1``; CAD with ``alpha=0`` is plain decoding. (Beam search with ``alpha=0,
+top_p<1`` is not: a beam may not extend with tokens outside its top-p set.) Greedy
+CAD(alpha) ranks tokens exactly as greedy PMI-DECODE(alpha / (1 + alpha), top_p=1): both
+scores are ``log P(y|d,h) - w log P(y|h)`` up to a positive factor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from typing import NamedTuple
+
+from ..errors import ConfigError
+from .base import Plain, Sampling, Strategy
+from .cad import CAD, AdaCAD
+from .options import flag, from_mapping, range_text
+from .pmi_decode import PMI
+
+__all__ = ["CAD", "PMI", "STRATEGIES", "STRATEGY_NAMES", "AdaCAD", "Cell", "Plain", "Sampling", "Strategy",
+           "add_parameter_flags", "as_cell", "get_strategy", "parameter_fields", "strategy_from_args",
+           "strategy_from_dict"]
+
+STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Plain, PMI, CAD, AdaCAD)}
+STRATEGY_NAMES = tuple(STRATEGIES)
+
+
+def get_strategy(name: str) -> type[Strategy]:
+    if name not in STRATEGIES:
+        raise ConfigError(f"unknown strategy '{name}'; choose one of {', '.join(STRATEGY_NAMES)}")
+    return STRATEGIES[name]
+
+
+def strategy_from_dict(spec: Mapping | str | Strategy, where: str = "") -> Strategy:
+    """A strategy from a config entry: ``{"name": "pmi", "alpha": 0.25}`` (missing parameters: their defaults), or a name.
+
+    Unknown names or parameters and out-of-range values raise :class:`ConfigError` naming them
+    (``where`` prefixes the message, e.g. ``evaluation.strategies[1]: ``).
+    """
+    if isinstance(spec, Strategy):
+        return spec
+    if isinstance(spec, str):
+        spec = {"name": spec}
+    if not isinstance(spec, Mapping) or "name" not in spec:
+        raise ConfigError(f"{where}a strategy is a mapping with a 'name' ({', '.join(STRATEGY_NAMES)}) and its "
+                          f"parameters, e.g. {{name: pmi, alpha: 0.25, top_p: 0.6}}; got {spec!r}")
+    parameters = {key: value for key, value in spec.items() if key != "name"}
+    try:
+        cls = get_strategy(str(spec["name"]))
+    except ConfigError as error:
+        raise ConfigError(f"{where}{error}") from None
+    try:
+        return from_mapping(cls, parameters, where=f"{cls.name}: ")
+    except ConfigError as error:
+        raise ConfigError(f"{where}{error}") from None
+
+
+def parameter_fields() -> dict[str, list[tuple[type[Strategy], dataclasses.Field]]]:
+    """Every strategy parameter by name, with the strategies that take it (``alpha``: pmi and cad)."""
+    table: dict[str, list] = {}
+    for cls in STRATEGIES.values():
+        for item in dataclasses.fields(cls):
+            table.setdefault(item.name, []).append((cls, item))
+    return table
+
+
+def add_parameter_flags(group) -> None:
+    """One command-line flag per strategy parameter (``--alpha``, ``--top-p``); unset, each strategy's default applies."""
+    for name, owners in parameter_fields().items():
+        described = "; ".join(f"{cls.name}: {item.metadata['help']}, {range_text(item)} (default {item.default:g})"
+                              for cls, item in owners)
+        group.add_argument(f"--{flag(name)}", type=float, default=None, metavar=name.upper(), help=described)
+
+
+def strategy_from_args(name: str, args) -> Strategy:
+    """The strategy ``name`` with the parameter flags given on the command line; a flag it does not take is an error."""
+    cls = get_strategy(name)
+    given = {key: getattr(args, key) for key in parameter_fields() if getattr(args, key, None) is not None}
+    own = {item.name for item in dataclasses.fields(cls)}
+    foreign = [f"--{flag(key)}" for key in given if key not in own]
+    if foreign:
+        raise ConfigError(f"{', '.join(foreign)} {'do' if len(foreign) > 1 else 'does'} not apply to --strategy "
+                          f"{name}; its parameters are {', '.join('--' + flag(k) for k in own) or 'none'}")
+    return from_mapping(cls, given, where=f"{name}: ")
+
+
+class Cell(NamedTuple):
+    """One decode of a grid: a strategy under a search mode."""
+
+    strategy: Strategy
+    search: str = "greedy"
+
+    @property
+    def label(self) -> str:
+        """``pmi_a0.25_p0.6`` under greedy search, ``plain_beam`` / ``cad_a1_sample`` under the others."""
+        return self.strategy.label if self.search == "greedy" else f"{self.strategy.label}_{self.search}"
+
+    @property
+    def decode_key(self) -> tuple:
+        return self.strategy.decode_key(self.search)
+
+    def check(self) -> Cell:
+        self.strategy.check_search(self.search)
+        return self
+
+
+def as_cell(cell) -> Cell:
+    """A :class:`Cell` from a Cell, a ``(strategy, search)`` pair, a strategy or its dict (greedy search)."""
+    if isinstance(cell, Cell):
+        return cell.check()
+    if isinstance(cell, tuple) and len(cell) == 2 and isinstance(cell[1], str):
+        return Cell(strategy_from_dict(cell[0]), cell[1]).check()
+    return Cell(strategy_from_dict(cell)).check()

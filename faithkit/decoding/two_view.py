@@ -1,0 +1,130 @@
+"""The machinery every two-view strategy shares: one batch of 2B rows, one combined score, halves kept in step.
+
+The batch given to ``generate`` holds the B conditioned views (document + history) and then
+the B history-only views of the same contexts (:func:`faithkit.decoding.build_inputs`). One
+forward pass per step serves both. A :class:`TwoViewProcessor` combines the two halves' scores
+into one score for each conditioned row and returns it **for both halves**, so greedy and beam
+search take the same token in both. Sampling cannot be left to generate (it draws every row
+on its own): the processor draws the token itself with a :class:`RowSampler` and hands
+generate a one-hot, which every later warper and the final argmax or multinomial keep.
+"""
+
+from __future__ import annotations
+
+import torch
+from transformers import LogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper
+
+
+class RowSampler(LogitsProcessor):
+    """Draws one token per row from the (temperature / top-k warped) scores and returns it as a one-hot.
+
+    The one-hot is ``0`` at the drawn token and ``-inf`` elsewhere; generate's own warpers and
+    its sampling step keep it unchanged. Draws come from torch's global RNG, or, given
+    ``generators``, each row from its own ``torch.Generator``, so a row's tokens depend on its
+    seed only, not on the rows that share its batch. Used alone it is plain sampling with one
+    generator per row; two-view processors use it on their combined scores.
+
+    Args:
+        temperature (`float`, defaults to 1.0): divides the scores before the draw.
+        top_k (`int`, *optional*): draw among the k best scores only.
+        generators (`list[torch.Generator]`, *optional*): one per row (contexts x ``num_return_sequences``;
+            copies of one context share its generator and draw in turn).
+    """
+
+    def __init__(self, temperature: float = 1.0, top_k: int | None = None,
+                 generators: list[torch.Generator] | None = None):
+        if not float(temperature) > 0.0:
+            raise ValueError(f"temperature must be > 0, got {temperature}")
+        if top_k is not None and (not isinstance(top_k, int) or top_k < 0):
+            raise ValueError(f"top_k must be a non-negative integer or None, got {top_k!r}")
+        self.generators = generators
+        self.warpers = []
+        if temperature != 1.0:
+            self.warpers.append(TemperatureLogitsWarper(float(temperature)))
+        if top_k:
+            self.warpers.append(TopKLogitsWarper(top_k))
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        for warper in self.warpers:
+            scores = warper(input_ids, scores)
+        tokens = self.draw(torch.softmax(scores.float(), dim=-1))
+        return torch.full_like(scores, -float("inf")).scatter_(1, tokens, 0.0)
+
+    def draw(self, probs: torch.Tensor) -> torch.Tensor:
+        """One token per row: from the global RNG, or each row from its own generator."""
+        if self.generators is None:
+            return torch.multinomial(probs, num_samples=1)
+        if len(self.generators) != probs.shape[0]:
+            raise ValueError(f"got {len(self.generators)} generators for {probs.shape[0]} rows; give one per "
+                             "conditioned row (contexts x num_return_sequences)")
+        return torch.cat([torch.multinomial(row, num_samples=1, generator=generator)
+                          for row, generator in zip(probs, self.generators)])[:, None]
+
+
+class TwoViewProcessor(LogitsProcessor):
+    """Base of the processors that decode from two views of each context; subclasses define :meth:`combine`.
+
+    Every call checks that the halves ended on the same token and raises, saying what to do,
+    if they did not (inputs not built as pairs, or generate sampled each row itself).
+
+    Args:
+        do_sample (`bool`, defaults to False): draw the token inside the processor (see the module).
+        temperature (`float`, defaults to 1.0), top_k (`int`, *optional*), generators (*optional*):
+            the draw's warpers and per-row generators, as in :class:`RowSampler`; sampling only.
+    """
+
+    method = "this processor"
+
+    def __init__(self, do_sample: bool = False, temperature: float = 1.0, top_k: int | None = None,
+                 generators: list[torch.Generator] | None = None):
+        if not do_sample and (temperature != 1.0 or top_k or generators is not None):
+            raise ValueError(f"{self.method}: temperature, top_k and generators apply to sampling only; "
+                             "pass do_sample=True as well")
+        self.do_sample = do_sample
+        self.sampler = RowSampler(temperature, top_k, generators) if do_sample else None
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        rows = scores.shape[0]
+        if rows % 2:
+            raise ValueError(
+                f"{self.method} needs 2B rows (B conditioned views, then the B history-only views), got {rows} "
+                "rows; build the inputs with faithkit.decoding.build_inputs"
+            )
+        half = rows // 2
+        if not torch.equal(input_ids[:half, -1], input_ids[half:, -1]):
+            raise RuntimeError(
+                f"{self.method}: the history-only rows no longer end on the same token as their conditioned rows. "
+                "Either the inputs are not left-padded pairs ending alike (use faithkit.decoding.build_inputs), or "
+                "generate sampled each row independently: for sampling pass do_sample=True (and temperature/top_k) "
+                "to the processor itself, e.g. PMIDecode(alpha, top_p, do_sample=True, temperature=0.7); "
+                "beam sampling (do_sample=True with num_beams>1) is not supported."
+            )
+        combined = self.combine(scores[:half], scores[half:])
+        if self.sampler is not None:
+            combined = self.sampler(input_ids[:half], combined)
+        return torch.cat([combined, combined], dim=0)
+
+    def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
+        """The conditioned rows' new scores from the conditioned and history-only rows' scores."""
+        raise NotImplementedError
+
+
+def log_probs_pair(scores_c: torch.Tensor, scores_h: torch.Tensor, allowed: torch.Tensor | None = None):
+    """``(lp_c, lp_h, allowed)``: both halves' log-probabilities with -inf replaced where it would give NaN.
+
+    ``allowed`` (default: every token the conditioned half allows) is narrowed to the tokens
+    the history-only half allows too (a token forbidden by an earlier processor in either half
+    is not chosen), unless that leaves none, in which case the history-only half is ignored.
+    Outside ``allowed`` both are 0; where only the history-only half is -inf it copies
+    ``lp_c``. Callers mask their combination with ``allowed`` (``-inf`` outside).
+    """
+    lp_c = torch.log_softmax(scores_c.float(), dim=-1)
+    lp_h = torch.log_softmax(scores_h.float(), dim=-1)
+    if allowed is None:
+        allowed = torch.isfinite(lp_c)
+    finite_h = torch.isfinite(lp_h)
+    both = allowed & finite_h
+    allowed = torch.where(both.any(dim=-1, keepdim=True), both, allowed)
+    safe_c = lp_c.masked_fill(~allowed, 0.0)
+    safe_h = torch.where(allowed & finite_h, lp_h, safe_c)
+    return safe_c, safe_h, allowed

@@ -1,0 +1,189 @@
+"""Results you can trust after inputs and models change, through the command line as a user runs it.
+
+The numbered cases of issue 15: an edited row is computed again (tests/cli/test_jobs.py), a
+folder retrained in place is another model, an unbalanced quote is an error naming its line,
+a folder that is not a model stops before any row, an output never overwrites its input;
+then the smaller ones (BOM, list values, explicit defaults, umask, one-line YAML errors, a
+failed training start).
+"""
+
+import json
+import os
+import shutil
+import stat
+from pathlib import Path
+
+import pytest
+
+from faithkit.data import read_results
+
+from .helpers import ROOT, write_jsonl
+
+ROWS = [{"id": f"r{i}", "document": f"Apples number {i} grow on trees.", "history": "hi",
+         "response": f"apples {i} grow"} for i in range(3)]
+
+
+def _one_error(run, start: str):
+    assert run.code == 2 and "Traceback" not in run.err, run.err
+    assert run.err.strip().splitlines() == [run.error_lines[0]] and run.error_lines[0].startswith(f"error: {start}")
+    return run.error_lines[0]
+
+
+def test_a_model_folder_retrained_in_place_is_refused_naming_the_model(faithkit, model_folder, tmp_path, monkeypatch):
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    monkeypatch.setenv("FAITHKIT_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "runs-x"
+    shutil.copytree(model_folder, folder)
+    rows, out = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "out.jsonl"
+    argv = ["generate", "--model", folder, "--input", rows, "--output", out, "--max-new-tokens", "2"]
+    assert faithkit(*argv).code == 0
+    before = out.read_text()
+    weights = load_file(folder / "model.safetensors")
+    save_file({name: tensor + 1 for name, tensor in weights.items()}, folder / "model.safetensors",
+              metadata={"format": "pt"})  # "fine-tuned again": the same file names and sizes, other weights
+    line = _one_error(faithkit(*argv), f"{out} was written by a different job (model.hash: ")
+    assert "to continue it, rerun with its settings" in line
+    assert out.read_text() == before
+    assert torch.equal(load_file(folder / "model.safetensors")["transformer.wte.weight"],
+                       weights["transformer.wte.weight"] + 1)
+
+
+def test_an_unterminated_quote_is_an_error_naming_its_line(faithkit, tmp_path):
+    rows, out = tmp_path / "t.csv", tmp_path / "t.jsonl"
+    rows.write_text('id,knowledge,message,response\nu1,Sky.,Q?,Blue.\nu2,Sea.,Q?,"Yes it is salty.\n'
+                    'u3,Grass.,Q?,Green.\nu4,Snow.,Q?,White.\n')
+    _one_error(faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out),
+               f"{rows}: line 3 opens a quoted field that never closes, so the 2 lines after it would be read into "
+               f"that one field; close the quote, or read the file literally with --quoting none")
+    assert not out.exists()
+    # a quoted field that does close may hold newlines and commas, also on the last line
+    rows.write_text('id,knowledge,message,response\nu1,Sky.,Q?,"Blue,\nand more"\nu2,Sea.,Q?,"Salty\nsea"\n')
+    assert faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out).code == 0
+    assert [r["response"] for r in read_results(out)] == ["Blue,\nand more", "Salty\nsea"]
+
+
+@pytest.mark.parametrize("command", ["score", "generate"])
+def test_a_folder_that_is_not_a_model_stops_before_any_row(faithkit, tmp_path, command):
+    empty, rows, out = tmp_path / "empty", write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "out.jsonl"
+    empty.mkdir()
+    (empty / "config.json").write_text("{}")
+    argv = ["score", "--metric", "pmi-faith"] if command == "score" else ["generate"]
+    _one_error(faithkit(*argv, "--model", empty, "--input", rows, "--output", out),
+               f"faithkit {command}: argument --model: {empty} is not a model folder: it has no weights")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("link", ["same", "symlink", "hardlink"])
+def test_the_output_is_never_the_input(faithkit, tmp_path, link):
+    rows = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+    before = rows.read_bytes()
+    out = {"same": rows, "symlink": tmp_path / "link.jsonl", "hardlink": tmp_path / "hard.jsonl"}[link]
+    if link == "symlink":
+        out.symlink_to(rows)
+    if link == "hardlink":
+        os.link(rows, out)
+    for extra in ([], ["--restart"]):
+        _one_error(faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out, *extra),
+                   f"--output {out} is the input {rows} (the same file), and writing results there would destroy "
+                   f"it; choose another --output")
+        assert rows.read_bytes() == before
+
+
+def test_an_out_folder_may_not_hold_the_input(faithkit, tmp_path):
+    out = tmp_path / "eval"
+    out.mkdir()
+    rows = write_jsonl(out / "rows.csv", [])
+    rows.write_text("knowledge,message,response\nSky.,Q?,Blue.\n")
+    _one_error(faithkit("meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent", rows, "--inconsistent",
+                        rows, "--out", out), f"--out {out} holds the input {rows}")
+    assert sorted(p.name for p in out.iterdir()) == ["rows.csv"]
+
+
+def test_paths_of_item_6_past_the_command_line(faithkit, tmp_path):
+    """Files that pass the up-front checks (UTF-8 in their first megabyte, not binary) but fail deeper."""
+    config = tmp_path / "sweep.yaml"
+    config.write_text("alpha: [0, 0.5\n")
+    _one_error(faithkit("sweep", "--config", config, "--out", tmp_path / "s"),
+               f"config file {config} is not valid YAML at line 2, column 1: expected ',' or ']', but got")
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"id": "a", "document": "D", "response": "R"}\nnot json\n')
+    run = faithkit("explain", "--metric", "overlap-f1", "--input", rows, "--html", tmp_path / "r.html",
+                   "--score-key", "overlap_f1")
+    assert run.code == 0 and "1 not scored" in run.out  # rows: the bad line is that row's error, as for score
+    scores = tmp_path / "scores.jsonl"
+    scores.write_bytes(b'{"id": "1", "q2": 0.5}\n' * 70000 + "{\"id\": \"2\", \"q2\": \"caf\u00e9\"}\n".encode("latin-1"))
+    _one_error(faithkit("meta-eval", "system-level", "--consistent-scores", scores, "--inconsistent-scores", scores),
+               f"{scores} is not UTF-8 text (byte 1610022); save it as UTF-8")
+
+
+def test_a_bom_is_not_text(faithkit, tmp_path):
+    for name, text in (("rows.jsonl", '{"id": "a", "document": "D x", "response": "x"}\n'),
+                       ("rows.tsv", "id\tdocument\tresponse\na\tD x\tx\n")):
+        rows, out = tmp_path / name, tmp_path / f"{name}.out.jsonl"
+        rows.write_bytes(b"\xef\xbb\xbf" + text.encode())
+        assert faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out).code == 0
+        [record] = read_results(out)
+        assert record["id"] == "a" and "error" not in record
+
+
+def test_lists_and_objects_where_text_goes_are_row_errors(faithkit, tmp_path):
+    rows = write_jsonl(tmp_path / "rows.jsonl", [
+        {"id": "ok", "document": "D x", "history": ["hi", "there"], "response": "x"},
+        {"id": "doc", "document": ["D"], "history": [], "response": "x"},
+        {"id": "turn", "document": "D", "history": [{"speaker": "user"}], "response": "x"},
+        {"id": "resp", "document": "D", "history": [], "response": {"text": "x"}}])
+    out = tmp_path / "out.jsonl"
+    assert faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out).code == 0
+    errors = {r["id"]: r.get("error") for r in read_results(out)}
+    assert errors == {
+        "ok": None,
+        "doc": "row doc: field 'document' (document) holds [\"D\"] where a string is expected; fix the file",
+        "turn": "row turn: field 'history' (history) holds [{\"speaker\": \"user\"}] where a string or a list of "
+                "strings (the turns) is expected; fix the file",
+        "resp": "row resp: field 'response' (response) holds {\"text\": \"x\"} where a string is expected; fix the file"}
+
+
+def test_a_setting_given_at_its_default_is_the_setting_left_out(faithkit, model_folder, tmp_path):
+    rows, out = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "out.jsonl"
+    argv = ["score", "--metric", "pmi-faith", "--model", model_folder, "--input", rows, "--output", out]
+    assert faithkit(*argv).code == 0
+    run = faithkit(*argv, "--normalize", "mean")
+    assert run.code == 0 and "0 scored, 3 already done" in run.err
+
+
+def test_results_follow_the_umask(faithkit, tmp_path):
+    rows, out = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "out.jsonl"
+    old = os.umask(0o022)
+    try:
+        assert faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out).code == 0
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o644
+    assert stat.S_IMODE(Path(f"{out}.meta.json").stat().st_mode) == 0o644
+
+
+@pytest.mark.slow
+def test_a_training_folder_left_by_a_failed_start_is_reused(faithkit, tmp_path, monkeypatch):
+    monkeypatch.chdir(ROOT)  # the config's data paths start at the repository
+    bad, out = write_jsonl(tmp_path / "bad.jsonl", [{"id": "1"}]), tmp_path / "run"
+    argv = ["train", "--config", "configs/train/tiny-gpt2.yaml", "--output-dir", out, "--max-steps", "1",
+            "--generate-rows", "0"]
+    _one_error(faithkit(*argv, "--train-file", bad), f"{bad}: no column for 'document'")
+    assert [p.name for p in out.iterdir()] == ["run_config.yaml"]
+    run = faithkit(*argv)
+    assert run.code == 0 and json.loads(run.out.splitlines()[-1])["steps"] == 1
+
+
+def test_messages_name_the_commands_own_output_flag(faithkit, tmp_path):
+    from filelock import FileLock
+
+    rows = tmp_path / "c.csv"
+    rows.write_text("knowledge,message,response\nSky is blue.,Q?,Blue.\n")
+    out = tmp_path / "eval"
+    argv = ["meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent", rows, "--inconsistent", rows, "--out", out]
+    assert faithkit(*argv).code == 0
+    with FileLock(str(out / "scores.jsonl.lock")):
+        _one_error(faithkit(*argv), f"another run is writing {out / 'scores.jsonl'}")
+        assert faithkit(*argv).error_lines[0].endswith("wait for it to finish, or choose another --out")

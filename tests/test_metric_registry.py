@@ -1,0 +1,22 @@
+"""The metric registry's measures: the one vocabulary sweeps tabulate, plot and choose by."""
+
+from faithkit.metrics.corpus import AGGREGATES
+from faithkit.metrics.lexical import ResponseForm
+from faithkit.metrics.registry import MEASURES, METRICS, load_metric
+
+
+def test_every_measure_is_named_once_and_aggregates_a_score_of_its_metric():
+    measures = [measure for spec in METRICS.values() for measure in spec.measures]
+    assert len({m.name for m in measures}) == len(measures) == len(MEASURES)
+    for spec in METRICS.values():
+        for measure in spec.measures:
+            assert measure.aggregate in AGGREGATES and measure.title
+            assert measure.key in spec.score_keys or (spec.name, measure.key) == ("pmi-faith", "logp_history")
+    assert MEASURES["fluency"][0].name == "pmi-faith" and MEASURES["empty"][1].higher_is_better is False
+
+
+def test_response_form_measures():
+    rows = load_metric("form").compute_rows(["d"] * 3, None, ["no no no, I said", "", "It is 330 metres tall."])
+    assert rows == [{"words": 5, "empty": 0.0, "repeated": 1.0}, {"words": 0, "empty": 1.0, "repeated": 0.0},
+                    {"words": 5, "empty": 0.0, "repeated": 0.0}]
+    assert isinstance(load_metric("form"), ResponseForm)
