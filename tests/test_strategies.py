@@ -38,11 +38,9 @@ from faithkit.prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE
 from tests.test_pmi_decode import (  # noqa: F401  (fixtures)
     DOCUMENTS,
     HISTORIES,
-    bart_tokenizer,
     next_logprobs,
     one_thread,
     tiny,
-    tiny_bart,
     view_ids,
 )
 

@@ -26,14 +26,20 @@ def test_parquet_and_saved_dataset_inputs_score_as_jsonl(faithkit, model_folder,
     assert scores["parquet"] == scores["jsonl"] and scores["arrow"] == scores["jsonl"]
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--input", "hf:McGill-NLP/FaithDial"],
+@pytest.mark.parametrize("argv, parquet, message", [
+    (["--input", "hf:McGill-NLP/FaithDial"], False,
      "error: hub dataset McGill-NLP/FaithDial: name the split with --split (e.g. --split test)"),
-    (["--input", "rows.parquet"], "error: input file not found: rows.parquet"),
-    (["--input", "rows.parquet", "--split", "test"], "error: rows.parquet is a single split already; drop --split "
-                                                     "(it applies to hub datasets and saved DatasetDict folders)"),
+    (["--input", "rows.parquet"], False, "error: faithkit score: argument --input: file not found: rows.parquet"),
+    (["--input", "rows.parquet", "--split", "test"], True,
+     "error: rows.parquet is a single split already; drop --split (it applies to hub datasets and saved DatasetDict "
+     "folders)"),
 ])
-def test_dataset_input_mistakes_are_one_error_line(faithkit, tmp_path, argv, message, monkeypatch):
+def test_dataset_input_mistakes_are_one_error_line(faithkit, tmp_path, argv, parquet, message, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    if parquet:
+        from datasets import Dataset
+
+        Dataset.from_list([{"id": "r1", "document": "Sky.", "history": ["Q?"], "response": "Blue."}]) \
+            .to_parquet(str(tmp_path / "rows.parquet"))
     run = faithkit("score", "--metric", "overlap-f1", "--output", "out.jsonl", *argv)
     assert run.code == 2 and run.error_lines == [message]
