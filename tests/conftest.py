@@ -1,4 +1,5 @@
-"""Shared fixtures: small random models with real tokenizers, and the real offline LMs (loaded once).
+"""Shared fixtures: small random models with real tokenizers, and the real offline LMs (loaded once);
+how the suite shares the cores under pytest-xdist.
 
 Everything here is offline: HF_HUB_OFFLINE makes a hub id fail fast instead of retrying.
 """
@@ -85,3 +86,36 @@ def data_dir():
     if not DATA.exists():
         pytest.skip(f"benchmark data not found at {DATA}")
     return DATA
+
+
+# ---- several workers (pytest-xdist: `make test` runs `pytest -n auto`; setup.cfg sets --dist loadgroup) ----
+REAL_MODEL_FIXTURES = ("smollm2",)
+
+
+def pytest_configure(config):
+    """Each worker's torch takes its share of the cores: two workers of two threads each on two cores spin-wait
+    on each other (a 2-thread PMIDecode step measured 15x slower than 1 thread under load)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
+
+
+def pytest_collection_modifyitems(config, items):
+    """Work that tests share stays on one worker (loadgroup hands out the largest group first, so it starts early):
+
+    * tests of the real offline models are ``slow`` and form one group: one worker holds the models, loaded once;
+    * tests asking for a module-scoped fixture of their own module form their module's group: the fixture is set up
+      by each worker that runs one of them (e.g. the accelerate launches of tests/cli/test_parallel.py).
+    """
+    for item in items:
+        if any(name in item.fixturenames for name in REAL_MODEL_FIXTURES):
+            item.add_marker(pytest.mark.slow)
+            item.add_marker(pytest.mark.xdist_group("real-models"))
+        elif any(_is_module_fixture_of(item, name) for name in item._fixtureinfo.argnames):
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+
+
+def _is_module_fixture_of(item, name: str) -> bool:
+    definitions = item._fixtureinfo.name2fixturedefs.get(name)
+    return bool(definitions) and definitions[-1].scope == "module" and item.nodeid.startswith(
+        definitions[-1].baseid + "::")

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 from faithkit.cli import sweep as sweep_cli
-from faithkit.data import ResultWriter
+from faithkit.data import ResultWriter, read_results
 from faithkit.decoding import PMI, Cell, GenerationOptions, Plain, generate
 from faithkit.errors import ConfigError, OutputError
 from faithkit.eval.explain import highlight_tokens, is_explained, token_texts, write_explain_html
@@ -420,12 +420,21 @@ def test_unknown_quoting_is_a_config_error(tmp_path):
         SweepConfig(generator="g", input="dev.tsv", out=str(tmp_path), quoting="tsv").validate()
 
 
-def test_resuming_onto_other_rows_stops(config, rows_file):
-    run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
+def test_resuming_onto_other_rows_recomputes_them(config, rows_file, tmp_path, caplog):
+    """Ids moved onto other contexts: their records are stale, so they are computed again, never reused."""
+    cells = replace(config, alpha=(0.5,), top_p=(0.6,))
+    run_sweep(cells)
     shifted = [dict(row, id=ROWS[(i + 1) % len(ROWS)]["id"]) for i, row in enumerate(ROWS)]  # ids moved by one
     rows_file.write_text("".join(json.dumps(row) + "\n" for row in shifted))
-    with pytest.raises(OutputError, match=r"plain.jsonl: the record of '.*' was made for another context .* --restart"):
-        run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
+    with caplog.at_level("WARNING"):
+        run_sweep(cells)
+    assert f"plain.jsonl: {len(ROWS)} rows changed since their records were written" in caplog.text
+    fresh = replace(cells, out=str(tmp_path / "fresh"))
+    run_sweep(fresh)
+    assert (Path(cells.out) / "sweep.csv").read_text() == (tmp_path / "fresh" / "sweep.csv").read_text()
+    for name in ("plain", "pmi_a0.5_p0.6"):
+        assert read_results(Path(cells.out) / "cells" / f"{name}.jsonl") == \
+            read_results(tmp_path / "fresh" / "cells" / f"{name}.jsonl")
 
 
 def test_other_settings_in_the_same_folder_stop(config):

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
+from accelerate.state import AcceleratorState, GradientState
 from safetensors.torch import load_file
 
 from faithkit import models
@@ -32,8 +33,6 @@ TINY_BART = REPO / "configs" / "train" / "tiny-bart.yaml"
 @pytest.fixture(autouse=True)
 def repo_cwd(monkeypatch):
     """The tiny configs name their rows files relative to the repository; accelerate's singletons start fresh."""
-    from accelerate.state import AcceleratorState, GradientState
-
     monkeypatch.chdir(REPO)
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -74,6 +73,7 @@ def write_config(tmp_path: Path, base: Path, **sections) -> Path:
 
 
 # ---- learning, checkpoints, logs -------------------------------------------------------------------
+@pytest.mark.slow  # a real training run
 def test_tiny_bart_learns_logs_and_its_best_checkpoint_decodes_with_pmi_decode(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -125,6 +125,7 @@ def test_tiny_bart_learns_logs_and_its_best_checkpoint_decodes_with_pmi_decode(t
 
 
 # ---- resumption --------------------------------------------------------------------------------------
+@pytest.mark.slow  # a real training run
 def test_interrupted_run_resumes_to_the_same_parameters_as_an_uninterrupted_one(tmp_path, monkeypatch):
     """Dropout is on, so the restored RNG matters as much as the data order, optimizer and schedule."""
     config_file = write_config(tmp_path, TINY_GPT2, model={
@@ -189,6 +190,7 @@ def _launch(processes: int, output: Path) -> subprocess.Popen:
     return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow  # real training runs under accelerate launch
 def test_two_processes_give_the_loss_curve_of_one_with_the_same_global_batch(tmp_path):
     runs = {count: _launch(count, tmp_path / f"p{count}") for count in (1, 2)}
     outputs = {count: run.communicate(timeout=300) for count, run in runs.items()}
@@ -221,6 +223,7 @@ class ScriptedMetric:
         return {"mean_score": self.means[evaluation], "score": [self.means[evaluation]] * len(responses)}
 
 
+@pytest.mark.slow  # a real training run
 def test_best_checkpoint_by_a_dev_metric_and_early_stopping(tmp_path, monkeypatch):
     metric = ScriptedMetric([0.1, 0.5, 0.4, 0.3, 0.9])
     monkeypatch.setattr(loop, "load_hook_metrics", lambda evaluation: {"scripted": metric})
@@ -342,3 +345,31 @@ def test_train_script_prints_one_error_line_and_exits_2(tmp_path, capsys, monkey
     assert capsys.readouterr().err.strip().splitlines() == [
         f"error: {bad}: training.warmup_ratio must be in [0, 1), got 1.5"]
     assert not (tmp_path / "run").exists()
+
+
+# ---- memory options ---------------------------------------------------------------------------------------
+@pytest.mark.slow  # real training runs
+def test_activation_checkpointing_gives_the_same_losses_to_the_last_digit(tmp_path):
+    overrides = {"training.max_steps": 4, "evaluation.eval_steps": 2, "evaluation.generate_rows": 0,
+                 "evaluation.log_with": []}
+    kept = train(load_config(TINY_GPT2, overrides), tmp_path / "kept")
+    AcceleratorState._reset_state(True)
+    GradientState._reset_state()
+    recomputed = train(load_config(TINY_GPT2, {**overrides, "training.activation_checkpointing": True}),
+                       tmp_path / "recomputed")
+    assert (tmp_path / "kept" / "metrics.csv").read_text() == (tmp_path / "recomputed" / "metrics.csv").read_text()
+    assert kept["train_loss_last"] == recomputed["train_loss_last"] < kept["train_loss_first"]
+
+
+def test_hooks_ask_pmi_faith_for_its_two_views_unless_told_otherwise(monkeypatch):
+    from faithkit.metrics import registry
+    from faithkit.train.hooks import load_hook_metrics
+
+    asked = []
+    monkeypatch.setattr(registry, "load_metrics", lambda names, options: asked.append(options) or {})
+    config = load_config(TINY_GPT2, {"evaluation.metrics": ["pmi-faith", "lexical"]})
+    load_hook_metrics(config.evaluation)
+    config.evaluation.metric_options = {"pmi-faith": {"model": "gemma3-270m", "unconditional": True}}
+    load_hook_metrics(config.evaluation)
+    assert asked == [{"pmi-faith": {"unconditional": False}, "lexical": {}},
+                     {"pmi-faith": {"model": "gemma3-270m", "unconditional": True}, "lexical": {}}]

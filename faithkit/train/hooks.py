@@ -14,6 +14,7 @@ DECODER, e.g. ``pmi_a0.25_p0.6/mean_pmi`` or ``plain/mean_bleu``.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Callable
 
 from ..data import Row
 from ..decoding import default_template
@@ -23,12 +24,16 @@ from .config import evaluation_decoders
 
 
 class GenerationHook:
-    """Decodes ``rows`` with each decoder and scores the responses with ``metrics`` (built once, judge models too)."""
+    """Decodes ``rows`` with each decoder and scores the responses with the metrics ``load_metrics()`` builds.
 
-    def __init__(self, rows: list[Row], metrics: dict, decoders: dict[str, Strategy], max_new_tokens: int,
-                 batch_size: int, max_context_tokens: int):
+    The metrics (and their judge models) are built for each call and freed after it: a judge
+    resident for the whole run would sit beside every training step's memory.
+    """
+
+    def __init__(self, rows: list[Row], load_metrics: Callable[[], dict], decoders: dict[str, Strategy],
+                 max_new_tokens: int, batch_size: int, max_context_tokens: int):
         self.rows = rows
-        self.metrics = metrics
+        self.load_metrics = load_metrics
         self.decoders = decoders
         self.max_new_tokens = max_new_tokens
         self.batch_size = batch_size
@@ -43,9 +48,9 @@ class GenerationHook:
                              batch_size=self.batch_size, max_context_tokens=self.max_context_tokens,
                              max_new_tokens=self.max_new_tokens)
         responses = dict(zip(self.decoders, grid))
-        scalars = {}
+        scalars, metrics = {}, self.load_metrics()
         for decoder in self.decoders:
-            for metric in self.metrics.values():
+            for metric in metrics.values():
                 result = metric.compute(documents=documents, histories=histories, responses=responses[decoder],
                                         references=references)
                 scalars.update({f"{decoder}/{key}": float(value) for key, value in result.items()
@@ -53,14 +58,24 @@ class GenerationHook:
         return scalars, responses
 
 
+# What an evaluation asks of a metric unless metric_options say otherwise: PMI-FAITH's two
+# unconditional views (P(r|d), P(r)) are half of the judge's work, and training selects by PMI.
+HOOK_OPTIONS = {"pmi-faith": {"unconditional": False}}
+
+
 def load_hook_metrics(evaluation) -> dict:
-    """The metrics the config names (judge models load here, once); first, so a bad name fails before training loads."""
+    """The metrics the config names, with their judge models (the config check has already vetted names and options)."""
     from ..metrics.registry import load_metrics
 
-    return load_metrics(evaluation.metrics, options=evaluation.metric_options) if evaluation.generate_rows else {}
+    if not evaluation.generate_rows:
+        return {}
+    options = {name: {**HOOK_OPTIONS.get(name, {}), **(evaluation.metric_options.get(name) or {})}
+               for name in evaluation.metrics}
+    return load_metrics(evaluation.metrics, options=options)
 
 
-def build_hook(evaluation, rows: list[Row], metrics: dict, model, tokenizer, max_length: int) -> GenerationHook | None:
+def build_hook(evaluation, rows: list[Row], load_metrics: Callable[[], dict], model, tokenizer,
+               max_length: int) -> GenerationHook | None:
     """The config's hook on the first ``generate_rows`` dev rows whose context fits, or None when it decodes nothing.
 
     Training's ``max_length`` bounds the context; a causal LM's also holds the new tokens.
@@ -79,5 +94,5 @@ def build_hook(evaluation, rows: list[Row], metrics: dict, model, tokenizer, max
         fitting.append(row)
         if len(fitting) == evaluation.generate_rows:
             break
-    return GenerationHook(fitting, metrics, evaluation_decoders(evaluation), evaluation.max_new_tokens, evaluation.eval_batch_size,
-                          max_context)
+    return GenerationHook(fitting, load_metrics, evaluation_decoders(evaluation), evaluation.max_new_tokens,
+                          evaluation.eval_batch_size, max_context)

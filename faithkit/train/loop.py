@@ -102,15 +102,18 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
     set_seed(t.seed)
 
     train_rows, dev_rows = load_rows(d, "train"), load_rows(d, "dev")
-    # only the main process decodes, so only it loads the metrics (and their judge models)
-    metrics = load_hook_metrics(e) if accelerator.is_main_process else {}
     model, tokenizer = build_model(config.model, t.seed)
+    if t.activation_checkpointing:
+        enable_activation_checkpointing(model)
     seq2seq = model.config.is_encoder_decoder
     template = default_template(model, tokenizer)
     with accelerator.main_process_first():  # the main process tokenizes into the cache, the others read it
         encoded = {split: _encode(split, rows, tokenizer, template, seq2seq, d)
                    for split, rows in (("train", train_rows), ("dev", dev_rows))}
-    hook = build_hook(e, dev_rows, metrics, model, tokenizer, d.max_length) if accelerator.is_main_process else None
+    # only the main process decodes and scores; the metrics' judge models load for each evaluation and are freed
+    # after it, so that they never sit beside a training step's gradients, optimizer state and activations
+    hook = (build_hook(e, dev_rows, lambda: load_hook_metrics(e), model, tokenizer, d.max_length)
+            if accelerator.is_main_process else None)
 
     rows_per_step = t.batch_size * t.gradient_accumulation_steps
     steps_per_epoch = len(encoded["train"]) // rows_per_step
@@ -227,6 +230,14 @@ def make_accelerator(config: TrainConfig, output_dir: Path) -> Accelerator:
             raise ConfigError(f"{key} ({size}) must be a multiple of the number of processes "
                               f"({accelerator.num_processes}): batches are split among them")
     return accelerator
+
+
+def enable_activation_checkpointing(model) -> None:
+    """Keep only each layer's input through the forward pass and recompute the rest in the backward pass."""
+    if not getattr(model, "supports_gradient_checkpointing", False):
+        raise ConfigError(f"training.activation_checkpointing: {type(model).__name__} does not support it; "
+                          f"set it to false")
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
 
 
 def run_name(config: TrainConfig, output_dir: Path) -> str:

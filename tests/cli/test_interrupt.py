@@ -133,6 +133,7 @@ def _wait_for_records(process, output, count: int, timeout: float = 120.0):
     pytest.fail(f"no {count} records in {output} after {timeout} s")
 
 
+@pytest.mark.slow  # faithkit subprocesses
 def test_ctrl_c_or_kill_9_loses_nothing_and_the_rerun_completes(faithkit, model_folder, rows, never_stopped,
                                                                  tmp_path):
     # two real processes, started together to share their start-up time: one gets Ctrl-C, the other kill -9

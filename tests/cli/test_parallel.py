@@ -28,6 +28,8 @@ SWEEP_ROWS = [{**row, "id": f"{row['id']}-{copy}", "document": f"{row['document'
               for copy in range(3) for row in ROWS]  # 36 contexts: 9 batches of 4, three scoring groups
 CELLS_BEFORE = 5  # cell batches a single process generated before it was stopped: batch 1 whole, 2 cells of batch 2
 
+pytestmark = pytest.mark.slow  # accelerate launch subprocesses
+
 
 def _launch(*argv) -> subprocess.Popen:
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
