@@ -153,7 +153,7 @@ def test_build_errors(argv, message, tmp_path, capsys, monkeypatch):
 
 
 def test_a_missing_responses_file_is_named(tmp_path):
-    """The command line refuses a missing --a-file when it reads it (tests/cli/test_bad_paths.py); a library caller,
+    """The command line refuses a missing --a-file as it parses it (tests/cli/test_bad_paths.py); a library caller,
     or a sweep that lost a cell's file, still gets the file named."""
     with pytest.raises(InputError, match=re.escape(f"responses file not found: {tmp_path / 'missing.jsonl'}")):
         System.from_file(tmp_path / "missing.jsonl")
