@@ -138,13 +138,33 @@ def test_building_from_a_real_sweep(tmp_path, tiny_gpt2, gpt2_tokenizer):
     (["--a-file", "A", "--b-file", "B", "--sweep", "S", "--a", "x", "--b", "y"], "not both"),
     (["--sweep", "S", "--a", "x"], "--sweep needs --a CELL and --b CELL"),
     (["--a-file", "A"], "name the two systems"),
-    (["--a-file", "missing.jsonl", "--b-file", "B"], "responses file not found: missing.jsonl"),
-    (["--sweep", "nowhere", "--a", "x", "--b", "y"], "nowhere has no sweep.csv"),
+    (["--sweep", "S", "--a", "x", "--b", "y"], "S has no sweep.csv"),
 ])
-def test_build_errors(argv, message, tmp_path, capsys):
+def test_build_errors(argv, message, tmp_path, capsys, monkeypatch):
+    """Files A and B and a folder S exist (their paths pass), so the options' combination is what is refused."""
+    monkeypatch.chdir(tmp_path)
+    generate_output(tmp_path / "A", ["It is tall."])
+    generate_output(tmp_path / "B", ["It is short."])
+    (tmp_path / "S").mkdir()
     assert run_main("annotate", "build", *argv, "--out", tmp_path / "task") == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("error: ") and message in error and len(error.splitlines()) == 1
+    assert not (tmp_path / "task").exists()
+
+
+def test_a_missing_responses_file_is_named(tmp_path):
+    """The command line refuses a missing --a-file as it parses it (tests/cli/test_bad_paths.py); a library caller,
+    or a sweep that lost a cell's file, still gets the file named."""
+    with pytest.raises(InputError, match=re.escape(f"responses file not found: {tmp_path / 'missing.jsonl'}")):
+        System.from_file(tmp_path / "missing.jsonl")
+
+
+def test_build_refuses_an_out_folder_that_holds_its_inputs(two_files, tmp_path, capsys):
+    assert run_main("annotate", "build", "--a-file", two_files[0], "--b-file", two_files[1], "--out", tmp_path) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: --out {tmp_path} holds the input {two_files[0]}; the results would be written beside (or, with "
+        f"--restart, over) it: choose another --out, or move the input out")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["greedy.jsonl", "pmidecode.jsonl"]
 
 
 def test_files_of_other_rows_and_identical_systems_are_refused(two_files, tmp_path):
@@ -392,6 +412,7 @@ def test_two_files_of_one_annotator_and_broken_json(task_key, tmp_path, capsys):
     second.write_text("{not json")
     assert run_main("annotate", "report", tmp_path / "task", first, second) == 2
     assert capsys.readouterr().err.startswith(f"error: {second} is not valid JSON")
+    (tmp_path / "nowhere").mkdir()  # a folder without a task
     assert run_main("annotate", "report", tmp_path / "nowhere", first) == 2
     assert f"{tmp_path / 'nowhere' / 'key.json'} not found; give the --out folder" in capsys.readouterr().err
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from .options import positive_int
+from ..paths import PathArg
+from .options import positive_int, refuse_writing_inputs
 
 logger = logging.getLogger(__name__)
 
@@ -25,14 +26,17 @@ def register(subparsers) -> None:
                     "JSON) and key.json (which system is on which side, and the responses' automatic scores; keep it "
                     "from the annotators).",
     )
-    build.add_argument("--sweep", help="a 'faithkit sweep' --out folder; --a and --b name two of its cells")
+    build.add_argument("--sweep", type=PathArg("input folder"),
+                       help="a 'faithkit sweep' --out folder; --a and --b name two of its cells")
     build.add_argument("--a", help="first system: a cell of --sweep")
     build.add_argument("--b", help="second system: a cell of --sweep")
-    build.add_argument("--a-file", help="first system: a 'faithkit generate' output (instead of --sweep/--a)")
-    build.add_argument("--b-file", help="second system: a 'faithkit generate' output of the same rows")
+    build.add_argument("--a-file", type=PathArg("text"),
+                       help="first system: a 'faithkit generate' output (instead of --sweep/--a)")
+    build.add_argument("--b-file", type=PathArg("text"),
+                       help="second system: a 'faithkit generate' output of the same rows")
     build.add_argument("--contexts", type=positive_int, default=50, help="items to annotate (default 50, as the paper)")
     build.add_argument("--seed", type=int, default=0, help="seed of the sample and the sides (default 0)")
-    build.add_argument("--out", required=True, help="task folder to write")
+    build.add_argument("--out", required=True, type=PathArg("output folder"), help="task folder to write")
     build.set_defaults(run=run_build)
 
     report = actions.add_parser(
@@ -44,8 +48,9 @@ def register(subparsers) -> None:
                     "per-annotator counts, and the Spearman correlation of human faithfulness with PMI-FAITH, Q² "
                     "and knowledge precision where the key has them. Writes report.csv and report.png to TASK.",
     )
-    report.add_argument("task", help="the task folder 'annotate build' wrote")
-    report.add_argument("answers", nargs="+", help="the exported answers, one JSON file per annotator")
+    report.add_argument("task", type=PathArg("input folder"), help="the task folder 'annotate build' wrote")
+    report.add_argument("answers", nargs="+", type=PathArg("text"),
+                        help="the exported answers, one JSON file per annotator")
     report.add_argument("--bootstrap", type=positive_int, default=1000, help="bootstrap draws (default 1000)")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     report.set_defaults(run=run_report)
@@ -69,6 +74,7 @@ def run_build(args) -> int:
         systems = [System.from_file(path, name) for path, name in zip(files, names)]
     else:
         raise ConfigError("name the two systems: --sweep DIR --a CELL --b CELL, or --a-file FILE --b-file FILE")
+    refuse_writing_inputs([system.source for system in systems], "--out", folder=args.out)
     task = build_task(*systems, out=args.out, contexts=args.contexts, seed=args.seed)
     logger.info("task %s: %d items -> %s/annotate.html (for the annotators) and key.json (keep it from them)",
                 task.id, len(task.key["items"]), task.out)
