@@ -9,6 +9,7 @@ import dataclasses
 import importlib
 import inspect
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -335,8 +336,11 @@ def test_adacad_alpha_is_the_jensen_shannon_divergence():
 
 
 # ---- options declared once: dataclasses, command line, YAML and processors agree ---------------------------------
+DEMO_ROWS = str(Path(__file__).resolve().parents[1] / "examples" / "demo.jsonl")  # an input the path check accepts
+
+
 def parse_generate(*flags):
-    return build_parser().parse_args(["generate", "--model", "m", "--input", "i", "--output", "o", *flags])
+    return build_parser().parse_args(["generate", "--model", "m", "--input", DEMO_ROWS, "--output", "o", *flags])
 
 
 def test_command_line_flags_are_the_dataclass_fields():
