@@ -20,7 +20,7 @@ from safetensors.torch import load_file
 from faithkit import models
 from faithkit.cli.train import add_arguments
 from faithkit.decoding import CAD, PMI, AdaCAD, Plain, generate
-from faithkit.errors import ConfigError, ModelNotAvailableError, OutputError
+from faithkit.errors import ConfigError, InputError, ModelNotAvailableError, OutputError
 from faithkit.train import load_config, loop, train
 from faithkit.train.config import evaluation_decoders, overrides_from_args
 from faithkit.train.data import load_rows
@@ -313,6 +313,17 @@ def test_unknown_corpus_or_split_fails_before_any_model_loads(tmp_path, no_model
         train(config, tmp_path / "run")
 
 
+def test_a_rows_file_without_a_response_column_names_what_to_rename(tmp_path, no_model):
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text(json.dumps({"id": "a", "knowledge": "Sky.", "answer": "Blue."}) + "\n")
+    config = load_config(write_config(tmp_path, TINY_GPT2, data={"dev_file": str(dev)}))
+    with pytest.raises(InputError) as error:
+        train(config, tmp_path / "run")
+    assert str(error.value).endswith("no column for 'response'; looked for ['response', 'generated_response', "
+                                     "'prediction', 'hypothesis'] among ['id', 'knowledge', 'answer']. "
+                                     "Rename that column to one of those names.")
+
+
 def test_output_folder_and_resume_errors_come_before_any_model_loads(tmp_path, no_model):
     config = load_config(TINY_GPT2)
     with pytest.raises(ConfigError, match="--resume: no saved state"):
@@ -323,10 +334,43 @@ def test_output_folder_and_resume_errors_come_before_any_model_loads(tmp_path, n
         train(config, tmp_path / "other")
     held = tmp_path / "held"
     held.mkdir()
-    (held / "run_config.yaml").write_text(yaml.safe_dump(load_config(TINY_GPT2, {"training.learning_rate": 0.1}).to_dict()))
+    other = load_config(TINY_GPT2, {"training.learning_rate": 0.1})
+    rows = load_rows(other.data, "train"), load_rows(other.data, "dev")
+    (held / "run_config.yaml").write_text(yaml.safe_dump(loop.run_record(other, *rows)))
     (held / "metrics.csv").write_text("step,key,value\n")  # it trained (a config alone is a failed start: reused)
     with pytest.raises(OutputError, match=r"holds a different run \(training.learning_rate: 0.1 there, 0.003 here\)"):
         train(config, held)
+
+
+@pytest.mark.slow  # a real training run
+def test_resuming_after_the_dev_file_was_edited_is_refused_naming_it(tmp_path, monkeypatch):
+    """Else the earlier steps' generations.jsonl and metrics, made on the old rows, would sit beside new ones."""
+    dev = tmp_path / "dev.jsonl"
+    dev.write_text((REPO / "tests/data/train/tiny_dev.jsonl").read_text())
+    config = load_config(write_config(tmp_path, TINY_GPT2, data={"dev_file": str(dev)}),
+                         {"training.max_steps": 4, "evaluation.eval_steps": 2, "evaluation.generate_rows": 2})
+    real_step, calls = loop.train_step, []
+
+    def interrupted_step(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:  # the state was saved after step 2
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "train_step", interrupted_step)
+    with pytest.raises(KeyboardInterrupt):
+        train(config, tmp_path / "run")
+    monkeypatch.setattr(loop, "train_step", real_step)
+    generations = (tmp_path / "run" / "generations.jsonl").read_bytes()
+    first = json.loads(dev.read_text().splitlines()[0])
+    dev.write_text(dev.read_text().replace(first["response"], "Something else entirely.", 1))
+
+    with pytest.raises(OutputError, match=r"holds a different run \(the dev rows' content changed since that run "
+                                          r"started \(an edited file\?\)\)"):
+        train(config, tmp_path / "run", resume=True)
+    assert (tmp_path / "run" / "generations.jsonl").read_bytes() == generations  # untouched
+    dev.write_text((REPO / "tests/data/train/tiny_dev.jsonl").read_text())
+    assert train(config, tmp_path / "run", resume=True)["steps"] == 4  # the same rows again: it resumes
 
 
 def test_a_model_that_cannot_be_loaded_names_the_fix(tmp_path):

@@ -6,8 +6,8 @@ import logging
 from pathlib import Path
 
 from ..paths import PathArg
-from .options import (LazyMetric, add_input_columns, add_metric_options, columns_from_args, metric_fingerprint,
-                      metric_from_args, positive_int, refuse_writing_inputs)
+from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_options, columns_from_args,
+                      job_options, metric_fingerprint, metric_from_args, refuse_writing_inputs)
 
 logger = logging.getLogger(__name__)
 
@@ -35,9 +35,8 @@ def register(subparsers) -> None:
     parser.add_argument("--score-key", help="field holding the score (default: the metric's main score, e.g. q2)")
     parser.add_argument("--low-threshold", type=float, default=0.5,
                         help="responses scoring below this are marked low (default 0.5)")
-    parser.add_argument("--chunk-size", type=positive_int, default=16,
-                        help="most rows scored (and written) together (default 16)")
     add_input_columns(parser)
+    add_job_options(parser, chunk_size=16)
     parser.set_defaults(run=run)
 
 
@@ -59,7 +58,7 @@ def run(args) -> int:
         unique_ids(rows)
         fingerprint = job_fingerprint("score", **metric_fingerprint(args))
         score_rows(LazyMetric(lambda: metric_from_args(args)), rows, scores_path, fingerprint=fingerprint,
-                   chunk_size=args.chunk_size, desc=args.metric, flag="--scores-output")
+                   desc=args.metric, flag="--scores-output", **job_options(args))
         wanted = {row.id for row in rows}
         records = [r for r in read_results(scores_path) if r["id"] in wanted]
         logger.info("scores -> %s", scores_path)

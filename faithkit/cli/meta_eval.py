@@ -6,8 +6,8 @@ import logging
 from pathlib import Path
 
 from ..paths import PathArg
-from .options import (LazyMetric, add_metric_options, metric_fingerprint, metric_from_args, positive_int,
-                      refuse_writing_inputs)
+from .options import (LazyMetric, add_job_options, add_metric_options, job_options, metric_fingerprint,
+                      metric_from_args, positive_int, refuse_writing_inputs)
 
 logger = logging.getLogger(__name__)
 
@@ -36,6 +36,7 @@ def _register_begin(benchmarks) -> None:
     parser.add_argument("--test", nargs="+", type=PathArg("rows"),
                         help="BEGIN test TSV file(s), evaluated at the dev thresholds")
     parser.add_argument("--out", required=True, type=PathArg("output folder"), help="output folder")
+    add_job_options(parser)
     parser.set_defaults(run=_run_begin)
 
 
@@ -46,7 +47,7 @@ def _run_begin(args) -> int:
     refuse_writing_inputs([*args.dev, *(args.test or [])], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval begin", **metric_fingerprint(args))
     meta_eval_begin(metric=LazyMetric(lambda: metric_from_args(args)), metric_name=args.metric, dev=args.dev,
-                    test=args.test or [], out_dir=args.out, fingerprint=fingerprint)
+                    test=args.test or [], out_dir=args.out, fingerprint=fingerprint, **job_options(args))
     return 0
 
 
@@ -71,8 +72,7 @@ def _register_q2_wow(benchmarks) -> None:
     parser.add_argument("--score-key", help="output field holding the score (default: the metric's main score, "
                                             "e.g. q2)")
     parser.add_argument("--threshold", type=float, default=0.5, help="accuracy threshold (default 0.5, as in the paper)")
-    parser.add_argument("--chunk-size", type=positive_int, default=16,
-                        help="most rows scored (and written) together (default 16)")
+    add_job_options(parser, chunk_size=16)
     parser.set_defaults(run=_run_q2_wow)
 
 
@@ -91,7 +91,7 @@ def _run_q2_wow(args) -> int:
     fingerprint = job_fingerprint("meta-eval q2-wow", **metric_fingerprint(args))
     meta_eval_q2_wow(args.consistent, args.inconsistent, LazyMetric(lambda: metric_from_args(args)), args.out,
                      limit=args.limit, score_keys=score_keys(args), threshold=args.threshold,
-                     chunk_size=args.chunk_size, fingerprint=fingerprint)
+                     fingerprint=fingerprint, **job_options(args))
     return 0
 
 

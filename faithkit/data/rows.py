@@ -37,13 +37,18 @@ FIELD_ALIASES = {
 
 @dataclass
 class Columns:
-    """Which input column holds each field; ``None`` means "find it by its usual names"."""
+    """Which input column holds each field; ``None`` means "find it by its usual names".
+
+    ``naming`` ends the error for a missing column: how this caller's user names one (``{field}`` is
+    replaced by the field's name); the command line has flags, a training config does not.
+    """
 
     document: str | None = None
     history: str | None = None
     response: str | None = None
     id: str | None = None
     required: tuple[str, ...] = ("document", "response")
+    naming: str = "Name it with --{field}-column."
 
     def resolve(self, header: Iterable[str], source: str) -> dict[str, str | None]:
         header = list(header)
@@ -59,7 +64,7 @@ class Columns:
             if mapping[name] is None and name in self.required:
                 raise InputError(
                     f"{source}: no column for '{name}'; looked for {list(FIELD_ALIASES[name])} among {header}. "
-                    f"Name it with --{name}-column."
+                    + self.naming.format(field=name)
                 )
         return mapping
 

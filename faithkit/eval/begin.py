@@ -25,8 +25,8 @@ BASELINES = {"overlap_f1": token_f1_overlap, "bleu": bleu_vs_knowledge}
 REPORTED = ("n", "threshold", "accuracy", "precision", "recall", "f1", "auroc", "spearman", "pearson")
 
 
-def _scored_records(metric, rows, path: Path, fingerprint: dict | None) -> list[dict]:
-    score_rows(metric, rows, path, fingerprint=fingerprint, desc=path.stem, flag="--out")
+def _scored_records(metric, rows, path: Path, fingerprint: dict | None, job: dict) -> list[dict]:
+    score_rows(metric, rows, path, fingerprint=fingerprint, desc=path.stem, flag="--out", **job)
     by_id = {record["id"]: record for record in read_results(path)}
     records = []
     for row in rows:
@@ -42,16 +42,17 @@ def _scored_records(metric, rows, path: Path, fingerprint: dict | None) -> list[
 
 
 def meta_eval_begin(metric, metric_name: str, dev: list[str], test: list[str], out_dir: str,
-                    fingerprint: dict | None = None) -> list[dict]:
+                    fingerprint: dict | None = None, **job) -> list[dict]:
     """Score, threshold on dev, report dev and test; return the result rows (also written to ``out_dir``).
 
-    Scores are resumable; ``fingerprint`` (see :func:`faithkit.jobs.job_fingerprint`) guards them.
+    Scores are resumable; ``fingerprint`` (see :func:`faithkit.jobs.job_fingerprint`) guards them, and
+    ``job`` holds :func:`faithkit.jobs.run_job`'s options (``restart``, ``retry_errors``, ``chunk_size``).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    splits = {"dev": _scored_records(metric, load_begin(dev), out / "scores_dev.jsonl", fingerprint)}
+    splits = {"dev": _scored_records(metric, load_begin(dev), out / "scores_dev.jsonl", fingerprint, job)}
     if test:
-        splits["test"] = _scored_records(metric, load_begin(test), out / "scores_test.jsonl", fingerprint)
+        splits["test"] = _scored_records(metric, load_begin(test), out / "scores_test.jsonl", fingerprint, job)
     if not splits["dev"]:
         raise InputError("no dev row could be scored; see the 'error' records in scores_dev.jsonl")
     keys = get_spec(metric_name).score_keys

@@ -38,9 +38,10 @@ def load_rows(section: DataSection, split: str) -> list[Row]:
     limit = section.max_train_rows if split == "train" else section.max_dev_rows
     path = section.train_file if split == "train" else section.dev_file
     named_split = section.train_split if split == "train" else section.dev_split
+    columns = Columns(required=("document", "response"), naming="Rename that column to one of those names.")
     if path:
         source = path
-        rows = list(read_rows(path, Columns(required=("document", "response")),
+        rows = list(read_rows(path, columns,
                               split=named_split if has_splits(path) else None))
     else:
         from ..data.corpora import load_corpus
@@ -48,7 +49,7 @@ def load_rows(section: DataSection, split: str) -> list[Row]:
         source = f"corpus {section.corpus} split {named_split}"
         dataset = load_corpus(section.corpus, named_split, path=section.corpus_path,
                               history_turns=section.history_turns)
-        rows = list(read_rows(dataset, Columns(required=("document", "response"))))
+        rows = list(read_rows(dataset, columns))
     bad = [row for row in rows if row.error]
     if bad:
         logger.warning("%s: %d of %d rows cannot be used and are left out (first: %s)",

@@ -21,7 +21,7 @@ Output folder: ``best/`` and ``last/`` (``save_pretrained`` folders with the tok
 ``trainer_info.json``), ``state/``, ``metrics.csv`` (step, key, value), ``generations.jsonl``
 (the decoded dev responses of each evaluation), ``tensorboard/faithkit/`` (every value of metrics.csv, as
 ``evaluation.log_with``'s other trackers get them) and ``run_config.yaml``, which ties the folder to one
-config. ``best/`` and ``last/`` also hold a model card, ``README.md`` (:mod:`.card`).
+config and the content of its train and dev rows. ``best/`` and ``last/`` also hold a model card, ``README.md`` (:mod:`.card`).
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import get_scheduler
 
+from ..data.results import content_digest
 from ..decoding import default_template, pad_token_id
 from ..errors import ConfigError, OutputError
 from .card import write_model_card
@@ -61,6 +62,7 @@ from .model import build_model
 logger = get_logger(__name__)
 
 RUN_CONFIG = "run_config.yaml"
+ROWS_KEY = "rows"  # run_config.yaml's digests of the train and dev rows, beside the config's sections
 TRACKER_PROJECT = "faithkit"  # wandb's project, mlflow's experiment, the folder under OUTPUT/tensorboard
 
 
@@ -94,14 +96,15 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
     output_dir = Path(output_dir)
     t, e, d = config.training, config.evaluation, config.data
     accelerator = make_accelerator(config, output_dir)
-    check_output_dir(output_dir, config, resume)
+    train_rows, dev_rows = load_rows(d, "train"), load_rows(d, "dev")
+    record = run_record(config, train_rows, dev_rows)
+    check_output_dir(output_dir, record, resume)
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         output_dir.mkdir(parents=True, exist_ok=True)
-        (output_dir / RUN_CONFIG).write_text(yaml.safe_dump(config.to_dict(), sort_keys=False))
+        (output_dir / RUN_CONFIG).write_text(yaml.safe_dump(record, sort_keys=False))
     set_seed(t.seed)
 
-    train_rows, dev_rows = load_rows(d, "train"), load_rows(d, "dev")
     model, tokenizer = build_model(config.model, t.seed)
     if t.activation_checkpointing:
         enable_activation_checkpointing(model)
@@ -273,8 +276,19 @@ def _encode(split: str, rows, tokenizer, template, seq2seq: bool, data):
 
 
 # ---- output folder ---------------------------------------------------------------------------------
-def check_output_dir(output_dir: Path, config: TrainConfig, resume: bool) -> None:
-    """The folder is new or holds this very config; a saved state there must be resumed, and ``--resume`` needs one.
+def run_record(config: TrainConfig, train_rows: list, dev_rows: list) -> dict:
+    """What ``run_config.yaml`` ties the folder to: the config, and a digest of the rows it read.
+
+    The digests make a file edited in place (same path, same config) another run, so that a
+    resume never mixes the earlier steps' ``generations.jsonl`` and metrics with new data.
+    """
+    return {**config.to_dict(), ROWS_KEY: {split: content_digest([row.digest() for row in rows])
+                                            for split, rows in (("train", train_rows), ("dev", dev_rows))}}
+
+
+def check_output_dir(output_dir: Path, record: dict, resume: bool) -> None:
+    """The folder is new or holds this very run (:func:`run_record`); a saved state there must be resumed,
+    and ``--resume`` needs one.
 
     A folder holding only a run's config (a start that failed before training, e.g. on a bad data file) is
     free for any config; one with this config but no state (stopped before its first save) starts again.
@@ -289,7 +303,7 @@ def check_output_dir(output_dir: Path, config: TrainConfig, resume: bool) -> Non
             raise OutputError(f"output folder {output_dir} is not empty and holds no faithkit training run; "
                               f"choose another --output-dir")
         return
-    differences = _differences(yaml.safe_load(saved.read_text()), config.to_dict())
+    differences = _differences(yaml.safe_load(saved.read_text()), record)
     if differences:
         raise OutputError(f"output folder {output_dir} holds a different run ({'; '.join(differences[:3])}); "
                           f"choose another --output-dir, or delete the folder to start over")
@@ -302,7 +316,10 @@ def _differences(saved: dict, current: dict, prefix: str = "") -> list[str]:
     out = []
     for key in sorted(set(saved) | set(current)):
         a, b = saved.get(key), current.get(key)
-        if isinstance(a, dict) and isinstance(b, dict) and not prefix:  # sections; model.config compares whole
+        if key == ROWS_KEY and not prefix:
+            out += [f"the {split} rows' content changed since that run started (an edited file?)"
+                    for split in ("train", "dev") if (a or {}).get(split) != (b or {}).get(split)]
+        elif isinstance(a, dict) and isinstance(b, dict) and not prefix:  # sections; model.config compares whole
             out += _differences(a, b, f"{key}.")
         elif a != b:
             out.append(f"{prefix}{key}: {a!r} there, {b!r} here")
