@@ -75,6 +75,28 @@ def tiny_bart(bart_tokenizer):
 
 
 @pytest.fixture(scope="session")
+def tiny_llama():
+    """SmolLM2's architecture (Llama: rotary positions, grouped-query attention) with its real tokenizer and chat
+    template, randomly initialised at 2 layers of width 64 (the output embedding untied: tied random ones would only
+    repeat the prompt's last token).
+
+    For the exactness claims (batched = one at a time, fast = slow reference, grid = per-cell generate) that hold
+    whatever the weights: random weights give the flat next-token distributions in which a rounding difference
+    flips a choice most easily, at a thousandth of the real model's cost.
+    """
+    from transformers import AutoConfig, AutoTokenizer, LlamaForCausalLM
+
+    from faithkit import models
+
+    folder = models.resolve("smollm2-135m")
+    config = AutoConfig.from_pretrained(folder, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                        tie_word_embeddings=False)
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config).eval(), AutoTokenizer.from_pretrained(folder)
+
+
+@pytest.fixture(scope="session")
 def smollm2():
     from faithkit import models
 
