@@ -49,6 +49,15 @@ def tiny_gpt2(gpt2_tokenizer):
 
 
 @pytest.fixture(scope="session")
+def model_folder(tmp_path_factory, tiny_gpt2, gpt2_tokenizer) -> str:
+    """The tiny random GPT-2 saved as a folder, as a user passes a model by its path."""
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    tiny_gpt2.save_pretrained(folder)
+    gpt2_tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="session")
 def bart_tokenizer():
     import importlib.util
 
