@@ -36,7 +36,12 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"error: {self.prog}: {message}{hint}\n" if is_main_process() else None)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, or only that of ``command`` (as typed, e.g. ``meta-eval``).
+
+    :func:`main` builds only the command it runs: some commands' options come from library declarations that import
+    torch and transformers (the decoding strategies' fields), which the other commands, a mistake found on the
+    command line and a command's ``--help`` need not wait for (under ``accelerate launch``, in every process)."""
     parser = Parser(
         prog="faithkit",
         description="Faithful document-grounded dialogue: score responses (PMI-FAITH, Q², baselines), "
@@ -48,8 +53,20 @@ def build_parser() -> argparse.ArgumentParser:
     verbosity.add_argument("-v", "--verbose", action="store_true", help="print debugging details")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"{__name__}.{name}").register(subparsers)
+        if command in (None, _command_name(name)):
+            importlib.import_module(f"{__name__}.{name}").register(subparsers)
     return parser
+
+
+def _command_name(module: str) -> str:
+    return module.replace("_", "-")
+
+
+def _named_command(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (faithkit's own options take no value),
+    or None when that is no command (argparse then lists the commands)."""
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    return word if word in map(_command_name, COMMANDS) else None
 
 
 def configure_logging(quiet: bool = False, verbose: bool = False) -> None:
@@ -73,7 +90,8 @@ class _Formatter(logging.Formatter):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(_named_command(argv)).parse_args(argv)
     configure_logging(args.quiet, args.verbose)
     try:
         return args.run(args)
