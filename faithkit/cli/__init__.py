@@ -14,6 +14,7 @@ import importlib
 import logging
 import re
 import sys
+import time
 
 from .. import __version__
 from ..errors import FaithkitError
@@ -33,7 +34,21 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         hint = "" if message.startswith("argument ") else f"; see {self.prog} --help"  # a bad value says it all
+        if not is_main_process():
+            _leave_the_mistake_to_the_main_process()
         self.exit(2, f"error: {self.prog}: {message}{hint}\n" if is_main_process() else None)
+
+
+MAIN_PROCESS_WAIT = 60.0
+"""Seconds that a process other than the main one of ``accelerate launch`` waits, after a mistake, to be stopped."""
+
+
+def _leave_the_mistake_to_the_main_process() -> None:
+    """Under ``accelerate launch`` every process meets the same mistake and only the main one says it, but the
+    launcher stops all processes as soon as one of them fails. The others wait here to be stopped, so that the main
+    process fails first, having said the mistake: one found on the command line takes less time than the
+    processes' start-ups differ by."""
+    time.sleep(MAIN_PROCESS_WAIT)
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -98,9 +113,15 @@ def main(argv: list[str] | None = None) -> int:
     except FaithkitError as error:
         from ..jobs import JobInterrupted
 
+        if isinstance(error, JobInterrupted):
+            if is_main_process():
+                print(error, file=sys.stderr)
+            return 130
         if is_main_process():  # under accelerate launch every process meets the same mistake: say it once
-            print(str(error) if isinstance(error, JobInterrupted) else f"error: {error}", file=sys.stderr)
-        return 130 if isinstance(error, JobInterrupted) else 2
+            print(f"error: {error}", file=sys.stderr)
+        else:
+            _leave_the_mistake_to_the_main_process()
+        return 2
     except KeyboardInterrupt:
         if is_main_process():
             print("interrupted", file=sys.stderr)
