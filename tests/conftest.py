@@ -137,6 +137,9 @@ def pytest_collection_modifyitems(config, items):
     * tests of the real offline models are ``slow`` and form one group: one worker holds the models, loaded once;
     * tests asking for a module-scoped fixture of their own module form their module's group: the fixture is set up
       by each worker that runs one of them (e.g. the accelerate launches of tests/cli/test_parallel.py).
+
+    The other tests are handed out in collection order, ``slow`` ones first: a long test started last would keep
+    one worker busy after the other has finished.
     """
     for item in items:
         if any(name in item.fixturenames for name in REAL_MODEL_FIXTURES):
@@ -144,6 +147,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("real-models"))
         elif any(_is_module_fixture_of(item, name) for name in item._fixtureinfo.argnames):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def _is_module_fixture_of(item, name: str) -> bool:

@@ -72,6 +72,7 @@ def test_options_are_checked_by_the_registry_and_names_by_evaluate_path():
         evaluate_path("bleurt")
 
 
+@pytest.mark.slow  # a fresh process: evaluate imports transformers' pipelines
 def test_loads_from_the_folder_path_with_the_hub_offline(tmp_path):
     """A fresh process with HF_HUB_OFFLINE=1 and empty caches loads the module from its folder by path."""
     code = ("import evaluate; m = evaluate.load(sys.argv[1]); "

@@ -3,7 +3,11 @@
 import subprocess
 import sys
 
+import pytest
+
 from .helpers import ROOT, free_port, subprocess_env
+
+pytestmark = pytest.mark.slow  # faithkit launch subprocesses
 
 QUIET_DEFAULTS = ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
 
