@@ -12,6 +12,9 @@ settings produce. Reported:
   AUROC of fluency for BEGIN's positive class: a bound on fluency should not be a hidden
   faithfulness criterion.
 
+Each figure is given for the sweep's fluency, log P(r | h), and for the judge's log P(r | d, h)
+(``*_given_document``), which does not count a response's use of the document against it.
+
 The last line printed is one JSON object.
 
     python benchmarks/fluency_guard.py --rows 120 --threads 1
@@ -59,24 +62,28 @@ def main(argv=None) -> None:
     started, cpu = time.perf_counter(), time.process_time()
     responses = [row.response for row in rows] + [shuffled(row.response, rng) for row in rows]
     scores = judge.compute_rows([row.document for row in rows] * 2, [row.history for row in rows] * 2, responses)
-    fluency = [s["logp_history"] for s in scores]
     pmi = [s["pmi"] for s in scores]
     kind = [1] * len(rows) + [0] * len(rows)
     labels = [row.extras["begin_label"] for row in rows]
-    by_label = {label: round(sum(f for f, l in zip(fluency, labels) if l == label) / labels.count(label), 3)
-                for label in sorted(set(labels))}
-    figures = {
-        "rows": len(rows), "judge": args.judge,
-        "fluency_auroc_original_vs_shuffled": round(auroc(fluency, kind), 3),
-        "pmi_auroc_original_vs_shuffled": round(auroc(pmi, kind), 3),
-        "mean_fluency_original": round(sum(fluency[:len(rows)]) / len(rows), 3),
-        "mean_fluency_shuffled": round(sum(fluency[len(rows):]) / len(rows), 3),
-        "mean_fluency_by_label": by_label,
-        "label_counts": {label: labels.count(label) for label in sorted(set(labels))},
-        "fluency_auroc_begin_positive": round(auroc(fluency[:len(rows)], [l == POSITIVE for l in labels]), 3),
+    positive = [label == POSITIVE for label in labels]
+    figures = {"rows": len(rows), "judge": args.judge,
+               "pmi_auroc_original_vs_shuffled": round(auroc(pmi, kind), 3),
+               "label_counts": {label: labels.count(label) for label in sorted(set(labels))}}
+    # the sweep's fluency, log P(r | h), beside the candidate that also reads the document, log P(r | d, h)
+    for name, key in (("fluency", "logp_history"), ("fluency_given_document", "logp_doc_history")):
+        fluency = [s[key] for s in scores]
+        figures.update({
+            f"{name}_auroc_original_vs_shuffled": round(auroc(fluency, kind), 3),
+            f"mean_{name}_original": round(sum(fluency[:len(rows)]) / len(rows), 3),
+            f"mean_{name}_shuffled": round(sum(fluency[len(rows):]) / len(rows), 3),
+            f"mean_{name}_by_label": {label: round(sum(f for f, l in zip(fluency, labels) if l == label)
+                                                   / labels.count(label), 3) for label in sorted(set(labels))},
+            f"{name}_auroc_begin_positive": round(auroc(fluency[:len(rows)], positive), 3),
+        })
+    figures.update({
         "seconds": round(time.perf_counter() - started, 1), "cpu_seconds": round(time.process_time() - cpu, 1),
         "threads": args.threads, "load_average": round(os.getloadavg()[0], 2),
-    }
+    })
     print(json.dumps(figures))
 
 

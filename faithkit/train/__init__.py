@@ -8,6 +8,7 @@
 - :mod:`~faithkit.train.model`: pretrained or small random models.
 - :mod:`~faithkit.train.hooks`: decoding and scoring a dev subset at each evaluation.
 - :mod:`~faithkit.train.loop`: the accelerate loop, checkpoints and resumption.
+- :mod:`~faithkit.train.memory`: handing freed memory back to the OS between phases.
 """
 
 from .config import TrainConfig, load_config

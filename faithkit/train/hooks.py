@@ -21,6 +21,7 @@ from ..decoding import default_template
 from ..decoding.generate import generate_grid
 from ..decoding.strategies import Strategy
 from .config import evaluation_decoders
+from .memory import release_memory
 
 
 class GenerationHook:
@@ -48,6 +49,7 @@ class GenerationHook:
                              batch_size=self.batch_size, max_context_tokens=self.max_context_tokens,
                              max_new_tokens=self.max_new_tokens)
         responses = dict(zip(self.decoders, grid))
+        release_memory()  # what decoding freed, before the judges load
         scalars, metrics = {}, self.load_metrics()
         for decoder in self.decoders:
             for metric in metrics.values():

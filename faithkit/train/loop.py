@@ -57,6 +57,7 @@ from .card import write_model_card
 from .config import TrainConfig
 from .data import IGNORE, Collator, encode_rows, load_rows
 from .hooks import build_hook, load_hook_metrics
+from .memory import map_large_allocations, release_memory
 from .model import build_model
 
 logger = get_logger(__name__)
@@ -104,6 +105,8 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
         output_dir.mkdir(parents=True, exist_ok=True)
         (output_dir / RUN_CONFIG).write_text(yaml.safe_dump(record, sort_keys=False))
     set_seed(t.seed)
+    if t.map_large_allocations:
+        map_large_allocations()
 
     model, tokenizer = build_model(config.model, t.seed)
     if t.activation_checkpointing:
@@ -150,12 +153,14 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
                 total_steps, steps_per_epoch, rows_per_step, accelerator.num_processes, eval_every)
 
     def evaluate() -> None:
+        release_memory()  # what the training steps freed, before evaluation allocates its own
         values = {"dev_loss": dev_loss(accelerator, model, dev_loader, token_loss)}
         if hook is not None:
             unwrapped = accelerator.unwrap_model(model).eval()
             with accelerator.autocast():
                 scalars, responses = hook(unwrapped, tokenizer)
             unwrapped.train()
+            release_memory()  # the judges, before training goes on
             values.update(scalars)
             log.generations(state.step, hook.rows, responses)
         values = broadcast_object_list([values])[0]  # every process takes the same best/stop decisions
