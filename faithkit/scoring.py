@@ -14,10 +14,12 @@ pass per pair) that the fast path is tested against.
 Memory stays bounded however long a request is. A batch goes through the model in windows
 of columns, each continuing the key/value cache of the ones before (chunked prefill), so one
 forward call runs at most :data:`MAX_TOKENS_PER_CALL` token positions, rows × columns (the
-``max_tokens_per_call`` argument). That bounds what used to grow with length: the logits a
-call keeps and their float32 log-softmax (positions × vocabulary × 4 bytes each: 0.2 GB for
-1,024 positions of SmolLM2's 49,152 tokens, 1 GB of Gemma 3's 262,144), the activations, and
-attention scores where a model materialises them. What still grows with length, and then
+``max_tokens_per_call`` argument), and keeps logits for at most :data:`MAX_LOGITS` values,
+rows × kept columns × vocabulary (a window ends early where its columns predict more targets
+than that). That bounds what used to grow with length: the activations, attention scores
+where a model materialises them, and the logits with their float32 log-softmax, which the
+vocabulary makes large (4 bytes × 262,144 per position for Gemma 3: 1 GB each for 1,024
+positions; now 64 MB each whatever the vocabulary). What still grows with length, and then
 dominates, is the key/value cache of the rows in flight: rows × tokens × 2 × layers ×
 key/value width × 4 bytes, 46 KB per token for SmolLM2-135M (0.55 GB for two 6,000-token
 rows), plus a shared run's cache while its children run; ``batch_size`` × the model's
@@ -27,6 +29,7 @@ half padding, so a short row does not inherit a long one's width.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import inspect
 from dataclasses import dataclass, field
@@ -42,6 +45,9 @@ when sharing it saves at least this many tokens of compute; shorter runs are rep
 
 MAX_TOKENS_PER_CALL = 1024
 """Token positions (batch rows × columns) one forward call runs at most: longer batches go in windows."""
+
+MAX_LOGITS = 1 << 24
+"""Logit values (rows × kept columns × vocabulary) one forward call keeps at most."""
 
 _END = -1  # marks where a sequence ends inside the tree; never run through the model
 
@@ -168,6 +174,7 @@ class TokenScorer:
         self.max_tokens_per_call = max_tokens_per_call
         self.share_prefixes = share_prefixes
         self._can_trim_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
+        self._vocabulary = model.config.get_text_config().vocab_size
         # Padding inside a cache is exact under full attention (the mask hides it, position ids skip it);
         # a sliding window counts cache slots, padding included, so there shared runs go one per batch.
         self._pads_caches = not any("sliding" in t for t in getattr(model.config, "layer_types", None) or [])
@@ -221,24 +228,26 @@ class TokenScorer:
         ids = torch.tensor([r + [0] * (width - len(r)) for r in runs], device=device)
         mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in runs], device=device)
         positions = torch.tensor([n.start for n in chunk], device=device)[:, None] + torch.arange(width, device=device)
-        window = max(1, self.max_tokens_per_call // len(chunk))
-        wanted: dict[int, list] = {}  # window index: (row, column in the window, position, requests it predicts for)
-        for row, (node, run) in enumerate(zip(chunk, runs)):
-            for position, requests in self._needed_positions(node, len(run)).items():
-                column = position - node.start
-                wanted.setdefault(column // window, []).append((row, column % window, position, requests))
+        needed = [(row, position - node.start, position, requests)  # (row, column, position, requests it predicts for)
+                  for row, (node, run) in enumerate(zip(chunk, runs))
+                  for position, requests in self._needed_positions(node, len(run)).items()]
+        windows = self._windows(width, len(chunk), sorted({column for _, column, _, _ in needed}))
+        starts = [begin for begin, _ in windows]
+        wanted: dict[int, list] = {}  # window's first column: (row, column in the window, position, requests)
+        for row, column, position, requests in needed:
+            begin = starts[bisect.bisect_right(starts, column) - 1]
+            wanted.setdefault(begin, []).append((row, column - begin, position, requests))
         has_children = any(n.children for n in chunk)
         cache, past_mask = None, mask[:, :0]
         if parent is not None:
             owners = torch.tensor([parent.row_of[id(n)] for n in chunk], device=device)
             cache, past_mask = _selected_rows(parent.cache, owners), parent.mask[owners]
-        for begin in range(0, width, window):
-            end = min(begin + window, width)
+        for begin, end in windows:
             kwargs = {"attention_mask": torch.cat([past_mask, mask[:, :end]], dim=1),
                       "position_ids": positions[:, begin:end], "use_cache": has_children or end < width}
             if cache is not None:
                 kwargs["cache"] = cache
-            here = wanted.get(begin // window, [])
+            here = wanted.get(begin, [])
             columns = sorted({column for _, column, _, _ in here})
             if self._can_trim_logits:
                 kwargs["logits_to_keep"] = torch.tensor(columns or [end - begin - 1], device=device)
@@ -252,6 +261,23 @@ class TokenScorer:
         if has_children:
             row_of = {id(child): row for row, n in enumerate(chunk) for child in n.children}
             self._run_level([c for n in chunk for c in n.children], _Parent(cache, kwargs["attention_mask"], row_of))
+
+    def _windows(self, width: int, rows: int, needed_columns: list[int]) -> list[tuple[int, int]]:
+        """``(begin, end)`` column ranges covering ``width``: at most ``max_tokens_per_call`` positions each, and
+        at most :data:`MAX_LOGITS` kept logit values (only the needed columns, where the model can trim)."""
+        kept_columns = max(1, MAX_LOGITS // (rows * self._vocabulary))
+        columns = max(1, self.max_tokens_per_call // rows)
+        if not self._can_trim_logits:  # every column of a window comes back as logits
+            columns, needed_columns = min(columns, kept_columns), []
+        windows, begin = [], 0
+        while begin < width:
+            end = min(begin + columns, width)
+            inside = needed_columns[bisect.bisect_left(needed_columns, begin):bisect.bisect_left(needed_columns, end)]
+            if len(inside) > kept_columns:
+                end = inside[kept_columns - 1] + 1
+            windows.append((begin, end))
+            begin = end
+        return windows
 
     def _needed_positions(self, node: _Node, length: int) -> dict[int, list[int]]:
         """Positions of the node whose logits predict a target token, with the requests needing each."""

@@ -5,6 +5,7 @@ import random
 import pytest
 import torch
 
+from faithkit import scoring
 from faithkit.scoring import TokenScorer, _prefix_tree, reference_token_logprobs
 
 
@@ -188,6 +189,18 @@ def test_windowed_runs_equal_whole_runs(tiny_gpt2, batch_size, max_tokens_per_ca
     """Long batches go through the model in windows that continue the cache: same values, bounded calls."""
     requests = _mixed_requests(tiny_gpt2.config.vocab_size) + _long_target_requests(tiny_gpt2.config.vocab_size)
     _assert_windowed_is_exact(tiny_gpt2, requests, batch_size, max_tokens_per_call)
+
+
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_windows_end_where_they_would_keep_more_than_max_logits(tiny_gpt2, monkeypatch, batch_size):
+    """With Gemma 3's vocabulary the logits, not the tokens, are a call's big tensor: 6 kept columns per call here."""
+    monkeypatch.setattr(scoring, "MAX_LOGITS", 6 * batch_size * tiny_gpt2.config.vocab_size)
+    requests = _long_target_requests(tiny_gpt2.config.vocab_size)
+    with CallSizes(tiny_gpt2) as calls:
+        values = TokenScorer(tiny_gpt2, batch_size=batch_size, max_tokens_per_call=10**9)(requests)
+    assert max(calls.logits) <= 6 * batch_size and len(calls.logits) >= 150 // 6  # the 150-token response
+    for (context, target), got in zip(requests, values):
+        torch.testing.assert_close(got, reference_token_logprobs(tiny_gpt2, context, target), atol=1e-4, rtol=0)
 
 
 def test_shared_runs_do_not_inherit_padding_from_leaves(tiny_gpt2):

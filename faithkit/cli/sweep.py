@@ -78,7 +78,7 @@ def register(subparsers) -> None:
                          help="measure bounded by the baseline's, so degenerate cells are not chosen (default: fluency "
                               "when pmi-faith is measured)")
     judging.add_argument("--fluency-tolerance", type=float, help="how far below the baseline's fluency the chosen "
-                                                                 "cell may fall (default 0.5 nats per token)")
+                                                                 "cell may fall (default 1.0 nats per token)")
     judging.add_argument("--significance", type=float, help="level of the paired test best.json reports (default "
                                                             "0.05)")
     judging.add_argument("--resamples", type=int, help="bootstrap resamples and permutations (default 1000)")

@@ -144,7 +144,7 @@ def parameter_names(table: Sequence[dict]) -> list[str]:
 
 
 def choose_best(table: Sequence[dict], faithfulness: str = "pmi_faith", relevance: str = "bleu",
-                tolerance: float = 1.0, fluency: str | None = None, fluency_tolerance: float = 0.5,
+                tolerance: float = 1.0, fluency: str | None = None, fluency_tolerance: float = 1.0,
                 significance: float = 0.05) -> dict:
     """The most faithful cell whose relevance and fluency are at least the baseline's minus their tolerances.
 

@@ -21,7 +21,8 @@ Output folder: ``best/`` and ``last/`` (``save_pretrained`` folders with the tok
 ``trainer_info.json``), ``state/``, ``metrics.csv`` (step, key, value), ``generations.jsonl``
 (the decoded dev responses of each evaluation), ``tensorboard/faithkit/`` (every value of metrics.csv, as
 ``evaluation.log_with``'s other trackers get them) and ``run_config.yaml``, which ties the folder to one
-config and the content of its train and dev rows. ``best/`` and ``last/`` also hold a model card, ``README.md`` (:mod:`.card`).
+config and the content of its train and dev rows. ``best/`` and ``last/`` also hold a model card,
+``README.md`` (:mod:`.card`).
 """
 
 from __future__ import annotations
