@@ -49,6 +49,15 @@ def tiny_gpt2(gpt2_tokenizer):
 
 
 @pytest.fixture(scope="session")
+def model_folder(tmp_path_factory, tiny_gpt2, gpt2_tokenizer) -> str:
+    """The tiny random GPT-2 saved as a folder, as a user passes a model by its path."""
+    folder = tmp_path_factory.mktemp("tiny-gpt2")
+    tiny_gpt2.save_pretrained(folder)
+    gpt2_tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="session")
 def bart_tokenizer():
     import importlib.util
 
@@ -72,6 +81,28 @@ def tiny_bart(bart_tokenizer):
         decoder_start_token_id=t.eos_token_id, forced_eos_token_id=None,
     )
     return BartForConditionalGeneration(config).eval()
+
+
+@pytest.fixture(scope="session")
+def tiny_llama():
+    """SmolLM2's architecture (Llama: rotary positions, grouped-query attention) with its real tokenizer and chat
+    template, randomly initialised at 2 layers of width 64 (the output embedding untied: tied random ones would only
+    repeat the prompt's last token).
+
+    For the exactness claims (batched = one at a time, fast = slow reference, grid = per-cell generate) that hold
+    whatever the weights: random weights give the flat next-token distributions in which a rounding difference
+    flips a choice most easily, and the tests take about a tenth of their time on SmolLM2.
+    """
+    from transformers import AutoConfig, AutoTokenizer, LlamaForCausalLM
+
+    from faithkit import models
+
+    folder = models.resolve("smollm2-135m")
+    config = AutoConfig.from_pretrained(folder, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                        num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                                        tie_word_embeddings=False)
+    torch.manual_seed(0)
+    return LlamaForCausalLM(config).eval(), AutoTokenizer.from_pretrained(folder)
 
 
 @pytest.fixture(scope="session")
@@ -106,6 +137,9 @@ def pytest_collection_modifyitems(config, items):
     * tests of the real offline models are ``slow`` and form one group: one worker holds the models, loaded once;
     * tests asking for a module-scoped fixture of their own module form their module's group: the fixture is set up
       by each worker that runs one of them (e.g. the accelerate launches of tests/cli/test_parallel.py).
+
+    The other tests are handed out in collection order, ``slow`` ones first: a long test started last would keep
+    one worker busy after the other has finished.
     """
     for item in items:
         if any(name in item.fixturenames for name in REAL_MODEL_FIXTURES):
@@ -113,6 +147,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("real-models"))
         elif any(_is_module_fixture_of(item, name) for name in item._fixtureinfo.argnames):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def _is_module_fixture_of(item, name: str) -> bool:

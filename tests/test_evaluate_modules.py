@@ -23,10 +23,9 @@ def batch(columns: dict, start: int, stop: int) -> dict:
     return {name: values[start:stop] for name, values in columns.items()}
 
 
-@pytest.mark.slow
-def test_pmi_faith_module_equals_pmi_faith_compute_on_the_demo_rows():
-    expected = PMIFaith(model="smollm2-135m").compute(**COLUMNS)
-    module = evaluate.load(evaluate_path("pmi-faith"), model="smollm2-135m")
+def test_pmi_faith_module_equals_pmi_faith_compute_on_the_demo_rows(model_folder):
+    expected = PMIFaith(model=model_folder).compute(**COLUMNS)
+    module = evaluate.load(evaluate_path("pmi-faith"), model=model_folder)
     assert module.compute(**COLUMNS) == expected
     module.add_batch(**batch(COLUMNS, 0, 4))
     module.add_batch(**batch(COLUMNS, 4, 6))
@@ -36,14 +35,13 @@ def test_pmi_faith_module_equals_pmi_faith_compute_on_the_demo_rows():
     assert module.compute() == expected
 
 
-@pytest.mark.slow
-def test_combine_runs_two_faithkit_modules_on_the_same_columns():
-    combined = evaluate.combine([evaluate.load(evaluate_path("pmi-faith"), model="smollm2-135m", unconditional=False),
+def test_combine_runs_two_faithkit_modules_on_the_same_columns(model_folder):
+    combined = evaluate.combine([evaluate.load(evaluate_path("pmi-faith"), model=model_folder, unconditional=False),
                                  evaluate.load(evaluate_path("knowledge-precision"))])
     combined.add_batch(**batch(COLUMNS, 0, 3))
     combined.add_batch(**batch(COLUMNS, 3, 6))
     result = combined.compute()
-    pmi = PMIFaith(model="smollm2-135m", unconditional=False).compute(**COLUMNS)
+    pmi = PMIFaith(model=model_folder, unconditional=False).compute(**COLUMNS)
     precision = load_metric("lexical").compute(documents=COLUMNS["documents"], responses=COLUMNS["responses"])
     assert result == {**pmi, **precision}
     assert combined.compute(**COLUMNS) == result  # knowledge precision ignores the histories it is handed
@@ -74,6 +72,7 @@ def test_options_are_checked_by_the_registry_and_names_by_evaluate_path():
         evaluate_path("bleurt")
 
 
+@pytest.mark.slow  # a fresh process: evaluate imports transformers' pipelines
 def test_loads_from_the_folder_path_with_the_hub_offline(tmp_path):
     """A fresh process with HF_HUB_OFFLINE=1 and empty caches loads the module from its folder by path."""
     code = ("import evaluate; m = evaluate.load(sys.argv[1]); "

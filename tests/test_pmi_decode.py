@@ -395,10 +395,9 @@ def test_generate_rejects_what_it_cannot_honour(tiny_gpt2, gpt2_tokenizer):
         generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES[:2])
 
 
-# ---- the real model ------------------------------------------------------------------------
-@pytest.mark.slow
-def test_smollm2_greedy_matches_slow_reference(smollm2):
-    model, tokenizer = smollm2
+# ---- SmolLM2's architecture, tokenizer and chat template ----------------------------------------
+def test_llama_greedy_matches_slow_reference(tiny_llama):
+    model, tokenizer = tiny_llama
     inputs = build_inputs(model, tokenizer, DOCUMENTS[:2], HISTORIES[:2], CHAT_TEMPLATE)
     outputs = model.generate(**inputs, max_new_tokens=6, logits_processor=[PMIDecode(0.5, 0.6)])
     expected = reference_greedy(model, tokenizer, CHAT_TEMPLATE, 0.5, 0.6, steps=6, documents=DOCUMENTS[:2],
@@ -414,17 +413,15 @@ def test_smollm2_greedy_matches_slow_reference(smollm2):
                        generated_tokens(model, model.generate(**plain, max_new_tokens=6), plain, 2))
 
 
-@pytest.mark.slow
-def test_smollm2_grid_equals_generate_per_cell(smollm2):
-    model, tokenizer = smollm2
+def test_llama_grid_equals_generate_per_cell(tiny_llama):
+    model, tokenizer = tiny_llama
     options = {"batch_size": 2, "max_new_tokens": 8}
     grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, CELLS, **options)
     assert grid == [generate(model, tokenizer, DOCUMENTS, HISTORIES, cell, **options) for cell in CELLS]
 
 
-@pytest.mark.slow
-def test_smollm2_beam_search_matches_slow_reference(smollm2):
-    model, tokenizer = smollm2
+def test_llama_beam_search_matches_slow_reference(tiny_llama):
+    model, tokenizer = tiny_llama
     beams = {"num_beams": 3, "num_return_sequences": 2, "max_new_tokens": 4}
     inputs = build_inputs(model, tokenizer, DOCUMENTS[:2], HISTORIES[:2], CHAT_TEMPLATE)
     outputs = model.generate(**inputs, logits_processor=[PMIDecode(0.5, 0.6)], **beams)

@@ -70,9 +70,8 @@ def test_batched_and_cached_equal_one_at_a_time_gpt2(tiny_gpt2, gpt2_tokenizer):
     _assert_batching_changes_nothing(tiny_gpt2, gpt2_tokenizer)
 
 
-@pytest.mark.slow
-def test_batched_and_cached_equal_one_at_a_time_smollm2(smollm2):
-    _assert_batching_changes_nothing(*smollm2)
+def test_batched_and_cached_equal_one_at_a_time_llama(tiny_llama):
+    _assert_batching_changes_nothing(*tiny_llama)
 
 
 @pytest.mark.slow

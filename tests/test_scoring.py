@@ -76,9 +76,8 @@ def test_empty_context_or_target_is_refused(tiny_gpt2):
         TokenScorer(tiny_gpt2, max_tokens_per_call=0)
 
 
-@pytest.mark.slow
-def test_smollm2_batched_equals_reference(smollm2):
-    model, tokenizer = smollm2
+def test_llama_batched_equals_reference(tiny_llama):
+    model, tokenizer = tiny_llama
     requests = _mixed_requests(len(tokenizer), seed=1)
     fast = TokenScorer(model, batch_size=4)(requests)
     for (context, target), values in zip(requests, fast):

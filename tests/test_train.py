@@ -178,26 +178,25 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _launch(processes: int, output: Path) -> subprocess.Popen:
-    # accelerate launch --cpu always starts one process; on a machine without a GPU, --multi_gpu
-    # starts torchrun's processes and accelerate joins them over gloo (MULTI_CPU)
-    mode = ["--cpu"] if processes == 1 else ["--multi_gpu", "--main_process_port", str(_free_port())]
-    command = [sys.executable, "-m", "accelerate.commands.launch", *mode, "--num_processes", str(processes),
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               "train.py", "--config", str(TINY_GPT2), "--output-dir", str(output),
-               "--max-steps", "6", "--eval-steps", "3", "--generate-rows", "2"]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-@pytest.mark.slow  # real training runs under accelerate launch
+@pytest.mark.slow  # real training runs, two of them under accelerate launch
 def test_two_processes_give_the_loss_curve_of_one_with_the_same_global_batch(tmp_path):
-    runs = {count: _launch(count, tmp_path / f"p{count}") for count in (1, 2)}
-    outputs = {count: run.communicate(timeout=300) for count, run in runs.items()}
-    for count, run in runs.items():
-        assert run.returncode == 0, outputs[count][1][-3000:]
-    summaries = {count: json.loads(out.strip().splitlines()[-1]) for count, (out, _) in outputs.items()}
-    assert "on 2 process(es)" in outputs[2][1]
+    flags = ["--config", str(TINY_GPT2), "--max-steps", "6", "--eval-steps", "3", "--generate-rows", "2"]
+    # on a machine without a GPU, --multi_gpu starts torchrun's processes and accelerate joins them over gloo
+    # (MULTI_CPU); the one process to compare with is this one, meanwhile
+    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--main_process_port",
+               str(_free_port()), "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
+               "--dynamo_backend", "no", "train.py", *flags, "--output-dir", str(tmp_path / "p2")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    launch = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        args = parse(flags)
+        summaries = {1: train(load_config(args.config, overrides_from_args(args)), tmp_path / "p1")}
+        out, err = launch.communicate(timeout=300)
+    finally:
+        launch.kill()
+    assert launch.returncode == 0, err[-3000:]
+    summaries[2] = json.loads(out.strip().splitlines()[-1])
+    assert "on 2 process(es)" in err
     assert summaries[1]["steps"] == summaries[2]["steps"] == 6
     one, two = metrics_csv(tmp_path / "p1"), metrics_csv(tmp_path / "p2")
     assert sorted(one["train_loss"]) == list(range(1, 7))

@@ -14,6 +14,7 @@ import importlib
 import logging
 import re
 import sys
+import time
 
 from .. import __version__
 from ..errors import FaithkitError
@@ -33,10 +34,29 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str):
         hint = "" if message.startswith("argument ") else f"; see {self.prog} --help"  # a bad value says it all
+        if not is_main_process():
+            _leave_the_mistake_to_the_main_process()
         self.exit(2, f"error: {self.prog}: {message}{hint}\n" if is_main_process() else None)
 
 
-def build_parser() -> argparse.ArgumentParser:
+MAIN_PROCESS_WAIT = 60.0
+"""Seconds that a process other than the main one of ``accelerate launch`` waits, after a mistake, to be stopped."""
+
+
+def _leave_the_mistake_to_the_main_process() -> None:
+    """Under ``accelerate launch`` every process meets the same mistake and only the main one says it, but the
+    launcher stops all processes as soon as one of them fails. The others wait here to be stopped, so that the main
+    process fails first, having said the mistake: one found on the command line takes less time than the
+    processes' start-ups differ by."""
+    time.sleep(MAIN_PROCESS_WAIT)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Every command's parser, or only that of ``command`` (as typed, e.g. ``meta-eval``).
+
+    :func:`main` builds only the command it runs: some commands' options come from library declarations that import
+    torch and transformers (the decoding strategies' fields), which the other commands, a mistake found on the
+    command line and a command's ``--help`` need not wait for (under ``accelerate launch``, in every process)."""
     parser = Parser(
         prog="faithkit",
         description="Faithful document-grounded dialogue: score responses (PMI-FAITH, Q², baselines), "
@@ -48,8 +68,20 @@ def build_parser() -> argparse.ArgumentParser:
     verbosity.add_argument("-v", "--verbose", action="store_true", help="print debugging details")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMANDS:
-        importlib.import_module(f"{__name__}.{name}").register(subparsers)
+        if command in (None, _command_name(name)):
+            importlib.import_module(f"{__name__}.{name}").register(subparsers)
     return parser
+
+
+def _command_name(module: str) -> str:
+    return module.replace("_", "-")
+
+
+def _named_command(argv: list[str]) -> str | None:
+    """The command ``argv`` names: its first word that is not an option (faithkit's own options take no value),
+    or None when that is no command (argparse then lists the commands)."""
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    return word if word in map(_command_name, COMMANDS) else None
 
 
 def configure_logging(quiet: bool = False, verbose: bool = False) -> None:
@@ -73,16 +105,23 @@ class _Formatter(logging.Formatter):
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    args = build_parser(_named_command(argv)).parse_args(argv)
     configure_logging(args.quiet, args.verbose)
     try:
         return args.run(args)
     except FaithkitError as error:
         from ..jobs import JobInterrupted
 
+        if isinstance(error, JobInterrupted):
+            if is_main_process():
+                print(error, file=sys.stderr)
+            return 130
         if is_main_process():  # under accelerate launch every process meets the same mistake: say it once
-            print(str(error) if isinstance(error, JobInterrupted) else f"error: {error}", file=sys.stderr)
-        return 130 if isinstance(error, JobInterrupted) else 2
+            print(f"error: {error}", file=sys.stderr)
+        else:
+            _leave_the_mistake_to_the_main_process()
+        return 2
     except KeyboardInterrupt:
         if is_main_process():
             print("interrupted", file=sys.stderr)

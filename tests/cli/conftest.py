@@ -1,4 +1,4 @@
-"""Fixtures of the command-line tests: run ``faithkit.cli.main`` as a user would, and a saved tiny model.
+"""Fixtures of the command-line tests: run ``faithkit.cli.main`` as a user would.
 
 ``faithkit`` returns the exit status with what went to stdout and stderr, also for
 argparse's own errors (which leave through SystemExit).
@@ -37,11 +37,3 @@ def faithkit(capsys):
 
     return run
 
-
-@pytest.fixture(scope="session")
-def model_folder(tmp_path_factory, tiny_gpt2, gpt2_tokenizer) -> str:
-    """The tiny random GPT-2 of tests/conftest.py saved as a folder, as a user passes ``--model``."""
-    folder = tmp_path_factory.mktemp("tiny-gpt2")
-    tiny_gpt2.save_pretrained(folder)
-    gpt2_tokenizer.save_pretrained(folder)
-    return str(folder)

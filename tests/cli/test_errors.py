@@ -7,6 +7,7 @@ settings are known to be good.
 """
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 
 from faithkit.data import read_results
 
-from .helpers import write_jsonl
+from .helpers import subprocess_env, write_jsonl
 
 ROWS = [{"id": "1", "document": "The sky is blue.", "history": "What colour is the sky?", "response": "It is blue."}]
 
@@ -175,3 +176,27 @@ def test_explain_of_a_missing_file(faithkit, tmp_path):
     run = faithkit("explain", "--input", tmp_path / "nope.jsonl", "--html", tmp_path / "r.html")
     _assert_one_error_line(run, f"faithkit explain: argument --input: file not found: {tmp_path / 'nope.jsonl'}",
                            tmp_path / "r.html")
+
+
+
+HEAVY = ["accelerate", "datasets", "scipy", "torch", "transformers"]
+HEAVY_AFTER_MAIN = f"""
+import sys
+from faithkit.cli import main
+try:
+    status = main(sys.argv[1:])
+except SystemExit as stop:
+    status = stop.code
+print(status, sorted({{name.split(".")[0] for name in sys.modules}} & set({HEAVY!r})))
+"""
+
+
+@pytest.mark.parametrize("argv, status", [
+    (["score", "--metric", "overlap-f1", "--input", "nope.jsonl", "--output", "o.jsonl"], 2),
+    (["meta-eval", "q2-wow", "--help"], 0),
+], ids=["mistake", "help"])
+def test_a_mistake_or_a_commands_help_is_answered_before_torch_or_transformers_load(tmp_path, argv, status):
+    """Under `accelerate launch` every process meets a mistake: none of them waits for torch to say it."""
+    run = subprocess.run([sys.executable, "-c", HEAVY_AFTER_MAIN, *argv], cwd=tmp_path, env=subprocess_env(),
+                         capture_output=True, text=True, timeout=120)
+    assert run.stdout.splitlines()[-1] == f"{status} []", run.stderr

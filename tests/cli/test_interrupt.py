@@ -27,13 +27,14 @@ IDS = [row["id"] for row in ROWS]
 # report); the file must stay sound through all of them
 CRASHES = list(zip(random.Random(20240611).sample(range(4, 13), 3),
                    [KeyboardInterrupt(), SystemExit(137), RuntimeError("out of memory")]))
-# the processes that get a real Ctrl-C or kill -9 take at least 0.3 s a row, so no start-up delay lets one finish first
+# the processes that get a real Ctrl-C or kill -9 take at least 0.5 s a row (20 s for the 40), so that neither a
+# start-up delay nor a loaded machine lets one finish before its signal
 SLOW_PMI_FAITH = """
 import time
 from faithkit.metrics.pmi_faith import PMIFaith
 compute_rows = PMIFaith.compute_rows
 def slow_compute_rows(self, documents, *rest):
-    time.sleep(0.3 * len(documents))
+    time.sleep(0.5 * len(documents))
     return compute_rows(self, documents, *rest)
 PMIFaith.compute_rows = slow_compute_rows
 """

@@ -3,7 +3,11 @@
 import subprocess
 import sys
 
+import pytest
+
 from .helpers import ROOT, free_port, subprocess_env
+
+pytestmark = pytest.mark.slow  # faithkit launch subprocesses
 
 QUIET_DEFAULTS = ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
 
@@ -21,9 +25,19 @@ def test_a_user_mistake_under_launch_ends_with_faithkits_line_and_status(tmp_pat
     assert "Traceback" not in run.stderr and "CalledProcessError" not in run.stderr
 
 
+LATE_MAIN_PROCESS = """
+import os, sys, time
+from faithkit.cli import main
+if os.environ["RANK"] == "0":
+    time.sleep(2)  # the main process starts last; the launcher stops every process when the first one fails
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_two_processes_say_the_mistake_once_and_nothing_after_it(tmp_path):
-    missing = tmp_path / "nope.jsonl"
-    run = _launch("--multi_gpu", "--num_processes", "2", "--main_process_port", str(free_port()), "-m", "faithkit", "score", "--metric", "overlap-f1",
-                  "--input", missing, "--output", tmp_path / "o.jsonl")
+    missing, program = tmp_path / "nope.jsonl", tmp_path / "late_main_process.py"
+    program.write_text(LATE_MAIN_PROCESS)
+    run = _launch("--multi_gpu", "--num_processes", "2", "--main_process_port", str(free_port()), program, "score",
+                  "--metric", "overlap-f1", "--input", missing, "--output", tmp_path / "o.jsonl")
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [f"error: faithkit score: argument --input: file not found: {missing}"]
