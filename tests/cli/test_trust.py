@@ -171,6 +171,8 @@ def test_a_training_folder_left_by_a_failed_start_is_reused(faithkit, tmp_path, 
     argv = ["train", "--config", "configs/train/tiny-gpt2.yaml", "--output-dir", out, "--max-steps", "1",
             "--generate-rows", "0"]
     _one_error(faithkit(*argv, "--train-file", bad), f"{bad}: no column for 'document'")
+    assert not out.exists()  # the rows are read (and checked) before the folder is made
+    _one_error(faithkit(*argv, "--tokenizer", str(tmp_path / "no-tokenizer")), "model.tokenizer")  # after the config
     assert [p.name for p in out.iterdir()] == ["run_config.yaml"]
     run = faithkit(*argv)
     assert run.code == 0 and json.loads(run.out.splitlines()[-1])["steps"] == 1
