@@ -292,18 +292,21 @@ class TokenScorer:
 
     def _collect(self, logits: torch.Tensor, picks: list[tuple[int, int, int, list[int]]]) -> None:
         """For each ``(row, column of logits, position, requests)``: every request's next-token log-probability."""
-        if not picks:
-            return
-        # log-softmax over the picked positions only: the logits also hold columns other rows asked for
-        logprobs = torch.log_softmax(logits[[p[0] for p in picks], [p[1] for p in picks]].float(), dim=-1)
-        picked, tokens, places = [], [], []
-        for k, (_, _, position, requests) in enumerate(picks):
-            for j in requests:
-                picked.append(k)
-                tokens.append(self._sequences[j][position + 1])
-                places.append((j, position + 1 - self._context_lengths[j]))
-        for (j, t), value in zip(places, logprobs[picked, tokens].tolist()):
-            self._values[j][t] = value
+        # log-softmax at the picked positions only (the logits also hold columns other rows asked for), a few
+        # positions at a time: the copies a whole call's log-softmax makes would be two more tensors as large
+        per_chunk = max(1, (MAX_LOGITS // 4) // self._vocabulary)
+        for first in range(0, len(picks), per_chunk):
+            chunk = picks[first:first + per_chunk]
+            scores = logits[[p[0] for p in chunk], [p[1] for p in chunk]].float()
+            normalizers = torch.logsumexp(scores, dim=-1)
+            picked, tokens, places = [], [], []
+            for k, (_, _, position, requests) in enumerate(chunk):
+                for j in requests:
+                    picked.append(k)
+                    tokens.append(self._sequences[j][position + 1])
+                    places.append((j, position + 1 - self._context_lengths[j]))
+            for (j, t), value in zip(places, (scores[picked, tokens] - normalizers[picked]).tolist()):
+                self._values[j][t] = value
 
     def _report(self, finished: list[int]) -> None:
         if self._progress and finished:
