@@ -19,7 +19,7 @@ rows × kept columns × vocabulary (a window ends early where its columns predic
 than that). That bounds what used to grow with length: the activations, attention scores
 where a model materialises them, and the logits with their float32 log-softmax, which the
 vocabulary makes large (4 bytes × 262,144 per position for Gemma 3: 1 GB each for 1,024
-positions; now 256 MB each whatever the vocabulary). What still grows with length, and then
+positions; now 128 MB each whatever the vocabulary). What still grows with length, and then
 dominates, is the key/value cache of the rows in flight: rows × tokens × 2 × layers ×
 key/value width × 4 bytes, 46 KB per token for SmolLM2-135M (0.55 GB for two 6,000-token
 rows), plus a shared run's cache while its children run; ``batch_size`` × the model's
@@ -46,7 +46,7 @@ when sharing it saves at least this many tokens of compute; shorter runs are rep
 MAX_TOKENS_PER_CALL = 1024
 """Token positions (batch rows × columns) one forward call runs at most: longer batches go in windows."""
 
-MAX_LOGITS = 1 << 26
+MAX_LOGITS = 1 << 25
 """Logit values (rows × kept columns × vocabulary) one forward call keeps at most."""
 
 _END = -1  # marks where a sequence ends inside the tree; never run through the model
