@@ -51,6 +51,22 @@ def metrics_csv(folder: Path) -> dict[str, dict[int, float]]:
     return values
 
 
+def interrupted_at_step(monkeypatch, step: int, run) -> None:
+    """``run()`` with Ctrl-C arriving as optimizer step ``step`` begins; the loop's own step is back afterwards."""
+    real_step, calls = loop.train_step, []
+
+    def interrupted_step(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == step:
+            raise KeyboardInterrupt
+        return real_step(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "train_step", interrupted_step)
+    with pytest.raises(KeyboardInterrupt):
+        run()
+    monkeypatch.setattr(loop, "train_step", real_step)
+
+
 def parse(argv: list[str]):
     import argparse
 
@@ -137,18 +153,8 @@ def test_interrupted_run_resumes_to_the_same_parameters_as_an_uninterrupted_one(
     config = load_config(config_file, overrides)
     whole = train(config, tmp_path / "whole")
 
-    real_step, calls = loop.train_step, []
-
-    def interrupted_step(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 4:  # steps 1-3 ran; the state was saved after step 2, the model evaluated at step 3
-            raise KeyboardInterrupt
-        return real_step(*args, **kwargs)
-
-    monkeypatch.setattr(loop, "train_step", interrupted_step)
-    with pytest.raises(KeyboardInterrupt):
-        train(config, tmp_path / "split")
-    monkeypatch.setattr(loop, "train_step", real_step)
+    # steps 1-3 ran; the state was saved after step 2, the model evaluated at step 3
+    interrupted_at_step(monkeypatch, 4, lambda: train(config, tmp_path / "split"))
     with pytest.raises(OutputError, match="pass --resume"):
         train(config, tmp_path / "split")
     resumed = train(config, tmp_path / "split", resume=True)
@@ -348,18 +354,7 @@ def test_resuming_after_the_dev_file_was_edited_is_refused_naming_it(tmp_path, m
     dev.write_text((REPO / "tests/data/train/tiny_dev.jsonl").read_text())
     config = load_config(write_config(tmp_path, TINY_GPT2, data={"dev_file": str(dev)}),
                          {"training.max_steps": 4, "evaluation.eval_steps": 2, "evaluation.generate_rows": 2})
-    real_step, calls = loop.train_step, []
-
-    def interrupted_step(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 3:  # the state was saved after step 2
-            raise KeyboardInterrupt
-        return real_step(*args, **kwargs)
-
-    monkeypatch.setattr(loop, "train_step", interrupted_step)
-    with pytest.raises(KeyboardInterrupt):
-        train(config, tmp_path / "run")
-    monkeypatch.setattr(loop, "train_step", real_step)
+    interrupted_at_step(monkeypatch, 3, lambda: train(config, tmp_path / "run"))  # saved after step 2
     generations = (tmp_path / "run" / "generations.jsonl").read_bytes()
     first = json.loads(dev.read_text().splitlines()[0])
     dev.write_text(dev.read_text().replace(first["response"], "Something else entirely.", 1))
