@@ -178,7 +178,6 @@ def test_explain_of_a_missing_file(faithkit, tmp_path):
                            tmp_path / "r.html")
 
 
-
 HEAVY = ["accelerate", "datasets", "scipy", "torch", "transformers"]
 HEAVY_AFTER_MAIN = f"""
 import sys
