@@ -131,6 +131,7 @@ def pytest_configure(config):
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups (it was registered after this conftest)
 def pytest_collection_modifyitems(config, items):
     """Work that tests share stays on one worker (loadgroup hands out the largest group first, so it starts early):
 
