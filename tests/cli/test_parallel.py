@@ -6,13 +6,14 @@ tested too.
 accelerate's ``--cpu`` starts a single process (several need MPI), so the processes are
 started with ``--multi_gpu``, torchrun's way, which on a machine without a GPU faithkit
 joins over gloo. Each process takes every second remaining row: the main process's
-progress line shows its half. The launches run at the same time, to share their
-start-up time.
+progress line shows its half. The four commands run in turn in one launch
+(commands_in_turn.py), which the one-process runs to compare with share the cores with.
 """
 
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -31,12 +32,26 @@ CELLS_BEFORE = 5  # cell batches a single process generated before it was stoppe
 pytestmark = pytest.mark.slow  # accelerate launch subprocesses
 
 
-def _launch(*argv) -> subprocess.Popen:
+def _launch_in_turn(folder, commands: dict[str, list]) -> subprocess.Popen:
+    """One launch of two processes running ``commands`` in turn (see commands_in_turn.py: they share its start-up)."""
+    spec = folder / "commands.json"
+    spec.write_text(json.dumps({name: [str(a) for a in argv] for name, argv in commands.items()}))
     command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
                "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               "--main_process_port", str(free_port()), "-m", "faithkit", *[str(a) for a in argv]]
-    return subprocess.Popen(command, env=subprocess_env(), cwd=ROOT, stdout=subprocess.PIPE,
+               "--main_process_port", str(free_port()), Path(__file__).with_name("commands_in_turn.py"), folder, spec]
+    return subprocess.Popen([str(a) for a in command], env=subprocess_env(), cwd=ROOT, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
+
+
+def _launched(folder, name: str, launch: tuple[int, str, str]) -> tuple[int | None, str, str]:
+    """A command's (status, stdout, stderr) in the launch, both processes' output together; the launch's own status
+    and stderr when a process did not finish it."""
+    parts = [folder / f"{name}.{rank}" for rank in (0, 1)]
+    if not all(Path(f"{part}.status").exists() for part in parts):
+        return launch[0] or None, launch[1], launch[2]
+    codes = [int(Path(f"{part}.status").read_text()) for part in parts]
+    out, err = ("".join(Path(f"{part}.{kind}").read_text() for part in parts) for kind in ("out", "err"))
+    return next((code for code in codes if code), 0), out, err
 
 
 WOW_SETS = {"consistent": [f"red apples grow on tree {i}" for i in range(5)],
@@ -62,8 +77,8 @@ def _stop_grid_after(monkeypatch, cells: int) -> None:
 
 @pytest.fixture(scope="module")
 def runs(model_folder, tmp_path_factory):
-    """Every launch's (status, stdout, stderr) by command, and their folder; the one-process outputs to compare
-    with are made while they run."""
+    """Each command's (status, stdout, stderr) under the launch, and their folder; the one-process outputs to
+    compare with are made while it runs."""
     folder = tmp_path_factory.mktemp("parallel")
     rows = write_jsonl(folder / "rows.jsonl", ROWS)
     score = ["score", "--metric", "pmi-faith", "--model", model_folder, "--input", rows]
@@ -77,28 +92,28 @@ def runs(model_folder, tmp_path_factory):
            for name, responses in WOW_SETS.items()]
     meta_eval = ["meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent", wow[0], "--inconsistent", wow[1]]
 
-    processes = {"generate": _launch(*generate, "--output", folder / "responses-2.jsonl"),
-                 "meta-eval": _launch(*meta_eval, "--out", folder / "meta-eval-2")}
+    # single processes stopped part-way: the two processes resume their outputs
+    with pytest.MonkeyPatch.context() as patch:
+        _stop_grid_after(patch, CELLS_BEFORE)
+        assert run_main("-q", *sweep, "--out", folder / "sweep-2") == 130
+    with pytest.MonkeyPatch.context() as patch:
+        crash_after(patch, PMIFaith, "compute_rows", 1, DONE_BEFORE, KeyboardInterrupt())
+        assert run_main(*score, "--output", folder / "scores-2.jsonl", "--chunk-size", 1) == 130
+    assert len(read_results(folder / "scores-2.jsonl")) == DONE_BEFORE
+    commands = {"generate": [*generate, "--output", folder / "responses-2.jsonl"],
+                "meta-eval": [*meta_eval, "--out", folder / "meta-eval-2"],
+                "sweep": [*sweep, "--out", folder / "sweep-2"],
+                "score": [*score, "--output", folder / "scores-2.jsonl"]}
+    launch = _launch_in_turn(folder, commands)
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            _stop_grid_after(patch, CELLS_BEFORE)
-            assert run_main("-q", *sweep, "--out", folder / "sweep-2") == 130
-        processes["sweep"] = _launch(*sweep, "--out", folder / "sweep-2")
-        # a single process stopped after DONE_BEFORE rows: the two processes resume its output
-        with pytest.MonkeyPatch.context() as patch:
-            crash_after(patch, PMIFaith, "compute_rows", 1, DONE_BEFORE, KeyboardInterrupt())
-            assert run_main(*score, "--output", folder / "scores-2.jsonl", "--chunk-size", 1) == 130
-        assert len(read_results(folder / "scores-2.jsonl")) == DONE_BEFORE
-        processes["score"] = _launch(*score, "--output", folder / "scores-2.jsonl")
         for name, argv in (("score", score), ("generate", generate)):
             assert run_main("-q", *argv, "--output", folder / f"{name}-1.jsonl") == 0
         assert run_main("-q", *sweep, "--out", folder / "sweep-1") == 0
         assert run_main("-q", *meta_eval, "--out", folder / "meta-eval-1") == 0
-        finished = {name: process.communicate(timeout=300) for name, process in processes.items()}
+        out, err = launch.communicate(timeout=300)
     finally:
-        for process in processes.values():
-            process.kill()
-    return {name: (processes[name].returncode, *finished[name]) for name in processes}, folder
+        launch.kill()
+    return {name: _launched(folder, name, (launch.returncode, out, err)) for name in commands}, folder
 
 
 def test_score_resumed_by_two_processes_equals_one_process(runs):
