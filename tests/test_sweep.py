@@ -24,6 +24,7 @@ from faithkit.eval.explain import highlight_tokens, is_explained, token_texts, w
 from faithkit.prompts import DEFAULT_TEMPLATE
 from faithkit.metrics.lexical import is_repeated
 from faithkit.sweep import SweepConfig, choose_best, decoded_by, load_config, run_sweep
+from tests.conftest import save_gpt2_folder
 
 ROWS = [
     {"id": "eiffel", "knowledge": "The Eiffel Tower is 330 metres tall and was finished in 1889.",
@@ -54,11 +55,9 @@ def models_dir(tmp_path_factory, tiny_gpt2, gpt2_tokenizer):
     from transformers import GPT2LMHeadModel
 
     folder = tmp_path_factory.mktemp("models")
-    tiny_gpt2.save_pretrained(folder / "generator")
-    gpt2_tokenizer.save_pretrained(folder / "generator")
+    save_gpt2_folder(tiny_gpt2, gpt2_tokenizer, folder / "generator")
     torch.manual_seed(1)
-    GPT2LMHeadModel(tiny_gpt2.config).eval().save_pretrained(folder / "judge")
-    gpt2_tokenizer.save_pretrained(folder / "judge")
+    save_gpt2_folder(GPT2LMHeadModel(tiny_gpt2.config).eval(), gpt2_tokenizer, folder / "judge")
     return folder
 
 
