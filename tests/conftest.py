@@ -1,7 +1,8 @@
 """Shared fixtures: small random models with real tokenizers, and the real offline LMs (loaded once);
 how the suite shares the cores under pytest-xdist.
 
-Everything here is offline: HF_HUB_OFFLINE makes a hub id fail fast instead of retrying.
+Everything here is offline: HF_HUB_OFFLINE makes a hub id fail fast instead of retrying. torch is imported where it
+is used, so that pytest-xdist's controller, which runs no test, starts the workers without waiting for it.
 """
 
 import gc
@@ -13,7 +14,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 from pathlib import Path
 
 import pytest
-import torch
 
 from faithkit.data import data_root
 
@@ -57,6 +57,7 @@ def gpt2_tokenizer():
 @pytest.fixture(scope="session")
 def tiny_gpt2(gpt2_tokenizer):
     """A randomly initialised 2-layer GPT-2 with the real GPT-2 vocabulary."""
+    import torch
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(0)
@@ -84,6 +85,7 @@ def bart_tokenizer():
 @pytest.fixture(scope="session")
 def tiny_bart(bart_tokenizer):
     """A randomly initialised 2-layer BART with the real BART (GPT-2 BPE) vocabulary."""
+    import torch
     from transformers import BartConfig, BartForConditionalGeneration
 
     torch.manual_seed(0)
@@ -107,6 +109,7 @@ def tiny_llama():
     whatever the weights: random weights give the flat next-token distributions in which a rounding difference
     flips a choice most easily, and the tests take about a tenth of their time on SmolLM2.
     """
+    import torch
     from transformers import AutoConfig, AutoTokenizer, LlamaForCausalLM
 
     from faithkit import models
@@ -142,6 +145,8 @@ def pytest_configure(config):
     on each other (a 2-thread PMIDecode step measured 15x slower than 1 thread under load)."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1:
+        import torch
+
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
@@ -149,6 +154,13 @@ def pytest_collection_finish(session):
     """What collection imported (torch, transformers and the test modules: about half a million objects) stays for
     the session: frozen, it is left out of every garbage collection after (a full one took 0.3 s, and training's
     release_memory() makes one at each phase boundary)."""
+    gc.freeze()
+
+
+def pytest_runtest_logfinish(nodeid, location):
+    """So is what a test leaves alive: modules imported on first use, caches, session and module fixtures (its
+    garbage is collected first; a module fixture's objects that form cycles stay when it ends, tiny models at most)."""
+    gc.collect()
     gc.freeze()
 
 

@@ -57,9 +57,10 @@ def view_ids(model, tokenizer, template, document, history):
 def next_logprobs(model, prompt, generated):
     if model.config.is_encoder_decoder:
         decoder = [model.generation_config.decoder_start_token_id] + generated
-        logits = model(input_ids=torch.tensor([prompt]), decoder_input_ids=torch.tensor([decoder]), use_cache=False).logits
+        logits = model(input_ids=torch.tensor([prompt]), decoder_input_ids=torch.tensor([decoder]), use_cache=False,
+                       logits_to_keep=1).logits
     else:
-        logits = model(input_ids=torch.tensor([prompt + generated]), use_cache=False).logits
+        logits = model(input_ids=torch.tensor([prompt + generated]), use_cache=False, logits_to_keep=1).logits
     return torch.log_softmax(logits[0, -1].float(), dim=-1)
 
 
