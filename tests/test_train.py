@@ -6,8 +6,6 @@ import json
 import os
 import re
 import runpy
-import socket
-import subprocess
 import sys
 from pathlib import Path
 
@@ -175,43 +173,6 @@ def test_interrupted_run_resumes_to_the_same_parameters_as_an_uninterrupted_one(
     responses = generate(model, tokenizer, ["The kite is green."], [["What colour is the kite?"]],
                          "pmi", max_new_tokens=5)
     assert len(responses) == 1 and isinstance(responses[0], str)
-
-
-# ---- data parallel under accelerate launch ------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-@pytest.mark.slow  # real training runs, two of them under accelerate launch
-def test_two_processes_give_the_loss_curve_of_one_with_the_same_global_batch(tmp_path):
-    flags = ["--config", str(TINY_GPT2), "--max-steps", "6", "--eval-steps", "3", "--generate-rows", "2"]
-    # on a machine without a GPU, --multi_gpu starts torchrun's processes and accelerate joins them over gloo
-    # (MULTI_CPU); the one process to compare with is this one, meanwhile
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--main_process_port",
-               str(_free_port()), "--num_processes", "2", "--num_machines", "1", "--mixed_precision", "no",
-               "--dynamo_backend", "no", "train.py", *flags, "--output-dir", str(tmp_path / "p2")]
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
-    launch = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        args = parse(flags)
-        summaries = {1: train(load_config(args.config, overrides_from_args(args)), tmp_path / "p1")}
-        out, err = launch.communicate(timeout=300)
-    finally:
-        launch.kill()
-    assert launch.returncode == 0, err[-3000:]
-    summaries[2] = json.loads(out.strip().splitlines()[-1])
-    assert "on 2 process(es)" in err
-    assert summaries[1]["steps"] == summaries[2]["steps"] == 6
-    one, two = metrics_csv(tmp_path / "p1"), metrics_csv(tmp_path / "p2")
-    assert sorted(one["train_loss"]) == list(range(1, 7))
-    assert two["train_loss"] == pytest.approx(one["train_loss"], rel=1e-5)
-    assert two["dev_loss"] == pytest.approx(one["dev_loss"], rel=1e-5)
-    assert summaries[2]["train_loss_last"] < summaries[2]["train_loss_first"]
-    for count in (1, 2):  # the checkpoint folders are complete on either
-        assert (tmp_path / f"p{count}" / "best" / "model.safetensors").exists()
-        assert (tmp_path / f"p{count}" / "last" / "tokenizer.json").exists()
 
 
 # ---- evaluation hooks ---------------------------------------------------------------------------------

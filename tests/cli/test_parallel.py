@@ -1,4 +1,5 @@
-"""Data-parallel jobs: two processes under `accelerate launch` write the output one process writes.
+"""Data-parallel jobs: two processes under `accelerate launch` write the output one process writes, and train to
+the loss curve of one process with the same global batch.
 
 Score and sweep resume a single process's interrupted output, so the merge of leftovers is
 tested too.
@@ -16,9 +17,14 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+from accelerate.state import AcceleratorState, GradientState
 
 from faithkit.data import read_results
 from faithkit.metrics.pmi_faith import PMIFaith
+from faithkit.train import load_config, train
+from faithkit.train.config import overrides_from_args
+from tests.test_train import metrics_csv, parse
 
 from .helpers import ROOT, crash_after, free_port, run_main, subprocess_env, write_jsonl, write_wow_csv
 
@@ -28,6 +34,9 @@ DONE_BEFORE = 5  # rows a single process scored before it was stopped; the two p
 SWEEP_ROWS = [{**row, "id": f"{row['id']}-{copy}", "document": f"{row['document']} Copy {copy}."}
               for copy in range(3) for row in ROWS]  # 36 contexts: 9 batches of 4, three scoring groups
 CELLS_BEFORE = 5  # cell batches a single process generated before it was stopped: batch 1 whole, 2 cells of batch 2
+
+TRAINING = ["--config", ROOT / "configs" / "train" / "tiny-gpt2.yaml", "--max-steps", "6", "--eval-steps", "3",
+            "--generate-rows", "2"]
 
 pytestmark = pytest.mark.slow  # accelerate launch subprocesses
 
@@ -103,17 +112,35 @@ def runs(model_folder, tmp_path_factory):
     commands = {"generate": [*generate, "--output", folder / "responses-2.jsonl"],
                 "meta-eval": [*meta_eval, "--out", folder / "meta-eval-2"],
                 "sweep": [*sweep, "--out", folder / "sweep-2"],
-                "score": [*score, "--output", folder / "scores-2.jsonl"]}
+                "score": [*score, "--output", folder / "scores-2.jsonl"],
+                "train": ["train", *TRAINING, "--output-dir", folder / "train-2"]}  # last: it ends the process group
     launch = _launch_in_turn(folder, commands)
     try:
         for name, argv in (("score", score), ("generate", generate)):
             assert run_main("-q", *argv, "--output", folder / f"{name}-1.jsonl") == 0
         assert run_main("-q", *sweep, "--out", folder / "sweep-1") == 0
         assert run_main("-q", *meta_eval, "--out", folder / "meta-eval-1") == 0
+        (folder / "train-1.json").write_text(json.dumps(_train_one_process(folder / "train-1")))
         out, err = launch.communicate(timeout=300)
     finally:
         launch.kill()
     return {name: _launched(folder, name, (launch.returncode, out, err)) for name in commands}, folder
+
+
+def _train_one_process(output_dir):
+    """The training run in this process, as train.py runs it (the tiny configs name their rows from the repository;
+    accelerate's singletons are left fresh)."""
+    threads = torch.get_num_threads()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(ROOT)
+            torch.set_num_threads(1)
+            args = parse([str(arg) for arg in TRAINING])
+            return train(load_config(args.config, overrides_from_args(args)), output_dir)
+    finally:
+        torch.set_num_threads(threads)
+        AcceleratorState._reset_state(True)
+        GradientState._reset_state()
 
 
 def test_score_resumed_by_two_processes_equals_one_process(runs):
@@ -173,3 +200,20 @@ def test_meta_eval_by_two_processes_equals_one_process(runs):
     parallel, single = folder / "meta-eval-2", folder / "meta-eval-1"
     assert read_results(parallel / "scores.jsonl") == read_results(single / "scores.jsonl")
     assert json.loads((parallel / "summary.json").read_text()) == json.loads((single / "summary.json").read_text())
+
+
+def test_two_processes_give_the_loss_curve_of_one_with_the_same_global_batch(runs):
+    # on a machine without a GPU, --multi_gpu starts torchrun's processes and accelerate joins them over gloo
+    (code, out, err), folder = runs[0]["train"], runs[1]
+    assert code == 0, err[-3000:]
+    summaries = {1: json.loads((folder / "train-1.json").read_text()), 2: json.loads(out.strip().splitlines()[-1])}
+    assert "on 2 process(es)" in err
+    assert summaries[1]["steps"] == summaries[2]["steps"] == 6
+    one, two = metrics_csv(folder / "train-1"), metrics_csv(folder / "train-2")
+    assert sorted(one["train_loss"]) == list(range(1, 7))
+    assert two["train_loss"] == pytest.approx(one["train_loss"], rel=1e-5)
+    assert two["dev_loss"] == pytest.approx(one["dev_loss"], rel=1e-5)
+    assert summaries[2]["train_loss_last"] < summaries[2]["train_loss_first"]
+    for count in (1, 2):  # the checkpoint folders are complete on either
+        assert (folder / f"train-{count}" / "best" / "model.safetensors").exists()
+        assert (folder / f"train-{count}" / "last" / "tokenizer.json").exists()
