@@ -40,7 +40,7 @@ def gpt2_bpe_tokenizer():
 def save_gpt2_folder(model, tokenizer, folder: Path) -> Path:
     """A model with GPT-2's BPE ``tokenizer`` saved as a folder a user passes by its path, the tokenizer as GPT-2's
     hub folder has it (``vocab.json`` and ``merges.txt``): that loads in a third of the time of the ``tokenizer.json``
-    that ``save_pretrained`` writes (0.11 s against 0.36 s), and the tests load such folders about a hundred times."""
+    that ``save_pretrained`` writes (0.11 s against 0.36 s), and the tests load such folders many times."""
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     (folder / "tokenizer.json").unlink()
@@ -150,16 +150,11 @@ def pytest_configure(config):
         torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
-def pytest_collection_finish(session):
-    """What collection imported (torch, transformers and the test modules: about half a million objects) stays for
-    the session: frozen, it is left out of every garbage collection after (a full one took 0.3 s, and training's
-    release_memory() makes one at each phase boundary)."""
-    gc.freeze()
-
-
 def pytest_runtest_logfinish(nodeid, location):
-    """So is what a test leaves alive: modules imported on first use, caches, session and module fixtures (its
-    garbage is collected first; a module fixture's objects that form cycles stay when it ends, tiny models at most)."""
+    """What the tests have imported and left alive so far (torch and transformers: half a million objects; modules
+    imported on first use, caches, session and module fixtures) is frozen after each test, left out of every garbage
+    collection after: a full one took 0.3 s, and training's release_memory() makes one at each phase boundary. The
+    test's garbage is collected first; a module fixture's objects that form cycles stay when it ends (tiny models)."""
     gc.collect()
     gc.freeze()
 

@@ -1,9 +1,8 @@
-"""Fine-tuning (faithkit.train) on tiny random BART and GPT-2: learning, checkpoints, exact resumption,
-data parallelism under accelerate launch, evaluation hooks and config errors."""
+"""Fine-tuning (faithkit.train) on tiny random BART and GPT-2: learning, checkpoints, exact resumption, evaluation
+hooks and config errors (two processes under accelerate launch: tests/cli/test_parallel.py)."""
 
 import csv
 import json
-import os
 import re
 import runpy
 import sys
