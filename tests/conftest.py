@@ -159,7 +159,7 @@ def pytest_runtest_logfinish(nodeid, location):
     gc.freeze()
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist's worker reads the groups (it was registered after this conftest)
+@pytest.hookimpl(wrapper=True)  # before every other implementation: xdist's worker reads the groups in its own
 def pytest_collection_modifyitems(config, items):
     """Work that tests share stays on one worker (loadgroup hands out the largest group first, so it starts early):
 
@@ -177,6 +177,7 @@ def pytest_collection_modifyitems(config, items):
         elif any(_is_module_fixture_of(item, name) for name in item._fixtureinfo.argnames):
             item.add_marker(pytest.mark.xdist_group(item.module.__name__))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    return (yield)
 
 
 def _is_module_fixture_of(item, name: str) -> bool:

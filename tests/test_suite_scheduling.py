@@ -1,0 +1,41 @@
+"""The suite's own scheduling (tests/conftest.py): under pytest-xdist, tests that share a module fixture run on one
+worker, which sets the fixture up once. conftest's marks must come before xdist's worker reads
+them: read too early (no ``@group`` in the node ids) cost the suite a second copy of its accelerate launches."""
+
+import os
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SHARING = """
+import os
+import pytest
+
+@pytest.fixture(scope="module")
+def shared():
+    with open(os.environ["SETUPS"], "a") as log:
+        log.write(os.environ.get("PYTEST_XDIST_WORKER", "main") + "\\n")
+
+def test_alone():
+    pass
+
+{tests}
+"""
+
+
+@pytest.mark.slow  # a pytest run with two xdist workers
+def test_tests_sharing_a_module_fixture_run_on_one_worker(pytester, monkeypatch):
+    tests = "\n".join(f"def test_{i}(shared):\n    pass\n" for i in range(8))
+    pytester.makepyfile(test_sharing=SHARING.format(tests=tests))
+    pytester.makepyfile(test_others="\n".join(f"def test_{i}():\n    pass\n" for i in range(8)))
+    setups = pytester.path / "setups.txt"
+    monkeypatch.setenv("SETUPS", str(setups))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "tests.conftest", "-p",
+                                           "no:hypothesispytest", "-p", "no:benchmark", "-p", "no:anyio", "-v")
+    result.assert_outcomes(passed=17)
+    assert len(setups.read_text().splitlines()) == 1, result.stdout.str()
