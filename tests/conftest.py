@@ -142,12 +142,11 @@ REAL_MODEL_FIXTURES = ("smollm2",)
 
 def pytest_configure(config):
     """Each worker's torch takes its share of the cores: two workers of two threads each on two cores spin-wait
-    on each other (a 2-thread PMIDecode step measured 15x slower than 1 thread under load)."""
+    on each other (a 2-thread PMIDecode step measured 15x slower than 1 thread under load). torch reads
+    OMP_NUM_THREADS when it is first imported, which is after this hook."""
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
     if workers > 1:
-        import torch
-
-        torch.set_num_threads(max(1, len(os.sched_getaffinity(0)) // workers))
+        os.environ["OMP_NUM_THREADS"] = str(max(1, len(os.sched_getaffinity(0)) // workers))
 
 
 def pytest_runtest_logfinish(nodeid, location):

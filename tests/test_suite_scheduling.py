@@ -35,7 +35,7 @@ def test_tests_sharing_a_module_fixture_run_on_one_worker(pytester, monkeypatch)
     setups = pytester.path / "setups.txt"
     monkeypatch.setenv("SETUPS", str(setups))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    result = pytester.runpytest_subprocess("-n", "2", "--dist", "loadgroup", "-p", "tests.conftest", "-p",
+    result = pytester.runpytest("-n", "2", "--dist", "loadgroup", "-p", "tests.conftest", "-p",
                                            "no:hypothesispytest", "-p", "no:benchmark", "-p", "no:anyio", "-v")
     result.assert_outcomes(passed=17)
     assert len(setups.read_text().splitlines()) == 1, result.stdout.str()
