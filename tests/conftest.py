@@ -164,7 +164,7 @@ def pytest_collection_modifyitems(config, items):
 
     * tests of the real offline models are ``slow`` and form one group: one worker holds the models, loaded once;
     * tests asking for a module-scoped fixture of their own module form their module's group: the fixture is set up
-      by each worker that runs one of them (e.g. the accelerate launches of tests/cli/test_parallel.py).
+      by each worker that runs one of them (e.g. the accelerate launch of tests/cli/test_parallel.py).
 
     The other tests are handed out in collection order, ``slow`` ones first: a long test started last would keep
     one worker busy after the other has finished.
