@@ -29,17 +29,23 @@ def run_in_turn(folder: Path, commands: dict[str, list[str]]) -> int:
 
 
 def _redirected(out, err, argv: list[str]) -> int:
-    sys.stdout.flush(), sys.stderr.flush()
-    saved = os.dup(1), os.dup(2)
-    os.dup2(out.fileno(), 1), os.dup2(err.fileno(), 2)
+    """``faithkit ARGV`` with file descriptors 1 and 2 on ``out`` and ``err``; its exit status."""
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    _flush_and_point(1, out.fileno())
+    _flush_and_point(2, err.fileno())
     try:
         return main(argv)
     except SystemExit as stop:  # argparse's mistakes
         return stop.code
     finally:
-        sys.stdout.flush(), sys.stderr.flush()
-        os.dup2(saved[0], 1), os.dup2(saved[1], 2)
-        os.close(saved[0]), os.close(saved[1])
+        for fd, original in saved.items():
+            _flush_and_point(fd, original)
+            os.close(original)
+
+
+def _flush_and_point(fd: int, target: int) -> None:
+    (sys.stdout if fd == 1 else sys.stderr).flush()
+    os.dup2(target, fd)
 
 
 if __name__ == "__main__":
