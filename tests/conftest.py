@@ -44,8 +44,9 @@ def save_gpt2_folder(model, tokenizer, folder: Path) -> Path:
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     (folder / "tokenizer.json").unlink()
-    shutil.copyfile(gpt2_bpe_files() / "encoder.json", folder / "vocab.json")
-    shutil.copyfile(gpt2_bpe_files() / "vocab.bpe", folder / "merges.txt")
+    bpe = gpt2_bpe_files()
+    shutil.copyfile(bpe / "encoder.json", folder / "vocab.json")
+    shutil.copyfile(bpe / "vocab.bpe", folder / "merges.txt")
     return folder
 
 

@@ -28,14 +28,14 @@ def test_alone():
 
 
 @pytest.mark.slow  # a pytest run with two xdist workers
-def test_tests_sharing_a_module_fixture_run_on_one_worker(pytester, monkeypatch):
+def test_tests_sharing_a_module_fixture_run_on_one_worker(pytester, monkeypatch, request):
     tests = "\n".join(f"def test_{i}(shared):\n    pass\n" for i in range(8))
     pytester.makepyfile(test_sharing=SHARING.format(tests=tests))
     pytester.makepyfile(test_others="\n".join(f"def test_{i}():\n    pass\n" for i in range(8)))
     setups = pytester.path / "setups.txt"
     monkeypatch.setenv("SETUPS", str(setups))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    plugins = ["tests.conftest", "no:hypothesispytest", "no:benchmark", "no:anyio"]  # this suite's, as setup.cfg
-    result = pytester.runpytest("-n", "2", "--dist", "loadgroup", *(f"-p{plugin}" for plugin in plugins), "-v")
+    # this suite's conftest and options (setup.cfg's addopts: --dist loadgroup, the plugins left out)
+    result = pytester.runpytest("-p", "tests.conftest", *request.config.getini("addopts"), "-n", "2", "-v")
     result.assert_outcomes(passed=17)
     assert len(setups.read_text().splitlines()) == 1, result.stdout.str()

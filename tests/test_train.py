@@ -6,6 +6,7 @@ import json
 import re
 import runpy
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -27,16 +28,26 @@ TINY_GPT2 = REPO / "configs" / "train" / "tiny-gpt2.yaml"
 TINY_BART = REPO / "configs" / "train" / "tiny-bart.yaml"
 
 
-@pytest.fixture(autouse=True)
-def repo_cwd(monkeypatch):
-    """The tiny configs name their rows files relative to the repository; accelerate's singletons start fresh."""
-    monkeypatch.chdir(REPO)
+@contextmanager
+def training_in_this_process():
+    """Where training runs in the test process: in the repository (the tiny configs name their rows files relative
+    to it), on one thread; accelerate's singletons are left fresh for the next run."""
     threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.chdir(REPO)
+            torch.set_num_threads(1)
+            yield
+    finally:
+        torch.set_num_threads(threads)
+        AcceleratorState._reset_state(True)
+        GradientState._reset_state()
+
+
+@pytest.fixture(autouse=True)
+def repo_cwd():
+    with training_in_this_process():
+        yield
 
 
 def metrics_csv(folder: Path) -> dict[str, dict[int, float]]:
@@ -350,9 +361,8 @@ def test_train_script_prints_one_error_line_and_exits_2(tmp_path, capsys, monkey
 def test_activation_checkpointing_gives_the_same_losses_to_the_last_digit(tmp_path):
     overrides = {"training.max_steps": 4, "evaluation.eval_steps": 2, "evaluation.generate_rows": 0,
                  "evaluation.log_with": []}
-    kept = train(load_config(TINY_GPT2, overrides), tmp_path / "kept")
-    AcceleratorState._reset_state(True)
-    GradientState._reset_state()
+    with training_in_this_process():  # accelerate's singletons fresh for the second run
+        kept = train(load_config(TINY_GPT2, overrides), tmp_path / "kept")
     recomputed = train(load_config(TINY_GPT2, {**overrides, "training.activation_checkpointing": True}),
                        tmp_path / "recomputed")
     assert (tmp_path / "kept" / "metrics.csv").read_text() == (tmp_path / "recomputed" / "metrics.csv").read_text()

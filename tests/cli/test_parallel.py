@@ -17,14 +17,12 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
-from accelerate.state import AcceleratorState, GradientState
 
 from faithkit.data import read_results
 from faithkit.metrics.pmi_faith import PMIFaith
 from faithkit.train import load_config, train
 from faithkit.train.config import overrides_from_args
-from tests.test_train import metrics_csv, parse
+from tests.test_train import metrics_csv, parse, training_in_this_process
 
 from .helpers import ROOT, crash_after, free_port, run_main, subprocess_env, write_jsonl, write_wow_csv
 
@@ -128,19 +126,10 @@ def runs(model_folder, tmp_path_factory):
 
 
 def _train_one_process(output_dir):
-    """The training run in this process, as train.py runs it (the tiny configs name their rows from the repository;
-    accelerate's singletons are left fresh)."""
-    threads = torch.get_num_threads()
-    try:
-        with pytest.MonkeyPatch.context() as patch:
-            patch.chdir(ROOT)
-            torch.set_num_threads(1)
-            args = parse([str(arg) for arg in TRAINING])
-            return train(load_config(args.config, overrides_from_args(args)), output_dir)
-    finally:
-        torch.set_num_threads(threads)
-        AcceleratorState._reset_state(True)
-        GradientState._reset_state()
+    """The training run in this process, as train.py runs it."""
+    with training_in_this_process():
+        args = parse([str(arg) for arg in TRAINING])
+        return train(load_config(args.config, overrides_from_args(args)), output_dir)
 
 
 def test_score_resumed_by_two_processes_equals_one_process(runs):
