@@ -1,13 +1,15 @@
-"""``faithkit meta-eval begin | q2-wow | system-level``: how well a metric agrees with human labels."""
+"""``faithkit meta-eval begin | q2-wow | system-level | labels``: how well a metric agrees with human labels."""
 
 from __future__ import annotations
 
 import logging
 from pathlib import Path
 
+from ..metrics.registry import METRIC_NAMES
 from ..paths import PathArg
-from .options import (LazyMetric, add_job_options, add_metric_options, job_options, metric_fingerprint,
-                      metric_from_args, positive_int, refuse_writing_inputs)
+from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_option_flags, add_metric_options,
+                      columns_from_args, given_metric_options, job_options, metric_fingerprint, metric_from_args,
+                      metric_options, positive_int, refuse_writing_inputs)
 
 logger = logging.getLogger(__name__)
 
@@ -19,6 +21,7 @@ def register(subparsers) -> None:
     _register_begin(benchmarks)
     _register_q2_wow(benchmarks)
     _register_system_level(benchmarks)
+    _register_labels(benchmarks)
 
 
 def _register_begin(benchmarks) -> None:
@@ -157,4 +160,68 @@ def _run_system_level(args) -> int:
                 args.samples, args.seed)
     if args.out:
         write_system_level(args.out, results)
+    return 0
+
+
+def _register_labels(benchmarks) -> None:
+    parser = benchmarks.add_parser(
+        "labels", help="a leaderboard of metrics on any file of labelled responses",
+        description="Score every row of a labelled file with each of --metrics and report, per score (and per "
+                    "--group-by value): AUROC with a bootstrap interval, the best-F1 threshold (chosen on these "
+                    "rows), F1 and balanced accuracy at it, and paired-bootstrap tests of the AUROC difference "
+                    "between every two scores on the same rows. Prints the tables and writes "
+                    "scores/<metric>.jsonl (resumable), results.csv, paired.csv, results.json and roc.png to --out.",
+    )
+    parser.add_argument("--input", required=True, type=PathArg("rows"), help="labelled rows (.jsonl, .csv, .tsv, "
+                                                                             ".parquet or hf:OWNER/NAME)")
+    parser.add_argument("--label-column", required=True, help="column holding each row's human label")
+    parser.add_argument("--positive", required=True, help="the label value of the positive class (faithful, "
+                                                          "supported, ...); every other value is negative")
+    parser.add_argument("--metrics", required=True, type=_metric_names,
+                        help=f"comma-separated metrics to rank, of {', '.join(METRIC_NAMES)}")
+    parser.add_argument("--group-by", metavar="COLUMN", help="also report each value of this column on its own")
+    parser.add_argument("--out", required=True, type=PathArg("output folder"), help="output folder; rerunning with "
+                                                                                    "the same folder resumes")
+    parser.add_argument("--resamples", type=positive_int, default=1000,
+                        help="bootstrap resamples of the rows (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    options = parser.add_argument_group("metric options (each goes to the metrics that take it)")
+    add_metric_option_flags(options)
+    add_job_options(parser)
+    add_input_columns(parser)
+    parser.set_defaults(run=_run_labels)
+
+
+def _metric_names(text: str) -> list[str]:
+    import argparse
+
+    names = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    unknown = [name for name in names if name not in METRIC_NAMES]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"unknown metric {', '.join(unknown) or '(none given)'}; choose from "
+                                         f"{', '.join(METRIC_NAMES)}")
+    return names
+
+
+def _run_labels(args) -> int:
+    from ..data import read_rows, unique_ids
+    from ..errors import ConfigError
+    from ..eval.leaderboard import label_rows, meta_eval_labels
+    from ..jobs import job_fingerprint
+    from ..metrics.registry import get_spec, load_metric
+
+    unused = [f"--{key.replace('_', '-')}" for key in given_metric_options(args)
+              if not any(key in get_spec(name).options for name in args.metrics)]
+    if unused:
+        raise ConfigError(f"{', '.join(unused)} apply to none of --metrics {','.join(args.metrics)}; drop them")
+    refuse_writing_inputs([args.input], "--out", folder=args.out)
+    rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
+    unique_ids(rows)
+    labelled = label_rows(rows, args.label_column, args.positive, args.group_by)
+    metrics = {name: LazyMetric(lambda name=name: load_metric(name, **metric_options(args, name)))
+               for name in args.metrics}
+    fingerprints = {name: job_fingerprint("meta-eval labels", **metric_fingerprint(args, name))
+                    for name in args.metrics}
+    meta_eval_labels(metrics, labelled, args.out, fingerprints, resamples=args.resamples, seed=args.seed,
+                     **job_options(args))
     return 0

@@ -98,37 +98,50 @@ def job_options(args: argparse.Namespace) -> dict:
 
 def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "pmi-faith") -> None:
     parser.add_argument("--metric", default=default_metric, choices=METRIC_NAMES, help="which metric to compute")
+    add_metric_option_flags(parser)
+
+
+def add_metric_option_flags(parser: argparse.ArgumentParser) -> None:
+    """A flag per metric option (``--model``, ``--preset``, …)."""
     for name, text in METRIC_OPTIONS.items():
         kind = _METRIC_OPTION_TYPES.get(name)
         parser.add_argument(f"--{name.replace('_', '-')}", help=text, choices=_METRIC_OPTION_CHOICES.get(name),
                             type=positive_int if kind == "positive" else PathArg("model") if name == "model" else str)
 
 
-def metric_options(args: argparse.Namespace) -> dict:
-    """The metric options given on the command line; one the metric does not take is a ConfigError."""
-    spec = get_spec(args.metric)
-    given = {name: getattr(args, name) for name in METRIC_OPTIONS if getattr(args, name, None) is not None}
-    ignored = [f"--{name.replace('_', '-')}" for name in given if name not in spec.options]
+def given_metric_options(args: argparse.Namespace) -> dict:
+    """Every metric option given on the command line."""
+    return {name: getattr(args, name) for name in METRIC_OPTIONS if getattr(args, name, None) is not None}
+
+
+def metric_options(args: argparse.Namespace, name: str | None = None) -> dict:
+    """The metric options given on the command line for ``--metric``, where one it does not take is a ConfigError;
+    or, for a metric ``name`` among several, those that it takes."""
+    spec = get_spec(name or args.metric)
+    given = given_metric_options(args)
+    if name is not None:
+        return {key: value for key, value in given.items() if key in spec.options}
+    ignored = [f"--{key.replace('_', '-')}" for key in given if key not in spec.options]
     if ignored:
         raise ConfigError(f"{', '.join(ignored)} do not apply to --metric {args.metric}; drop them")
     return given
 
 
-def metric_fingerprint(args: argparse.Namespace) -> dict:
+def metric_fingerprint(args: argparse.Namespace, name: str | None = None) -> dict:
     """The metric part of a job fingerprint: its name, options (those at their default left out, as when not
-    given), and the model it runs, by identity."""
+    given), and the model it runs, by identity; ``name`` as for :func:`metric_options`."""
     from .. import models
     from ..metrics.registry import option_defaults
 
-    defaults = option_defaults(args.metric)
-    options = {key: value for key, value in metric_options(args).items()
+    defaults = option_defaults(name or args.metric)
+    options = {key: value for key, value in metric_options(args, name).items()
                if key not in defaults or value != defaults[key]}
     for key in ("model", "qg_model", "qa_model", "nli_model"):
         if key in options:
             options[key] = models.identity(options[key])
     options.pop("device", None)  # where it runs does not change a score
     options.pop("batch_size", None)
-    return {"metric": args.metric, "metric_options": options}
+    return {"metric": name or args.metric, "metric_options": options}
 
 
 def metric_from_args(args: argparse.Namespace):

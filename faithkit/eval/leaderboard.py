@@ -1,0 +1,255 @@
+"""A leaderboard for any labelled file: which metric agrees with the people who labelled it?
+
+``faithkit meta-eval labels`` reads rows with a label column, scores them with any metrics of the
+registry (each into its own resumable ``scores/<metric>.jsonl``), and reports per score and per
+group of rows (``--group-by``):
+
+* AUROC (Mann-Whitney, ties count half) with a percentile bootstrap interval over rows;
+* the best-F1 threshold, chosen on the same rows (so F1 and balanced accuracy at it are in-sample,
+  optimistic figures: a threshold for new data is picked on dev, as ``meta-eval begin`` does);
+* paired tests between every two scores: a **paired bootstrap** of the AUROC difference, both
+  scores' AUROCs computed on the same resampled rows; the two-sided p-value is twice the smaller
+  share of resamples on either side of zero (see :func:`paired_p_value`).
+
+All scores are compared on the same rows: a row that some score leaves empty (e.g. knowledge
+precision of a response without content words) is left out of every score, with a warning.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import logging
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import stats as scipy_stats
+
+from ..data import Row, read_results
+from ..errors import InputError
+from ..jobs import current_process, score_rows
+from ..metrics.registry import get_spec
+from ..report import markdown_table
+from . import plots, stats
+
+logger = logging.getLogger(__name__)
+
+ALL = "all"
+RESULT_COLUMNS = ("group", "score", "n", "n_positive", "auroc", "auroc_low", "auroc_high", "threshold", "f1",
+                  "balanced_accuracy")
+PAIRED_COLUMNS = ("group", "score_a", "score_b", "auroc_a", "auroc_b", "difference", "difference_low",
+                  "difference_high", "p_value")
+
+
+@dataclass
+class Labelled:
+    """The rows that have a label: 0/1 by ``--positive``, and each row's group (``all`` without ``--group-by``)."""
+
+    rows: list[Row]
+    labels: np.ndarray
+    groups: list[str]
+
+
+def label_rows(rows: Sequence[Row], label_column: str, positive: str, group_by: str | None = None) -> Labelled:
+    """Each readable row's 0/1 label; an unknown column, a ``positive`` no row has or one class only is an InputError.
+
+    A label matches ``positive`` when its text (a JSON value as JSON writes it: ``true``, ``1``) equals it. Rows
+    with an empty label are left out, with a warning; unreadable rows are left to the scoring job to report.
+    """
+    readable = [row for row in rows if not row.error]
+    for column, flag in ((label_column, "--label-column"), (group_by, "--group-by")):
+        if column is not None and readable and column not in readable[0].extras:
+            raise InputError(f"{flag} '{column}' is not a column of the input; its other columns are "
+                             f"{sorted(readable[0].extras)}")
+    kept = [row for row in readable if _label_text(row.extras.get(label_column)) != ""]
+    if len(kept) < len(readable):
+        logger.warning("%d rows have no %s; they are left out", len(readable) - len(kept), label_column)
+    values = [_label_text(row.extras[label_column]) for row in kept]
+    seen = sorted(set(values))
+    if positive not in seen:
+        raise InputError(f"--positive '{positive}': no row has it in column '{label_column}', whose values are "
+                         f"{_listed(seen)}; give one of them")
+    if len(seen) == 1:
+        raise InputError(f"every row of column '{label_column}' is '{positive}', so there is no negative class to "
+                         f"tell apart; a leaderboard needs rows of both classes")
+    groups = [_label_text(row.extras.get(group_by)) or "(none)" if group_by else ALL for row in kept]
+    return Labelled(kept, np.array([value == positive for value in values], dtype=int), groups)
+
+
+def _label_text(value) -> str:
+    if value is None:
+        return ""
+    return value.strip() if isinstance(value, str) else json.dumps(value)
+
+
+def _listed(values: list[str], most: int = 10) -> str:
+    shown = ", ".join(f"'{v}'" for v in values[:most])
+    return shown + (f" and {len(values) - most} more" if len(values) > most else "")
+
+
+def score_metrics(metrics: Mapping[str, object], rows: Sequence[Row], out: Path, fingerprints: Mapping[str, dict],
+                  **job) -> dict[str, list[float | None]]:
+    """Every score of every metric per row, in row order: ``{score name: values}``; rows are scored into
+    ``out/scores/<metric>.jsonl`` (resumable, guarded by that metric's fingerprint).
+
+    A score is named by its key (``knowledge_precision``); a key two metrics share is ``metric:key``.
+    A row whose record is an error has None for that metric's scores."""
+    keyed = {}
+    for name, metric in metrics.items():
+        path = out / "scores" / f"{name}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        score_rows(metric, rows, path, fingerprint=fingerprints[name], desc=name, flag="--out", **job)
+        by_id = {record["id"]: record for record in read_results(path)}
+        records = [by_id[row.id] for row in rows]
+        for key in get_spec(name).score_keys:
+            if any(record.get(key) is not None for record in records):
+                keyed[name, key] = [record.get(key) for record in records]
+    keys = [key for _, key in keyed]
+    return {(key if keys.count(key) == 1 else f"{name}:{key}"): values for (name, key), values in keyed.items()}
+
+
+def common_rows(named_scores: Mapping[str, Sequence], labelled: Labelled) -> dict[str, tuple]:
+    """Each slice of the rows (``all``, then each group) as ``(scores as arrays, labels)``, on the rows every score
+    has a value for; warns about the others, per score, and about groups of one class."""
+    present = np.array([[value is not None for value in values] for values in named_scores.values()])
+    for name, has in zip(named_scores, present):
+        if not has.all():
+            logger.warning("%s: %d rows have no value; they are left out of every score, so that all scores "
+                           "compare on the same rows", name, int((~has).sum()))
+    keep = np.flatnonzero(present.all(axis=0))
+    labels, groups = labelled.labels[keep], np.array(labelled.groups)[keep]
+    if not len(keep) or labels.min() == labels.max():
+        raise InputError("the rows every score has a value for are none or of one class; a leaderboard needs "
+                         "rows of both classes")
+    scores = {name: np.array([values[i] for i in keep], dtype=float) for name, values in named_scores.items()}
+    slices = {ALL: (scores, labels)}
+    for group in sorted(set(groups)) if labelled.groups[0] != ALL else []:
+        inside = groups == group
+        if labels[inside].min() == labels[inside].max():
+            logger.warning("group '%s' has rows of one class only: no AUROC for it", group)
+        slices[group] = ({name: values[inside] for name, values in scores.items()}, labels[inside])
+    return slices
+
+
+def bootstrap_aurocs(scores: np.ndarray, labels: np.ndarray, resamples: int, seed: int) -> np.ndarray:
+    """AUROC of each score (rows of ``scores``) on the same ``resamples`` draws of the rows: (scores, resamples).
+
+    A draw with one class only has no AUROC (NaN)."""
+    draws = np.random.default_rng(seed).integers(0, len(labels), size=(resamples, len(labels)))
+    drawn_labels = labels[draws]
+    positives = drawn_labels.sum(axis=1)
+    pairs = positives * (len(labels) - positives)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        aurocs = [((scipy_stats.rankdata(row[draws], axis=1) * drawn_labels).sum(axis=1)
+                   - positives * (positives + 1) / 2) / pairs for row in scores]
+    return np.where(pairs > 0, np.array(aurocs), np.nan)
+
+
+def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    if np.isnan(values).all():
+        return math.nan, math.nan
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.nanpercentile(values, [tail, 100 - tail])
+    return float(low), float(high)
+
+
+def paired_p_value(differences: np.ndarray) -> float:
+    """Two-sided paired-bootstrap p-value that a difference is 0: twice the smaller share of resampled differences
+    at or beyond zero on either side, counting the resamples as ``(k + 1) / (resamples + 1)`` so that it is never 0
+    (1000 resamples cannot show a p below 0.002); at most 1."""
+    differences = differences[~np.isnan(differences)]
+    if not len(differences):
+        return math.nan
+    beyond = min(np.count_nonzero(differences <= 0), np.count_nonzero(differences >= 0))
+    return float(min(1.0, 2 * (beyond + 1) / (len(differences) + 1)))
+
+
+def group_table(group: str, named_scores: Mapping[str, np.ndarray], labels: np.ndarray, resamples: int = 1000,
+                seed: int = 0, confidence: float = 0.95) -> tuple[list[dict], list[dict]]:
+    """One group's result rows (per score) and paired rows (per two scores); NaN where the group has one class."""
+    names = list(named_scores)
+    both = labels.min() != labels.max()
+    matrix = np.array([named_scores[name] for name in names], dtype=float)
+    drawn = bootstrap_aurocs(matrix, labels, resamples, seed) if both else np.full((len(names), 1), np.nan)
+    aurocs = [stats.auroc(row, labels) if both else math.nan for row in matrix]
+    results = []
+    for name, row, auroc, draws in zip(names, matrix, aurocs, drawn):
+        threshold = stats.best_f1_threshold(row, labels)
+        predicted = row >= threshold
+        rates = [float((predicted[labels == value] == bool(value)).mean()) if (labels == value).any() else math.nan
+                 for value in (0, 1)]
+        results.append({"group": group, "score": name, "n": len(labels), "n_positive": int(labels.sum()),
+                        "auroc": auroc, **dict(zip(("auroc_low", "auroc_high"), _percentiles(draws, confidence))),
+                        "threshold": threshold, "f1": stats.classification(row, labels, threshold)["f1"],
+                        "balanced_accuracy": float(np.mean(rates))})
+    paired = []
+    for a in range(len(names)):
+        for b in range(a + 1, len(names)):
+            differences = drawn[a] - drawn[b]
+            low, high = _percentiles(differences, confidence)
+            paired.append({"group": group, "score_a": names[a], "score_b": names[b], "auroc_a": aurocs[a],
+                           "auroc_b": aurocs[b], "difference": aurocs[a] - aurocs[b], "difference_low": low,
+                           "difference_high": high, "p_value": paired_p_value(differences)})
+    return results, paired
+
+
+def leaderboard(slices: Mapping[str, tuple], resamples: int = 1000, seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """Result and paired rows of each slice of :func:`common_rows`."""
+    results, paired = [], []
+    for group, (scores, labels) in slices.items():
+        more, more_paired = group_table(group, scores, labels, resamples, seed)
+        results += more
+        paired += more_paired
+    return results, paired
+
+
+def write_leaderboard(out: Path, results: list[dict], paired: list[dict], slices: Mapping[str, tuple]) -> None:
+    """``results.csv``, ``paired.csv``, ``results.json`` and a ROC plot per slice with both classes
+    (``roc.png`` for all rows, ``roc_<group>.png``)."""
+    for name, rows, columns in (("results.csv", results, RESULT_COLUMNS), ("paired.csv", paired, PAIRED_COLUMNS)):
+        with open(out / name, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=columns)
+            writer.writeheader()
+            writer.writerows(rows)
+    (out / "results.json").write_text(json.dumps({"results": results, "paired": paired}, indent=2))
+    for group, (named_scores, labels) in slices.items():
+        if labels.min() != labels.max():
+            file = "roc.png" if group == ALL else f"roc_{re.sub(r'[^A-Za-z0-9_.-]+', '_', group)}.png"
+            plots.roc_curves(named_scores, labels, out / file, title=f"ROC: {group}")
+
+
+def print_leaderboard(results: list[dict], paired: list[dict]) -> None:
+    print(markdown_table(["group", "score", "n", "positive", "AUROC", "95% interval", "best-F1 threshold", "F1",
+                          "balanced accuracy"],
+                         [[r["group"], r["score"], r["n"], r["n_positive"], r["auroc"], _interval(r, "auroc"),
+                           r["threshold"], r["f1"], r["balanced_accuracy"]] for r in results]))
+    if paired:
+        print("\npaired bootstrap of the AUROC difference (same resampled rows for both scores):\n")
+        print(markdown_table(["group", "A", "B", "AUROC A - B", "95% interval", "p"],
+                             [[p["group"], p["score_a"], p["score_b"], p["difference"], _interval(p, "difference"),
+                               p["p_value"]] for p in paired]))
+
+
+def _interval(row: dict, key: str) -> str:
+    low, high = row[f"{key}_low"], row[f"{key}_high"]
+    return "nan" if math.isnan(low) else f"{low:.3f}–{high:.3f}"
+
+
+def meta_eval_labels(metrics: Mapping[str, object], labelled: Labelled, out_dir, fingerprints: Mapping[str, dict],
+                     resamples: int = 1000, seed: int = 0, **job) -> tuple[list[dict], list[dict]]:
+    """Score, rank and report (see the module's docstring); ``job`` holds :func:`faithkit.jobs.run_job`'s options."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    named_scores = score_metrics(metrics, labelled.rows, out, fingerprints, **job)
+    if not named_scores:
+        raise InputError(f"no row could be scored; see the 'error' records in {out / 'scores'}")
+    slices = common_rows(named_scores, labelled)
+    results, paired = leaderboard(slices, resamples, seed)
+    if current_process().is_main:  # under accelerate launch the other processes only score
+        write_leaderboard(out, results, paired, slices)
+        print_leaderboard(results, paired)
+    return results, paired
