@@ -130,7 +130,6 @@ def metric_options(args: argparse.Namespace, name: str | None = None) -> dict:
 def metric_fingerprint(args: argparse.Namespace, name: str | None = None) -> dict:
     """The metric part of a job fingerprint: its name, options (those at their default left out, as when not
     given), and the model it runs, by identity; ``name`` as for :func:`metric_options`."""
-    from .. import models
     from ..metrics.registry import option_defaults
 
     defaults = option_defaults(name or args.metric)
@@ -138,6 +137,8 @@ def metric_fingerprint(args: argparse.Namespace, name: str | None = None) -> dic
                if key not in defaults or value != defaults[key]}
     for key in ("model", "qg_model", "qa_model", "nli_model"):
         if key in options:
+            from .. import models  # imports torch: only when a model is named
+
             options[key] = models.identity(options[key])
     options.pop("device", None)  # where it runs does not change a score
     options.pop("batch_size", None)

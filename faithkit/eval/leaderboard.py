@@ -21,7 +21,6 @@ import csv
 import json
 import logging
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -207,19 +206,16 @@ def leaderboard(slices: Mapping[str, tuple], resamples: int = 1000, seed: int = 
     return results, paired
 
 
-def write_leaderboard(out: Path, results: list[dict], paired: list[dict], slices: Mapping[str, tuple]) -> None:
-    """``results.csv``, ``paired.csv``, ``results.json`` and a ROC plot per slice with both classes
-    (``roc.png`` for all rows, ``roc_<group>.png``)."""
+def write_leaderboard(out: Path, results: list[dict], paired: list[dict], scores: Mapping[str, np.ndarray],
+                      labels: np.ndarray) -> None:
+    """``results.csv``, ``paired.csv``, ``results.json`` and ``roc.png``, the ROC curves over all rows."""
     for name, rows, columns in (("results.csv", results, RESULT_COLUMNS), ("paired.csv", paired, PAIRED_COLUMNS)):
         with open(out / name, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
     (out / "results.json").write_text(json.dumps({"results": results, "paired": paired}, indent=2))
-    for group, (named_scores, labels) in slices.items():
-        if labels.min() != labels.max():
-            file = "roc.png" if group == ALL else f"roc_{re.sub(r'[^A-Za-z0-9_.-]+', '_', group)}.png"
-            plots.roc_curves(named_scores, labels, out / file, title=f"ROC: {group}")
+    plots.roc_curves(scores, labels, out / "roc.png", title=f"ROC over {len(labels)} rows")
 
 
 def print_leaderboard(results: list[dict], paired: list[dict]) -> None:
@@ -250,6 +246,6 @@ def meta_eval_labels(metrics: Mapping[str, object], labelled: Labelled, out_dir,
     slices = common_rows(named_scores, labelled)
     results, paired = leaderboard(slices, resamples, seed)
     if current_process().is_main:  # under accelerate launch the other processes only score
-        write_leaderboard(out, results, paired, slices)
+        write_leaderboard(out, results, paired, *slices[ALL])
         print_leaderboard(results, paired)
     return results, paired

@@ -1,0 +1,130 @@
+"""`faithkit meta-eval labels`: a leaderboard on a real labelled file, checked against an independent computation."""
+
+import csv
+import json
+
+import numpy as np
+import pytest
+
+from faithkit.eval.leaderboard import bootstrap_aurocs, paired_p_value
+from faithkit.metrics import lexical
+from faithkit.metrics.lexical import knowledge_precision, token_f1_overlap
+
+from .helpers import write_jsonl
+
+POSITIVE = "Fully attributable"
+
+
+def mann_whitney(scores, labels) -> float:
+    """AUROC by counting: the share of (positive, negative) pairs the positive wins, a tie counting half."""
+    positives = [s for s, label in zip(scores, labels) if label]
+    negatives = [s for s, label in zip(scores, labels) if not label]
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
+@pytest.fixture
+def begin_wow(data_dir):
+    return data_dir / "begin" / "begin_dev_wow.tsv"
+
+
+def test_aurocs_equal_a_pair_count_on_begin_dev_overall_and_per_group(faithkit, begin_wow, tmp_path, monkeypatch):
+    out = tmp_path / "out"
+    run = faithkit("meta-eval", "labels", "--input", begin_wow, "--label-column", "begin_label", "--positive",
+                   POSITIVE, "--metrics", "lexical,overlap-f1", "--group-by", "model_name", "--resamples", "200",
+                   "--out", out)
+    assert run.code == 0, run.err
+    with open(begin_wow, newline="") as handle:
+        rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+    assert len(rows) == 430
+    scores = {"knowledge_precision": [knowledge_precision(r["knowledge"], r["response"]) for r in rows],
+              "overlap_f1": [token_f1_overlap(r["knowledge"], r["response"]) for r in rows]}
+    labels = [r["begin_label"] == POSITIVE for r in rows]
+    with open(out / "results.csv", newline="") as handle:
+        results = {(r["group"], r["score"]): r for r in csv.DictReader(handle)}
+    assert len(results) == 2 * 5  # all and the four generators, two scores each
+    for group in ("all", "ctrl", "doha", "gpt2", "t5"):
+        inside = [i for i, r in enumerate(rows) if group in ("all", r["model_name"])]
+        for name, values in scores.items():
+            result = results[group, name]
+            expected = mann_whitney([values[i] for i in inside], [labels[i] for i in inside])
+            assert float(result["auroc"]) == pytest.approx(expected, abs=1e-12)
+            assert int(result["n"]) == len(inside) and int(result["n_positive"]) == sum(labels[i] for i in inside)
+            assert float(result["auroc_low"]) <= expected <= float(result["auroc_high"])
+    assert float(results["all", "knowledge_precision"]["auroc"]) == pytest.approx(0.9250, abs=5e-5)  # as the README
+    assert "| all | knowledge_precision | 430 | 180 | 0.9250 |" in run.out
+    paired = json.loads((out / "results.json").read_text())["paired"]
+    assert [(p["group"], p["score_a"], p["score_b"]) for p in paired][0] == ("all", "knowledge_precision",
+                                                                             "overlap_f1")
+    assert all(p["difference"] == pytest.approx(p["auroc_a"] - p["auroc_b"]) for p in paired)
+    assert (out / "roc.png").stat().st_size
+
+    def unused(*args):
+        raise AssertionError("a resumed run computed a score again")
+
+    monkeypatch.setattr(lexical, "knowledge_precision", unused)
+    monkeypatch.setattr(lexical, "token_f1_overlap", unused)
+    again = faithkit("meta-eval", "labels", "--input", begin_wow, "--label-column", "begin_label", "--positive",
+                     POSITIVE, "--metrics", "lexical,overlap-f1", "--group-by", "model_name", "--resamples", "200",
+                     "--out", out)
+    assert again.code == 0 and again.out == run.out  # resumed from scores/<metric>.jsonl, the same numbers
+
+
+def _labelled(tmp_path, labels):
+    rows = [{"id": str(n), "document": "Red apples grow on trees.", "response": text, "verdict": label}
+            for n, (text, label) in enumerate(zip(["red apples grow", "blue cars", "apples", "trees fly"], labels))]
+    return write_jsonl(tmp_path / "rows.jsonl", rows)
+
+
+def _labels_run(faithkit, path, tmp_path, *extra):
+    return faithkit("meta-eval", "labels", "--input", path, "--metrics", "overlap-f1", "--out", tmp_path / "out",
+                    *extra)
+
+
+def test_bad_label_column_positive_value_or_one_class_is_one_error_line(faithkit, tmp_path):
+    path = _labelled(tmp_path, ["yes", "no", "yes", "no"])
+    run = _labels_run(faithkit, path, tmp_path, "--label-column", "label", "--positive", "yes")
+    assert run.code == 2 and run.error_lines == [
+        "error: --label-column 'label' is not a column of the input; its other columns are ['verdict']"]
+    run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "Yes")
+    assert run.code == 2 and run.error_lines == [
+        "error: --positive 'Yes': no row has it in column 'verdict', whose values are 'no', 'yes'; give one of them"]
+    one_class = _labelled(tmp_path, ["yes"] * 4)
+    run = _labels_run(faithkit, one_class, tmp_path, "--label-column", "verdict", "--positive", "yes")
+    assert run.code == 2 and run.error_lines == [
+        "error: every row of column 'verdict' is 'yes', so there is no negative class to tell apart; a leaderboard "
+        "needs rows of both classes"]
+    run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "yes", "--group-by", "src")
+    assert run.code == 2 and run.error_lines == [
+        "error: --group-by 'src' is not a column of the input; its other columns are ['verdict']"]
+    run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "yes", "--model", "x")
+    assert run.code == 2 and run.error_lines == ["error: --model apply to none of --metrics overlap-f1; drop them"]
+    assert not (tmp_path / "out").exists()  # every check comes before any scoring
+
+
+def test_json_labels_match_as_json_writes_them(faithkit, tmp_path):
+    path = _labelled(tmp_path, [True, False, True, False])
+    run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "true")
+    assert run.code == 0, run.err
+    # overlap F1 with the document: 6/7 and 1/2 (true) against 0 and 2/5 (false): every pair is won
+    assert "| all | overlap_f1 | 4 | 2 | 1.0000 |" in run.out
+
+
+def test_the_bootstrap_is_each_resample_s_auroc_on_the_same_draws():
+    rng = np.random.default_rng(1)
+    labels = np.array([1, 0] * 6)
+    scores = rng.normal(size=(2, 12)).round(1)  # rounded: ties
+    drawn = bootstrap_aurocs(scores, labels, resamples=50, seed=3)
+    draws = np.random.default_rng(3).integers(0, 12, size=(50, 12))
+    for r, rows in enumerate(draws):
+        for s in range(2):
+            if labels[rows].min() == labels[rows].max():
+                assert np.isnan(drawn[s, r])
+            else:
+                assert drawn[s, r] == pytest.approx(mann_whitney(scores[s, rows], labels[rows]), abs=1e-12)
+
+
+def test_paired_p_value():
+    assert paired_p_value(np.zeros(99)) == 1.0  # the same score twice
+    assert paired_p_value(np.ones(99)) == pytest.approx(2 / 100)  # never 0: 99 resamples show no p below 0.02
+    assert paired_p_value(np.array([-1.0] * 10 + [1.0] * 89)) == pytest.approx(2 * 11 / 100)
