@@ -65,6 +65,19 @@ class _Lazy:
 
 
 _LM_OPTIONS = ("batch_size", "device")
+
+
+def _claim_checker_specs() -> tuple[MetricSpec, ...]:
+    """One metric per claim-checker preset (:mod:`.claim_checkers`, which imports nothing heavy)."""
+    from .claim_checkers import PRESETS
+
+    return tuple(MetricSpec(name, _Lazy("claim_checkers", "ClaimChecker", preset=name), (preset.score_key,),
+                            ("nli_model", "window", "stride", *_LM_OPTIONS),
+                            summary=f"claim checker {preset.hub_id}: worst sentence, best document window",
+                            measures=(Measure(preset.score_key, preset.score_key, f"claim checker: {name}"),))
+                 for name, preset in PRESETS.items())
+
+
 METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (
     MetricSpec("pmi-faith", _Lazy("pmi_faith", "PMIFaith"), ("pmi", "uncond_pmi"),
                ("model", *_LM_OPTIONS, "normalize", "max_length", "unconditional"),
@@ -78,6 +91,7 @@ METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (
     MetricSpec("e2e-nli", _Lazy("nli", "E2ENLI"), ("e2e_nli",), ("preset", "nli_model", *_LM_OPTIONS),
                summary="end-to-end NLI: does the document entail the response",
                measures=(Measure("e2e_nli", "e2e_nli", "end-to-end NLI"),)),
+    *_claim_checker_specs(),
     MetricSpec("overlap-f1", _Lazy("lexical", "TextOverlap", kind="overlap-f1"), ("overlap_f1",),
                summary="content-word F1 of response and document (baseline)",
                measures=(Measure("overlap_f1", "overlap_f1", "overlap F1 with the document"),)),

@@ -1,0 +1,271 @@
+"""Claim checkers from the hub: fact-checking classifiers, run as their authors run them, as one metric family.
+
+A claim checker reads (document, claim) and gives the probability that the document supports the claim.
+Documents are longer than these models read, and responses hold several claims, so every checker here
+scores a response the same way:
+
+* the document is cut into overlapping windows of ``window`` tokens of the checker's own tokenizer,
+  ``stride`` tokens apart (the last window ends at the document's end);
+* the response is split into sentences (spaCy's rule-based sentencizer);
+* each sentence's score is its best window (a claim is supported if some part of the document supports
+  it), and the response's score is its worst sentence (one unsupported sentence makes it unfaithful),
+  or, where the authors average sentences (AlignScore), their mean.
+
+:data:`PRESETS` names each checker: its hub id, architecture, the index of "supported" and how the pair
+is written as the model's input. They follow the authors' code (MiniCheck's ``minicheck/inference.py``,
+Vectara's ``modeling_hhem_v2.py``, AlignScore's ``inference.py``), with one difference: their
+documents are cut into sentence-aligned chunks without overlap, ours into overlapping token windows.
+None of these checkpoints could be run here (no hub), so none was measured in this project: the tests
+run each architecture on tiny random models (see ``docs/claim_checkers.md``).
+
+HHEM-2.1-Open ships its own model class (``trust_remote_code``), which faithkit never runs. Its
+``HHEMv2ForSequenceClassification`` only wraps transformers' own ``T5ForTokenClassification`` (weights
+under ``t5.``) built from the config of its foundation model (``google/flan-t5-base``) and reads the
+first position's two logits; :func:`load_hhem` builds that class from transformers itself and loads the
+checkpoint's weights into it, with the prompt the checkpoint's config gives.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import ConfigError
+from .base import Metric, check_columns
+
+HHEM_PROMPT = "<pad> Determine if the hypothesis is true given the premise?\n\nPremise: {text1}\n\nHypothesis: {text2}"
+"""HHEM-2.1-Open's input template (its config's ``prompt``): premise = document window, hypothesis = claim."""
+
+
+@dataclass(frozen=True)
+class CheckerPreset:
+    """How one checkpoint is run.
+
+    ``architecture``: ``sequence-classification`` (softmax over the classes), ``seq2seq-label-tokens`` (one
+    decoder step from the start token; softmax over the logits of the two ``label_tokens``, unsupported then
+    supported, as MiniCheck-Flan-T5 reads them) or ``t5-token-classification`` (HHEM: the first position's
+    logits). ``supported``: the index of "supported" in those probabilities. ``input_format``: ``pair`` (the
+    tokenizer's sentence pair), ``eos-joined`` (``document + eos + claim`` as one text, as MiniCheck does),
+    ``t5-predict`` (``"predict: " + document + eos + claim``) or ``hhem-prompt`` (:data:`HHEM_PROMPT`).
+    ``sentences``: how sentence scores combine, ``min`` or ``mean``.
+    """
+
+    name: str
+    hub_id: str
+    architecture: str
+    supported: int
+    input_format: str
+    window: int
+    stride: int
+    max_length: int | None
+    sentences: str = "min"
+    label_tokens: tuple[int, int] | None = None
+    note: str = ""
+
+    @property
+    def score_key(self) -> str:
+        return self.name.replace("-", "_").replace(".", "_")
+
+
+PRESETS: dict[str, CheckerPreset] = {preset.name: preset for preset in (
+    CheckerPreset("nli-roberta-large-mnli", "FacebookAI/roberta-large-mnli", "sequence-classification", 2, "pair",
+                  window=400, stride=300, max_length=512,
+                  note="the e2e-nli metric's hub model (labels contradiction, neutral, entailment), scored as "
+                       "P(entailment) instead of the argmax"),
+    CheckerPreset("minicheck-roberta-large", "lytang/MiniCheck-RoBERTa-Large", "sequence-classification", 1,
+                  "eos-joined", window=400, stride=300, max_length=512,
+                  note="MiniCheck (Tang et al. 2024); label 1 = supported; chunks of 400 tokens"),
+    CheckerPreset("minicheck-deberta-v3-large", "lytang/MiniCheck-DeBERTa-v3-Large", "sequence-classification", 1,
+                  "eos-joined", window=400, stride=300, max_length=2048,
+                  note="MiniCheck; label 1 = supported; chunks of 400 tokens, inputs up to 2048"),
+    CheckerPreset("minicheck-flan-t5-large", "lytang/MiniCheck-Flan-T5-Large", "seq2seq-label-tokens", 1,
+                  "t5-predict", window=500, stride=375, max_length=2048, label_tokens=(3, 209),
+                  note="MiniCheck; the decoder's first token: id 3 unsupported, 209 supported; the authors' chunks "
+                       "are 500 words, ours 500 tokens"),
+    CheckerPreset("hhem-2.1-open", "vectara/hallucination_evaluation_model", "t5-token-classification", 1,
+                  "hhem-prompt", window=500, stride=375, max_length=None,
+                  note="Vectara HHEM-2.1-Open on google/flan-t5-base; class 1 = consistent; no length limit"),
+    CheckerPreset("alignscore-style", "FacebookAI/roberta-large-mnli", "sequence-classification", 2, "pair",
+                  window=350, stride=350, max_length=512, sentences="mean",
+                  note="AlignScore's recipe (Zha et al. 2023): chunks of about 350 tokens, each sentence its best "
+                       "chunk, the response the mean of its sentences; on an NLI classifier, since AlignScore's own "
+                       "checkpoints are Lightning files with their own heads, not a transformers model"),
+)}
+ARCHITECTURES = ("sequence-classification", "seq2seq-label-tokens", "t5-token-classification")
+INPUT_FORMATS = ("pair", "eos-joined", "t5-predict", "hhem-prompt")
+
+
+def document_windows(document: str, tokenizer, window: int, stride: int) -> list[str]:
+    """The document cut into windows of ``window`` tokens starting every ``stride`` tokens, the last one ending at
+    the document's end; each window is the document's own text from its first token to its last."""
+    offsets = tokenizer(document, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    if len(offsets) <= window:
+        return [document.strip()]
+    starts = list(range(0, len(offsets) - window + 1, stride))
+    if starts[-1] + window < len(offsets):
+        starts.append(len(offsets) - window)
+    return [document[offsets[start][0]:offsets[start + window - 1][1]].strip() for start in starts]
+
+
+@lru_cache(maxsize=1)
+def _sentencizer():
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def response_sentences(response: str) -> list[str]:
+    """The response's sentences (spaCy's rule-based sentencizer); the whole response if it finds none."""
+    sentences = [sentence.text.strip() for sentence in _sentencizer()(response).sents if sentence.text.strip()]
+    return sentences or [response.strip()]
+
+
+def format_pairs(preset: CheckerPreset, tokenizer, premises: Sequence[str], claims: Sequence[str]) -> dict:
+    """The model's inputs for (window, claim) pairs in the preset's input format, padded as one batch."""
+    options = {"padding": True, "return_tensors": "pt"}
+    if preset.max_length is not None:
+        options.update(truncation="only_first" if preset.input_format == "pair" else True,
+                       max_length=preset.max_length)
+    if preset.input_format == "pair":
+        return tokenizer(list(premises), list(claims), **options)
+    eos = tokenizer.eos_token
+    texts = {"eos-joined": lambda p, c: p + eos + c,
+             "t5-predict": lambda p, c: "predict: " + p + eos + c,
+             "hhem-prompt": lambda p, c: HHEM_PROMPT.format(text1=p, text2=c)}[preset.input_format]
+    return tokenizer([texts(p, c) for p, c in zip(premises, claims)], **options)
+
+
+class SupportModel:
+    """P(supported) for (window, claim) pairs from a loaded checker model, batched."""
+
+    def __init__(self, preset: CheckerPreset, model, tokenizer, batch_size: int = 8):
+        self.preset, self.model, self.tokenizer, self.batch_size = preset, model, tokenizer, batch_size
+
+    def __call__(self, premises: Sequence[str], claims: Sequence[str]) -> list[float]:
+        import torch
+
+        scores: list[float] = []
+        for start in range(0, len(premises), self.batch_size):
+            encoded = format_pairs(self.preset, self.tokenizer, premises[start:start + self.batch_size],
+                                   claims[start:start + self.batch_size]).to(self.model.device)
+            with torch.no_grad():
+                probabilities = torch.softmax(self._logits(encoded).float(), dim=-1)
+            scores += probabilities[:, self.preset.supported].tolist()
+        return scores
+
+    def _logits(self, encoded):
+        import torch
+
+        if self.preset.architecture == "sequence-classification":
+            return self.model(**encoded).logits
+        if self.preset.architecture == "seq2seq-label-tokens":
+            start = torch.full((len(encoded["input_ids"]), 1), self.model.config.decoder_start_token_id,
+                               dtype=torch.long, device=self.model.device)
+            logits = self.model(**encoded, decoder_input_ids=start).logits[:, 0, :]
+            return logits[:, list(self.preset.label_tokens)]
+        return self.model(**encoded).logits[:, 0, :]  # t5-token-classification: the first position
+
+
+def load_hhem(name: str, device=None):
+    """HHEM-2.1-Open without its remote code: ``(T5ForTokenClassification, tokenizer)`` with the checkpoint's
+    weights (a hub id or a folder with ``config.json`` and ``*.safetensors``; see the module's docstring).
+
+    The checkpoint's config names its ``foundation`` (whose config and tokenizer are loaded); a folder whose
+    config is a plain T5 config is its own foundation."""
+    from safetensors.torch import load_file
+    from transformers import AutoConfig, AutoTokenizer, T5ForTokenClassification
+
+    from .. import models
+
+    folder = Path(name).expanduser()
+    if not folder.is_dir():
+        from huggingface_hub import snapshot_download
+
+        folder = Path(snapshot_download(name, allow_patterns=["config.json", "*.safetensors"]))
+    config = json.loads((folder / "config.json").read_text())
+    foundation = config.get("foundation", str(folder)) if config.get("model_type") == "HHEMv2" else str(folder)
+    model = T5ForTokenClassification(AutoConfig.from_pretrained(foundation, num_labels=2))
+    weights = {}
+    for file in sorted(folder.glob("*.safetensors")):
+        weights.update({key.removeprefix("t5."): value for key, value in load_file(file).items()})
+    missing, unexpected = model.load_state_dict(weights, strict=False)
+    missing = [key for key in missing if not key.endswith("embed_tokens.weight")]  # tied to transformer.shared
+    if missing or unexpected or not weights:
+        raise ConfigError(f"{name} does not hold HHEM-2.1-Open's weights for {foundation}: missing "
+                          f"{missing[:3] or 'none'}, unexpected {unexpected[:3] or 'none'}")
+    model.tie_weights()
+    return model.to(device or models.default_device()).eval(), AutoTokenizer.from_pretrained(foundation)
+
+
+def load_support_model(preset: CheckerPreset, name: str, device=None, batch_size: int = 8) -> SupportModel:
+    """The preset's model from ``name`` (a hub id or a local folder), ready to score pairs."""
+    from .. import models
+
+    if preset.architecture == "t5-token-classification":
+        model, tokenizer = load_hhem(name, device)
+    else:
+        kind = "sequence-classification" if preset.architecture == "sequence-classification" else "seq2seq"
+        model, tokenizer = models.load(name, kind=kind, device=device)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    if not tokenizer.is_fast:
+        raise ConfigError(f"claim checker {name}: its tokenizer has no fast version, which cutting the document "
+                          f"into token windows needs (offsets); install the tokenizers package")
+    classes = len(preset.label_tokens) if preset.label_tokens else model.config.num_labels
+    if preset.supported >= classes:
+        raise ConfigError(f"claim checker {name} has {classes} classes, so it cannot be read as {preset.name}, "
+                          f"whose 'supported' class is {preset.supported}; give a {preset.name} checkpoint")
+    return SupportModel(preset, model, tokenizer, batch_size)
+
+
+class ClaimChecker(Metric):
+    """A claim checker as a metric: per response, the support of its worst sentence in the document's best window.
+
+    ``preset`` names the checker (:data:`PRESETS`); ``nli_model`` replaces its hub id (e.g. a local copy);
+    ``window`` and ``stride`` its token windows. Per row: the score (key: the preset's name with ``_``), and
+    ``sentence_scores``, each sentence's best-window support. ``support`` (tests, other backends) replaces the
+    model: a function from (windows, claims) to support probabilities, with ``tokenizer`` cutting the windows.
+
+    >>> checker = load_metric("minicheck-flan-t5-large")  # doctest: +SKIP (downloads the checkpoint)
+    >>> checker.compute(documents=[doc], responses=[response])["minicheck_flan_t5_large"]  # doctest: +SKIP
+    """
+
+    def __init__(self, preset: str, nli_model: str | None = None, window: int | None = None,
+                 stride: int | None = None, batch_size: int = 8, device=None,
+                 support: Callable[[Sequence[str], Sequence[str]], list[float]] | None = None, tokenizer=None):
+        if preset not in PRESETS:
+            raise ValueError(f"unknown claim checker {preset!r}; choose one of {', '.join(PRESETS)}")
+        self.preset = PRESETS[preset]
+        self.window, self.stride = window or self.preset.window, stride or self.preset.stride
+        if self.window < 1 or not 1 <= self.stride <= self.window:
+            raise ValueError(f"window must be at least 1 and stride between 1 and window, got window={self.window}, "
+                             f"stride={self.stride}")
+        self.score_keys = (self.preset.score_key,)
+        if support is None:
+            support = load_support_model(self.preset, nli_model or self.preset.hub_id, device, batch_size)
+            tokenizer = support.tokenizer
+        self.support, self.tokenizer = support, tokenizer
+
+    def compute_rows(self, documents: Sequence[str], histories, responses: Sequence[str],
+                     references=None) -> list[dict]:
+        """One dict per row: the response's score and each sentence's best-window score; histories are ignored."""
+        documents, _, responses, _ = check_columns(documents, histories, responses)
+        cases = [(document_windows(d, self.tokenizer, self.window, self.stride), response_sentences(r))
+                 for d, r in zip(documents, responses)]
+        premises = [w for windows, sentences in cases for _ in sentences for w in windows]
+        claims = [s for windows, sentences in cases for s in sentences for _ in windows]
+        scores = iter(self.support(premises, claims) if premises else [])
+        rows = []
+        for windows, sentences in cases:
+            per_sentence = [max(next(scores) for _ in windows) for _ in sentences]
+            combined = min(per_sentence) if self.preset.sentences == "min" else sum(per_sentence) / len(per_sentence)
+            rows.append({self.preset.score_key: combined, "sentence_scores": per_sentence})
+        return rows
+
+
+__all__ = ["ClaimChecker", "CheckerPreset", "PRESETS", "document_windows", "load_hhem", "response_sentences"]

@@ -1,0 +1,211 @@
+"""Claim checkers: the window and sentence logic exactly (a stub checker), and every preset's architecture on a tiny
+random model, batched against one pair at a time written out from the preset's input format."""
+
+import json
+
+import pytest
+
+from faithkit.metrics.claim_checkers import (HHEM_PROMPT, PRESETS, ClaimChecker, document_windows,
+                                             response_sentences)
+from faithkit.metrics.registry import load_metric
+
+from tests.conftest import gpt2_bpe_files
+
+TEN = "one two three four five six seven eight nine ten"
+
+
+@pytest.fixture(scope="module")
+def roberta_tokenizer(tmp_path_factory):
+    """RoBERTa's tokenizer: GPT-2's byte-level BPE (the real merges) with <s> <pad> </s> <unk> first, as RoBERTa has
+    them (its position embeddings need the padding id small); the other ids are GPT-2's, shifted."""
+    from transformers import RobertaTokenizerFast
+
+    folder = gpt2_bpe_files()
+    specials = ["<s>", "<pad>", "</s>", "<unk>"]
+    vocab = {token: index for index, token in enumerate(specials)}
+    vocab.update({token: index + len(specials) for token, index in
+                  json.loads((folder / "encoder.json").read_text()).items()})
+    vocab["<mask>"] = len(vocab)
+    path = tmp_path_factory.mktemp("roberta") / "vocab.json"
+    path.write_text(json.dumps(vocab))
+    return RobertaTokenizerFast(vocab=str(path), merges=str(folder / "vocab.bpe"))
+
+
+def test_windows_overlap_and_the_last_ends_at_the_document_s_end(roberta_tokenizer):
+    # one token per word
+    assert document_windows(TEN, roberta_tokenizer, window=4, stride=3) == [
+        "one two three four", "four five six seven", "seven eight nine ten"]
+    assert document_windows(TEN, roberta_tokenizer, window=4, stride=4) == [
+        "one two three four", "five six seven eight", "seven eight nine ten"]
+    assert document_windows(TEN, roberta_tokenizer, window=10, stride=5) == [TEN]
+    assert document_windows("  short text ", roberta_tokenizer, window=4, stride=2) == ["short text"]
+
+
+def test_response_sentences():
+    assert response_sentences("Cats eat fish. Dogs bark!  Do birds sing?") == ["Cats eat fish.", "Dogs bark!",
+                                                                              "Do birds sing?"]
+    assert response_sentences("no full stop") == ["no full stop"]
+
+
+def word_support(premise: str, claim: str) -> float:
+    """A stub checker: the share of the claim's words that the premise has."""
+    words = claim.lower().rstrip(".!?").split()
+    return sum(word in premise.split() for word in words) / len(words)
+
+
+@pytest.mark.parametrize("preset, combine", [("minicheck-roberta-large", min),
+                                             ("alignscore-style", lambda scores: sum(scores) / len(scores))])
+def test_each_sentence_takes_its_best_window_and_the_response_its_worst_sentence(roberta_tokenizer, preset, combine):
+    calls = []
+
+    def support(premises, claims):
+        calls.append(len(premises))
+        return [word_support(p, c) for p, c in zip(premises, claims)]
+
+    checker = ClaimChecker(preset, window=4, stride=3, support=support, tokenizer=roberta_tokenizer)
+    responses = ["One two three. Eight nine ten.", "Two five. Ten eleven."]
+    rows = checker.compute_rows([TEN, TEN], None, responses)
+    windows = ["one two three four", "four five six seven", "seven eight nine ten"]
+    for row, response in zip(rows, responses):
+        expected = [max(word_support(w, s) for w in windows) for s in response_sentences(response)]
+        assert row["sentence_scores"] == expected
+        assert row[PRESETS[preset].score_key] == combine(expected)
+    # by hand: "one two three" 1 (window 1); "eight nine ten" 1 (window 3); "two five" 1/2; "ten eleven" 1/2
+    assert [row["sentence_scores"] for row in rows] == [[1.0, 1.0], [0.5, 0.5]]
+    assert calls == [3 * 4]  # every (window, sentence) pair of the chunk in one call
+
+
+def test_an_unknown_preset_or_bad_window_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown claim checker 'minicheck'; choose one of nli-roberta-large-mnli, "):
+        ClaimChecker("minicheck", support=word_support)
+    with pytest.raises(ValueError, match="stride between 1 and window, got window=4, stride=5"):
+        ClaimChecker("hhem-2.1-open", window=4, stride=5, support=word_support)
+
+
+# ---- every preset on a tiny random model of its architecture ----
+
+def _tiny_roberta(tokenizer, labels: int):
+    from transformers import RobertaConfig, RobertaForSequenceClassification
+
+    return RobertaForSequenceClassification(RobertaConfig(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=600, num_labels=labels, pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id))
+
+
+def _smollm2_tokenizer():
+    """No T5 or DeBERTa-v3 SentencePiece model is here offline: their tiny models read SmolLM2's tokenizer."""
+    from transformers import AutoTokenizer
+
+    from faithkit import models
+
+    return AutoTokenizer.from_pretrained(models.resolve("smollm2-135m"))
+
+
+def _tiny_deberta(tokenizer):
+    from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
+
+    return DebertaV2ForSequenceClassification(DebertaV2Config(
+        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+        max_position_embeddings=2048, num_labels=2, pad_token_id=tokenizer.pad_token_id))
+
+
+def _t5_config(tokenizer, **extra):
+    from transformers import T5Config
+
+    return T5Config(vocab_size=len(tokenizer), d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
+                    pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                    decoder_start_token_id=tokenizer.pad_token_id, **extra)
+
+
+def _save(model, tokenizer, folder):
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return str(folder)
+
+
+def _hhem_folder(tokenizer, root):
+    """HHEM's hub layout: a config naming its foundation model, and weights of a T5ForTokenClassification under
+    ``t5.``; the foundation (config and tokenizer) in its own folder."""
+    from safetensors.torch import save_file
+    from transformers import T5ForTokenClassification
+
+    foundation = root / "foundation"
+    config = _t5_config(tokenizer, num_labels=2)
+    config.save_pretrained(foundation)
+    tokenizer.save_pretrained(foundation)
+    model = T5ForTokenClassification(config)
+    hhem = root / "hhem"
+    hhem.mkdir()
+    save_file({f"t5.{key}": value.contiguous() for key, value in model.state_dict().items()
+               if not key.endswith("embed_tokens.weight")}, hhem / "model.safetensors")
+    (hhem / "config.json").write_text(json.dumps({"model_type": "HHEMv2", "foundation": str(foundation),
+                                                  "prompt": HHEM_PROMPT}))
+    return str(hhem), model
+
+
+def _one_pair(preset, model, tokenizer, premise, claim) -> float:
+    """P(supported) of one pair, the input written out as the authors' code writes it."""
+    import torch
+
+    eos = tokenizer.eos_token
+    if preset == "minicheck-flan-t5-large":
+        encoded = tokenizer("predict: " + premise + eos + claim, return_tensors="pt")
+        logits = model(**encoded, decoder_input_ids=torch.tensor([[tokenizer.pad_token_id]])).logits[0, 0, [3, 209]]
+        return torch.softmax(logits, -1)[1].item()
+    if preset == "hhem-2.1-open":
+        encoded = tokenizer(f"<pad> Determine if the hypothesis is true given the premise?\n\nPremise: {premise}"
+                            f"\n\nHypothesis: {claim}", return_tensors="pt")
+        return torch.softmax(model(**encoded).logits[0, 0], -1)[1].item()
+    if preset.startswith("minicheck"):
+        encoded = tokenizer(premise + eos + claim, return_tensors="pt")
+        return torch.softmax(model(**encoded).logits[0], -1)[1].item()
+    encoded = tokenizer(premise, claim, return_tensors="pt")  # NLI: the sentence pair, entailment is class 2
+    return torch.softmax(model(**encoded).logits[0], -1)[2].item()
+
+
+@pytest.mark.parametrize("preset", list(PRESETS))
+def test_every_preset_builds_and_batches_as_one_pair_at_a_time(preset, roberta_tokenizer, tmp_path):
+    import torch
+
+    torch.manual_seed(0)
+    architecture = PRESETS[preset].architecture
+    if preset.startswith(("nli-", "alignscore", "minicheck-roberta")):
+        tokenizer = roberta_tokenizer
+        model = _tiny_roberta(tokenizer, labels=3 if PRESETS[preset].supported == 2 else 2)
+        folder = _save(model, tokenizer, tmp_path / preset)
+    else:
+        tokenizer = _smollm2_tokenizer()
+        if architecture == "t5-token-classification":
+            folder, model = _hhem_folder(tokenizer, tmp_path)
+        elif architecture == "seq2seq-label-tokens":
+            from transformers import T5ForConditionalGeneration
+
+            model = T5ForConditionalGeneration(_t5_config(tokenizer))
+            folder = _save(model, tokenizer, tmp_path / preset)
+        else:
+            model = _tiny_deberta(tokenizer)
+            folder = _save(model, tokenizer, tmp_path / preset)
+    model.eval()
+    metric = load_metric(preset, nli_model=folder, window=6, stride=4, batch_size=3, device="cpu")
+    documents = [TEN, "Red apples grow on trees in the orchard behind the old farm house."]
+    responses = ["Three comes after two. Ten is last.", "Apples are red."]
+    rows = metric.compute_rows(documents, None, responses)
+    key = PRESETS[preset].score_key
+    for document, response, row in zip(documents, responses, rows):
+        windows = document_windows(document, metric.tokenizer, 6, 4)
+        expected = [max(_one_pair(preset, model, tokenizer, w, s) for w in windows)
+                    for s in response_sentences(response)]
+        assert row["sentence_scores"] == pytest.approx(expected, abs=1e-5)
+        combine = min if PRESETS[preset].sentences == "min" else (lambda v: sum(v) / len(v))
+        assert row[key] == pytest.approx(combine(expected), abs=1e-5)
+        assert 0 < row[key] < 1
+
+
+def test_a_checkpoint_with_too_few_classes_is_refused(roberta_tokenizer, tmp_path):
+    from faithkit.errors import ConfigError
+
+    folder = _save(_tiny_roberta(roberta_tokenizer, labels=2), roberta_tokenizer, tmp_path / "two-class")
+    with pytest.raises(ConfigError, match="has 2 classes, so it cannot be read as nli-roberta-large-mnli, whose "
+                                          "'supported' class is 2"):
+        load_metric("nli-roberta-large-mnli", nli_model=folder, device="cpu")
