@@ -93,7 +93,8 @@ def _tiny_roberta(tokenizer, labels: int):
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id))
 
 
-def _smollm2_tokenizer():
+@pytest.fixture(scope="module")
+def smollm2_tokenizer():
     """No T5 or DeBERTa-v3 SentencePiece model is here offline: their tiny models read SmolLM2's tokenizer."""
     from transformers import AutoTokenizer
 
@@ -165,7 +166,7 @@ def _one_pair(preset, model, tokenizer, premise, claim) -> float:
 
 
 @pytest.mark.parametrize("preset", list(PRESETS))
-def test_every_preset_builds_and_batches_as_one_pair_at_a_time(preset, roberta_tokenizer, tmp_path):
+def test_every_preset_builds_and_batches_as_one_pair_at_a_time(preset, roberta_tokenizer, smollm2_tokenizer, tmp_path):
     import torch
 
     torch.manual_seed(0)
@@ -175,7 +176,7 @@ def test_every_preset_builds_and_batches_as_one_pair_at_a_time(preset, roberta_t
         model = _tiny_roberta(tokenizer, labels=3 if PRESETS[preset].supported == 2 else 2)
         folder = _save(model, tokenizer, tmp_path / preset)
     else:
-        tokenizer = _smollm2_tokenizer()
+        tokenizer = smollm2_tokenizer
         if architecture == "t5-token-classification":
             folder, model = _hhem_folder(tokenizer, tmp_path)
         elif architecture == "seq2seq-label-tokens":
@@ -209,3 +210,31 @@ def test_a_checkpoint_with_too_few_classes_is_refused(roberta_tokenizer, tmp_pat
     with pytest.raises(ConfigError, match="has 2 classes, so it cannot be read as nli-roberta-large-mnli, whose "
                                           "'supported' class is 2"):
         load_metric("nli-roberta-large-mnli", nli_model=folder, device="cpu")
+
+
+def test_the_leaderboard_ranks_a_claim_checker_with_its_options(roberta_tokenizer, tmp_path):
+    """``meta-eval labels`` scores a claim checker (``--nli-model``, ``--window``) into its resumable file."""
+    import csv
+
+    from faithkit.data import read_results
+    from tests.cli.helpers import mann_whitney, run_main, write_jsonl
+
+    folder = _save(_tiny_roberta(roberta_tokenizer, labels=2), roberta_tokenizer, tmp_path / "checker")
+    responses = ["One two. Three four.", "Eleven twelve.", "Nine ten.", "Five six seven.", "Apples. Pears."]
+    labels = ["yes", "no", "yes", "yes", "no"]
+    rows = write_jsonl(tmp_path / "rows.jsonl", [{"document": TEN, "response": r, "human": label}
+                                                 for r, label in zip(responses, labels)])
+    out = tmp_path / "out"
+    code = run_main("meta-eval", "labels", "--input", rows, "--label-column", "human", "--positive", "yes",
+                    "--metrics", "minicheck-roberta-large,overlap-f1", "--nli-model", folder, "--window", "4",
+                    "--stride", "3", "--resamples", "50", "--out", out)
+    assert code == 0
+    records = read_results(out / "scores" / "minicheck-roberta-large.jsonl")
+    metric = load_metric("minicheck-roberta-large", nli_model=folder, window=4, stride=3, device="cpu")
+    expected = metric.compute_rows([TEN] * 5, None, responses)
+    assert [r["minicheck_roberta_large"] for r in records] == pytest.approx(
+        [e["minicheck_roberta_large"] for e in expected], abs=1e-6)
+    with open(out / "results.csv", newline="") as handle:
+        results = {r["score"]: r for r in csv.DictReader(handle)}
+    assert float(results["minicheck_roberta_large"]["auroc"]) == pytest.approx(
+        mann_whitney([r["minicheck_roberta_large"] for r in records], [label == "yes" for label in labels]))

@@ -17,13 +17,16 @@ METRIC_OPTIONS = {
     "preset": "Q²/e2e-NLI: 'offline' uses the offline LM backends",
     "qg_model": "Q²: question-generation model",
     "qa_model": "Q²: question-answering model",
-    "nli_model": "Q² / e2e-NLI: NLI model",
+    "nli_model": "Q² / e2e-NLI: NLI model; claim checkers: the checkpoint (default: the checker's hub id)",
     "batch_size": "rows per model call (default 8)",
     "device": "torch device (default: cuda if available, else cpu)",
     "normalize": "PMI-FAITH: average (mean, default) or sum log-probabilities over response tokens",
     "max_length": "PMI-FAITH: longest sequence in tokens (default: the model's)",
+    "window": "claim checkers: tokens of the document per window (default: the checker's)",
+    "stride": "claim checkers: tokens between the starts of two windows (default: the checker's)",
 }
-_METRIC_OPTION_TYPES = {"batch_size": "positive", "max_length": "positive"}
+_METRIC_OPTION_TYPES = {"batch_size": "positive", "max_length": "positive", "window": "positive",
+                        "stride": "positive"}
 _METRIC_OPTION_CHOICES = {"preset": ["offline"], "normalize": ["mean", "sum"]}
 
 

@@ -42,6 +42,14 @@ def write_wow_csv(path: Path, responses: list[str], knowledge: str) -> Path:
     return path
 
 
+def mann_whitney(scores, labels) -> float:
+    """AUROC by counting: the share of (positive, negative) pairs the positive wins, a tie counting half."""
+    positives = [s for s, label in zip(scores, labels) if label]
+    negatives = [s for s, label in zip(scores, labels) if not label]
+    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
+    return wins / (len(positives) * len(negatives))
+
+
 def subprocess_env() -> dict:
     """The environment of a faithkit subprocess: offline, one thread, this checkout first on the path."""
     return {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",

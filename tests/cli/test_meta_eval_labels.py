@@ -10,17 +10,9 @@ from faithkit.eval.leaderboard import bootstrap_aurocs, paired_p_value
 from faithkit.metrics import lexical
 from faithkit.metrics.lexical import knowledge_precision, token_f1_overlap
 
-from .helpers import write_jsonl
+from .helpers import mann_whitney, write_jsonl
 
 POSITIVE = "Fully attributable"
-
-
-def mann_whitney(scores, labels) -> float:
-    """AUROC by counting: the share of (positive, negative) pairs the positive wins, a tie counting half."""
-    positives = [s for s, label in zip(scores, labels) if label]
-    negatives = [s for s, label in zip(scores, labels) if not label]
-    wins = sum((p > n) + 0.5 * (p == n) for p in positives for n in negatives)
-    return wins / (len(positives) * len(negatives))
 
 
 @pytest.fixture
