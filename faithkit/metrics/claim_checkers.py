@@ -231,8 +231,10 @@ class ClaimChecker(Metric):
     ``sentence_scores``, each sentence's best-window support. ``support`` (tests, other backends) replaces the
     model: a function from (windows, claims) to support probabilities, with ``tokenizer`` cutting the windows.
 
-    >>> checker = load_metric("minicheck-flan-t5-large")  # doctest: +SKIP (downloads the checkpoint)
-    >>> checker.compute(documents=[doc], responses=[response])["minicheck_flan_t5_large"]  # doctest: +SKIP
+    Example (downloads the checkpoint)::
+
+        checker = load_metric("minicheck-flan-t5-large")
+        checker.compute(documents=[document], responses=[response])["minicheck_flan_t5_large"]
     """
 
     def __init__(self, preset: str, nli_model: str | None = None, window: int | None = None,
