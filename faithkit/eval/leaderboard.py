@@ -46,11 +46,11 @@ PAIRED_COLUMNS = ("group", "score_a", "score_b", "auroc_a", "auroc_b", "differen
 
 @dataclass
 class Labelled:
-    """The rows that have a label: 0/1 by ``--positive``, and each row's group (``all`` without ``--group-by``)."""
+    """The rows that have a label: 0/1 by ``--positive``, and each row's group (None without ``--group-by``)."""
 
     rows: list[Row]
     labels: np.ndarray
-    groups: list[str]
+    groups: list[str] | None = None
 
 
 def label_rows(rows: Sequence[Row], label_column: str, positive: str, group_by: str | None = None) -> Labelled:
@@ -60,8 +60,10 @@ def label_rows(rows: Sequence[Row], label_column: str, positive: str, group_by: 
     with an empty label are left out, with a warning; unreadable rows are left to the scoring job to report.
     """
     readable = [row for row in rows if not row.error]
+    if not readable:
+        raise InputError(f"no row of the input can be read ({rows[0].error if rows else 'it is empty'})")
     for column, flag in ((label_column, "--label-column"), (group_by, "--group-by")):
-        if column is not None and readable and column not in readable[0].extras:
+        if column is not None and column not in readable[0].extras:
             raise InputError(f"{flag} '{column}' is not a column of the input; its other columns are "
                              f"{sorted(readable[0].extras)}")
     kept = [row for row in readable if _label_text(row.extras.get(label_column)) != ""]
@@ -75,7 +77,7 @@ def label_rows(rows: Sequence[Row], label_column: str, positive: str, group_by: 
     if len(seen) == 1:
         raise InputError(f"every row of column '{label_column}' is '{positive}', so there is no negative class to "
                          f"tell apart; a leaderboard needs rows of both classes")
-    groups = [_label_text(row.extras.get(group_by)) or "(none)" if group_by else ALL for row in kept]
+    groups = [_label_text(row.extras.get(group_by)) or "(none)" for row in kept] if group_by else None
     return Labelled(kept, np.array([value == positive for value in values], dtype=int), groups)
 
 
@@ -111,41 +113,52 @@ def score_metrics(metrics: Mapping[str, object], rows: Sequence[Row], out: Path,
     return {(key if keys.count(key) == 1 else f"{name}:{key}"): values for (name, key), values in keyed.items()}
 
 
-def common_rows(named_scores: Mapping[str, Sequence], labelled: Labelled) -> dict[str, tuple]:
-    """Each slice of the rows (``all``, then each group) as ``(scores as arrays, labels)``, on the rows every score
-    has a value for; warns about the others, per score, and about groups of one class."""
+def row_slices(named_scores: Mapping[str, Sequence], labelled: Labelled) -> list[tuple[str, dict, np.ndarray]]:
+    """Each slice of the rows (``all``, then each group) as ``(group, scores as arrays, labels)``, on the rows every
+    score has a value for; warns about the others, per score, and about groups of one class."""
     present = np.array([[value is not None for value in values] for values in named_scores.values()])
     for name, has in zip(named_scores, present):
         if not has.all():
-            logger.warning("%s: %d rows have no value; they are left out of every score, so that all scores "
-                           "compare on the same rows", name, int((~has).sum()))
+            logger.warning("%s: %d rows have no value (an empty score or an error record); they are left out of "
+                           "every score, so that all scores compare on the same rows", name, int((~has).sum()))
     keep = np.flatnonzero(present.all(axis=0))
-    labels, groups = labelled.labels[keep], np.array(labelled.groups)[keep]
+    labels = labelled.labels[keep]
     if not len(keep) or labels.min() == labels.max():
         raise InputError("the rows every score has a value for are none or of one class; a leaderboard needs "
                          "rows of both classes")
     scores = {name: np.array([values[i] for i in keep], dtype=float) for name, values in named_scores.items()}
-    slices = {ALL: (scores, labels)}
-    for group in sorted(set(groups)) if labelled.groups[0] != ALL else []:
+    slices = [(ALL, scores, labels)]
+    groups = np.array(labelled.groups)[keep] if labelled.groups is not None else np.array([])
+    for group in sorted(set(groups)):
         inside = groups == group
         if labels[inside].min() == labels[inside].max():
             logger.warning("group '%s' has rows of one class only: no AUROC for it", group)
-        slices[group] = ({name: values[inside] for name, values in scores.items()}, labels[inside])
+        slices.append((group, {name: values[inside] for name, values in scores.items()}, labels[inside]))
     return slices
+
+
+BOOTSTRAP_BLOCK = 4_000_000
+"""Most drawn row indices held at once: resamples are drawn in blocks, so a large file stays in memory."""
 
 
 def bootstrap_aurocs(scores: np.ndarray, labels: np.ndarray, resamples: int, seed: int) -> np.ndarray:
     """AUROC of each score (rows of ``scores``) on the same ``resamples`` draws of the rows: (scores, resamples).
 
     A draw with one class only has no AUROC (NaN)."""
-    draws = np.random.default_rng(seed).integers(0, len(labels), size=(resamples, len(labels)))
+    rng = np.random.default_rng(seed)
+    block = max(1, BOOTSTRAP_BLOCK // len(labels))
+    return np.concatenate([_drawn_aurocs(scores, labels, rng.integers(0, len(labels), size=(size, len(labels))))
+                           for size in [block] * (resamples // block) + [resamples % block] if size], axis=1)
+
+
+def _drawn_aurocs(scores: np.ndarray, labels: np.ndarray, draws: np.ndarray) -> np.ndarray:
     drawn_labels = labels[draws]
     positives = drawn_labels.sum(axis=1)
     pairs = positives * (len(labels) - positives)
     with np.errstate(invalid="ignore", divide="ignore"):
-        aurocs = [((scipy_stats.rankdata(row[draws], axis=1) * drawn_labels).sum(axis=1)
-                   - positives * (positives + 1) / 2) / pairs for row in scores]
-    return np.where(pairs > 0, np.array(aurocs), np.nan)
+        aurocs = np.array([((scipy_stats.rankdata(row[draws], axis=1) * drawn_labels).sum(axis=1)
+                            - positives * (positives + 1) / 2) / pairs for row in scores])
+    return np.where(pairs > 0, aurocs, np.nan)
 
 
 def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
@@ -196,10 +209,11 @@ def group_table(group: str, named_scores: Mapping[str, np.ndarray], labels: np.n
     return results, paired
 
 
-def leaderboard(slices: Mapping[str, tuple], resamples: int = 1000, seed: int = 0) -> tuple[list[dict], list[dict]]:
-    """Result and paired rows of each slice of :func:`common_rows`."""
+def leaderboard(slices: Sequence[tuple[str, dict, np.ndarray]], resamples: int = 1000,
+                seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """Result and paired rows of each slice of :func:`row_slices`."""
     results, paired = [], []
-    for group, (scores, labels) in slices.items():
+    for group, scores, labels in slices:
         more, more_paired = group_table(group, scores, labels, resamples, seed)
         results += more
         paired += more_paired
@@ -243,9 +257,9 @@ def meta_eval_labels(metrics: Mapping[str, object], labelled: Labelled, out_dir,
     named_scores = score_metrics(metrics, labelled.rows, out, fingerprints, **job)
     if not named_scores:
         raise InputError(f"no row could be scored; see the 'error' records in {out / 'scores'}")
-    slices = common_rows(named_scores, labelled)
+    slices = row_slices(named_scores, labelled)
     results, paired = leaderboard(slices, resamples, seed)
     if current_process().is_main:  # under accelerate launch the other processes only score
-        write_leaderboard(out, results, paired, *slices[ALL])
+        write_leaderboard(out, results, paired, *slices[0][1:])
         print_leaderboard(results, paired)
     return results, paired

@@ -216,6 +216,9 @@ def load_support_model(preset: CheckerPreset, name: str, device=None, batch_size
     if not tokenizer.is_fast:
         raise ConfigError(f"claim checker {name}: its tokenizer has no fast version, which cutting the document "
                           f"into token windows needs (offsets); install the tokenizers package")
+    if preset.label_tokens and max(preset.label_tokens) >= model.config.vocab_size:
+        raise ConfigError(f"claim checker {name} has a vocabulary of {model.config.vocab_size}, without the label "
+                          f"tokens {preset.label_tokens} that {preset.name} reads; give a {preset.name} checkpoint")
     classes = len(preset.label_tokens) if preset.label_tokens else model.config.num_labels
     if preset.supported >= classes:
         raise ConfigError(f"claim checker {name} has {classes} classes, so it cannot be read as {preset.name}, "

@@ -73,7 +73,8 @@ def _claim_checker_specs() -> tuple[MetricSpec, ...]:
 
     return tuple(MetricSpec(name, _Lazy("claim_checkers", "ClaimChecker", preset=name), (preset.score_key,),
                             ("nli_model", "window", "stride", *_LM_OPTIONS),
-                            summary=f"claim checker {preset.hub_id}: worst sentence, best document window",
+                            summary=f"claim checker {preset.hub_id}: each sentence's best document window, "
+                                    f"{'the worst sentence' if preset.sentences == 'min' else 'sentences averaged'}",
                             measures=(Measure(preset.score_key, preset.score_key, f"claim checker: {name}"),))
                  for name, preset in PRESETS.items())
 

@@ -116,6 +116,16 @@ def test_the_bootstrap_is_each_resample_s_auroc_on_the_same_draws():
                 assert drawn[s, r] == pytest.approx(mann_whitney(scores[s, rows], labels[rows]), abs=1e-12)
 
 
+def test_the_bootstrap_draws_the_same_rows_in_blocks(monkeypatch):
+    from faithkit.eval import leaderboard
+
+    rng = np.random.default_rng(2)
+    labels, scores = np.array([1, 0, 0] * 5), rng.normal(size=(1, 15))
+    whole = bootstrap_aurocs(scores, labels, resamples=40, seed=5)
+    monkeypatch.setattr(leaderboard, "BOOTSTRAP_BLOCK", 15 * 7)  # blocks of 7 resamples: 5 of them and one of 5
+    np.testing.assert_array_equal(bootstrap_aurocs(scores, labels, resamples=40, seed=5), whole)
+
+
 def test_paired_p_value():
     assert paired_p_value(np.zeros(99)) == 1.0  # the same score twice
     assert paired_p_value(np.ones(99)) == pytest.approx(2 / 100)  # never 0: 99 resamples show no p below 0.02
