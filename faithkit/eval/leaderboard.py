@@ -57,11 +57,14 @@ def label_rows(rows: Sequence[Row], label_column: str, positive: str, group_by: 
     """Each readable row's 0/1 label; an unknown column, a ``positive`` no row has or one class only is an InputError.
 
     A label matches ``positive`` when its text (a JSON value as JSON writes it: ``true``, ``1``) equals it. Rows
-    with an empty label are left out, with a warning; unreadable rows are left to the scoring job to report.
+    that cannot be read or have an empty label are left out, with a warning.
     """
     readable = [row for row in rows if not row.error]
     if not readable:
         raise InputError(f"no row of the input can be read ({rows[0].error if rows else 'it is empty'})")
+    if len(readable) < len(rows):
+        first = next(row.error for row in rows if row.error)
+        logger.warning("%d rows cannot be read and are left out (the first: %s)", len(rows) - len(readable), first)
     for column, flag in ((label_column, "--label-column"), (group_by, "--group-by")):
         if column is not None and column not in readable[0].extras:
             raise InputError(f"{flag} '{column}' is not a column of the input; its other columns are "

@@ -94,12 +94,16 @@ def test_bad_label_column_positive_value_or_one_class_is_one_error_line(faithkit
     assert not (tmp_path / "out").exists()  # every check comes before any scoring
 
 
-def test_json_labels_match_as_json_writes_them(faithkit, tmp_path):
+def test_json_labels_match_as_json_writes_them_and_rows_left_out_are_said(faithkit, tmp_path):
     path = _labelled(tmp_path, [True, False, True, False])
+    with open(path, "a") as handle:
+        handle.write('{"id": "5", "document": "d", "response": "r", "verdict": ""}\n{"id": "6", broken\n')
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "true")
     assert run.code == 0, run.err
     # overlap F1 with the document: 6/7 and 1/2 (true) against 0 and 2/5 (false): every pair is won
     assert "| all | overlap_f1 | 4 | 2 | 1.0000 |" in run.out
+    assert "warning: 1 rows cannot be read and are left out (the first: line 6 is not valid JSON" in run.err
+    assert "warning: 1 rows have no verdict; they are left out" in run.err
 
 
 def test_the_bootstrap_is_each_resample_s_auroc_on_the_same_draws():
