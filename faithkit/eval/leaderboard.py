@@ -65,13 +65,14 @@ def label_rows(rows: Sequence[Row], label_column: str, positive: str, group_by: 
     if len(readable) < len(rows):
         first = next(row.error for row in rows if row.error)
         logger.warning("%d rows cannot be read and are left out (the first: %s)", len(rows) - len(readable), first)
+    columns = sorted({column for row in readable for column in row.extras})
     for column, flag in ((label_column, "--label-column"), (group_by, "--group-by")):
-        if column is not None and column not in readable[0].extras:
-            raise InputError(f"{flag} '{column}' is not a column of the input; its other columns are "
-                             f"{sorted(readable[0].extras)}")
+        if column is not None and column not in columns:
+            raise InputError(f"{flag} '{column}' is not a column of the input; its other columns are {columns}")
     kept = [row for row in readable if _label_text(row.extras.get(label_column)) != ""]
     if len(kept) < len(readable):
         logger.warning("%d rows have no %s; they are left out", len(readable) - len(kept), label_column)
+    positive = positive.strip()  # as the labels are read
     values = [_label_text(row.extras[label_column]) for row in kept]
     seen = sorted(set(values))
     if positive not in seen:
