@@ -268,20 +268,34 @@ def hub_revision(name: str) -> str | None:
 
 
 def file_digest(path: Path) -> str:
-    """sha256 of a file's bytes, remembered in ``<cache>/file-digests.json`` by path, size and mtime, so a
-    multi-gigabyte checkpoint is read once, not on every run."""
+    """sha256 of a file's bytes, remembered in ``<cache>/file-digests.json`` by path, size, mtime, inode and ctime,
+    so a multi-gigabyte checkpoint is read once, not on every run. The ctime is set by the system on every change
+    (``touch -r`` restores the mtime, not the ctime), so a file replaced by another of the same size is hashed again."""
     import hashlib
     import json
 
+    from .files import write_json
+
     stat = path.stat()
-    key, stamp = str(path.resolve()), [stat.st_size, stat.st_mtime_ns]
+    key, stamp = str(path.resolve()), [stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns]
     store = cache_dir() / "file-digests.json"
     try:
         known = json.loads(store.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         known = {}
-    if isinstance(known.get(key), list) and known[key][:2] == stamp:
-        return known[key][2]
+    if isinstance(known.get(key), list) and known[key][:-1] == stamp:
+        return known[key][-1]
+    digest = hashlib.sha256()
+    with open(path, "rb") as file:
+        for block in iter(lambda: file.read(1 << 20), b""):
+            digest.update(block)
+    known[key] = [*stamp, digest.hexdigest()]
+    try:  # a cache that cannot be written only costs the hashing again
+        store.parent.mkdir(parents=True, exist_ok=True)
+        write_json(store, known, indent=None)
+    except OSError:
+        pass
+    return known[key][-1]
     digest = hashlib.sha256()
     with open(path, "rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
@@ -295,7 +309,7 @@ def file_digest(path: Path) -> str:
         os.replace(staging, store)
     except OSError:
         pass
-    return known[key][2]
+    return known[key][-1]
 
 
 def default_device() -> str:

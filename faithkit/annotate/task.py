@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..data import read_results
 from ..errors import InputError, OutputError
+from ..files import write_json, write_text
 
 logger = logging.getLogger(__name__)
 
@@ -206,8 +207,8 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
             raise OutputError(f"{out} already holds annotation task {earlier}, whose answers would no longer match; "
                               "choose another --out, or delete the folder to start over")
     out.mkdir(parents=True, exist_ok=True)
-    key_path.write_text(json.dumps(key, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / PAGE_FILE).write_text(render_page(public), encoding="utf-8")
+    write_json(key_path, key)
+    write_text(out / PAGE_FILE, render_page(public))
     return Task(public, key, out)
 
 

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ..paths import PathArg
 from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_options, columns_from_args,
-                      job_options, metric_fingerprint, metric_from_args, refuse_writing_inputs)
+                      job_options, metric_fingerprint, metric_from_args, refuse_shared_outputs,
+                      refuse_writing_inputs)
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,7 @@ def run(args) -> int:
 
     source = Path(args.input)
     scores_path = Path(args.scores_output or Path(args.html).with_suffix(".scores.jsonl"))
+    refuse_shared_outputs({"--html": args.html, "--scores-output": scores_path})
     refuse_writing_inputs([source], "--html", outputs=[args.html])
     refuse_writing_inputs([source], "--scores-output", outputs=[scores_path])
     if is_explained(source):

@@ -29,6 +29,8 @@ from html import escape
 from itertools import pairwise
 from pathlib import Path
 
+from ..files import write_text
+
 CSS = """
 body { font: 15px/1.5 system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #1d2330; }
 header { background: #1d2330; color: #fff; padding: 14px 28px; }
@@ -322,5 +324,5 @@ def write_explain_html(records: Sequence[dict], path: str | Path, score_key: str
         f"<style>{CSS}</style></head><body>\n<input type=\"checkbox\" id=\"only-low\">\n{header}\n"
         f"<main>\n{cards}\n</main></body></html>\n"
     )
-    path.write_text(page, encoding="utf-8")
+    write_text(path, page)
     return path

@@ -184,13 +184,14 @@ def system_level_table(consistent: list[dict], inconsistent: list[dict], keys: S
 def write_system_level(out, results: list[dict]) -> None:
     """``system_level.json`` and ``system_level.csv`` in the folder ``out`` (created if missing)."""
     import csv
-    import json
     from pathlib import Path
+
+    from ..files import replacing, write_json
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "system_level.json").write_text(json.dumps(results, indent=2))
-    with open(out / "system_level.csv", "w", newline="") as handle:
+    write_json(out / "system_level.json", results)
+    with replacing(out / "system_level.csv", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["score", *SYSTEM_LEVEL_COLUMNS, "consistent", "inconsistent",
                                                     "samples", "repetitions", "seed", "paired"],
                                 extrasaction="ignore")

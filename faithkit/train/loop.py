@@ -54,6 +54,7 @@ from transformers import get_scheduler
 from ..data.results import content_digest
 from ..decoding import default_template, pad_token_id
 from ..errors import ConfigError, OutputError
+from ..files import open_append, to_json, write_json, write_text
 from .card import write_model_card
 from .config import TrainConfig
 from .data import IGNORE, Collator, encode_rows, load_rows
@@ -104,7 +105,7 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         output_dir.mkdir(parents=True, exist_ok=True)
-        (output_dir / RUN_CONFIG).write_text(yaml.safe_dump(record, sort_keys=False))
+        write_text(output_dir / RUN_CONFIG, yaml.safe_dump(record, sort_keys=False))
     set_seed(t.seed)
     if t.map_large_allocations:
         map_large_allocations()
@@ -357,28 +358,28 @@ class RunLog:
         if accelerator.is_main_process:
             self._drop_after(keep_until)
             if not self.csv.exists():
-                self.csv.write_text("step,key,value\n")
+                write_text(self.csv, "step,key,value\n")
 
     def _drop_after(self, step: int) -> None:
         if self.csv.exists():
             lines = self.csv.read_text().splitlines(keepends=True)
             kept = [line for line in lines[1:] if int(line.split(",", 1)[0]) <= step]
-            self.csv.write_text("".join(lines[:1] + kept))
+            write_text(self.csv, "".join(lines[:1] + kept))
         if self.samples.exists():
             lines = self.samples.read_text().splitlines(keepends=True)
-            self.samples.write_text("".join(line for line in lines if json.loads(line)["step"] <= step))
+            write_text(self.samples, "".join(line for line in lines if json.loads(line)["step"] <= step))
 
     def values(self, step: int, values: dict[str, float]) -> None:
         self.accelerator.log(values, step=step)
         if self.accelerator.is_main_process:
-            with self.csv.open("a", newline="") as handle:
+            with open_append(self.csv, "--output-dir", newline="") as handle:
                 csv.writer(handle).writerows([step, key, repr(float(value))] for key, value in values.items())
 
     def generations(self, step: int, rows, responses: dict[str, list[str]]) -> None:
-        with self.samples.open("a") as handle:
+        with open_append(self.samples, "--output-dir") as handle:
             for decoder, texts in responses.items():
                 for row, text in zip(rows, texts):
-                    handle.write(json.dumps({"step": step, "decoder": decoder, "id": row.id, "response": text}) + "\n")
+                    handle.write(to_json({"step": step, "decoder": decoder, "id": row.id, "response": text}) + "\n")
 
 
 def _update_best(config: TrainConfig, state: RunState, values: dict) -> None:
@@ -495,12 +496,23 @@ def _parameter_groups(model, weight_decay: float) -> list[dict]:
 def save_state(accelerator: Accelerator, folder: Path) -> None:
     """accelerate's resumable state, written beside the old one and swapped in, so a crash never leaves half a state."""
     staging = folder.with_name(folder.name + ".tmp")
+    if accelerator.is_main_process:
+        _remove(staging)
+    accelerator.wait_for_everyone()
     accelerator.save_state(str(staging))
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove(folder)
         staging.rename(folder)
     accelerator.wait_for_everyone()
+
+
+def _remove(path: Path) -> None:
+    """Delete a folder, or a link in its place (the link only: never what it points at)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, state: RunState, values: dict,
@@ -510,12 +522,12 @@ def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, st
     state_dict = accelerator.get_state_dict(model)
     if accelerator.is_main_process:
         staging = folder.with_name(folder.name + ".tmp")
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove(staging)
         accelerator.unwrap_model(model).save_pretrained(staging, state_dict=state_dict, save_function=accelerator.save)
         tokenizer.save_pretrained(staging)
-        (staging / "trainer_info.json").write_text(json.dumps({"step": state.step, **values}, indent=1))
+        write_json(staging / "trainer_info.json", {"step": state.step, **values}, indent=1)
         write_model_card(staging, config, f"{run_name(config, folder.parent)}-{folder.name}", state.step, values,
                          state.evaluations)
-        shutil.rmtree(folder, ignore_errors=True)
+        _remove(folder)
         staging.rename(folder)
     accelerator.wait_for_everyone()
