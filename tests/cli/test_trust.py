@@ -189,3 +189,85 @@ def test_messages_name_the_commands_own_output_flag(faithkit, tmp_path):
     with FileLock(str(out / "scores.jsonl.lock")):
         _one_error(faithkit(*argv), f"another run is writing {out / 'scores.jsonl'}")
         assert faithkit(*argv).error_lines[0].endswith("wait for it to finish, or choose another --out")
+
+
+# ---- issue 25: no output written through a link, sidecars and output pairs included ----------------------------
+def _link(kind: str, target: Path, link: Path) -> None:
+    link.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "symlink":
+        link.symlink_to(target)
+    else:
+        os.link(target, link)
+
+
+def _begin_tsv(path: Path) -> Path:
+    path.write_text("model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n"
+                    "t5\twow\tRed apples grow.\tQ?\tred apples\tFully attributable\n"
+                    "t5\twow\tRed apples grow.\tQ?\tblue cars\tNot fully attributable\n")
+    return path
+
+
+def _annotate_inputs(tmp_path: Path) -> tuple[Path, Path]:
+    rows = [{"id": f"row{i}", "document": "Jazz began in New Orleans.", "history": ["Tell me."]} for i in range(4)]
+    return (write_jsonl(tmp_path / "A2.jsonl", [{**row, "response": f"In New Orleans ({i})."} for i, row in
+                                                enumerate(rows)]),
+            write_jsonl(tmp_path / "B2.jsonl", [{**row, "response": f"In Paris ({i})."} for i, row in enumerate(rows)]))
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+@pytest.mark.parametrize("command", ["meta-eval begin", "meta-eval q2-wow", "annotate build", "explain"])
+def test_a_link_in_an_output_folder_to_an_input_is_refused(faithkit, tmp_path, kind, command):
+    if command == "meta-eval begin":
+        source = _begin_tsv(tmp_path / "b2.tsv")
+        link, argv = tmp_path / "o" / "results.json", ["meta-eval", "begin", "--metric", "overlap-f1", "--dev",
+                                                       source, "--out", tmp_path / "o"]
+    elif command == "meta-eval q2-wow":
+        source = tmp_path / "c.csv"
+        source.write_text("knowledge,message,response\nSky is blue.,Q?,Blue.\n")
+        link, argv = tmp_path / "o" / "summary.csv", ["meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent",
+                                                      source, "--inconsistent", source, "--out", tmp_path / "o"]
+    elif command == "annotate build":
+        source, other = _annotate_inputs(tmp_path)
+        link, argv = tmp_path / "t" / "annotate.html", ["annotate", "build", "--a-file", source, "--b-file", other,
+                                                        "--out", tmp_path / "t"]
+    else:
+        source = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+        link, argv = tmp_path / "x.scores.jsonl.meta.json", ["explain", "--metric", "overlap-f1", "--input", source,
+                                                             "--html", tmp_path / "x.html"]
+    before = source.read_bytes()
+    _link(kind, source, link)
+    line = _one_error(faithkit(*argv), "")
+    assert str(source) in line and "destroy it" in line, line
+    assert source.read_bytes() == before
+
+
+def test_an_output_named_by_the_inputs_sidecar_or_by_another_output_option_is_refused(faithkit, tmp_path):
+    out = tmp_path / "o.jsonl"
+    meta = write_jsonl(tmp_path / "o.jsonl.meta.json", ROWS)
+    before = meta.read_bytes()
+    _one_error(faithkit("score", "--metric", "overlap-f1", "--input", meta, "--output", out),
+               f"--output {out} (through o.jsonl.meta.json, which a job writes beside it) is the input {meta} (the "
+               f"same file), and writing results there would destroy it; choose another --output")
+    assert meta.read_bytes() == before and not out.exists()
+    rows, page = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "x.html"
+    _one_error(faithkit("explain", "--metric", "overlap-f1", "--input", rows, "--html", page, "--scores-output", page),
+               f"--html {page} and --scores-output {page} are the same file, and one would overwrite the other; give "
+               f"them different names")
+    assert not page.exists()
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink"])
+def test_a_result_file_that_is_a_link_elsewhere_is_refused_and_a_whole_file_replaces_its_link(faithkit, tmp_path,
+                                                                                                kind):
+    rows, elsewhere = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "notes.txt"
+    elsewhere.write_text("my notes\n")
+    out = tmp_path / "out.jsonl"
+    _link(kind, elsewhere, out)
+    what = "a symbolic link" if kind == "symlink" else "a hard link (the file has another name too)"
+    _one_error(faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out),
+               f"{out} is {what}, and faithkit writes no file through a link (it would change the file it points "
+               f"at); remove the link, or choose another --output")
+    page = tmp_path / "page.html"
+    _link(kind, elsewhere, page)  # a page is written whole: it replaces the link
+    assert faithkit("explain", "--metric", "overlap-f1", "--input", rows, "--html", page).code == 0
+    assert elsewhere.read_text() == "my notes\n" and not page.is_symlink() and "<html" in page.read_text()
