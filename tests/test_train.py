@@ -185,6 +185,53 @@ def test_interrupted_run_resumes_to_the_same_parameters_as_an_uninterrupted_one(
     assert len(responses) == 1 and isinstance(responses[0], str)
 
 
+class _Marker:
+    """A pickle that, when unpickled, writes a marker file: what a crafted state file would do."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.path}",)
+
+
+@pytest.mark.slow  # a real training run
+def test_resuming_never_unpickles_code_from_the_run_folder(tmp_path, capsys):
+    import pickle
+    import shutil
+
+    from tests.cli.helpers import run_main
+
+    out, marker = tmp_path / "run", tmp_path / "ran"
+    argv = ["train", "--config", TINY_GPT2, "--output-dir", out, "--max-steps", "1", "--generate-rows", "0"]
+    assert run_main(*argv) == 0
+    state = out / "state"
+    assert sorted(p.name for p in state.iterdir()) == ["model.safetensors", "optimizer.bin", "random_states_0.pkl",
+                                                     "run_state.json", "scheduler.bin"]
+    capsys.readouterr()
+
+    def refused(start: str) -> None:
+        assert run_main(*argv, "--resume") == 2
+        err = capsys.readouterr().err
+        assert [line for line in err.splitlines() if line.startswith("error:")] == [err.strip().splitlines()[-1]]
+        assert err.strip().splitlines()[-1].startswith(f"error: {start}") and "Traceback" not in err, err
+        assert not marker.exists()
+
+    (state / "custom_checkpoint_0.pkl").write_bytes(pickle.dumps(_Marker(marker)))
+    refused(f"{state / 'custom_checkpoint_0.pkl'} is a pickle, which can run code when it is read, and faithkit "
+            f"does not read it (its own state is run_state.json)")
+    (state / "custom_checkpoint_0.pkl").unlink()
+    for name in ("random_states_0.pkl", "optimizer.bin"):
+        shutil.copy(state / name, tmp_path / name)
+        (state / name).write_bytes(pickle.dumps(_Marker(marker)))
+        refused(f"{state / name} holds objects other than tensors and plain values, which could run code when read, "
+                f"so faithkit does not load it (torch's safe loader: ")
+        shutil.copy(tmp_path / name, state / name)
+    assert run_main(*argv, "--resume") == 0 and not marker.exists()
+
+
 # ---- evaluation hooks ---------------------------------------------------------------------------------
 class ScriptedMetric:
     """Stands for a registry metric: records what it scores and returns a scripted mean per evaluation."""

@@ -8,7 +8,7 @@ Shaped after transformers' ``run_summarization_no_trainer.py``. What faithkit ad
   ``gradient_accumulation_steps`` batches on all processes. The same config thus gives the
   same loss curve on one process or several (tested within float tolerance).
 * **Exact resumption.** The resumable state (model, optimizer, scheduler, RNG, and the run's
-  own counters, via ``register_for_checkpointing``) goes to ``OUTPUT/state`` at every
+  own counters as JSON; read back without unpickling code, see :mod:`.state`) goes to ``OUTPUT/state`` at every
   evaluation (or every ``save_steps``). The data order of epoch ``e`` is a function of the seed
   and ``e`` alone (accelerate's seedable sampler; the loader has its own generator so that
   iterating it never touches the global RNG that dropout uses), and ``--resume`` skips the
@@ -32,7 +32,6 @@ import inspect
 import json
 import math
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -61,6 +60,7 @@ from .data import IGNORE, Collator, encode_rows, load_rows
 from .hooks import build_hook, load_hook_metrics
 from .memory import map_large_allocations, release_memory
 from .model import build_model
+from .state import load_state, remove, save_state
 
 logger = get_logger(__name__)
 
@@ -143,9 +143,8 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
     model, optimizer, train_loader, dev_loader, scheduler = accelerator.prepare(
         model, optimizer, train_loader, dev_loader, scheduler)
     state = RunState()
-    accelerator.register_for_checkpointing(state)
     if resume:
-        accelerator.load_state(str(output_dir / "state"))
+        load_state(accelerator, output_dir / "state", state)
         logger.info("resumed at step %d of %d", state.step, total_steps)
     log = RunLog(output_dir, accelerator, keep_until=state.step if resume else -1)
     name = run_name(config, output_dir)
@@ -196,7 +195,7 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
             if state.step % eval_every == 0 or state.step == total_steps:
                 evaluate()
             if state.step % save_every == 0 or state.step == total_steps or state.stopped:
-                save_state(accelerator, output_dir / "state")
+                save_state(accelerator, output_dir / "state", state)
             if state.step >= total_steps or state.stopped:
                 break
     progress.close()
@@ -493,28 +492,6 @@ def _parameter_groups(model, weight_decay: float) -> list[dict]:
 
 
 # ---- saving ----------------------------------------------------------------------------------------
-def save_state(accelerator: Accelerator, folder: Path) -> None:
-    """accelerate's resumable state, written beside the old one and swapped in, so a crash never leaves half a state."""
-    staging = folder.with_name(folder.name + ".tmp")
-    if accelerator.is_main_process:
-        _remove(staging)
-    accelerator.wait_for_everyone()
-    accelerator.save_state(str(staging))
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        _remove(folder)
-        staging.rename(folder)
-    accelerator.wait_for_everyone()
-
-
-def _remove(path: Path) -> None:
-    """Delete a folder, or a link in its place (the link only: never what it points at)."""
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    else:
-        shutil.rmtree(path, ignore_errors=True)
-
-
 def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, state: RunState, values: dict,
                     config: TrainConfig) -> None:
     """A ``save_pretrained`` folder (model + tokenizer) that ``faithkit.models.load`` and ``faithkit generate`` read,
@@ -522,12 +499,12 @@ def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, st
     state_dict = accelerator.get_state_dict(model)
     if accelerator.is_main_process:
         staging = folder.with_name(folder.name + ".tmp")
-        _remove(staging)
+        remove(staging)
         accelerator.unwrap_model(model).save_pretrained(staging, state_dict=state_dict, save_function=accelerator.save)
         tokenizer.save_pretrained(staging)
         write_json(staging / "trainer_info.json", {"step": state.step, **values}, indent=1)
         write_model_card(staging, config, f"{run_name(config, folder.parent)}-{folder.name}", state.step, values,
                          state.evaluations)
-        _remove(folder)
+        remove(folder)
         staging.rename(folder)
     accelerator.wait_for_everyone()
