@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pickle
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -161,6 +162,11 @@ def load(
     try:  # the tokenizer first: an unreachable hub then fails once, not twice
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = auto_classes[kind].from_pretrained(path, dtype=dtype or ("float32" if for_training else "auto"))
+    except pickle.UnpicklingError:
+        raise ModelNotAvailableError(
+            f"{name}: its weights are a pickle holding more than tensors, which could run code when read, so "
+            f"faithkit does not load them (torch's safe loader refused them); use a model saved as safetensors "
+            f"(save_pretrained writes model.safetensors)") from None
     except OSError as error:
         if _is_local(path):
             raise

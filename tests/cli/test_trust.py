@@ -271,3 +271,21 @@ def test_a_result_file_that_is_a_link_elsewhere_is_refused_and_a_whole_file_repl
     _link(kind, elsewhere, page)  # a page is written whole: it replaces the link
     assert faithkit("explain", "--metric", "overlap-f1", "--input", rows, "--html", page).code == 0
     assert elsewhere.read_text() == "my notes\n" and not page.is_symlink() and "<html" in page.read_text()
+
+
+def test_pickled_model_weights_are_refused_with_one_line(faithkit, model_folder, tmp_path):
+    import pickle
+
+    class Marker:
+        def __reduce__(self):
+            return os.system, (f"touch {tmp_path / 'ran'}",)
+
+    folder = tmp_path / "model"
+    shutil.copytree(model_folder, folder)
+    (folder / "model.safetensors").unlink()
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(Marker()))
+    rows = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+    _one_error(faithkit("generate", "--model", folder, "--input", rows, "--output", tmp_path / "out.jsonl"),
+               f"{folder}: its weights are a pickle holding more than tensors, which could run code when read, so "
+               f"faithkit does not load them (torch's safe loader refused them); use a model saved as safetensors")
+    assert not (tmp_path / "ran").exists()
