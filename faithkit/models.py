@@ -302,20 +302,6 @@ def file_digest(path: Path) -> str:
     except OSError:
         pass
     return known[key][-1]
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for block in iter(lambda: file.read(1 << 20), b""):
-            digest.update(block)
-    known[key] = [*stamp, digest.hexdigest()]
-    try:  # a cache that cannot be written only costs the hashing again
-        store.parent.mkdir(parents=True, exist_ok=True)
-        handle, staging = tempfile.mkstemp(prefix=".file-digests.", dir=store.parent)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(known, out)
-        os.replace(staging, store)
-    except OSError:
-        pass
-    return known[key][-1]
 
 
 def default_device() -> str:

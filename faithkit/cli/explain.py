@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ..numbers import finite_float
 from ..paths import PathArg
 from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_options, columns_from_args,
                       job_options, metric_fingerprint, metric_from_args, refuse_shared_outputs,
@@ -34,7 +35,7 @@ def register(subparsers) -> None:
                         help="where scores go when --input must be scored first "
                              "(default: next to --html, <name>.scores.jsonl)")
     parser.add_argument("--score-key", help="field holding the score (default: the metric's main score, e.g. q2)")
-    parser.add_argument("--low-threshold", type=float, default=0.5,
+    parser.add_argument("--low-threshold", type=finite_float, default=0.5,
                         help="responses scoring below this are marked low (default 0.5)")
     add_input_columns(parser)
     add_job_options(parser, chunk_size=16)

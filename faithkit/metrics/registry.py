@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..numbers import check_finite
 
 
 @dataclass(frozen=True)
@@ -116,8 +117,11 @@ def option_defaults(name: str) -> dict:
 
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:
-    """The metric's spec; a ConfigError if it is unknown or does not take one of ``options``."""
+    """The metric's spec; a ConfigError if it is unknown, does not take one of ``options`` or (given as a mapping) one
+    of their values is NaN or infinite."""
     spec = get_spec(name)
+    for key, value in (options.items() if isinstance(options, Mapping) else ()):
+        check_finite(value, f"metric '{name}' option {key}")
     unknown = sorted(set(options) - set(spec.options))
     if unknown:
         raise ConfigError(f"metric '{name}' takes no option {', '.join(unknown)}; its options are "

@@ -8,12 +8,14 @@ failed training start).
 """
 
 import json
+import math
 import os
 import shutil
 import stat
 from pathlib import Path
 
 import pytest
+import yaml
 
 from faithkit.data import read_results
 
@@ -289,3 +291,45 @@ def test_pickled_model_weights_are_refused_with_one_line(faithkit, model_folder,
                f"{folder}: its weights are a pickle holding more than tensors, which could run code when read, so "
                f"faithkit does not load them (torch's safe loader refused them); use a model saved as safetensors")
     assert not (tmp_path / "ran").exists()
+
+
+# ---- issue 25, case 4: NaN and infinity are refused for every kind of option --------------------------------
+@pytest.mark.parametrize("argv, message", [
+    (["--strategy", "pmi", "--alpha", "nan"], "faithkit generate: argument --alpha: nan is not a usable number"),
+    (["--strategy", "pmi", "--top-p", "nan"], "faithkit generate: argument --top-p: nan is not a usable number"),
+    (["--strategy", "cad", "--alpha", "inf"], "faithkit generate: argument --alpha: inf is not a usable number"),
+    (["--do-sample", "--temperature", "-inf"], "faithkit generate: argument --temperature: -inf is not a usable"),
+])
+def test_nan_and_infinity_are_refused_on_the_command_line(faithkit, model_folder, tmp_path, argv, message):
+    rows, out = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "out.jsonl"
+    _one_error(faithkit("generate", "--model", model_folder, "--input", rows, "--output", out, *argv), message)
+    assert not out.exists()
+
+
+def test_nan_and_infinity_are_refused_in_configs_and_by_the_range_check(faithkit, tmp_path):
+    from faithkit.decoding import PMI, GenerationOptions
+    from faithkit.errors import ConfigError
+    from faithkit.metrics.registry import load_metric
+    from faithkit.sweep.config import load_config as load_sweep
+    from faithkit.train import load_config as load_training
+
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("generator: g\ninput: x\nout: o\nalpha: [0.25, .nan]\n")
+    with pytest.raises(ConfigError, match=r"^strategies\[0\]: pmi: alpha nan is not a usable number; give a finite value$"):
+        load_sweep(sweep).validate()
+    sweep.write_text("generator: g\ninput: x\nout: o\nstrategies: [{name: cad, alpha: [.inf]}]\n")
+    with pytest.raises(ConfigError, match=r"^strategies\[0\]: cad: alpha inf is not a usable number"):
+        load_sweep(sweep).validate()
+    with pytest.raises(ConfigError, match=r"^pmi: --alpha nan is not a usable number; give a finite value$"):
+        PMI(alpha=float("nan")).check()
+    with pytest.raises(ConfigError, match=r"^--temperature inf is not a usable number"):
+        GenerationOptions(do_sample=True, temperature=float("inf")).validate()
+    with pytest.raises(ConfigError, match=r"^metric 'overlap-f1' option threshold nan is not a usable number"):
+        load_metric("overlap-f1", threshold=float("nan"))
+    training = tmp_path / "train.yaml"
+    config = yaml.safe_load((ROOT / "configs/train/tiny-gpt2.yaml").read_text())
+    training.write_text(yaml.safe_dump({**config, "training": {**config["training"], "learning_rate": math.nan}}))
+    with pytest.raises(ConfigError, match=r"learning_rate nan is not a usable number; give a finite value"):
+        load_training(training)
+    _one_error(faithkit("train", "--config", ROOT / "configs/train/tiny-gpt2.yaml", "--warmup-ratio", "nan"),
+               "faithkit train: argument --warmup-ratio: nan is not a usable number; give a finite value")
