@@ -193,3 +193,25 @@ def test_ctrl_c_while_a_chunk_is_made_durable_counts_it(faithkit, monkeypatch, r
     assert run.code == 130 and len(read_results(output)) == FIRST_CHUNK
     assert run.err.splitlines()[-1] == (f"interrupted: {FIRST_CHUNK} rows are in {output}; rerun the same command "
                                         f"to continue")
+
+
+SLOW_OVERLAP = SLOW_PMI_FAITH.replace("faithkit.metrics.pmi_faith import PMIFaith", "faithkit.metrics.lexical import "
+                                      "TextOverlap as PMIFaith")
+
+
+@pytest.mark.slow  # a faithkit subprocess
+def test_sigterm_stops_a_job_as_ctrl_c_does_with_status_143(faithkit, rows, never_stopped, tmp_path):
+    output = tmp_path / "terminated.jsonl"
+    process = start_faithkit(*_overlap_f1(None, rows, output, "--chunk-size", "1"), prelude=SLOW_OVERLAP)
+    try:
+        _wait_for_records(process, output, 2)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    done = len(read_results(output))
+    assert process.returncode == 143 and err.splitlines() == [
+        f"interrupted: {done} rows are in {output}; rerun the same command to continue"]
+    run = faithkit(*_overlap_f1(None, rows, output))
+    assert run.code == 0 and f"{len(ROWS) - done} scored, {done} already done, 0 errors" in run.err
+    _assert_same_as_never_stopped(output, never_stopped["overlap-f1"])
