@@ -90,6 +90,9 @@ class ResultWriter:
             if fingerprint is not None:
                 write_text(self.meta_path, json.dumps(fingerprint, indent=2, sort_keys=True, allow_nan=False) + "\n")
             self._file = open_append(self.path, flag)
+        except WriteFailed as error:
+            self._lock.release()
+            raise OutputError(f"cannot write {error.path}: {error.reason}; {self._saved()}") from None
         except OutputError:
             self._lock.release()
             raise
@@ -170,8 +173,8 @@ class ResultWriter:
         return OutputError(f"cannot write {self.path}: {error.strerror or error}; {self._saved()}")
 
     def _saved(self) -> str:
-        return (f"the {len(self.completed)} records written before are saved in it; free space (or fix the "
-                f"folder) and rerun the same command to continue")
+        return (f"{len(self.completed)} records are saved in {self.path}; free space (or fix the folder) and rerun "
+                f"the same command to continue")
 
     def _abandon_file(self) -> None:
         """Drop the file's unwritten buffer: a failed write leaves at most a partial last line, cut on resuming."""

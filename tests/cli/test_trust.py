@@ -12,6 +12,8 @@ import math
 import os
 import shutil
 import stat
+import subprocess
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -333,3 +335,60 @@ def test_nan_and_infinity_are_refused_in_configs_and_by_the_range_check(faithkit
         load_training(training)
     _one_error(faithkit("train", "--config", ROOT / "configs/train/tiny-gpt2.yaml", "--warmup-ratio", "nan"),
                "faithkit train: argument --warmup-ratio: nan is not a usable number; give a finite value")
+
+
+# ---- issue 25, case 3: a full disk is one line, and a rerun with space completes ---------------------------------
+@contextmanager
+def _small_disk(folder: Path, size: int):
+    """A tmpfs of ``size`` bytes at ``folder``; yields a function that resizes it (skipped where mounting is not
+    allowed)."""
+    folder.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                             capture_output=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        yield lambda new_size: subprocess.run(["mount", "-o", f"remount,size={new_size}", str(folder)], check=True)
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=True)
+
+
+FULL_DISK_ROWS = [{"id": f"f{i}", "document": f"Document {299 - i}: apples number {i} grow on tall trees.",
+                   "history": ["Tell me about apples, please."], "response": f"Apples {i} grow on trees."}
+                  for i in range(300)]
+
+
+def test_a_full_disk_is_one_line_and_a_rerun_with_space_completes(faithkit, tmp_path):
+    rows = write_jsonl(tmp_path / "rows.jsonl", FULL_DISK_ROWS)
+    with _small_disk(tmp_path / "small", 64 * 1024) as resize:
+        out = tmp_path / "small" / "o.jsonl"
+        argv = ["score", "--metric", "overlap-f1", "--input", rows, "--output", out]
+        line = _one_error(faithkit("-q", *argv), f"cannot write {out}: No space left on device; ")
+        saved = out.read_text().count("\n")  # whole lines; the one cut short is dropped on the rerun
+        assert 0 < saved < len(FULL_DISK_ROWS) and line.endswith(
+            f"; {saved} records are saved in {out}; free space (or fix the folder) and rerun the same command to "
+            f"continue")
+        _one_error(faithkit("-q", *argv), f"cannot write {out}")  # still full
+        resize(1024 * 1024)
+        run = faithkit(*argv)
+        assert run.code == 0, run.err
+        assert [r["id"] for r in read_results(out)] == [row["id"] for row in FULL_DISK_ROWS]
+
+
+def test_a_final_reorder_that_does_not_fit_is_one_line_and_resumable(faithkit, tmp_path):
+    rows = write_jsonl(tmp_path / "rows.jsonl", FULL_DISK_ROWS)
+    whole = tmp_path / "whole.jsonl"
+    assert faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", whole).code == 0
+    pages = -(-whole.stat().st_size // 4096)
+    with _small_disk(tmp_path / "small", (pages + pages // 2 + 1) * 4096) as resize:
+        out = tmp_path / "small" / "o.jsonl"
+        argv = ["score", "--metric", "overlap-f1", "--input", rows, "--output", out]
+        for _ in range(2):  # the run that computes every row, then a rerun while still full
+            _one_error(faithkit("-q", *argv), f"cannot put {out} in input order: No space left on device; all 300 records "
+                                        f"are saved in it, in the order they were computed; free space and rerun "
+                                        f"the same command to put them in order")
+            assert sorted(r["id"] for r in read_results(out)) == sorted(row["id"] for row in FULL_DISK_ROWS)
+        resize(4 * pages * 4096)
+        run = faithkit(*argv)
+        assert run.code == 0 and "0 scored, 300 already done" in run.err
+        assert out.read_bytes() == whole.read_bytes()
