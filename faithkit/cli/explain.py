@@ -45,8 +45,9 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from ..data import read_results, read_rows, unique_ids
     from ..errors import InputError
-    from ..eval.explain import is_explained, summarize_records, write_explain_html
+    from ..eval.explain import check_explained, is_explained, summarize_records, write_explain_html
     from ..jobs import job_fingerprint, score_rows
+    from ..metrics.registry import check_scores
     from .meta_eval import score_keys
 
     source = Path(args.input)
@@ -54,7 +55,8 @@ def run(args) -> int:
     refuse_shared_outputs({"--html": args.html, "--scores-output": scores_path})
     refuse_writing_inputs([source], "--html", outputs=[args.html])
     refuse_writing_inputs([source], "--scores-output", outputs=[scores_path])
-    if is_explained(source):
+    explained = is_explained(source)
+    if explained:
         records = read_results(source)
     else:
         rows = list(read_rows(source, columns_from_args(args), quoting=args.quoting, split=args.split))
@@ -66,6 +68,9 @@ def run(args) -> int:
         records = [r for r in read_results(scores_path) if r["id"] in wanted]
         logger.info("scores -> %s", scores_path)
     score_key = score_keys(args)[0]
+    read_from = source if explained else scores_path
+    check_scores(records, read_from, [score_key])
+    check_explained(records, read_from)
     if not any(score_key in r for r in records):
         raise InputError(f"no record in {source} has a '{score_key}' score; is it a scores file of --metric "
                          f"{args.metric}?")

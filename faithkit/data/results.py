@@ -112,8 +112,11 @@ class ResultWriter:
                               f"({self.meta_path.name} is missing); {restart_hint(self.flag)}")
         try:
             recorded = json.loads(self.meta_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            raise OutputError(f"{self.meta_path} is damaged; {restart_hint(self.flag)}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            recorded = None
+        if not isinstance(recorded, dict):
+            raise OutputError(f"{self.meta_path} is damaged (not the JSON object faithkit wrote); "
+                              f"{restart_hint(self.flag)}")
         changes = _differences(recorded, fingerprint)
         if changes:
             raise OutputError(f"{self.path} was written by a different job ({'; '.join(changes)}); "

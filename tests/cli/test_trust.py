@@ -392,3 +392,32 @@ def test_a_final_reorder_that_does_not_fit_is_one_line_and_resumable(faithkit, t
         run = faithkit(*argv)
         assert run.code == 0 and "0 scored, 300 already done" in run.err
         assert out.read_bytes() == whole.read_bytes()
+
+
+# ---- issue 25, case 6: files read back are checked, duplicate ids name both lines, booleans are not text -----------
+def test_hand_edited_scores_and_keys_are_one_line_naming_the_file_and_field(faithkit, tmp_path):
+    scores = write_jsonl(tmp_path / "scores.jsonl", [
+        {"id": "a", "document": "D", "response": "R", "pmi": "high", "token_pmi": [0.1]}])
+    _one_error(faithkit("explain", "--metric", "pmi-faith", "--input", scores, "--html", tmp_path / "p.html"),
+               f'{scores}: record \'a\' has pmi "high" where a number (or null) is expected; fix the file, or score '
+               f'its rows again')
+    write_jsonl(scores, [{"id": "a", "document": "D", "response": "R", "pmi": 0.5, "token_pmi": ["x"]}])
+    _one_error(faithkit("explain", "--metric", "pmi-faith", "--input", scores, "--html", tmp_path / "p.html"),
+               f"{scores}: record 'a' has token_pmi [\"x\"] where a list of numbers (or nulls) is expected")
+    write_jsonl(scores, [{"id": "a", "q2": 0.5}, {"id": "b", "q2": True}])
+    _one_error(faithkit("meta-eval", "system-level", "--consistent-scores", scores, "--inconsistent-scores", scores),
+               f"{scores}: record 'b' has q2 true where a number (or null) is expected")
+    from tests.test_annotate import generate_output
+
+    a = generate_output(tmp_path / "greedy.jsonl", [f"It is 330 metres tall ({i})." for i in range(6)])
+    b = generate_output(tmp_path / "pmi.jsonl", [f"They built it in 1925 ({i})." for i in range(6)])
+    task = tmp_path / "task"
+    assert faithkit("annotate", "build", "--a-file", a, "--b-file", b, "--out", task, "--contexts", "4").code == 0
+    key = json.loads((task / "key.json").read_text())
+    answers = write_jsonl(tmp_path / "ann.json", [])
+    answers.write_text(json.dumps({"format": "faithkit-annotation-answers", "task": key["task"], "annotator": "ann",
+                                   "answers": {}}))
+    for field, value, problem in (("sides", ["a", "a"], "items[0].sides must hold a and b"),
+                                  ("scores", {"a": {"q2": "x"}}, "items[0].scores must map each system to its")):
+        (task / "key.json").write_text(json.dumps({**key, "items": [{**key["items"][0], field: value}]}))
+        _one_error(faithkit("annotate", "report", task, answers), f"{task / 'key.json'}: {problem}")
