@@ -137,7 +137,9 @@ def test_lists_and_objects_where_text_goes_are_row_errors(faithkit, tmp_path):
         {"id": "ok", "document": "D x", "history": ["hi", "there"], "response": "x"},
         {"id": "doc", "document": ["D"], "history": [], "response": "x"},
         {"id": "turn", "document": "D", "history": [{"speaker": "user"}], "response": "x"},
-        {"id": "resp", "document": "D", "history": [], "response": {"text": "x"}}])
+        {"id": "resp", "document": "D", "history": [], "response": {"text": "x"}},
+        {"id": "bool", "document": "D", "history": [], "response": True},
+        {"id": "turns", "document": "D", "history": ["hi", False], "response": "x"}])
     out = tmp_path / "out.jsonl"
     assert faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out).code == 0
     errors = {r["id"]: r.get("error") for r in read_results(out)}
@@ -146,7 +148,10 @@ def test_lists_and_objects_where_text_goes_are_row_errors(faithkit, tmp_path):
         "doc": "row doc: field 'document' (document) holds [\"D\"] where a string is expected; fix the file",
         "turn": "row turn: field 'history' (history) holds [{\"speaker\": \"user\"}] where a string or a list of "
                 "strings (the turns) is expected; fix the file",
-        "resp": "row resp: field 'response' (response) holds {\"text\": \"x\"} where a string is expected; fix the file"}
+        "resp": "row resp: field 'response' (response) holds {\"text\": \"x\"} where a string is expected; fix the file",
+        "bool": "row bool: field 'response' (response) holds true where a string is expected; fix the file",
+        "turns": "row turns: field 'history' (history) holds [\"hi\", false] where a string or a list of strings (the "
+                 "turns) is expected; fix the file"}
 
 
 def test_a_setting_given_at_its_default_is_the_setting_left_out(faithkit, model_folder, tmp_path):
@@ -421,3 +426,20 @@ def test_hand_edited_scores_and_keys_are_one_line_naming_the_file_and_field(fait
                                   ("scores", {"a": {"q2": "x"}}, "items[0].scores must map each system to its")):
         (task / "key.json").write_text(json.dumps({**key, "items": [{**key["items"][0], field: value}]}))
         _one_error(faithkit("annotate", "report", task, answers), f"{task / 'key.json'}: {problem}")
+
+
+def test_a_weights_file_replaced_with_its_size_and_mtime_kept_is_hashed_again(tmp_path, monkeypatch):
+    import hashlib
+
+    from faithkit.models import file_digest
+
+    monkeypatch.setenv("FAITHKIT_CACHE", str(tmp_path / "cache"))
+    weights = tmp_path / "model.safetensors"
+    weights.write_bytes(b"old weights")
+    assert file_digest(weights) == hashlib.sha256(b"old weights").hexdigest()
+    times = weights.stat()
+    weights.write_bytes(b"new weights")  # the same size, in place (the same inode)
+    os.utime(weights, ns=(times.st_atime_ns, times.st_mtime_ns))  # as `touch -r` would restore it
+    assert weights.stat().st_mtime_ns == times.st_mtime_ns and weights.stat().st_size == times.st_size
+    assert file_digest(weights) == hashlib.sha256(b"new weights").hexdigest()
+    assert file_digest(weights) == hashlib.sha256(b"new weights").hexdigest()  # from the cache now
