@@ -97,7 +97,7 @@ def run(args) -> int:
     names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
     overrides = {name: getattr(args, name, None) for name in names}
     config = load_config(args.config, overrides)
-    refuse_writing_inputs([config.input], "--out", folder=config.out)
+    refuse_writing_inputs([config.input_path()], "--out", folder=config.out)
     for model in filter(None, (config.generator, config.judge)):  # from the config file too, before any row
         check_model_folder(model)
     result = run_sweep(config, restart=args.restart)

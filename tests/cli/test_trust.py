@@ -224,9 +224,20 @@ def _annotate_inputs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("kind", ["symlink", "hardlink"])
-@pytest.mark.parametrize("command", ["meta-eval begin", "meta-eval q2-wow", "annotate build", "explain"])
+@pytest.mark.parametrize("command", ["meta-eval begin", "meta-eval q2-wow", "annotate build", "explain", "sweep",
+                                     "train"])
 def test_a_link_in_an_output_folder_to_an_input_is_refused(faithkit, tmp_path, kind, command):
-    if command == "meta-eval begin":
+    if command == "sweep":
+        source = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+        link, argv = tmp_path / "o" / "report.html", ["sweep", "--generator", "no-such-model", "--input", source,
+                                                      "--out", tmp_path / "o"]
+    elif command == "train":
+        source = tmp_path / "train.jsonl"
+        shutil.copy(ROOT / "tests/data/train/tiny_train.jsonl", source)
+        link, argv = tmp_path / "o" / "metrics.csv", ["train", "--config", ROOT / "configs/train/tiny-gpt2.yaml",
+                                                      "--train-file", source, "--dev-file", source,
+                                                      "--output-dir", tmp_path / "o"]
+    elif command == "meta-eval begin":
         source = _begin_tsv(tmp_path / "b2.tsv")
         link, argv = tmp_path / "o" / "results.json", ["meta-eval", "begin", "--metric", "overlap-f1", "--dev",
                                                        source, "--out", tmp_path / "o"]
