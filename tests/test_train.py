@@ -219,13 +219,13 @@ def test_resuming_never_unpickles_code_from_the_run_folder(tmp_path, capsys):
         assert err.strip().splitlines()[-1].startswith(f"error: {start}") and "Traceback" not in err, err
         assert not marker.exists()
 
-    (state / "custom_checkpoint_0.pkl").write_bytes(pickle.dumps(_Marker(marker)))
+    (state / "custom_checkpoint_0.pkl").write_bytes(pickle.dumps(_Marker(marker), protocol=2))
     refused(f"{state / 'custom_checkpoint_0.pkl'} is a pickle, which can run code when it is read, and faithkit "
             f"does not read it (its own state is run_state.json)")
     (state / "custom_checkpoint_0.pkl").unlink()
     for name in ("random_states_0.pkl", "optimizer.bin"):
         shutil.copy(state / name, tmp_path / name)
-        (state / name).write_bytes(pickle.dumps(_Marker(marker)))
+        (state / name).write_bytes(pickle.dumps(_Marker(marker), protocol=2))
         refused(f"{state / name} holds objects other than tensors and plain values, which could run code when read, "
                 f"so faithkit does not load it (torch's safe loader: ")
         shutil.copy(tmp_path / name, state / name)

@@ -303,7 +303,7 @@ def test_pickled_model_weights_are_refused_with_one_line(faithkit, model_folder,
     folder = tmp_path / "model"
     shutil.copytree(model_folder, folder)
     (folder / "model.safetensors").unlink()
-    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(Marker()))
+    (folder / "pytorch_model.bin").write_bytes(pickle.dumps(Marker(), protocol=2))
     rows = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     _one_error(faithkit("generate", "--model", folder, "--input", rows, "--output", tmp_path / "out.jsonl"),
                f"{folder}: its weights are a pickle holding more than tensors, which could run code when read, so "
