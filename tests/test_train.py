@@ -428,3 +428,25 @@ def test_hooks_ask_pmi_faith_for_its_two_views_unless_told_otherwise(monkeypatch
     load_hook_metrics(config.evaluation)
     assert asked == [{"pmi-faith": {"unconditional": False}, "lexical": {}},
                      {"pmi-faith": {"model": "gemma3-270m", "unconditional": True}, "lexical": {}}]
+
+
+@pytest.mark.slow  # a real training run
+def test_training_onto_a_full_disk_is_one_line(tmp_path, capsys):
+    import subprocess
+
+    from tests.cli.helpers import run_main
+
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        code = run_main("-q", "train", "--config", TINY_GPT2, "--output-dir", small / "run", "--max-steps", "1",
+                        "--generate-rows", "0")
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=True)
+    err = capsys.readouterr().err.strip().splitlines()  # transformers' progress bars, then faithkit's line
+    errors = [line for line in err if line.startswith("error:")]
+    assert code == 2 and errors == err[-1:] and "Traceback" not in "".join(err), err
+    assert errors[0].startswith(f"error: cannot write {small / 'run' / 'best.tmp'}: ") and "bytes free on its " \
+        "disk); " in errors[0] and errors[0].endswith("free space and rerun, with --resume if a state was saved")

@@ -60,7 +60,7 @@ from .data import IGNORE, Collator, encode_rows, load_rows
 from .hooks import build_hook, load_hook_metrics
 from .memory import map_large_allocations, release_memory
 from .model import build_model
-from .state import load_state, remove, save_state
+from .state import load_state, remove, save_state, saving
 
 logger = get_logger(__name__)
 
@@ -500,11 +500,13 @@ def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, st
     if accelerator.is_main_process:
         staging = folder.with_name(folder.name + ".tmp")
         remove(staging)
-        accelerator.unwrap_model(model).save_pretrained(staging, state_dict=state_dict, save_function=accelerator.save)
-        tokenizer.save_pretrained(staging)
-        write_json(staging / "trainer_info.json", {"step": state.step, **values}, indent=1)
-        write_model_card(staging, config, f"{run_name(config, folder.parent)}-{folder.name}", state.step, values,
-                         state.evaluations)
+        with saving(staging, f"{folder} is as it was; free space and rerun, with --resume if a state was saved"):
+            accelerator.unwrap_model(model).save_pretrained(staging, state_dict=state_dict,
+                                                            save_function=accelerator.save)
+            tokenizer.save_pretrained(staging)
+            write_json(staging / "trainer_info.json", {"step": state.step, **values}, indent=1)
+            write_model_card(staging, config, f"{run_name(config, folder.parent)}-{folder.name}", state.step, values,
+                             state.evaluations)
         remove(folder)
         staging.rename(folder)
     accelerator.wait_for_everyone()

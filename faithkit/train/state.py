@@ -19,7 +19,7 @@ from pathlib import Path
 
 from accelerate import Accelerator
 
-from ..errors import ConfigError
+from ..errors import ConfigError, OutputError
 from ..files import write_json
 
 RUN_STATE = "run_state.json"
@@ -32,13 +32,32 @@ def save_state(accelerator: Accelerator, folder: Path, run_state) -> None:
     if accelerator.is_main_process:
         remove(staging)
     accelerator.wait_for_everyone()
-    accelerator.save_state(str(staging))
-    accelerator.wait_for_everyone()
+    with saving(staging, f"{folder} is as it was (the state saved before, if any); free space and rerun, with "
+                         f"--resume if a state was saved"):
+        accelerator.save_state(str(staging))
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            write_json(staging / RUN_STATE, run_state.state_dict())
     if accelerator.is_main_process:
-        write_json(staging / RUN_STATE, run_state.state_dict())
         remove(folder)
         staging.rename(folder)
     accelerator.wait_for_everyone()
+
+
+@contextmanager
+def saving(folder: Path, kept: str):
+    """A save into ``folder`` that fails (a full disk: torch.save says so as a RuntimeError, safetensors as its own
+    error) is one OutputError naming the folder, the free space and ``kept``, what is safe and how to go on."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except (OSError, RuntimeError, SafetensorError) as error:
+        if isinstance(error, OutputError):
+            raise
+        free = shutil.disk_usage(folder.parent).free
+        raise OutputError(f"cannot write {folder}: {str(error).splitlines()[0][:160]} ({free:,} bytes free on its "
+                          f"disk); {kept}") from None
 
 
 def load_state(accelerator: Accelerator, folder: Path, run_state) -> None:
