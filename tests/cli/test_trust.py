@@ -454,3 +454,19 @@ def test_a_weights_file_replaced_with_its_size_and_mtime_kept_is_hashed_again(tm
     assert weights.stat().st_mtime_ns == times.st_mtime_ns and weights.stat().st_size == times.st_size
     assert file_digest(weights) == hashlib.sha256(b"new weights").hexdigest()
     assert file_digest(weights) == hashlib.sha256(b"new weights").hexdigest()  # from the cache now
+
+
+def test_json_that_faithkit_writes_holds_no_nan(faithkit, tmp_path):
+    rows = tmp_path / "c.csv"  # the same response on both sides: every score ties, the correlations are undefined
+    rows.write_text("knowledge,message,response\nSky is blue.,Q?,Blue.\n")
+    out = tmp_path / "o"
+    argv = ["meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent", rows, "--inconsistent", rows, "--out", out]
+    assert faithkit(*argv).code == 0
+
+    def strict(text):
+        return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} in faithkit's JSON"))
+
+    results = strict((out / "summary.json").read_text())["results"]
+    assert results and all(result["spearman"] is None for result in results)
+    for line in (out / "scores.jsonl").read_text().splitlines():
+        strict(line)
