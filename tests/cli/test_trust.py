@@ -4,7 +4,9 @@ The numbered cases of issue 15: an edited row is computed again (tests/cli/test_
 folder retrained in place is another model, an unbalanced quote is an error naming its line,
 a folder that is not a model stops before any row, an output never overwrites its input;
 then the smaller ones (BOM, list values, explicit defaults, umask, one-line YAML errors, a
-failed training start).
+failed training start). Then issue 25's: no output written through a link (sidecars and output
+pairs included), no pickle run (model weights here; run folders in tests/test_train.py), a full
+disk is one line and a rerun completes, NaN and infinity refused, files read back checked.
 """
 
 import json
