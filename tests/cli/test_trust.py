@@ -226,10 +226,22 @@ def _annotate_inputs(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize("kind", ["symlink", "hardlink"])
-@pytest.mark.parametrize("command", ["meta-eval begin", "meta-eval q2-wow", "annotate build", "explain", "sweep",
-                                     "train"])
+@pytest.mark.parametrize("command", ["meta-eval begin", "meta-eval q2-wow", "meta-eval system-level", "annotate build",
+                                     "annotate report", "explain", "sweep", "train"])
 def test_a_link_in_an_output_folder_to_an_input_is_refused(faithkit, tmp_path, kind, command):
-    if command == "sweep":
+    if command == "meta-eval system-level":
+        source = write_jsonl(tmp_path / "scores.jsonl", [{"id": "a", "overlap_f1": 0.5}])
+        link, argv = tmp_path / "o" / "system_level.json", ["meta-eval", "system-level", "--consistent-scores",
+                                                            source, "--inconsistent-scores", source,
+                                                            "--out", tmp_path / "o"]
+    elif command == "annotate report":
+        task = tmp_path / "t"
+        assert faithkit("annotate", "build", "--a-file", _annotate_inputs(tmp_path)[0], "--b-file",
+                        _annotate_inputs(tmp_path)[1], "--out", task).code == 0
+        source = tmp_path / "answers.json"
+        source.write_text(json.dumps({"format": "faithkit-annotation-answers", "annotator": "ann", "answers": {}}))
+        link, argv = task / "report.csv", ["annotate", "report", task, source]
+    elif command == "sweep":
         source = write_jsonl(tmp_path / "rows.jsonl", ROWS)
         link, argv = tmp_path / "o" / "report.html", ["sweep", "--generator", "no-such-model", "--input", source,
                                                       "--out", tmp_path / "o"]
