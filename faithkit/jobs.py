@@ -9,7 +9,9 @@
 * chunks shrink when rows are slow, so results reach the file at least every
   ``flush_seconds`` (one row that alone takes longer is the only exception);
 * progress is a bar on a terminal and a plain log line every ``flush_seconds`` otherwise;
-* Ctrl-C stops with :class:`JobInterrupted` (the file holds every finished row);
+* results are flushed record by record and synced to the disk once per chunk (the crash
+  guarantee is in :mod:`faithkit.data.results`);
+* Ctrl-C or SIGTERM stops with :class:`JobInterrupted` (the file holds every finished row);
 * when done, the output lists the rows in input order.
 
 Under ``accelerate launch`` (``WORLD_SIZE`` > 1) each process takes every n-th remaining row
@@ -267,11 +269,14 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
                 if result.get("truncated_tokens"):
                     logger.warning("row %s: context cut by %d tokens to fit the model; the document keeps its end",
                                    row.id, result["truncated_tokens"])
+            writer.sync()  # once per chunk: see the crash guarantee in faithkit.data.results
             start += len(chunk)
             progress.update(len(chunk))
             per_row = (time.monotonic() - began) / len(chunk)
             size = max(1, min(chunk_size, int(flush_seconds / per_row) if per_row > 0 else chunk_size))
+        writer.sync()
     except KeyboardInterrupt:
+        writer.sync()
         parts = sum(_lines(part) for part in _parts(output_writer.path))
         where = " and its part files (merged on the rerun)" if parts else ""
         raise JobInterrupted(f"interrupted: {output_writer.count() + parts} rows are in {output_writer.path}{where}; "

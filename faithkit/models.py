@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import pickle
 import shutil
 import tempfile
 from dataclasses import dataclass
@@ -161,6 +162,11 @@ def load(
     try:  # the tokenizer first: an unreachable hub then fails once, not twice
         tokenizer = AutoTokenizer.from_pretrained(path)
         model = auto_classes[kind].from_pretrained(path, dtype=dtype or ("float32" if for_training else "auto"))
+    except pickle.UnpicklingError:
+        raise ModelNotAvailableError(
+            f"{name}: its weights are a pickle holding more than tensors, which could run code when read, so "
+            f"faithkit does not load them (torch's safe loader refused them); use a model saved as safetensors "
+            f"(save_pretrained writes model.safetensors)") from None
     except OSError as error:
         if _is_local(path):
             raise
@@ -268,20 +274,23 @@ def hub_revision(name: str) -> str | None:
 
 
 def file_digest(path: Path) -> str:
-    """sha256 of a file's bytes, remembered in ``<cache>/file-digests.json`` by path, size and mtime, so a
-    multi-gigabyte checkpoint is read once, not on every run."""
+    """sha256 of a file's bytes, remembered in ``<cache>/file-digests.json`` by path, size, mtime, inode and ctime,
+    so a multi-gigabyte checkpoint is read once, not on every run. The ctime is set by the system on every change
+    (``touch -r`` restores the mtime, not the ctime), so a file replaced by another of the same size is hashed again."""
     import hashlib
     import json
 
+    from .files import write_json
+
     stat = path.stat()
-    key, stamp = str(path.resolve()), [stat.st_size, stat.st_mtime_ns]
+    key, stamp = str(path.resolve()), [stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns]
     store = cache_dir() / "file-digests.json"
     try:
         known = json.loads(store.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         known = {}
-    if isinstance(known.get(key), list) and known[key][:2] == stamp:
-        return known[key][2]
+    if isinstance(known.get(key), list) and known[key][:-1] == stamp:
+        return known[key][-1]
     digest = hashlib.sha256()
     with open(path, "rb") as file:
         for block in iter(lambda: file.read(1 << 20), b""):
@@ -289,13 +298,10 @@ def file_digest(path: Path) -> str:
     known[key] = [*stamp, digest.hexdigest()]
     try:  # a cache that cannot be written only costs the hashing again
         store.parent.mkdir(parents=True, exist_ok=True)
-        handle, staging = tempfile.mkstemp(prefix=".file-digests.", dir=store.parent)
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
-            json.dump(known, out)
-        os.replace(staging, store)
+        write_json(store, known, indent=None)
     except OSError:
         pass
-    return known[key][2]
+    return known[key][-1]
 
 
 def default_device() -> str:

@@ -76,7 +76,11 @@ def test_invalid_utf8_in_a_csv_field_names_row_and_field(tmp_path):
 def test_duplicate_ids_are_refused(tmp_path):
     path = tmp_path / "rows.jsonl"
     path.write_text("".join(json.dumps({"id": 1, "document": "D", "response": "R"}) + "\n" for _ in range(2)))
-    with pytest.raises(InputError, match="row id '1' appears twice"):
+    with pytest.raises(InputError, match="^row id '1' appears twice, on lines 1 and 2; ids must be unique"):
+        unique_ids(list(read_rows(path, Columns(required=("document", "response")))))
+    path = tmp_path / "rows.csv"  # lines of the file: the header is line 1, a quoted newline takes two
+    path.write_text('id,document,response\na,D,"R\nmore"\nb,D,R\na,D,R\n')
+    with pytest.raises(InputError, match="^row id 'a' appears twice, on lines 2 and 5; ids must be unique"):
         unique_ids(list(read_rows(path, Columns(required=("document", "response")))))
 
 

@@ -185,6 +185,53 @@ def test_interrupted_run_resumes_to_the_same_parameters_as_an_uninterrupted_one(
     assert len(responses) == 1 and isinstance(responses[0], str)
 
 
+class _Marker:
+    """A pickle that, when unpickled, writes a marker file: what a crafted state file would do."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __reduce__(self):
+        import os
+
+        return os.system, (f"touch {self.path}",)
+
+
+@pytest.mark.slow  # a real training run
+def test_resuming_never_unpickles_code_from_the_run_folder(tmp_path, capsys):
+    import pickle
+    import shutil
+
+    from tests.cli.helpers import run_main
+
+    out, marker = tmp_path / "run", tmp_path / "ran"
+    argv = ["train", "--config", TINY_GPT2, "--output-dir", out, "--max-steps", "1", "--generate-rows", "0"]
+    assert run_main(*argv) == 0
+    state = out / "state"
+    assert sorted(p.name for p in state.iterdir()) == ["model.safetensors", "optimizer.bin", "random_states_0.pkl",
+                                                     "run_state.json", "scheduler.bin"]
+    capsys.readouterr()
+
+    def refused(start: str) -> None:
+        assert run_main(*argv, "--resume") == 2
+        err = capsys.readouterr().err
+        assert [line for line in err.splitlines() if line.startswith("error:")] == [err.strip().splitlines()[-1]]
+        assert err.strip().splitlines()[-1].startswith(f"error: {start}") and "Traceback" not in err, err
+        assert not marker.exists()
+
+    (state / "custom_checkpoint_0.pkl").write_bytes(pickle.dumps(_Marker(marker), protocol=2))
+    refused(f"{state / 'custom_checkpoint_0.pkl'} is a pickle, which can run code when it is read, and faithkit "
+            f"does not read it (its own state is run_state.json)")
+    (state / "custom_checkpoint_0.pkl").unlink()
+    for name in ("random_states_0.pkl", "optimizer.bin"):
+        shutil.copy(state / name, tmp_path / name)
+        (state / name).write_bytes(pickle.dumps(_Marker(marker), protocol=2))
+        refused(f"{state / name} holds objects other than tensors and plain values, which could run code when read, "
+                f"so faithkit does not load it (torch's safe loader: ")
+        shutil.copy(tmp_path / name, state / name)
+    assert run_main(*argv, "--resume") == 0 and not marker.exists()
+
+
 # ---- evaluation hooks ---------------------------------------------------------------------------------
 class ScriptedMetric:
     """Stands for a registry metric: records what it scores and returns a scripted mean per evaluation."""
@@ -381,3 +428,25 @@ def test_hooks_ask_pmi_faith_for_its_two_views_unless_told_otherwise(monkeypatch
     load_hook_metrics(config.evaluation)
     assert asked == [{"pmi-faith": {"unconditional": False}, "lexical": {}},
                      {"pmi-faith": {"model": "gemma3-270m", "unconditional": True}, "lexical": {}}]
+
+
+@pytest.mark.slow  # a real training run
+def test_training_onto_a_full_disk_is_one_line(tmp_path, capsys):
+    import subprocess
+
+    from tests.cli.helpers import run_main
+
+    small = tmp_path / "small"
+    small.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        code = run_main("-q", "train", "--config", TINY_GPT2, "--output-dir", small / "run", "--max-steps", "1",
+                        "--generate-rows", "0")
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=True)
+    err = capsys.readouterr().err.strip().splitlines()  # transformers' progress bars, then faithkit's line
+    errors = [line for line in err if line.startswith("error:")]
+    assert code == 2 and errors == err[-1:] and "Traceback" not in "".join(err), err
+    assert errors[0].startswith(f"error: cannot write {small / 'run' / 'best.tmp'}: ") and "bytes free on its " \
+        "disk); " in errors[0] and errors[0].endswith("free space and rerun, with --resume if a state was saved")

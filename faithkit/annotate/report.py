@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..files import replacing, save_figure
 from .agreement import agreement
 from .task import ANSWERS, DIMENSIONS, SYSTEMS, read_document
 
@@ -258,7 +259,7 @@ def csv_rows(summary: dict) -> list[dict]:
 def write_report(task: str | Path, summary: dict) -> str:
     """Write ``report.csv`` and ``report.png`` into the task folder; return the markdown."""
     task = Path(task)
-    with open(task / "report.csv", "w", newline="", encoding="utf-8") as handle:
+    with replacing(task / "report.csv", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["section", "dimension", "system", "statistic", "value", "ci_low",
                                                     "ci_high"])
         writer.writeheader()
@@ -296,6 +297,6 @@ def bar_chart(summary: dict, path: Path) -> Path:
     np.atleast_1d(axes)[-1].set_xlabel("share of ratings (Agree with its 95% bootstrap interval)")
     np.atleast_1d(axes)[0].legend(loc="lower right", bbox_to_anchor=(1, 1.02), ncol=3, fontsize="small", frameon=False)
     figure.tight_layout()
-    figure.savefig(path)
+    save_figure(figure, path)
     plt.close(figure)
     return path

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from ..data import read_results
 from ..errors import InputError, OutputError
+from ..files import write_json, write_text
 
 logger = logging.getLogger(__name__)
 
@@ -206,15 +207,47 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
             raise OutputError(f"{out} already holds annotation task {earlier}, whose answers would no longer match; "
                               "choose another --out, or delete the folder to start over")
     out.mkdir(parents=True, exist_ok=True)
-    key_path.write_text(json.dumps(key, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    (out / PAGE_FILE).write_text(render_page(public), encoding="utf-8")
+    write_json(key_path, key)
+    write_text(out / PAGE_FILE, render_page(public))
     return Task(public, key, out)
 
 
 def read_key(task: str | Path) -> dict:
-    """The key of a task folder (what :func:`build_task` wrote)."""
-    return read_document(Path(task) / KEY_FILE, "faithkit-annotation-key", "an annotation key",
-                         "give the --out folder of 'faithkit annotate build'")
+    """The key of a task folder (what :func:`build_task` wrote), its fields checked as :func:`build_task` writes
+    them, so that a hand-edited key is one InputError naming the field."""
+    path = Path(task) / KEY_FILE
+    key = read_document(path, "faithkit-annotation-key", "an annotation key",
+                        "give the --out folder of 'faithkit annotate build'")
+    problem = _key_problem(key)
+    if problem:
+        raise InputError(f"{path}: {problem}; rebuild the task with 'faithkit annotate build' (the key must match "
+                         f"the page the annotators answered)")
+    return key
+
+
+def _key_problem(key: dict) -> str | None:
+    """What in a key differs from what :func:`build_task` writes, or None."""
+    if not isinstance(key.get("task"), str):
+        return "'task' is not a task id"
+    systems = key.get("systems")
+    if not isinstance(systems, dict) or sorted(systems) != sorted(SYSTEMS) or not all(
+            isinstance(entry, dict) and isinstance(entry.get("name"), str) for entry in systems.values()):
+        return f"'systems' must map {' and '.join(SYSTEMS)} to {{name, source}}"
+    items = key.get("items")
+    if not isinstance(items, list) or not items:
+        return "'items' is not a list of items"
+    for index, entry in enumerate(items):
+        where = f"items[{index}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("item"), str):
+            return f"{where} has no item number ('item', a string)"
+        if not isinstance(entry.get("sides"), list) or sorted(entry["sides"]) != sorted(SYSTEMS):
+            return f"{where}.sides must hold {' and '.join(SYSTEMS)} in the order the page shows them"
+        scores = entry.get("scores", {})
+        if not isinstance(scores, dict) or not all(isinstance(measures, dict) and all(
+                value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+                for value in measures.values()) for measures in scores.values()):
+            return f"{where}.scores must map each system to its measures' numbers"
+    return None
 
 
 def read_document(path: Path, kind: str, description: str, fix: str) -> dict:

@@ -1,8 +1,9 @@
 """The ``faithkit`` command: one module per command, each with ``register(subparsers)`` and ``run(args) -> int``.
 
 Imports flow one way, from here into the library. Every user mistake arrives here as a
-:class:`~faithkit.errors.FaithkitError` and leaves as one ``error: …`` line with exit status 2;
-Ctrl-C during a job leaves as one line with status 130. Diagnostics go through ``logging``,
+:class:`~faithkit.errors.FaithkitError` and leaves as one ``error: …`` line with exit status 2,
+and so does a write the system refuses (a full disk, a read-only folder: ENOSPC, EDQUOT, EROFS,
+EIO); Ctrl-C during a job leaves as one line with status 130, SIGTERM likewise with 143. Diagnostics go through ``logging``,
 which :func:`main` configures (``--quiet`` / ``--verbose``); under ``accelerate launch`` only
 the main process prints them, and the one error line.
 """
@@ -10,11 +11,15 @@ the main process prints them, and the one error line.
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import re
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 
 from .. import __version__
 from ..errors import FaithkitError
@@ -104,25 +109,61 @@ class _Formatter(logging.Formatter):
         return message if record.levelno == logging.INFO else f"{record.levelname.lower()}: {message}"
 
 
+WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
+"""What the system answers when a write cannot be done (full disk, quota, read-only mount, failing device)."""
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = build_parser(_named_command(argv)).parse_args(argv)
     configure_logging(args.quiet, args.verbose)
-    try:
-        return args.run(args)
-    except FaithkitError as error:
-        from ..jobs import JobInterrupted
+    with _sigterm_as_interrupt() as terminated:
+        try:
+            return args.run(args)
+        except FaithkitError as error:
+            from ..jobs import JobInterrupted
 
-        if isinstance(error, JobInterrupted):
+            if isinstance(error, JobInterrupted):
+                if is_main_process():
+                    print(error, file=sys.stderr)
+                return 143 if terminated else 130
+            return _say_the_mistake(error)
+        except OSError as error:
+            if error.errno not in WRITE_FAILURES:
+                raise
+            return _say_the_mistake(f"cannot write {error.filename or 'an output'}: {error.strerror}; the files "
+                                    f"written before stay as they are: free space (or fix the folder) and rerun "
+                                    f"the same command")
+        except KeyboardInterrupt:
             if is_main_process():
-                print(error, file=sys.stderr)
-            return 130
-        if is_main_process():  # under accelerate launch every process meets the same mistake: say it once
-            print(f"error: {error}", file=sys.stderr)
-        else:
-            _leave_the_mistake_to_the_main_process()
-        return 2
-    except KeyboardInterrupt:
-        if is_main_process():
-            print("interrupted", file=sys.stderr)
-        return 130
+                print("terminated" if terminated else "interrupted", file=sys.stderr)
+            return 143 if terminated else 130
+
+
+def _say_the_mistake(message) -> int:
+    if is_main_process():  # under accelerate launch every process meets the same mistake: say it once
+        print(f"error: {message}", file=sys.stderr)
+    else:
+        _leave_the_mistake_to_the_main_process()
+    return 2
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (``kill``, a scheduler's time limit) stops a command as Ctrl-C does: a job says what is saved and
+    how to continue. Yields a list that holds the signal once it came. The handler can only be set from the main
+    thread; elsewhere SIGTERM keeps its default."""
+    terminated: list[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield terminated
+        return
+
+    def stop(signum, frame):
+        terminated.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield terminated
+    finally:
+        signal.signal(signal.SIGTERM, previous)

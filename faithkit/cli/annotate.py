@@ -84,6 +84,9 @@ def run_build(args) -> int:
 def run_report(args) -> int:
     from ..annotate import read_annotations, read_key, summarize, write_report
 
+    task = Path(args.task)
+    refuse_writing_inputs([*args.answers, task / "key.json"], "TASK",
+                          outputs=[task / "report.csv", task / "report.png"])
     annotations = read_annotations(read_key(args.task), args.answers)
     print(write_report(args.task, summarize(annotations, resamples=args.bootstrap, seed=args.seed)))
     return 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from ..files import to_json
 
 
 def register(subparsers) -> None:
@@ -41,5 +41,5 @@ def run_export(args) -> int:
         raise ConfigError(f"--history-turns must be 0 or more, got {args.history_turns}")
     summary = export_corpus(args.name, args.split, args.output, path=args.path, history_turns=args.history_turns,
                             file_format=args.format)
-    print(json.dumps(summary))
+    print(to_json(summary))
     return 0

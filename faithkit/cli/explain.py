@@ -5,9 +5,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ..numbers import finite_float
 from ..paths import PathArg
 from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_options, columns_from_args,
-                      job_options, metric_fingerprint, metric_from_args, refuse_writing_inputs)
+                      job_options, metric_fingerprint, metric_from_args, refuse_shared_outputs,
+                      refuse_writing_inputs)
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +35,7 @@ def register(subparsers) -> None:
                         help="where scores go when --input must be scored first "
                              "(default: next to --html, <name>.scores.jsonl)")
     parser.add_argument("--score-key", help="field holding the score (default: the metric's main score, e.g. q2)")
-    parser.add_argument("--low-threshold", type=float, default=0.5,
+    parser.add_argument("--low-threshold", type=finite_float, default=0.5,
                         help="responses scoring below this are marked low (default 0.5)")
     add_input_columns(parser)
     add_job_options(parser, chunk_size=16)
@@ -43,15 +45,18 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from ..data import read_results, read_rows, unique_ids
     from ..errors import InputError
-    from ..eval.explain import is_explained, summarize_records, write_explain_html
+    from ..eval.explain import check_explained, is_explained, summarize_records, write_explain_html
     from ..jobs import job_fingerprint, score_rows
+    from ..metrics.registry import check_scores
     from .meta_eval import score_keys
 
     source = Path(args.input)
     scores_path = Path(args.scores_output or Path(args.html).with_suffix(".scores.jsonl"))
+    refuse_shared_outputs({"--html": args.html, "--scores-output": scores_path})
     refuse_writing_inputs([source], "--html", outputs=[args.html])
     refuse_writing_inputs([source], "--scores-output", outputs=[scores_path])
-    if is_explained(source):
+    explained = is_explained(source)
+    if explained:
         records = read_results(source)
     else:
         rows = list(read_rows(source, columns_from_args(args), quoting=args.quoting, split=args.split))
@@ -63,6 +68,9 @@ def run(args) -> int:
         records = [r for r in read_results(scores_path) if r["id"] in wanted]
         logger.info("scores -> %s", scores_path)
     score_key = score_keys(args)[0]
+    read_from = source if explained else scores_path
+    check_scores(records, read_from, [score_key])
+    check_explained(records, read_from)
     if not any(score_key in r for r in records):
         raise InputError(f"no record in {source} has a '{score_key}' score; is it a scores file of --metric "
                          f"{args.metric}?")

@@ -48,9 +48,12 @@ def run(args) -> int:
     except ChildFailedError as failed:
         code = failed.get_first_failure()[1].exitcode
         return code if code > 0 else 128 - code  # killed by a signal: the shell's 128 + signal number
-    except (KeyboardInterrupt, SignalException):
+    except KeyboardInterrupt:
         _wait_for_programs()
         return 130
+    except SignalException as stopped:  # torch elastic's handler of SIGINT, SIGTERM, ...: 130, 143, ...
+        _wait_for_programs()
+        return 128 + int(stopped.sigval)
     return 0
 
 

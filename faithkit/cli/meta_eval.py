@@ -6,6 +6,7 @@ import logging
 from pathlib import Path
 
 from ..metrics.registry import METRIC_NAMES
+from ..numbers import finite_float
 from ..paths import PathArg
 from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_option_flags, add_metric_options,
                       columns_from_args, given_metric_options, job_options, metric_fingerprint, metric_from_args,
@@ -74,7 +75,7 @@ def _register_q2_wow(benchmarks) -> None:
     parser.add_argument("--limit", type=positive_int, help="score only the first N rows of each file (a quick look)")
     parser.add_argument("--score-key", help="output field holding the score (default: the metric's main score, "
                                             "e.g. q2)")
-    parser.add_argument("--threshold", type=float, default=0.5, help="accuracy threshold (default 0.5, as in the paper)")
+    parser.add_argument("--threshold", type=finite_float, default=0.5, help="accuracy threshold (default 0.5, as in the paper)")
     add_job_options(parser, chunk_size=16)
     parser.set_defaults(run=_run_q2_wow)
 
@@ -126,7 +127,7 @@ def _register_system_level(benchmarks) -> None:
     parser.add_argument("--samples", type=positive_int, default=350,
                         help="responses per simulated system (default 350)")
     parser.add_argument("--repetitions", type=positive_int, default=1000, help="bootstrap repetitions (default 1000)")
-    parser.add_argument("--proportions", type=float, nargs="+", default=[0.05, 0.10, 0.15, 0.20, 0.25],
+    parser.add_argument("--proportions", type=finite_float, nargs="+", default=[0.05, 0.10, 0.15, 0.20, 0.25],
                         help="inconsistency proportions, one simulated system each (default 0.05 0.10 0.15 0.20 "
                              "0.25)")
     parser.add_argument("--paired", action="store_true",

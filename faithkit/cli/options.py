@@ -47,19 +47,62 @@ def positive_int(text: str) -> int:
 
 
 def refuse_writing_inputs(inputs, flag: str, outputs=(), folder=None) -> None:
-    """Stop before a job writes over what it reads: no file of ``outputs`` may be one of ``inputs`` (also through
-    a symlink or a hard link), and ``folder`` may not hold one; ``flag`` names the option to change."""
-    for source in (Path(path) for path in inputs if path is not None):
-        if not source.is_file():
+    """Stop before a job writes over what it reads: no file of ``outputs`` nor its sidecars (``.meta.json``,
+    ``.lock``, part files) may be one of ``inputs`` (also through a symlink or a hard link), and ``folder`` may
+    not hold one, nor a link to one; ``flag`` names the option to change."""
+    sources = [Path(path) for path in inputs if path is not None and Path(path).is_file()]
+    for source in sources:
+        for out in (Path(path) for path in outputs if path is not None):
+            same = next((file for file in with_sidecars(out) if _same_file(source, file)), None)
+            if same is not None:
+                what = "" if same == out else f" (through {same.name}, which a job writes beside it)"
+                raise OutputError(f"{flag} {out}{what} is the input {source} (the same file), and writing results "
+                                  f"there would destroy it; choose another {flag}")
+        if folder is None:
             continue
-        same = next((out for out in outputs if out is not None and Path(out).exists() and os.path.samefile(source, out)),
-                    None)
-        if same is not None:
-            raise OutputError(f"{flag} {same} is the input {source} (the same file), and writing results there "
-                              f"would destroy it; choose another {flag}")
-        if folder is not None and source.resolve().is_relative_to(Path(folder).resolve()):
+        if source.resolve().is_relative_to(Path(folder).resolve()):
             raise OutputError(f"{flag} {folder} holds the input {source}; the results would be written beside "
                               f"(or, with --restart, over) it: choose another {flag}, or move the input out")
+        link = next((path for path in _files_in(Path(folder)) if _same_file(source, path)), None)
+        if link is not None:
+            raise OutputError(f"{flag} {folder} holds {link}, a link to the input {source}, and writing results "
+                              f"there would destroy it; remove the link, or choose another {flag}")
+
+
+def refuse_shared_outputs(outputs: dict) -> None:
+    """Stop when two output options of one command (``{flag: path}``) name the same file, or one names the other's
+    sidecar file: the second write would destroy the first."""
+    given = [(flag, Path(path)) for flag, path in outputs.items() if path is not None]
+    for index, (flag, path) in enumerate(given):
+        for other_flag, other in given[index + 1:]:
+            if any(_same_path(file, other) for file in with_sidecars(path)) or \
+                    any(_same_path(file, path) for file in with_sidecars(other)):
+                raise OutputError(f"{flag} {path} and {other_flag} {other} are the same file, and one would "
+                                  f"overwrite the other; give them different names")
+
+
+def with_sidecars(output: Path) -> list[Path]:
+    """A result file and the files that a job writes beside it: its fingerprint, its lock and its part files."""
+    sidecars = [output.with_name(output.name + suffix) for suffix in (".meta.json", ".lock")]
+    parts = sorted(output.parent.glob(f"{output.name}.part*")) if output.parent.is_dir() else []
+    return [output, *sidecars, *parts]
+
+
+def _same_file(source: Path, path: Path) -> bool:
+    return path.exists() and os.path.samefile(source, path)
+
+
+def _same_path(a: Path, b: Path) -> bool:
+    return os.path.abspath(a) == os.path.abspath(b) or (a.exists() and b.exists() and os.path.samefile(a, b))
+
+
+def _files_in(folder: Path):
+    """Every entry under ``folder`` (links included, not followed into)."""
+    if not folder.is_dir():
+        return
+    for root, directories, files in os.walk(folder):
+        for name in [*files, *directories]:
+            yield Path(root) / name
 
 
 def add_input_columns(parser: argparse.ArgumentParser, response: bool = True) -> None:

@@ -6,6 +6,7 @@ import argparse
 import logging
 from dataclasses import fields
 
+from ..numbers import finite_float
 from ..paths import PathArg
 from .options import add_input_columns, is_main_process, refuse_writing_inputs
 
@@ -72,14 +73,14 @@ def register(subparsers) -> None:
                          help="measure best.json maximises and Table 5 shows first (default pmi_faith)")
     judging.add_argument("--relevance", choices=list(MEASURES),
                          help="measure bounded by the baseline's and shown second (default bleu)")
-    judging.add_argument("--tolerance", type=float, help="how far below the baseline's relevance the chosen cell "
+    judging.add_argument("--tolerance", type=finite_float, help="how far below the baseline's relevance the chosen cell "
                                                          "may fall (default 1.0, in the measure's units)")
     judging.add_argument("--fluency", choices=list(MEASURES),
                          help="measure bounded by the baseline's, so degenerate cells are not chosen (default: fluency "
                               "when pmi-faith is measured)")
-    judging.add_argument("--fluency-tolerance", type=float, help="how far below the baseline's fluency the chosen "
+    judging.add_argument("--fluency-tolerance", type=finite_float, help="how far below the baseline's fluency the chosen "
                                                                  "cell may fall (default 1.0 nats per token)")
-    judging.add_argument("--significance", type=float, help="level of the paired test best.json reports (default "
+    judging.add_argument("--significance", type=finite_float, help="level of the paired test best.json reports (default "
                                                             "0.05)")
     judging.add_argument("--resamples", type=int, help="bootstrap resamples and permutations (default 1000)")
     judging.add_argument("--report-contexts", type=int, help="contexts shown in report.html (default 8)")
@@ -96,7 +97,7 @@ def run(args) -> int:
     names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
     overrides = {name: getattr(args, name, None) for name in names}
     config = load_config(args.config, overrides)
-    refuse_writing_inputs([config.input], "--out", folder=config.out)
+    refuse_writing_inputs([config.input_path()], "--out", folder=config.out)
     for model in filter(None, (config.generator, config.judge)):  # from the config file too, before any row
         check_model_folder(model)
     result = run_sweep(config, restart=args.restart)

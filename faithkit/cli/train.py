@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from ..files import to_json
 
 DESCRIPTION = (
     "Fine-tune a seq2seq or causal LM on grounded dialogue with accelerate. Settings come from --config "
@@ -49,5 +50,5 @@ def run(args: argparse.Namespace) -> int:
     refuse_writing_inputs([config.data.train_file, config.data.dev_file], "--output-dir", folder=output_dir)
     summary = train(config, output_dir, resume=args.resume)
     if PartialState().is_main_process:
-        print(json.dumps(summary), flush=True)
+        print(to_json(summary), flush=True)
     return 0

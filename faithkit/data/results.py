@@ -5,7 +5,16 @@ A result file ``OUT.jsonl`` comes with ``OUT.jsonl.meta.json``, the job's *finge
 only when its fingerprint is the same; otherwise it stops and says what differs. While a
 job runs it holds ``OUT.jsonl.lock`` (an advisory lock), so a second run on the same output
 stops at once instead of interleaving records. Error records are retried on every rerun
-unless the caller keeps them.
+unless the caller keeps them. None of these files is written through a link (see
+:mod:`faithkit.files`).
+
+Crash guarantee: each record is one line, flushed to the operating system as it is written,
+and the file is synced to the disk once per chunk (:meth:`ResultWriter.sync`, called by
+:mod:`faithkit.jobs` after every chunk, at the end and on Ctrl-C or SIGTERM). After a
+``kill -9`` every flushed record is in the file; after a power cut or an operating-system
+crash, at most the records written since the last sync (one chunk) are lost. Either way a
+rerun recomputes only what is missing: a half-written last line is cut off, and a record is
+never torn in the middle of the file or there twice (ids are checked on reopening).
 
 Each record also carries ``row_digest``, a :func:`content_digest` of the input row it was made
 from. Given the digests the input has now (``expected``), a rerun drops the records whose row
@@ -24,6 +33,7 @@ from typing import Mapping
 from filelock import FileLock, Timeout
 
 from ..errors import OutputError
+from ..files import WriteFailed, open_append, refuse_link, to_json, write_text
 
 DIGEST_KEY = "row_digest"
 """The record field holding the :func:`content_digest` of the input row it was made from."""
@@ -63,6 +73,8 @@ class ResultWriter:
         self.changed = 0
         self.orphans: list[str] = []
         _prepare_folder(self.path, flag)
+        for path in (self.path, self.meta_path, Path(f"{self.path}.lock")):
+            refuse_link(path, flag)
         self._lock = FileLock(str(self.path) + ".lock")
         try:
             self._lock.acquire(timeout=0)
@@ -76,15 +88,18 @@ class ResultWriter:
             elif self.path.exists():
                 self.path.unlink()
             if fingerprint is not None:
-                _write_atomically(self.meta_path, json.dumps(fingerprint, indent=2, sort_keys=True) + "\n")
-            self._file = open(self.path, "a", encoding="utf-8")
+                write_text(self.meta_path, json.dumps(fingerprint, indent=2, sort_keys=True, allow_nan=False) + "\n")
+            self._file = open_append(self.path, flag)
+        except WriteFailed as error:
+            self._lock.release()
+            raise OutputError(f"cannot write {error.path}: {error.reason}; {self._saved()}") from None
         except OutputError:
             self._lock.release()
             raise
         except OSError as error:
             self._lock.release()
             raise OutputError(f"cannot write {error.filename or self.path}: {error.strerror}; "
-                              f"choose another {self.flag}") from None
+                              f"{self._saved()}") from None
         except BaseException:
             self._lock.release()
             raise
@@ -97,8 +112,11 @@ class ResultWriter:
                               f"({self.meta_path.name} is missing); {restart_hint(self.flag)}")
         try:
             recorded = json.loads(self.meta_path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
-            raise OutputError(f"{self.meta_path} is damaged; {restart_hint(self.flag)}") from None
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            recorded = None
+        if not isinstance(recorded, dict):
+            raise OutputError(f"{self.meta_path} is damaged (not the JSON object faithkit wrote); "
+                              f"{restart_hint(self.flag)}")
         changes = _differences(recorded, fingerprint)
         if changes:
             raise OutputError(f"{self.path} was written by a different job ({'; '.join(changes)}); "
@@ -128,7 +146,7 @@ class ResultWriter:
             kept.append(line)
             self.completed.add(row_id)
         if self.retried or self.changed or end < len(data):
-            _write_atomically(self.path, "".join(line + "\n" for line in kept))
+            write_text(self.path, "".join(line + "\n" for line in kept))
 
     def done(self, row_id: str) -> bool:
         return str(row_id) in self.completed
@@ -136,10 +154,41 @@ class ResultWriter:
     def write(self, record: dict) -> None:
         if "id" not in record:
             raise ValueError("every result record needs an 'id'")
-        self._file.write(json.dumps(record, ensure_ascii=False) + "\n")
-        self._file.flush()
-        os.fsync(self._file.fileno())
+        line = to_json(record) + "\n"
+        try:
+            self._file.write(line)
+            self._file.flush()
+        except OSError as error:
+            self._abandon_file()
+            raise self._write_failed(error) from None
         self.completed.add(str(record["id"]))
+
+    def sync(self) -> None:
+        """Make the records written so far survive a power cut (see the module's crash guarantee)."""
+        try:
+            self._file.flush()
+            os.fsync(self._file.fileno())
+        except OSError as error:
+            self._abandon_file()
+            raise self._write_failed(error) from None
+
+    def _write_failed(self, error: OSError) -> OutputError:
+        return OutputError(f"cannot write {self.path}: {error.strerror or error}; {self._saved()}")
+
+    def _saved(self) -> str:
+        return (f"{len(self.completed)} records are saved in {self.path}; free space (or fix the folder) and rerun "
+                f"the same command to continue")
+
+    def _abandon_file(self) -> None:
+        """Drop the file's unwritten buffer: a failed write leaves at most a partial last line, cut on resuming."""
+        try:
+            os.close(self._file.fileno())
+        except OSError:
+            pass
+        try:
+            self._file.close()
+        except (OSError, ValueError):
+            pass
 
     def count(self) -> int:
         """Records in the file now; after Ctrl-C, :attr:`completed` may lag by the record whose write it cut short."""
@@ -148,16 +197,27 @@ class ResultWriter:
             return sum(1 for _ in file)
 
     def reorder(self, ids: list[str]) -> None:
-        """Rewrite the file with its records in the order of ``ids`` (records of other ids keep their place at the end)."""
+        """Rewrite the file with its records in the order of ``ids`` (records of other ids keep their place at the end).
+
+        The ordered copy is written beside the file and renamed over it, so a failure (a full disk) leaves the
+        file whole, in the order the records were written, and a rerun puts it in order."""
         self._file.close()
         records = read_results(self.path)
         rank = {row_id: i for i, row_id in enumerate(ids)}
         records.sort(key=lambda r: rank.get(str(r["id"]), len(rank)))
-        _write_atomically(self.path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
-        self._file = open(self.path, "a", encoding="utf-8")
+        try:
+            write_text(self.path, "".join(to_json(r) + "\n" for r in records))
+        except WriteFailed as error:
+            raise OutputError(f"cannot put {self.path} in input order: {error.reason}; "
+                              f"all {len(records)} records are saved in it, in the order they were computed; free "
+                              f"space and rerun the same command to put them in order") from None
+        self._file = open_append(self.path, self.flag)
 
     def close(self) -> None:
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError:  # a full disk: the write that failed said so
+            pass
         self._lock.release()
 
     def __enter__(self):
@@ -233,25 +293,3 @@ def check_writable(path: Path, folder: Path) -> None:
         tempfile.TemporaryFile(dir=existing).close()
     except OSError as error:
         raise ValueError(f"cannot write {path}: {existing} refuses new files ({error.strerror})") from None
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` all at once, so a crash leaves the old file or the new one, never half."""
-    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        os.chmod(staging, 0o666 & ~_umask())  # mkstemp makes it private; results are shared as any new file is
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(staging, path)
-    except BaseException:
-        Path(staging).unlink(missing_ok=True)
-        raise
-
-
-def _umask() -> int:
-    """The process's umask (reading it means setting it, so it is set straight back)."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask

@@ -77,6 +77,8 @@ class Row:
     response: str = ""
     extras: dict = field(default_factory=dict)
     error: str | None = None
+    line: int | None = field(default=None, compare=False)
+    """Where the row starts in its text file (messages name it); None for rows of a dataset."""
 
     def digest(self) -> str:
         """A hash of the row as read (every field its record copies), so a resumed job notices an edited row."""
@@ -233,12 +235,14 @@ def read_rows(path, columns: Columns | None = None, quoting: str | None = None,
             if mapping is None:
                 pending.append((number, line, error))
             else:
-                yield Row(id=_fallback_id(number, line, mapping), error=error)
+                yield Row(id=_fallback_id(number, line, mapping), error=error, line=line)
             continue
         given_id = record.get(mapping["id"]) if mapping["id"] else None
         unusable = given_id in (None, "") or _has_bad_text(given_id)
         row_id = _fallback_id(number, line, mapping) if unusable else str(given_id)
-        yield _row(record, mapping, row_id, columns.required)
+        row = _row(record, mapping, row_id, columns.required)
+        row.line = line
+        yield row
     if mapping is None:
         raise InputError(f"{path} has no data rows" + (f" ({pending[0][2]})" if pending else ""))
 
@@ -257,7 +261,7 @@ def _row(record: dict, mapping: dict, row_id: str, required: tuple[str, ...]) ->
               for name in ("document", "history", "response")}
     for name, value in values.items():
         turns = value if name == "history" and isinstance(value, list) else [value]
-        if any(isinstance(turn, (list, dict)) for turn in turns):
+        if any(isinstance(turn, (list, dict, bool)) for turn in turns):  # JSON's true is no text "True"
             expected = "a string or a list of strings (the turns)" if name == "history" else "a string"
             return Row(id=row_id, error=f"row {row_id}: field '{mapping[name]}' ({name}) holds "
                                         f"{json.dumps(value, ensure_ascii=False)[:60]} where {expected} is expected; "
@@ -278,9 +282,13 @@ def _row(record: dict, mapping: dict, row_id: str, required: tuple[str, ...]) ->
 
 
 def unique_ids(rows: list[Row]) -> None:
-    """Row ids key resumption, so they must be unique; raise naming the first duplicate."""
-    seen: set[str] = set()
-    for row in rows:
+    """Row ids key resumption, so they must be unique; raise naming the first duplicate and where both rows are."""
+    seen: dict[str, tuple[int, Row]] = {}
+    for position, row in enumerate(rows, start=1):
         if row.id in seen:
-            raise InputError(f"row id '{row.id}' appears twice; ids must be unique (use --id-column or drop the id column)")
-        seen.add(row.id)
+            first_position, first = seen[row.id]
+            where = (f"on lines {first.line} and {row.line}" if first.line and row.line
+                     else f"in rows {first_position} and {position}")
+            raise InputError(f"row id '{row.id}' appears twice, {where}; ids must be unique (use --id-column or drop "
+                             f"the id column)")
+        seen[row.id] = position, row

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..numbers import check_finite, finite_float
 from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate
 
 SEARCHES = ("greedy", "beam", "sample", "beam_sample")
@@ -63,13 +64,15 @@ def range_text(item: dataclasses.Field) -> str:
 
 
 def check(instance, where: str = "") -> None:
-    """Raise :class:`ConfigError` for the first field of ``instance`` outside its declared range.
+    """Raise :class:`ConfigError` for the first field of ``instance`` that is NaN, infinite or outside its declared
+    range.
 
     The message names the option as a flag (``--alpha``, which is also its YAML key with
     underscores) and says which values are allowed; ``where`` prefixes it (``pmi: ``).
     """
     for item in dataclasses.fields(instance):
         value = getattr(instance, item.name)
+        check_finite(value, f"{where}--{flag(item.name)}")
         if value is None or isinstance(value, bool) or "low" not in item.metadata:
             continue
         low, high, low_open = item.metadata["low"], item.metadata["high"], item.metadata["low_open"]
@@ -130,13 +133,17 @@ def coerce(value, annotation, where: str):
         if isinstance(value, float) and value.is_integer():
             return int(value)
     elif kind is float:
+        number = None
         if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
-        if isinstance(value, str):
+            number = float(value)
+        elif isinstance(value, str):
             try:
-                return float(value)
+                number = float(value)
             except ValueError:
                 pass
+        if number is not None:
+            check_finite(number, where)
+            return number
     elif kind is str:
         if isinstance(value, str):
             return value
@@ -203,6 +210,8 @@ def add_flags(group, cls, defaults: bool = True, names: Sequence[str] | None = N
 
 def _parser(kind, name):
     def parse(text: str):
+        if kind is float:
+            return finite_float(text)
         try:
             return kind(text)
         except ValueError:

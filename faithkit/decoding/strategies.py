@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from ..errors import ConfigError
+from ..numbers import finite_float
 from .base import Plain, Sampling, Strategy
 from .cad import CAD, AdaCAD
 from .options import flag, from_mapping, range_text
@@ -80,7 +81,7 @@ def add_parameter_flags(group) -> None:
     for name, owners in parameter_fields().items():
         described = "; ".join(f"{cls.name}: {item.metadata['help']}, {range_text(item)} (default {item.default:g})"
                               for cls, item in owners)
-        group.add_argument(f"--{flag(name)}", type=float, default=None, metavar=name.upper(), help=described)
+        group.add_argument(f"--{flag(name)}", type=finite_float, default=None, metavar=name.upper(), help=described)
 
 
 def strategy_from_args(name: str, args) -> Strategy:

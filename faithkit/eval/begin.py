@@ -9,12 +9,12 @@ row to ``scores_<split>.jsonl`` in the output folder, so an interrupted run resu
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 
 from ..data import read_results
 from ..data.corpora.begin import POSITIVE_LABEL, load_begin
 from ..errors import InputError
+from ..files import replacing, write_json
 from ..jobs import current_process, score_rows
 from ..metrics.lexical import bleu_vs_knowledge, token_f1_overlap
 from ..metrics.registry import get_spec
@@ -77,11 +77,11 @@ def meta_eval_begin(metric, metric_name: str, dev: list[str], test: list[str], o
     for split, records in splits.items():
         plots.roc_curves({name: [r[name] for r in records] for name in score_names},
                          [r["label"] for r in records], out / f"roc_{split}.png", title=f"BEGIN {split}")
-    with open(out / "results.csv", "w", newline="") as handle:
+    with replacing(out / "results.csv", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["split", "source", "score", *REPORTED], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(results)
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    write_json(out / "results.json", results)
     print(markdown_table(["split", "source", "score", *REPORTED],
                          [[r["split"], r["source"], r["score"], *(r[k] for k in REPORTED)] for r in results]))
     return results

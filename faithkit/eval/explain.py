@@ -29,6 +29,8 @@ from html import escape
 from itertools import pairwise
 from pathlib import Path
 
+from ..files import write_text
+
 CSS = """
 body { font: 15px/1.5 system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #1d2330; }
 header { background: #1d2330; color: #fff; padding: 14px 28px; }
@@ -262,6 +264,36 @@ def is_explained(path) -> bool:
     return False
 
 
+def check_explained(records: Sequence[dict], source) -> None:
+    """The explanation fields of records read back have the shapes the page draws (Q² ``explanations``: a list of
+    objects whose ``score``, ``f1``, ``start`` and ``end`` are numbers or null; PMI-FAITH ``token_pmi``: a list of
+    numbers or nulls, ``tokens`` a list of strings); otherwise an InputError naming the file, record and field."""
+    import json
+
+    from ..errors import InputError
+
+    def number(value) -> bool:
+        return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+    def fail(record, field, expected):
+        shown = json.dumps(record[field], ensure_ascii=False)[:60]
+        raise InputError(f"{source}: record '{record.get('id')}' has {field} {shown} where {expected} is expected; "
+                         f"fix the file, or score its rows again")
+
+    for record in records:
+        explanations = record.get("explanations")
+        if explanations is not None and not (isinstance(explanations, list) and all(
+                isinstance(item, dict) and all(number(item.get(key)) for key in ("score", "f1", "start", "end"))
+                for item in explanations)):
+            fail(record, "explanations", "a list of objects with numbers (or null) for score, f1, start and end")
+        if "token_pmi" in record and not (isinstance(record["token_pmi"], list)
+                                          and all(map(number, record["token_pmi"]))):
+            fail(record, "token_pmi", "a list of numbers (or nulls)")
+        if "tokens" in record and not (isinstance(record["tokens"], list)
+                                       and all(isinstance(token, str) for token in record["tokens"])):
+            fail(record, "tokens", "a list of strings")
+
+
 def summarize_records(records: Sequence[dict], score_key: str = "q2", low_threshold: float = 0.5) -> dict:
     """Counts behind the page's header: responses, mean score, question coverage, low-scoring, errors."""
     scored = [r for r in records if "error" not in r and r.get(score_key) is not None]
@@ -322,5 +354,5 @@ def write_explain_html(records: Sequence[dict], path: str | Path, score_key: str
         f"<style>{CSS}</style></head><body>\n<input type=\"checkbox\" id=\"only-low\">\n{header}\n"
         f"<main>\n{cards}\n</main></body></html>\n"
     )
-    path.write_text(page, encoding="utf-8")
+    write_text(path, page)
     return path

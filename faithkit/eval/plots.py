@@ -16,6 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
+from ..files import save_figure
 from . import stats
 
 
@@ -35,7 +36,7 @@ def roc_curves(named_scores: Mapping[str, Sequence[float]], labels: Sequence[int
     axes.grid(alpha=0.3)
     axes.legend(loc="lower right", fontsize="small")
     figure.tight_layout()
-    figure.savefig(path)
+    save_figure(figure, path)
     plt.close(figure)
     return path
 
@@ -64,6 +65,6 @@ def score_histograms(named_scores: Mapping[str, Sequence[float]], labels: Sequen
     if title:
         figure.suptitle(title)
     figure.tight_layout()
-    figure.savefig(path)
+    save_figure(figure, path)
     plt.close(figure)
     return path

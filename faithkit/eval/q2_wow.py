@@ -15,7 +15,6 @@ meta-eval system-level --scores`` read.
 from __future__ import annotations
 
 import csv
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -23,6 +22,7 @@ from pathlib import Path
 from ..data import read_results, unique_ids
 from ..data.corpora.q2_wow import SETS, load_q2_wow, set_of
 from ..errors import InputError
+from ..files import replacing, write_json
 from ..jobs import current_process, score_rows
 from ..metrics.lexical import token_f1_overlap
 from ..report import markdown_table
@@ -119,11 +119,11 @@ def _coverage(records: list[dict]) -> dict | None:
 def _write_outputs(out: Path, summary: dict, scored: list[dict], labels: list[int], names: list[str]) -> None:
     columns = ["score", "mean_consistent", "mean_inconsistent", "accuracy", "auroc", "threshold",
                "precision", "recall", "f1", "spearman", "pearson", "n", "n_positive"]
-    with open(out / "summary.csv", "w", newline="") as handle:
+    with replacing(out / "summary.csv", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()
         writer.writerows(summary["results"])
-    (out / "summary.json").write_text(json.dumps(summary, indent=2))
+    write_json(out / "summary.json", summary)
     named = {name: [float(r[name]) for r in scored] for name in names}
     if len(set(labels)) == 2:
         plots.roc_curves(named, labels, out / "roc.png", title="Q² WoW: consistent vs inconsistent")

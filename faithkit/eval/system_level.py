@@ -120,6 +120,7 @@ def load_score_pools(scores_dir=None, consistent_scores=None, inconsistent_score
     from ..data import read_results
     from ..data.corpora.q2_wow import set_of
     from ..errors import InputError
+    from ..metrics.registry import check_scores
 
     if scores_dir and (consistent_scores or inconsistent_scores):
         raise InputError("give either --scores DIR or --consistent-scores/--inconsistent-scores, not both")
@@ -128,6 +129,7 @@ def load_score_pools(scores_dir=None, consistent_scores=None, inconsistent_score
         if not path.exists():
             raise InputError(f"{path} not found; --scores takes the --out folder of 'faithkit meta-eval q2-wow'")
         records = read_results(path)
+        check_scores(records, path)
         return ([r for r in records if set_of(r["id"]) == "consistent"],
                 [r for r in records if set_of(r["id"]) == "inconsistent"])
     if not (consistent_scores and inconsistent_scores):
@@ -135,7 +137,10 @@ def load_score_pools(scores_dir=None, consistent_scores=None, inconsistent_score
     for path in (consistent_scores, inconsistent_scores):
         if not Path(path).exists():
             raise InputError(f"score file not found: {path}")
-    return read_results(consistent_scores), read_results(inconsistent_scores)
+    pools = read_results(consistent_scores), read_results(inconsistent_scores)
+    for path, records in zip((consistent_scores, inconsistent_scores), pools):
+        check_scores(records, path)
+    return pools
 
 
 def default_score_keys(records: list[dict]) -> list[str]:
@@ -184,13 +189,14 @@ def system_level_table(consistent: list[dict], inconsistent: list[dict], keys: S
 def write_system_level(out, results: list[dict]) -> None:
     """``system_level.json`` and ``system_level.csv`` in the folder ``out`` (created if missing)."""
     import csv
-    import json
     from pathlib import Path
+
+    from ..files import replacing, write_json
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "system_level.json").write_text(json.dumps(results, indent=2))
-    with open(out / "system_level.csv", "w", newline="") as handle:
+    write_json(out / "system_level.json", results)
+    with replacing(out / "system_level.csv", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["score", *SYSTEM_LEVEL_COLUMNS, "consistent", "inconsistent",
                                                     "samples", "repetitions", "seed", "paired"],
                                 extrasaction="ignore")

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Iterable
+import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError
+from ..numbers import check_finite
 
 
 @dataclass(frozen=True)
@@ -131,13 +133,31 @@ def option_defaults(name: str) -> dict:
 
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:
-    """The metric's spec; a ConfigError if it is unknown or does not take one of ``options``."""
+    """The metric's spec; a ConfigError if it is unknown, does not take one of ``options`` or (given as a mapping) one
+    of their values is NaN or infinite."""
     spec = get_spec(name)
+    for key, value in (options.items() if isinstance(options, Mapping) else ()):
+        check_finite(value, f"metric '{name}' option {key}")
     unknown = sorted(set(options) - set(spec.options))
     if unknown:
         raise ConfigError(f"metric '{name}' takes no option {', '.join(unknown)}; its options are "
                           f"{', '.join(spec.options) or 'none'}")
     return spec
+
+
+def check_scores(records: Iterable[dict], source, keys: Iterable[str] | None = None) -> None:
+    """Every score field a scores file read back holds (``keys``, default: every registered metric's) is a number
+    or null (undefined); otherwise an InputError naming the file, the record and the field, as a hand-edited file
+    would have it."""
+    from ..errors import InputError
+
+    keys = set(keys or (key for spec in METRICS.values() for key in spec.score_keys))
+    for record in records:
+        for key in keys & record.keys():
+            value = record[key]
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise InputError(f"{source}: record '{record.get('id')}' has {key} {json.dumps(value)[:40]} where a "
+                                 f"number (or null) is expected; fix the file, or score its rows again")
 
 
 def load_metric(name: str, **options):

@@ -11,6 +11,7 @@ matplotlib.use("Agg")  # before pyplot is imported
 import matplotlib.pyplot as plt
 import numpy as np
 
+from ..files import save_figure
 from .config import SweepConfig
 from .table import active_measures, format_value
 
@@ -54,7 +55,7 @@ def heatmaps(table: Sequence[dict], config: SweepConfig, folder: Path, best: dic
         figure.colorbar(image, ax=axes, shrink=0.85)
         figure.tight_layout()
         path = folder / f"{measure.name}.png"
-        figure.savefig(path)
+        save_figure(figure, path)
         plt.close(figure)
         paths.append(path)
     return paths

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..eval.explain import CSS, highlight_tokens, pmi_colour, pmi_legend
 from ..decoding import Cell
+from ..files import write_text
 from .config import SweepConfig, decoded_by
 from .table import format_interval, format_value, label, parameter_names
 
@@ -73,7 +74,7 @@ def write_report(path: Path, config: SweepConfig, contexts: Sequence, cells: Seq
         f"per cell (95% intervals) · {best_line}</div>{summary}</section>\n"
         + "\n".join(cards) + "\n</main></body></html>\n"
     )
-    path.write_text(page, encoding="utf-8")
+    write_text(path, page)
     return path
 
 

@@ -22,7 +22,6 @@ groups, and the files end the same as with one process (records in input order).
 
 from __future__ import annotations
 
-import json
 import logging
 import shutil
 import time
@@ -33,6 +32,7 @@ from ..data import Columns, Row, read_results, read_rows, unique_ids
 from ..data.results import DIGEST_KEY, content_digest
 from ..decoding import Cell
 from ..errors import InputError
+from ..files import write_json
 from ..jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
 from ..metrics.registry import METRICS, get_spec
 from .config import ALWAYS, SweepConfig, decoded_by
@@ -93,7 +93,7 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
                        config.fluency_tolerance, config.significance)
     if current_process().is_main:
         write_csv(table, out / "sweep.csv")
-        (out / "best.json").write_text(json.dumps(best, indent=2) + "\n", encoding="utf-8")
+        write_json(out / "best.json", best)
 
         from .plots import heatmaps
         from .report import write_report

@@ -21,6 +21,7 @@ from ..eval.stats import bootstrap_interval, paired_permutation_test
 from ..metrics.corpus import AGGREGATES
 from ..metrics.registry import MEASURES, Measure
 from ..decoding import Cell
+from ..files import replacing
 from .config import ALWAYS, SweepConfig, decoded_by
 
 SEED = 0
@@ -66,7 +67,7 @@ def cell_row(config: SweepConfig, cell: Cell, parameters: Sequence[str], measure
 def write_csv(table: Sequence[dict], path: Path) -> Path:
     """``sweep.csv``: one row per cell; floats to 6 decimals, missing values empty."""
     columns = list(table[0])
-    with open(path, "w", newline="", encoding="utf-8") as handle:
+    with replacing(path, newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(columns)
         for row in table:

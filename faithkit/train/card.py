@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..decoding.options import flag
 from ..decoding.strategies import PMI
+from ..files import write_text
 from .config import TrainConfig, evaluation_decoders
 
 TASK = "text-generation"
@@ -112,7 +113,7 @@ The whole configuration:
 
 def write_model_card(folder: Path, *args) -> None:
     """:func:`model_card` as ``folder/README.md``."""
-    (folder / "README.md").write_text(model_card(*args), encoding="utf-8")
+    write_text(folder / "README.md", model_card(*args))
 
 
 def _base_model(config: TrainConfig) -> str | None:

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..decoding.options import GenerationOptions, base_type, coerce, is_optional, option_like
+from ..numbers import finite_float
 from ..decoding.strategies import Strategy, strategy_from_dict
 from ..errors import ConfigError
 from ..metrics.registry import check_options
@@ -240,7 +241,7 @@ def _flag_parser(annotation, path_kind: str | None = None):
             if text.lower() not in ("true", "false"):
                 raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
             return text.lower() == "true"
-        return base(text)
+        return finite_float(text) if base is float else base(text)
 
     parse.__name__ = base.__name__  # argparse names the type in "invalid int value"
     return parse

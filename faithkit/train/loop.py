@@ -8,7 +8,7 @@ Shaped after transformers' ``run_summarization_no_trainer.py``. What faithkit ad
   ``gradient_accumulation_steps`` batches on all processes. The same config thus gives the
   same loss curve on one process or several (tested within float tolerance).
 * **Exact resumption.** The resumable state (model, optimizer, scheduler, RNG, and the run's
-  own counters, via ``register_for_checkpointing``) goes to ``OUTPUT/state`` at every
+  own counters as JSON; read back without unpickling code, see :mod:`.state`) goes to ``OUTPUT/state`` at every
   evaluation (or every ``save_steps``). The data order of epoch ``e`` is a function of the seed
   and ``e`` alone (accelerate's seedable sampler; the loader has its own generator so that
   iterating it never touches the global RNG that dropout uses), and ``--resume`` skips the
@@ -32,7 +32,6 @@ import inspect
 import json
 import math
 import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -54,12 +53,14 @@ from transformers import get_scheduler
 from ..data.results import content_digest
 from ..decoding import default_template, pad_token_id
 from ..errors import ConfigError, OutputError
+from ..files import open_append, to_json, write_json, write_text
 from .card import write_model_card
 from .config import TrainConfig
 from .data import IGNORE, Collator, encode_rows, load_rows
 from .hooks import build_hook, load_hook_metrics
 from .memory import map_large_allocations, release_memory
 from .model import build_model
+from .state import load_state, remove, save_state, saving
 
 logger = get_logger(__name__)
 
@@ -104,7 +105,7 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
     accelerator.wait_for_everyone()
     if accelerator.is_main_process:
         output_dir.mkdir(parents=True, exist_ok=True)
-        (output_dir / RUN_CONFIG).write_text(yaml.safe_dump(record, sort_keys=False))
+        write_text(output_dir / RUN_CONFIG, yaml.safe_dump(record, sort_keys=False))
     set_seed(t.seed)
     if t.map_large_allocations:
         map_large_allocations()
@@ -142,9 +143,8 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
     model, optimizer, train_loader, dev_loader, scheduler = accelerator.prepare(
         model, optimizer, train_loader, dev_loader, scheduler)
     state = RunState()
-    accelerator.register_for_checkpointing(state)
     if resume:
-        accelerator.load_state(str(output_dir / "state"))
+        load_state(accelerator, output_dir / "state", state)
         logger.info("resumed at step %d of %d", state.step, total_steps)
     log = RunLog(output_dir, accelerator, keep_until=state.step if resume else -1)
     name = run_name(config, output_dir)
@@ -195,7 +195,7 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
             if state.step % eval_every == 0 or state.step == total_steps:
                 evaluate()
             if state.step % save_every == 0 or state.step == total_steps or state.stopped:
-                save_state(accelerator, output_dir / "state")
+                save_state(accelerator, output_dir / "state", state)
             if state.step >= total_steps or state.stopped:
                 break
     progress.close()
@@ -357,28 +357,28 @@ class RunLog:
         if accelerator.is_main_process:
             self._drop_after(keep_until)
             if not self.csv.exists():
-                self.csv.write_text("step,key,value\n")
+                write_text(self.csv, "step,key,value\n")
 
     def _drop_after(self, step: int) -> None:
         if self.csv.exists():
             lines = self.csv.read_text().splitlines(keepends=True)
             kept = [line for line in lines[1:] if int(line.split(",", 1)[0]) <= step]
-            self.csv.write_text("".join(lines[:1] + kept))
+            write_text(self.csv, "".join(lines[:1] + kept))
         if self.samples.exists():
             lines = self.samples.read_text().splitlines(keepends=True)
-            self.samples.write_text("".join(line for line in lines if json.loads(line)["step"] <= step))
+            write_text(self.samples, "".join(line for line in lines if json.loads(line)["step"] <= step))
 
     def values(self, step: int, values: dict[str, float]) -> None:
         self.accelerator.log(values, step=step)
         if self.accelerator.is_main_process:
-            with self.csv.open("a", newline="") as handle:
+            with open_append(self.csv, "--output-dir", newline="") as handle:
                 csv.writer(handle).writerows([step, key, repr(float(value))] for key, value in values.items())
 
     def generations(self, step: int, rows, responses: dict[str, list[str]]) -> None:
-        with self.samples.open("a") as handle:
+        with open_append(self.samples, "--output-dir") as handle:
             for decoder, texts in responses.items():
                 for row, text in zip(rows, texts):
-                    handle.write(json.dumps({"step": step, "decoder": decoder, "id": row.id, "response": text}) + "\n")
+                    handle.write(to_json({"step": step, "decoder": decoder, "id": row.id, "response": text}) + "\n")
 
 
 def _update_best(config: TrainConfig, state: RunState, values: dict) -> None:
@@ -492,17 +492,6 @@ def _parameter_groups(model, weight_decay: float) -> list[dict]:
 
 
 # ---- saving ----------------------------------------------------------------------------------------
-def save_state(accelerator: Accelerator, folder: Path) -> None:
-    """accelerate's resumable state, written beside the old one and swapped in, so a crash never leaves half a state."""
-    staging = folder.with_name(folder.name + ".tmp")
-    accelerator.save_state(str(staging))
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        shutil.rmtree(folder, ignore_errors=True)
-        staging.rename(folder)
-    accelerator.wait_for_everyone()
-
-
 def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, state: RunState, values: dict,
                     config: TrainConfig) -> None:
     """A ``save_pretrained`` folder (model + tokenizer) that ``faithkit.models.load`` and ``faithkit generate`` read,
@@ -510,12 +499,14 @@ def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, st
     state_dict = accelerator.get_state_dict(model)
     if accelerator.is_main_process:
         staging = folder.with_name(folder.name + ".tmp")
-        shutil.rmtree(staging, ignore_errors=True)
-        accelerator.unwrap_model(model).save_pretrained(staging, state_dict=state_dict, save_function=accelerator.save)
-        tokenizer.save_pretrained(staging)
-        (staging / "trainer_info.json").write_text(json.dumps({"step": state.step, **values}, indent=1))
-        write_model_card(staging, config, f"{run_name(config, folder.parent)}-{folder.name}", state.step, values,
-                         state.evaluations)
-        shutil.rmtree(folder, ignore_errors=True)
+        remove(staging)
+        with saving(staging, f"{folder} is as it was; free space and rerun, with --resume if a state was saved"):
+            accelerator.unwrap_model(model).save_pretrained(staging, state_dict=state_dict,
+                                                            save_function=accelerator.save)
+            tokenizer.save_pretrained(staging)
+            write_json(staging / "trainer_info.json", {"step": state.step, **values}, indent=1)
+            write_model_card(staging, config, f"{run_name(config, folder.parent)}-{folder.name}", state.step, values,
+                             state.evaluations)
+        remove(folder)
         staging.rename(folder)
     accelerator.wait_for_everyone()

@@ -74,7 +74,7 @@ def test_missing_column_names_the_field_and_the_flag(faithkit, tmp_path):
 def test_duplicate_ids(faithkit, tmp_path):
     rows, out = write_jsonl(tmp_path / "rows.jsonl", ROWS * 2), tmp_path / "o.jsonl"
     run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out)
-    _assert_one_error_line(run, "row id '1' appears twice; ids must be unique", out)
+    _assert_one_error_line(run, "row id '1' appears twice, on lines 1 and 2; ids must be unique", out)
 
 
 def test_unknown_metric_is_argparses_error(faithkit, rows, tmp_path):

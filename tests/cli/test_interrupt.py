@@ -173,8 +173,10 @@ def test_ctrl_c_or_kill_9_loses_nothing_and_the_rerun_completes(faithkit, model_
         _assert_same_as_never_stopped(output, never_stopped["pmi-faith"])
 
 
-def test_ctrl_c_while_a_record_is_made_durable_counts_it(faithkit, monkeypatch, rows, tmp_path):
-    # the line is in the file, but the writer had not yet noted its id when Ctrl-C arrived (during fsync)
+def test_ctrl_c_while_a_chunk_is_made_durable_counts_it(faithkit, monkeypatch, rows, tmp_path):
+    # the chunk's lines are in the file, synced once for the chunk, when Ctrl-C arrives (during that fsync)
+    from faithkit.jobs import FIRST_CHUNK
+
     output = tmp_path / "scores.jsonl"
     fsync, calls = os.fsync, 0
 
@@ -182,11 +184,34 @@ def test_ctrl_c_while_a_record_is_made_durable_counts_it(faithkit, monkeypatch, 
         nonlocal calls
         calls += 1
         fsync(descriptor)
-        if calls == 3:  # the job's record (call 1 makes the .meta.json durable), then the second record
+        if calls == 2:  # call 1 makes the .meta.json durable, call 2 the first chunk
             raise KeyboardInterrupt
 
     monkeypatch.setattr(os, "fsync", interrupted_fsync)
     run = faithkit(*_overlap_f1(None, rows, output))
     monkeypatch.undo()
-    assert run.code == 130 and len(read_results(output)) == 2
-    assert run.err.splitlines()[-1] == f"interrupted: 2 rows are in {output}; rerun the same command to continue"
+    assert run.code == 130 and len(read_results(output)) == FIRST_CHUNK
+    assert run.err.splitlines()[-1] == (f"interrupted: {FIRST_CHUNK} rows are in {output}; rerun the same command "
+                                        f"to continue")
+
+
+SLOW_OVERLAP = SLOW_PMI_FAITH.replace("faithkit.metrics.pmi_faith import PMIFaith", "faithkit.metrics.lexical import "
+                                      "TextOverlap as PMIFaith")
+
+
+@pytest.mark.slow  # a faithkit subprocess
+def test_sigterm_stops_a_job_as_ctrl_c_does_with_status_143(faithkit, rows, never_stopped, tmp_path):
+    output = tmp_path / "terminated.jsonl"
+    process = start_faithkit(*_overlap_f1(None, rows, output, "--chunk-size", "1"), prelude=SLOW_OVERLAP)
+    try:
+        _wait_for_records(process, output, 2)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    done = len(read_results(output))
+    assert process.returncode == 143 and err.splitlines() == [
+        f"interrupted: {done} rows are in {output}; rerun the same command to continue"]
+    run = faithkit(*_overlap_f1(None, rows, output))
+    assert run.code == 0 and f"{len(ROWS) - done} scored, {done} already done, 0 errors" in run.err
+    _assert_same_as_never_stopped(output, never_stopped["overlap-f1"])

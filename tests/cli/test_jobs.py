@@ -152,9 +152,11 @@ def test_a_repeated_id_is_named_with_both_lines(faithkit, scored):
 def test_results_without_their_job_record_are_not_trusted(faithkit, scored):
     argv, out = scored
     meta = Path(f"{out}.meta.json")
-    meta.write_text("{not json")
-    run = faithkit(*argv, "--metric", "overlap-f1")
-    assert run.code == 2 and run.error_lines == [f"error: {meta} is damaged; {RESTART_HINT}"]
+    for damaged in ("{not json", '["a list"]'):
+        meta.write_text(damaged)
+        run = faithkit(*argv, "--metric", "overlap-f1")
+        assert run.code == 2 and run.error_lines == [
+            f"error: {meta} is damaged (not the JSON object faithkit wrote); {RESTART_HINT}"]
     meta.unlink()
     run = faithkit(*argv, "--metric", "overlap-f1")
     assert run.code == 2 and run.error_lines == [

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from ...errors import ConfigError, OutputError
+from ...files import replacing
 from .. import data_root
 from . import faithdial, multidoc2dial, topicalchat
 from .common import corpus_summary
@@ -116,9 +117,9 @@ def export_corpus(name: str, split: str, output: str | Path, path: str | Path | 
         output.parent.mkdir(parents=True, exist_ok=True)
         _remove(partial)
         if file_format == "jsonl":
-            with partial.open("w", encoding="utf-8") as file:
+            with replacing(partial) as file:
                 for record in dataset:
-                    file.write(json.dumps(record) + "\n")  # ASCII: no line separator inside a record
+                    file.write(json.dumps(record, allow_nan=False) + "\n")  # ASCII: no line separator inside a record
         elif file_format == "parquet":
             dataset.to_parquet(str(partial))
         else:

@@ -1,0 +1,119 @@
+"""A run's resumable state, ``OUTPUT/state``, saved and read back without ever unpickling code.
+
+A run folder is something users copy between machines and share, so resuming one must not
+execute anything in it. accelerate writes the model as safetensors and the optimizer,
+scheduler and random states with ``torch.save``; they are read back with torch's safe
+loader (``weights_only=True``: tensors, numbers, strings, lists and dicts only), and a file
+that needs more is refused with one line naming it and why. faithkit's own counters
+(:class:`~faithkit.train.loop.RunState`) are JSON, ``run_state.json``, never one of
+accelerate's ``custom_checkpoint_*.pkl`` pickles: such a file in a state folder is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+from accelerate import Accelerator
+
+from ..errors import ConfigError, OutputError
+from ..files import write_json
+
+RUN_STATE = "run_state.json"
+
+
+def save_state(accelerator: Accelerator, folder: Path, run_state) -> None:
+    """accelerate's resumable state and ``run_state.state_dict()`` as JSON, written beside the old state and swapped
+    in, so a crash never leaves half a state."""
+    staging = folder.with_name(folder.name + ".tmp")
+    if accelerator.is_main_process:
+        remove(staging)
+    accelerator.wait_for_everyone()
+    with saving(staging, f"{folder} is as it was (the state saved before, if any); free space and rerun, with "
+                         f"--resume if a state was saved"):
+        accelerator.save_state(str(staging))
+        accelerator.wait_for_everyone()
+        if accelerator.is_main_process:
+            write_json(staging / RUN_STATE, run_state.state_dict())
+    if accelerator.is_main_process:
+        remove(folder)
+        staging.rename(folder)
+    accelerator.wait_for_everyone()
+
+
+@contextmanager
+def saving(folder: Path, kept: str):
+    """A save into ``folder`` that fails (a full disk: torch.save says so as a RuntimeError, safetensors as its own
+    error) is one OutputError naming the folder, the free space and ``kept``, what is safe and how to go on."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except (OSError, RuntimeError, SafetensorError) as error:
+        if isinstance(error, OutputError):
+            raise
+        free = shutil.disk_usage(folder.parent).free
+        raise OutputError(f"cannot write {folder}: {str(error).splitlines()[0][:160]} ({free:,} bytes free on its "
+                          f"disk); {kept}") from None
+
+
+def load_state(accelerator: Accelerator, folder: Path, run_state) -> None:
+    """Restore what :func:`save_state` wrote, loading no pickled code (see the module docstring)."""
+    pickles = sorted(path.name for path in folder.glob("custom_checkpoint_*.pkl"))
+    if pickles:
+        raise ConfigError(f"{folder / pickles[0]} is a pickle, which can run code when it is read, and faithkit "
+                          f"does not read it (its own state is {RUN_STATE}); delete it to resume, if the folder is "
+                          f"yours, or start the run again")
+    counters = folder / RUN_STATE
+    try:
+        values = json.loads(counters.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{counters} is missing, so {folder} cannot be resumed (a state saved by an older "
+                          f"faithkit, or damaged); start the run again") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ConfigError(f"{counters} is damaged (not JSON); start the run again") from None
+    if not isinstance(values, dict) or set(values) - set(run_state.state_dict()):
+        raise ConfigError(f"{counters}: expected an object with the keys {sorted(run_state.state_dict())}, got "
+                          f"{str(values)[:80]}; start the run again")
+    with _safe_loads() as refused:
+        accelerator.load_state(str(folder))
+    if refused:  # accelerate skips random states it cannot read: a refusal there must stop the run too
+        raise refused[0]
+    run_state.load_state_dict(values)
+
+
+@contextmanager
+def _safe_loads():
+    """accelerate's loads inside the block use torch's safe loader, whatever they ask for; a file it refuses is a
+    ConfigError (raised, and kept in the yielded list)."""
+    import accelerate.checkpointing as checkpointing
+
+    original, refused = checkpointing.load, []
+
+    def load(file, map_location=None, **kwargs):
+        kwargs["weights_only"] = True
+        try:
+            return original(file, map_location=map_location, **kwargs)
+        except pickle.UnpicklingError as error:
+            refused.append(ConfigError(
+                f"{file} holds objects other than tensors and plain values, which could run code when read, so "
+                f"faithkit does not load it (torch's safe loader: {str(error).splitlines()[0][:120]}); resume only "
+                f"a run folder you trust and made with faithkit, or start the run again"))
+            raise refused[-1] from None
+
+    checkpointing.load = load
+    try:
+        yield refused
+    finally:
+        checkpointing.load = original
+
+
+def remove(path: Path) -> None:
+    """Delete a folder, or a link or file in its place (the link only: never what it points at)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    else:
+        shutil.rmtree(path, ignore_errors=True)
