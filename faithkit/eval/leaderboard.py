@@ -33,6 +33,7 @@ from ..errors import InputError
 from ..jobs import current_process, score_rows
 from ..metrics.registry import get_spec
 from ..report import markdown_table
+from .. import files
 from . import plots, stats
 
 logger = logging.getLogger(__name__)
@@ -228,11 +229,11 @@ def write_leaderboard(out: Path, results: list[dict], paired: list[dict], scores
                       labels: np.ndarray) -> None:
     """``results.csv``, ``paired.csv``, ``results.json`` and ``roc.png``, the ROC curves over all rows."""
     for name, rows, columns in (("results.csv", results, RESULT_COLUMNS), ("paired.csv", paired, PAIRED_COLUMNS)):
-        with open(out / name, "w", newline="") as handle:
+        with files.replacing(out / name, newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
-    (out / "results.json").write_text(json.dumps({"results": results, "paired": paired}, indent=2))
+    files.write_json(out / "results.json", {"results": results, "paired": paired})
     plots.roc_curves(scores, labels, out / "roc.png", title=f"ROC over {len(labels)} rows")
 
 
