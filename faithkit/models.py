@@ -298,6 +298,20 @@ def file_digest(path: Path) -> str:
     return known[key][2]
 
 
+def attends_to_whole_past(model) -> bool:
+    """True when every layer of ``model`` attends to its whole past, so padding inside a key/value cache is exact.
+
+    A sliding window or chunked attention counts cache slots, padding included, and recurrent or compressed
+    layers fold padding into their state. The layer types are read as transformers' own caches read them
+    (``layer_types``, else ``sliding_window`` / ``attention_chunk_size`` per layer, as Mistral and Phi-3
+    configs give them); any type other than full attention (or a layer that stores nothing) counts as not.
+    """
+    from transformers.cache_utils import get_layer_types_and_kwargs
+
+    layer_types, _ = get_layer_types_and_kwargs(model.config.get_text_config(decoder=True))
+    return set(layer_types) <= {"full_attention", "dummy"}
+
+
 def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 

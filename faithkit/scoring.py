@@ -37,6 +37,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from . import models
+
 Request = tuple[Sequence[int], Sequence[int]]
 
 MIN_SAVED_TOKENS = 32
@@ -175,9 +177,9 @@ class TokenScorer:
         self.share_prefixes = share_prefixes
         self._can_trim_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
         self._vocabulary = model.config.get_text_config().vocab_size
-        # Padding inside a cache is exact under full attention (the mask hides it, position ids skip it);
-        # a sliding window counts cache slots, padding included, so there shared runs go one per batch.
-        self._pads_caches = not any("sliding" in t for t in getattr(model.config, "layer_types", None) or [])
+        # Padding inside a cache is exact under full attention (the mask hides it, position ids skip it); any
+        # other attention (a sliding window counts cache slots, padding included) runs shared runs one per batch.
+        self._pads_caches = models.attends_to_whole_past(model)
 
     @torch.no_grad()
     def __call__(self, requests: Sequence[Request], progress: Callable[[int], None] | None = None) -> list[torch.Tensor]:

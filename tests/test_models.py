@@ -140,3 +140,19 @@ def test_a_folder_retrained_in_place_is_another_model(tmp_path, monkeypatch, tin
     save_file(tensors, weights, metadata={"format": "pt"})
     assert weights.stat().st_size == size
     assert models.identity(str(folder))["hash"] != first["hash"]
+
+
+def test_only_full_attention_counts_as_attending_to_the_whole_past():
+    """What TokenScorer and the prompt prefill decide padding from: the cache layer types transformers itself builds."""
+    from types import SimpleNamespace
+
+    from transformers import GPT2Config, Llama4TextConfig, MistralConfig, Qwen2Config, Qwen3NextConfig
+
+    def attends(config) -> bool:
+        return models.attends_to_whole_past(SimpleNamespace(config=config))
+
+    assert attends(GPT2Config(n_layer=2)) and attends(MistralConfig(num_hidden_layers=2, sliding_window=None))
+    assert attends(Qwen2Config(num_hidden_layers=2, sliding_window=16))  # Qwen2 ignores it without use_sliding_window
+    assert not attends(MistralConfig(num_hidden_layers=2, sliding_window=16))  # no layer_types: every layer windowed
+    assert not attends(Llama4TextConfig(num_hidden_layers=2, attention_chunk_size=16))  # chunked attention
+    assert not attends(Qwen3NextConfig(num_hidden_layers=4))  # linear attention folds padding into its state

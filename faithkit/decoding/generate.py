@@ -137,8 +137,7 @@ def prefill_blocks(model, inputs: dict, groups: int = 2) -> list | None:
     """Each of the ``groups`` blocks of rows prefilled at its own width (see :func:`prompt_cache`), or None."""
     from transformers.cache_utils import DynamicLayer
 
-    layer_types = getattr(model.config.get_text_config(), "layer_types", None) or ["full_attention"]
-    if (model.config.is_encoder_decoder or set(layer_types) != {"full_attention"}
+    if (model.config.is_encoder_decoder or not models.attends_to_whole_past(model)
             or "position_ids" not in inspect.signature(model.forward).parameters):
         return None
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
