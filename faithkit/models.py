@@ -10,6 +10,7 @@ second. Offline names never touch the network.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import shutil
 import tempfile
@@ -20,8 +21,11 @@ from typing import Callable
 import torch
 
 
+from . import precision
 from .errors import ConfigError, ModelNotAvailableError
 from .paths import check_model_folder
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -122,8 +126,13 @@ def load(
     dtype: torch.dtype | str | None = None,
     cache: str | Path | None = None,
     for_training: bool = False,
+    torch_dtype: torch.dtype | str | None = None,
 ):
     """Return ``(model, tokenizer)``: on ``device`` in eval mode, or as loaded with ``for_training=True``.
+
+    ``dtype`` (or transformers' older spelling ``torch_dtype``) is one of :data:`faithkit.precision.DTYPES` or
+    a ``torch.dtype``; ``"auto"`` keeps the checkpoint's own. Unset, a GPU runs the checkpoint's dtype and a
+    CPU float32 (a log line says when that upcasts a half-precision checkpoint).
 
     ``kind`` picks the head: ``"causal"`` (decoder-only LM), ``"seq2seq"`` (BART, T5),
     ``"question-answering"`` or ``"sequence-classification"``; by default the model's own config
@@ -152,6 +161,7 @@ def load(
     }
     if kind is not None and kind not in auto_classes:
         raise ValueError(f"kind must be one of {sorted(auto_classes)}, got {kind!r}")
+    dtype = _asked_dtype(dtype, torch_dtype)
     path = resolve(name, cache)
     check_model_folder(path)
     actual = _config_kind(path)
@@ -160,7 +170,8 @@ def load(
     kind = kind or actual or "causal"
     try:  # the tokenizer first: an unreachable hub then fails once, not twice
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = auto_classes[kind].from_pretrained(path, dtype=dtype or ("float32" if for_training else "auto"))
+        loaded_as = precision.torch_dtype(dtype or ("float32" if for_training else "auto"))
+        model = auto_classes[kind].from_pretrained(path, dtype=loaded_as)
     except OSError as error:
         if _is_local(path):
             raise
@@ -175,9 +186,20 @@ def load(
         return model.train(), tokenizer
     device = device or default_device()
     if dtype is None and model.dtype in (torch.float16, torch.bfloat16) and torch.device(device).type == "cpu":
-        model = model.float()  # half precision on CPU is slow and inexact
+        logger.info("%s: running its %s checkpoint in float32 on the CPU (half precision there is slow and not "
+                    "exact); --dtype auto (dtype='auto') keeps %s", name, precision.dtype_name(model.dtype),
+                    precision.dtype_name(model.dtype))
+        model = model.float()
     model.to(device).eval()
     return model, tokenizer
+
+
+def _asked_dtype(dtype, torch_dtype) -> str | None:
+    """The precision asked for by either spelling, as a name of :data:`faithkit.precision.DTYPES` (None: unset)."""
+    dtype, torch_dtype = precision.dtype_name(dtype), precision.dtype_name(torch_dtype)
+    if dtype is not None and torch_dtype is not None and dtype != torch_dtype:
+        raise ConfigError(f"dtype={dtype!r} and torch_dtype={torch_dtype!r} disagree; give one of them")
+    return dtype or torch_dtype
 
 
 def _head_mismatch(name: str, actual: str, asked: str) -> str:

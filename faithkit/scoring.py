@@ -37,7 +37,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from . import models
+from . import models, precision
 
 Request = tuple[Sequence[int], Sequence[int]]
 
@@ -254,6 +254,7 @@ class TokenScorer:
             if self._can_trim_logits:
                 kwargs["logits_to_keep"] = torch.tensor(columns or [end - begin - 1], device=device)
             output = self.model(input_ids=ids[:, begin:end], **kwargs)
+            precision.check_finite(output.logits, self.model.dtype)  # an overflow is an error, not a NaN score
             cache = output.cache
             column_of = {c: k for k, c in enumerate(columns)} if self._can_trim_logits else {c: c for c in columns}
             self._collect(output.logits, [(row, column_of[column], position, requests)

@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from .. import precision
 from ..errors import ConfigError, OutputError
 from ..paths import PathArg
 from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
@@ -20,6 +21,7 @@ METRIC_OPTIONS = {
     "nli_model": "Q² / e2e-NLI: NLI model",
     "batch_size": "rows per model call (default 8)",
     "device": "torch device (default: cuda if available, else cpu)",
+    "dtype": precision.HELP,
     "normalize": "PMI-FAITH: average (mean, default) or sum log-probabilities over response tokens",
     "max_length": "PMI-FAITH: longest sequence in tokens (default: the model's)",
 }
@@ -99,9 +101,17 @@ def job_options(args: argparse.Namespace) -> dict:
 def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "pmi-faith") -> None:
     parser.add_argument("--metric", default=default_metric, choices=METRIC_NAMES, help="which metric to compute")
     for name, text in METRIC_OPTIONS.items():
+        if name == "dtype":
+            add_dtype_option(parser)
+            continue
         kind = _METRIC_OPTION_TYPES.get(name)
         parser.add_argument(f"--{name.replace('_', '-')}", help=text, choices=_METRIC_OPTION_CHOICES.get(name),
                             type=positive_int if kind == "positive" else PathArg("model") if name == "model" else str)
+
+
+def add_dtype_option(parser: argparse.ArgumentParser) -> None:
+    """``--dtype``, the precision of the models a command loads (:data:`faithkit.precision.DTYPES`)."""
+    parser.add_argument("--dtype", choices=precision.DTYPES, help=precision.HELP)
 
 
 def metric_options(args: argparse.Namespace) -> dict:

@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..prompts import PromptTemplate
 from .options import GenerationOptions, default_template, search_of
 from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, strategy_from_dict
+from .two_view import FiniteLogits
 
 logger = logging.getLogger(__name__)
 
@@ -421,7 +422,8 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
     else:
         processors = strategy.processors(sampling)
         search_kwargs = run.kwargs
-    return model.generate(**kwargs, logits_processor=extra + processors, **search_kwargs, **generate_kwargs)
+    return model.generate(**kwargs, logits_processor=[FiniteLogits(model.dtype), *extra, *processors],
+                          **search_kwargs, **generate_kwargs)
 
 
 def _beam_sample_per_context(model, kwargs: dict, run: _CellRun, seeds, extra: list, generate_kwargs: dict):

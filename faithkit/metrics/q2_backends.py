@@ -63,9 +63,9 @@ class T5QuestionGenerator:
     first; the ``question:`` prefix the model was trained to emit is removed.
     """
 
-    def __init__(self, model_name, device=None, batch_size=8, num_beams=5, num_return=5, max_length=128, model=None, tokenizer=None):
+    def __init__(self, model_name, device=None, batch_size=8, dtype=None, num_beams=5, num_return=5, max_length=128, model=None, tokenizer=None):
         if model is None:
-            model, tokenizer = models.load(model_name, device=device)
+            model, tokenizer = models.load(model_name, device=device, dtype=dtype)
         if not model.config.is_encoder_decoder:
             raise ConfigError(f"Q²'s question generator qg_model={model_name!r} needs a seq2seq model (T5-style), but "
                               f"{type(model).__name__} is decoder-only; give a causal LM as 'fewshot:{model_name}'")
@@ -101,9 +101,9 @@ class ExtractiveQA:
     the first token, ``[CLS]``) beats it in every window, the answer is ``""``.
     """
 
-    def __init__(self, model_name, device=None, batch_size=8, max_length=384, stride=128, max_answer_tokens=30, n_best=20, model=None, tokenizer=None):
+    def __init__(self, model_name, device=None, batch_size=8, dtype=None, max_length=384, stride=128, max_answer_tokens=30, n_best=20, model=None, tokenizer=None):
         if model is None:
-            model, tokenizer = models.load(model_name, kind="question-answering", device=device)
+            model, tokenizer = models.load(model_name, kind="question-answering", device=device, dtype=dtype)
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError("ExtractiveQA needs a fast tokenizer (offsets map answers back to text); install `tokenizers`")
         self.model, self.tokenizer = model, tokenizer
@@ -163,9 +163,9 @@ class SequenceClassificationNLI:
     index) for models whose config names its classes ``LABEL_0``…
     """
 
-    def __init__(self, model_name, device=None, batch_size=8, labels: Sequence[str] | None = None, model=None, tokenizer=None):
+    def __init__(self, model_name, device=None, batch_size=8, dtype=None, labels: Sequence[str] | None = None, model=None, tokenizer=None):
         if model is None:
-            model, tokenizer = models.load(model_name, kind="sequence-classification", device=device)
+            model, tokenizer = models.load(model_name, kind="sequence-classification", device=device, dtype=dtype)
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.labels = list(labels) if labels is not None else label_names(model.config.id2label, model_name)
 
@@ -480,11 +480,11 @@ OFFLINE_METHODS = {
 }
 
 
-def build_backend(stage: str, spec, *, device=None, batch_size=8, nlp=None, load_lm: Callable[[str], _CausalLM] | None = None):
+def build_backend(stage: str, spec, *, device=None, batch_size=8, dtype=None, nlp=None, load_lm: Callable[[str], _CausalLM] | None = None):
     """Turn a spec (hub id, local folder, ``"method:LM"``, ``"rules"``, or a ready backend) into a backend for ``stage``."""
     if not isinstance(spec, str):
         return spec  # already a backend object
-    load_lm = load_lm or (lambda name: _CausalLM(*models.load(name, device=device)))
+    load_lm = load_lm or (lambda name: _CausalLM(*models.load(name, device=device, dtype=dtype)))
     method, _, lm_name = spec.partition(":")
     if stage == "qg" and spec == "rules":
         return RuleQuestionGenerator()
@@ -502,7 +502,7 @@ def build_backend(stage: str, spec, *, device=None, batch_size=8, nlp=None, load
             f"use one of {[m + ':LM' for m in OFFLINE_METHODS[stage]]}" + (' or "rules"' if stage == "qg" else "")
         )
     if stage == "qg":
-        return T5QuestionGenerator(spec, device=device, batch_size=batch_size)
+        return T5QuestionGenerator(spec, device=device, batch_size=batch_size, dtype=dtype)
     if stage == "qa":
-        return ExtractiveQA(spec, device=device, batch_size=batch_size)
-    return SequenceClassificationNLI(spec, device=device, batch_size=batch_size)
+        return ExtractiveQA(spec, device=device, batch_size=batch_size, dtype=dtype)
+    return SequenceClassificationNLI(spec, device=device, batch_size=batch_size, dtype=dtype)

@@ -64,7 +64,7 @@ class _Lazy:
         return self.target()(**self.fixed, **options)
 
 
-_LM_OPTIONS = ("batch_size", "device")
+_LM_OPTIONS = ("batch_size", "device", "dtype")
 METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (
     MetricSpec("pmi-faith", _Lazy("pmi_faith", "PMIFaith"), ("pmi", "uncond_pmi"),
                ("model", *_LM_OPTIONS, "normalize", "max_length", "unconditional"),
