@@ -334,6 +334,20 @@ def attends_to_whole_past(model) -> bool:
     return set(layer_types) <= {"full_attention", "dummy"}
 
 
+def input_device(model) -> torch.device:
+    """Where ``model``'s inputs go: where its input embeddings execute.
+
+    ``model.device`` is where its first weight is stored, which for a model offloaded by accelerate
+    (``cpu_offload``: weights on the meta device, moved in per layer) or split by ``device_map`` is
+    not where the computation starts; accelerate's hook on the embeddings knows where it is.
+    """
+    embeddings = model.get_input_embeddings()
+    execution = getattr(getattr(embeddings, "_hf_hook", None), "execution_device", None)
+    if execution is not None:
+        return torch.device(execution)
+    return embeddings.weight.device if embeddings.weight.device.type != "meta" else model.device
+
+
 def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 

@@ -57,7 +57,7 @@ _END = -1  # marks where a sequence ends inside the tree; never run through the 
 @torch.no_grad()
 def reference_token_logprobs(model, context_ids: Sequence[int], target_ids: Sequence[int]) -> torch.Tensor:
     """log P(target_t | context, target_<t) for each t, from one full unpadded forward pass."""
-    ids = torch.tensor([list(context_ids) + list(target_ids)], device=model.device)
+    ids = torch.tensor([list(context_ids) + list(target_ids)], device=models.input_device(model))
     logits = model(input_ids=ids, use_cache=False).logits[0].float()
     start = len(context_ids)
     logprobs = torch.log_softmax(logits[start - 1 : ids.shape[1] - 1], dim=-1)
@@ -177,6 +177,7 @@ class TokenScorer:
         self.share_prefixes = share_prefixes
         self._can_trim_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
         self._vocabulary = model.config.get_text_config().vocab_size
+        self._device = models.input_device(model)
         # Padding inside a cache is exact under full attention (the mask hides it, position ids skip it); any
         # other attention (a sliding window counts cache slots, padding included) runs shared runs one per batch.
         self._pads_caches = models.attends_to_whole_past(model)
@@ -224,7 +225,7 @@ class TokenScorer:
 
     def _run_batch(self, chunk: list[_Node], parent: _Parent | None) -> None:
         """Run ``chunk``'s nodes as one right-padded batch, in windows of columns; then their children."""
-        device = self.model.device
+        device = self._device
         runs = [n.runnable for n in chunk]
         width = max(len(r) for r in runs)
         ids = torch.tensor([r + [0] * (width - len(r)) for r in runs], device=device)

@@ -82,7 +82,8 @@ def build_inputs(
     if model.config.is_encoder_decoder:  # encoders read left to right: pad on the right
         input_ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
         attention_mask = attention_mask.flip(-1)
-    return {"input_ids": input_ids.to(model.device), "attention_mask": attention_mask.to(model.device)}
+    device = models.input_device(model)
+    return {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device)}
 
 
 def context_room(model, tokenizer, max_new_tokens: int = 0) -> int:
@@ -414,7 +415,7 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
         return _beam_sample_per_context(model, kwargs, run, seeds, extra, generate_kwargs)
     sampling = run.sampling
     if sampling is not None and seeds is not None:  # copies of a context draw in turn from its generator
-        generators = [torch.Generator(model.device).manual_seed(int(seed)) for seed in seeds for _ in range(returns)]
+        generators = [torch.Generator(models.input_device(model)).manual_seed(int(seed)) for seed in seeds for _ in range(returns)]
         sampling = sampling._replace(generators=generators)
     if sampling is not None and strategy.views == 1 and seeds is None:
         processors = []  # plain sampling from the global RNG: transformers' own
