@@ -317,3 +317,16 @@ def test_padded_caches_would_be_wrong_under_a_sliding_window(monkeypatch):
     worst = max((values - reference_token_logprobs(model, *request)).abs().max().item()
                 for request, values in zip(requests, scorer(requests)))
     assert worst > 1e-2
+
+
+def test_nan_logits_are_an_error_naming_the_dtype(tiny_gpt2):
+    """An overflowing precision gives NaN logits; they are one error, not NaN scores."""
+    import copy
+
+    from faithkit.errors import PrecisionError
+
+    broken = copy.deepcopy(tiny_gpt2)
+    with torch.no_grad():
+        broken.lm_head.weight[7] = float("nan")  # tied to the input embeddings: token 7's logit is NaN everywhere
+    with pytest.raises(PrecisionError, match=r"NaN or infinite: the model runs in float32.*--dtype bfloat16"):
+        TokenScorer(broken)(_mixed_requests(500))
