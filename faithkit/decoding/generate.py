@@ -415,7 +415,8 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
         return _beam_sample_per_context(model, kwargs, run, seeds, extra, generate_kwargs)
     sampling = run.sampling
     if sampling is not None and seeds is not None:  # copies of a context draw in turn from its generator
-        generators = [torch.Generator(models.input_device(model)).manual_seed(int(seed)) for seed in seeds for _ in range(returns)]
+        device = models.input_device(model)
+        generators = [torch.Generator(device).manual_seed(int(seed)) for seed in seeds for _ in range(returns)]
         sampling = sampling._replace(generators=generators)
     if sampling is not None and strategy.views == 1 and seeds is None:
         processors = []  # plain sampling from the global RNG: transformers' own
