@@ -77,7 +77,7 @@ class T5QuestionGenerator:
         questions: list[list[str]] = []
         for batch in _batches(list(candidates), self.batch_size):
             texts = [f"answer: {c.text}  context: {c.context}" for c in batch]
-            encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=512, return_tensors="pt").to(self.model.device)
+            encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=512, return_tensors="pt").to(models.input_device(self.model))
             output = self.model.generate(
                 **encoded, max_length=self.max_length, num_beams=self.num_beams, num_return_sequences=self.num_return,
                 no_repeat_ngram_size=3, early_stopping=True, do_sample=False,
@@ -125,7 +125,7 @@ class ExtractiveQA:
         window_of = encoded.pop("overflow_to_sample_mapping").tolist()
         offsets = encoded.pop("offset_mapping").tolist()
         sequence_ids = [encoded.sequence_ids(i) for i in range(len(window_of))]
-        inputs = {k: v.to(self.model.device) for k, v in encoded.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        inputs = {k: v.to(models.input_device(self.model)) for k, v in encoded.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
         output = self.model(**inputs)
         starts, ends = output.start_logits.float().cpu(), output.end_logits.float().cpu()
         best: list[tuple[float, str]] = [(float("-inf"), NO_ANSWER)] * len(questions)
@@ -177,7 +177,7 @@ class SequenceClassificationNLI:
             encoded = self.tokenizer(
                 [p for p, _ in batch], [h for _, h in batch], truncation="longest_first", max_length=max_length,
                 padding=True, return_tensors="pt",
-            ).to(self.model.device)
+            ).to(models.input_device(self.model))
             predicted = self.model(**encoded).logits.argmax(-1).tolist()
             labels.extend(self.labels[i] for i in predicted)
         return labels
@@ -267,9 +267,9 @@ class _CausalLM:
     @torch.no_grad()
     def generate(self, prompts: Sequence[list[int]], max_new_tokens: int, **options) -> list[list[int]]:
         """Greedy continuation of each prompt (token ids), left-padded in one batch, up to a newline."""
-        width = max(len(p) for p in prompts)
-        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=self.model.device)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.model.device)
+        width, device = max(len(p) for p in prompts), models.input_device(self.model)
+        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
         output = self.model.generate(
             input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
             eos_token_id=self.newline, pad_token_id=self.pad_id, **options,

@@ -65,7 +65,8 @@ class SweepConfig:
     ``fluency_tolerance`` (``fluency`` unset: the judge's fluency when ``pmi-faith`` is measured,
     else no such bound), and says whether it is significantly more faithful than the baseline
     (paired permutation test, p < ``significance``). Intervals are 95% bootstraps over contexts
-    (``resamples`` draws).
+    (``resamples`` draws). ``device`` and ``dtype`` (:data:`faithkit.precision.DTYPES`) apply to every model
+    the sweep loads.
     """
 
     generator: str | None = None
