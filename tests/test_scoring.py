@@ -276,7 +276,7 @@ def _window_rows(vocab_size: int):
     requests = []
     for length in (30, 38, 45):
         document = tokens(length)
-        requests += [(document + tokens(rng.randint(4, 20)), tokens(rng.randint(4, 15))) for _ in range(4)]
+        requests += [(document + tokens(rng.randint(6, 20)), tokens(rng.randint(4, 15))) for _ in range(4)]
     return requests
 
 
@@ -286,7 +286,8 @@ def _tiny_window_model(family: str):
                               Qwen2ForCausalLM)
 
     shape = dict(vocab_size=500, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                 num_key_value_heads=1, sliding_window=16, initializer_range=0.3, pad_token_id=0)
+                 num_key_value_heads=1, sliding_window=16, initializer_range=0.3, pad_token_id=0, bos_token_id=1,
+                 eos_token_id=2)
     torch.manual_seed(0)
     if family == "mistral":  # sliding_window alone, without layer_types, as Mistral checkpoints give it
         return MistralForCausalLM(MistralConfig(**shape)).eval()
