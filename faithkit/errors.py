@@ -23,3 +23,7 @@ class ModelNotAvailableError(FaithkitError, RuntimeError):
 
 class OutputError(FaithkitError, OSError):
     """An output cannot be written, is held by another run, or holds another job's results."""
+
+
+class PrecisionError(FaithkitError, ValueError):
+    """The model's logits are NaN or infinite: its precision overflowed (float16 does for some models)."""

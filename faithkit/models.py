@@ -10,6 +10,7 @@ second. Offline names never touch the network.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
 import pickle
 import shutil
@@ -21,8 +22,11 @@ from typing import Callable
 import torch
 
 
+from . import precision
 from .errors import ConfigError, ModelNotAvailableError
 from .paths import check_model_folder
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -123,8 +127,13 @@ def load(
     dtype: torch.dtype | str | None = None,
     cache: str | Path | None = None,
     for_training: bool = False,
+    torch_dtype: torch.dtype | str | None = None,
 ):
     """Return ``(model, tokenizer)``: on ``device`` in eval mode, or as loaded with ``for_training=True``.
+
+    ``dtype`` (or transformers' older spelling ``torch_dtype``) is one of :data:`faithkit.precision.DTYPES` or
+    a ``torch.dtype``; ``"auto"`` keeps the checkpoint's own. Unset, a GPU runs the checkpoint's dtype and a
+    CPU float32 (a log line says when that upcasts a half-precision checkpoint).
 
     ``kind`` picks the head: ``"causal"`` (decoder-only LM), ``"seq2seq"`` (BART, T5),
     ``"question-answering"`` or ``"sequence-classification"``; by default the model's own config
@@ -153,6 +162,7 @@ def load(
     }
     if kind is not None and kind not in auto_classes:
         raise ValueError(f"kind must be one of {sorted(auto_classes)}, got {kind!r}")
+    dtype = _asked_dtype(dtype, torch_dtype)
     path = resolve(name, cache)
     check_model_folder(path)
     actual = _config_kind(path)
@@ -161,7 +171,8 @@ def load(
     kind = kind or actual or "causal"
     try:  # the tokenizer first: an unreachable hub then fails once, not twice
         tokenizer = AutoTokenizer.from_pretrained(path)
-        model = auto_classes[kind].from_pretrained(path, dtype=dtype or ("float32" if for_training else "auto"))
+        loaded_as = precision.torch_dtype(dtype or ("float32" if for_training else "auto"))
+        model = auto_classes[kind].from_pretrained(path, dtype=loaded_as)
     except pickle.UnpicklingError:
         raise ModelNotAvailableError(
             f"{name}: its weights are a pickle holding more than tensors, which could run code when read, so "
@@ -181,9 +192,20 @@ def load(
         return model.train(), tokenizer
     device = device or default_device()
     if dtype is None and model.dtype in (torch.float16, torch.bfloat16) and torch.device(device).type == "cpu":
-        model = model.float()  # half precision on CPU is slow and inexact
+        logger.info("%s: running its %s checkpoint in float32 on the CPU (half precision there is slow and not "
+                    "exact); --dtype auto (dtype='auto') keeps %s", name, precision.dtype_name(model.dtype),
+                    precision.dtype_name(model.dtype))
+        model = model.float()
     model.to(device).eval()
     return model, tokenizer
+
+
+def _asked_dtype(dtype, torch_dtype) -> str | None:
+    """The precision asked for by either spelling, as a name of :data:`faithkit.precision.DTYPES` (None: unset)."""
+    dtype, torch_dtype = precision.dtype_name(dtype), precision.dtype_name(torch_dtype)
+    if dtype is not None and torch_dtype is not None and dtype != torch_dtype:
+        raise ConfigError(f"dtype={dtype!r} and torch_dtype={torch_dtype!r} disagree; give one of them")
+    return dtype or torch_dtype
 
 
 def _head_mismatch(name: str, actual: str, asked: str) -> str:
@@ -302,6 +324,34 @@ def file_digest(path: Path) -> str:
     except OSError:
         pass
     return known[key][-1]
+
+
+def attends_to_whole_past(model) -> bool:
+    """True when every layer of ``model`` attends to its whole past, so padding inside a key/value cache is exact.
+
+    A sliding window or chunked attention counts cache slots, padding included, and recurrent or compressed
+    layers fold padding into their state. The layer types are read as transformers' own caches read them
+    (``layer_types``, else ``sliding_window`` / ``attention_chunk_size`` per layer, as Mistral and Phi-3
+    configs give them); any type other than full attention (or a layer that stores nothing) counts as not.
+    """
+    from transformers.cache_utils import get_layer_types_and_kwargs
+
+    layer_types, _ = get_layer_types_and_kwargs(model.config.get_text_config(decoder=True))
+    return set(layer_types) <= {"full_attention", "dummy"}
+
+
+def input_device(model) -> torch.device:
+    """Where ``model``'s inputs go: where its input embeddings execute.
+
+    ``model.device`` is where its first weight is stored, which for a model offloaded by accelerate
+    (``cpu_offload``: weights on the meta device, moved in per layer) or split by ``device_map`` is
+    not where the computation starts; accelerate's hook on the embeddings knows where it is.
+    """
+    embeddings = model.get_input_embeddings()
+    execution = getattr(getattr(embeddings, "_hf_hook", None), "execution_device", None)
+    if execution is not None:
+        return torch.device(execution)
+    return embeddings.weight.device if embeddings.weight.device.type != "meta" else model.device
 
 
 def default_device() -> str:

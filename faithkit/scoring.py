@@ -37,6 +37,8 @@ from typing import Callable, Sequence
 
 import torch
 
+from . import models, precision
+
 Request = tuple[Sequence[int], Sequence[int]]
 
 MIN_SAVED_TOKENS = 32
@@ -55,7 +57,7 @@ _END = -1  # marks where a sequence ends inside the tree; never run through the 
 @torch.no_grad()
 def reference_token_logprobs(model, context_ids: Sequence[int], target_ids: Sequence[int]) -> torch.Tensor:
     """log P(target_t | context, target_<t) for each t, from one full unpadded forward pass."""
-    ids = torch.tensor([list(context_ids) + list(target_ids)], device=model.device)
+    ids = torch.tensor([list(context_ids) + list(target_ids)], device=models.input_device(model))
     logits = model(input_ids=ids, use_cache=False).logits[0].float()
     start = len(context_ids)
     logprobs = torch.log_softmax(logits[start - 1 : ids.shape[1] - 1], dim=-1)
@@ -175,9 +177,10 @@ class TokenScorer:
         self.share_prefixes = share_prefixes
         self._can_trim_logits = "logits_to_keep" in inspect.signature(model.forward).parameters
         self._vocabulary = model.config.get_text_config().vocab_size
-        # Padding inside a cache is exact under full attention (the mask hides it, position ids skip it);
-        # a sliding window counts cache slots, padding included, so there shared runs go one per batch.
-        self._pads_caches = not any("sliding" in t for t in getattr(model.config, "layer_types", None) or [])
+        self._device = models.input_device(model)
+        # Padding inside a cache is exact under full attention (the mask hides it, position ids skip it); any
+        # other attention (a sliding window counts cache slots, padding included) runs shared runs one per batch.
+        self._pads_caches = models.attends_to_whole_past(model)
 
     @torch.no_grad()
     def __call__(self, requests: Sequence[Request], progress: Callable[[int], None] | None = None) -> list[torch.Tensor]:
@@ -222,7 +225,7 @@ class TokenScorer:
 
     def _run_batch(self, chunk: list[_Node], parent: _Parent | None) -> None:
         """Run ``chunk``'s nodes as one right-padded batch, in windows of columns; then their children."""
-        device = self.model.device
+        device = self._device
         runs = [n.runnable for n in chunk]
         width = max(len(r) for r in runs)
         ids = torch.tensor([r + [0] * (width - len(r)) for r in runs], device=device)
@@ -252,6 +255,7 @@ class TokenScorer:
             if self._can_trim_logits:
                 kwargs["logits_to_keep"] = torch.tensor(columns or [end - begin - 1], device=device)
             output = self.model(input_ids=ids[:, begin:end], **kwargs)
+            precision.check_finite(output.logits, self.model.dtype)  # an overflow is an error, not a NaN score
             cache = output.cache
             column_of = {c: k for k, c in enumerate(columns)} if self._can_trim_logits else {c: c for c in columns}
             self._collect(output.logits, [(row, column_of[column], position, requests)

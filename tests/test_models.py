@@ -140,3 +140,82 @@ def test_a_folder_retrained_in_place_is_another_model(tmp_path, monkeypatch, tin
     save_file(tensors, weights, metadata={"format": "pt"})
     assert weights.stat().st_size == size
     assert models.identity(str(folder))["hash"] != first["hash"]
+
+
+def test_only_full_attention_counts_as_attending_to_the_whole_past():
+    """What TokenScorer and the prompt prefill decide padding from: the cache layer types transformers itself builds."""
+    from types import SimpleNamespace
+
+    from transformers import GPT2Config, Llama4TextConfig, MistralConfig, Qwen2Config, Qwen3NextConfig
+
+    def attends(config) -> bool:
+        return models.attends_to_whole_past(SimpleNamespace(config=config))
+
+    assert attends(GPT2Config(n_layer=2)) and attends(MistralConfig(num_hidden_layers=2, sliding_window=None))
+    assert attends(Qwen2Config(num_hidden_layers=2, sliding_window=16))  # Qwen2 ignores it without use_sliding_window
+    assert not attends(MistralConfig(num_hidden_layers=2, sliding_window=16))  # no layer_types: every layer windowed
+    assert not attends(Llama4TextConfig(num_hidden_layers=2, attention_chunk_size=16))  # chunked attention
+    assert not attends(Qwen3NextConfig(num_hidden_layers=4))  # linear attention folds padding into its state
+
+
+@pytest.fixture(scope="module")
+def bfloat16_folder(tmp_path_factory, tiny_gpt2, gpt2_tokenizer) -> str:
+    """The tiny GPT-2 saved in bfloat16, as many hub checkpoints are."""
+    import copy
+
+    import torch
+
+    from tests.conftest import save_gpt2_folder
+
+    half = copy.deepcopy(tiny_gpt2).to(torch.bfloat16)
+    return str(save_gpt2_folder(half, gpt2_tokenizer, tmp_path_factory.mktemp("bfloat16")))
+
+
+def test_a_half_precision_checkpoint_runs_in_float32_on_a_cpu_unless_asked(bfloat16_folder, caplog):
+    import logging
+
+    import torch
+
+    with caplog.at_level(logging.INFO, logger="faithkit.models"):
+        assert models.load(bfloat16_folder, device="cpu")[0].dtype == torch.float32
+    assert "running its bfloat16 checkpoint in float32 on the CPU" in caplog.text
+    assert "--dtype auto (dtype='auto') keeps bfloat16" in caplog.text
+    assert models.load(bfloat16_folder, device="cpu", dtype="auto")[0].dtype == torch.bfloat16
+    assert models.load(bfloat16_folder, device="cpu", dtype=torch.float16)[0].dtype == torch.float16
+    assert models.load(bfloat16_folder, device="cpu", torch_dtype="float16")[0].dtype == torch.float16  # transformers'
+    assert models.load(bfloat16_folder, for_training=True)[0].dtype == torch.float32
+
+
+def test_a_dtype_unknown_or_given_twice_differently_is_one_clear_error(bfloat16_folder):
+    import torch
+
+    with pytest.raises(ConfigError, match="^dtype 'half' is not one of auto, float32, bfloat16, float16$"):
+        models.load(bfloat16_folder, dtype="half")
+    with pytest.raises(ConfigError, match="^dtype='float16' and torch_dtype='bfloat16' disagree; give one of them$"):
+        models.load(bfloat16_folder, dtype="float16", torch_dtype=torch.bfloat16)
+
+
+@pytest.mark.slow
+def test_an_offloaded_model_scores_and_decodes_as_the_plain_one(smollm2):
+    """accelerate's cpu_offload leaves the weights on the meta device (``model.device`` says meta) and moves each
+    layer's in as it runs: inputs go where the input embeddings execute, and nothing changes."""
+    import copy
+
+    from accelerate import cpu_offload
+
+    from faithkit.decoding import generate
+    from faithkit.metrics import PMIFaith
+
+    model, tokenizer = smollm2
+    documents = ["The Eiffel Tower is 330 metres tall.", "Penguins cannot fly.", "Paris is in France.",
+                 "Water boils at 100 degrees Celsius at sea level."]
+    histories = [["How tall is it?"], ["Can penguins fly?"], ["Where is Paris?"], ["When does water boil?"]]
+    responses = ["It is 330 metres tall.", "No, they swim.", "In France.", "At 100 degrees."]
+    offloaded = cpu_offload(copy.deepcopy(model), execution_device="cpu")
+    assert offloaded.device.type == "meta" and models.input_device(offloaded).type == "cpu"
+    results = []
+    for candidate in (model, offloaded):
+        metric = PMIFaith(model=candidate, tokenizer=tokenizer, unconditional=False)
+        scores = metric.compute(documents=documents, histories=histories, responses=responses)["pmi"]
+        results.append((scores, generate(candidate, tokenizer, documents, histories, max_new_tokens=6)))
+    assert results[0] == results[1]

@@ -18,7 +18,8 @@ from faithkit.decoding import (
     prompt_cache,
     row_seed,
 )
-from faithkit.errors import ConfigError
+from faithkit.decoding.cad import AdaptiveContextAwareDecode, ContextAwareDecode
+from faithkit.errors import ConfigError, PrecisionError
 from faithkit.prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE
 
 DOCUMENTS = [
@@ -383,8 +384,80 @@ def test_bad_arguments(kwargs, message):
 def test_bad_batches():
     with pytest.raises(ValueError, match="needs 2B rows"):
         PMIDecode()(torch.zeros(3, 2, dtype=torch.long), torch.zeros(3, 10))
-    with pytest.raises(RuntimeError, match="no longer end on the same token"):
+    with pytest.raises(ValueError, match="rows 0 and 1 are not two views of one context"):
         PMIDecode()(torch.tensor([[1, 2], [1, 3]]), torch.zeros(2, 10))
+    drifting = PMIDecode()
+    drifting(torch.tensor([[1, 2], [1, 2]]), torch.zeros(2, 10))  # the first step: two views
+    with pytest.raises(RuntimeError, match="no longer end on the same token") as error:
+        drifting(torch.tensor([[1, 2, 4], [1, 2, 5]]), torch.zeros(2, 10))
+    assert "a logits processor placed after PMIDecode" in str(error.value)
+
+
+EIFFEL = "Document: The Eiffel Tower is 330 metres tall.\n\nHow tall is the Eiffel Tower?\nAgent:"
+PENGUIN = "Document: Penguins are flightless birds of the southern hemisphere.\n\nCan penguins fly?\nAgent:"
+
+
+@pytest.mark.parametrize("processor", [PMIDecode(0.25, 0.6), ContextAwareDecode(1.0), AdaptiveContextAwareDecode()],
+                         ids=["pmi", "cad", "adacad"])
+def test_a_batch_that_is_not_two_views_is_refused(tiny_gpt2, gpt2_tokenizer, processor):
+    """The usage a user tries first: two prompts from the tokenizer, an even batch, so no row count gives it away."""
+    gpt2_tokenizer.padding_side = "left"
+    inputs = gpt2_tokenizer([EIFFEL, PENGUIN], padding=True, return_tensors="pt")
+    with pytest.raises(ValueError) as error:
+        tiny_gpt2.generate(**inputs, max_new_tokens=3, logits_processor=[processor],
+                           pad_token_id=gpt2_tokenizer.pad_token_id)
+    assert str(error.value).startswith(f"{processor.method}: rows 0 and 1 are not two views of one context")
+    assert str(error.value).endswith("build the inputs with faithkit.decoding.build_inputs")
+
+
+@pytest.mark.parametrize(("template", "max_context_tokens"),
+                         [(DEFAULT_TEMPLATE, None), (DEFAULT_TEMPLATE, 30), (CHAT_TEMPLATE, None), (CHAT_TEMPLATE, 60)],
+                         ids=["plain", "plain-cut", "chat", "chat-cut"])
+def test_build_inputs_are_two_views_also_cut_or_chat(tiny_llama, template, max_context_tokens):
+    """Cut documents and chat templates (a system turn the document joins) still pass the check, beams too."""
+    model, tokenizer = tiny_llama
+    documents = [DOCUMENTS[0] * 4, DOCUMENTS[1], ""]
+    inputs = build_inputs(model, tokenizer, documents, HISTORIES, template, max_context_tokens=max_context_tokens)
+    for processor in (PMIDecode(0.25, 0.6), AdaptiveContextAwareDecode()):
+        model.generate(**inputs, max_new_tokens=2, num_beams=2, logits_processor=[processor],
+                       pad_token_id=tokenizer.pad_token_id)
+
+
+class FavoursEachRowsOwnToken(LogitsProcessor):
+    """Changes each row's scores its own way, as a repetition penalty does (it reads each row's own prompt)."""
+
+    def __call__(self, input_ids, scores):
+        rows = torch.arange(scores.shape[0])
+        return scores.index_put((rows, rows), torch.tensor(1e4))
+
+
+def test_a_processor_after_pmidecode_is_named_when_the_halves_drift(tiny_gpt2, gpt2_tokenizer):
+    inputs = build_inputs(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
+    run = dict(max_new_tokens=3, pad_token_id=gpt2_tokenizer.pad_token_id)
+    with pytest.raises(RuntimeError, match="a logits processor placed after PMIDecode changed the halves' scores"):
+        tiny_gpt2.generate(**inputs, logits_processor=[PMIDecode(0.25, 1.0), FavoursEachRowsOwnToken()], **run)
+    tiny_gpt2.generate(**inputs, logits_processor=[FavoursEachRowsOwnToken(), PMIDecode(0.25, 1.0)], **run)
+
+
+def test_nan_scores_are_a_precision_error():
+    """NaN (or +inf) from the model is an overflow, not a score; -inf is a token an earlier processor forbade."""
+    input_ids = torch.ones(2, 3, dtype=torch.long)
+    PMIDecode()(input_ids, torch.tensor([[0.0, -math.inf, 1.0]] * 2))
+    for bad in (math.nan, math.inf):
+        with pytest.raises(PrecisionError, match="the model's logits are NaN or infinite.*--dtype bfloat16"):
+            PMIDecode()(input_ids, torch.tensor([[0.0, bad, 1.0]] * 2))
+
+
+def test_generate_names_the_dtype_of_a_model_whose_logits_overflow(tiny_gpt2, gpt2_tokenizer):
+    """Every strategy, plain too, stops instead of decoding empty responses; the message names the model's dtype."""
+    import copy
+
+    broken = copy.deepcopy(tiny_gpt2)
+    with torch.no_grad():
+        broken.lm_head.weight[7] = math.nan  # tied to the input embeddings: token 7's logit is NaN everywhere
+    for strategy in ("plain", "pmi"):
+        with pytest.raises(PrecisionError, match="the model runs in float32"):
+            generate(broken, gpt2_tokenizer, DOCUMENTS[:1], HISTORIES[:1], strategy, max_new_tokens=2)
 
 
 def test_generate_rejects_what_it_cannot_honour(tiny_gpt2, gpt2_tokenizer):

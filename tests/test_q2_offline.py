@@ -88,7 +88,7 @@ def test_build_backend_specs(lm, nlp):
 
 def test_q2_shares_one_lm_across_stages(monkeypatch, lm):
     loads = []
-    monkeypatch.setattr("faithkit.metrics.q2.models.load", lambda name, device=None: loads.append(name) or (lm.model, lm.tokenizer))
+    monkeypatch.setattr("faithkit.metrics.q2.models.load", lambda name, device=None, dtype=None: loads.append(name) or (lm.model, lm.tokenizer))
     metric = Q2(preset="offline", qa_model="scoring:tiny", nli_model="labels:tiny")
     assert loads == ["tiny"]
     result = metric.compute(knowledge=PASSAGES, responses=["it aired on pbs in 1983 .", "ok"])

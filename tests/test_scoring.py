@@ -267,3 +267,67 @@ def test_sliding_window_model_is_exact():
     # windows shorter and longer than the sliding window, on shared runs and on a long response
     for max_tokens_per_call in (5, 40):
         _assert_windowed_is_exact(gemma, requests + _long_target_requests(500), 4, max_tokens_per_call)
+
+
+def _window_rows(vocab_size: int):
+    """Rows of 40-80 tokens, several under each of three shared documents: longer than a 16-token window."""
+    rng = random.Random(5)
+    tokens = lambda n: [rng.randrange(10, vocab_size) for _ in range(n)]  # noqa: E731
+    requests = []
+    for length in (30, 38, 45):
+        document = tokens(length)
+        requests += [(document + tokens(rng.randint(6, 20)), tokens(rng.randint(4, 15))) for _ in range(4)]
+    return requests
+
+
+def _tiny_window_model(family: str):
+    """A tiny random model of ``family`` whose attention is a 16-token sliding window (on every or some layers)."""
+    from transformers import (MistralConfig, MistralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
+                              Qwen2ForCausalLM)
+
+    shape = dict(vocab_size=500, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                 num_key_value_heads=1, sliding_window=16, initializer_range=0.3, pad_token_id=0, bos_token_id=1,
+                 eos_token_id=2)
+    torch.manual_seed(0)
+    if family == "mistral":  # sliding_window alone, without layer_types, as Mistral checkpoints give it
+        return MistralForCausalLM(MistralConfig(**shape)).eval()
+    if family == "phi3":
+        return Phi3ForCausalLM(Phi3Config(**shape)).eval()
+    # Qwen2: a window on the layers from max_window_layers on, full attention below
+    return Qwen2ForCausalLM(Qwen2Config(**shape, use_sliding_window=True, max_window_layers=1)).eval()
+
+
+@pytest.mark.parametrize("family", ["mistral", "phi3", "qwen2"])
+def test_sliding_window_without_layer_types_is_exact(family):
+    """A window declared by ``sliding_window`` alone (Mistral, Phi-3) or per layer (Qwen2) counts cache slots just
+    as Gemma's does: at the default batch size and prefix sharing, rows longer than the window are exact."""
+    model = _tiny_window_model(family)
+    requests = _window_rows(500)
+    scorer = TokenScorer(model)
+    assert not scorer._pads_caches
+    for (context, target), values in zip(requests, scorer(requests)):
+        torch.testing.assert_close(values, reference_token_logprobs(model, context, target), atol=1e-5, rtol=0)
+
+
+def test_padded_caches_would_be_wrong_under_a_sliding_window(monkeypatch):
+    """What the test above guards against: padding inside the caches of a windowed model moves its window."""
+    model = _tiny_window_model("mistral")
+    requests = _window_rows(500)
+    scorer = TokenScorer(model)
+    monkeypatch.setattr(scorer, "_pads_caches", True)
+    worst = max((values - reference_token_logprobs(model, *request)).abs().max().item()
+                for request, values in zip(requests, scorer(requests)))
+    assert worst > 1e-2
+
+
+def test_nan_logits_are_an_error_naming_the_dtype(tiny_gpt2):
+    """An overflowing precision gives NaN logits; they are one error, not NaN scores."""
+    import copy
+
+    from faithkit.errors import PrecisionError
+
+    broken = copy.deepcopy(tiny_gpt2)
+    with torch.no_grad():
+        broken.lm_head.weight[7] = float("nan")  # tied to the input embeddings: token 7's logit is NaN everywhere
+    with pytest.raises(PrecisionError, match=r"NaN or infinite: the model runs in float32.*--dtype bfloat16"):
+        TokenScorer(broken)(_mixed_requests(500))

@@ -172,6 +172,10 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
     path.write_text("generator: g\ninput: x\nout: o\n")  # the flags given win; the file keeps the rest
     with pytest.raises(ConfigError, match="--top-p 0 is out of range"):
         sweep_cli.run(parse(["--config", str(path), "--top-p", "0"]))
+    path.write_text("generator: g\ninput: x\nout: o\ndtype: bfloat16\n")
+    assert load_config(path).dtype == "bfloat16"
+    with pytest.raises(ConfigError, match=r"--dtype 'half' is unknown; use auto, float32, bfloat16, float16"):
+        load_config(path, {"dtype": "half"})
     path.write_text("generator: g\ninput: x\nout: o\nlimit: 2.5\n")
     with pytest.raises(ConfigError, match="limit must be an integer, got 2.5"):
         load_config(path)

@@ -284,6 +284,8 @@ def test_flags_override_the_file():
     ({"training": {"learnig_rate": 1e-4}}, "unknown key 'training.learnig_rate'; did you mean 'training.learning_rate'"),
     ({"training": {"batch_size": "eight"}}, "training.batch_size must be an integer, got 'eight'"),
     ({"optimizer": {"name": "adam"}}, "unknown key 'optimizer'"),
+    ({"model": {"dtype": "half"}}, "model.dtype must be one of auto, float32, bfloat16, float16, got 'half'"),
+    ({"model": {"dtype": "auto"}}, "model.dtype: auto means the checkpoint's dtype, and model.init: random has none"),
     ({"data": {"corpus": "topicalchat"}}, "exactly one of data.corpus"),
     ({"evaluation": {"best_metric": "beam/mean_pmi"}}, "evaluation.best_metric must be dev_loss or DECODER/KEY"),
     ({"evaluation": {"strategies": ["plain", {"name": "pmi", "alpha": 2}]}},

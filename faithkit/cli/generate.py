@@ -6,7 +6,7 @@ import argparse
 import logging
 
 from ..paths import PathArg
-from .options import add_input_columns, add_job_options, columns_from_args, job_options, refuse_writing_inputs
+from .options import add_dtype_option, add_input_columns, add_job_options, columns_from_args, job_options, refuse_writing_inputs
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +31,7 @@ def register(subparsers) -> None:
                         help="responses, one JSON object per row (.jsonl)")
     add_generation_options(parser)
     parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    add_dtype_option(parser)
     add_job_options(parser, chunk_size=8)
     add_input_columns(parser)
     parser.set_defaults(run=run)
@@ -61,8 +62,8 @@ def run(args) -> int:
                           split=args.split))
     unique_ids(rows)
     decoding = {"strategy": strategy.name, **strategy.parameters(), **options.fingerprint()}
-    fingerprint = job_fingerprint("generate", model=models.identity(args.model), decoding=decoding)
-    job = GeneratorJob(args.model, strategy, options, device=args.device)
+    fingerprint = job_fingerprint("generate", model=models.identity(args.model), decoding=decoding, dtype=args.dtype)
+    job = GeneratorJob(args.model, strategy, options, device=args.device, dtype=args.dtype)
     counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="generate", **job_options(args))
     logger.info("%d generated, %d already done, %d errors -> %s", counts["done"], counts["skipped"],
                 counts["errors"], args.output)

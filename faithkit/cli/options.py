@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from .. import precision
 from ..errors import ConfigError, OutputError
 from ..paths import PathArg
 from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
@@ -20,6 +21,7 @@ METRIC_OPTIONS = {
     "nli_model": "Q² / e2e-NLI: NLI model; claim checkers: the checkpoint (default: the checker's hub id)",
     "batch_size": "rows per model call (default 8)",
     "device": "torch device (default: cuda if available, else cpu)",
+    "dtype": precision.HELP,
     "normalize": "PMI-FAITH: average (mean, default) or sum log-probabilities over response tokens",
     "max_length": "PMI-FAITH: longest sequence in tokens (default: the model's)",
     "window": "claim checkers: tokens of the document per window (default: the checker's)",
@@ -150,9 +152,17 @@ def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "p
 def add_metric_option_flags(parser: argparse.ArgumentParser) -> None:
     """A flag per metric option (``--model``, ``--preset``, …)."""
     for name, text in METRIC_OPTIONS.items():
+        if name == "dtype":
+            add_dtype_option(parser)
+            continue
         kind = _METRIC_OPTION_TYPES.get(name)
         parser.add_argument(f"--{name.replace('_', '-')}", help=text, choices=_METRIC_OPTION_CHOICES.get(name),
                             type=positive_int if kind == "positive" else PathArg("model") if name == "model" else str)
+
+
+def add_dtype_option(parser: argparse.ArgumentParser) -> None:
+    """``--dtype``, the precision of the models a command loads (:data:`faithkit.precision.DTYPES`)."""
+    parser.add_argument("--dtype", choices=precision.DTYPES, help=precision.HELP)
 
 
 def given_metric_options(args: argparse.Namespace) -> dict:

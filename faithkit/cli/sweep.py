@@ -8,7 +8,7 @@ from dataclasses import fields
 
 from ..numbers import finite_float
 from ..paths import PathArg
-from .options import add_input_columns, is_main_process, refuse_writing_inputs
+from .options import add_dtype_option, add_input_columns, is_main_process, refuse_writing_inputs
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +85,7 @@ def register(subparsers) -> None:
     judging.add_argument("--resamples", type=int, help="bootstrap resamples and permutations (default 1000)")
     judging.add_argument("--report-contexts", type=int, help="contexts shown in report.html (default 8)")
     parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    add_dtype_option(parser)
     add_input_columns(parser, response=False)
     parser.set_defaults(run=run)
 

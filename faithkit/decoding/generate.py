@@ -20,6 +20,7 @@ from ..errors import ConfigError
 from ..prompts import PromptTemplate
 from .options import GenerationOptions, default_template, search_of
 from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, strategy_from_dict
+from .two_view import FiniteLogits
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,8 @@ def build_inputs(
     if model.config.is_encoder_decoder:  # encoders read left to right: pad on the right
         input_ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
         attention_mask = attention_mask.flip(-1)
-    return {"input_ids": input_ids.to(model.device), "attention_mask": attention_mask.to(model.device)}
+    device = models.input_device(model)
+    return {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device)}
 
 
 def context_room(model, tokenizer, max_new_tokens: int = 0) -> int:
@@ -137,8 +139,7 @@ def prefill_blocks(model, inputs: dict, groups: int = 2) -> list | None:
     """Each of the ``groups`` blocks of rows prefilled at its own width (see :func:`prompt_cache`), or None."""
     from transformers.cache_utils import DynamicLayer
 
-    layer_types = getattr(model.config.get_text_config(), "layer_types", None) or ["full_attention"]
-    if (model.config.is_encoder_decoder or set(layer_types) != {"full_attention"}
+    if (model.config.is_encoder_decoder or not models.attends_to_whole_past(model)
             or "position_ids" not in inspect.signature(model.forward).parameters):
         return None
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
@@ -414,7 +415,8 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
         return _beam_sample_per_context(model, kwargs, run, seeds, extra, generate_kwargs)
     sampling = run.sampling
     if sampling is not None and seeds is not None:  # copies of a context draw in turn from its generator
-        generators = [torch.Generator(model.device).manual_seed(int(seed)) for seed in seeds for _ in range(returns)]
+        device = models.input_device(model)
+        generators = [torch.Generator(device).manual_seed(int(seed)) for seed in seeds for _ in range(returns)]
         sampling = sampling._replace(generators=generators)
     if sampling is not None and strategy.views == 1 and seeds is None:
         processors = []  # plain sampling from the global RNG: transformers' own
@@ -422,7 +424,8 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
     else:
         processors = strategy.processors(sampling)
         search_kwargs = run.kwargs
-    return model.generate(**kwargs, logits_processor=extra + processors, **search_kwargs, **generate_kwargs)
+    return model.generate(**kwargs, logits_processor=[FiniteLogits(model.dtype), *extra, *processors],
+                          **search_kwargs, **generate_kwargs)
 
 
 def _beam_sample_per_context(model, kwargs: dict, run: _CellRun, seeds, extra: list, generate_kwargs: dict):

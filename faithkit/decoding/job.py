@@ -23,15 +23,16 @@ class GeneratorJob:
     uninterrupted one would).
     """
 
-    def __init__(self, model: str, strategy, options, device=None):
-        self.model_name, self.strategy, self.options, self.device = model, strategy, options, device
+    def __init__(self, model: str, strategy, options, device=None, dtype=None):
+        self.model_name, self.strategy, self.options, self.device, self.dtype = model, strategy, options, device, dtype
         self._loaded = None
 
     def _load(self):
         if self._loaded is None:
             from .. import models
 
-            self._loaded = models.load(self.model_name, kind=models.model_kind(self.model_name), device=self.device)
+            self._loaded = models.load(self.model_name, kind=models.model_kind(self.model_name), device=self.device,
+                                       dtype=self.dtype)
         return self._loaded
 
     def __call__(self, rows: list[Row]) -> list[dict]:

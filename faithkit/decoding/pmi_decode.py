@@ -73,8 +73,10 @@ class PMIDecode(TwoViewProcessor):
     (its own temperature, top-k, top-p warpers, argmax or multinomial) keeps a one-hot
     unchanged, so generate's own ``temperature``/``top_k``/``top_p`` have no effect; put
     PMIDecode last in ``logits_processor``. Beam sampling (``do_sample=True`` with
-    ``num_beams>1``) cannot be kept synchronised and is not supported. Every call checks that
-    the halves ended on the same token and raises if they did not.
+    ``num_beams>1``) cannot be kept synchronised and is not supported. The first call of a
+    generate run checks that the batch is two views of the same contexts (a ``ValueError``
+    otherwise: build it with ``build_inputs``); every call checks that the halves ended on the
+    same token and that the scores are finite, and raises if not.
 
     Draws come from torch's global RNG (``torch.manual_seed`` makes a run reproducible), or,
     given ``generators``, each conditioned row from its own ``torch.Generator``: then a row's

@@ -14,6 +14,21 @@ from __future__ import annotations
 import torch
 from transformers import LogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper
 
+from ..precision import check_finite
+
+
+class FiniteLogits(LogitsProcessor):
+    """Stops generate with a :class:`~faithkit.errors.PrecisionError` naming ``dtype`` (the model's) when the
+    model's scores hold NaN or +inf, as a float16 overflow gives: they would decode as empty responses.
+    :func:`faithkit.decoding.generate` puts it first for every strategy."""
+
+    def __init__(self, dtype=None):
+        self.dtype = dtype
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        check_finite(scores, self.dtype)
+        return scores
+
 
 class RowSampler(LogitsProcessor):
     """Draws one token per row from the (temperature / top-k warped) scores and returns it as a one-hot.
@@ -64,8 +79,10 @@ class RowSampler(LogitsProcessor):
 class TwoViewProcessor(LogitsProcessor):
     """Base of the processors that decode from two views of each context; subclasses define :meth:`combine`.
 
-    Every call checks that the halves ended on the same token and raises, saying what to do,
-    if they did not (inputs not built as pairs, or generate sampled each row itself).
+    The first call of a generate run checks that the halves are two views of the same contexts
+    (:func:`check_two_views`); every call checks that the scores are finite and that the halves
+    ended on the same token, and raises, saying what to do, if not (inputs not built as pairs, a
+    processor after this one, or generate sampled each row itself).
 
     Args:
         do_sample (`bool`, defaults to False): draw the token inside the processor (see the module).
@@ -82,6 +99,7 @@ class TwoViewProcessor(LogitsProcessor):
                              "pass do_sample=True as well")
         self.do_sample = do_sample
         self.sampler = RowSampler(temperature, top_k, generators) if do_sample else None
+        self._width = None  # the input width of the last call: a call not one token wider starts a generate run
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
         rows = scores.shape[0]
@@ -91,13 +109,19 @@ class TwoViewProcessor(LogitsProcessor):
                 "rows; build the inputs with faithkit.decoding.build_inputs"
             )
         half = rows // 2
+        if self._width is None or input_ids.shape[1] != self._width + 1:
+            check_two_views(input_ids, self.method)
+        self._width = input_ids.shape[1]
+        check_finite(scores)
         if not torch.equal(input_ids[:half, -1], input_ids[half:, -1]):
             raise RuntimeError(
                 f"{self.method}: the history-only rows no longer end on the same token as their conditioned rows. "
-                "Either the inputs are not left-padded pairs ending alike (use faithkit.decoding.build_inputs), or "
-                "generate sampled each row independently: for sampling pass do_sample=True (and temperature/top_k) "
-                "to the processor itself, e.g. PMIDecode(alpha, top_p, do_sample=True, temperature=0.7); "
-                "beam sampling (do_sample=True with num_beams>1) is not supported."
+                f"Either a logits processor placed after {self.method} changed the halves' scores differently (a "
+                "repetition penalty does: keep faithkit's processor last in logits_processor), or the inputs are "
+                "not left-padded pairs ending alike (use faithkit.decoding.build_inputs), or generate sampled each "
+                "row independently: for sampling pass do_sample=True (and temperature/top_k) to the processor "
+                "itself, e.g. PMIDecode(alpha, top_p, do_sample=True, temperature=0.7); beam sampling "
+                "(do_sample=True with num_beams>1) is not supported."
             )
         combined = self.combine(scores[:half], scores[half:])
         if self.sampler is not None:
@@ -107,6 +131,45 @@ class TwoViewProcessor(LogitsProcessor):
     def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
         """The conditioned rows' new scores from the conditioned and history-only rows' scores."""
         raise NotImplementedError
+
+
+def check_two_views(input_ids: torch.Tensor, method: str) -> None:
+    """Raise a ValueError unless each row ``i`` of the second half is the history-only view of row ``i``'s context.
+
+    The two views of a context share their ending, the history and the response prefix (the
+    conditioned view adds the document before them), and often their start (start tokens, a system
+    turn). So once the left padding is set aside (the run of the history-only row's first token, in
+    both rows: the conditioned row is the longer, never the more padded), the tokens
+    of the history-only row that the two rows do not share at the start must mostly end the
+    conditioned row too: at least half of them (where the document joins, tokenisation or a cut
+    context may differ by a few tokens). Unrelated prompts share only a few tokens, such as a
+    trailing ``Agent:``. Encoder-decoder inputs (the decoder start, the same in every row) pass.
+    """
+    half = input_ids.shape[0] // 2
+    for row, (conditioned, history) in enumerate(zip(input_ids[:half].tolist(), input_ids[half:].tolist())):
+        padding = history[0] if history else None
+        conditioned, history = _without_leading(conditioned, padding), _without_leading(history, padding)
+        start = _common_length(conditioned, history)
+        end = min(_common_length(conditioned[::-1], history[::-1]), len(history) - start)
+        if 2 * end < len(history) - start:
+            raise ValueError(
+                f"{method}: rows {row} and {half + row} are not two views of one context: a history-only row ends "
+                f"as its conditioned row does (history, then response prefix), but these share only their last "
+                f"{end} tokens. The batch must hold the B conditioned views, then the B history-only views of the "
+                "same contexts: build the inputs with faithkit.decoding.build_inputs")
+
+
+def _without_leading(ids: list[int], token) -> list[int]:
+    """``ids`` without the run of ``token`` it starts with."""
+    return ids[_common_length(ids, [token] * len(ids)):]
+
+
+def _common_length(first: list[int], second: list[int]) -> int:
+    """How many leading tokens ``first`` and ``second`` share."""
+    for index, (a, b) in enumerate(zip(first, second)):
+        if a != b:
+            return index
+    return min(len(first), len(second))
 
 
 def log_probs_pair(scores_c: torch.Tensor, scores_h: torch.Tensor, allowed: torch.Tensor | None = None):

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from .. import precision
 from ..errors import ConfigError
 from .base import Metric, check_columns
 
@@ -149,10 +150,12 @@ class SupportModel:
     def __call__(self, premises: Sequence[str], claims: Sequence[str]) -> list[float]:
         import torch
 
+        from .. import models
+
         scores: list[float] = []
         for start in range(0, len(premises), self.batch_size):
             encoded = format_pairs(self.preset, self.tokenizer, premises[start:start + self.batch_size],
-                                   claims[start:start + self.batch_size]).to(self.model.device)
+                                   claims[start:start + self.batch_size]).to(models.input_device(self.model))
             with torch.no_grad():
                 probabilities = torch.softmax(self._logits(encoded).float(), dim=-1)
             scores += probabilities[:, self.preset.supported].tolist()
@@ -161,17 +164,19 @@ class SupportModel:
     def _logits(self, encoded):
         import torch
 
+        from .. import models
+
         if self.preset.architecture == "sequence-classification":
             return self.model(**encoded).logits
         if self.preset.architecture == "seq2seq-label-tokens":
             start = torch.full((len(encoded["input_ids"]), 1), self.model.config.decoder_start_token_id,
-                               dtype=torch.long, device=self.model.device)
+                               dtype=torch.long, device=models.input_device(self.model))
             logits = self.model(**encoded, decoder_input_ids=start).logits[:, 0, :]
             return logits[:, list(self.preset.label_tokens)]
         return self.model(**encoded).logits[:, 0, :]  # t5-token-classification: the first position
 
 
-def load_hhem(name: str, device=None):
+def load_hhem(name: str, device=None, dtype=None):
     """HHEM-2.1-Open without its remote code: ``(T5ForTokenClassification, tokenizer)`` with the checkpoint's
     weights (a hub id or a folder with ``config.json`` and ``*.safetensors``; see the module's docstring).
 
@@ -199,18 +204,20 @@ def load_hhem(name: str, device=None):
         raise ConfigError(f"{name} does not hold HHEM-2.1-Open's weights for {foundation}: missing "
                           f"{missing[:3] or 'none'}, unexpected {unexpected[:3] or 'none'}")
     model.tie_weights()
-    return model.to(device or models.default_device()).eval(), AutoTokenizer.from_pretrained(foundation)
+    model = model.to(device or models.default_device(), dtype=precision.torch_dtype(dtype or "float32"))
+    return model.eval(), AutoTokenizer.from_pretrained(foundation)
 
 
-def load_support_model(preset: CheckerPreset, name: str, device=None, batch_size: int = 8) -> SupportModel:
+def load_support_model(preset: CheckerPreset, name: str, device=None, batch_size: int = 8,
+                       dtype=None) -> SupportModel:
     """The preset's model from ``name`` (a hub id or a local folder), ready to score pairs."""
     from .. import models
 
     if preset.architecture == "t5-token-classification":
-        model, tokenizer = load_hhem(name, device)
+        model, tokenizer = load_hhem(name, device, dtype)
     else:
         kind = "sequence-classification" if preset.architecture == "sequence-classification" else "seq2seq"
-        model, tokenizer = models.load(name, kind=kind, device=device)
+        model, tokenizer = models.load(name, kind=kind, device=device, dtype=dtype)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if not tokenizer.is_fast:
@@ -241,7 +248,7 @@ class ClaimChecker(Metric):
     """
 
     def __init__(self, preset: str, nli_model: str | None = None, window: int | None = None,
-                 stride: int | None = None, batch_size: int = 8, device=None,
+                 stride: int | None = None, batch_size: int = 8, device=None, dtype=None,
                  support: Callable[[Sequence[str], Sequence[str]], list[float]] | None = None, tokenizer=None):
         if preset not in PRESETS:
             raise ValueError(f"unknown claim checker {preset!r}; choose one of {', '.join(PRESETS)}")
@@ -252,7 +259,7 @@ class ClaimChecker(Metric):
                              f"stride={self.stride}")
         self.score_keys = (self.preset.score_key,)
         if support is None:
-            support = load_support_model(self.preset, nli_model or self.preset.hub_id, device, batch_size)
+            support = load_support_model(self.preset, nli_model or self.preset.hub_id, device, batch_size, dtype)
             tokenizer = support.tokenizer
         self.support, self.tokenizer = support, tokenizer
 

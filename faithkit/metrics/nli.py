@@ -19,11 +19,11 @@ class E2ENLI(Metric):
 
     score_keys = ("e2e_nli",)
 
-    def __init__(self, nli_model=None, preset=None, device=None, batch_size=8):
+    def __init__(self, nli_model=None, preset=None, device=None, batch_size=8, dtype=None):
         if preset not in (None, "offline"):
             raise ValueError(f"preset must be None (the hub NLI model) or 'offline', got {preset!r}")
         spec = nli_model or (OFFLINE_DEFAULTS if preset == "offline" else HUB_DEFAULTS)["nli"]
-        self.nli = build_backend("nli", spec, device=device, batch_size=batch_size)
+        self.nli = build_backend("nli", spec, device=device, batch_size=batch_size, dtype=dtype)
 
     def compute(self, documents: Sequence[str] | None = None, histories=None, responses: Sequence[str] = (),
                 references=None, knowledge: Sequence[str] | None = None) -> dict:

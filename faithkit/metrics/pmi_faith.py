@@ -48,7 +48,8 @@ class PMIFaith(Metric):
         ['logp_doc', 'logp_doc_history', 'logp_history']
 
     ``model`` is a hub id, a local folder, an offline name (``smollm2-135m``) or an
-    already loaded causal LM (then pass ``tokenizer``). ``normalize="mean"`` averages
+    already loaded causal LM (then pass ``tokenizer``); ``dtype`` its precision when loaded here
+    (:data:`faithkit.precision.DTYPES`). ``normalize="mean"`` averages
     log-probabilities over the response's tokens as the authors' code does; ``"sum"``
     uses total log-probabilities. A document that does not fit in ``max_length``
     tokens keeps its end and the row reports ``truncated_tokens`` (with a warning).
@@ -67,11 +68,12 @@ class PMIFaith(Metric):
         unconditional: bool = True,
         max_length: int | None = None,
         share_prefixes: bool = True,
+        dtype=None,
     ):
         if normalize not in ("mean", "sum"):
             raise ValueError(f"normalize must be 'mean' or 'sum', got {normalize!r}")
         if isinstance(model, str):
-            self.model, self.tokenizer = models.load(model, device=device)
+            self.model, self.tokenizer = models.load(model, device=device, dtype=dtype)
         else:
             if tokenizer is None:
                 raise ValueError("PMIFaith(model=<loaded model>) also needs tokenizer=<its tokenizer>")

@@ -165,7 +165,8 @@ class Q2(Metric):
 
     score_keys = ("q2", "q2_no_nli")
 
-    def __init__(self, qg_model=None, qa_model=None, nli_model=None, preset=None, device=None, batch_size=8, spacy_model=None):
+    def __init__(self, qg_model=None, qa_model=None, nli_model=None, preset=None, device=None, batch_size=8, spacy_model=None,
+                 dtype=None):
         if preset not in PRESETS:
             raise ValueError(f"preset must be None (the paper's hub models) or 'offline', got {preset!r}")
         if batch_size < 1:
@@ -173,15 +174,15 @@ class Q2(Metric):
         defaults = PRESETS[preset]
         self.nlp = load_spacy(spacy_model)
         self._lms: dict[str, _CausalLM] = {}
-        self.device, self.batch_size = device, batch_size
-        options = {"device": device, "batch_size": batch_size, "nlp": self.nlp, "load_lm": self._load_lm}
+        self.device, self.dtype, self.batch_size = device, dtype, batch_size
+        options = {"device": device, "dtype": dtype, "batch_size": batch_size, "nlp": self.nlp, "load_lm": self._load_lm}
         self.qg = build_backend("qg", qg_model or defaults["qg"], **options)
         self.qa = build_backend("qa", qa_model or defaults["qa"], **options)
         self.nli = build_backend("nli", nli_model or defaults["nli"], **options)
 
     def _load_lm(self, name: str) -> _CausalLM:
         if name not in self._lms:
-            self._lms[name] = _CausalLM(*models.load(name, device=self.device))
+            self._lms[name] = _CausalLM(*models.load(name, device=self.device, dtype=self.dtype))
         return self._lms[name]
 
     def compute(self, documents: Sequence[str] | None = None, histories=None, responses: Sequence[str] = (),

@@ -63,9 +63,9 @@ class T5QuestionGenerator:
     first; the ``question:`` prefix the model was trained to emit is removed.
     """
 
-    def __init__(self, model_name, device=None, batch_size=8, num_beams=5, num_return=5, max_length=128, model=None, tokenizer=None):
+    def __init__(self, model_name, device=None, batch_size=8, dtype=None, num_beams=5, num_return=5, max_length=128, model=None, tokenizer=None):
         if model is None:
-            model, tokenizer = models.load(model_name, device=device)
+            model, tokenizer = models.load(model_name, device=device, dtype=dtype)
         if not model.config.is_encoder_decoder:
             raise ConfigError(f"Q²'s question generator qg_model={model_name!r} needs a seq2seq model (T5-style), but "
                               f"{type(model).__name__} is decoder-only; give a causal LM as 'fewshot:{model_name}'")
@@ -77,7 +77,7 @@ class T5QuestionGenerator:
         questions: list[list[str]] = []
         for batch in _batches(list(candidates), self.batch_size):
             texts = [f"answer: {c.text}  context: {c.context}" for c in batch]
-            encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=512, return_tensors="pt").to(self.model.device)
+            encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=512, return_tensors="pt").to(models.input_device(self.model))
             output = self.model.generate(
                 **encoded, max_length=self.max_length, num_beams=self.num_beams, num_return_sequences=self.num_return,
                 no_repeat_ngram_size=3, early_stopping=True, do_sample=False,
@@ -101,9 +101,9 @@ class ExtractiveQA:
     the first token, ``[CLS]``) beats it in every window, the answer is ``""``.
     """
 
-    def __init__(self, model_name, device=None, batch_size=8, max_length=384, stride=128, max_answer_tokens=30, n_best=20, model=None, tokenizer=None):
+    def __init__(self, model_name, device=None, batch_size=8, dtype=None, max_length=384, stride=128, max_answer_tokens=30, n_best=20, model=None, tokenizer=None):
         if model is None:
-            model, tokenizer = models.load(model_name, kind="question-answering", device=device)
+            model, tokenizer = models.load(model_name, kind="question-answering", device=device, dtype=dtype)
         if not getattr(tokenizer, "is_fast", False):
             raise ValueError("ExtractiveQA needs a fast tokenizer (offsets map answers back to text); install `tokenizers`")
         self.model, self.tokenizer = model, tokenizer
@@ -125,7 +125,7 @@ class ExtractiveQA:
         window_of = encoded.pop("overflow_to_sample_mapping").tolist()
         offsets = encoded.pop("offset_mapping").tolist()
         sequence_ids = [encoded.sequence_ids(i) for i in range(len(window_of))]
-        inputs = {k: v.to(self.model.device) for k, v in encoded.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        inputs = {k: v.to(models.input_device(self.model)) for k, v in encoded.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
         output = self.model(**inputs)
         starts, ends = output.start_logits.float().cpu(), output.end_logits.float().cpu()
         best: list[tuple[float, str]] = [(float("-inf"), NO_ANSWER)] * len(questions)
@@ -163,9 +163,9 @@ class SequenceClassificationNLI:
     index) for models whose config names its classes ``LABEL_0``…
     """
 
-    def __init__(self, model_name, device=None, batch_size=8, labels: Sequence[str] | None = None, model=None, tokenizer=None):
+    def __init__(self, model_name, device=None, batch_size=8, dtype=None, labels: Sequence[str] | None = None, model=None, tokenizer=None):
         if model is None:
-            model, tokenizer = models.load(model_name, kind="sequence-classification", device=device)
+            model, tokenizer = models.load(model_name, kind="sequence-classification", device=device, dtype=dtype)
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.labels = list(labels) if labels is not None else label_names(model.config.id2label, model_name)
 
@@ -177,7 +177,7 @@ class SequenceClassificationNLI:
             encoded = self.tokenizer(
                 [p for p, _ in batch], [h for _, h in batch], truncation="longest_first", max_length=max_length,
                 padding=True, return_tensors="pt",
-            ).to(self.model.device)
+            ).to(models.input_device(self.model))
             predicted = self.model(**encoded).logits.argmax(-1).tolist()
             labels.extend(self.labels[i] for i in predicted)
         return labels
@@ -267,9 +267,9 @@ class _CausalLM:
     @torch.no_grad()
     def generate(self, prompts: Sequence[list[int]], max_new_tokens: int, **options) -> list[list[int]]:
         """Greedy continuation of each prompt (token ids), left-padded in one batch, up to a newline."""
-        width = max(len(p) for p in prompts)
-        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=self.model.device)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=self.model.device)
+        width, device = max(len(p) for p in prompts), models.input_device(self.model)
+        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=device)
+        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
         output = self.model.generate(
             input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
             eos_token_id=self.newline, pad_token_id=self.pad_id, **options,
@@ -480,11 +480,11 @@ OFFLINE_METHODS = {
 }
 
 
-def build_backend(stage: str, spec, *, device=None, batch_size=8, nlp=None, load_lm: Callable[[str], _CausalLM] | None = None):
+def build_backend(stage: str, spec, *, device=None, batch_size=8, dtype=None, nlp=None, load_lm: Callable[[str], _CausalLM] | None = None):
     """Turn a spec (hub id, local folder, ``"method:LM"``, ``"rules"``, or a ready backend) into a backend for ``stage``."""
     if not isinstance(spec, str):
         return spec  # already a backend object
-    load_lm = load_lm or (lambda name: _CausalLM(*models.load(name, device=device)))
+    load_lm = load_lm or (lambda name: _CausalLM(*models.load(name, device=device, dtype=dtype)))
     method, _, lm_name = spec.partition(":")
     if stage == "qg" and spec == "rules":
         return RuleQuestionGenerator()
@@ -502,7 +502,7 @@ def build_backend(stage: str, spec, *, device=None, batch_size=8, nlp=None, load
             f"use one of {[m + ':LM' for m in OFFLINE_METHODS[stage]]}" + (' or "rules"' if stage == "qg" else "")
         )
     if stage == "qg":
-        return T5QuestionGenerator(spec, device=device, batch_size=batch_size)
+        return T5QuestionGenerator(spec, device=device, batch_size=batch_size, dtype=dtype)
     if stage == "qa":
-        return ExtractiveQA(spec, device=device, batch_size=batch_size)
-    return SequenceClassificationNLI(spec, device=device, batch_size=batch_size)
+        return ExtractiveQA(spec, device=device, batch_size=batch_size, dtype=dtype)
+    return SequenceClassificationNLI(spec, device=device, batch_size=batch_size, dtype=dtype)

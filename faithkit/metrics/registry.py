@@ -66,7 +66,7 @@ class _Lazy:
         return self.target()(**self.fixed, **options)
 
 
-_LM_OPTIONS = ("batch_size", "device")
+_LM_OPTIONS = ("batch_size", "device", "dtype")
 
 
 def _claim_checker_specs() -> tuple[MetricSpec, ...]:

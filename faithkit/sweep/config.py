@@ -20,6 +20,7 @@ from ..decoding import SEARCHES, Cell, GenerationOptions, Plain, get_strategy, s
 from ..decoding.options import coerce, default_grid, from_mapping
 from ..errors import ConfigError
 from ..metrics.registry import MEASURES
+from ..precision import DTYPES
 
 ALWAYS = ("form",)
 """Metrics every sweep computes (no model needed): words, empty and repeated responses."""
@@ -64,7 +65,8 @@ class SweepConfig:
     ``fluency_tolerance`` (``fluency`` unset: the judge's fluency when ``pmi-faith`` is measured,
     else no such bound), and says whether it is significantly more faithful than the baseline
     (paired permutation test, p < ``significance``). Intervals are 95% bootstraps over contexts
-    (``resamples`` draws).
+    (``resamples`` draws). ``device`` and ``dtype`` (:data:`faithkit.precision.DTYPES`) apply to every model
+    the sweep loads.
     """
 
     generator: str | None = None
@@ -94,6 +96,7 @@ class SweepConfig:
     resamples: int = 1000
     report_contexts: int = 8
     device: str | None = None
+    dtype: str | None = None
 
     def validate(self) -> SweepConfig:
         """Raise :class:`ConfigError` naming the option and the fix; return self."""
@@ -131,6 +134,8 @@ class SweepConfig:
             raise ConfigError(f"--resamples {self.resamples}: use at least 100 (default 1000)")
         if self.quoting not in (None, *QUOTING):
             raise ConfigError(f"--quoting {self.quoting!r} is unknown; use {' or '.join(QUOTING)}, or leave it out")
+        if self.dtype not in (None, *DTYPES):
+            raise ConfigError(f"--dtype {self.dtype!r} is unknown; use {', '.join(DTYPES)}, or leave it out")
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit {self.limit}: use at least 1, or leave it out for every row")
         return self
@@ -197,8 +202,9 @@ class SweepConfig:
         from .. import models
 
         keys = ("input", "split", "document_column", "history_column", "id_column", "quoting")
-        return {"generator": models.identity(self.generator), **self.generation.fingerprint(),
-                **{key: getattr(self, key) for key in keys}}
+        fingerprint = {"generator": models.identity(self.generator), **self.generation.fingerprint(),
+                       **{key: getattr(self, key) for key in keys}}
+        return {**fingerprint, "dtype": self.dtype} if self.dtype else fingerprint  # unset: as before it existed
 
 
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> SweepConfig:

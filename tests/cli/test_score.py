@@ -160,3 +160,32 @@ def test_score_table_summarises_many_rows(faithkit, tmp_path):
     assert run.code == 0
     # half the rows score 0.8 (P 1, R 2/3), half 0
     assert "| overlap_f1 | 40 | 0.4000 | 0.0000 | 0.8000 |" in run.out
+
+
+def test_dtype_chooses_the_precision_and_belongs_to_the_job(faithkit, model_folder, rows_file, tmp_path):
+    """--dtype bfloat16 scores in bfloat16 (close to float32 on the tiny model), and its output is another job's."""
+    full, half = tmp_path / "float32.jsonl", tmp_path / "bfloat16.jsonl"
+    assert _score(faithkit, model_folder, rows_file, full).code == 0
+    assert _score(faithkit, model_folder, rows_file, half, "--dtype", "bfloat16").code == 0
+    pairs = [(a["pmi"], b["pmi"]) for a, b in zip(read_results(full), read_results(half)) if "pmi" in a]
+    assert len(pairs) == 6 and all(abs(a - b) < 0.05 for a, b in pairs) and any(a != b for a, b in pairs)
+    refused = _score(faithkit, model_folder, rows_file, half)
+    assert refused.code == 2 and "was written by a different job" in refused.error_lines[0]
+    assert "dtype" in refused.error_lines[0]
+    unknown = _score(faithkit, model_folder, rows_file, half, "--dtype", "half")
+    assert unknown.code == 2 and "argument --dtype: invalid choice: 'half'" in unknown.err
+
+
+@pytest.mark.slow
+def test_gemma_in_float16_is_one_error_naming_the_dtype(faithkit, tmp_path):
+    """Gemma 3's logits overflow in float16: one error line with the fix, not NaN scores."""
+    rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "a", "knowledge": "Paris is the capital of France.",
+                                                 "message": "What is the capital of France?",
+                                                 "response": "Paris is."}])
+    run = faithkit("score", "--model", "gemma3-270m", "--dtype", "float16", "--input", rows,
+                   "--output", tmp_path / "scores.jsonl")
+    assert run.code == 2 and run.error_lines == [
+        "error: the model's logits are NaN or infinite: the model runs in float16, and half precision overflows in "
+        "some models (Gemma 3 in float16 does). Load it in bfloat16 or float32: --dtype bfloat16 on the command "
+        "line, dtype='bfloat16' in faithkit.models.load"]
+    assert "Traceback" not in run.err
