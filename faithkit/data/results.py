@@ -4,7 +4,9 @@ A result file ``OUT.jsonl`` comes with ``OUT.jsonl.meta.json``, the job's *finge
 (command, metric or decoding settings, model, template, faithkit version). A rerun resumes
 only when its fingerprint is the same; otherwise it stops and says what differs. While a
 job runs it holds ``OUT.jsonl.lock`` (an advisory lock), so a second run on the same output
-stops at once instead of interleaving records. Error records are retried on every rerun
+stops at once instead of interleaving records; the writer deletes it when it finishes. A lock
+file a killed run left is not held by anyone (the system drops the lock with the process), so
+the next run takes it. Error records are retried on every rerun
 unless the caller keeps them.
 
 Each record also carries ``row_digest``, a :func:`content_digest` of the input row it was made
@@ -79,14 +81,14 @@ class ResultWriter:
                 _write_atomically(self.meta_path, json.dumps(fingerprint, indent=2, sort_keys=True) + "\n")
             self._file = open(self.path, "a", encoding="utf-8")
         except OutputError:
-            self._lock.release()
+            self._unlock()
             raise
         except OSError as error:
-            self._lock.release()
+            self._unlock()
             raise OutputError(f"cannot write {error.filename or self.path}: {error.strerror}; "
                               f"choose another {self.flag}") from None
         except BaseException:
-            self._lock.release()
+            self._unlock()
             raise
 
     def _check_fingerprint(self, fingerprint: dict | None) -> None:
@@ -158,6 +160,12 @@ class ResultWriter:
 
     def close(self) -> None:
         self._file.close()
+        self._unlock()
+
+    def _unlock(self) -> None:
+        """Delete the lock file, then release the lock: deleting it while held means a run that opened it meanwhile
+        finds it locked and stops, and any later run makes a fresh one."""
+        Path(self._lock.lock_file).unlink(missing_ok=True)
         self._lock.release()
 
     def __enter__(self):
