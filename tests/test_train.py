@@ -269,6 +269,23 @@ def test_hook_strategies_default_to_plain_and_pmi_decode_at_its_defaults(tmp_pat
     assert evaluation_decoders(config.evaluation) == {"adacad": AdaCAD(), "cad_a0.5": CAD(0.5)}
 
 
+def test_the_card_table_keys_cells_by_column_when_a_step_lacks_a_metric():
+    from faithkit.train.card import model_card
+
+    evaluations = [{"step": 0, "dev_loss": 9.5, "plain/knowledge_precision": 0.25, "plain/mean_token_f1": 0.125},
+                   {"step": 3, "dev_loss": 8.25, "plain/mean_token_f1": 0.0625, "plain/corpus_bleu": 4.0655},
+                   {"step": 6, "dev_loss": 7.5, "plain/knowledge_precision": 0.5, "plain/mean_token_f1": 0.25}]
+    card = model_card(load_config(TINY_GPT2), "tiny", 6, {"dev_loss": 7.5}, evaluations)
+    table = card.split("### Training results\n\n")[1].split("\n\n")[0].splitlines()
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
+    header, rows = cells[0], [dict(zip(cells[0], row)) for row in cells[2:]]
+    assert header == ["Step", "dev_loss", "plain/knowledge_precision", "plain/mean_token_f1", "plain/corpus_bleu"]
+    assert all(len(row) == len(header) for row in cells)
+    assert rows[1] == {"Step": "3", "dev_loss": "8.25", "plain/knowledge_precision": "", "plain/mean_token_f1": "0.0625",
+                       "plain/corpus_bleu": "4.0655"}  # no knowledge precision at step 3: an empty cell, not a shift
+    assert rows[0]["plain/corpus_bleu"] == rows[2]["plain/corpus_bleu"] == ""
+
+
 @pytest.fixture
 def no_model(monkeypatch):
     """Fails the test if training gets as far as loading a model."""
