@@ -99,8 +99,8 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
         from .report import write_report
 
         heatmaps(table, config, out / "heatmaps", best)
-        write_report(out / "report.html", config, contexts, cells, responses, files.get("pmi-faith"),
-                     files.get("q2"), table, best)
+        write_report(out / "report.html", config, contexts, {cell.label: responses[cell] for cell in cells},
+                     files.get("pmi-faith"), files.get("q2"), table, best)
     return SweepResult(table, best, markdown_table(table, config, best), out)
 
 
