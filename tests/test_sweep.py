@@ -392,11 +392,14 @@ def test_q2_columns_when_asked(config, monkeypatch):
     assert ",q2,q2_ci_low,q2_ci_high,q2_p,q2_no_nli," in header and "best: " in result.markdown
 
 
-def test_judging_with_the_generator_warns(config, caplog):
-    with caplog.at_level("WARNING", logger="faithkit.sweep"):
+def test_judging_with_the_generator_warns_and_loading_models_says_so(config, caplog):
+    with caplog.at_level("INFO", logger="faithkit.sweep"):
         run_sweep(replace(config, judge=config.generator, alpha=(0.5,), top_p=(0.6,), metrics=("pmi-faith",),
                           relevance="words"))
     assert "favours the PMI-DECODE cells" in caplog.text
+    assert caplog.messages[0] == f"loading generator {config.generator}…"  # before the first batch's minutes
+    assert caplog.messages[1].startswith("generate: batch 1/3 (2 contexts x 2 cells) in ")
+    assert f"loading judge {config.generator} for pmi-faith…" in caplog.messages
 
 
 def test_without_gold_relevance_stays_empty(config, rows_file, caplog):
