@@ -508,7 +508,7 @@ def test_the_table_tests_key_measures_folds_alike_cells_and_says_why_cells_are_o
                         "| — | — | excluded: fluency -5.300 < bound -3.100 |")
     assert len(lines) == 5 + 3  # no line of its own for alpha 0; the notes follow
     assert lines[-1].startswith("best: pmi greedy alpha=0.5 (1.239 [0.739, 1.739] / 2.00), significantly more "
-                                "faithful than the baseline (p = 0.002); significantly worse than the baseline on "
+                                "faithful than the baseline (p = 0.002); trade-offs: significantly worse than the baseline on "
                                 "fluency -0.59 (p = 0.007): highest pmi_faith")
 
 

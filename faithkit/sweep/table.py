@@ -200,8 +200,8 @@ def best_sentence(best: dict, config: SweepConfig, parameters: Sequence[str]) ->
     chosen, baseline, faith = best["best"], best["baseline"], config.faithfulness
     verdict = "significantly" if best["significant"] else "not significantly"
     worse = trade_offs(chosen, baseline, config)
-    costs = ("; significantly worse than the baseline on " + ", ".join(worse)) if worse else \
-        "; significantly worse than the baseline on no measure"
+    costs = ("; trade-offs: significantly worse than the baseline on " + ", ".join(worse)) if worse else \
+        "; trade-offs: none (no measure significantly worse than the baseline)"
     return (f"best: {label(chosen, parameters)} ({format_interval(chosen, faith)} / "
             f"{format_value(config.relevance, chosen[config.relevance])}), {verdict} more faithful than the baseline "
             f"(p = {format_p(chosen.get(f'{faith}_p'))}){costs if chosen['cell'] != baseline['cell'] else ''}: {best['rule']}")
