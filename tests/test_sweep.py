@@ -109,6 +109,13 @@ def test_strategies_entries_and_flags():
                                                  "cad_a1", "adacad_sample"]  # cad: its default grid
     flagged = replace(config, alpha=(0.5,), top_p=(0.6,))  # --alpha/--top-p set the PMI-DECODE grid
     assert [c.label for c in flagged.cells()][2:3] == ["pmi_a0.5_p0.6"]
+    written = load_config(overrides={"strategies": "plain,cad:alpha=1,pmi:alpha=0.5,top_p=0.9,pmi", "generator": "g",
+                                     "input": "i", "out": "o"})
+    assert written.strategies == ({"name": "plain"}, {"name": "cad", "alpha": 1.0},
+                                  {"name": "pmi", "alpha": 0.5, "top_p": 0.9}, {"name": "pmi"})
+    assert [c.label for c in written.cells()][:4] == ["plain", "cad_a1", "pmi_a0.5_p0.9", "pmi_a0_p0.6"]
+    with pytest.raises(ConfigError, match=r"^--strategies cad:alph=1: cad: unknown key 'alph'; did you mean 'alpha'"):
+        load_config(overrides={"strategies": "plain,cad:alph=1", "generator": "g", "input": "i", "out": "o"})
     with pytest.raises(ConfigError, match=r"strategies\[0\]: unknown strategy 'pmii'; choose one of plain, pmi"):
         SweepConfig(strategies=({"name": "pmii"},)).cells()
     with pytest.raises(ConfigError, match=r"strategies\[0\]: plain: unknown key 'alpha'"):

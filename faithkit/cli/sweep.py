@@ -53,8 +53,12 @@ def register(subparsers) -> None:
                         help="output folder; rerunning with the same folder resumes")
     parser.add_argument("--restart", action="store_true", help="delete the sweep's earlier outputs in --out first")
     grid = parser.add_argument_group("grid and decoding")
-    grid.add_argument("--strategies", help="comma-separated strategies, each over its default grid, e.g. plain,pmi "
-                                           "(default pmi; a config's 'strategies:' gives each its own grid)")
+    from ..decoding.strategies import written_forms
+
+    grid.add_argument("--strategies", help="comma-separated strategies, each over its default grid but for the "
+                                           "parameters written, e.g. plain,pmi,cad:alpha=1,pmi:alpha=0.5,top_p=0.9 "
+                                           f"(default pmi), of {written_forms()}; a config's 'strategies:' gives "
+                                           "each its own grid")
     pmi_grid = default_grid(PMI)
     grid.add_argument("--alpha", help="PMI-DECODE weights, comma-separated (default "
                                       f"{','.join(f'{v:g}' for v in pmi_grid['alpha'])})")

@@ -68,7 +68,8 @@ def strategy_from_dict(spec: Mapping | str | Strategy, where: str = "") -> Strat
 
 def strategy_from_text(text: str, where: str = "") -> dict:
     """The config entry of a strategy written on one line, checked: ``NAME``, ``NAME:PARAM=VALUE,…``
-    (``cad:alpha=1``) or a YAML/JSON mapping (``{name: cad, alpha: 1}``), as a command line gives it.
+    (``cad:alpha=1``) or a YAML/JSON mapping (``{name: cad, alpha: 1}``), as a command line gives it. The entry
+    holds the parameters written, as numbers (``{"name": "cad", "alpha": 1.0}``); the others keep their defaults.
 
     Mistakes raise :class:`ConfigError` prefixed by ``where`` (the flag, say) and the text.
     """
@@ -93,7 +94,7 @@ def strategy_from_text(text: str, where: str = "") -> dict:
                                   f"{name.strip() or 'cad'}:alpha=1")
             spec[key.strip()] = value.strip()
     strategy = strategy_from_dict(spec, where=where)
-    return strategy.spec()
+    return {"name": strategy.name, **{key: getattr(strategy, key) for key in spec if key != "name"}}
 
 
 def written_forms() -> str:
