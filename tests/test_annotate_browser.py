@@ -5,8 +5,8 @@ kept, exports (the downloaded file and the copy-paste fallback agree), and the e
 ``faithkit annotate report``, whose numbers are checked against a count by hand. The browser's storage is
 searched for anything that would unblind the task, and the layout is checked at laptop, tablet and phone widths:
 the title, the keyboard hint, the open guidelines with each question's short line, the flag on a response cut
-mid-sentence and an empty history (set ANNOTATE_SCREENSHOTS=DIR to keep the screenshots). scripts/install.sh installs chromium and
-chromium-driver when run as root.
+mid-sentence and an empty history (set ANNOTATE_SCREENSHOTS=DIR to keep the screenshots). scripts/install.sh
+installs chromium and chromium-driver when run as root.
 """
 
 import json

@@ -507,15 +507,16 @@ def test_the_table_tests_key_measures_folds_alike_cells_and_says_why_cells_are_o
     config = SweepConfig(alpha=(0.0, 0.5, 1.0), top_p=(1.0,))
     best = choose_best(table, fluency="fluency")
     lines = sweep_markdown(table, config, best).splitlines()
-    assert lines[2] == ("| plain greedy (= pmi greedy alpha=0) | 0.426 [-0.074, 0.926] | -2.100 | — | 2.00 | — | — | — | — "
-                        "|  |")
-    assert lines[3] == ("| pmi greedy alpha=0.5 | 1.239 [0.739, 1.739] p=0.002 ▲ | -2.690 p=0.007 ▼ | — | 2.00 p=1 | — "
-                        "| — | — | — | best |")
-    assert lines[4] == ("| pmi greedy alpha=1 | 2.000 [1.500, 2.500] p=0.001 ▲ | -5.300 p=0.001 ▼ | — | 2.00 p=1 | — | — "
-                        "| — | — | excluded: fluency -5.300 < bound -3.100 |")
+    assert lines[2] == ("| plain greedy (= pmi greedy alpha=0) | 0.426 [-0.074, 0.926] | -2.100 | — | 2.00 | — | — | — "
+                        "| — |  |")
+    assert lines[3] == ("| pmi greedy alpha=0.5 | 1.239 [0.739, 1.739] p=0.002 ▲ | -2.690 p=0.007 ▼ | — | 2.00 p=1 "
+                        "| — | — | — | — | best |")
+    assert lines[4] == ("| pmi greedy alpha=1 | 2.000 [1.500, 2.500] p=0.001 ▲ | -5.300 p=0.001 ▼ | — | 2.00 p=1 "
+                        "| — | — | — | — | excluded: fluency -5.300 < bound -3.100 |")
     assert len(lines) == 5 + 3  # no line of its own for alpha 0; the notes follow
     assert lines[-1].startswith("best: pmi greedy alpha=0.5 (1.239 [0.739, 1.739] / 2.00), significantly more "
-                                "faithful than the baseline (p = 0.002); trade-offs: significantly worse than the baseline on "
+                                "faithful than the baseline (p = 0.002); trade-offs: significantly worse than the "
+                                "baseline on "
                                 "fluency -0.59 (p = 0.007): highest pmi_faith")
 
 

@@ -116,7 +116,7 @@ def _cells_table(table: Sequence[dict], config: SweepConfig, best: dict) -> str:
     lines = []
     for cell, folded in folded_rows(table).items():
         row = rows[cell]
-        choice = _choice(row, folded, best)
+        choice = status(row, best, folded)
         tested = "".join(f'<td data-value="{_number(row.get(m))}" data-measure="{escape(m)}">'
                          f"{escape(format_interval(row, m))}</td>"
                          f'<td data-value="{_number(row.get(f"{m}_p"))}" data-measure="{escape(m)}_p">'
@@ -128,12 +128,6 @@ def _cells_table(table: Sequence[dict], config: SweepConfig, best: dict) -> str:
                      f'<td class="choice">{escape(choice)}</td></tr>')
     head = "".join(f"<th>{escape(name)}</th>" for name in heads)
     return f'<table class="cells"><thead><tr>{head}</tr></thead><tbody>{"".join(lines)}</tbody></table>'
-
-
-def _choice(row: dict, folded: Sequence[dict], best: dict) -> str:
-    """The rule's verdict on a line: ``best`` if it holds the chosen cell, else the row's :func:`status`."""
-    chosen = (best.get("best") or {}).get("cell")
-    return "best" if chosen in (row["cell"], *(r["cell"] for r in folded)) else status(row, best)
 
 
 def _p_text(row: dict, baseline: dict, measure: str, level: float) -> str:
@@ -153,7 +147,7 @@ def _response_table(shown: dict, rows: dict, best: dict, render, parameters) -> 
     cell framed, excluded ones greyed."""
     lines = []
     for cell, folded in shown.items():
-        choice = _choice(rows[cell], folded, best)
+        choice = status(rows[cell], best, folded)
         picked, excluded = choice == "best", choice.startswith("excluded")
         lines.append(f'<tr data-cell="{escape(cell)}"{" class=excluded" if excluded else ""}>'
                      f"<th>{escape(shown_label(rows[cell], folded, parameters))}</th>"

@@ -116,7 +116,8 @@ def significance_mark(row: dict, baseline: dict, measure: str, level: float) -> 
 def format_tested(row: dict, baseline: dict, measure: str, level: float) -> str:
     """``value [low, high] p=0.002 ▲``: the interval, the paired p against the baseline and the mark."""
     p = row.get(f"{measure}_p")
-    tested = format_interval(row, measure) + ("" if p is None or row["cell"] == baseline["cell"] else f" p={format_p(p)}")
+    shown_p = p is not None and row["cell"] != baseline["cell"]
+    tested = format_interval(row, measure) + (f" p={format_p(p)}" if shown_p else "")
     mark = significance_mark(row, baseline, measure, level)
     return f"{tested} {mark}" if mark else tested
 
@@ -149,11 +150,12 @@ def shown_label(row: dict, folded: Sequence[dict], parameters: Sequence[str]) ->
     return f"{label(row, parameters)} (= {same})" if folded else label(row, parameters)
 
 
-def status(row: dict, best: dict | None) -> str:
-    """``best``, ``excluded: <reason>`` (it fails a bound of the rule) or empty."""
+def status(row: dict, best: dict | None, folded: Sequence[dict] = ()) -> str:
+    """``best`` (the row, or a cell ``folded`` into it, is the pick), ``excluded: <reason>`` (it fails a bound of the
+    rule) or empty."""
     if not best:
         return ""
-    if best.get("best") and row["cell"] == best["best"]["cell"]:
+    if best.get("best") and best["best"]["cell"] in (row["cell"], *(other["cell"] for other in folded)):
         return "best"
     reason = exclusion(row, best["faithfulness"], best["bounds"])
     return f"excluded: {reason}" if reason else ""
@@ -171,7 +173,8 @@ def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None
     for cell, folded in folded_rows(table).items():
         row = rows[cell]
         values = [format_tested(row, baseline, m, level) if m in keys else format_interval(row, m) for m in measures]
-        lines.append(f"| {shown_label(row, folded, parameters)} | " + " | ".join(values) + f" | {status(row, best)} |")
+        lines.append(f"| {shown_label(row, folded, parameters)} | " + " | ".join(values)
+                     + f" | {status(row, best, folded)} |")
     faith, relevance = config.faithfulness, config.relevance
     grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
     alphas = sorted({key[1] for key in grid if key[0] == config.decoding})
@@ -200,11 +203,12 @@ def best_sentence(best: dict, config: SweepConfig, parameters: Sequence[str]) ->
     chosen, baseline, faith = best["best"], best["baseline"], config.faithfulness
     verdict = "significantly" if best["significant"] else "not significantly"
     worse = trade_offs(chosen, baseline, config)
-    costs = ("; trade-offs: significantly worse than the baseline on " + ", ".join(worse)) if worse else \
+    costs = "" if chosen["cell"] == baseline["cell"] else \
+        ("; trade-offs: significantly worse than the baseline on " + ", ".join(worse)) if worse else \
         "; trade-offs: none (no measure significantly worse than the baseline)"
     return (f"best: {label(chosen, parameters)} ({format_interval(chosen, faith)} / "
             f"{format_value(config.relevance, chosen[config.relevance])}), {verdict} more faithful than the baseline "
-            f"(p = {format_p(chosen.get(f'{faith}_p'))}){costs if chosen['cell'] != baseline['cell'] else ''}: {best['rule']}")
+            f"(p = {format_p(chosen.get(f'{faith}_p'))}){costs}: {best['rule']}")
 
 
 def format_p(value) -> str:
