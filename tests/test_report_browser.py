@@ -74,4 +74,6 @@ def test_report_shows_p_values_exclusions_and_alpha_zero_folded_into_plain(brows
     before = driver.execute_script("return document.documentElement.scrollHeight")
     driver.find_element(By.CSS_SELECTOR, "#contexts > summary").click()
     assert driver.execute_script("return document.documentElement.scrollHeight") < before
+    driver.set_window_size(768, 1024)  # a tablet: the cell table scrolls within its box, the page does not
+    assert driver.execute_script("return document.documentElement.scrollWidth <= window.innerWidth")
     assert not [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]

@@ -27,7 +27,9 @@ table.grid { border-collapse: collapse; width: 100%; table-layout: fixed; margin
 table.grid th, table.grid td { border: 1px solid #e3e5ea; padding: 6px 8px; vertical-align: top; font-size: 14px; }
 table.grid th { background: #f0f1f4; width: 220px; text-align: left; }
 table.grid td.best { outline: 3px solid #d9534f; outline-offset: -3px; }
+.wide { overflow-x: auto; }  /* a narrow window scrolls the cell table, not the page */
 table.cells th { cursor: pointer; white-space: nowrap; }
+table.cells td:first-child { min-width: 14em; }
 table.cells th[data-order=ascending]::after { content: " \\25B2"; }
 table.cells th[data-order=descending]::after { content: " \\25BC"; }
 table.cells tr.best td { background: #fdecea; }
@@ -127,7 +129,8 @@ def _cells_table(table: Sequence[dict], config: SweepConfig, best: dict) -> str:
                      f"<td>{escape(shown_label(row, folded, parameters))}</td>{tested}{plain}"
                      f'<td class="choice">{escape(choice)}</td></tr>')
     head = "".join(f"<th>{escape(name)}</th>" for name in heads)
-    return f'<table class="cells"><thead><tr>{head}</tr></thead><tbody>{"".join(lines)}</tbody></table>'
+    return (f'<div class="wide"><table class="cells"><thead><tr>{head}</tr></thead><tbody>{"".join(lines)}</tbody>'
+            "</table></div>")
 
 
 def _p_text(row: dict, baseline: dict, measure: str, level: float) -> str:
