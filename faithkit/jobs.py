@@ -342,9 +342,11 @@ def compute_isolating_failures(compute, chunk: list[Row]) -> list:
 
 
 def _record(row: Row, result: dict) -> dict:
-    """The row's inputs beside its results (results win a name clash, e.g. a generated ``response``) and its digest."""
+    """The row's inputs beside its results and its digest; results win a name clash (a generated ``response``,
+    the ``gold`` a generate record names), so no field appears twice, not even among the row's ``extras``."""
     inputs = {"document": row.document, "history": row.history, "response": row.response}
-    if row.extras:
-        inputs["extras"] = row.extras
+    extras = {key: value for key, value in row.extras.items() if key not in result}
+    if extras:
+        inputs["extras"] = extras
     return {"id": row.id, **{k: v for k, v in inputs.items() if k not in result and v != ""}, **result,
             DIGEST_KEY: row.digest()}

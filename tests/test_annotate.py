@@ -72,7 +72,28 @@ def test_build_samples_differing_rows_with_balanced_seeded_sides(two_files, tmp_
 def test_too_few_differing_rows_gives_all_of_them_with_a_warning(two_files, tmp_path, caplog):
     task = build_task(*map(System.from_file, two_files), tmp_path / "task", contexts=100)
     assert len(task.key["items"]) == 24
-    assert "only 24 of 30 shared rows have different responses" in caplog.text
+    assert "only 24 of 30 shared rows have different responses; the task has 24 items, not 100" in caplog.text
+    caplog.clear()
+    a = generate_output(tmp_path / "a.jsonl", ["Yes.", "No."])
+    b = generate_output(tmp_path / "b.jsonl", ["No.", "Yes."])
+    build_task(System.from_file(a), System.from_file(b), tmp_path / "all", contexts=50)
+    assert caplog.messages == ["all 2 shared rows have different responses; the task has 2 items, not 50 (--contexts)"]
+
+
+def test_items_flag_responses_cut_mid_sentence_and_drop_blank_turns(tmp_path):
+    responses = ["It is 330 metres tall.", "It was finished in", "Penguins? Only in Antarctica!", 'Jazz began in "New']
+
+    def system(name, texts):
+        return System.from_file(write_jsonl(tmp_path / f"{name}.jsonl", [
+            {"id": f"r{i}", "document": DOCUMENTS[0], "history": ["", "Tell me more."] if i else [" "], "response": text}
+            for i, text in enumerate(texts)]))
+
+    task = build_task(system("a", responses), system("b", ["Other."] * 4), tmp_path / "task", contexts=4)
+    by_row = {entry["row"]: item for entry, item in zip(task.key["items"], task.public["items"])}
+    assert {row: item["cut"][item["responses"].index(responses[int(row[1])])] for row, item in by_row.items()} == {
+        "r0": False, "r1": True, "r2": False, "r3": True}
+    assert all(item["cut"][item["responses"].index("Other.")] is False for item in by_row.values())
+    assert by_row["r0"]["history"] == [] and by_row["r1"]["history"] == ["Tell me more."]
 
 
 def test_blinding_the_page_holds_no_system_name_and_does_not_depend_on_them(two_files, tmp_path):
@@ -84,7 +105,7 @@ def test_blinding_the_page_holds_no_system_name_and_does_not_depend_on_them(two_
     for secret in ("greedy", "pmidecode", str(tmp_path), "sides", "knowledge_precision", "seed", "key.json"):
         assert secret not in page
     data = json.loads(re.search(r'<script id="task-data" type="application/json">(.*?)</script>', page, re.S).group(1))
-    assert {key for item in data["items"] for key in item} == {"item", "document", "history", "responses"}
+    assert {key for item in data["items"] for key in item} == {"item", "document", "history", "responses", "cut"}
 
 
 def test_texts_cannot_break_out_of_the_page(tmp_path):
@@ -346,6 +367,15 @@ def test_sign_test_and_correlation(task_key, tmp_path):
     assert correlation["spearman"] == pytest.approx(spearmanr(metric, human)[0])
     assert correlation["responses"] == 40
     assert correlation["spearman_ci"] == correlation_interval(correlation["spearman"], 40)
+
+
+def test_with_one_annotator_the_report_says_why_agreement_is_not_shown(task_key, tmp_path, capsys):
+    (path,) = write_exports(tmp_path, task_key, simulate(task_key, (0.9,)))
+    assert run_main("annotate", "report", tmp_path / "task", path, "--bootstrap", 100) == 0
+    out = capsys.readouterr().out
+    assert "Krippendorff's alpha (ordinal) | Fleiss' kappa |" not in out
+    assert ("Agreement (Krippendorff's alpha, Fleiss' kappa) is not shown: it compares annotators, and there is one; "
+            "give two or more annotators' exports to measure it.") in out
 
 
 def test_intervals_of_a_share_and_of_a_correlation_are_about_the_textbook_ones():

@@ -3,9 +3,10 @@
 One annotator answers every item by keyboard (and one question by mouse), reloads midway and finds everything
 kept, exports (the downloaded file and the copy-paste fallback agree), and the export goes through
 ``faithkit annotate report``, whose numbers are checked against a count by hand. The browser's storage is
-searched for anything that would unblind the task, and the layout is checked at laptop and tablet widths
-(set ANNOTATE_SCREENSHOTS=DIR to keep the screenshots). scripts/install.sh installs chromium and
-chromium-driver when run as root.
+searched for anything that would unblind the task, and the layout is checked at laptop, tablet and phone widths:
+the title, the keyboard hint, the open guidelines with each question's short line, the flag on a response cut
+mid-sentence and an empty history (set ANNOTATE_SCREENSHOTS=DIR to keep the screenshots). scripts/install.sh
+installs chromium and chromium-driver when run as root.
 """
 
 import json
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from faithkit.annotate import ANSWERS, DIMENSIONS, System, build_task, read_annotations, summarize
-from tests.cli.helpers import run_main
+from tests.cli.helpers import run_main, write_jsonl
 from tests.test_annotate import generate_output
 
 pytestmark = pytest.mark.slow
@@ -154,11 +155,36 @@ def test_layout_at_laptop_and_tablet_widths(browser, tmp_path, width, height, na
     from selenium.webdriver.common.by import By
 
     driver, _ = browser
-    a = generate_output(tmp_path / "a.jsonl", ["It is 330 metres tall, and it was finished in 1889.", "Yes."])
-    b = generate_output(tmp_path / "b.jsonl", ["I think it was built by the army in 1925 for the fair.", "No."])
+    cut = "I think it was built by the army in 1925 for the"  # stopped by max-new-tokens
+    a = write_jsonl(tmp_path / "a.jsonl", [{"id": "row0", "document": "The Eiffel Tower is 330 metres tall.",
+                                            "history": [""], "response": "It is 330 metres tall, and it was finished "
+                                                                         "in 1889."}])
+    b = write_jsonl(tmp_path / "b.jsonl", [{"id": "row0", "document": "The Eiffel Tower is 330 metres tall.",
+                                            "history": [""], "response": cut}])
     task = build_task(System.from_file(a), System.from_file(b), tmp_path / "task")
     driver.set_window_size(width, height)
     driver.get((task.out / "annotate.html").resolve().as_uri())
+
+    def seen(selector):
+        """Shown, and inside the window (not clipped away, not off to a side)."""
+        element = driver.find_element(By.CSS_SELECTOR, selector)
+        box = element.rect
+        return element.is_displayed() and box["width"] > 1 and 0 <= box["x"] and box["x"] + box["width"] <= width
+
+    assert seen(".bar h1") and driver.find_element(By.CSS_SELECTOR, ".bar h1").text == "Rate two responses"
+    assert seen(".nav .keys") is (width > 640)  # a phone has no keyboard to hint at
+    assert seen("#guide")  # the guidelines are open when the page opens
+    statements = {d: driver.find_element(By.ID, f"s-0-{d}").text for d in DIMENSIONS}
+    assert "conveys nothing incorrect" in statements["relevance"]
+    assert "agree only if it reads like an expert's writing" in statements["grammar"]
+    cut_side = [driver.find_element(By.ID, f"response-{side}").text for side in (0, 1)].index(cut)
+    assert seen(f"#cut-{cut_side}") and not driver.find_element(By.ID, f"cut-{1 - cut_side}").is_displayed()
+    assert "mid-sentence" in driver.find_element(By.ID, f"cut-{cut_side}").text
+    turns = driver.find_elements(By.CSS_SELECTOR, "#history li")
+    assert [(turn.text, turn.get_attribute("class")) for turn in turns] == [("(no earlier turns)", "empty")]
+    driver.find_element(By.ID, "guide-button").click()  # hidden once the annotator hides it, after a reload too
+    driver.refresh()
+    assert not driver.find_element(By.ID, "guide").is_displayed()
     driver.find_element(By.TAG_NAME, "body").send_keys("1", "2")
     inner, scroll = driver.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
     assert scroll <= inner  # nothing sticks out sideways

@@ -101,6 +101,20 @@ def test_writer_resumes_and_drops_a_half_written_line(tmp_path):
     assert read_results(path) == []
 
 
+def test_the_lock_file_lives_while_the_writer_does_and_a_killed_runs_lock_is_taken(tmp_path):
+    from faithkit.errors import OutputError
+
+    path, lock = tmp_path / "out.jsonl", tmp_path / "out.jsonl.lock"
+    lock.touch()  # left by a run killed with -9: the system dropped its lock, the file stayed
+    with ResultWriter(path) as writer:
+        writer.write({"id": "a"})
+        assert lock.exists()
+    assert not lock.exists() and read_results(path) == [{"id": "a"}]
+    with pytest.raises(OutputError, match="no record of the job"):  # a refusal after locking takes its lock file away too
+        ResultWriter(path, fingerprint={"metric": "other"})
+    assert not lock.exists()
+
+
 def test_unwritable_text_in_any_field_is_a_row_error_naming_it(tmp_path):
     # every field reaches the output, so a lone surrogate in an extra field or the id must not crash the writer
     path = tmp_path / "rows.jsonl"

@@ -293,6 +293,22 @@ def test_prefill_is_shared_and_history_only_views_only_for_two_view_cells(tiny_g
     assert blocks == [2, 2]  # once per batch for all four cells
 
 
+def test_the_pre_strategy_alpha_and_top_p_keywords_mean_pmi_decode_with_a_warning(tiny_gpt2, gpt2_tokenizer):
+    options = {"template": DEFAULT_TEMPLATE, "max_new_tokens": 3}
+    with pytest.warns(DeprecationWarning, match=r"generate\(alpha=, top_p=…\) is deprecated; pass the strategy: "
+                      r"generate\(model, tokenizer, documents, histories, PMI\(alpha=0.5, top_p=0.9\), …\)"):
+        old = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, alpha=0.5, top_p=0.9, **options)
+    assert old == generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), **options)
+    with pytest.warns(DeprecationWarning, match=r"PMI\(alpha=1, top_p=0.6\)"):  # top_p left out: PMI's default
+        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS[:1], HISTORIES[:1], alpha=1.0, **options)
+    with pytest.raises(ConfigError, match=r"alpha= \(the pre-strategy spelling of PMI\(alpha, top_p\)\) with "
+                       r"strategy 'cad': give the parameters in the strategy instead, e.g. \{'name': 'cad', \*\*"):
+        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, "cad", alpha=1.0, **options)
+    with pytest.raises(ConfigError, match=r"alpha=: a grid names each cell's strategy with its parameters, e.g. "
+                       r"Cell\(PMI\(alpha=0.25, top_p=0.6\), 'greedy'\)"):
+        generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, [Cell(Plain())], alpha=0.5, **options)
+
+
 # ---- search support -----------------------------------------------------------------------------------------
 @pytest.mark.parametrize("name", ["pmi", "cad", "adacad"])
 def test_two_view_strategies_refuse_beam_sampling_clearly(tiny_gpt2, gpt2_tokenizer, name):

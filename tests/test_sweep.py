@@ -24,6 +24,7 @@ from faithkit.eval.explain import highlight_tokens, is_explained, token_texts, w
 from faithkit.prompts import DEFAULT_TEMPLATE
 from faithkit.metrics.lexical import is_repeated
 from faithkit.sweep import SweepConfig, choose_best, decoded_by, load_config, run_sweep
+from faithkit.sweep import markdown_table as sweep_markdown
 from tests.conftest import save_gpt2_folder
 
 ROWS = [
@@ -108,6 +109,13 @@ def test_strategies_entries_and_flags():
                                                  "cad_a1", "adacad_sample"]  # cad: its default grid
     flagged = replace(config, alpha=(0.5,), top_p=(0.6,))  # --alpha/--top-p set the PMI-DECODE grid
     assert [c.label for c in flagged.cells()][2:3] == ["pmi_a0.5_p0.6"]
+    written = load_config(overrides={"strategies": "plain,cad:alpha=1,pmi:alpha=0.5,top_p=0.9,pmi", "generator": "g",
+                                     "input": "i", "out": "o"})
+    assert written.strategies == ({"name": "plain"}, {"name": "cad", "alpha": 1.0},
+                                  {"name": "pmi", "alpha": 0.5, "top_p": 0.9}, {"name": "pmi"})
+    assert [c.label for c in written.cells()][:4] == ["plain", "cad_a1", "pmi_a0.5_p0.9", "pmi_a0_p0.6"]
+    with pytest.raises(ConfigError, match=r"^--strategies cad:alph=1: cad: unknown key 'alph'; did you mean 'alpha'"):
+        load_config(overrides={"strategies": "plain,cad:alph=1", "generator": "g", "input": "i", "out": "o"})
     with pytest.raises(ConfigError, match=r"strategies\[0\]: unknown strategy 'pmii'; choose one of plain, pmi"):
         SweepConfig(strategies=({"name": "pmii"},)).cells()
     with pytest.raises(ConfigError, match=r"strategies\[0\]: plain: unknown key 'alpha'"):
@@ -300,8 +308,12 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     out = Path(config.out)
     printed = capsys.readouterr().out
     assert "| alpha \\ top_p | 0.6 | 1 |" in printed and "\n| 0.5 | " in printed and "best: " in printed
-    assert "| plain greedy | " in printed and "| pmi greedy alpha=0.5 top_p=0.6 | " in printed
-    assert "[" in printed.split("| plain greedy | ")[1].split("\n")[0]  # values with their intervals
+    plain = "| plain greedy (= pmi greedy alpha=0 top_p=0.6; pmi greedy alpha=0 top_p=1) | "
+    assert plain in printed and "| pmi greedy alpha=0.5 top_p=0.6 | " in printed  # alpha 0 folded into plain
+    assert "| pmi greedy alpha=0 top_p=0.6 |" not in printed
+    assert "[" in printed.split(plain)[1].split("\n")[0]  # values with their intervals
+    assert " p=" in printed.split("| pmi greedy alpha=0.5 top_p=0.6 | ")[1].split("\n")[0]  # and p against plain
+    assert not list(out.rglob("*.lock"))  # every finished writer took its lock file away
 
     # every cell keeps the rows' ids, inputs and gold, and equals generate() with the cell's settings
     from transformers import AutoTokenizer, GPT2LMHeadModel
@@ -355,9 +367,9 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     for cell in runs:
         for record in read_jsonl(out / "cells" / f"{cell.label}.jsonl"):
             assert record["response"].strip() in text if record["response"].strip() else "(empty response)" in text
-    by_id = {s["id"]: s for s in scores}  # every cell, alpha 0 ones with the plain decode's scores
-    assert page.count('class="tok"') == sum(len(by_id[f"{decoded_by(cell).label}/{r['id']}"].get("token_pmi", []))
-                                            for cell in cells for r in ROWS)
+    by_id = {s["id"]: s for s in scores}  # every distinct decode once: alpha 0 is on plain's line
+    assert page.count('class="tok"') == sum(len(by_id[f"{cell.label}/{r['id']}"].get("token_pmi", []))
+                                            for cell in runs for r in ROWS)
 
 
 class FakeQ2:
@@ -391,11 +403,14 @@ def test_q2_columns_when_asked(config, monkeypatch):
     assert ",q2,q2_ci_low,q2_ci_high,q2_p,q2_no_nli," in header and "best: " in result.markdown
 
 
-def test_judging_with_the_generator_warns(config, caplog):
-    with caplog.at_level("WARNING", logger="faithkit.sweep"):
+def test_judging_with_the_generator_warns_and_loading_models_says_so(config, caplog):
+    with caplog.at_level("INFO", logger="faithkit.sweep"):
         run_sweep(replace(config, judge=config.generator, alpha=(0.5,), top_p=(0.6,), metrics=("pmi-faith",),
                           relevance="words"))
     assert "favours the PMI-DECODE cells" in caplog.text
+    assert caplog.messages[0] == f"loading generator {config.generator}…"  # before the first batch's minutes
+    assert caplog.messages[1].startswith("generate: batch 1/3 (2 contexts x 2 cells) in ")
+    assert f"loading judge {config.generator} for pmi-faith…" in caplog.messages
 
 
 def test_without_gold_relevance_stays_empty(config, rows_file, caplog):
@@ -479,6 +494,34 @@ def test_the_fluency_bound_keeps_degenerate_cells_out():
     guarded = choose_best(table, fluency="fluency", fluency_tolerance=0.5)
     assert guarded["best"]["cell"] == "pmi-a0.5" and guarded["eligible"] == ["plain", "pmi-a0.5"]
     assert "fluency >= baseline fluency - 0.5 = -2.6" in guarded["rule"]
+
+
+def test_the_table_tests_key_measures_folds_alike_cells_and_says_why_cells_are_out():
+    def row(cell, faith, fluency, p_faith, p_fluency, alpha=None, decodes_as=None):
+        values = {"cell": cell, "strategy": "plain" if alpha is None else "pmi", "decoding": "greedy", "alpha": alpha,
+                  "n": 12, "decodes_as": decodes_as}
+        for measure in ("pmi_faith", "fluency", "knowledge_precision", "bleu", "token_f1", "words", "empty", "repeated"):
+            values.update({measure: None, f"{measure}_ci_low": None, f"{measure}_ci_high": None, f"{measure}_p": None})
+        values.update({"pmi_faith": faith, "pmi_faith_ci_low": faith - 0.5, "pmi_faith_ci_high": faith + 0.5,
+                       "pmi_faith_p": p_faith, "fluency": fluency, "fluency_p": p_fluency, "bleu": 2.0, "bleu_p": 1.0})
+        return values
+
+    table = [row("plain", 0.426, -2.1, 1.0, 1.0), row("pmi_a0", 0.426, -2.1, 1.0, 1.0, 0.0, "plain"),
+             row("pmi_a0.5", 1.239, -2.69, 0.002, 0.007, 0.5), row("pmi_a1", 2.0, -5.3, 0.001, 0.001, 1.0)]
+    config = SweepConfig(alpha=(0.0, 0.5, 1.0), top_p=(1.0,))
+    best = choose_best(table, fluency="fluency")
+    lines = sweep_markdown(table, config, best).splitlines()
+    assert lines[2] == ("| plain greedy (= pmi greedy alpha=0) | 0.426 [-0.074, 0.926] | -2.100 | — | 2.00 | — | — | — "
+                        "| — |  |")
+    assert lines[3] == ("| pmi greedy alpha=0.5 | 1.239 [0.739, 1.739] p=0.002 ▲ | -2.690 p=0.007 ▼ | — | 2.00 p=1 "
+                        "| — | — | — | — | best |")
+    assert lines[4] == ("| pmi greedy alpha=1 | 2.000 [1.500, 2.500] p=0.001 ▲ | -5.300 p=0.001 ▼ | — | 2.00 p=1 "
+                        "| — | — | — | — | excluded: fluency -5.300 < bound -3.100 |")
+    assert len(lines) == 5 + 3  # no line of its own for alpha 0; the notes follow
+    assert lines[-1].startswith("best: pmi greedy alpha=0.5 (1.239 [0.739, 1.739] / 2.00), significantly more "
+                                "faithful than the baseline (p = 0.002); trade-offs: significantly worse than the "
+                                "baseline on "
+                                "fluency -0.59 (p = 0.007): highest pmi_faith")
 
 
 def test_repeated_responses():

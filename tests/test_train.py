@@ -280,6 +280,53 @@ def test_flags_override_the_file():
         parse(["--config", str(TINY_GPT2), "--max-steps", "ten"])
 
 
+def test_strategies_flag_takes_names_parameters_and_mappings():
+    args = parse(["--config", str(TINY_GPT2), "--strategies", "plain", "cad:alpha=1", "pmi:alpha=0.5,top_p=0.9",
+                  "{name: adacad}"])
+    config = load_config(args.config, overrides_from_args(args))
+    assert evaluation_decoders(config.evaluation) == {
+        "plain": Plain(), "cad_a1": CAD(1.0), "pmi_a0.5_p0.9": PMI(0.5, 0.9), "adacad": AdaCAD()}
+
+
+@pytest.mark.parametrize("value, message", [
+    ("cad:alph=1", "argument --strategies: cad:alph=1: cad: unknown key 'alph'; did you mean 'alpha'?"),
+    ("cad:alpha=2,top_p=1", "argument --strategies: cad:alpha=2,top_p=1: cad: unknown key 'top_p'; its keys are alpha"),
+    ("pmi:alpha=2", "argument --strategies: pmi:alpha=2: pmi: --alpha 2 is out of range: use a value in [0, 1] "
+     "(0 = plain decoding, 1 = rank by PMI alone)"),
+    ("cad:alpha", "argument --strategies: cad:alpha: 'alpha' is no PARAMETER=VALUE; write e.g. cad:alpha=1"),
+    ("{name: cad", "argument --strategies: {name: cad: not a mapping; write {name: cad, alpha: 1}, or cad:alpha=1"),
+])
+def test_strategies_flag_mistakes_name_the_flag_not_the_file(value, message, capsys):
+    from faithkit.cli import main
+
+    with pytest.raises(SystemExit, match="2"):
+        main(["train", "--config", str(TINY_GPT2), "--strategies", "plain", value])
+    assert capsys.readouterr().err == f"error: faithkit train: {message}\n"
+
+
+@pytest.mark.slow  # a real training run
+def test_train_from_the_command_line_logs_each_flag_strategy_under_its_label(tmp_path, capsys):
+    from faithkit.cli import main
+
+    assert main(["train", "--config", str(TINY_GPT2), "--output-dir", str(tmp_path / "run"), "--max-steps", "1",
+                 "--eval-steps", "1", "--generate-rows", "2", "--strategies", "plain", "cad:alpha=1"]) == 0
+    logged = metrics_csv(tmp_path / "run")
+    assert {key.partition("/")[0] for key in logged if "/" in key} == {"plain", "cad_a1"}
+    assert sorted(logged["cad_a1/mean_token_f1"]) == [0, 1]
+    generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
+    assert {g["decoder"] for g in generations} == {"plain", "cad_a1"}
+    card = (tmp_path / "run" / "best" / "README.md").read_text()  # the card's table: each value under its column
+    table = card.split("### Training results\n\n")[1].split("\n\n")[0].splitlines()
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
+    for row in cells[2:]:
+        step = int(row[0])
+        for key, shown in zip(cells[0][1:], row[1:]):
+            if step in logged.get(key, {}):
+                assert float(shown) == pytest.approx(logged[key][step], abs=5e-5), key
+            else:
+                assert shown == "", key
+
+
 @pytest.mark.parametrize("sections, message", [
     ({"training": {"learnig_rate": 1e-4}}, "unknown key 'training.learnig_rate'; did you mean 'training.learning_rate'"),
     ({"training": {"batch_size": "eight"}}, "training.batch_size must be an integer, got 'eight'"),
@@ -289,7 +336,8 @@ def test_flags_override_the_file():
     ({"data": {"corpus": "topicalchat"}}, "exactly one of data.corpus"),
     ({"evaluation": {"best_metric": "beam/mean_pmi"}}, "evaluation.best_metric must be dev_loss or DECODER/KEY"),
     ({"evaluation": {"strategies": ["plain", {"name": "pmi", "alpha": 2}]}},
-     "evaluation.strategies[1]: pmi: --alpha 2 is out of range: use a value in [0, 1]"),
+     "evaluation.strategies[1]: pmi: --alpha 2 is out of range: use a value in [0, 1] "
+     "(0 = plain decoding, 1 = rank by PMI alone)"),
     ({"evaluation": {"strategies": [{"name": "beam"}]}}, "unknown strategy 'beam'; choose one of plain, pmi, cad"),
     ({"evaluation": {"strategies": ["cad", {"name": "cad", "alpha": 0.5}]}}, "lists a strategy twice"),
     ({"evaluation": {"alpha": 0.5}}, "evaluation.alpha are now parameters of a strategy: write evaluation.strategies"),
@@ -316,6 +364,23 @@ def test_hook_strategies_default_to_plain_and_pmi_decode_at_its_defaults(tmp_pat
     assert evaluation_decoders(config.evaluation) == {"plain": Plain(), "pmi_a0.25_p0.6": PMI(0.25, 0.6)}
     config = load_config(write_config(tmp_path, TINY_GPT2, evaluation={"strategies": ["adacad", {"name": "cad"}]}))
     assert evaluation_decoders(config.evaluation) == {"adacad": AdaCAD(), "cad_a0.5": CAD(0.5)}
+
+
+def test_the_card_table_keys_cells_by_column_when_a_step_lacks_a_metric():
+    from faithkit.train.card import model_card
+
+    evaluations = [{"step": 0, "dev_loss": 9.5, "plain/knowledge_precision": 0.25, "plain/mean_token_f1": 0.125},
+                   {"step": 3, "dev_loss": 8.25, "plain/mean_token_f1": 0.0625, "plain/corpus_bleu": 4.0655},
+                   {"step": 6, "dev_loss": 7.5, "plain/knowledge_precision": 0.5, "plain/mean_token_f1": 0.25}]
+    card = model_card(load_config(TINY_GPT2), "tiny", 6, {"dev_loss": 7.5}, evaluations)
+    table = card.split("### Training results\n\n")[1].split("\n\n")[0].splitlines()
+    cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
+    header, rows = cells[0], [dict(zip(cells[0], row)) for row in cells[2:]]
+    assert header == ["Step", "dev_loss", "plain/knowledge_precision", "plain/mean_token_f1", "plain/corpus_bleu"]
+    assert all(len(row) == len(header) for row in cells)
+    assert rows[1] == {"Step": "3", "dev_loss": "8.25", "plain/knowledge_precision": "", "plain/mean_token_f1": "0.0625",
+                       "plain/corpus_bleu": "4.0655"}  # no knowledge precision at step 3: an empty cell, not a shift
+    assert rows[0]["plain/corpus_bleu"] == rows[2]["plain/corpus_bleu"] == ""
 
 
 @pytest.fixture

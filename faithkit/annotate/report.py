@@ -213,9 +213,13 @@ def markdown(summary: dict) -> str:
         lines.append(f"| {row['dimension']} | " + " | ".join(_with_interval(row[o], row[f"{o}_ci"])
                                                            for o in ("a_wins", "ties", "b_wins"))
                      + f" | {test['a_better']} / {test['b_better']} / {test['tied']}, p = {test['p']:.3g} |")
-    lines += ["", "| dimension | Krippendorff's alpha (ordinal) | Fleiss' kappa |", "|---|---|---|"]
-    lines += [f"| {row['dimension']} | {_number(row['krippendorff_alpha'])} | {_number(row['fleiss_kappa'])} |"
-              for row in summary["agreement"]]
+    if len(summary["annotators"]) > 1:
+        lines += ["", "| dimension | Krippendorff's alpha (ordinal) | Fleiss' kappa |", "|---|---|---|"]
+        lines += [f"| {row['dimension']} | {_number(row['krippendorff_alpha'])} | {_number(row['fleiss_kappa'])} |"
+                  for row in summary["agreement"]]
+    else:
+        lines += ["", "Agreement (Krippendorff's alpha, Fleiss' kappa) is not shown: it compares annotators, and "
+                      "there is one; give two or more annotators' exports to measure it."]
     lines += ["", "| annotator | file | items | " + " | ".join(f"{d} A/N/D" for d in DIMENSIONS) + " |",
               "|---|---|---|" + "---|" * len(DIMENSIONS)]
     lines += [f"| {row['annotator']} | {row['file']} | {row['items']} | "

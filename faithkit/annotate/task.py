@@ -32,10 +32,11 @@ DIMENSIONS = {  # the PMI-DECODE paper's three questions: statement rated, defin
     "faithfulness": ("Everything the response says can be inferred from the document.",
                      "Can the whole response be inferred from the document? Judge this regardless of relevance: "
                      "a response that is off-topic for the dialogue but supported by the document is faithful."),
-    "relevance": ("The response is relevant to the dialogue.",
+    "relevance": ("The response is relevant to the dialogue and the document, and conveys nothing incorrect.",
                   "Is the response apt for the dialogue and for the knowledge in the document, without conveying "
-                  "anything incorrect?"),
-    "grammar": ("The response is grammatical and well written.",
+                  "anything incorrect? (As in the PMI-DECODE paper, an apt response that states something false is "
+                  "not relevant, so this question shares that part with Faithfulness.)"),
+    "grammar": ("The response is grammatical and well written: agree only if it reads like an expert's writing.",
                 "Judge the writing alone, independent of the dialogue and the document. Agree only if it reads "
                 "like the writing of an expert."),
 }
@@ -148,6 +149,17 @@ def differing_rows(a: System, b: System) -> tuple[list[str], list[str]]:
     return rows, differing
 
 
+SENTENCE_ENDS = tuple(".!?…\"'”’)]*") + ("。", "！", "？")
+"""What a finished response ends with; anything else, and the response was likely cut at max-new-tokens."""
+
+
+def ends_mid_sentence(text: str) -> bool:
+    """Whether the response stops mid-sentence (the generator likely hit its token limit), so the page flags it and
+    annotators judge what is there rather than guess the end. A heuristic: one ending in an emoji is flagged too."""
+    stripped = text.rstrip()
+    return bool(stripped) and not stripped.endswith(SENTENCE_ENDS)
+
+
 def _balanced_coins(count: int, rng: random.Random) -> list[bool]:
     """``count`` shuffled flags, half of them True (the odd one a fair coin): whether system a goes first."""
     flags = [index < count // 2 for index in range(count)]
@@ -166,8 +178,10 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
         raise InputError(f"--contexts {contexts}: use at least 1")
     rows, differing = differing_rows(a, b)
     if len(differing) < contexts:
-        logger.warning("only %d of %d shared rows have different responses; the task has %d items, not %d",
-                       len(differing), len(rows), len(differing), contexts)
+        which = f"all {len(rows)} shared rows have" if len(differing) == len(rows) else \
+            f"only {len(differing)} of {len(rows)} shared rows have"
+        logger.warning("%s different responses; the task has %d items, not %d (--contexts)", which, len(differing),
+                       contexts)
     rng = random.Random(seed)
     chosen = rng.sample(differing, min(contexts, len(differing)))
     a_first = _balanced_coins(len(chosen), rng)
@@ -178,9 +192,11 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
         systems = {"a": a, "b": b}
         record = a.records[row]
         history = record.get("history") or []
+        responses = [systems[side].records[row]["response"] for side in sides]
         items.append({"item": str(number), "document": record["document"],
-                      "history": [history] if isinstance(history, str) else list(history),
-                      "responses": [systems[side].records[row]["response"] for side in sides]})
+                      "history": [turn for turn in ([history] if isinstance(history, str) else history)
+                                  if str(turn).strip()],  # a blank turn would be an empty bubble
+                      "responses": responses, "cut": [ends_mid_sentence(text) for text in responses]})
         scores = {}
         for name, system in systems.items():
             measures = dict(system.scores.get(row, {}))

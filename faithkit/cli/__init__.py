@@ -29,6 +29,13 @@ COMMANDS = ("score", "generate", "sweep", "meta_eval", "explain", "data", "train
 """Modules of this package, one per command, in the order ``--help`` lists them."""
 
 
+START_HERE = """start here, in the checkout (offline; `make demo` installs what is missing, then runs it):
+  faithkit score --metric pmi-faith --model smollm2-135m --input examples/demo.jsonl --output demo_scores.jsonl
+scores the six hand-written responses of examples/demo.jsonl for faithfulness; then see
+'faithkit COMMAND --help', e.g. 'faithkit sweep --help' to choose a decoding strategy."""
+"""The end of ``faithkit --help``: the demo command, as the README's quick start runs it."""
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with faithkit's error contract: a mistake is one ``error: …`` line (no usage block) and exit 2,
     and a value such as ``-1e-3`` is a negative number, not an option."""
@@ -64,8 +71,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     command line and a command's ``--help`` need not wait for (under ``accelerate launch``, in every process)."""
     parser = Parser(
         prog="faithkit",
-        description="Faithful document-grounded dialogue: score responses (PMI-FAITH, Q², baselines), "
+        description="Faithful document-grounded dialogue: score responses (PMI-FAITH, Q², baselines),\n"
                     "decode with PMI-DECODE, meta-evaluate metrics against human labels, and export corpora.",
+        epilog=START_HERE, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"faithkit {__version__}")
     verbosity = parser.add_mutually_exclusive_group()

@@ -21,7 +21,8 @@ def register(subparsers) -> None:
                     "skipped.",
     )
     export.add_argument("name", choices=sorted(CORPORA), help="corpus")
-    export.add_argument("--split", required=True, help="split, e.g. valid_freq (Topical-Chat), test (FaithDial)")
+    splits = "; ".join(f"{name}: {', '.join(corpus.splits)}" for name, corpus in sorted(CORPORA.items()))
+    export.add_argument("--split", required=True, help=f"split of the corpus ({splits})")
     export.add_argument("--path", type=PathArg("input folder"),
                         help="folder of the official release (default: see the corpus; FaithDial: the hub)")
     export.add_argument("--history-turns", type=int, default=2, help="turns of history kept (default 2, as the "

@@ -14,7 +14,8 @@ logger = logging.getLogger(__name__)
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "generate", help="generate responses with a decoding strategy (PMI-DECODE, CAD, AdaCAD, plain)",
-        description="Generate a response for each (document, history) row of a JSONL/CSV/TSV file with a decoding "
+        description="Generate a response for each (document, history) row of a rows file (JSONL, CSV, TSV, "
+                    "Parquet, a dataset) with a decoding "
                     "strategy: --strategy pmi (PMI-DECODE, the default), cad, adacad or plain, each with its own "
                     "parameters (--alpha, --top-p). "
                     "Each output record keeps the row's id, document and history, its reference response as "
@@ -26,7 +27,8 @@ def register(subparsers) -> None:
     parser.add_argument("--model", required=True, type=PathArg("model"),
                         help="causal or seq2seq LM: hub id, local folder or offline name")
     parser.add_argument("--input", required=True, type=PathArg("rows"),
-                        help="rows with a document and a history (.jsonl, .csv or .tsv)")
+                        help="rows with a document and a history (.jsonl, .csv, .tsv, .parquet, a save_to_disk "
+                             "folder or hf:OWNER/NAME with --split)")
     parser.add_argument("--output", required=True, type=PathArg("output file"),
                         help="responses, one JSON object per row (.jsonl)")
     add_generation_options(parser)

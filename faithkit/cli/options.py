@@ -14,7 +14,8 @@ from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
 # every metric option the command line knows, with its flag's help; a metric takes those its MetricSpec lists
 METRIC_OPTIONS = {
     "model": "PMI-FAITH: causal LM, a hub id, a local folder or an offline name (smollm2-135m, gemma3-270m); "
-             "default bigscience/bloom-560m",
+             "default bigscience/bloom-560m, the paper's judge, downloaded from the hub (without a network, name "
+             "an offline one)",
     "preset": "Q²/e2e-NLI: 'offline' uses the offline LM backends",
     "qg_model": "Q²: question-generation model",
     "qa_model": "Q²: question-answering model",
@@ -145,7 +146,11 @@ def job_options(args: argparse.Namespace) -> dict:
 
 
 def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "pmi-faith") -> None:
-    parser.add_argument("--metric", default=default_metric, choices=METRIC_NAMES, help="which metric to compute")
+    from ..metrics.registry import METRICS
+
+    described = "; ".join(f"{name}: {spec.summary}" for name, spec in METRICS.items())
+    parser.add_argument("--metric", default=default_metric, choices=METRIC_NAMES,
+                        help=f"which metric to compute (default {default_metric}): {described}")
     add_metric_option_flags(parser)
 
 

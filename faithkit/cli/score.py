@@ -14,13 +14,15 @@ logger = logging.getLogger(__name__)
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "score", help="score responses for faithfulness to their documents",
-        description="Score each row of a JSONL/CSV/TSV file and write one JSON record per row, in input order. "
-                    "Rerunning the same command continues where it stopped (a different metric, model or "
+        description="Score each row of a rows file (JSONL, CSV, TSV, Parquet, a dataset) and write one JSON "
+                    "record per row, in input order. Rerunning the same command continues where it stopped (a different metric, model or "
                     "setting stops with what differs); bad rows get an 'error' record naming the row and field, "
                     "retried on the next run. Runs data-parallel under 'accelerate launch -m faithkit score …'.",
     )
     add_metric_options(parser)
-    parser.add_argument("--input", required=True, type=PathArg("rows"), help="rows to score (.jsonl, .csv or .tsv)")
+    parser.add_argument("--input", required=True, type=PathArg("rows"),
+                        help="rows to score (.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or hf:OWNER/NAME "
+                             "with --split)")
     parser.add_argument("--output", required=True, type=PathArg("output file"),
                         help="results, one JSON object per row (.jsonl)")
     add_job_options(parser)

@@ -31,8 +31,10 @@ def register(subparsers) -> None:
                     "the relevance columns stay empty and a warning says so. Writes to --out: cells/<cell>.jsonl "
                     "(responses), scores.jsonl (per-response PMI-FAITH with token contributions; 'faithkit explain "
                     "--metric pmi-faith --input' draws it), q2.jsonl, sweep.csv, best.json, heatmaps/<measure>.png "
-                    "and report.html; prints every cell's measures and the PMI-DECODE grid in the layout of the "
-                    "paper's Table 5. Rerunning the same command resumes where it stopped. Settings come from "
+                    "and report.html; prints every cell's measures (faithfulness, relevance and fluency with p "
+                    "against the baseline and ▲/▼ when significant; cells that decode alike on one line; the cells "
+                    "the rule excluded, and why; docs/reports.md tells how to read them) and the PMI-DECODE grid in "
+                    "the layout of the paper's Table 5. Rerunning the same command resumes where it stopped. Settings come from "
                     "--config FILE.yaml (keys named like the options, e.g. top_p, gold_column; 'strategies:' a "
                     "list of strategies each with its own grid) and the options given, which win; without "
                     "--config the options alone define the sweep.",
@@ -43,7 +45,8 @@ def register(subparsers) -> None:
     parser.add_argument("--generator", type=PathArg("model"),
                         help="model to decode with: hub id, local folder or offline name")
     parser.add_argument("--judge", type=PathArg("model"),
-                        help="causal LM for PMI-FAITH (default bigscience/bloom-560m)")
+                        help="causal LM for PMI-FAITH (default bigscience/bloom-560m, from the hub; offline: "
+                             "gemma3-270m)")
     parser.add_argument("--input", type=PathArg("rows"),
                         help="dev rows with a document and a history (.jsonl, .csv, .tsv, .parquet, "
                              "a save_to_disk folder or hf:OWNER/NAME with --split)")
@@ -51,8 +54,12 @@ def register(subparsers) -> None:
                         help="output folder; rerunning with the same folder resumes")
     parser.add_argument("--restart", action="store_true", help="delete the sweep's earlier outputs in --out first")
     grid = parser.add_argument_group("grid and decoding")
-    grid.add_argument("--strategies", help="comma-separated strategies, each over its default grid, e.g. plain,pmi "
-                                           "(default pmi; a config's 'strategies:' gives each its own grid)")
+    from ..decoding.strategies import written_forms
+
+    grid.add_argument("--strategies", help="comma-separated strategies, each over its default grid but for the "
+                                           "parameters written, e.g. plain,pmi,cad:alpha=1,pmi:alpha=0.5,top_p=0.9 "
+                                           f"(default pmi), of {written_forms()}; a config's 'strategies:' gives "
+                                           "each its own grid")
     pmi_grid = default_grid(PMI)
     grid.add_argument("--alpha", help="PMI-DECODE weights, comma-separated (default "
                                       f"{','.join(f'{v:g}' for v in pmi_grid['alpha'])})")
@@ -69,13 +76,14 @@ def register(subparsers) -> None:
                                                                   "paper's hub models")
     judging.add_argument("--gold-column", help="column with the gold response (default: gold/reference, else the "
                                                "response column)")
-    judging.add_argument("--faithfulness", choices=list(MEASURES),
-                         help="measure best.json maximises and Table 5 shows first (default pmi_faith)")
-    judging.add_argument("--relevance", choices=list(MEASURES),
+    judging.add_argument("--faithfulness", choices=list(MEASURES), metavar="MEASURE",
+                         help="measure best.json maximises and Table 5 shows first (default pmi_faith); a MEASURE "
+                              f"is one of {', '.join(MEASURES)}")
+    judging.add_argument("--relevance", choices=list(MEASURES), metavar="MEASURE",
                          help="measure bounded by the baseline's and shown second (default bleu)")
     judging.add_argument("--tolerance", type=finite_float, help="how far below the baseline's relevance the chosen cell "
                                                          "may fall (default 1.0, in the measure's units)")
-    judging.add_argument("--fluency", choices=list(MEASURES),
+    judging.add_argument("--fluency", choices=list(MEASURES), metavar="MEASURE",
                          help="measure bounded by the baseline's, so degenerate cells are not chosen (default: fluency "
                               "when pmi-faith is measured)")
     judging.add_argument("--fluency-tolerance", type=finite_float, help="how far below the baseline's fluency the chosen "

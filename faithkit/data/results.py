@@ -4,9 +4,10 @@ A result file ``OUT.jsonl`` comes with ``OUT.jsonl.meta.json``, the job's *finge
 (command, metric or decoding settings, model, template, faithkit version). A rerun resumes
 only when its fingerprint is the same; otherwise it stops and says what differs. While a
 job runs it holds ``OUT.jsonl.lock`` (an advisory lock), so a second run on the same output
-stops at once instead of interleaving records. Error records are retried on every rerun
-unless the caller keeps them. None of these files is written through a link (see
-:mod:`faithkit.files`).
+stops at once instead of interleaving records; the writer deletes it when it finishes. A lock
+file a killed run left is not held by anyone (the system drops the lock with the process), so
+the next run takes it. Error records are retried on every rerun unless the caller keeps them.
+None of these files is written through a link (see :mod:`faithkit.files`).
 
 Crash guarantee: each record is one line, flushed to the operating system as it is written,
 and the file is synced to the disk once per chunk (:meth:`ResultWriter.sync`, called by
@@ -91,17 +92,17 @@ class ResultWriter:
                 write_text(self.meta_path, json.dumps(fingerprint, indent=2, sort_keys=True, allow_nan=False) + "\n")
             self._file = open_append(self.path, flag)
         except WriteFailed as error:
-            self._lock.release()
+            self._unlock()
             raise OutputError(f"cannot write {error.path}: {error.reason}; {self._saved()}") from None
         except OutputError:
-            self._lock.release()
+            self._unlock()
             raise
         except OSError as error:
-            self._lock.release()
+            self._unlock()
             raise OutputError(f"cannot write {error.filename or self.path}: {error.strerror}; "
                               f"{self._saved()}") from None
         except BaseException:
-            self._lock.release()
+            self._unlock()
             raise
 
     def _check_fingerprint(self, fingerprint: dict | None) -> None:
@@ -218,6 +219,12 @@ class ResultWriter:
             self._file.close()
         except OSError:  # a full disk: the write that failed said so
             pass
+        self._unlock()
+
+    def _unlock(self) -> None:
+        """Delete the lock file, then release the lock: deleting it while held means a run that opened it meanwhile
+        finds it locked and stops, and any later run makes a fresh one."""
+        Path(self._lock.lock_file).unlink(missing_ok=True)
         self._lock.release()
 
     def __enter__(self):

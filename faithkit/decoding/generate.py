@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+import warnings
 from typing import Iterator, NamedTuple, Sequence
 
 import torch
@@ -25,6 +26,8 @@ from .two_view import FiniteLogits
 logger = logging.getLogger(__name__)
 
 # generate's sampling warpers other than temperature/top_k; PMIDecode's one-hot would make them silent no-ops
+LEGACY_KEYWORDS = ("alpha", "top_p")
+"""PMI-DECODE's parameters as keywords of ``generate``, from before strategies: deprecated (see generate)."""
 _UNSUPPORTED_WARPERS = ("min_p", "typical_p", "epsilon_cutoff", "eta_cutoff", "top_h")
 
 
@@ -272,12 +275,32 @@ def generate(
     a time, and their prompts prefilled once without padding (:func:`prompt_cache`). When
     sampling, ``seeds`` (one per context, e.g. :func:`faithkit.decoding.row_seed` of the row
     ids) give every context its own generator, so its response does not depend on the batch
-    it is in; without them, draws come from torch's global RNG.
+    it is in; without them, draws come from torch's global RNG. The pre-strategy keywords
+    ``alpha=``/``top_p=`` still mean ``PMI(alpha, top_p)``, with a DeprecationWarning.
     """
+    strategy = _pmi_of_old_keywords(strategy, generate_kwargs)
     search = search_of(generate_kwargs.get("num_beams", 1), generate_kwargs.pop("do_sample", False))
     return generate_grid(model, tokenizer, documents, histories, [Cell(strategy_from_dict(strategy), search)],
                          template=template, batch_size=batch_size, max_context_tokens=max_context_tokens,
                          seeds=seeds, **generate_kwargs)[0]
+
+
+def _pmi_of_old_keywords(strategy, generate_kwargs: dict):
+    """``strategy``, or PMI-DECODE with the ``alpha=``/``top_p=`` keywords of the pre-strategy ``generate`` (popped
+    from ``generate_kwargs``, with a DeprecationWarning): they meant ``PMI(alpha, top_p)``."""
+    old = {key: generate_kwargs.pop(key) for key in LEGACY_KEYWORDS if key in generate_kwargs}
+    if not old:
+        return strategy
+    strategy = strategy_from_dict(strategy)
+    if strategy.name != "pmi":
+        raise ConfigError(f"{', '.join(f'{key}=' for key in old)} (the pre-strategy spelling of PMI(alpha, top_p)) "
+                          f"with strategy {strategy.name!r}: give the parameters in the strategy instead, e.g. "
+                          f"{{'name': {strategy.name!r}, **{old!r}}}")
+    replacement = PMI(**{**strategy.parameters(), **old})
+    warnings.warn(f"generate({', '.join(f'{key}=' for key in old)}…) is deprecated; pass the strategy: "
+                  f"generate(model, tokenizer, documents, histories, PMI(alpha={replacement.alpha:g}, "
+                  f"top_p={replacement.top_p:g}), …)", DeprecationWarning, stacklevel=3)
+    return replacement
 
 
 def generate_grid(model, tokenizer, documents: Sequence[str], histories: Sequence, cells: Sequence,
@@ -332,6 +355,10 @@ def iter_grid(
         raise ValueError("seeds apply to sampling only; pass do_sample=True as well, or no seeds")
     if seeds is not None and len(seeds) != len(documents):
         raise ValueError(f"seeds need one per context, got {len(seeds)} for {len(documents)} contexts")
+    legacy = [name for name in LEGACY_KEYWORDS if name in generate_kwargs]
+    if legacy:
+        raise ConfigError(f"{', '.join(f'{key}=' for key in legacy)}: a grid names each cell's strategy with its "
+                          "parameters, e.g. Cell(PMI(alpha=0.25, top_p=0.6), 'greedy')")
     unsupported = [name for name in _UNSUPPORTED_WARPERS if generate_kwargs.get(name) is not None]
     if unsupported:
         raise ValueError(f"sampling supports temperature and top_k; {', '.join(unsupported)} would be ignored. "

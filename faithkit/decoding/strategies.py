@@ -31,7 +31,7 @@ from .pmi_decode import PMI
 
 __all__ = ["CAD", "PMI", "STRATEGIES", "STRATEGY_NAMES", "AdaCAD", "Cell", "Plain", "Sampling", "Strategy",
            "add_parameter_flags", "as_cell", "get_strategy", "parameter_fields", "strategy_from_args",
-           "strategy_from_dict"]
+           "strategy_from_dict", "strategy_from_text", "written_forms"]
 
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Plain, PMI, CAD, AdaCAD)}
 STRATEGY_NAMES = tuple(STRATEGIES)
@@ -65,6 +65,43 @@ def strategy_from_dict(spec: Mapping | str | Strategy, where: str = "") -> Strat
         return from_mapping(cls, parameters, where=f"{cls.name}: ")
     except ConfigError as error:
         raise ConfigError(f"{where}{error}") from None
+
+
+def strategy_from_text(text: str, where: str = "") -> dict:
+    """The config entry of a strategy written on one line, checked: ``NAME``, ``NAME:PARAM=VALUE,…``
+    (``cad:alpha=1``) or a YAML/JSON mapping (``{name: cad, alpha: 1}``), as a command line gives it. The entry
+    holds the parameters written, as numbers (``{"name": "cad", "alpha": 1.0}``); the others keep their defaults.
+
+    Mistakes raise :class:`ConfigError` prefixed by ``where`` (the flag, say) and the text.
+    """
+    text = text.strip()
+    where = f"{where}{text}: "
+    if text.startswith("{"):
+        import yaml
+
+        try:
+            spec = yaml.safe_load(text)
+        except yaml.YAMLError:
+            spec = None
+        if not isinstance(spec, Mapping):
+            raise ConfigError(f"{where}not a mapping; write {{name: cad, alpha: 1}}, or cad:alpha=1")
+    else:
+        name, _, assignments = text.partition(":")
+        spec = {"name": name.strip()}
+        for assignment in filter(str.strip, assignments.split(",")):
+            key, equals, value = assignment.partition("=")
+            if not equals or not key.strip():
+                raise ConfigError(f"{where}{assignment.strip()!r} is no PARAMETER=VALUE; write e.g. "
+                                  f"{name.strip() or 'cad'}:alpha=1")
+            spec[key.strip()] = value.strip()
+    strategy = strategy_from_dict(spec, where=where)
+    return {"name": strategy.name, **{key: getattr(strategy, key) for key in spec if key != "name"}}
+
+
+def written_forms() -> str:
+    """Every strategy as :func:`strategy_from_text` reads it, with its parameters: ``plain; pmi:alpha=,top_p=; …``."""
+    return "; ".join(cls.name + (":" + ",".join(f"{item.name}=" for item in dataclasses.fields(cls))
+                                 if dataclasses.fields(cls) else "") for cls in STRATEGIES.values())
 
 
 def parameter_fields() -> dict[str, list[tuple[type[Strategy], dataclasses.Field]]]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from ..data import data_root
 from ..data.rows import QUOTING
 from ..decoding import SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
+from ..decoding.strategies import strategy_from_text
 from ..decoding.options import coerce, default_grid, from_mapping
 from ..errors import ConfigError
 from ..metrics.registry import MEASURES
@@ -216,7 +217,10 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
     values: dict = {}
     if path is not None:
         values = _read_yaml(Path(path))
-    values.update({key: value for key, value in (overrides or {}).items() if value is not None})  # None: not given
+    overrides = {key: value for key, value in (overrides or {}).items() if value is not None}  # None: not given
+    if isinstance(overrides.get("strategies"), str):
+        overrides["strategies"] = strategies_from_flag(overrides["strategies"])
+    values.update(overrides)
     values = {key: value for key, value in values.items() if value is not None}  # YAML null: the default
     own = [f.name for f in fields(SweepConfig) if f.name != "generation"]
     valid = [*own, *GENERATION]
@@ -230,6 +234,19 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
     types = typing.get_type_hints(SweepConfig)
     config = SweepConfig(generation=generation, **{key: _coerce(key, value, types[key]) for key, value in values.items()})
     return config.validate()
+
+
+def strategies_from_flag(text: str) -> tuple[dict, ...]:
+    """``--strategies plain,pmi,cad:alpha=1,pmi:alpha=0.5,top_p=0.9``: the strategies, each over its default grid
+    but for the parameters written after its name (a ``PARAM=VALUE`` after a comma belongs to the strategy before);
+    a mistake names the flag."""
+    written: list[str] = []
+    for item in filter(str.strip, text.split(",")):
+        if "=" in item and ":" not in item and written:
+            written[-1] += "," + item
+        else:
+            written.append(item)
+    return tuple(strategy_from_text(item, where="--strategies ") for item in written)
 
 
 def _read_yaml(path: Path) -> dict:

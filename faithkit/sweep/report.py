@@ -1,10 +1,14 @@
-"""``report.html``: one self-contained page to read a sweep's responses side by side.
+"""``report.html``: one self-contained page to read a sweep's cells and responses side by side.
 
-The page opens with every cell's faithfulness and relevance (with their intervals) and the
-chosen cell, then shows a sample of contexts: each with its document, history and gold
-response, and every cell's response beside its name, its tokens coloured by their PMI-FAITH
-contribution under the judge (:func:`faithkit.eval.explain.highlight_tokens`, the colouring of ``faithkit explain``).
-No scripts, no external assets.
+The page opens with the cell table: per cell its faithfulness, relevance and fluency with their
+95% intervals, paired p against the baseline and a mark when that difference is significant,
+then the response form; cells that decode alike share one line (``plain greedy = pmi greedy
+alpha=0 …``), cells the rule left out are greyed with the reason, and a click on a column head
+sorts by it. Beside it, the chosen cell with its trade-offs (each measure significantly worse
+than the baseline). Then a collapsible sample of contexts: each with its document, history and
+gold response, and every distinct decode's response beside its name, its tokens coloured by
+their PMI-FAITH contribution under the judge (:func:`faithkit.eval.explain.highlight_tokens`, the
+colouring of ``faithkit explain``). No external assets; a few lines of script sort the table.
 """
 
 from __future__ import annotations
@@ -14,21 +18,47 @@ from html import escape
 from pathlib import Path
 
 from ..eval.explain import CSS, highlight_tokens, pmi_colour, pmi_legend
-from ..decoding import Cell
 from ..files import write_text
-from .config import SweepConfig, decoded_by
-from .table import format_interval, format_value, label, parameter_names
+from .config import SweepConfig
+from .table import (best_sentence, folded_rows, format_interval, format_p, format_value, key_measures, parameter_names, shown_label, significance_mark, status)
 
 SWEEP_CSS = """
 table.grid { border-collapse: collapse; width: 100%; table-layout: fixed; margin-top: 8px; }
 table.grid th, table.grid td { border: 1px solid #e3e5ea; padding: 6px 8px; vertical-align: top; font-size: 14px; }
 table.grid th { background: #f0f1f4; width: 220px; text-align: left; }
 table.grid td.best { outline: 3px solid #d9534f; outline-offset: -3px; }
+.wide { overflow-x: auto; }  /* a narrow window scrolls the cell table, not the page */
+table.cells th { cursor: pointer; white-space: nowrap; }
+table.cells td:first-child { min-width: 14em; }
+table.cells th[data-order=ascending]::after { content: " \\25B2"; }
+table.cells th[data-order=descending]::after { content: " \\25BC"; }
+table.cells tr.best td { background: #fdecea; }
+tr.excluded td, tr.excluded th { color: #999; background: #f4f4f4; }
+tr.excluded .badge, tr.excluded span.tok { filter: grayscale(1); opacity: .6; }
+.pick { margin: 8px 0 0; font-size: 14px; }
 .scores { font-size: 11px; color: #555; margin-bottom: 3px; }
 .gold { font-size: 14px; margin: 4px 0; }
 .gold b, .history b { color: #555; }
 .empty { color: #999; font-style: italic; }
+details > summary { cursor: pointer; font-weight: 600; }
 """
+
+SORT_SCRIPT = """
+document.querySelectorAll("table.cells th").forEach(head => head.addEventListener("click", () => {
+  const body = head.closest("table").tBodies[0], column = head.cellIndex;
+  const order = head.dataset.order === "descending" ? "ascending" : "descending";
+  head.closest("tr").querySelectorAll("th").forEach(other => delete other.dataset.order);
+  head.dataset.order = order;
+  const key = row => { const cell = row.cells[column], value = cell.dataset.value;
+                       return value === undefined ? cell.textContent : value === "" ? null : Number(value); };
+  const rows = [...body.rows].sort((a, b) => { const x = key(a), y = key(b);
+    if (x === null || y === null) return (x === null) - (y === null);  // no value: last either way
+    const by = typeof x === "number" ? x - y : String(x).localeCompare(String(y));
+    return order === "ascending" ? by : -by; });
+  rows.forEach(row => body.appendChild(row));
+}));
+"""
+"""Click a column head to sort the cell table by it (again to reverse); cells without a value go last."""
 
 
 def sample_contexts(contexts: Sequence, count: int) -> list:
@@ -38,60 +68,94 @@ def sample_contexts(contexts: Sequence, count: int) -> list:
     return [contexts[round(i * len(contexts) / count)] for i in range(count)]
 
 
-def write_report(path: Path, config: SweepConfig, contexts: Sequence, cells: Sequence[Cell], responses: dict,
-                 pmi: dict | None, q2: dict | None, table: Sequence[dict], best: dict) -> Path:
-    """Write the page (see the module docstring); ``pmi``/``q2`` map ``<cell>/<row id>`` to score records."""
-    chosen = (best.get("best") or {}).get("cell")
-    parameters = parameter_names(table)
+def write_report(path: Path, config: SweepConfig, contexts: Sequence, responses: dict, pmi: dict | None,
+                 q2: dict | None, table: Sequence[dict], best: dict) -> Path:
+    """Write the page (see the module docstring); ``responses`` maps a cell label to ``{row id: response}`` and
+    ``pmi``/``q2`` map ``<cell>/<row id>`` to score records."""
+    parameters, shown = parameter_names(table), folded_rows(table)
     rows = {row["cell"]: row for row in table}
-    summary = _cell_table(cells, chosen, lambda cell: _summary_cell(rows[cell.label], config), parameters, rows)
     cards = []
-    for context in sample_contexts(contexts, config.report_contexts):
+    for number, context in enumerate(sample_contexts(contexts, config.report_contexts)):
         def response(cell, context=context):
-            key = f"{decoded_by(cell).label}/{context.id}"
+            key = f"{rows[cell]['decodes_as'] or cell}/{context.id}"  # scores are kept under the decode's cell
             return _response_cell(responses[cell][context.id], (pmi or {}).get(key), (q2 or {}).get(key))
 
         turns = "".join(f"<div>{escape(str(turn))}</div>" for turn in context.history)
         cards.append(
-            f'<section class="card"><div class="head">row {escape(context.id)}</div>'
+            f'<details class="card context"{" open" if number == 0 else ""}><summary class="head">row '
+            f'{escape(context.id)}</summary>'
             + (f'<div class="history"><b>History:</b>{turns}</div>' if turns else "")
             + f'<div class="document"><b>Document:</b> {escape(context.document)}</div>'
             + f'<p class="gold"><b>Gold:</b> {escape(context.gold or "—")}</p>'
-            + _cell_table(cells, chosen, response, parameters, rows) + "</section>"
+            + _response_table(shown, rows, best, response, parameters) + "</details>"
         )
-    best_line = (f"best: {escape(label(best['best'], parameters))} — {escape(best['rule'])}"
-                 if chosen else f"no best cell: {escape(best['rule'])}")
     header = (
         f"<header><h1>faithkit sweep: {escape(str(config.generator))}</h1><div class=\"summary\">"
         f"<span>contexts <b>{len(contexts)}</b></span><span>judge <b>{escape(str(config.judge))}</b></span>"
-        f"<span>cells <b>{len(cells)}</b></span></div>"
+        f"<span>cells <b>{len(table)}</b></span></div>"
         f"<div class=\"controls\">{pmi_legend()} · the chosen cell is framed in red</div></header>"
     )
     page = (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faithkit sweep</title>"
         f"<style>{CSS}{SWEEP_CSS}</style></head><body>\n{header}\n<main>\n"
-        f'<section class="card"><div class="head">{escape(config.faithfulness)} / {escape(config.relevance)} '
-        f"per cell (95% intervals) · {best_line}</div>{summary}</section>\n"
-        + "\n".join(cards) + "\n</main></body></html>\n"
+        f'<section class="card" id="cells"><div class="head">every cell: value [95% interval] and paired p against '
+        f"the baseline; ▲/▼ significantly higher/lower at p &lt; {config.significance:g}; click a column to sort"
+        f"</div>{_cells_table(table, config, best)}"
+        f'<p class="pick" id="pick">{escape(best_sentence(best, config, parameters))}</p></section>\n'
+        f'<details open id="contexts"><summary>responses to {len(cards)} of {len(contexts)} contexts</summary>\n'
+        + "\n".join(cards) + "\n</details>\n</main><script>" + SORT_SCRIPT + "</script></body></html>\n"
     )
     write_text(path, page)
     return path
 
 
-def _cell_table(cells: Sequence[Cell], chosen: str | None, render, parameters, rows: dict) -> str:
-    """One line per cell: its label, then ``render(cell)``."""
-    lines = "".join(f'<tr><th>{escape(label(rows[cell.label], parameters))}</th>'
-                    f'<td{" class=best" if cell.label == chosen else ""}>{render(cell)}</td></tr>' for cell in cells)
-    return f'<table class="grid">{lines}</table>'
+def _cells_table(table: Sequence[dict], config: SweepConfig, best: dict) -> str:
+    """The sortable cell table: a line per distinct decode, with its key measures tested and the rule's verdict."""
+    parameters, keys, baseline = parameter_names(table), key_measures(config), table[0]
+    form = ("words", "empty", "repeated")
+    heads = ["cell", *[column for m in keys for column in (m, f"{m} p")], *form, "choice"]
+    rows = {row["cell"]: row for row in table}
+    lines = []
+    for cell, folded in folded_rows(table).items():
+        row = rows[cell]
+        choice = status(row, best, folded)
+        tested = "".join(f'<td data-value="{_number(row.get(m))}" data-measure="{escape(m)}">'
+                         f"{escape(format_interval(row, m))}</td>"
+                         f'<td data-value="{_number(row.get(f"{m}_p"))}" data-measure="{escape(m)}_p">'
+                         f"{_p_text(row, baseline, m, config.significance)}</td>" for m in keys)
+        plain = "".join(f'<td data-value="{_number(row.get(m))}">{format_value(m, row.get(m))}</td>' for m in form)
+        kind = "best" if choice == "best" else "excluded" if choice else ""
+        lines.append(f'<tr data-cell="{escape(cell)}"{f" class={kind}" if kind else ""}>'
+                     f"<td>{escape(shown_label(row, folded, parameters))}</td>{tested}{plain}"
+                     f'<td class="choice">{escape(choice)}</td></tr>')
+    head = "".join(f"<th>{escape(name)}</th>" for name in heads)
+    return (f'<div class="wide"><table class="cells"><thead><tr>{head}</tr></thead><tbody>{"".join(lines)}</tbody>'
+            "</table></div>")
 
 
-def _summary_cell(row: dict, config: SweepConfig) -> str:
-    faith, relevance = config.faithfulness, config.relevance
-    return (f"<b>{format_interval(row, faith)}</b> / {format_interval(row, relevance)}"
-            f'<div class="scores">{format_value("words", row.get("words"))} words · '
-            f'empty {format_value("empty", row.get("empty"))} · repeated {format_value("repeated", row.get("repeated"))}'
-            + (f' · fluency {format_value("fluency", row.get("fluency"))}' if row.get("fluency") is not None else "")
-            + "</div>")
+def _p_text(row: dict, baseline: dict, measure: str, level: float) -> str:
+    if row["cell"] == baseline["cell"]:
+        return "baseline"
+    mark = significance_mark(row, baseline, measure, level)
+    return format_p(row.get(f"{measure}_p")) + (f" {mark}" if mark else "")
+
+
+def _number(value) -> str:
+    """A cell's sort key: the number, or empty for a missing one."""
+    return "" if value is None or value != value else f"{value:.6g}"
+
+
+def _response_table(shown: dict, rows: dict, best: dict, render, parameters) -> str:
+    """One line per distinct decode: its label (with the cells folded into it), then ``render(cell)``; the chosen
+    cell framed, excluded ones greyed."""
+    lines = []
+    for cell, folded in shown.items():
+        choice = status(rows[cell], best, folded)
+        picked, excluded = choice == "best", choice.startswith("excluded")
+        lines.append(f'<tr data-cell="{escape(cell)}"{" class=excluded" if excluded else ""}>'
+                     f"<th>{escape(shown_label(rows[cell], folded, parameters))}</th>"
+                     f'<td{" class=best" if picked else ""}>{render(cell)}</td></tr>')
+    return f'<table class="grid">{"".join(lines)}</table>'
 
 
 def _response_cell(text: str, scores: dict | None, q2: dict | None) -> str:

@@ -99,8 +99,8 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
         from .report import write_report
 
         heatmaps(table, config, out / "heatmaps", best)
-        write_report(out / "report.html", config, contexts, cells, responses, files.get("pmi-faith"),
-                     files.get("q2"), table, best)
+        write_report(out / "report.html", config, contexts, {cell.label: responses[cell] for cell in cells},
+                     files.get("pmi-faith"), files.get("q2"), table, best)
     return SweepResult(table, best, markdown_table(table, config, best), out)
 
 
@@ -216,6 +216,7 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
 def _load_generator(config: SweepConfig):
     from .. import models
 
+    logger.info("loading generator %s…", config.generator)
     return models.load(config.generator, kind=models.model_kind(config.generator), device=config.device,
                        dtype=config.dtype)
 
@@ -276,6 +277,8 @@ def score_responses(path: Path, config: SweepConfig, spec, contexts: list[Contex
         groups = [contexts[start:start + SCORE_GROUP] for start in range(0, len(contexts), SCORE_GROUP)]
         groups = [group for group in groups
                   if not all(_score_id(cell, c) in done for c in group for cell in cells)][process.rank::process.world]
+        if groups:
+            logger.info("loading %s for %s…", _models_of(config, spec), spec.name)
         metric = spec.build(**metric_options(config, spec)) if groups else None
         for group in groups:
             started = time.monotonic()
@@ -293,6 +296,14 @@ def score_responses(path: Path, config: SweepConfig, spec, contexts: list[Contex
             logger.info("%s: %d responses (%d distinct) in %.0f s", spec.name, len(entries), len(unique),
                         time.monotonic() - started)
     return {record["id"]: record for record in read_results(path)}
+
+
+def _models_of(config: SweepConfig, spec) -> str:
+    """What a model-backed metric loads, as the progress line names it: ``judge gemma3-270m``, ``the offline Q²
+    models``."""
+    if "model" in spec.options:
+        return f"judge {config.judge}"
+    return f"the {config.q2_preset or 'hub'} {spec.name} models"
 
 
 def _compute(metric, items: list[tuple[Context, str]]) -> list[dict]:

@@ -99,14 +99,83 @@ def label(row: dict, parameters: Sequence[str]) -> str:
     return " ".join([row["strategy"], row["decoding"], *values])
 
 
-def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None = None) -> str:
-    """Every cell with each measure's value and 95% interval; the PMI-DECODE grid in the paper's Table-5 layout
-    (alpha rows x top_p columns, "faithfulness / relevance") when it has one; then the baseline and the pick."""
-    measures = [measure.name for _, measure in active_measures(config)]
-    parameters = parameter_names(table)
-    lines = ["| cell | " + " | ".join(measures) + " |", "|---|" + "---|" * len(measures)]
+def key_measures(config: SweepConfig) -> list[str]:
+    """The measures a reader weighs a cell by, each shown with its p against the baseline and a significance mark:
+    the faithfulness, relevance and fluency measures (the ones that are set)."""
+    return list(dict.fromkeys(m for m in (config.faithfulness, config.relevance, config.fluency_measure) if m))
+
+
+def significance_mark(row: dict, baseline: dict, measure: str, level: float) -> str:
+    """``▲`` if the cell's ``measure`` is significantly higher than the baseline's (paired p < ``level``), ``▼``
+    if significantly lower, else empty."""
+    p, value, reference = row.get(f"{measure}_p"), row.get(measure), baseline.get(measure)
+    if p is None or value is None or reference is None or p >= level or value == reference:
+        return ""
+    return "▲" if value > reference else "▼"
+
+
+def format_tested(row: dict, baseline: dict, measure: str, level: float) -> str:
+    """``value [low, high] p=0.002 ▲``: the interval, the paired p against the baseline and the mark."""
+    p = row.get(f"{measure}_p")
+    shown_p = p is not None and row["cell"] != baseline["cell"]
+    tested = format_interval(row, measure) + (f" p={format_p(p)}" if shown_p else "")
+    mark = significance_mark(row, baseline, measure, level)
+    return f"{tested} {mark}" if mark else tested
+
+
+def trade_offs(chosen: dict, baseline: dict, config: SweepConfig) -> list[str]:
+    """Each measure on which ``chosen`` is significantly worse than the baseline: ``fluency -0.59 (p = 0.007)``."""
+    worse = []
+    for _, measure in active_measures(config):
+        mark = significance_mark(chosen, baseline, measure.name, config.significance)
+        if measure.higher_is_better is not None and mark == ("▼" if measure.higher_is_better else "▲"):
+            difference = chosen[measure.name] - baseline[measure.name]
+            worse.append(f"{measure.name} {difference:+.3g} (p = {format_p(chosen[f'{measure.name}_p'])})")
+    return worse
+
+
+def folded_rows(table: Sequence[dict]) -> dict[str, list[dict]]:
+    """The rows shown, by cell: each with the rows that decode as it (``= plain``); a cell whose decode is not a row
+    of its own (``plain_beam`` when the baseline is greedy) stays a row."""
+    names = {row["cell"] for row in table}
+    shown = {row["cell"]: [] for row in table if row["decodes_as"] not in names}
     for row in table:
-        lines.append(f"| {label(row, parameters)} | " + " | ".join(format_interval(row, m) for m in measures) + " |")
+        if row["decodes_as"] in names:
+            shown[row["decodes_as"]].append(row)
+    return shown
+
+
+def shown_label(row: dict, folded: Sequence[dict], parameters: Sequence[str]) -> str:
+    """The label of a shown row, with the cells folded into it: ``plain greedy (= pmi greedy alpha=0 top_p=0.6)``."""
+    same = "; ".join(label(r, parameters) for r in folded)
+    return f"{label(row, parameters)} (= {same})" if folded else label(row, parameters)
+
+
+def status(row: dict, best: dict | None, folded: Sequence[dict] = ()) -> str:
+    """``best`` (the row, or a cell ``folded`` into it, is the pick), ``excluded: <reason>`` (it fails a bound of the
+    rule) or empty."""
+    if not best:
+        return ""
+    if best.get("best") and best["best"]["cell"] in (row["cell"], *(other["cell"] for other in folded)):
+        return "best"
+    reason = exclusion(row, best["faithfulness"], best["bounds"])
+    return f"excluded: {reason}" if reason else ""
+
+
+def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None = None) -> str:
+    """Every cell with each measure's value and 95% interval (the key measures with p against the baseline and a
+    mark), cells that decode alike on one line, and whether the rule chose or excluded it; the PMI-DECODE grid in
+    the paper's Table-5 layout (alpha rows x top_p columns, "faithfulness / relevance") when it has one; then the
+    baseline, the pick and its trade-offs."""
+    measures = [measure.name for _, measure in active_measures(config)]
+    keys, parameters, baseline, level = key_measures(config), parameter_names(table), table[0], config.significance
+    lines = ["| cell | " + " | ".join(measures) + " | choice |", "|---|" + "---|" * (len(measures) + 1)]
+    rows = {row["cell"]: row for row in table}
+    for cell, folded in folded_rows(table).items():
+        row = rows[cell]
+        values = [format_tested(row, baseline, m, level) if m in keys else format_interval(row, m) for m in measures]
+        lines.append(f"| {shown_label(row, folded, parameters)} | " + " | ".join(values)
+                     + f" | {status(row, best, folded)} |")
     faith, relevance = config.faithfulness, config.relevance
     grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
     alphas = sorted({key[1] for key in grid if key[0] == config.decoding})
@@ -119,22 +188,32 @@ def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None
             lines.append(f"| {alpha:g} | " + " | ".join(
                 f"{format_value(faith, c[faith])} / {format_value(relevance, c[relevance])}" if c else "—"
                 for c in cells) + " |")
-    baseline = table[0]
     lines.append("")
-    lines.append(f"intervals: 95% bootstrap over {baseline['n']} contexts; baseline {label(baseline, parameters)}: "
-                 f"{format_value(faith, baseline[faith])} / {format_value(relevance, baseline[relevance])}")
-    if best and best.get("best"):
-        chosen = best["best"]
-        verdict = "significantly" if best["significant"] else "not significantly"
-        lines.append(f"best: {label(chosen, parameters)} ({format_interval(chosen, faith)} / "
-                     f"{format_value(relevance, chosen[relevance])}), {verdict} more faithful than the baseline "
-                     f"(p = {_p(chosen.get(f'{faith}_p'))}): {best['rule']}")
-    elif best:
-        lines.append(f"best: none: {best['rule']}")
+    lines.append(f"intervals: 95% bootstrap over {baseline['n']} contexts; p: paired permutation test against the "
+                 f"baseline {label(baseline, parameters)} ({format_value(faith, baseline[faith])} / "
+                 f"{format_value(relevance, baseline[relevance])}); ▲/▼: significantly higher/lower at p < {level:g}")
+    if best:
+        lines.append(best_sentence(best, config, parameters))
     return "\n".join(lines)
 
 
-def _p(value) -> str:
+def best_sentence(best: dict, config: SweepConfig, parameters: Sequence[str]) -> str:
+    """The pick, whether it is significantly more faithful than the baseline, its trade-offs, and the rule."""
+    if not best.get("best"):
+        return f"best: none: {best['rule']}"
+    chosen, baseline, faith = best["best"], best["baseline"], config.faithfulness
+    verdict = "significantly" if best["significant"] else "not significantly"
+    worse = trade_offs(chosen, baseline, config)
+    costs = "" if chosen["cell"] == baseline["cell"] else \
+        ("; trade-offs: significantly worse than the baseline on " + ", ".join(worse)) if worse else \
+        "; trade-offs: none (no measure significantly worse than the baseline)"
+    return (f"best: {label(chosen, parameters)} ({format_interval(chosen, faith)} / "
+            f"{format_value(config.relevance, chosen[config.relevance])}), {verdict} more faithful than the baseline "
+            f"(p = {format_p(chosen.get(f'{faith}_p'))}){costs}: {best['rule']}")
+
+
+def format_p(value) -> str:
+    """A p-value to three significant digits (``—`` when none)."""
     return "—" if value is None else f"{value:.3g}"
 
 
@@ -156,7 +235,6 @@ def choose_best(table: Sequence[dict], faithfulness: str = "pmi_faith", relevanc
     "baseline", "significant", "eligible", …}``.
     """
     baseline = table[0]
-    eligible = [row for row in table if row.get(faithfulness) is not None]
     clauses, bounds = [], {}
     for measure, slack in ((relevance, tolerance), (fluency, fluency_tolerance)):
         if measure is None:
@@ -165,8 +243,8 @@ def choose_best(table: Sequence[dict], faithfulness: str = "pmi_faith", relevanc
             clauses.append(f"no {measure} for the baseline, so no {measure} bound")
             continue
         bounds[measure] = baseline[measure] - slack
-        eligible = [row for row in eligible if row.get(measure) is not None and row[measure] >= bounds[measure]]
         clauses.append(f"{measure} >= baseline {measure} - {slack:g} = {bounds[measure]:.4g}")
+    eligible = [row for row in table if exclusion(row, faithfulness, bounds) is None]
     rule = f"highest {faithfulness} among cells with " + " and ".join(clauses) if bounds else \
         f"highest {faithfulness}; " + "; ".join(clauses)
     position = {row["cell"]: index for index, row in enumerate(table)}
@@ -179,3 +257,15 @@ def choose_best(table: Sequence[dict], faithfulness: str = "pmi_faith", relevanc
             "fluency": fluency, "fluency_tolerance": fluency_tolerance, "bounds": bounds,
             "significance": significance, "significant": significant, "p": p, "best": best,
             "baseline": baseline, "eligible": [row["cell"] for row in eligible]}
+
+
+def exclusion(row: dict, faithfulness: str, bounds: dict) -> str | None:
+    """Why :func:`choose_best`'s rule leaves the cell out (``fluency -5.31 < bound -3.1``), or None if it may pick it."""
+    if row.get(faithfulness) is None:
+        return f"no {faithfulness}"
+    for measure, bound in bounds.items():
+        if row.get(measure) is None:
+            return f"no {measure}"
+        if row[measure] < bound:
+            return f"{measure} {format_value(measure, row[measure])} < bound {format_value(measure, bound)}"
+    return None

@@ -25,7 +25,6 @@ def model_card(config: TrainConfig, name: str, step: int, values: dict, evaluati
     import torch
     import transformers
     from huggingface_hub import EvalResult, ModelCard, ModelCardData
-    from transformers.modelcard import make_markdown_table
 
     base, dataset, split = _base_model(config), _dataset(config), _dev_split(config)
     data = ModelCardData(
@@ -47,9 +46,7 @@ def model_card(config: TrainConfig, name: str, step: int, values: dict, evaluati
     flags = " ".join(f"--{flag(key)} {value:g}" for key, value in strategy.parameters().items())
     settings = {**_hyperparameters(config), "steps": step}
     hyperparameters = "\n".join(f"- {key}: {value}" for key, value in settings.items())
-    lines = make_markdown_table([{"Step": row["step"], **{key: round(value, 4) for key, value in row.items()
-                                                          if key != "step"}} for row in evaluations]) \
-        if evaluations else "No evaluation yet."
+    lines = results_table(evaluations) if evaluations else "No evaluation yet."
     body = f"""
 # {name}
 
@@ -109,6 +106,16 @@ The whole configuration:
 - Accelerate {accelerate.__version__}
 """
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n{body}"))
+
+
+def results_table(evaluations: list[dict]) -> str:
+    """Every evaluation's row under one header, keyed by column name: a metric an evaluation lacks (no knowledge
+    precision when every response was empty, say) is an empty cell, so the other values stay under their names."""
+    from transformers.modelcard import make_markdown_table
+
+    columns = list(dict.fromkeys(key for row in evaluations for key in row if key != "step"))
+    return make_markdown_table([{"Step": row["step"], **{key: round(row[key], 4) if key in row else ""
+                                                         for key in columns}} for row in evaluations])
 
 
 def write_model_card(folder: Path, *args) -> None:

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..decoding.options import GenerationOptions, base_type, coerce, is_optional, option_like
-from ..numbers import finite_float
-from ..decoding.strategies import Strategy, strategy_from_dict
+from ..decoding.strategies import Strategy, strategy_from_dict, strategy_from_text, written_forms
 from ..errors import ConfigError
 from ..metrics.registry import check_options
+from ..numbers import finite_float
 from ..precision import DTYPES
 
 
@@ -111,9 +111,11 @@ class EvaluationSection:
         "help": "the first N dev rows are decoded greedily with each of evaluation.strategies and scored at each "
                 "evaluation; 0: none"})
     strategies: list[dict] = field(default_factory=lambda: [{"name": "plain"}, {"name": "pmi"}], metadata={
-        "help": "decoding strategies of faithkit.decoding.strategies, each a name or {name: NAME, PARAMETER: VALUE} "
-                "(missing parameters: the strategy's defaults); logged under their labels, e.g. plain/mean_bleu, "
-                "pmi_a0.25_p0.6/mean_pmi (default: plain and PMI-DECODE)"})
+        "help": "decoding strategies of faithkit.decoding.strategies: in YAML a list of names or {name: NAME, "
+                "PARAMETER: VALUE}; as flags NAME or NAME:PARAMETER=VALUE,… (e.g. --strategies plain cad:alpha=1), "
+                f"of {written_forms()} (missing parameters: the strategy's defaults); logged under their labels, "
+                "e.g. plain/mean_bleu, cad_a1/mean_pmi (default: plain and PMI-DECODE)",
+        "flag_item": lambda text: _strategy_flag(text)})
     max_new_tokens: int = option_like(GenerationOptions, "max_new_tokens")
     metrics: list[str] = field(default_factory=lambda: ["lexical"], metadata={
         "help": "metrics from faithkit.metrics.registry scoring the decoded responses (e.g. pmi-faith lexical q2)"})
@@ -224,10 +226,21 @@ def add_override_arguments(parser: argparse.ArgumentParser) -> None:
         kwargs = {"dest": f"{section}.{item.name}", "default": argparse.SUPPRESS,
                   "help": item.metadata.get("help"), "metavar": item.name.upper()}
         if base_type(annotation) is list:
-            kwargs.update(nargs="*", type=str)
+            kwargs.update(nargs="*", type=item.metadata.get("flag_item", str))
         else:
             kwargs["type"] = _flag_parser(annotation, item.metadata.get("path"))
         groups[section].add_argument(f"--{flag}", **kwargs)
+
+
+def _strategy_flag(text: str) -> dict:
+    """One ``--strategies`` item as its config entry; a mistake is argparse's, so the message names the flag."""
+    try:
+        return strategy_from_text(text)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+_strategy_flag.__name__ = "strategy"  # argparse names the type in its messages
 
 
 def _flag_parser(annotation, path_kind: str | None = None):

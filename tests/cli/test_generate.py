@@ -36,6 +36,8 @@ def test_generates_resumes_and_reports_bad_rows(faithkit, model_folder, rows_fil
     assert full[1]["error"] == "row bad: field 'knowledge' (document) is empty"
     expected = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, template=DEFAULT_TEMPLATE, max_new_tokens=4)
     assert [r["response"] for r in full if r["id"] != "bad"] == expected
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == [
+        "out.jsonl", "out.jsonl.meta.json"]  # the finished writer took its lock file away
 
     # a crash after two records, mid-way through the third: the rerun completes without duplicates
     lines = out.read_text().splitlines()
@@ -77,6 +79,7 @@ def test_records_keep_id_document_history_and_gold_beside_the_response(faithkit,
     with_gold, reply_as_gold, no_reference = read_results(out)
     assert with_gold["id"] == "with-gold" and with_gold["document"] == DOCUMENTS[0]
     assert with_gold["history"] == HISTORIES[0] and with_gold["gold"] == "It is 330 metres tall."
+    assert "extras" not in with_gold  # the gold column once, as the record's gold
     # the input's response column is the reference when there is no gold column; the new response replaces it
     assert reply_as_gold["gold"] == "I love it too." and reply_as_gold["history"] == HISTORIES[1]
     assert no_reference["gold"] is None and no_reference["history"] == []

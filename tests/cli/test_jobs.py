@@ -182,7 +182,7 @@ def test_parts_left_by_a_parallel_run_are_folded_in(faithkit, scored):
     assert run.code == 0 and "1 scored, 5 already done, 0 errors" in run.err  # only r5 was computed again
     assert read_results(out) == complete
     assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(out.name)) == [
-        "out.jsonl", "out.jsonl.lock", "out.jsonl.meta.json"]
+        "out.jsonl", "out.jsonl.meta.json"]
 
 
 def test_parts_of_another_job_are_refused_and_restart_discards_them(faithkit, scored):

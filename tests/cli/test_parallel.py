@@ -146,7 +146,7 @@ def test_score_resumed_by_two_processes_equals_one_process(runs):
         assert got["uncond_pmi"] == pytest.approx(want["uncond_pmi"], abs=1e-5)
         assert got["tokens"] == want["tokens"] and got["document"] == want["document"]
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith("scores-2")) == [
-        "scores-2.jsonl", "scores-2.jsonl.lock", "scores-2.jsonl.meta.json"]  # the part files are merged away
+        "scores-2.jsonl", "scores-2.jsonl.meta.json"]  # the part files are merged away, the lock file deleted
 
 
 def test_greedy_generate_by_two_processes_equals_one_process(runs):

@@ -34,6 +34,8 @@ def test_scores_every_row_and_reports_bad_ones(faithkit, model_folder, rows_file
     assert records[0]["history"] == ["Tell me fact 0."] and records[0]["document"].startswith("Fact number 0")
     assert "| id | pmi | uncond_pmi | response | error |" in run.out
     assert "6 scored, 0 already done, 1 errors" in run.err
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("scores")) == [
+        "scores.jsonl", "scores.jsonl.meta.json"]  # the finished writer took its lock file away
     assert "warning: row r3: field 'response' (response) is empty" in run.err
 
 
