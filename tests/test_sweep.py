@@ -151,8 +151,10 @@ def no_model_loads(monkeypatch):
     (["--alpha", "0,x"], "alpha: expected numbers, got '0,x'"),
     (["--decoding", "greedy", "--temperature", "0.7"], "--temperature applies to sampling only"),
     (["--decoding", "beam", "--num-beams", "1"], "beam search needs --num-beams of at least 2, got 1"),
-    (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, q2, e2e-nli, overlap-f1, "
-                                       "bleu, lexical"),
+    (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, q2, e2e-nli, "
+                                       "nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, "
+                                       "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, overlap-f1, bleu, "
+                                       "lexical"),
     (["--fluency", "fluency", "--metrics", "lexical", "--faithfulness", "knowledge_precision"],
      "--fluency fluency needs the metric pmi-faith"),
     (["--significance", "1"], r"--significance 1 is out of range: use a level in \(0, 1\)"),
