@@ -148,7 +148,8 @@ def _negated(root) -> Edit | None:
     """``not`` after the root's first auxiliary (or after a copula root), else do-support for a finite verb."""
     auxiliaries = [child for child in root.children if child.dep_ in ("aux", "auxpass") and child.i < root.i]
     if auxiliaries:
-        target, replacement = auxiliaries[0], auxiliaries[0].text + " not"
+        target = auxiliaries[0]
+        replacement = target.text + ("not" if target.lower_ == "can" else " not")  # "cannot", as it is written
     elif root.lemma_ == "be" and root.tag_ in ("VBZ", "VBD", "VBP"):
         target, replacement = root, root.text + " not"
     elif root.tag_ in _DO_SUPPORT:
