@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from faithkit.metrics.contrast import (EditPolicy, MinimalEdit, _spacy, candidate_edits, checkable_spans,
-                                       contrast_features, negation_edits)
+from faithkit.metrics.contrast import (EditPolicy, MinimalEdit, candidate_edits, checkable_spans,
+                                       contrast_features, negation_edits, spacy_pipeline)
 from faithkit.metrics.registry import load_metric
 from faithkit.prompts import DEFAULT_TEMPLATE, as_history
 from faithkit.scoring import TokenScorer, reference_token_logprobs
@@ -20,7 +20,7 @@ PAIRS = [json.loads(line) for name in ("faithful_pairs.jsonl", "contrast_pairs.j
 
 @pytest.fixture(scope="module")
 def nlp():
-    return _spacy(None)
+    return spacy_pipeline()
 
 
 def _edits(nlp, response: str, document: str, max_edits: int = 8) -> list[tuple[str, str, str]]:

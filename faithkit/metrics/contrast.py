@@ -189,7 +189,8 @@ class EditPolicy:
 
 
 @functools.lru_cache(maxsize=2)
-def _spacy(name: str | None):
+def spacy_pipeline(name: str | None = None):
+    """The spaCy pipeline of :func:`faithkit.metrics.q2.load_spacy`, loaded once per process."""
     from .q2 import load_spacy
 
     return load_spacy(name)
@@ -208,7 +209,7 @@ def contrast_features(scorer: TokenScorer, tokenizer, documents: Sequence[str], 
         for name, text in (("document", document), ("response", response)):
             if not text.strip():
                 raise ValueError(f"example {i}: field '{name}' is empty")
-    nlp = nlp or _spacy(None)
+    nlp = nlp or spacy_pipeline()
     texts = sorted(set(documents) | set(responses))
     parsed = dict(zip(texts, nlp.pipe(texts)))
     max_length = models.context_window(scorer.model, tokenizer)
@@ -287,4 +288,4 @@ class MinimalEdit(Metric):
 
 
 __all__ = ["MinimalEdit", "contrast_features", "candidate_edits", "checkable_spans", "negation_edits",
-           "EditPolicy", "Edit", "Span", "FEATURE_KEYS"]
+           "EditPolicy", "Edit", "Span", "FEATURE_KEYS", "spacy_pipeline"]
