@@ -8,9 +8,12 @@ document + history view and the history-only view:
 * spans (spaCy): named entities, dates, numbers (entities of a number label, and bare numbers
   outside any entity), and negations;
 * candidates: for an entity, date or number, the document's spans of the same kind (distinct
-  text, the span's own label first, then the kind's other labels, each in document order); for a
-  negation, the flip (``not``/``n't``/``never``/the determiner ``no`` removed; or, in a sentence
-  without one, ``not`` after its auxiliary, or ``did/does/do not`` + the verb's lemma);
+  text, the span's own label first, then the kind's other labels, each in document order), without
+  those that only add or drop words (``2011`` / ``early 2011``, ``25 %`` / ``25%``: a refinement
+  or a restyling, no contradiction), in lower case where the span is (dialogue responses often are);
+  for a negation, the flip (``not``/``n't``/``never``/the determiner ``no`` removed; or, in a
+  sentence without one, ``not`` after its auxiliary, or ``did/does/do not`` + the verb's lemma),
+  except in sentences about the speakers (subject I/you/we), which the document cannot settle;
 * at most ``max_edits`` edits per response, one per span in turn (spans whose text the document
   does not contain first, then the rest, each group in response order), so every span gets a
   candidate before any gets a second.
@@ -26,6 +29,7 @@ the prefix tree runs that shared part once.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -96,20 +100,29 @@ def checkable_spans(doc) -> list[Span]:
 
 
 def candidate_replacements(span: Span, document_spans: Sequence[Span]) -> list[str]:
-    """Distinct texts of the document's spans of ``span``'s kind, other than its own: same label first."""
+    """Distinct texts of the document's spans of ``span``'s kind that are no mere refinement of it: same label
+    first; lowercased where ``span`` is lowercase."""
     same_kind = [s for s in document_spans if kind(s.label) == kind(span.label)]
     ordered = [s for s in same_kind if s.label == span.label] + [s for s in same_kind if s.label != span.label]
-    seen, texts = {span.text.lower()}, []
+    seen, texts = set(), []
     for s in ordered:
-        if s.text.lower() not in seen:
-            seen.add(s.text.lower())
-            texts.append(s.text)
+        text = s.text.lower() if span.text.islower() else s.text
+        if text.lower() not in seen and not _refines(span.text, s.text):
+            seen.add(text.lower())
+            texts.append(text)
     return texts
+
+
+def _refines(a: str, b: str) -> bool:
+    """Whether one text's words are all among the other's (equal texts included)."""
+    words_a, words_b = set(re.findall(r"\w+", a.lower())), set(re.findall(r"\w+", b.lower()))
+    return words_a <= words_b or words_b <= words_a
 
 
 _NEGATIONS = {"not", "n't", "never"}
 _CONTRACTED = {"ca": "can", "wo": "will", "sha": "shall", "ai": "is"}  # the head spaCy splits off before "n't"
 _DO_SUPPORT = {"VBD": "did", "VBZ": "does", "VBP": "do"}
+_SPEAKERS = {"i", "you", "we"}
 
 
 def _is_negation(token) -> bool:
@@ -117,13 +130,15 @@ def _is_negation(token) -> bool:
 
 
 def negation_edits(doc) -> list[Edit]:
-    """Each negation removed; in a sentence without one, ``not`` put in after its root's auxiliary."""
-    edits = [_removed(token) for token in doc if _is_negation(token)]
+    """Each negation removed; in a sentence without one, ``not`` put in after its root's auxiliary. Sentences whose
+    subject is a speaker ("I haven't seen it") are left alone."""
+    edits = []
     for sentence in doc.sents:
-        if not any(_is_negation(token) for token in sentence):
-            edit = _negated(sentence.root)
-            edits += [edit] if edit else []
-    return sorted(edits, key=lambda e: e.span.start)
+        if any(c.dep_ in ("nsubj", "nsubjpass") and c.lower_ in _SPEAKERS for c in sentence.root.children):
+            continue
+        negations = [token for token in sentence if _is_negation(token)]
+        edits += [_removed(token) for token in negations] if negations else [_negated(sentence.root)]
+    return [edit for edit in edits if edit is not None]
 
 
 def _removed(token) -> Edit:
