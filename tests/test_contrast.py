@@ -60,6 +60,16 @@ def test_candidates_come_from_the_documents_spans_of_the_same_kind(nlp):
         ("Sam Wilson", "PERSON", "Sun Records"), ("Sam Wilson", "PERSON", "Memphis")]
 
 
+def test_no_edit_merely_refines_or_restyles_a_span_nor_flips_what_the_speakers_say(nlp):
+    document = "The film came out in early 2011 in New York City and made 25% of its money in March."
+    # "early 2011" only adds a word to "2011", "25%" restyles "25 %"; a lowercase span gets lowercase replacements
+    assert _edits(nlp, "it came out in 2011 in michigan, i think.", document) == [
+        ("michigan", "GPE", "new york city"), ("2011", "DATE", "March")]
+    assert _edits(nlp, "it made 25 % of its money in may.", document) == [("made", "NEG", "did not make")]
+    assert [edit.apply(text) for text in ["I haven't seen it. It is not red."]
+            for edit in negation_edits(nlp(text))] == ["I haven't seen it. It is red."]
+
+
 def test_the_cap_gives_every_span_a_candidate_before_any_gets_a_second(nlp):
     document = "Toyota is a Japanese car maker with its headquarters in Toyota City, Aichi."
     assert _edits(nlp, "Toyota is a German company.", document, max_edits=4) == [
