@@ -17,7 +17,9 @@ Signals, each oriented so that higher means faithful: ``minimal_edit`` (minus th
 clipped at 0), ``-logp_margin`` and ``-pmi_margin`` (rows without an edit: 0), and ``pmi`` where scored.
 AUROC intervals: 1,000 bootstrap resamples of the rows, 95 % percentile.
 
-    nice -n 5 python benchmarks/minimal_edit_dev.py [--files begin_dev_cmu.tsv ...] [--sample N]
+    nice -n 5 python benchmarks/minimal_edit_dev.py [--files begin_dev_cmu.tsv ...] [--sample N] [--features DIR]
+
+``--sample 0`` scores nothing and reports on the rows the feature files already hold.
 
 The last line printed is one JSON object with every figure.
 """
@@ -137,7 +139,7 @@ def main() -> None:
                         help="files where PMI-FAITH is timed beside the contrast")
     parser.add_argument("--chunk", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--features", default="/work/notes/contrast_features")
+    parser.add_argument("--features", default="runs/contrast-features", help="folder of the per-row feature files")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     Path(args.features).mkdir(parents=True, exist_ok=True)
