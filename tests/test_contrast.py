@@ -24,7 +24,8 @@ def nlp():
 
 
 def _edits(nlp, response: str, document: str, max_edits: int = 8) -> list[tuple[str, str, str]]:
-    return [(e.span.text, e.span.label, e.replacement) for e in candidate_edits(nlp(response), nlp(document), max_edits)]
+    edits = candidate_edits(nlp(response), nlp(document), max_edits)
+    return [(e.span.text, e.span.label, e.replacement) for e in edits]
 
 
 def test_spans_are_entities_dates_and_numbers_outside_entities(nlp):

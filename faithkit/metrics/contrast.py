@@ -273,8 +273,8 @@ class MinimalEdit(Metric):
 
         >>> from faithkit.metrics.contrast import MinimalEdit
         >>> metric = MinimalEdit(model="smollm2-135m")
-        >>> row = metric.compute_rows(["The Eiffel Tower is 330 metres tall."], [["User: How tall is it?"]],
-        ...                           ["It is 150 metres tall."])[0]
+        >>> row = metric.compute_rows(["The Eiffel Tower is 330 metres tall."],
+        ...                           [["User: How tall is the Eiffel Tower?"]], ["It is 150 metres tall."])[0]
         >>> [(s["text"], s["replacement"]) for s in row["contradicted_spans"]]
         [('150 metres', '330 metres')]
 
