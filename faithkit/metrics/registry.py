@@ -88,6 +88,10 @@ METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (
                measures=(Measure("pmi_faith", "pmi", "PMI-FAITH (judge)"),
                          # the judge's mean token log P(r | h), which PMI-FAITH computes anyway: low for word salad
                          Measure("fluency", "logp_history", "fluency: judge log P(r | h) per token"))),
+    MetricSpec("minimal-edit", _Lazy("contrast", "MinimalEdit"), ("minimal_edit", "contrast_logp_margin", "contrast_pmi_margin"),
+               ("model", *_LM_OPTIONS, "max_edits", "threshold"),
+               summary="minimal-edit contrast: does the document make a response with a span swapped likelier",
+               measures=(Measure("minimal_edit", "minimal_edit", "minimal-edit contrast (judge)"),)),
     MetricSpec("q2", _Lazy("q2", "Q2"), ("q2", "q2_no_nli"), ("preset", "qg_model", "qa_model", "nli_model", *_LM_OPTIONS),
                summary="Q²: question generation, answering and NLI over response spans",
                measures=(Measure("q2", "q2", "Q²"), Measure("q2_no_nli", "q2_no_nli", "Q² without NLI"))),
