@@ -9,16 +9,18 @@ fits and evaluates from that file alone.
 
     nice -n 5 python benchmarks/judge_features.py --out runs/judge_features [--model smollm2-135m] [--sets wow,cmu]
 
-Several ``--sets`` groups can run as separate processes into separate folders; the fit reads them all.
+Several processes (``--sets`` groups, or ``--shard i/n`` by document) can run into separate folders, ``--skip``
+naming folders whose rows are done already; the fit reads them all.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import zlib
 from pathlib import Path
 
-from faithkit.data import data_root
+from faithkit.data import data_root, read_results
 from faithkit.data.corpora.begin import POSITIVE_LABEL, load_begin
 from faithkit.data.corpora.q2_wow import SETS, load_q2_wow, set_of
 from faithkit.jobs import job_fingerprint, score_rows
@@ -64,11 +66,18 @@ def main() -> None:
     parser.add_argument("--out", required=True)
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--sets", default=",".join(DEV_SETS), help=f"comma-separated, of {', '.join(DEV_SETS)}")
+    parser.add_argument("--shard", default="0/1", help="i/n: only rows whose document hashes to i mod n (n processes)")
+    parser.add_argument("--skip", nargs="*", default=[], help="folders whose features.jsonl rows are not redone")
     parser.add_argument("--limit", type=int, default=None, help="first N rows of each file (a quick look)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     labelled = dev_rows(args.sets.split(","), args.limit)
+    index, count = map(int, args.shard.split("/"))
+    done = {record["id"] for folder in args.skip for record in read_results(Path(folder) / "features.jsonl")
+            if "error" not in record}
+    labelled = [(name, label, row) for name, label, row in labelled
+                if row.id not in done and zlib.crc32(row.document.encode()) % count == index]
     (out / "labels.json").write_text(json.dumps({row.id: [name, label] for name, label, row in labelled}))
     metric = _WithLexical(PMIFaith(model=args.model, evidence=True))
     counts = score_rows(metric, [row for _, _, row in labelled], out / "features.jsonl",

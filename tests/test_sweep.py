@@ -73,7 +73,7 @@ def config(models_dir, rows_file, tmp_path):
     return SweepConfig(generator=str(models_dir / "generator"), judge=str(models_dir / "judge"),
                        input=str(rows_file), out=str(tmp_path / "sweep"), alpha=(0.0, 0.5), top_p=(0.6, 1.0),
                        generation=GenerationOptions(num_beams=4, max_new_tokens=5, batch_size=2),
-                       report_contexts=10).validate()
+                       report_contexts=10, metrics=("pmi-faith", "lexical"), faithfulness="pmi_faith").validate()
 
 
 def read_jsonl(path):
@@ -143,7 +143,7 @@ def no_model_loads(monkeypatch):
     (["--alpha", "0,x"], "alpha: expected numbers, got '0,x'"),
     (["--decoding", "greedy", "--temperature", "0.7"], "--temperature applies to sampling only"),
     (["--decoding", "beam", "--num-beams", "1"], "beam search needs --num-beams of at least 2, got 1"),
-    (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, q2, e2e-nli, overlap-f1, "
+    (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, faith-judge, q2, e2e-nli, overlap-f1, "
                                        "bleu, lexical"),
     (["--fluency", "fluency", "--metrics", "lexical", "--faithfulness", "knowledge_precision"],
      "--fluency fluency needs the metric pmi-faith"),
@@ -235,6 +235,8 @@ def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monk
 
 
 FOUR_STRATEGIES = """
+metrics: [pmi-faith, lexical]
+faithfulness: pmi_faith
 strategies:
   - {name: plain, decoding: [greedy, beam, beam_sample]}
   - {name: pmi, alpha: [0.5], top_p: [0.6, 1]}

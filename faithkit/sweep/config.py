@@ -54,7 +54,9 @@ class SweepConfig:
     cells use ``num_beams``, ``sample`` and ``beam_sample`` ones ``temperature``, ``top_k`` and
     ``seed`` (every row draws from its own generator seeded by the seed and its id, so a resumed
     sweep draws what an uninterrupted one would). ``metrics``: any of the registry's metrics with
-    measures, e.g. ``pmi-faith`` (PMI-FAITH and fluency under ``judge``), ``q2`` (``q2_preset:
+    measures, e.g. ``faith-judge`` (the fitted faithfulness judge under ``judge``, the default
+    ``faithfulness``: unlike PMI-FAITH it does not simply reward copying the document),
+    ``pmi-faith`` (PMI-FAITH and fluency under ``judge``), ``q2`` (``q2_preset:
     offline`` for the offline models) and ``lexical`` (knowledge precision; BLEU and token F1
     against the gold response); the response form (words, empty, repeated) is always measured.
     The gold response is ``gold_column``, else a ``gold``/``reference`` column, else the input's
@@ -77,7 +79,7 @@ class SweepConfig:
     decoding: str = "greedy"
     generation: GenerationOptions = GenerationOptions(num_beams=4)
     limit: int | None = None
-    metrics: tuple[str, ...] = ("pmi-faith", "lexical")
+    metrics: tuple[str, ...] = ("faith-judge", "pmi-faith", "lexical")
     q2_preset: str | None = None
     gold_column: str | None = None
     document_column: str | None = None
@@ -85,7 +87,7 @@ class SweepConfig:
     id_column: str | None = None
     quoting: str | None = None
     split: str | None = None
-    faithfulness: str = "pmi_faith"
+    faithfulness: str = "faith_judge"
     relevance: str = "bleu"
     tolerance: float = 1.0
     fluency: str | None = None

@@ -1,0 +1,176 @@
+"""Fit the faithfulness judge on cached dev features and evaluate it honestly; optionally write the shipped weights.
+
+Reads the folders ``benchmarks/judge_features.py`` wrote. For every single signal and every
+tried judge (feature set x L2 strength), on each dev set (BEGIN dev WoW / CMU-DoG / TC, Q²
+dodeca consistent vs inconsistent), it reports AUROC with a 95% bootstrap interval (1,000
+row resamples, seeded):
+
+* ``in-source``: 5-fold out-of-fold predictions inside the set (stratified, seeded);
+* ``transfer``: fitted on the other two BEGIN sources, tested on this one (dodeca: fitted on
+  all three BEGIN sources; dodeca is never fitted on).
+
+Intervals are computed for the single signals and the chosen judge (the grid reports AUROC only).
+
+The judge chosen is the one with the best mean transfer AUROC over the three BEGIN sources
+(ties: fewer features), so the choice is made on held-out sources, not in-sample fits.
+``--write`` fits it on all BEGIN dev rows and saves the weights. The last line is one JSON
+object with every figure.
+
+    python benchmarks/judge_fit.py /work/judge_runs/feat_a /work/judge_runs/feat_b [--write faithkit/metrics/judge_weights.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+from scipy.stats import rankdata
+
+from faithkit.data import read_results
+from faithkit.eval import stats
+from faithkit.metrics.judge import CANDIDATES, fit_judge, signals
+from faithkit.metrics.lexical import knowledge_precision
+
+BEGIN = ("wow", "cmu", "tc")
+SETS = (*BEGIN, "dodeca")
+L2 = (0.003, 0.03, 0.3)
+FEATURE_SETS = {
+    "kp": ("knowledge_precision",),
+    "pmi": ("pmi",),
+    "kp+pmi": ("knowledge_precision", "pmi"),
+    "kp+pmi+softmin": ("knowledge_precision", "pmi", "pmi_softmin"),
+    "kp+softmin": ("knowledge_precision", "pmi_softmin"),
+    "kp+pmi+softmin+upmi": ("knowledge_precision", "pmi", "pmi_softmin", "uncond_pmi"),
+    "kp+pmi+softmin+min": ("knowledge_precision", "pmi", "pmi_softmin", "pmi_min"),
+    "kp+pmi+softmin+neg_share": ("knowledge_precision", "pmi", "pmi_softmin", "negative_pmi_share"),
+    "kp+pmi+softmin+js_neg": ("knowledge_precision", "pmi", "pmi_softmin", "js_weighted_negative_pmi"),
+    "kp+pmi+softmin+conflict": ("knowledge_precision", "pmi", "pmi_softmin", "conflict_max"),
+    "kp+pmi+softmin+js_mean": ("knowledge_precision", "pmi", "pmi_softmin", "js_mean"),
+    "kp+pmi+softmin+fluency": ("knowledge_precision", "pmi", "pmi_softmin", "logp_history"),
+    "kp+pmi+softmin+length": ("knowledge_precision", "pmi", "pmi_softmin", "log_words"),
+    "kp+f1+pmi+softmin": ("knowledge_precision", "overlap_f1", "pmi", "pmi_softmin"),
+    "evidence": ("knowledge_precision", "pmi", "pmi_softmin", "negative_pmi_share", "js_mean", "conflict_max",
+                 "js_weighted_negative_pmi"),
+    "all": CANDIDATES,
+}
+
+
+def load(folders: list[str]) -> tuple[list[dict], np.ndarray, np.ndarray, dict]:
+    """Signal dicts, labels and dev-set names of every scored row; and how many rows had no score."""
+    table, labels, sets, unscored = [], [], [], 0
+    for folder in folders:
+        assigned = json.loads((Path(folder) / "labels.json").read_text())
+        for record in read_results(Path(folder) / "features.jsonl"):
+            if "error" in record or record["id"] not in assigned:
+                unscored += 1
+                continue
+            name, label = assigned[record["id"]]
+            table.append(signals(record, record["document"], record["response"]))
+            table[-1]["kp_defined"] = knowledge_precision(record["document"], record["response"]) is not None
+            labels.append(label)
+            sets.append(name)
+    return table, np.array(labels), np.array(sets), {"unscored": unscored}
+
+
+def auroc_with_interval(scores, labels, resamples: int = 1000, seed: int = 0) -> dict:
+    """AUROC and its 95% percentile bootstrap interval (rows resampled; resamples with one class skipped)."""
+    scores, labels = np.asarray(scores, dtype=float), np.asarray(labels)
+    figure = {"auroc": round(stats.auroc(scores, labels), 4)}
+    if not resamples:
+        return figure
+    picks = np.random.default_rng(seed).integers(0, len(scores), size=(resamples, len(scores)))
+    ranks, positive = rankdata(scores[picks], axis=1), labels[picks] == 1
+    n_pos = positive.sum(1)
+    n_neg = len(scores) - n_pos
+    both = (n_pos > 0) & (n_neg > 0)
+    u = (ranks * positive).sum(1) - n_pos * (n_pos + 1) / 2
+    low, high = np.percentile(u[both] / (n_pos[both] * n_neg[both]), [2.5, 97.5])
+    return {**figure, "low": round(float(low), 4), "high": round(float(high), 4)}
+
+
+def predict(weights, rows: list[dict]) -> np.ndarray:
+    return np.array([weights.logit(row) for row in rows])
+
+
+def out_of_fold(table, labels, features, l2, folds: int = 5, seed: int = 0) -> np.ndarray:
+    """Each row's score from a judge fitted on the other folds (stratified by label)."""
+    rng = np.random.default_rng(seed)
+    fold_of = np.empty(len(labels), dtype=int)
+    for label in (0, 1):
+        members = rng.permutation(np.flatnonzero(labels == label))
+        fold_of[members] = np.arange(len(members)) % folds
+    scores = np.empty(len(labels))
+    for fold in range(folds):
+        train, test = np.flatnonzero(fold_of != fold), np.flatnonzero(fold_of == fold)
+        weights = fit_judge([table[i] for i in train], labels[train], features, l2, "", "")
+        scores[test] = predict(weights, [table[i] for i in test])
+    return scores
+
+
+def evaluate_judge(table, labels, sets, features, l2, resamples: int = 0) -> dict:
+    """In-source and transfer AUROC (with intervals when ``resamples``) of one judge on every dev set."""
+    result = {}
+    for name in SETS:
+        inside = np.flatnonzero(sets == name)
+        train = np.flatnonzero(np.isin(sets, [s for s in BEGIN if s != name]))
+        weights = fit_judge([table[i] for i in train], labels[train], features, l2, "", "")
+        transfer = predict(weights, [table[i] for i in inside])
+        in_source = out_of_fold([table[i] for i in inside], labels[inside], features, l2)
+        result[name] = {"in_source": auroc_with_interval(in_source, labels[inside], resamples),
+                        "transfer": auroc_with_interval(transfer, labels[inside], resamples)}
+    return result
+
+
+def single_signals(table, labels, sets) -> dict:
+    """AUROC of each signal alone (higher = more faithful; the sign as is) on every dev set; ``knowledge_precision``
+    as the ``lexical`` metric reports it (rows without content words left out), ``kp_as_0`` with them as 0."""
+    result = {}
+    for key in CANDIDATES:
+        result["kp_as_0" if key == "knowledge_precision" else key] = {
+            name: auroc_with_interval([table[i][key] for i in np.flatnonzero(sets == name)], labels[sets == name])
+            for name in SETS}
+    result["knowledge_precision"] = {
+        name: auroc_with_interval([table[i]["knowledge_precision"] for i in rows], labels[rows])
+        for name in SETS for rows in [np.flatnonzero((sets == name) & np.array([r["kp_defined"] for r in table]))]}
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+")
+    parser.add_argument("--write", help="save the chosen judge, fitted on all BEGIN dev rows, to this JSON file")
+    parser.add_argument("--model", default="smollm2-135m", help="the judge LM the features were computed with")
+    args = parser.parse_args()
+    table, labels, sets, counts = load(args.folders)
+    counts.update({name: int((sets == name).sum()) for name in SETS})
+    print("rows:", counts)
+    figures = {"rows": counts, "signals": single_signals(table, labels, sets), "judges": {}}
+    for key, per_set in figures["signals"].items():
+        print(f"signal {key:28s}", "  ".join(f"{n} {v['auroc']:.3f}" for n, v in per_set.items()))
+    for name, features in FEATURE_SETS.items():
+        for l2 in L2:
+            result = evaluate_judge(table, labels, sets, features, l2)
+            figures["judges"][f"{name}@{l2}"] = result
+            print(f"judge {name:28s} l2={l2:<6}", "  ".join(
+                f"{n} {r['in_source']['auroc']:.3f}/{r['transfer']['auroc']:.3f}" for n, r in result.items()))
+    chosen = max(figures["judges"], key=lambda k: (np.mean([figures["judges"][k][n]["transfer"]["auroc"]
+                                                             for n in BEGIN]), -len(FEATURE_SETS[k.split("@")[0]])))
+    figures["chosen"] = chosen
+    name, l2 = chosen.split("@")
+    figures["judges"][chosen] = evaluate_judge(table, labels, sets, FEATURE_SETS[name], float(l2), resamples=1000)
+    print("chosen (best mean BEGIN transfer AUROC):", chosen, json.dumps(figures["judges"][chosen]))
+    if args.write:
+        begin = np.flatnonzero(np.isin(sets, BEGIN))
+        weights = fit_judge([table[i] for i in begin], labels[begin], FEATURE_SETS[name], float(l2), args.model,
+                            f"BEGIN dev WoW+CMU-DoG+TC ({len(begin)} rows; positive = Fully attributable)")
+        weights.save(args.write)
+        figures["shipped_on_dodeca"] = auroc_with_interval(
+            predict(weights, [table[i] for i in np.flatnonzero(sets == "dodeca")]), labels[sets == "dodeca"])
+        print("shipped judge on dodeca:", figures["shipped_on_dodeca"])
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
