@@ -141,6 +141,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+")
     parser.add_argument("--write", help="save the chosen judge, fitted on all BEGIN dev rows, to this JSON file")
+    parser.add_argument("--markdown", help="also write the tables docs/judge.md shows to this file")
     parser.add_argument("--model", default="smollm2-135m", help="the judge LM the features were computed with")
     args = parser.parse_args()
     table, labels, sets, counts = load(args.folders)
@@ -169,7 +170,34 @@ def main() -> None:
         figures["shipped_on_dodeca"] = auroc_with_interval(
             predict(weights, [table[i] for i in np.flatnonzero(sets == "dodeca")]), labels[sets == "dodeca"])
         print("shipped judge on dodeca:", figures["shipped_on_dodeca"])
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(figures))
     print(json.dumps(figures))
+
+
+def _interval(figure: dict) -> str:
+    return f"{figure['auroc']:.3f} [{figure['low']:.3f}, {figure['high']:.3f}]" if "low" in figure \
+        else f"{figure['auroc']:.3f}"
+
+
+def markdown(figures: dict) -> str:
+    """The signal table, the chosen judge's in-source and transfer table and the whole grid, as markdown."""
+    rows = figures["rows"]
+    head = "| | " + " | ".join(f"{name} ({rows[name]})" for name in SETS) + " |\n|---" + "|---" * len(SETS) + "|\n"
+    signal_table = head + "".join(f"| {key} | " + " | ".join(_interval(per_set[n]) for n in SETS) + " |\n"
+                                  for key, per_set in figures["signals"].items())
+    chosen = figures["judges"][figures["chosen"]]
+    judge_table = head + "".join(f"| {figures['chosen']} {kind} | " + " | ".join(_interval(chosen[n][kind])
+                                                                                 for n in SETS) + " |\n"
+                                 for kind in ("in_source", "transfer"))
+    grid = head + "".join(f"| {name} | " + " | ".join(f"{r[n]['in_source']['auroc']:.3f} / {r[n]['transfer']['auroc']:.3f}"
+                                                      for n in SETS) + " |\n"
+                          for name, r in figures["judges"].items())
+    shipped = figures.get("shipped_on_dodeca")
+    return (f"### Single signals (AUROC [95% bootstrap interval])\n\n{signal_table}\n"
+            f"### The chosen judge\n\n{judge_table}\n"
+            + (f"Shipped weights (fitted on all BEGIN rows) on dodeca: {_interval(shipped)}\n\n" if shipped else "")
+            + f"### Every judge tried (in-source / transfer AUROC)\n\n{grid}")
 
 
 if __name__ == "__main__":
