@@ -373,6 +373,19 @@ class FakeQ2:
         return rows
 
 
+def test_the_judge_is_the_default_faithfulness_and_pmi_faith_stays_in_the_table(config):
+    defaults = SweepConfig()
+    assert defaults.metrics == ("faith-judge", "pmi-faith", "lexical") and defaults.faithfulness == "faith_judge"
+    result = run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,), metrics=defaults.metrics,
+                               faithfulness=defaults.faithfulness))
+    judged = read_jsonl(Path(config.out) / "faith-judge.jsonl")
+    baseline = [r["faith_judge"] for r in judged if r["id"].startswith("plain/") and r.get("faith_judge") is not None]
+    assert result.table[0]["faith_judge"] == pytest.approx(sum(baseline) / len(baseline), abs=1e-9)
+    assert all(row["pmi_faith"] is not None for row in result.table)
+    header = (Path(config.out) / "sweep.csv").read_text().splitlines()[0]
+    assert ",faith_judge,faith_judge_ci_low,faith_judge_ci_high,faith_judge_p," in header
+
+
 def test_q2_columns_when_asked(config, monkeypatch):
     from faithkit.metrics.registry import METRICS
 
