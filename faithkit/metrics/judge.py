@@ -32,9 +32,10 @@ from .token_evidence import AGGREGATE_KEYS
 logger = logging.getLogger(__name__)
 
 WEIGHTS = Path(__file__).with_name("judge_weights.json")
-CANDIDATES = ("pmi", "uncond_pmi", "logp_doc_history", "logp_history", *AGGREGATE_KEYS,
-              "knowledge_precision", "overlap_f1", "log_words")
-"""Every signal a judge may use; all but the last three come from PMI-FAITH with ``evidence=True``."""
+LM_SIGNALS = ("pmi", "uncond_pmi", "logp_doc_history", "logp_history", *AGGREGATE_KEYS)
+"""The signals PMI-FAITH with ``evidence=True`` gives under the judge LM."""
+CANDIDATES = (*LM_SIGNALS, "knowledge_precision", "overlap_f1", "log_words")
+"""Every signal a judge may use: the LM's, and three from the words alone."""
 
 
 def signals(row: dict, document: str, response: str) -> dict[str, float]:
@@ -44,7 +45,7 @@ def signals(row: dict, document: str, response: str) -> dict[str, float]:
     its words is shown to come from the document), which is how BEGIN labels such generic replies.
     """
     precision = knowledge_precision(document, response)
-    values = {key: float(row[key]) for key in CANDIDATES[:-3] if key in row}  # uncond_pmi: if its views ran
+    values = {key: float(row[key]) for key in LM_SIGNALS if key in row}  # uncond_pmi: if its views ran
     values.update(knowledge_precision=0.0 if precision is None else precision,
                   overlap_f1=token_f1_overlap(document, response), log_words=math.log1p(len(response.split())))
     return values
