@@ -148,7 +148,9 @@ def no_model_loads(monkeypatch):
     (["--fluency", "fluency", "--metrics", "lexical", "--faithfulness", "knowledge_precision"],
      "--fluency fluency needs the metric pmi-faith"),
     (["--significance", "1"], r"--significance 1 is out of range: use a level in \(0, 1\)"),
-    (["--metrics", "pmi-faith", "--relevance", "bleu"], "--relevance bleu needs the metric lexical"),
+    (["--metrics", "pmi-faith", "--faithfulness", "pmi_faith", "--relevance", "bleu"],
+     "--relevance bleu needs the metric lexical"),
+    (["--metrics", "pmi-faith,lexical"], "--faithfulness faith_judge needs the metric faith-judge: add it to --metrics"),
     (["--max-new-tokens", "0"], "--max-new-tokens 0 is out of range"),
 ])
 def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_path, argv, message):
@@ -320,7 +322,8 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
 
     with open(out / "sweep.csv", newline="") as handle:
         table = list(csv.DictReader(handle))
-    measures = ("pmi_faith", "fluency", "knowledge_precision", "bleu", "token_f1", "words", "empty", "repeated")
+    measures = ("pmi_faith", "fluency", "faith_judge", "knowledge_precision", "bleu", "token_f1", "words", "empty",
+                "repeated")
     assert list(table[0]) == ["cell", "strategy", "decoding", "alpha", "top_p", "n", *[
         column for m in measures for column in (m, f"{m}_ci_low", f"{m}_ci_high", f"{m}_p")], "decodes_as"]
     assert [(row["cell"], row["strategy"], row["alpha"], row["top_p"], row["decodes_as"]) for row in table] == [
@@ -343,7 +346,7 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     best = json.loads((out / "best.json").read_text())
     eligible = [row for row in table if float(row["bleu"]) >= float(table[0]["bleu"]) - 1.0
                 and float(row["fluency"]) >= float(table[0]["fluency"]) - 0.5]
-    assert best["best"]["pmi_faith"] == pytest.approx(max(float(row["pmi_faith"]) for row in eligible), abs=1e-6)
+    assert best["best"]["faith_judge"] == pytest.approx(max(float(row["faith_judge"]) for row in eligible), abs=1e-6)
     assert best["eligible"] == [row["cell"] for row in eligible] and isinstance(best["significant"], bool)
     assert sorted(p.name for p in (out / "heatmaps").iterdir()) == sorted(f"{m}.png" for m in measures)
 
