@@ -73,7 +73,7 @@ def config(models_dir, rows_file, tmp_path):
     return SweepConfig(generator=str(models_dir / "generator"), judge=str(models_dir / "judge"),
                        input=str(rows_file), out=str(tmp_path / "sweep"), alpha=(0.0, 0.5), top_p=(0.6, 1.0),
                        generation=GenerationOptions(num_beams=4, max_new_tokens=5, batch_size=2),
-                       report_contexts=10, metrics=("pmi-faith", "lexical"), faithfulness="pmi_faith").validate()
+                       report_contexts=10, metrics=("pmi-faith", "lexical")).validate()
 
 
 def read_jsonl(path):
@@ -148,9 +148,8 @@ def no_model_loads(monkeypatch):
     (["--fluency", "fluency", "--metrics", "lexical", "--faithfulness", "knowledge_precision"],
      "--fluency fluency needs the metric pmi-faith"),
     (["--significance", "1"], r"--significance 1 is out of range: use a level in \(0, 1\)"),
-    (["--metrics", "pmi-faith", "--faithfulness", "pmi_faith", "--relevance", "bleu"],
-     "--relevance bleu needs the metric lexical"),
-    (["--metrics", "pmi-faith,lexical"], "--faithfulness faith_judge needs the metric faith-judge: add it to --metrics"),
+    (["--metrics", "pmi-faith", "--relevance", "bleu"], "--relevance bleu needs the metric lexical"),
+    (["--metrics", "lexical"], "no faithfulness measure: add faith-judge or pmi-faith to --metrics, or name the measure"),
     (["--max-new-tokens", "0"], "--max-new-tokens 0 is out of range"),
 ])
 def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_path, argv, message):
@@ -238,7 +237,6 @@ def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monk
 
 FOUR_STRATEGIES = """
 metrics: [pmi-faith, lexical]
-faithfulness: pmi_faith
 strategies:
   - {name: plain, decoding: [greedy, beam, beam_sample]}
   - {name: pmi, alpha: [0.5], top_p: [0.6, 1]}
@@ -378,9 +376,9 @@ class FakeQ2:
 
 def test_the_judge_is_the_default_faithfulness_and_pmi_faith_stays_in_the_table(config):
     defaults = SweepConfig()
-    assert defaults.metrics == ("faith-judge", "pmi-faith", "lexical") and defaults.faithfulness == "faith_judge"
-    result = run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,), metrics=defaults.metrics,
-                               faithfulness=defaults.faithfulness))
+    assert defaults.metrics == ("faith-judge", "pmi-faith", "lexical") and defaults.faithfulness_measure == "faith_judge"
+    assert replace(defaults, metrics=("pmi-faith", "lexical")).faithfulness_measure == "pmi_faith"  # as before
+    result = run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,), metrics=defaults.metrics))
     judged = read_jsonl(Path(config.out) / "faith-judge.jsonl")
     baseline = [r["faith_judge"] for r in judged if r["id"].startswith("plain/") and r.get("faith_judge") is not None]
     assert result.table[0]["faith_judge"] == pytest.approx(sum(baseline) / len(baseline), abs=1e-9)

@@ -69,7 +69,7 @@ def register(subparsers) -> None:
     judging.add_argument("--gold-column", help="column with the gold response (default: gold/reference, else the "
                                                "response column)")
     judging.add_argument("--faithfulness", choices=list(MEASURES),
-                         help="measure best.json maximises and Table 5 shows first (default faith_judge)")
+                         help="measure best.json maximises and Table 5 shows first (default faith_judge when faith-judge is measured, else pmi_faith)")
     judging.add_argument("--relevance", choices=list(MEASURES),
                          help="measure bounded by the baseline's and shown second (default bleu)")
     judging.add_argument("--tolerance", type=float, help="how far below the baseline's relevance the chosen cell "

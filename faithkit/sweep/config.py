@@ -87,7 +87,7 @@ class SweepConfig:
     id_column: str | None = None
     quoting: str | None = None
     split: str | None = None
-    faithfulness: str = "faith_judge"
+    faithfulness: str | None = None
     relevance: str = "bleu"
     tolerance: float = 1.0
     fluency: str | None = None
@@ -111,8 +111,11 @@ class SweepConfig:
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
             raise ConfigError(f"--metrics {','.join(unknown)}: a sweep computes {', '.join(METRICS)}")
-        for option in ("faithfulness", "relevance", "fluency"):
-            measure = getattr(self, option)
+        if self.faithfulness_measure is None:
+            raise ConfigError("no faithfulness measure: add faith-judge or pmi-faith to --metrics, or name the "
+                              "measure with --faithfulness")
+        chosen = {"faithfulness": self.faithfulness_measure, "relevance": self.relevance, "fluency": self.fluency}
+        for option, measure in chosen.items():
             if measure is None:
                 continue
             if measure not in MEASURES:
@@ -136,6 +139,13 @@ class SweepConfig:
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit {self.limit}: use at least 1, or leave it out for every row")
         return self
+
+    @property
+    def faithfulness_measure(self) -> str | None:
+        """The measure best.json maximises: ``faithfulness`` if set, else the judge's if measured, else PMI-FAITH's."""
+        if self.faithfulness:
+            return self.faithfulness
+        return "faith_judge" if "faith-judge" in self.metrics else "pmi_faith" if "pmi-faith" in self.metrics else None
 
     @property
     def fluency_measure(self) -> str | None:

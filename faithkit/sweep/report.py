@@ -69,7 +69,7 @@ def write_report(path: Path, config: SweepConfig, contexts: Sequence, cells: Seq
     page = (
         "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faithkit sweep</title>"
         f"<style>{CSS}{SWEEP_CSS}</style></head><body>\n{header}\n<main>\n"
-        f'<section class="card"><div class="head">{escape(config.faithfulness)} / {escape(config.relevance)} '
+        f'<section class="card"><div class="head">{escape(config.faithfulness_measure)} / {escape(config.relevance)} '
         f"per cell (95% intervals) · {best_line}</div>{summary}</section>\n"
         + "\n".join(cards) + "\n</main></body></html>\n"
     )
@@ -85,7 +85,7 @@ def _cell_table(cells: Sequence[Cell], chosen: str | None, render, parameters, r
 
 
 def _summary_cell(row: dict, config: SweepConfig) -> str:
-    faith, relevance = config.faithfulness, config.relevance
+    faith, relevance = config.faithfulness_measure, config.relevance
     return (f"<b>{format_interval(row, faith)}</b> / {format_interval(row, relevance)}"
             f'<div class="scores">{format_value("words", row.get("words"))} words · '
             f'empty {format_value("empty", row.get("empty"))} · repeated {format_value("repeated", row.get("repeated"))}'

@@ -106,7 +106,7 @@ def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None
     lines = ["| cell | " + " | ".join(measures) + " |", "|---|" + "---|" * len(measures)]
     for row in table:
         lines.append(f"| {label(row, parameters)} | " + " | ".join(format_interval(row, m) for m in measures) + " |")
-    faith, relevance = config.faithfulness, config.relevance
+    faith, relevance = config.faithfulness_measure, config.relevance
     grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
     alphas = sorted({key[1] for key in grid if key[0] == config.decoding})
     top_ps = sorted({key[2] for key in grid if key[0] == config.decoding})
