@@ -40,6 +40,8 @@ import torch
 from . import models, precision
 
 Request = tuple[Sequence[int], Sequence[int]]
+ExtraIds = Sequence[Sequence[int]]
+"""Per target position, token ids whose log-probabilities to report there as well (the same count at every position)."""
 
 MIN_SAVED_TOKENS = 32
 """A shared run of tokens gets its own pass (one more forward call, a cache copy per row) only
@@ -62,6 +64,36 @@ def reference_token_logprobs(model, context_ids: Sequence[int], target_ids: Sequ
     start = len(context_ids)
     logprobs = torch.log_softmax(logits[start - 1 : ids.shape[1] - 1], dim=-1)
     return logprobs.gather(-1, ids[0, start:, None]).squeeze(-1).cpu()
+
+
+@dataclass
+class TokenEvidence:
+    """What one request's next-token distributions say at each target position ``t``, beyond the target.
+
+    ``logprobs[t]`` is log P(target_t); ``top_ids[t]`` / ``top_logprobs[t]`` the ``top_k`` likeliest
+    tokens there and their log-probabilities (most likely first); ``extra_logprobs[t, m]`` the
+    log-probability of the m-th token id asked for at ``t`` (see :meth:`TokenScorer.evidence`).
+    Shapes ``[T]``, ``[T, top_k]``, ``[T, top_k]``, ``[T, m]``; the last three are empty when not asked for.
+    """
+
+    logprobs: torch.Tensor
+    top_ids: torch.Tensor
+    top_logprobs: torch.Tensor
+    extra_logprobs: torch.Tensor
+
+
+@torch.no_grad()
+def reference_token_evidence(model, context_ids: Sequence[int], target_ids: Sequence[int], top_k: int = 0,
+                             extra_ids: ExtraIds | None = None) -> TokenEvidence:
+    """:class:`TokenEvidence` of one request from one full unpadded forward pass (the slow definition)."""
+    ids = torch.tensor([list(context_ids) + list(target_ids)], device=model.device)
+    logits = model(input_ids=ids, use_cache=False).logits[0].float()
+    start = len(context_ids)
+    logprobs = torch.log_softmax(logits[start - 1 : ids.shape[1] - 1], dim=-1).cpu()
+    top = logprobs.topk(top_k, dim=-1)
+    extra = torch.tensor([list(row) for row in extra_ids] if extra_ids else [[]] * len(target_ids), dtype=torch.long)
+    return TokenEvidence(logprobs.gather(-1, ids[0, start:, None].cpu()).squeeze(-1), top.indices, top.values,
+                         logprobs.gather(-1, extra) if extra.numel() else torch.zeros(len(target_ids), extra.shape[1]))
 
 
 @dataclass(eq=False)
@@ -158,6 +190,11 @@ class _Parent:
     row_of: dict
 
 
+def _empty_evidence(length: int, top_k: int, extras: int) -> TokenEvidence:
+    return TokenEvidence(torch.zeros(0), torch.zeros(length, top_k, dtype=torch.long),
+                         torch.zeros(length, top_k), torch.zeros(length, extras))
+
+
 class TokenScorer:
     """Batched, prefix-sharing computation of target-token log-probabilities for one causal LM.
 
@@ -182,31 +219,51 @@ class TokenScorer:
         # other attention (a sliding window counts cache slots, padding included) runs shared runs one per batch.
         self._pads_caches = models.attends_to_whole_past(model)
 
-    @torch.no_grad()
     def __call__(self, requests: Sequence[Request], progress: Callable[[int], None] | None = None) -> list[torch.Tensor]:
         """One tensor of per-token log-probabilities per request; ``progress(n)`` is told as rows finish."""
+        return [evidence.logprobs for evidence in self.evidence(requests, progress=progress)]
+
+    @torch.no_grad()
+    def evidence(self, requests: Sequence[Request], top_k: int = 0, extra_ids: Sequence[ExtraIds] | None = None,
+                 progress: Callable[[int], None] | None = None) -> list[TokenEvidence]:
+        """One :class:`TokenEvidence` per request, from the same single pass that gives the log-probabilities.
+
+        ``top_k`` asks for each position's likeliest tokens; ``extra_ids[i][t]`` (optional) lists token
+        ids whose log-probabilities request ``i`` reports at its target position ``t``.
+        """
         for i, (context, target) in enumerate(requests):
             if len(context) == 0 or len(target) == 0:
                 raise ValueError(f"request {i}: context and target must both be non-empty token lists")
+        if extra_ids is not None and len(extra_ids) != len(requests):
+            raise ValueError(f"extra_ids has {len(extra_ids)} entries for {len(requests)} requests")
+        extras = [tuple(map(tuple, extra_ids[i])) if extra_ids else () for i in range(len(requests))]
+        for i, (rows, (_, target)) in enumerate(zip(extras, requests)):
+            if rows and (len(rows) != len(target) or len({len(r) for r in rows}) != 1):
+                raise ValueError(f"request {i}: extra_ids needs one equally long id list per target token")
         first_of: dict[tuple, int] = {}  # identical requests are computed once
         copies: dict[int, list[int]] = {}
         for i, (context, target) in enumerate(requests):
-            first = first_of.setdefault((tuple(context), tuple(target)), i)
+            first = first_of.setdefault((tuple(context), tuple(target), extras[i]), i)
             copies.setdefault(first, []).append(i)
         unique = list(copies)
         self._sequences = [list(requests[i][0]) + list(requests[i][1]) for i in unique]
         self._context_lengths = [len(requests[i][0]) for i in unique]
-        self._values = [[0.0] * len(requests[i][1]) for i in unique]
+        self._top_k = top_k
+        self._extra_ids = [extras[i] for i in unique]
+        self._logprobs = [[0.0] * len(requests[i][1]) for i in unique]
+        self._values = [_empty_evidence(len(requests[i][1]), top_k, len(extras[i][0]) if extras[i] else 0)
+                        for i in unique]
         self._progress = (lambda done: progress(sum(len(copies[unique[j]]) for j in done))) if progress else None
         if self.share_prefixes:
             nodes = _prefix_tree(self._sequences)
         else:
             nodes = [_Node(s + [_END], 0, [j]) for j, s in enumerate(self._sequences)]
         self._run_level(nodes, parent=None)
-        results: list[torch.Tensor | None] = [None] * len(requests)
+        results: list[TokenEvidence | None] = [None] * len(requests)
         for j, first in enumerate(unique):
+            self._values[j].logprobs = torch.tensor(self._logprobs[j])
             for i in copies[first]:
-                results[i] = torch.tensor(self._values[j])
+                results[i] = self._values[j]
         return results  # type: ignore[return-value]
 
     def _run_level(self, nodes: list[_Node], parent: _Parent | None) -> None:
@@ -295,7 +352,7 @@ class TokenScorer:
         return wanted
 
     def _collect(self, logits: torch.Tensor, picks: list[tuple[int, int, int, list[int]]]) -> None:
-        """For each ``(row, column of logits, position, requests)``: every request's next-token log-probability."""
+        """For each ``(row, column of logits, position, requests)``: every request's evidence at that position."""
         # log-softmax at the picked positions only (the logits also hold columns other rows asked for), a few
         # positions at a time: the copies a whole call's log-softmax makes would be two more tensors as large
         per_chunk = max(1, (MAX_LOGITS // 4) // self._vocabulary)
@@ -310,7 +367,20 @@ class TokenScorer:
                     tokens.append(self._sequences[j][position + 1])
                     places.append((j, position + 1 - self._context_lengths[j]))
             for (j, t), value in zip(places, (scores[picked, tokens] - normalizers[picked]).tolist()):
-                self._values[j][t] = value
+                self._logprobs[j][t] = value
+            if self._top_k or any(self._extra_ids[j] for j, _ in places):
+                self._collect_beyond_target(scores, normalizers, picked, places)
+
+    def _collect_beyond_target(self, scores, normalizers, picked: list[int], places: list[tuple[int, int]]) -> None:
+        """The top tokens and the asked-for extra tokens' log-probabilities at each ``(request, target position)``."""
+        top = scores.topk(self._top_k, dim=-1) if self._top_k else None
+        for k, (j, t) in zip(picked, places):
+            evidence = self._values[j]
+            if top is not None:
+                evidence.top_ids[t] = top.indices[k]
+                evidence.top_logprobs[t] = top.values[k] - normalizers[k]
+            if self._extra_ids[j]:
+                evidence.extra_logprobs[t] = scores[k, list(self._extra_ids[j][t])] - normalizers[k]
 
     def _report(self, finished: list[int]) -> None:
         if self._progress and finished:

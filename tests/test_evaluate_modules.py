@@ -68,7 +68,7 @@ def test_every_module_has_a_card_with_the_sections_evaluate_shows(name):
 def test_options_are_checked_by_the_registry_and_names_by_evaluate_path():
     with pytest.raises(ConfigError, match=r"metric 'pmi-faith' takes no option temperature"):
         evaluate.load(evaluate_path("pmi-faith"), temperature=1.0)
-    with pytest.raises(ConfigError, match=r"no evaluate module 'bleurt'; choose one of pmi-faith, q2, e2e-nli"):
+    with pytest.raises(ConfigError, match=r"no evaluate module 'bleurt'; choose one of pmi-faith, faith-judge, q2, e2e-nli"):
         evaluate_path("bleurt")
 
 

@@ -74,7 +74,7 @@ def config(models_dir, rows_file, tmp_path):
     return SweepConfig(generator=str(models_dir / "generator"), judge=str(models_dir / "judge"),
                        input=str(rows_file), out=str(tmp_path / "sweep"), alpha=(0.0, 0.5), top_p=(0.6, 1.0),
                        generation=GenerationOptions(num_beams=4, max_new_tokens=5, batch_size=2),
-                       report_contexts=10).validate()
+                       report_contexts=10, metrics=("pmi-faith", "lexical")).validate()
 
 
 def read_jsonl(path):
@@ -159,6 +159,7 @@ def no_model_loads(monkeypatch):
      "--fluency fluency needs the metric pmi-faith"),
     (["--significance", "1"], r"--significance 1 is out of range: use a level in \(0, 1\)"),
     (["--metrics", "pmi-faith", "--relevance", "bleu"], "--relevance bleu needs the metric lexical"),
+    (["--metrics", "lexical"], "no faithfulness measure: add faith-judge or pmi-faith to --metrics, or name the measure"),
     (["--max-new-tokens", "0"], "--max-new-tokens 0 is out of range"),
 ])
 def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_path, argv, message):
@@ -249,6 +250,7 @@ def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monk
 
 
 FOUR_STRATEGIES = """
+metrics: [pmi-faith, lexical]
 strategies:
   - {name: plain, decoding: [greedy, beam, beam_sample]}
   - {name: pmi, alpha: [0.5], top_p: [0.6, 1]}
@@ -336,7 +338,8 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
 
     with open(out / "sweep.csv", newline="") as handle:
         table = list(csv.DictReader(handle))
-    measures = ("pmi_faith", "fluency", "knowledge_precision", "bleu", "token_f1", "words", "empty", "repeated")
+    measures = ("pmi_faith", "fluency", "faith_judge", "knowledge_precision", "bleu", "token_f1", "words", "empty",
+                "repeated")
     assert list(table[0]) == ["cell", "strategy", "decoding", "alpha", "top_p", "n", *[
         column for m in measures for column in (m, f"{m}_ci_low", f"{m}_ci_high", f"{m}_p")], "decodes_as"]
     assert [(row["cell"], row["strategy"], row["alpha"], row["top_p"], row["decodes_as"]) for row in table] == [
@@ -359,7 +362,7 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     best = json.loads((out / "best.json").read_text())
     eligible = [row for row in table if float(row["bleu"]) >= float(table[0]["bleu"]) - 1.0
                 and float(row["fluency"]) >= float(table[0]["fluency"]) - 0.5]
-    assert best["best"]["pmi_faith"] == pytest.approx(max(float(row["pmi_faith"]) for row in eligible), abs=1e-6)
+    assert best["best"]["faith_judge"] == pytest.approx(max(float(row["faith_judge"]) for row in eligible), abs=1e-6)
     assert best["eligible"] == [row["cell"] for row in eligible] and isinstance(best["significant"], bool)
     assert sorted(p.name for p in (out / "heatmaps").iterdir()) == sorted(f"{m}.png" for m in measures)
 
@@ -387,6 +390,19 @@ class FakeQ2:
             share = sum(word in document.lower() for word in words) / len(words)
             rows.append({"q2": share, "q2_no_nli": share / 2, "explanations": []})
         return rows
+
+
+def test_the_judge_is_the_default_faithfulness_and_pmi_faith_stays_in_the_table(config):
+    defaults = SweepConfig()
+    assert defaults.metrics == ("faith-judge", "pmi-faith", "lexical") and defaults.faithfulness_measure == "faith_judge"
+    assert replace(defaults, metrics=("pmi-faith", "lexical")).faithfulness_measure == "pmi_faith"  # as before
+    result = run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,), metrics=defaults.metrics))
+    judged = read_jsonl(Path(config.out) / "faith-judge.jsonl")
+    baseline = [r["faith_judge"] for r in judged if r["id"].startswith("plain/") and r.get("faith_judge") is not None]
+    assert result.table[0]["faith_judge"] == pytest.approx(sum(baseline) / len(baseline), abs=1e-9)
+    assert all(row["pmi_faith"] is not None for row in result.table)
+    header = (Path(config.out) / "sweep.csv").read_text().splitlines()[0]
+    assert ",faith_judge,faith_judge_ci_low,faith_judge_ci_high,faith_judge_p," in header
 
 
 def test_q2_columns_when_asked(config, monkeypatch):

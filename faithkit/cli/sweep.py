@@ -70,15 +70,15 @@ def register(subparsers) -> None:
     add_flags(grid, GenerationOptions, names=GENERATION, defaults=False)
     grid.add_argument("--limit", type=int, help="use only the first N rows of --input")
     judging = parser.add_argument_group("judging")
-    judging.add_argument("--metrics", help=f"comma-separated, of {', '.join(METRICS)} (default pmi-faith,lexical; "
+    judging.add_argument("--metrics", help=f"comma-separated, of {', '.join(METRICS)} (default faith-judge,pmi-faith,lexical; "
                                            "words, empty and repeated are always measured)")
     judging.add_argument("--q2-preset", choices=["offline"], help="Q² on the offline models instead of the "
                                                                   "paper's hub models")
     judging.add_argument("--gold-column", help="column with the gold response (default: gold/reference, else the "
                                                "response column)")
     judging.add_argument("--faithfulness", choices=list(MEASURES), metavar="MEASURE",
-                         help="measure best.json maximises and Table 5 shows first (default pmi_faith); a MEASURE "
-                              f"is one of {', '.join(MEASURES)}")
+                         help="measure best.json maximises and Table 5 shows first (default faith_judge when "
+                              f"faith-judge is measured, else pmi_faith); a MEASURE is one of {', '.join(MEASURES)}")
     judging.add_argument("--relevance", choices=list(MEASURES), metavar="MEASURE",
                          help="measure bounded by the baseline's and shown second (default bleu)")
     judging.add_argument("--tolerance", type=finite_float, help="how far below the baseline's relevance the chosen cell "

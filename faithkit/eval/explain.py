@@ -6,7 +6,8 @@ question, both answers, their F1 and the NLI label, and the same details are lis
 beneath the response. PMI-FAITH: each token of the response is coloured by its
 contribution ``log P(t | d, h, t<) - log P(t | h, t<)``, red where the document made it
 less likely, green where it made it more likely (:func:`highlight_tokens`; the sweep's
-report uses the same colouring). The lowest-scoring responses come first and a checkbox
+report uses the same colouring); the faithfulness judge's records (``--metric faith-judge``)
+also underline the tokens where the document wanted another token and show that evidence on hover. The lowest-scoring responses come first and a checkbox
 hides the rest, so the inconsistent ones stand out. The page has no scripts and no
 external assets: it can be mailed or attached to an issue as it is.
 
@@ -126,13 +127,34 @@ def token_texts(tokens: Sequence[str]) -> list[str]:
     return texts
 
 
-def highlight_tokens(tokens: Sequence[str], token_pmi: Sequence[float], scale: float = PMI_SCALE) -> str:
-    """The response as HTML, each token on a background of :func:`pmi_colour` with its value (nats) on hover."""
+CONFLICT_MARK = 1.0
+"""A token is underlined when the document-conditioned model prefers another token by at least this many nats and
+the document raised that token by at least as much (``faithkit.metrics.token_evidence``'s conflict)."""
+
+
+def highlight_tokens(tokens: Sequence[str], token_pmi: Sequence[float], scale: float = PMI_SCALE,
+                     evidence: dict | None = None) -> str:
+    """The response as HTML, each token on a background of :func:`pmi_colour` with its value (nats) on hover.
+
+    ``evidence`` (the record's ``token_js``, ``token_prefers_other``, ``token_top_margin``,
+    ``token_top_raise`` lists, as ``faith-judge`` and ``PMIFaith(evidence=True)`` write them) adds
+    them to the hover text and underlines in red the tokens where the document wanted another token.
+    """
     pieces = []
-    for text, value in zip(token_texts(tokens), token_pmi):
-        pieces.append(f'<span class="tok" style="background:{pmi_colour(value, scale)}" title="{value:+.2f}">'
-                      f"{escape(text)}</span>")
+    for i, (text, value) in enumerate(zip(token_texts(tokens), token_pmi)):
+        title, style = f"{value:+.2f}", f"background:{pmi_colour(value, scale)}"
+        if evidence:
+            title += f" · JS {evidence['token_js'][i]:.3f}"
+            if evidence["token_prefers_other"][i]:
+                margin, raised = evidence["token_top_margin"][i], evidence["token_top_raise"][i]
+                title += f" · the document prefers another token by {margin:.2f}, raising it by {raised:+.2f}"
+                if min(margin, raised) >= CONFLICT_MARK:
+                    style += ";border-bottom:3px solid hsl(0,80%,40%)"
+        pieces.append(f'<span class="tok" style="{style}" title="{title}">{escape(text)}</span>')
     return "".join(pieces)
+
+
+EVIDENCE_KEYS = ("token_js", "token_prefers_other", "token_top_margin", "token_top_raise")
 
 
 def _number(value, digits: int = 2) -> str:
@@ -216,9 +238,10 @@ def _card(record: dict, score_key: str, low_threshold: float) -> str:
     history = [history] if isinstance(history, str) else history
     turns = "".join(f"<div>{escape(str(turn))}</div>" for turn in history)
     if "token_pmi" in record:  # PMI-FAITH: every token coloured by the document's effect on it
-        badge = pmi_colour(score)
+        badge = score_colour(score) if score_key == "faith_judge" else pmi_colour(score)  # the judge's is in (0, 1)
         head = f"row {record_id} · {len(record['token_pmi'])} token(s)"
-        response = highlight_tokens(record.get("tokens") or [], record["token_pmi"])
+        evidence = {key: record[key] for key in EVIDENCE_KEYS} if all(k in record for k in EVIDENCE_KEYS) else None
+        response = highlight_tokens(record.get("tokens") or [], record["token_pmi"], evidence=evidence)
         details = ""
     else:
         explanations = record.get("explanations") or []
@@ -312,7 +335,8 @@ def pmi_legend() -> str:
     """The colour key of :func:`highlight_tokens`, as inline HTML."""
     return (f"token colour: log P(token | document, history) − log P(token | history), the document made it less "
             f"likely −{PMI_SCALE:g}<span class=\"scale pmi-scale\"></span>+{PMI_SCALE:g} more likely (nats) · "
-            "hover a token for its value")
+            "hover a token for its value (with the judge's evidence: its JS divergence and the token the document "
+            "prefers; a red underline where the document wanted another token)")
 
 
 def _legend(records: Sequence[dict]) -> str:

@@ -284,11 +284,11 @@ class MinimalEdit(Metric):
 
     score_keys = ("minimal_edit", "contrast_logp_margin", "contrast_pmi_margin")
 
-    def __init__(self, model="smollm2-135m", tokenizer=None, batch_size: int = 8, device=None,
+    def __init__(self, model="bigscience/bloom-560m", tokenizer=None, batch_size: int = 8, device=None,
                  template: PromptTemplate = DEFAULT_TEMPLATE, max_edits: int = MAX_EDITS,
-                 threshold: float = THRESHOLD, scorer: TokenScorer | None = None):
+                 threshold: float = THRESHOLD, scorer: TokenScorer | None = None, dtype=None):
         if isinstance(model, str):
-            model, tokenizer = models.load(model, device=device)
+            model, tokenizer = models.load(model, device=device, dtype=dtype)
         elif tokenizer is None:
             raise ValueError("MinimalEdit(model=<loaded model>) also needs tokenizer=<its tokenizer>")
         models.require_causal(model, "the minimal-edit contrast")

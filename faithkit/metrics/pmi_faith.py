@@ -20,6 +20,7 @@ from typing import Sequence
 from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
 from ..scoring import TokenScorer
+from . import token_evidence
 from .base import Metric, aggregate, check_columns
 
 logger = logging.getLogger(__name__)
@@ -30,6 +31,8 @@ VIEWS = {  # name: (with document, with history)
     "doc": (True, False),
     "none": (False, False),
 }
+COUNTERPART = {"history": "doc_history", "none": "doc"}
+"""Each history-side view and the document view it is compared with: the same context with the document added."""
 
 
 class PMIFaith(Metric):
@@ -69,6 +72,7 @@ class PMIFaith(Metric):
         max_length: int | None = None,
         share_prefixes: bool = True,
         dtype=None,
+        evidence: bool = False,
     ):
         if normalize not in ("mean", "sum"):
             raise ValueError(f"normalize must be 'mean' or 'sum', got {normalize!r}")
@@ -84,6 +88,7 @@ class PMIFaith(Metric):
         self.views = dict(VIEWS) if unconditional else {k: VIEWS[k] for k in ("doc_history", "history")}
         self.max_length = max_length or models.context_window(self.model, self.tokenizer)
         self.scorer = TokenScorer(self.model, batch_size=batch_size, share_prefixes=share_prefixes)
+        self.evidence = evidence
 
     def compute(self, documents: Sequence[str], histories: Sequence | None = None, responses: Sequence[str] = (),
                 references=None, progress=None) -> dict:
@@ -102,7 +107,7 @@ class PMIFaith(Metric):
         files report it by row id). Histories may be None (no history); references are ignored.
         """
         documents, histories, responses, _ = check_columns(documents, histories, responses)
-        requests, spans, rows = [], [], []
+        requests, rows = [], []
         for i, (document, history, response) in enumerate(zip(documents, histories, responses)):
             _check_text(i, "document", document)
             _check_text(i, "response", response)
@@ -112,7 +117,6 @@ class PMIFaith(Metric):
                                  f"more than the model's context ({self.max_length})")
             row = {"tokens": self.tokenizer.convert_ids_to_tokens(target), "num_tokens": len(target),
                    "truncated_tokens": 0}
-            first = len(requests)
             for name, (with_document, with_history) in self.views.items():
                 context = self.template.context(
                     self.tokenizer,
@@ -122,19 +126,46 @@ class PMIFaith(Metric):
                 )
                 row["truncated_tokens"] = max(row["truncated_tokens"], context.truncated_tokens)
                 requests.append((context.ids, target))
-            spans.append(first)
             rows.append(row)
-        logprobs = self.scorer(requests, progress=_per_example(progress, len(self.views)))
-        for row, first in zip(rows, spans):
-            per_view = dict(zip(self.views, logprobs[first:first + len(self.views)]))
+        per_views = self._score(requests, len(rows), progress)
+        for row, per_view, (_, target) in zip(rows, per_views, requests[::len(self.views)]):
             for name, values in per_view.items():
+                values = values.logprobs
                 total = float(values.double().sum())
                 row[f"logp_{name}"] = total / len(values) if self.normalize == "mean" else total
             row["pmi"] = row["logp_doc_history"] - row["logp_history"]
             if "none" in per_view:
                 row["uncond_pmi"] = row["logp_doc"] - row["logp_none"]
-            row["token_pmi"] = (per_view["doc_history"] - per_view["history"]).tolist()
+            row["token_pmi"] = (per_view["doc_history"].logprobs - per_view["history"].logprobs).tolist()
+            if self.evidence:
+                tokens = token_evidence.per_token(target, per_view["doc_history"], per_view["history"])
+                row.update(token_evidence.aggregates(row["token_pmi"], **tokens), **tokens)
         return [_ordered(row) for row in rows]
+
+    def _score(self, requests: list, examples: int, progress) -> list[dict]:
+        """Per example, each view's :class:`~faithkit.scoring.TokenEvidence` (``requests`` hold the views in order).
+
+        With ``evidence`` the document views go first, keeping their top tokens, and the history views
+        second, also at those ids: (d, h) and (d) share the document, (h) and () the template's head, so
+        splitting the call by view loses no shared prefix.
+        """
+        names = list(self.views)
+        if not self.evidence:
+            flat = self.scorer.evidence(requests, progress=_per_example(progress, len(names)))
+            return [dict(zip(names, flat[i * len(names):(i + 1) * len(names)])) for i in range(examples)]
+        doc_names = [n for n in names if n not in COUNTERPART]
+        at = {name: [requests[i * len(names) + names.index(name)] for i in range(examples)] for name in names}
+        doc_requests = [at[name][i] for i in range(examples) for name in doc_names]
+        doc_flat = self.scorer.evidence(doc_requests, top_k=token_evidence.TOP_K)
+        per_views = [dict(zip(doc_names, doc_flat[i * len(doc_names):(i + 1) * len(doc_names)])) for i in range(examples)]
+        history_names = [n for n in names if n in COUNTERPART]
+        history_flat = self.scorer.evidence(
+            [at[name][i] for i in range(examples) for name in history_names],
+            extra_ids=[per_views[i][COUNTERPART[name]].top_ids.tolist() for i in range(examples) for name in history_names],
+            progress=_per_example(progress, len(history_names)))
+        for i, per_view in enumerate(per_views):
+            per_view.update(zip(history_names, history_flat[i * len(history_names):(i + 1) * len(history_names)]))
+        return [{name: per_view[name] for name in names} for per_view in per_views]
 
 
 def _ordered(row: dict) -> dict:

@@ -92,6 +92,11 @@ METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (
                ("model", *_LM_OPTIONS, "max_edits", "threshold"),
                summary="minimal-edit contrast: does the document make a response with a span swapped likelier",
                measures=(Measure("minimal_edit", "minimal_edit", "minimal-edit contrast (judge)"),)),
+    MetricSpec("faith-judge", _Lazy("judge", "FaithJudge"), ("faith_judge", "pmi"),
+               ("model", *_LM_OPTIONS, "max_length"),
+               summary="faithfulness judge: logistic regression on PMI-FAITH's token evidence and word overlap, "
+                       "fitted on BEGIN dev",
+               measures=(Measure("faith_judge", "faith_judge", "faithfulness judge"),)),
     MetricSpec("q2", _Lazy("q2", "Q2"), ("q2", "q2_no_nli"), ("preset", "qg_model", "qa_model", "nli_model", *_LM_OPTIONS),
                summary="Q²: question generation, answering and NLI over response spans",
                measures=(Measure("q2", "q2", "Q²"), Measure("q2_no_nli", "q2_no_nli", "Q² without NLI"))),

@@ -56,7 +56,9 @@ class SweepConfig:
     cells use ``num_beams``, ``sample`` and ``beam_sample`` ones ``temperature``, ``top_k`` and
     ``seed`` (every row draws from its own generator seeded by the seed and its id, so a resumed
     sweep draws what an uninterrupted one would). ``metrics``: any of the registry's metrics with
-    measures, e.g. ``pmi-faith`` (PMI-FAITH and fluency under ``judge``), ``q2`` (``q2_preset:
+    measures, e.g. ``faith-judge`` (the fitted faithfulness judge under ``judge``, the default
+    ``faithfulness``: unlike PMI-FAITH it does not simply reward copying the document),
+    ``pmi-faith`` (PMI-FAITH and fluency under ``judge``), ``q2`` (``q2_preset:
     offline`` for the offline models) and ``lexical`` (knowledge precision; BLEU and token F1
     against the gold response); the response form (words, empty, repeated) is always measured.
     The gold response is ``gold_column``, else a ``gold``/``reference`` column, else the input's
@@ -80,7 +82,7 @@ class SweepConfig:
     decoding: str = "greedy"
     generation: GenerationOptions = GenerationOptions(num_beams=4)
     limit: int | None = None
-    metrics: tuple[str, ...] = ("pmi-faith", "lexical")
+    metrics: tuple[str, ...] = ("faith-judge", "pmi-faith", "lexical")
     q2_preset: str | None = None
     gold_column: str | None = None
     document_column: str | None = None
@@ -88,7 +90,7 @@ class SweepConfig:
     id_column: str | None = None
     quoting: str | None = None
     split: str | None = None
-    faithfulness: str = "pmi_faith"
+    faithfulness: str | None = None
     relevance: str = "bleu"
     tolerance: float = 1.0
     fluency: str | None = None
@@ -113,8 +115,11 @@ class SweepConfig:
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
             raise ConfigError(f"--metrics {','.join(unknown)}: a sweep computes {', '.join(METRICS)}")
-        for option in ("faithfulness", "relevance", "fluency"):
-            measure = getattr(self, option)
+        if self.faithfulness_measure is None:
+            raise ConfigError("no faithfulness measure: add faith-judge or pmi-faith to --metrics, or name the "
+                              "measure with --faithfulness")
+        chosen = {"faithfulness": self.faithfulness_measure, "relevance": self.relevance, "fluency": self.fluency}
+        for option, measure in chosen.items():
             if measure is None:
                 continue
             if measure not in MEASURES:
@@ -140,6 +145,13 @@ class SweepConfig:
         if self.limit is not None and self.limit < 1:
             raise ConfigError(f"--limit {self.limit}: use at least 1, or leave it out for every row")
         return self
+
+    @property
+    def faithfulness_measure(self) -> str | None:
+        """The measure best.json maximises: ``faithfulness`` if set, else the judge's if measured, else PMI-FAITH's."""
+        if self.faithfulness:
+            return self.faithfulness
+        return "faith_judge" if "faith-judge" in self.metrics else "pmi_faith" if "pmi-faith" in self.metrics else None
 
     @property
     def fluency_measure(self) -> str | None:

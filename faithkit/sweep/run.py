@@ -89,7 +89,7 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     baseline = measured(config.baseline)
     parameters = list(dict.fromkeys(key for cell in cells for key in cell.strategy.parameters()))
     table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
-    best = choose_best(table, config.faithfulness, config.relevance, config.tolerance, config.fluency_measure,
+    best = choose_best(table, config.faithfulness_measure, config.relevance, config.tolerance, config.fluency_measure,
                        config.fluency_tolerance, config.significance)
     if current_process().is_main:
         write_csv(table, out / "sweep.csv")

@@ -102,7 +102,7 @@ def label(row: dict, parameters: Sequence[str]) -> str:
 def key_measures(config: SweepConfig) -> list[str]:
     """The measures a reader weighs a cell by, each shown with its p against the baseline and a significance mark:
     the faithfulness, relevance and fluency measures (the ones that are set)."""
-    return list(dict.fromkeys(m for m in (config.faithfulness, config.relevance, config.fluency_measure) if m))
+    return list(dict.fromkeys(m for m in (config.faithfulness_measure, config.relevance, config.fluency_measure) if m))
 
 
 def significance_mark(row: dict, baseline: dict, measure: str, level: float) -> str:
@@ -176,7 +176,7 @@ def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None
         values = [format_tested(row, baseline, m, level) if m in keys else format_interval(row, m) for m in measures]
         lines.append(f"| {shown_label(row, folded, parameters)} | " + " | ".join(values)
                      + f" | {status(row, best, folded)} |")
-    faith, relevance = config.faithfulness, config.relevance
+    faith, relevance = config.faithfulness_measure, config.relevance
     grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
     alphas = sorted({key[1] for key in grid if key[0] == config.decoding})
     top_ps = sorted({key[2] for key in grid if key[0] == config.decoding})
@@ -201,7 +201,7 @@ def best_sentence(best: dict, config: SweepConfig, parameters: Sequence[str]) ->
     """The pick, whether it is significantly more faithful than the baseline, its trade-offs, and the rule."""
     if not best.get("best"):
         return f"best: none: {best['rule']}"
-    chosen, baseline, faith = best["best"], best["baseline"], config.faithfulness
+    chosen, baseline, faith = best["best"], best["baseline"], config.faithfulness_measure
     verdict = "significantly" if best["significant"] else "not significantly"
     worse = trade_offs(chosen, baseline, config)
     costs = "" if chosen["cell"] == baseline["cell"] else \

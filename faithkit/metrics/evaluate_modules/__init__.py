@@ -7,7 +7,7 @@
     pmi.add_batch(documents=[...], histories=[[...]], responses=[...])
     pmi.compute()              # the same dict as PMIFaith(model="smollm2-135m").compute(...)
 
-Each folder (``pmi_faith/``, ``q2/``, ``e2e_nli/``, ``knowledge_precision/``) holds the module
+Each folder (``pmi_faith/``, ``faith_judge/``, ``q2/``, ``e2e_nli/``, ``knowledge_precision/``) holds the module
 ``evaluate.load`` imports, named after the folder, and a metric card, ``README.md``. The
 modules are thin: :class:`RegistryMetric` gives ``evaluate`` its inputs (as ``Features``) and
 the card's text, and hands the rows to the metric :mod:`faithkit.metrics.registry` builds, so
@@ -33,7 +33,7 @@ from ...errors import ConfigError
 from ..registry import check_options, load_metric
 
 FOLDER = Path(__file__).parent
-MODULES = {"pmi-faith": "pmi_faith", "q2": "q2", "e2e-nli": "e2e_nli", "knowledge-precision": "knowledge_precision"}
+MODULES = {"pmi-faith": "pmi_faith", "faith-judge": "faith_judge", "q2": "q2", "e2e-nli": "e2e_nli", "knowledge-precision": "knowledge_precision"}
 """An evaluate module's name (as the command line spells metrics) -> its folder here."""
 
 _COLUMNS = {"documents": datasets.Value("string"), "histories": datasets.List(datasets.Value("string")),
@@ -42,8 +42,8 @@ _EVALUATE_ARGUMENTS = set(inspect.signature(evaluate.EvaluationModule.__init__).
 
 
 def evaluate_path(name: str) -> str:
-    """The folder of faithkit's ``evaluate`` module ``name``: ``pmi-faith``, ``q2``, ``e2e-nli`` or
-    ``knowledge-precision``."""
+    """The folder of faithkit's ``evaluate`` module ``name``: ``pmi-faith``, ``faith-judge``, ``q2``, ``e2e-nli``
+    or ``knowledge-precision``."""
     if name not in MODULES:
         raise ConfigError(f"no evaluate module '{name}'; choose one of {', '.join(MODULES)}")
     return str(FOLDER / MODULES[name])

@@ -1,0 +1,145 @@
+"""The faithfulness judge (metric ``faith-judge``): an L2 logistic regression over a few signals, fitted on dev labels.
+
+No single signal is enough: knowledge precision counts copied words whether or not they say
+something true, PMI-FAITH's mean washes out the few tokens where the document wanted
+something else. The judge combines a handful of them (:data:`CANDIDATES` lists every one it
+may use; the shipped weights name the few they use) on standardised values::
+
+    faith_judge = sigmoid(b + sum_f w_f * (x_f - mean_f) / std_f)
+
+The weights, means and stds, the judge LM they were fitted with and what they were fitted on
+ship as ``judge_weights.json`` beside this module; ``benchmarks/judge_fit.py`` fits them
+(:func:`fit_logistic`, numpy/scipy only) from ``benchmarks/judge_features.py``'s cache, and
+docs/judge.md is the metric card. Signals from another judge LM are on other scales, so
+another ``model`` than the weights' gets a warning: refit on your labels (the same two scripts).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+from scipy import optimize
+
+from .base import Metric
+from .lexical import knowledge_precision, token_f1_overlap
+from .token_evidence import AGGREGATE_KEYS
+
+logger = logging.getLogger(__name__)
+
+WEIGHTS = Path(__file__).with_name("judge_weights.json")
+LM_SIGNALS = ("pmi", "uncond_pmi", "logp_doc_history", "logp_history", *AGGREGATE_KEYS)
+"""The signals PMI-FAITH with ``evidence=True`` gives under the judge LM."""
+CANDIDATES = (*LM_SIGNALS, "knowledge_precision", "overlap_f1", "log_words")
+"""Every signal a judge may use: the LM's, and three from the words alone."""
+
+
+def signals(row: dict, document: str, response: str) -> dict[str, float]:
+    """Every :data:`CANDIDATES` value of one response, from its PMI-FAITH row (with evidence) and its text.
+
+    A response without content words has no knowledge precision; it counts as 0 here (none of
+    its words is shown to come from the document), which is how BEGIN labels such generic replies.
+    """
+    precision = knowledge_precision(document, response)
+    values = {key: float(row[key]) for key in LM_SIGNALS if key in row}  # uncond_pmi: if its views ran
+    values.update(knowledge_precision=0.0 if precision is None else precision,
+                  overlap_f1=token_f1_overlap(document, response), log_words=math.log1p(len(response.split())))
+    return values
+
+
+@dataclass(frozen=True)
+class JudgeWeights:
+    """A fitted judge: feature names with their standardisation, coefficients, and where they come from."""
+
+    features: tuple[str, ...]
+    means: tuple[float, ...]
+    stds: tuple[float, ...]
+    coefficients: tuple[float, ...]
+    intercept: float
+    model: str
+    l2: float
+    fitted_on: str
+
+    @classmethod
+    def load(cls, path: str | Path = WEIGHTS) -> JudgeWeights:
+        data = json.loads(Path(path).read_text())
+        unknown = sorted(set(data["features"]) - set(CANDIDATES))
+        if unknown:
+            raise ValueError(f"{path}: unknown judge features {unknown}; known: {', '.join(CANDIDATES)}")
+        return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n")
+
+    def logit(self, values: dict[str, float]) -> float:
+        x = (np.array([values[f] for f in self.features]) - np.array(self.means)) / np.array(self.stds)
+        return float(self.intercept + x @ np.array(self.coefficients))
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
+    """Coefficients and intercept minimising mean log-loss + ``l2`` / 2 * |w|^2 (intercept not penalised).
+
+    ``x`` should be standardised (``l2`` then weighs every feature alike). L-BFGS on the exact gradient.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        z = x @ theta[1:] + theta[0]
+        value = np.mean(np.logaddexp(0, z) - y * z) + l2 / 2 * theta[1:] @ theta[1:]
+        residual = (1 / (1 + np.exp(-z)) - y) / len(y)
+        return value, np.concatenate([[residual.sum()], x.T @ residual + l2 * theta[1:]])
+
+    result = optimize.minimize(loss, np.zeros(x.shape[1] + 1), jac=True, method="L-BFGS-B")
+    return result.x[1:], float(result.x[0])
+
+
+def fit_judge(table: list[dict], labels, features, l2: float, model: str, fitted_on: str) -> JudgeWeights:
+    """:class:`JudgeWeights` fitted on ``table`` (one :func:`signals` dict per row) and 0/1 ``labels``."""
+    x = np.array([[row[f] for f in features] for row in table], dtype=float)
+    means, stds = x.mean(0), x.std(0)
+    stds[stds == 0] = 1.0
+    coefficients, intercept = fit_logistic((x - means) / stds, np.asarray(labels), l2)
+    return JudgeWeights(tuple(features), tuple(means.tolist()), tuple(stds.tolist()), tuple(coefficients.tolist()),
+                        intercept, model, l2, fitted_on)
+
+
+class FaithJudge(Metric):
+    """The fitted judge over PMI-FAITH's token-level evidence and word overlap; ``faith_judge`` in (0, 1).
+
+    ``model`` is the judge LM as for :class:`faithkit.metrics.PMIFaith` (the shipped weights were
+    fitted with ``smollm2-135m``: ``load_metric("faith-judge", model="smollm2-135m")`` runs offline).
+    Each row also carries PMI-FAITH's fields, the evidence (``token_js``, ...) and the signals used.
+    """
+
+    score_keys = ("faith_judge", "pmi")
+
+    def __init__(self, model="bigscience/bloom-560m", tokenizer=None, batch_size: int = 8, device=None,
+                 max_length: int | None = None, weights: str | Path = WEIGHTS, dtype=None):
+        from .pmi_faith import PMIFaith
+
+        self.weights = JudgeWeights.load(weights)
+        if model != self.weights.model:
+            logger.warning("faith-judge: its weights were fitted with judge LM %r, not %r; signals of another LM are "
+                           "on other scales, so refit them on your labels (see docs/judge.md)",
+                           self.weights.model, model if isinstance(model, str) else type(model).__name__)
+        self.pmi_faith = PMIFaith(model=model, tokenizer=tokenizer, batch_size=batch_size, device=device,
+                                  max_length=max_length, evidence=True, dtype=dtype,
+                                  unconditional="uncond_pmi" in self.weights.features)
+
+    def compute_rows(self, documents, histories, responses, references=None, progress=None) -> list[dict]:
+        """PMI-FAITH's rows (with evidence), each with ``faith_judge`` first and the ``signal_<name>`` values used."""
+        rows = self.pmi_faith.compute_rows(documents, histories, responses, progress=progress)
+        judged = []
+        for row, document, response in zip(rows, documents, responses):
+            values = signals(row, document, response)
+            logit = self.weights.logit(values)
+            judged.append({"faith_judge": 0.5 * (1 + math.tanh(logit / 2)), **row,  # sigmoid, without overflow
+                           **{f"signal_{name}": values[name] for name in self.weights.features}})
+        return judged
+
+
+__all__ = ["CANDIDATES", "FaithJudge", "JudgeWeights", "fit_judge", "fit_logistic", "signals"]
