@@ -105,7 +105,12 @@ class SweepConfig:
         for name in ("alpha", "top_p"):
             if getattr(self, name) is not None and not getattr(self, name):
                 raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one value, or leave it out")
-        self.generation.validate(searches=sorted({cell.search for cell in self.cells()}))
+        from ..reranking import check_judge
+
+        cells = self.cells()
+        self.generation.validate(searches=sorted({search for cell in cells for search in cell.option_searches}))
+        for cell in cells:
+            check_judge(cell.strategy)
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
             raise ConfigError(f"--metrics {','.join(unknown)}: a sweep computes {', '.join(METRICS)}")

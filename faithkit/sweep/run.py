@@ -193,12 +193,13 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
         todo = [(batch, pending) for batch, pending in todo if pending][process.rank::process.world]
         if todo:
             model, tokenizer = _load_generator(config)
+            judges = _rerank_judges(config, model, tokenizer)
         for number, (batch, pending) in enumerate(todo, start=1):
             started = time.monotonic()
-            sampled = any(cell.search in ("sample", "beam_sample") for cell in pending)
+            sampled = any(cell.sampled for cell in pending)
             kwargs = config.generation.grid_kwargs(model, tokenizer, ids=[c.id for c in batch], sampled=sampled)
             grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch], pending,
-                             **kwargs)
+                             judge=judges, **kwargs)
             for index, positions, texts in grid:
                 cell = pending[index]
                 for position, text in zip(positions, texts):
@@ -217,6 +218,14 @@ def _load_generator(config: SweepConfig):
     from .. import models
 
     return models.load(config.generator, kind=models.model_kind(config.generator), device=config.device)
+
+
+def _rerank_judges(config: SweepConfig, model, tokenizer):
+    """The rerank cells' judges: the generator (PMI-FAITH) in the layout it decodes with, or registered metrics."""
+    from ..reranking import Judges
+
+    return Judges(model, tokenizer, config.generation.template(model, tokenizer),
+                  batch_size=config.generation.batch_size, device=config.device)
 
 
 def metric_options(config: SweepConfig, spec) -> dict:
