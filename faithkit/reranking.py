@@ -140,7 +140,8 @@ class CandidatesJob:
 
         missing = [row.id for row in rows if row.id not in self.candidates]
         if missing:
-            raise ValueError(f"row {missing[0]}: no candidates for this id in --candidates")
+            raise ValueError("no candidates for this id in --candidates; add a record {\"id\": ..., \"responses\": "
+                             "[...]} for it")
         model, tokenizer, judges = self._load()
         records = [self.candidates[row.id] for row in rows]
         unknown = [i for i, record in enumerate(records) if "greedy" not in record]

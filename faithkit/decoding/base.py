@@ -28,7 +28,7 @@ class Sampling(NamedTuple):
     generators: list | None = None
 
 
-def format_value(value) -> str:
+def parameter_text(value) -> str:
     """A parameter as labels and flags show it: numbers in their shortest form (``0.25``, ``8``), text as is."""
     return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
@@ -62,7 +62,7 @@ class Strategy:
     def label(self) -> str:
         """A short readable name for cells and files: ``plain``, ``pmi_a0.25_p0.6``, ``cad_a1``, ``adacad``."""
         short = {"alpha": "a", "top_p": "p"}
-        return "_".join([self.name] + [f"{short.get(key, key)}{format_value(value)}"
+        return "_".join([self.name] + [f"{short.get(key, key)}{parameter_text(value)}"
                                        for key, value in self.parameters().items()])
 
     def check_search(self, search: str) -> None:

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from ..errors import ConfigError
-from .base import Plain, Sampling, Strategy, format_value
+from .base import Plain, Sampling, Strategy, parameter_text
 from .cad import CAD, AdaCAD
 from .options import base_type, flag, from_mapping, range_text
 from .pmi_decode import PMI
@@ -81,7 +81,7 @@ def add_parameter_flags(group) -> None:
     """One command-line flag per strategy parameter (``--alpha``, ``--top-p``); unset, each strategy's default applies."""
     for name, owners in parameter_fields().items():
         described = "; ".join(f"{cls.name}: {item.metadata['help']}{', ' + range_text(item) if range_text(item) else ''}"
-                              f" (default {format_value(item.default)})" for cls, item in owners)
+                              f" (default {parameter_text(item.default)})" for cls, item in owners)
         numeric = base_type(typing.get_type_hints(owners[0][0])[name]) in (int, float)
         group.add_argument(f"--{flag(name)}", type=float if numeric else str, default=None, metavar=name.upper(),
                            help=described)

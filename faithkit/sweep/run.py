@@ -200,16 +200,20 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
             kwargs = config.generation.grid_kwargs(model, tokenizer, ids=[c.id for c in batch], sampled=sampled)
             grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch], pending,
                              judge=judges, **kwargs)
+            seconds = {}  # per cell: the time from the previous cell's yield (cells that share a decode: ~0)
+            last = time.monotonic()
             for index, positions, texts in grid:
                 cell = pending[index]
+                seconds[cell.label], last = time.monotonic() - last, time.monotonic()
                 for position, text in zip(positions, texts):
                     context = batch[position]
                     if context.id not in shared.done[cell]:
                         shared.writers[cell].write({"id": context.id, "document": context.document,
                                                     "history": list(context.history), "gold": context.gold,
                                                     "response": text, DIGEST_KEY: expected[context.id]})
-            logger.info("generate: batch %d/%d (%d contexts x %d cells) in %.0f s", number, len(todo), len(batch),
-                        len(pending), time.monotonic() - started)
+            logger.info("generate: batch %d/%d (%d contexts x %d cells) in %.0f s (%s)", number, len(todo),
+                        len(batch), len(pending), time.monotonic() - started,
+                        ", ".join(f"{label} {value:.1f} s" for label, value in seconds.items()))
     wanted = {c.id for c in contexts}
     return {cell: {r["id"]: r["response"] for r in read_results(paths[cell]) if r["id"] in wanted} for cell in cells}
 

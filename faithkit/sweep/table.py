@@ -21,10 +21,13 @@ from ..eval.stats import bootstrap_interval, paired_permutation_test
 from ..metrics.corpus import AGGREGATES
 from ..metrics.registry import MEASURES, Measure
 from ..decoding import Cell
+from ..decoding.base import parameter_text
 from .config import ALWAYS, SweepConfig, decoded_by
 
 SEED = 0
 """Seed of every interval and test: a rerun reports the same numbers."""
+PARAMETER_COLUMNS = {"n": "candidates"}
+"""Columns of strategy parameters whose own name the table uses already (``n``: the contexts measured)."""
 
 
 def active_measures(config: SweepConfig) -> list[tuple[str, Measure]]:
@@ -46,7 +49,7 @@ def cell_row(config: SweepConfig, cell: Cell, parameters: Sequence[str], measure
     cell whose decode it shares (``decodes_as``, None for its own)."""
     values = cell.strategy.parameters()
     row = {"cell": cell.label, "strategy": cell.strategy.name, "decoding": cell.search,
-           **{key: values.get(key) for key in parameters}, "n": None}
+           **{PARAMETER_COLUMNS.get(key, key): values.get(key) for key in parameters}, "n": None}
     for _, measure in active_measures(config):
         mine, theirs = measured.get(measure.name), baseline.get(measure.name)
         finish = AGGREGATES[measure.aggregate].finish
@@ -94,7 +97,7 @@ def format_interval(row: dict, measure: str) -> str:
 
 def label(row: dict, parameters: Sequence[str]) -> str:
     """A cell as people read it: ``pmi greedy alpha=0.25 top_p=0.6``."""
-    values = [f"{key}={row[key]:g}" for key in parameters if row.get(key) is not None]
+    values = [f"{key}={parameter_text(row[key])}" for key in parameters if row.get(key) is not None]
     return " ".join([row["strategy"], row["decoding"], *values])
 
 
