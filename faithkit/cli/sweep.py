@@ -52,6 +52,8 @@ def register(subparsers) -> None:
     grid = parser.add_argument_group("grid and decoding")
     grid.add_argument("--strategies", help="comma-separated strategies, each over its default grid, e.g. plain,pmi "
                                            "(default pmi; a config's 'strategies:' gives each its own grid)")
+    grid.add_argument("--chosen", help="comma-separated best.json files of earlier sweeps: each one's chosen cell "
+                                       "joins the strategies (choose on dev rows, decode other rows)")
     pmi_grid = default_grid(PMI)
     grid.add_argument("--alpha", help="PMI-DECODE weights, comma-separated (default "
                                       f"{','.join(f'{v:g}' for v in pmi_grid['alpha'])})")

@@ -36,7 +36,7 @@ from ..errors import InputError
 from ..jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
 from ..metrics.registry import METRICS, get_spec
 from .config import ALWAYS, SweepConfig, decoded_by
-from .table import active_measures, cell_row, choose_best, markdown_table, statistics, write_csv
+from .table import active_measures, best_by_strategy, cell_row, choose_best, markdown_table, statistics, write_csv
 
 logger = logging.getLogger(__name__)
 
@@ -89,8 +89,10 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     baseline = measured(config.baseline)
     parameters = list(dict.fromkeys(key for cell in cells for key in cell.strategy.parameters()))
     table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
-    best = choose_best(table, config.faithfulness, config.relevance, config.tolerance, config.fluency_measure,
-                       config.fluency_tolerance, config.significance)
+    rule = {"faithfulness": config.faithfulness, "relevance": config.relevance, "tolerance": config.tolerance,
+            "fluency": config.fluency_measure, "fluency_tolerance": config.fluency_tolerance,
+            "significance": config.significance}
+    best = {**choose_best(table, **rule), "by_strategy": best_by_strategy(table, **rule)}
     if current_process().is_main:
         write_csv(table, out / "sweep.csv")
         (out / "best.json").write_text(json.dumps(best, indent=2) + "\n", encoding="utf-8")
