@@ -30,7 +30,12 @@ import time
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
-from transformers import BartConfig, BartForConditionalGeneration, LlamaConfig, LlamaForCausalLM
+from transformers import (
+    BartConfig,
+    BartForConditionalGeneration,
+    LlamaConfig,
+    LlamaForCausalLM,
+)
 
 from faithkit.decoding import PMIDecode
 from faithkit.decoding.strategies import CAD, PMI, AdaCAD, Plain

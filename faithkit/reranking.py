@@ -16,7 +16,7 @@ greedy response from the file's ``greedy`` field or else from the generator, and
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from .data import Row
 from .decoding.rerank import Rerank, rerank

@@ -5,7 +5,13 @@ from __future__ import annotations
 import logging
 
 from ..paths import PathArg
-from .options import add_input_columns, add_job_options, columns_from_args, job_options, refuse_writing_inputs
+from .options import (
+    add_input_columns,
+    add_job_options,
+    columns_from_args,
+    job_options,
+    refuse_writing_inputs,
+)
 
 logger = logging.getLogger(__name__)
 

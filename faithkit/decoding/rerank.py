@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, ClassVar, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import ClassVar, NamedTuple
 
 from ..errors import ConfigError
 from .base import Sampling, Strategy

@@ -92,8 +92,19 @@ def test_a_row_without_candidates_gets_its_error_and_a_bad_file_one_line(faithki
     run = faithkit("rerank", "--model", model_folder, "--input", files["rows"], "--candidates", bad,
                    "--output", tmp_path / "never.jsonl")
     assert run.code == 2 and run.error_lines == [
-        f'error: {bad}, line 1: a candidates record is {{"id": ..., "responses": [text, ...]}}; got '
-        '{"id": "r0", "responses": "Apples grow."}']
+        (f'error: {bad}, line 1: a candidates record is {{"id": ..., "responses": [text, ...]}}; got '
+         '{"id": "r0", "responses": "Apples grow."}')]
     run = faithkit("rerank", "--model", model_folder, "--input", files["rows"], "--candidates", partial,
                    "--output", tmp_path / "never.jsonl", "--judge", "nonsense")
     assert run.code == 2 and run.error_lines[0].startswith("error: rerank: --judge nonsense: unknown metric")
+
+
+def test_generate_with_the_rerank_strategy_picks_the_same(faithkit, model_folder, files, tmp_path):
+    output = tmp_path / "generated.jsonl"
+    run = faithkit("generate", "--model", model_folder, "--input", files["rows"], "--output", output,
+                   "--strategy", "rerank", "--n", "3", "--search", "beam", "--fluency-tolerance", "2", *NEW_TOKENS)
+    assert run.code == 0, run.err
+    assert [r["response"] for r in read_results(output)] == files["picks"]
+    run = faithkit("generate", "--model", model_folder, "--input", files["rows"], "--output", output,
+                   "--strategy", "rerank", "--search", "nucleus")
+    assert run.code == 2 and run.error_lines == ["error: rerank: --search 'nucleus' is unknown; choose one of sample, beam"]
