@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from .data import Row
 from .decoding.rerank import Rerank, rerank
-from .errors import InputError
+from .errors import ConfigError, InputError
 from .metrics.registry import get_spec, load_metric
 
 FLUENCY_KEY = "logp_history"
@@ -73,8 +73,6 @@ class Judges:
 
 def check_judge(strategy) -> None:
     """A :class:`~faithkit.errors.ConfigError` naming the fix when a rerank strategy's judge is no registered metric."""
-    from .errors import ConfigError
-
     if isinstance(strategy, Rerank):
         try:
             get_spec(strategy.judge)

@@ -120,3 +120,19 @@ def test_rerank_cells_share_candidates_and_the_greedy_decode_in_a_grid(tiny_gpt2
     alone = [generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, strategy=s, **kwargs) for s in (strict, loose)]
     assert reranked == alone
     assert plain != reranked[1]  # the loose bound lets the judge move off greedy
+
+
+def test_training_hooks_decode_rerank_as_generate_does(tiny_gpt2, gpt2_tokenizer):
+    from faithkit.data import Row
+    from faithkit.train.hooks import GenerationHook
+
+    rows = [Row(id=f"r{i}", document=d, history=list(h), response="Yes.") for i, (d, h) in
+            enumerate(zip(DOCUMENTS, HISTORIES))]
+    decoders = {"plain": "plain", "rerank": Rerank(n=2, fluency_tolerance=50.0)}
+    hook = GenerationHook(rows, load_metrics=dict, decoders={k: strategy_from_dict(v) for k, v in decoders.items()},
+                          max_new_tokens=3, batch_size=2, max_context_tokens=64)
+    _, responses = hook(tiny_gpt2, gpt2_tokenizer)
+    expected = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, strategy=decoders["rerank"],
+                        judge=Judges(tiny_gpt2, gpt2_tokenizer), seeds=[row_seed(0, row.id) for row in rows],
+                        max_new_tokens=3, batch_size=2, max_context_tokens=64)
+    assert responses["rerank"] == expected
