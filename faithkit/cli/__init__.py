@@ -25,7 +25,7 @@ from .. import __version__
 from ..errors import FaithkitError
 from .options import is_main_process
 
-COMMANDS = ("score", "generate", "sweep", "meta_eval", "explain", "data", "train", "annotate", "launch")
+COMMANDS = ("score", "generate", "rerank", "sweep", "meta_eval", "explain", "data", "train", "annotate", "launch")
 """Modules of this package, one per command, in the order ``--help`` lists them."""
 
 

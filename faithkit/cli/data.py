@@ -31,6 +31,10 @@ def register(subparsers) -> None:
                         help="where to write the rows (a file, or a folder for arrow)")
     export.add_argument("--format", choices=EXPORT_FORMATS, default="jsonl",
                         help="jsonl (default), parquet (one file) or arrow (a save_to_disk folder)")
+    export.add_argument("--half", choices=["dev", "test"],
+                        help="keep one half of the split's conversations (chosen by a hash of the conversation id: "
+                             "the same in every run, and the halves share no conversation), to choose settings on "
+                             "dev and report on test")
     export.set_defaults(run=run_export)
 
 
@@ -41,6 +45,6 @@ def run_export(args) -> int:
     if args.history_turns < 0:
         raise ConfigError(f"--history-turns must be 0 or more, got {args.history_turns}")
     summary = export_corpus(args.name, args.split, args.output, path=args.path, history_turns=args.history_turns,
-                            file_format=args.format)
+                            file_format=args.format, half=args.half)
     print(to_json(summary))
     return 0

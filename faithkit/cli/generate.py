@@ -13,11 +13,11 @@ logger = logging.getLogger(__name__)
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "generate", help="generate responses with a decoding strategy (PMI-DECODE, CAD, AdaCAD, plain)",
+        "generate", help="generate responses with a decoding strategy (PMI-DECODE, CAD, AdaCAD, rerank, plain)",
         description="Generate a response for each (document, history) row of a rows file (JSONL, CSV, TSV, "
                     "Parquet, a dataset) with a decoding "
-                    "strategy: --strategy pmi (PMI-DECODE, the default), cad, adacad or plain, each with its own "
-                    "parameters (--alpha, --top-p). "
+                    "strategy: --strategy pmi (PMI-DECODE, the default), cad, adacad, rerank or plain, each with its "
+                    "own parameters (--alpha, --top-p; rerank: --n, --search, --judge, --fluency-tolerance). "
                     "Each output record keeps the row's id, document and history, its reference response as "
                     "'gold' (a gold/reference column, else the input's response column) and the generated "
                     "'response', so the file feeds 'faithkit score' directly. Rerunning the same command "
@@ -77,9 +77,12 @@ def decoding_from_args(args):
     from dataclasses import fields
 
     from ..decoding.options import GenerationOptions
-    from ..decoding.strategies import strategy_from_args
+    from ..decoding.strategies import Cell, strategy_from_args
+    from ..reranking import check_judge
 
     strategy = strategy_from_args(args.strategy, args)
-    options = GenerationOptions(**{f.name: getattr(args, f.name) for f in fields(GenerationOptions)}).validate()
+    check_judge(strategy)
+    options = GenerationOptions(**{f.name: getattr(args, f.name) for f in fields(GenerationOptions)})
+    options.validate(searches=Cell(strategy, options.search).option_searches)
     strategy.check_search(options.search)
     return strategy, options

@@ -60,6 +60,8 @@ def register(subparsers) -> None:
                                            "parameters written, e.g. plain,pmi,cad:alpha=1,pmi:alpha=0.5,top_p=0.9 "
                                            f"(default pmi), of {written_forms()}; a config's 'strategies:' gives "
                                            "each its own grid")
+    grid.add_argument("--chosen", help="comma-separated best.json files of earlier sweeps: each one's chosen cell "
+                                       "joins the strategies (choose on dev rows, decode other rows)")
     pmi_grid = default_grid(PMI)
     grid.add_argument("--alpha", help="PMI-DECODE weights, comma-separated (default "
                                       f"{','.join(f'{v:g}' for v in pmi_grid['alpha'])})")

@@ -28,6 +28,11 @@ class Sampling(NamedTuple):
     generators: list | None = None
 
 
+def parameter_text(value) -> str:
+    """A parameter as labels and flags show it: numbers in their shortest form (``0.25``, ``8``), text as is."""
+    return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+
 def sampling_kwargs(sampling: Sampling | None) -> dict:
     return {} if sampling is None else {"do_sample": True, **sampling._asdict()}
 
@@ -57,7 +62,8 @@ class Strategy:
     def label(self) -> str:
         """A short readable name for cells and files: ``plain``, ``pmi_a0.25_p0.6``, ``cad_a1``, ``adacad``."""
         short = {"alpha": "a", "top_p": "p"}
-        return "_".join([self.name] + [f"{short.get(key, key)}{value:g}" for key, value in self.parameters().items()])
+        return "_".join([self.name] + [f"{short.get(key, key)}{parameter_text(value)}"
+                                       for key, value in self.parameters().items()])
 
     def check_search(self, search: str) -> None:
         """Raise :class:`ConfigError` if this strategy cannot decode with ``search``."""
@@ -72,6 +78,10 @@ class Strategy:
     def decodes_as_plain(self, search: str) -> bool:
         """True when this strategy's tokens are plain decoding's under ``search`` (so one decode serves both)."""
         return False
+
+    def sampled(self, search: str) -> bool:
+        """True when decoding under ``search`` draws at random (so it needs the rows' seeds)."""
+        return search in ("sample", "beam_sample")
 
     def decode_key(self, search: str) -> tuple:
         """Equal for cells that decode identically: run one of them, report it under each name."""

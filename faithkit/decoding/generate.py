@@ -20,6 +20,7 @@ from .. import models
 from ..errors import ConfigError
 from ..prompts import PromptTemplate
 from .options import GenerationOptions, default_template, search_of
+from .rerank import Judge, Rerank, candidate_seeds, rerank
 from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, strategy_from_dict
 from .two_view import FiniteLogits
 
@@ -263,6 +264,7 @@ def generate(
     batch_size: int = 8,
     max_context_tokens: int | None = None,
     seeds: Sequence[int] | None = None,
+    judge: Judge | None = None,
     **generate_kwargs,
 ) -> list:
     """Responses of one strategy for (document, history) contexts: one string each, or a list with ``num_return_sequences>1``.
@@ -275,14 +277,15 @@ def generate(
     a time, and their prompts prefilled once without padding (:func:`prompt_cache`). When
     sampling, ``seeds`` (one per context, e.g. :func:`faithkit.decoding.row_seed` of the row
     ids) give every context its own generator, so its response does not depend on the batch
-    it is in; without them, draws come from torch's global RNG. The pre-strategy keywords
+    it is in; without them, draws come from torch's global RNG. The ``rerank`` strategy needs
+    a ``judge`` (:class:`faithkit.reranking.Judges`). The pre-strategy keywords
     ``alpha=``/``top_p=`` still mean ``PMI(alpha, top_p)``, with a DeprecationWarning.
     """
     strategy = _pmi_of_old_keywords(strategy, generate_kwargs)
     search = search_of(generate_kwargs.get("num_beams", 1), generate_kwargs.pop("do_sample", False))
     return generate_grid(model, tokenizer, documents, histories, [Cell(strategy_from_dict(strategy), search)],
                          template=template, batch_size=batch_size, max_context_tokens=max_context_tokens,
-                         seeds=seeds, **generate_kwargs)[0]
+                         seeds=seeds, judge=judge, **generate_kwargs)[0]
 
 
 def _pmi_of_old_keywords(strategy, generate_kwargs: dict):
@@ -334,6 +337,7 @@ def iter_grid(
     num_return_sequences: int = 1,
     temperature: float | None = None,
     top_k: int | None = None,
+    judge: Judge | None = None,
     **generate_kwargs,
 ) -> Iterator[tuple[int, list[int], list]]:
     """Yield ``(cell index, context indices, responses)`` as each cell finishes each batch of contexts.
@@ -345,12 +349,17 @@ def iter_grid(
     as :func:`generate` makes them (:func:`length_order`, ``batch_size`` contexts); each
     batch's prompts are prepared once for all cells (:class:`PreparedBatch`), and cells with
     the same :meth:`~Cell.decode_key` (PMI-DECODE at alpha 0 is plain greedy, …) are decoded
-    once and yielded under each index. Other ``generate_kwargs`` go to ``model.generate``.
+    once and yielded under each index. Rerank cells (:mod:`~faithkit.decoding.rerank`) take the
+    plain greedy decode and their candidates' decode (shared by rerank cells that draw the same
+    candidates), then one ``judge`` call per cell and batch. Other ``generate_kwargs`` go to
+    ``model.generate``.
     """
     cells = [as_cell(cell) for cell in cells]  # bad cells fail before any batch runs
     if len(documents) != len(histories):
         raise ValueError(f"documents and histories must have the same length, got {len(documents)} and {len(histories)}")
-    sampled = any(cell.search in ("sample", "beam_sample") for cell in cells)
+    if judge is None and any(isinstance(cell.strategy, Rerank) for cell in cells):
+        raise ValueError("rerank cells need a judge: pass judge=faithkit.reranking.Judges(model, tokenizer)")
+    sampled = any(cell.sampled for cell in cells)
     if seeds is not None and not sampled:
         raise ValueError("seeds apply to sampling only; pass do_sample=True as well, or no seeds")
     if seeds is not None and len(seeds) != len(documents):
@@ -368,16 +377,12 @@ def iter_grid(
                          "names its search: Cell(strategy, 'sample'))")
     GenerationOptions(num_beams=num_beams, num_return_sequences=num_return_sequences, temperature=temperature,
                       top_k=top_k, batch_size=batch_size, max_context_tokens=max_context_tokens,
-                      ).validate([cell.search for cell in cells])
+                      ).validate([search for cell in cells for search in cell.option_searches])
     extra = list(generate_kwargs.pop("logits_processor", None) or [])
     config = model.generation_config
     temperature = temperature or config.temperature or 1.0
     top_k = (top_k if top_k is not None else config.top_k) or None
-    runs = {}  # decode key -> how to run it (cells that decode as plain run as plain: one view)
-    for cell in cells:
-        if cell.decode_key not in runs:
-            decoded = Cell(Plain(), cell.search) if cell.strategy.decodes_as_plain(cell.search) else cell
-            runs[cell.decode_key] = _cell_run(decoded, num_beams, num_return_sequences, temperature, top_k)
+    runs = _runs(cells, num_beams, num_return_sequences, temperature, top_k)
     template = template or default_template(model, tokenizer)
     generate_kwargs = {"pad_token_id": pad_token_id(tokenizer), **generate_kwargs}
     max_new_tokens = generate_kwargs.get("max_new_tokens") or config.max_new_tokens or 0
@@ -390,15 +395,25 @@ def iter_grid(
                               template, max_context_tokens, max_new_tokens, views=views)
         batch = PreparedBatch(model, inputs, views)
         done = {}
-        for index, cell in enumerate(cells):
-            key = cell.decode_key
+
+        def decoded(key):
             if key not in done:
                 run = runs[key]
                 cell_seeds = None if seeds is None or not run.sampled else [seeds[i] for i in chunk]
                 outputs = _decode(model, batch, run, cell_seeds, extra, generate_kwargs)
-                done[key] = decode_responses(model, tokenizer, outputs, batch.rows(run.views), num_return_sequences,
-                                             template, views=run.views)
-            yield index, chunk, done[key]
+                done[key] = decode_responses(model, tokenizer, outputs, batch.rows(run.views),
+                                             run.kwargs["num_return_sequences"], template, views=run.views)
+            return done[key]
+
+        for index, cell in enumerate(cells):
+            if isinstance(cell.strategy, Rerank) and cell.decode_key not in done:
+                choices = rerank(cell.strategy, judge, [documents[i] for i in chunk], [histories[i] for i in chunk],
+                                 decoded(_GREEDY.decode_key), decoded(cell.strategy.candidates_key()))
+                done[cell.decode_key] = [choice.response for choice in choices]
+            yield index, chunk, decoded(cell.decode_key)
+
+
+_GREEDY = Cell(Plain(), "greedy")
 
 
 class _CellRun(NamedTuple):
@@ -410,6 +425,24 @@ class _CellRun(NamedTuple):
     kwargs: dict
     sampled: bool
     sampling: Sampling | None  # when the processors draw the token themselves
+    own_seeds: bool = False  # every copy from its own generator (rerank candidates), not in turn from its context's
+
+
+def _runs(cells: list[Cell], num_beams: int, num_return_sequences: int, temperature: float,
+          top_k: int | None) -> dict:
+    """Decode key -> how to run it. Cells that decode as plain run as plain (one view); a rerank cell needs plain
+    greedy and its candidates: plain sampling with n returns, each from its own seed, or beam search with n beams."""
+    runs = {}
+    for cell in cells:
+        strategy = cell.strategy
+        if isinstance(strategy, Rerank):
+            runs.setdefault(_GREEDY.decode_key, _cell_run(_GREEDY, num_beams, 1, temperature, top_k))
+            run = _cell_run(Cell(Plain(), strategy.search), strategy.n, strategy.n, temperature, top_k)
+            runs.setdefault(strategy.candidates_key(), run._replace(own_seeds=True))
+        elif cell.decode_key not in runs:
+            decoded = Cell(Plain(), cell.search) if strategy.decodes_as_plain(cell.search) else cell
+            runs[cell.decode_key] = _cell_run(decoded, num_beams, num_return_sequences, temperature, top_k)
+    return runs
 
 
 def _cell_run(cell: Cell, num_beams: int, num_return_sequences: int, temperature: float, top_k: int | None):
@@ -441,10 +474,13 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
     if run.cell.search == "beam_sample" and seeds is not None:
         return _beam_sample_per_context(model, kwargs, run, seeds, extra, generate_kwargs)
     sampling = run.sampling
-    if sampling is not None and seeds is not None:  # copies of a context draw in turn from its generator
-        device = models.input_device(model)
-        generators = [torch.Generator(device).manual_seed(int(seed)) for seed in seeds for _ in range(returns)]
-        sampling = sampling._replace(generators=generators)
+    if sampling is not None and seeds is not None:
+        if run.own_seeds:
+            copy_seeds = [own for seed in seeds for own in candidate_seeds(int(seed), returns)]
+        else:  # copies of a context draw in turn from its generator
+            copy_seeds = [int(seed) for seed in seeds for _ in range(returns)]
+        generators = {seed: torch.Generator(models.input_device(model)).manual_seed(seed) for seed in dict.fromkeys(copy_seeds)}
+        sampling = sampling._replace(generators=[generators[seed] for seed in copy_seeds])
     if sampling is not None and strategy.views == 1 and seeds is None:
         processors = []  # plain sampling from the global RNG: transformers' own
         search_kwargs = {**run.kwargs, **_generate_warpers(sampling.temperature, sampling.top_k)}

@@ -308,9 +308,9 @@ class GenerationOptions:
                            if getattr(self, name) is not None})
         return kwargs
 
-    def generate_kwargs(self, model, tokenizer, ids: Sequence | None = None) -> dict:
+    def generate_kwargs(self, model, tokenizer, ids: Sequence | None = None, sampled: bool | None = None) -> dict:
         """Keyword arguments of :func:`~faithkit.decoding.generate`: :meth:`grid_kwargs` and ``do_sample``."""
-        return {**self.grid_kwargs(model, tokenizer, ids), "do_sample": self.do_sample}
+        return {**self.grid_kwargs(model, tokenizer, ids, sampled), "do_sample": self.do_sample}
 
     def fingerprint(self) -> dict:
         """What the responses depend on: every option but ``batch_size`` (batching changes no text)."""

@@ -1,4 +1,4 @@
-"""Decoding strategies: one seam for plain decoding, PMI-DECODE, CAD and AdaCAD.
+"""Decoding strategies: one seam for plain decoding, PMI-DECODE, CAD, AdaCAD and reranking.
 
 A strategy (:class:`~faithkit.decoding.base.Strategy`) is a frozen dataclass of its
 parameters plus what :func:`~faithkit.decoding.generate.iter_grid` needs to run it.
@@ -19,21 +19,23 @@ scores are ``log P(y|d,h) - w log P(y|h)`` up to a positive factor.
 from __future__ import annotations
 
 import dataclasses
+import typing
 from collections.abc import Mapping
 from typing import NamedTuple
 
 from ..errors import ConfigError
 from ..numbers import finite_float
-from .base import Plain, Sampling, Strategy
+from .base import Plain, Sampling, Strategy, parameter_text
 from .cad import CAD, AdaCAD
-from .options import flag, from_mapping, range_text
+from .options import base_type, flag, from_mapping, range_text
 from .pmi_decode import PMI
+from .rerank import Rerank
 
-__all__ = ["CAD", "PMI", "STRATEGIES", "STRATEGY_NAMES", "AdaCAD", "Cell", "Plain", "Sampling", "Strategy",
+__all__ = ["CAD", "PMI", "STRATEGIES", "STRATEGY_NAMES", "AdaCAD", "Cell", "Plain", "Rerank", "Sampling", "Strategy",
            "add_parameter_flags", "as_cell", "get_strategy", "parameter_fields", "strategy_from_args",
            "strategy_from_dict", "strategy_from_text", "written_forms"]
 
-STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Plain, PMI, CAD, AdaCAD)}
+STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Plain, PMI, CAD, AdaCAD, Rerank)}
 STRATEGY_NAMES = tuple(STRATEGIES)
 
 
@@ -116,9 +118,11 @@ def parameter_fields() -> dict[str, list[tuple[type[Strategy], dataclasses.Field
 def add_parameter_flags(group) -> None:
     """One command-line flag per strategy parameter (``--alpha``, ``--top-p``); unset, each strategy's default applies."""
     for name, owners in parameter_fields().items():
-        described = "; ".join(f"{cls.name}: {item.metadata['help']}, {range_text(item)} (default {item.default:g})"
-                              for cls, item in owners)
-        group.add_argument(f"--{flag(name)}", type=finite_float, default=None, metavar=name.upper(), help=described)
+        described = "; ".join(f"{cls.name}: {item.metadata['help']}{', ' + range_text(item) if range_text(item) else ''}"
+                              f" (default {parameter_text(item.default)})" for cls, item in owners)
+        numeric = base_type(typing.get_type_hints(owners[0][0])[name]) in (int, float)
+        group.add_argument(f"--{flag(name)}", type=finite_float if numeric else str, default=None, metavar=name.upper(),
+                           help=described)
 
 
 def strategy_from_args(name: str, args) -> Strategy:
@@ -147,6 +151,16 @@ class Cell(NamedTuple):
     @property
     def decode_key(self) -> tuple:
         return self.strategy.decode_key(self.search)
+
+    @property
+    def sampled(self) -> bool:
+        """Whether this cell draws at random (its rows need their seeds)."""
+        return self.strategy.sampled(self.search)
+
+    @property
+    def option_searches(self) -> tuple[str, ...]:
+        """The searches whose generation options apply to this cell (its own, and sampling when it samples)."""
+        return (self.search, "sample") if self.sampled and self.search != "sample" else (self.search,)
 
     def check(self) -> Cell:
         self.strategy.check_search(self.search)

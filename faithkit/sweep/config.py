@@ -32,6 +32,8 @@ GENERATION = ("num_beams", "temperature", "top_k", "seed", "max_new_tokens", "ba
 """The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags (each cell names its search)."""
 STRATEGY_KEYS = ("name", "decoding")
 """The keys of a ``strategies`` entry besides the strategy's own parameters."""
+PARAMETER_COLUMNS = {"n": "candidates"}
+"""Table columns of strategy parameters whose own name the table uses already (``n``: the contexts measured)."""
 
 
 def decoded_by(cell: Cell) -> Cell:
@@ -50,6 +52,9 @@ class SweepConfig:
     sweep's ``decoding``. ``alpha`` / ``top_p`` (the ``--alpha/--top-p`` flags) set the PMI-DECODE
     grid, and alone they are the sweep (PMI-DECODE over alpha x top_p, as in the paper's Table 5).
     Plain decoding with the sweep's ``decoding`` (greedy unless set) is always the baseline.
+    ``chosen`` lists ``best.json`` files of earlier sweeps: each strategy's own pick there
+    (``by_strategy``: strategy, parameters and search) joins the strategies, so settings chosen
+    on dev rows are decoded on other rows (the Table-4 protocol, docs/table4.md).
 
     ``generation`` holds the :data:`GENERATION` options, given as top-level keys or flags
     (``num_beams: 4``, ``--max-new-tokens 40``; beams 4 unless set): ``beam`` and ``beam_sample``
@@ -77,6 +82,7 @@ class SweepConfig:
     input: str | None = None
     out: str | None = None
     strategies: tuple[dict, ...] | None = None
+    chosen: tuple[str, ...] | None = None
     alpha: tuple[float, ...] | None = None
     top_p: tuple[float, ...] | None = None
     decoding: str = "greedy"
@@ -111,7 +117,12 @@ class SweepConfig:
         for name in ("alpha", "top_p"):
             if getattr(self, name) is not None and not getattr(self, name):
                 raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one value, or leave it out")
-        self.generation.validate(searches=sorted({cell.search for cell in self.cells()}))
+        from ..reranking import check_judge
+
+        cells = self.cells()
+        self.generation.validate(searches=sorted({search for cell in cells for search in cell.option_searches}))
+        for cell in cells:
+            check_judge(cell.strategy)
         unknown = [m for m in self.metrics if m not in METRICS]
         if unknown:
             raise ConfigError(f"--metrics {','.join(unknown)}: a sweep computes {', '.join(METRICS)}")
@@ -165,7 +176,8 @@ class SweepConfig:
 
     def strategy_grids(self) -> list[dict]:
         """The ``strategies`` entries with the ``--alpha/--top-p`` flags applied (PMI-DECODE alone without entries)."""
-        entries = [dict(entry) for entry in (self.strategies or [{"name": "pmi"}])]
+        entries = [dict(entry) for entry in (self.strategies or ([] if self.chosen else [{"name": "pmi"}]))]
+        entries += [entry for path in self.chosen or () for entry in chosen_entries(Path(path))]
         flags = {key: getattr(self, key) for key in ("alpha", "top_p") if getattr(self, key) is not None}
         if flags:
             if not any(entry.get("name") == "pmi" for entry in entries):
@@ -218,6 +230,24 @@ class SweepConfig:
         fingerprint = {"generator": models.identity(self.generator), **self.generation.fingerprint(),
                        **{key: getattr(self, key) for key in keys}}
         return {**fingerprint, "dtype": self.dtype} if self.dtype else fingerprint  # unset: as before it existed
+
+
+def chosen_entries(path: Path) -> list[dict]:
+    """The ``strategies`` entries of each strategy's pick in an earlier sweep's ``best.json`` (its strategy, search
+    and parameters)."""
+    import json
+
+    try:
+        picks = json.loads(path.read_text(encoding="utf-8"))["by_strategy"]
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise ConfigError(f"chosen: cannot read the picks of {path} ({error!r}); give the best.json of a finished "
+                          "sweep") from None
+    entries = []
+    for pick in picks.values():
+        cls = get_strategy(pick["strategy"])
+        entries.append({"name": cls.name, "decoding": pick["decoding"],
+                        **{f.name: [pick[PARAMETER_COLUMNS.get(f.name, f.name)]] for f in fields(cls)}})
+    return entries
 
 
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> SweepConfig:

@@ -36,7 +36,7 @@ from ..files import write_json
 from ..jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
 from ..metrics.registry import METRICS, get_spec
 from .config import ALWAYS, SweepConfig, decoded_by
-from .table import active_measures, cell_row, choose_best, markdown_table, statistics, write_csv
+from .table import active_measures, best_by_strategy, cell_row, choose_best, markdown_table, statistics, write_csv
 
 logger = logging.getLogger(__name__)
 
@@ -89,8 +89,10 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     baseline = measured(config.baseline)
     parameters = list(dict.fromkeys(key for cell in cells for key in cell.strategy.parameters()))
     table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
-    best = choose_best(table, config.faithfulness_measure, config.relevance, config.tolerance, config.fluency_measure,
-                       config.fluency_tolerance, config.significance)
+    rule = {"faithfulness": config.faithfulness_measure, "relevance": config.relevance, "tolerance": config.tolerance,
+            "fluency": config.fluency_measure, "fluency_tolerance": config.fluency_tolerance,
+            "significance": config.significance}
+    best = {**choose_best(table, **rule), "by_strategy": best_by_strategy(table, **rule)}
     if current_process().is_main:
         write_csv(table, out / "sweep.csv")
         write_json(out / "best.json", best)
@@ -193,22 +195,27 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
         todo = [(batch, pending) for batch, pending in todo if pending][process.rank::process.world]
         if todo:
             model, tokenizer = _load_generator(config)
+            judges = _rerank_judges(config, model, tokenizer)
         for number, (batch, pending) in enumerate(todo, start=1):
             started = time.monotonic()
-            sampled = any(cell.search in ("sample", "beam_sample") for cell in pending)
+            sampled = any(cell.sampled for cell in pending)
             kwargs = config.generation.grid_kwargs(model, tokenizer, ids=[c.id for c in batch], sampled=sampled)
             grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch], pending,
-                             **kwargs)
+                             judge=judges, **kwargs)
+            seconds = {}  # per cell: the time from the previous cell's yield (cells that share a decode: ~0)
+            last = time.monotonic()
             for index, positions, texts in grid:
                 cell = pending[index]
+                seconds[cell.label], last = time.monotonic() - last, time.monotonic()
                 for position, text in zip(positions, texts):
                     context = batch[position]
                     if context.id not in shared.done[cell]:
                         shared.writers[cell].write({"id": context.id, "document": context.document,
                                                     "history": list(context.history), "gold": context.gold,
                                                     "response": text, DIGEST_KEY: expected[context.id]})
-            logger.info("generate: batch %d/%d (%d contexts x %d cells) in %.0f s", number, len(todo), len(batch),
-                        len(pending), time.monotonic() - started)
+            logger.info("generate: batch %d/%d (%d contexts x %d cells) in %.0f s (%s)", number, len(todo),
+                        len(batch), len(pending), time.monotonic() - started,
+                        ", ".join(f"{label} {value:.1f} s" for label, value in seconds.items()))
     wanted = {c.id for c in contexts}
     return {cell: {r["id"]: r["response"] for r in read_results(paths[cell]) if r["id"] in wanted} for cell in cells}
 
@@ -219,6 +226,14 @@ def _load_generator(config: SweepConfig):
     logger.info("loading generator %s…", config.generator)
     return models.load(config.generator, kind=models.model_kind(config.generator), device=config.device,
                        dtype=config.dtype)
+
+
+def _rerank_judges(config: SweepConfig, model, tokenizer):
+    """The rerank cells' judges: the generator (PMI-FAITH) in the layout it decodes with, or registered metrics."""
+    from ..reranking import Judges
+
+    return Judges(model, tokenizer, config.generation.template(model, tokenizer),
+                  batch_size=config.generation.batch_size, device=config.device)
 
 
 def metric_options(config: SweepConfig, spec) -> dict:

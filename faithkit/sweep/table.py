@@ -21,8 +21,9 @@ from ..eval.stats import bootstrap_interval, paired_permutation_test
 from ..metrics.corpus import AGGREGATES
 from ..metrics.registry import MEASURES, Measure
 from ..decoding import Cell
+from ..decoding.base import parameter_text
 from ..files import replacing
-from .config import ALWAYS, SweepConfig, decoded_by
+from .config import ALWAYS, PARAMETER_COLUMNS, SweepConfig, decoded_by
 
 SEED = 0
 """Seed of every interval and test: a rerun reports the same numbers."""
@@ -47,7 +48,7 @@ def cell_row(config: SweepConfig, cell: Cell, parameters: Sequence[str], measure
     cell whose decode it shares (``decodes_as``, None for its own)."""
     values = cell.strategy.parameters()
     row = {"cell": cell.label, "strategy": cell.strategy.name, "decoding": cell.search,
-           **{key: values.get(key) for key in parameters}, "n": None}
+           **{PARAMETER_COLUMNS.get(key, key): values.get(key) for key in parameters}, "n": None}
     for _, measure in active_measures(config):
         mine, theirs = measured.get(measure.name), baseline.get(measure.name)
         finish = AGGREGATES[measure.aggregate].finish
@@ -95,7 +96,7 @@ def format_interval(row: dict, measure: str) -> str:
 
 def label(row: dict, parameters: Sequence[str]) -> str:
     """A cell as people read it: ``pmi greedy alpha=0.25 top_p=0.6``."""
-    values = [f"{key}={row[key]:g}" for key in parameters if row.get(key) is not None]
+    values = [f"{key}={parameter_text(row[key])}" for key in parameters if row.get(key) is not None]
     return " ".join([row["strategy"], row["decoding"], *values])
 
 
@@ -221,6 +222,22 @@ def parameter_names(table: Sequence[dict]) -> list[str]:
     """The strategy-parameter columns of a table (between ``decoding`` and ``n``)."""
     columns = list(table[0])
     return columns[columns.index("decoding") + 1:columns.index("n")]
+
+
+def best_by_strategy(table: Sequence[dict], **rule) -> dict[str, dict]:
+    """Each strategy's own pick (plain decoding aside), by :func:`choose_best`'s ``rule`` among its cells and the
+    baseline; a strategy none of whose cells meets the bounds gets its most faithful cell, marked
+    ``"within_bounds": false``. What the Table-4 protocol decodes on the test rows (``chosen`` of a sweep config)."""
+    picks = {}
+    for name in dict.fromkeys(row["strategy"] for row in table if row["strategy"] != "plain"):
+        own = [row for row in table if row["strategy"] == name]
+        pick = choose_best([table[0], *own], **rule)["best"]
+        within = pick is not None and pick is not table[0]
+        if not within:
+            scored = [row for row in own if row.get(rule.get("faithfulness", "pmi_faith")) is not None]
+            pick = max(scored, key=lambda row: row[rule.get("faithfulness", "pmi_faith")]) if scored else own[0]
+        picks[name] = {**pick, "within_bounds": within}
+    return picks
 
 
 def choose_best(table: Sequence[dict], faithfulness: str = "pmi_faith", relevance: str = "bleu",

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..decoding.options import flag
+from ..decoding.base import parameter_text
 from ..decoding.strategies import PMI
 from ..files import write_text
 from .config import TrainConfig, evaluation_decoders
@@ -43,7 +44,7 @@ def model_card(config: TrainConfig, name: str, step: int, values: dict, evaluati
     e, d = config.evaluation, config.data
     decoders = evaluation_decoders(e)
     strategy = next((s for s in decoders.values() if s.name != "plain"), PMI())  # the card shows a faithful decoder
-    flags = " ".join(f"--{flag(key)} {value:g}" for key, value in strategy.parameters().items())
+    flags = " ".join(f"--{flag(key)} {parameter_text(value)}" for key, value in strategy.parameters().items())
     settings = {**_hyperparameters(config), "steps": step}
     hyperparameters = "\n".join(f"- {key}: {value}" for key, value in settings.items())
     lines = results_table(evaluations) if evaluations else "No evaluation yet."

@@ -19,7 +19,9 @@ from collections.abc import Callable
 from ..data import Row
 from ..decoding import default_template
 from ..decoding.generate import generate_grid
-from ..decoding.strategies import Strategy
+from ..decoding.options import row_seed
+from ..decoding.strategies import Cell, Strategy
+from ..reranking import Judges
 from .config import evaluation_decoders
 from .memory import release_memory
 
@@ -40,6 +42,12 @@ class GenerationHook:
         self.batch_size = batch_size
         self.max_context_tokens = max_context_tokens
 
+    def _seeds(self) -> dict:
+        """The rows' own seeds when a decoder samples (rerank's candidates), so every evaluation draws alike."""
+        if not any(Cell(strategy).sampled for strategy in self.decoders.values()):
+            return {}
+        return {"seeds": [row_seed(0, row.id) for row in self.rows]}
+
     def __call__(self, model, tokenizer) -> tuple[dict[str, float], dict[str, list[str]]]:
         """``(scalars, responses)``: ``{"DECODER/KEY": value}`` and each decoder's responses, in row order."""
         documents = [row.document for row in self.rows]
@@ -47,7 +55,8 @@ class GenerationHook:
         references = [row.response for row in self.rows]
         grid = generate_grid(model, tokenizer, documents, histories, list(self.decoders.values()),
                              batch_size=self.batch_size, max_context_tokens=self.max_context_tokens,
-                             max_new_tokens=self.max_new_tokens)
+                             max_new_tokens=self.max_new_tokens, judge=Judges(model, tokenizer),
+                             **self._seeds())
         responses = dict(zip(self.decoders, grid))
         release_memory()  # what decoding freed, before the judges load
         scalars, metrics = {}, self.load_metrics()

@@ -9,6 +9,7 @@ from faithkit import __version__
     ([], "meta-eval"),
     (["score"], "continues where it stopped"),
     (["generate"], "'gold'"),
+    (["rerank"], "'candidate' index"),
     (["meta-eval"], "system-level"),
     (["meta-eval", "begin"], "roc_dev.png / roc_test.png"),
     (["meta-eval", "q2-wow"], "histograms.png"),

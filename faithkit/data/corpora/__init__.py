@@ -101,8 +101,12 @@ EXPORT_FORMATS = ("jsonl", "parquet", "arrow")
 
 
 def export_corpus(name: str, split: str, output: str | Path, path: str | Path | None = None,
-                  history_turns: int | None = 2, file_format: str = "jsonl", **options) -> dict:
+                  history_turns: int | None = 2, file_format: str = "jsonl", half: str | None = None,
+                  **options) -> dict:
     """Write one split as rows ``{"id", "document", "history", "response", "gold", **own fields}``; its summary.
+
+    ``half`` (``dev`` or ``test``) keeps the rows of that half of the split's conversations only
+    (:mod:`faithkit.data.halves`: stable, and the halves share no conversation).
 
     ``file_format`` is ``jsonl`` (one JSON object a line), ``parquet`` (one file) or ``arrow``
     (a ``save_to_disk`` folder, which keeps the summary too). The output is written whole
@@ -111,6 +115,12 @@ def export_corpus(name: str, split: str, output: str | Path, path: str | Path | 
     if file_format not in EXPORT_FORMATS:
         raise ConfigError(f"unknown export format '{file_format}'; choose one of {', '.join(EXPORT_FORMATS)}")
     dataset = load_corpus(name, split, path, history_turns, **options)
+    if half is not None:
+        from ..halves import HALVES, conversation_of, half_of
+
+        if half not in HALVES:
+            raise ConfigError(f"--half {half!r} is unknown; choose one of {', '.join(HALVES)}")
+        dataset = dataset.filter(lambda record: half_of(conversation_of(record)) == half)
     output = Path(output)
     partial = output.with_name(output.name + ".partial")
     try:
@@ -130,7 +140,8 @@ def export_corpus(name: str, split: str, output: str | Path, path: str | Path | 
         with contextlib.suppress(OSError):
             _remove(partial)
         raise OutputError(f"cannot write {output}: {error.strerror or error}; choose another output") from None
-    return {**corpus_summary(dataset), "output": str(output), "format": file_format}
+    summary = {**corpus_summary(dataset), "output": str(output), "format": file_format}
+    return {**summary, "half": half, "half_rows": len(dataset)} if half is not None else summary
 
 
 def _remove(path: Path) -> None:

@@ -1,0 +1,96 @@
+"""``faithkit rerank``: pick among candidates another engine drew, by a faithfulness judge under a fluency bound."""
+
+from __future__ import annotations
+
+import logging
+
+from ..paths import PathArg
+from .options import (
+    add_input_columns,
+    add_job_options,
+    columns_from_args,
+    job_options,
+    refuse_writing_inputs,
+)
+
+logger = logging.getLogger(__name__)
+
+GENERATION_FLAGS = ("max_new_tokens", "batch_size", "max_context_tokens", "chat")
+"""The generation options of the greedy responses faithkit decodes itself (for rows whose candidates lack one)."""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "rerank", help="pick the most faithful of N candidates from any engine (vLLM, TGI, …), within a fluency bound",
+        description="For each (document, history) row of --input, pick one of its candidates in --candidates "
+                    "(JSON lines {\"id\": ..., \"responses\": [text, ...]}, optionally \"greedy\": text): the one "
+                    "--judge scores highest among those whose fluency (--model's mean token log P(r | h)) is at "
+                    "least the greedy response's minus --fluency-tolerance; the greedy response is a candidate too, "
+                    "and is faithkit's greedy decode with --model when the record has none. The same choice as "
+                    "the 'rerank' strategy on the same candidates. Each output record keeps the row's id and has "
+                    "the chosen 'response', its 'candidate' index (null: the greedy response), the 'greedy' "
+                    "response, and every response's 'scores' and 'fluencies' (greedy first). Rerunning the same "
+                    "command continues where it stopped; bad rows get an 'error' record.",
+    )
+    parser.add_argument("--model", required=True, type=PathArg("model"),
+                        help="causal LM that generated the candidates (or one like it): the fluency reference, the "
+                             "greedy decoder and, with --judge pmi-faith, the judge")
+    parser.add_argument("--input", required=True, type=PathArg("rows"),
+                        help="rows with an id, a document and a history (.jsonl, .csv or .tsv)")
+    parser.add_argument("--candidates", required=True, type=PathArg("text"),
+                        help="JSON lines {\"id\": ..., \"responses\": [...]} with the ids of --input")
+    parser.add_argument("--output", required=True, type=PathArg("output file"),
+                        help="the choices, one JSON object per row (.jsonl)")
+    add_rerank_options(parser)
+    parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    add_job_options(parser, chunk_size=8)
+    add_input_columns(parser, response=False)
+    parser.set_defaults(run=run)
+
+
+def add_rerank_options(parser) -> None:
+    """--judge and --fluency-tolerance as the rerank strategy declares them, and the greedy decode's options."""
+    import argparse
+
+    from ..decoding.options import GenerationOptions, add_flags, flag, range_text
+    from ..decoding.rerank import Rerank
+
+    group = parser.add_argument_group("reranking")
+    for item in Rerank.__dataclass_fields__.values():
+        if item.name in ("judge", "fluency_tolerance"):
+            allowed = f", {range_text(item)}" if range_text(item) else ""
+            group.add_argument(f"--{flag(item.name)}", type=type(item.default), default=argparse.SUPPRESS,
+                               help=f"{item.metadata['help']}{allowed} (default {item.default})")
+    add_flags(group, GenerationOptions, names=GENERATION_FLAGS)
+
+
+def run(args) -> int:
+    from dataclasses import fields
+
+    from .. import models
+    from ..data import read_rows, unique_ids
+    from ..data.results import content_digest
+    from ..decoding.options import GenerationOptions
+    from ..decoding.rerank import Rerank
+    from ..jobs import job_fingerprint, run_job
+    from ..reranking import CandidatesJob, check_judge, read_candidates
+
+    given = {name: getattr(args, name) for name in ("judge", "fluency_tolerance") if hasattr(args, name)}
+    strategy = Rerank(**given)
+    check_judge(strategy)
+    options = GenerationOptions(**{f.name: getattr(args, f.name) for f in fields(GenerationOptions)
+                                   if f.name in GENERATION_FLAGS}).validate()
+    refuse_writing_inputs([args.input, args.candidates], "--output", outputs=[args.output])
+    rows = list(read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting,
+                          split=args.split))
+    unique_ids(rows)
+    candidates = read_candidates(args.candidates)
+    settings = {"judge": strategy.judge, "fluency_tolerance": strategy.fluency_tolerance,
+                **{key: value for key, value in options.fingerprint().items() if key in GENERATION_FLAGS},
+                "candidates": content_digest(sorted(candidates.items()))}
+    fingerprint = job_fingerprint("rerank", model=models.identity(args.model), reranking=settings)
+    job = CandidatesJob(args.model, strategy, options, candidates, device=args.device)
+    counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="rerank", **job_options(args))
+    logger.info("%d reranked, %d already done, %d errors -> %s", counts["done"], counts["skipped"],
+                counts["errors"], args.output)
+    return 0

@@ -1,0 +1,129 @@
+"""Reranking: N plain candidates per context, and the judge's pick among them under a fluency bound.
+
+No serving engine decodes two views in step (what PMI-DECODE, CAD and AdaCAD need), but
+every engine can draw N candidates with its own sampling or beam search. A faithfulness
+judge then picks among them, as the sweep picks its operating point (:func:`choose`): the
+highest judge score among the responses whose fluency — the generator's mean token
+``log P(r | h)`` — is at least the greedy response's minus ``fluency_tolerance``. The greedy
+response is itself a candidate, so a context without a better one keeps it.
+
+The judge is a callable (:data:`Judge`) rather than a metric here, because metrics sit above
+decoding: :class:`faithkit.reranking.Judges` builds it from the metric registry, and
+:func:`faithkit.decoding.iter_grid` calls it once per batch with every context's
+candidates, so a prefix-sharing scorer runs each context once for all of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from typing import ClassVar, NamedTuple
+
+from ..errors import ConfigError
+from .base import Sampling, Strategy
+from .options import option, row_seed
+
+CANDIDATE_SEARCHES = ("sample", "beam")
+"""How candidates are drawn: plain sampling (each candidate from its own seeded generator), or beam search
+with ``n`` beams, every beam returned."""
+
+Judge = Callable[["Rerank", Sequence[str], Sequence, Sequence[str]], list[tuple[float | None, float | None]]]
+"""``judge(strategy, documents, histories, responses)``: one ``(score, fluency)`` per response (None: no value,
+e.g. an empty response), the score from ``strategy.judge``'s metric, the fluency the generator's mean token
+log P(r | h)."""
+
+
+@dataclass(frozen=True)
+class Rerank(Strategy):
+    """N plain candidates per context, the judge's most faithful one within the fluency bound of the greedy response.
+
+    The cell's own search is greedy: the greedy response is the fallback and the fluency
+    reference; ``search`` says how the other ``n`` candidates are drawn.
+    """
+
+    name: ClassVar[str] = "rerank"
+    views: ClassVar[int] = 1
+    searches: ClassVar[tuple[str, ...]] = ("greedy",)
+    summary: ClassVar[str] = ("n plain candidates (sampling or beam search) and the greedy response; the judge's "
+                              "best whose fluency is at least the greedy one's minus fluency_tolerance")
+
+    n: int = option(8, "candidates per context besides the greedy response", low=1, grid=(8,))
+    search: str = option("sample", "how the candidates are drawn: sample (each from its own seeded generator) or "
+                                   "beam (n beams, all returned)")
+    judge: str = option("pmi-faith", "metric that scores the candidates, by its registry name (pmi-faith: the "
+                                     "generator itself as PMI-FAITH judge)")
+    fluency_tolerance: float = option(1.0, "how far below the greedy response's fluency (the generator's mean "
+                                           "token log P(r | h)) a chosen candidate may be", low=0)
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.search not in CANDIDATE_SEARCHES:
+            raise ConfigError(f"rerank: --search {self.search!r} is unknown; choose one of "
+                              f"{', '.join(CANDIDATE_SEARCHES)}")
+        if not str(self.judge).strip():
+            raise ConfigError("rerank: --judge is empty; name a metric of the registry, e.g. pmi-faith")
+
+    @property
+    def label(self) -> str:
+        """``rerank_n8_sample_pmi-faith_f1``: n, candidate search, judge, fluency tolerance."""
+        return f"rerank_n{self.n}_{self.search}_{self.judge}_f{self.fluency_tolerance:g}"
+
+    def sampled(self, search: str) -> bool:
+        return self.search == "sample"
+
+    def candidates_key(self) -> tuple:
+        """Equal for rerank cells that draw the same candidates (whatever their judge and tolerance)."""
+        return ("rerank-candidates", self.search, self.n)
+
+    def processors(self, sampling: Sampling | None = None) -> list:
+        raise ConfigError("rerank is no logits processor: decode it with faithkit.decoding.generate or iter_grid, "
+                          "which draw its candidates and call its judge")
+
+
+def candidate_seeds(seed: int, n: int) -> list[int]:
+    """The seeds of a context's ``n`` sampled candidates: candidate k depends on the context's seed and k alone."""
+    return [row_seed(seed, f"candidate {k}") for k in range(n)]
+
+
+class Choice(NamedTuple):
+    """A context's pick: its index among ``[greedy, *candidates]``, the response, and every response's values."""
+
+    index: int
+    response: str
+    scores: list
+    fluencies: list
+
+
+def choose(scores: Sequence[float | None], fluencies: Sequence[float | None], tolerance: float) -> int:
+    """The index of the highest score among responses whose fluency is at least ``fluencies[0] - tolerance``.
+
+    Index 0 is the greedy response, the reference of the bound (the sweep's rule, per
+    context). A response without a score or fluency is not eligible; without the greedy
+    response's fluency (it is empty) the bound is dropped. Ties go to the earlier response;
+    nothing eligible gives 0.
+    """
+    reference = fluencies[0]
+    eligible = [i for i, score in enumerate(scores) if score is not None and not math.isnan(score)
+                and (reference is None or (fluencies[i] is not None and fluencies[i] >= reference - tolerance))]
+    return max(eligible, key=lambda i: (scores[i], -i)) if eligible else 0
+
+
+def rerank(strategy: Rerank, judge: Judge, documents: Sequence[str], histories: Sequence, greedy: Sequence[str],
+           candidates: Sequence[Sequence[str]]) -> list[Choice]:
+    """Each context's :class:`Choice` among its greedy response and candidates, all judged in one ``judge`` call."""
+    if not len(documents) == len(histories) == len(greedy) == len(candidates):
+        raise ValueError(f"one greedy response and one candidate list per context: got {len(documents)} documents, "
+                         f"{len(histories)} histories, {len(greedy)} greedy responses, {len(candidates)} lists")
+    options = [[first, *rest] for first, rest in zip(greedy, candidates)]
+    flat = [(document, history, response) for document, history, responses in zip(documents, histories, options)
+            for response in responses]
+    judged = judge(strategy, [f[0] for f in flat], [f[1] for f in flat], [f[2] for f in flat])
+    choices, start = [], 0
+    for responses in options:
+        values = judged[start:start + len(responses)]
+        start += len(responses)
+        scores, fluencies = [v[0] for v in values], [v[1] for v in values]
+        index = choose(scores, fluencies, strategy.fluency_tolerance)
+        choices.append(Choice(index, responses[index], scores, fluencies))
+    return choices

@@ -1,0 +1,158 @@
+"""The judges of the ``rerank`` strategy, and reranking candidates that another engine drew (``faithkit rerank``).
+
+:class:`Judges` turns a rerank strategy's ``judge`` (a metric name of
+:mod:`faithkit.metrics.registry`) into the :data:`~faithkit.decoding.rerank.Judge` callable
+that :func:`faithkit.decoding.iter_grid` calls: ``pmi-faith`` is the generator itself as
+PMI-FAITH judge, in the prompt layout it decoded with, and also gives every response's
+fluency (its mean token log P(r | h)) from the same prefix-sharing scorer call. Any other
+metric is built with its own defaults and scores the same responses; the fluency then comes
+from the generator's PMI-FAITH pass.
+
+:class:`CandidatesJob` is the row computation of ``faithkit rerank``: the candidates come from
+a file (``{"id", "responses": [...]}`` per row, as any serving engine can write them), the
+greedy response from the file's ``greedy`` field or else from the generator, and the choice is
+:func:`faithkit.decoding.rerank.rerank`'s, so it is the strategy's choice on the same candidates.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .data import Row
+from .decoding.rerank import Rerank, rerank
+from .errors import ConfigError, InputError
+from .metrics.registry import get_spec, load_metric
+
+FLUENCY_KEY = "logp_history"
+"""The PMI-FAITH row field that is the sweep's fluency measure (mean token log P(r | h))."""
+
+
+class Judges:
+    """Rerank judges by metric name, each built on first use; ``judges(strategy, documents, histories, responses)``
+    gives one ``(score, fluency)`` per response (None for an empty response, which no judge can score).
+
+    ``template``: the prompt layout the generator decoded with (default: the one decoding picks for it).
+    """
+
+    def __init__(self, model, tokenizer, template=None, batch_size: int = 8, device=None):
+        from .decoding import default_template
+
+        self.model, self.tokenizer, self.batch_size, self.device = model, tokenizer, batch_size, device
+        self.template = template or default_template(model, tokenizer)
+        self._metrics: dict[str, object] = {}
+
+    def metric(self, name: str):
+        """The metric ``name``: pmi-faith under the generator, any other with its defaults (on ``device``)."""
+        if name not in self._metrics:
+            spec = get_spec(name)
+            if name == "pmi-faith":
+                from .metrics.pmi_faith import PMIFaith
+
+                self._metrics[name] = PMIFaith(model=self.model, tokenizer=self.tokenizer, template=self.template,
+                                               unconditional=False, batch_size=self.batch_size)
+            else:
+                self._metrics[name] = load_metric(name, **({"device": self.device} if "device" in spec.options
+                                                           else {}))
+        return self._metrics[name]
+
+    def __call__(self, strategy: Rerank, documents: Sequence[str], histories: Sequence,
+                 responses: Sequence[str]) -> list[tuple[float | None, float | None]]:
+        scored = [i for i, response in enumerate(responses) if response.strip()]
+        columns = [[column[i] for i in scored] for column in (documents, histories, responses)]
+        values: list[tuple[float | None, float | None]] = [(None, None)] * len(responses)
+        if not scored:
+            return values
+        fluency_rows = self.metric("pmi-faith").compute_rows(*columns)
+        judged_rows = fluency_rows if strategy.judge == "pmi-faith" else self.metric(strategy.judge).compute_rows(
+            *columns)
+        key = get_spec(strategy.judge).score_keys[0]
+        for i, judged, fluent in zip(scored, judged_rows, fluency_rows):
+            values[i] = (judged.get(key), fluent[FLUENCY_KEY])
+        return values
+
+
+def check_judge(strategy) -> None:
+    """A :class:`~faithkit.errors.ConfigError` naming the fix when a rerank strategy's judge is no registered metric."""
+    if isinstance(strategy, Rerank):
+        try:
+            get_spec(strategy.judge)
+        except ConfigError as error:
+            raise ConfigError(f"rerank: --judge {strategy.judge}: {error}") from None
+
+
+def read_candidates(path) -> dict[str, dict]:
+    """``{id: record}`` of a candidates file: JSON lines ``{"id": …, "responses": [text, …], "greedy": text}``
+    (``greedy`` optional). A malformed line is an :class:`~faithkit.errors.InputError` naming its line and the fix."""
+    import json
+
+    records: dict[str, dict] = {}
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}, line {number}"
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputError(f"{where}: not JSON ({error.msg}); write one object per line: "
+                                 '{"id": "r1", "responses": ["...", "..."]}') from None
+            responses = record.get("responses") if isinstance(record, dict) else None
+            if not isinstance(record, dict) or "id" not in record or not isinstance(responses, list) or not all(
+                    isinstance(text, str) for text in responses):
+                raise InputError(f"{where}: a candidates record is {{\"id\": ..., \"responses\": [text, ...]}}; "
+                                 f"got {line.strip()[:80]}")
+            if "greedy" in record and not isinstance(record["greedy"], str):
+                raise InputError(f"{where}: field 'greedy' must be the greedy response's text")
+            if str(record["id"]) in records:
+                raise InputError(f"{where}: id {record['id']!r} appears twice; give each row's candidates once")
+            records[str(record["id"])] = record
+    return records
+
+
+class CandidatesJob:
+    """Turns a chunk of rows into rerank records from their candidates; the generator loads on the first chunk.
+
+    A row's greedy response (the fluency reference, and the fallback) is its candidates
+    record's ``greedy`` field, else the generator's plain greedy decode with ``options``.
+    A row without candidates is that row's error.
+    """
+
+    def __init__(self, model: str, strategy: Rerank, options, candidates: dict[str, dict], device=None):
+        self.model_name, self.strategy, self.options, self.candidates = model, strategy, options, candidates
+        self.device = device
+        self._loaded = None
+
+    def _load(self):
+        if self._loaded is None:
+            from . import models
+
+            model, tokenizer = models.load(self.model_name, kind=models.model_kind(self.model_name),
+                                           device=self.device)
+            judges = Judges(model, tokenizer, self.options.template(model, tokenizer),
+                            batch_size=self.options.batch_size, device=self.device)
+            self._loaded = model, tokenizer, judges
+        return self._loaded
+
+    def __call__(self, rows: list[Row]) -> list[dict]:
+        from .decoding import generate
+
+        missing = [row.id for row in rows if row.id not in self.candidates]
+        if missing:
+            raise ValueError("no candidates for this id in --candidates; add a record {\"id\": ..., \"responses\": "
+                             "[...]} for it")
+        model, tokenizer, judges = self._load()
+        records = [self.candidates[row.id] for row in rows]
+        unknown = [i for i, record in enumerate(records) if "greedy" not in record]
+        greedy = [record.get("greedy") for record in records]
+        if unknown:
+            kwargs = {key: value for key, value in self.options.grid_kwargs(model, tokenizer).items()
+                      if key not in ("num_beams", "num_return_sequences")}  # plain greedy
+            decoded = generate(model, tokenizer, [rows[i].document for i in unknown], [rows[i].history for i in unknown],
+                               strategy="plain", **kwargs)
+            for i, text in zip(unknown, decoded):
+                greedy[i] = text
+        choices = rerank(self.strategy, judges, [r.document for r in rows], [r.history for r in rows], greedy,
+                         [record["responses"] for record in records])
+        return [{"response": choice.response, "candidate": choice.index - 1 if choice.index else None,
+                 "greedy": greedy_text, "scores": choice.scores, "fluencies": choice.fluencies}
+                for choice, greedy_text in zip(choices, greedy)]

@@ -1,0 +1,138 @@
+"""The rerank strategy: its choice rule, its parameters, and the fast path against a slow reference.
+
+The reference decodes every candidate on its own (one context, one generator) and scores every
+response with one full unpadded pass per view; the strategy decodes a batch of contexts at
+once and judges all their candidates in one prefix-sharing scorer call.
+"""
+
+import math
+
+import pytest
+import torch
+
+from faithkit.decoding import generate, generate_grid, row_seed
+from faithkit.decoding.rerank import Rerank, candidate_seeds, choose, rerank
+from faithkit.decoding.strategies import Cell, strategy_from_dict
+from faithkit.decoding.two_view import RowSampler
+from faithkit.errors import ConfigError
+from faithkit.prompts import DEFAULT_TEMPLATE, as_history
+from faithkit.reranking import Judges
+from faithkit.scoring import reference_token_logprobs
+
+DOCUMENTS = ["The Eiffel Tower is 330 metres tall and stands in Paris.", "Apples grow on trees in orchards.",
+             "Paris is the capital of France."]
+HISTORIES = [["How tall is the tower?"], ["Where do apples grow?", "On trees.", "Which trees?"], ["Where is Paris?"]]
+NEW_TOKENS = 6
+
+
+def test_choose_takes_the_best_score_within_the_fluency_bound_of_the_greedy_response():
+    # greedy fluency -2: the bound is -3 at tolerance 1
+    assert choose([0.1, 0.9, 0.5], [-2.0, -3.5, -2.9], 1.0) == 2  # 0.9 is too disfluent
+    assert choose([0.1, 0.9, 0.5], [-2.0, -3.5, -2.9], 2.0) == 1
+    assert choose([0.4, 0.4, 0.1], [-2.0, -2.0, -2.0], 1.0) == 0  # ties go to the earlier response
+    assert choose([0.1, None, 0.3], [-2.0, None, -9.0], 1.0) == 0  # no score: not eligible; none better in bound
+    assert choose([None, 0.2, 0.3], [None, -9.0, -1.0], 0.0) == 2  # empty greedy response: no bound
+    assert choose([None, None], [None, None], 1.0) == 0
+    assert choose([0.1, math.nan], [-1.0, -1.0], 1.0) == 0
+
+
+def test_parameters_are_declared_once_and_checked():
+    strategy = strategy_from_dict({"name": "rerank", "n": 4, "search": "beam", "fluency_tolerance": 0.5})
+    assert strategy == Rerank(n=4, search="beam", judge="pmi-faith", fluency_tolerance=0.5)
+    assert strategy.label == "rerank_n4_beam_pmi-faith_f0.5"
+    assert not Cell(strategy).sampled and Cell(Rerank()).sampled
+    assert Cell(Rerank()).option_searches == ("greedy", "sample")
+    with pytest.raises(ConfigError, match=r"^rerank: --search 'nucleus' is unknown; choose one of sample, beam$"):
+        Rerank(search="nucleus")
+    with pytest.raises(ConfigError, match=r"^rerank: --n 0 is out of range: use a value of at least 1$"):
+        strategy_from_dict({"name": "rerank", "n": 0})
+    with pytest.raises(ConfigError, match="strategy rerank does not support beam search"):
+        Cell(Rerank(), "beam").check()
+
+
+def test_rerank_cells_need_a_judge(tiny_gpt2, gpt2_tokenizer):
+    with pytest.raises(ValueError, match=r"^rerank cells need a judge: pass judge=faithkit.reranking.Judges"):
+        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, strategy="rerank", max_new_tokens=2)
+
+
+def _alone(model, tokenizer, index, **kwargs):
+    """One context decoded on its own (plain decoding), its texts."""
+    return generate(model, tokenizer, [DOCUMENTS[index]], [HISTORIES[index]], strategy="plain", batch_size=1,
+                    max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, template=DEFAULT_TEMPLATE, **kwargs)[0]
+
+
+def _sampled_alone(model, tokenizer, index, seed):
+    """One candidate: the context alone, drawing from the candidate's own generator."""
+    top_k = model.generation_config.top_k or None  # the draw's warper, as the strategy applies it
+    sampler = RowSampler(top_k=top_k, generators=[torch.Generator().manual_seed(seed)])
+    return _alone(model, tokenizer, index, do_sample=True, logits_processor=[sampler])
+
+
+def _reference_values(model, tokenizer, document, history, response):
+    """(PMI-FAITH, fluency) of one response: one full pass per view, mean over the response's tokens."""
+    target = DEFAULT_TEMPLATE.response_ids(tokenizer, response)
+    means = []
+    for with_document in (True, False):
+        context = DEFAULT_TEMPLATE.context(tokenizer, document if with_document else None, as_history(history))
+        means.append(float(reference_token_logprobs(model, context.ids, target).double().mean()))
+    return means[0] - means[1], means[1]
+
+
+@pytest.mark.parametrize("search", ["sample", "beam"])
+def test_rerank_matches_the_slow_reference(tiny_gpt2, gpt2_tokenizer, search):
+    model, tokenizer = tiny_gpt2, gpt2_tokenizer
+    strategy = Rerank(n=3, search=search, fluency_tolerance=0.5)
+    seeds = [row_seed(7, f"row{i}") for i in range(len(DOCUMENTS))]
+    expected = []
+    for i in range(len(DOCUMENTS)):
+        greedy = _alone(model, tokenizer, i)
+        if search == "sample":
+            candidates = [_sampled_alone(model, tokenizer, i, seed) for seed in candidate_seeds(seeds[i], strategy.n)]
+        else:
+            candidates = _alone(model, tokenizer, i, num_beams=3, num_return_sequences=3)
+        values = [_reference_values(model, tokenizer, DOCUMENTS[i], HISTORIES[i], r) for r in [greedy, *candidates]]
+        bound = values[0][1] - strategy.fluency_tolerance
+        best = max((k for k, (_, fluency) in enumerate(values) if fluency >= bound), key=lambda k: (values[k][0], -k))
+        expected.append(([greedy, *candidates], values, best))
+    assert any(best > 0 for _, _, best in expected)  # a candidate beat greedy somewhere: the test can tell
+
+    judges = Judges(model, tokenizer, DEFAULT_TEMPLATE)
+    kwargs = {"max_new_tokens": NEW_TOKENS, "min_new_tokens": NEW_TOKENS, "template": DEFAULT_TEMPLATE,
+              "batch_size": 3, "judge": judges}
+    kwargs.update({"seeds": seeds} if search == "sample" else {})
+    got = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, [Cell(strategy)], **kwargs)[0]
+    assert got == [responses[best] for responses, _, best in expected]
+    choices = rerank(strategy, judges, DOCUMENTS, HISTORIES, [responses[0] for responses, _, _ in expected],
+                     [responses[1:] for responses, _, _ in expected])
+    for choice, (responses, values, best) in zip(choices, expected):
+        assert choice.index == best and choice.response == responses[best]
+        assert choice.scores == pytest.approx([v[0] for v in values], abs=1e-6)
+        assert choice.fluencies == pytest.approx([v[1] for v in values], abs=1e-6)
+
+
+def test_rerank_cells_share_candidates_and_the_greedy_decode_in_a_grid(tiny_gpt2, gpt2_tokenizer):
+    strict, loose = Rerank(n=3, search="beam", fluency_tolerance=0.0), Rerank(n=3, search="beam",
+                                                                              fluency_tolerance=50.0)
+    kwargs = {"max_new_tokens": NEW_TOKENS, "template": DEFAULT_TEMPLATE, "judge": Judges(tiny_gpt2, gpt2_tokenizer,
+                                                                                          DEFAULT_TEMPLATE)}
+    plain, *reranked = generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, ["plain", strict, loose],
+                                     **kwargs)
+    alone = [generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, strategy=s, **kwargs) for s in (strict, loose)]
+    assert reranked == alone
+    assert plain != reranked[1]  # the loose bound lets the judge move off greedy
+
+
+def test_training_hooks_decode_rerank_as_generate_does(tiny_gpt2, gpt2_tokenizer):
+    from faithkit.data import Row
+    from faithkit.train.hooks import GenerationHook
+
+    rows = [Row(id=f"r{i}", document=d, history=list(h), response="Yes.") for i, (d, h) in
+            enumerate(zip(DOCUMENTS, HISTORIES))]
+    decoders = {"plain": "plain", "rerank": Rerank(n=2, fluency_tolerance=50.0)}
+    hook = GenerationHook(rows, load_metrics=dict, decoders={k: strategy_from_dict(v) for k, v in decoders.items()},
+                          max_new_tokens=3, batch_size=2, max_context_tokens=64)
+    _, responses = hook(tiny_gpt2, gpt2_tokenizer)
+    expected = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, strategy=decoders["rerank"],
+                        judge=Judges(tiny_gpt2, gpt2_tokenizer), seeds=[row_seed(0, row.id) for row in rows],
+                        max_new_tokens=3, batch_size=2, max_context_tokens=64)
+    assert responses["rerank"] == expected
