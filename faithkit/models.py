@@ -347,7 +347,9 @@ def input_device(model) -> torch.device:
     (``cpu_offload``: weights on the meta device, moved in per layer) or split by ``device_map`` is
     not where the computation starts; accelerate's hook on the embeddings knows where it is.
     """
-    embeddings = model.get_input_embeddings()
+    embeddings = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    if embeddings is None:  # not a transformers model (a stand-in): its device is all there is
+        return model.device
     execution = getattr(getattr(embeddings, "_hf_hook", None), "execution_device", None)
     if execution is not None:
         return torch.device(execution)

@@ -151,7 +151,7 @@ def no_model_loads(monkeypatch):
     (["--alpha", "0,x"], "alpha: expected numbers, got '0,x'"),
     (["--decoding", "greedy", "--temperature", "0.7"], "--temperature applies to sampling only"),
     (["--decoding", "beam", "--num-beams", "1"], "beam search needs --num-beams of at least 2, got 1"),
-    (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, q2, e2e-nli, "
+    (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, "
                                        "nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, "
                                        "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, overlap-f1, bleu, "
                                        "lexical"),
@@ -526,7 +526,7 @@ def test_the_table_tests_key_measures_folds_alike_cells_and_says_why_cells_are_o
 
     table = [row("plain", 0.426, -2.1, 1.0, 1.0), row("pmi_a0", 0.426, -2.1, 1.0, 1.0, 0.0, "plain"),
              row("pmi_a0.5", 1.239, -2.69, 0.002, 0.007, 0.5), row("pmi_a1", 2.0, -5.3, 0.001, 0.001, 1.0)]
-    config = SweepConfig(alpha=(0.0, 0.5, 1.0), top_p=(1.0,))
+    config = SweepConfig(alpha=(0.0, 0.5, 1.0), top_p=(1.0,), metrics=("pmi-faith", "lexical"))
     best = choose_best(table, fluency="fluency")
     lines = sweep_markdown(table, config, best).splitlines()
     assert lines[2] == ("| plain greedy (= pmi greedy alpha=0) | 0.426 [-0.074, 0.926] | -2.100 | — | 2.00 | — | — | — "

@@ -27,7 +27,8 @@ MISTAKES = {
     "model": ("empty folder", "file"),
 }
 NOT_PATHS = {"--tokenizer": "a tokenizer name ('gpt2-bpe') or folder, checked when training builds the model",
-             "--split": "a split's name"}
+             "--split": "a split's name",
+             "--chosen": "comma-separated best.json files, each read and checked when the sweep plans its cells"}
 
 
 def _leaf_parsers(parser: argparse.ArgumentParser, words=()):
@@ -53,6 +54,8 @@ def _valid(action, tmp_path) -> str:
     """A value the option accepts, for the required options besides the one under test."""
     if action.choices:
         return str(next(iter(action.choices)))
+    if action.dest == "metrics":  # meta-eval labels: metric names
+        return "lexical"
     kind = getattr(action.type, "kind", None)
     if kind in ("rows", "text"):
         good = tmp_path / "good.jsonl"

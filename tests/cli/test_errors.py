@@ -80,7 +80,7 @@ def test_duplicate_ids(faithkit, tmp_path):
 def test_unknown_metric_is_argparses_error(faithkit, rows, tmp_path):
     run = faithkit("score", "--metric", "no-such-metric", "--input", rows, "--output", tmp_path / "o.jsonl")
     _assert_one_error_line(run, "faithkit score: argument --metric: invalid choice: 'no-such-metric' (choose from "
-                                "'pmi-faith', 'q2'")
+                                "'pmi-faith', 'minimal-edit', 'faith-judge', 'q2'")
 
 
 def test_options_the_metric_does_not_take(faithkit, rows, tmp_path):

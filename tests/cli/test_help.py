@@ -35,7 +35,7 @@ def test_sweep_usage_names_the_measures_once(faithkit):
     run = faithkit("sweep", "--help")
     usage = run.out.split("\n\n")[0]
     assert "--faithfulness MEASURE" in usage and "pmi_faith" not in usage
-    assert " ".join(run.out.split()).count("pmi_faith, fluency, q2") == 1
+    assert " ".join(run.out.split()).count("pmi_faith, fluency, minimal_edit, faith_judge, q2") == 1
 
 
 def test_launch_help_says_what_faithkit_adds_before_accelerates(faithkit):
