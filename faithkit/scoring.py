@@ -33,7 +33,7 @@ import bisect
 import copy
 import inspect
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -69,7 +69,7 @@ class _Node:
     tokens: list[int]
     start: int
     requests: list[int]
-    children: list["_Node"] = field(default_factory=list)
+    children: list[_Node] = field(default_factory=list)
 
     @property
     def runnable(self) -> list[int]:

@@ -19,7 +19,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from filelock import FileLock, Timeout
 

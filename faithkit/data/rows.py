@@ -18,7 +18,7 @@ import sys
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 from ..errors import InputError
 from .arrow import dataset_records, is_dataset_source

@@ -11,7 +11,8 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-from typing import Iterator, NamedTuple, Sequence
+from typing import NamedTuple
+from collections.abc import Iterator, Sequence
 
 import torch
 

@@ -15,7 +15,7 @@ call, so scores do not depend on batch size or caching.
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
@@ -111,7 +111,7 @@ class PMIFaith(Metric):
             row = {"tokens": self.tokenizer.convert_ids_to_tokens(target), "num_tokens": len(target),
                    "truncated_tokens": 0}
             first = len(requests)
-            for name, (with_document, with_history) in self.views.items():
+            for with_document, with_history in self.views.values():
                 context = self.template.context(
                     self.tokenizer,
                     document if with_document else None,

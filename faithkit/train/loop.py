@@ -422,7 +422,7 @@ class TokenLoss:
     logits_to_keep: bool
 
     @classmethod
-    def for_model(cls, model) -> "TokenLoss":
+    def for_model(cls, model) -> TokenLoss:
         seq2seq = model.config.is_encoder_decoder
         return cls(seq2seq, not seq2seq and "logits_to_keep" in inspect.signature(model.forward).parameters)
 
