@@ -27,9 +27,13 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from tqdm.auto import tqdm
+
+if TYPE_CHECKING:
+    from accelerate import PartialState
 
 from .data import ResultWriter, Row, read_results
 from .data.results import DIGEST_KEY
@@ -68,7 +72,7 @@ class Process:
 
     rank: int = 0
     world: int = 1
-    state: object = None
+    state: PartialState | None = None
 
     @property
     def is_main(self) -> bool:
@@ -338,7 +342,7 @@ def compute_isolating_failures(compute, chunk: list[Row]) -> list:
 
 def _record(row: Row, result: dict) -> dict:
     """The row's inputs beside its results (results win a name clash, e.g. a generated ``response``) and its digest."""
-    inputs = {"document": row.document, "history": row.history, "response": row.response}
+    inputs: dict[str, object] = {"document": row.document, "history": row.history, "response": row.response}
     if row.extras:
         inputs["extras"] = row.extras
     return {"id": row.id, **{k: v for k, v in inputs.items() if k not in result and v != ""}, **result,

@@ -34,6 +34,7 @@ import copy
 import inspect
 from dataclasses import dataclass, field
 from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -243,7 +244,7 @@ class TokenScorer:
             owners = torch.tensor([parent.row_of[id(n)] for n in chunk], device=device)
             cache, past_mask = _selected_rows(parent.cache, owners), parent.mask[owners]
         for begin, end in windows:
-            kwargs = {"attention_mask": torch.cat([past_mask, mask[:, :end]], dim=1),
+            kwargs: dict[str, Any] = {"attention_mask": torch.cat([past_mask, mask[:, :end]], dim=1),
                       "position_ids": positions[:, begin:end], "use_cache": has_children or end < width}
             if cache is not None:
                 kwargs["cache"] = cache

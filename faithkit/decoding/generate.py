@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-from typing import NamedTuple
+from typing import Any, NamedTuple
 from collections.abc import Iterator, Sequence
 
 import torch
@@ -63,7 +63,7 @@ def build_inputs(
     template = template or default_template(model, tokenizer)
     if views not in (1, 2):
         raise ValueError(f"views must be 1 (conditioned) or 2 (conditioned, then history-only), got {views}")
-    pairs = [(document, history) for document, history in zip(documents, histories)]
+    pairs: list[tuple[str | None, Any]] = [(document, history) for document, history in zip(documents, histories)]
     if views == 2:
         pairs += [(None, history) for history in histories]
     encoder = model.config.is_encoder_decoder

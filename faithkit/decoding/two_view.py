@@ -38,13 +38,13 @@ class RowSampler(LogitsProcessor):
         if top_k is not None and (not isinstance(top_k, int) or top_k < 0):
             raise ValueError(f"top_k must be a non-negative integer or None, got {top_k!r}")
         self.generators = generators
-        self.warpers = []
+        self.warpers: list[LogitsProcessor] = []
         if temperature != 1.0:
             self.warpers.append(TemperatureLogitsWarper(float(temperature)))
         if top_k:
             self.warpers.append(TopKLogitsWarper(top_k))
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         for warper in self.warpers:
             scores = warper(input_ids, scores)
         tokens = self.draw(torch.softmax(scores.float(), dim=-1))
@@ -83,7 +83,7 @@ class TwoViewProcessor(LogitsProcessor):
         self.do_sample = do_sample
         self.sampler = RowSampler(temperature, top_k, generators) if do_sample else None
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         rows = scores.shape[0]
         if rows % 2:
             raise ValueError(

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
-from ..scoring import TokenScorer
+from ..scoring import Request, TokenScorer
 from .base import Metric, aggregate, check_columns
 
 logger = logging.getLogger(__name__)
@@ -100,7 +100,8 @@ class PMIFaith(Metric):
         files report it by row id). Histories may be None (no history); references are ignored.
         """
         documents, histories, responses, _ = check_columns(documents, histories, responses)
-        requests, spans, rows = [], [], []
+        requests: list[Request] = []
+        spans, rows = [], []
         for i, (document, history, response) in enumerate(zip(documents, histories, responses)):
             _check_text(i, "document", document)
             _check_text(i, "response", response)

@@ -29,7 +29,7 @@ import torch
 from .. import models
 from ..errors import ConfigError
 from ..prompts import start_ids
-from ..scoring import TokenScorer
+from ..scoring import Request, TokenScorer
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 NO_ANSWER = ""
@@ -371,7 +371,7 @@ class SpanScoringQA:
         passages = [cut_passage(p) for p in passages]
         unique = list(dict.fromkeys(passages))
         options = dict(zip(unique, self.candidates(unique)))
-        requests = []
+        requests: list[Request] = []
         for question, passage in zip(questions, passages):
             before, after = statement_parts(question)
             context = self.lm.start + self.lm.encode(f"Passage: {passage}\nStatement:" + (f" {before}" if before else ""))
@@ -415,7 +415,7 @@ class LabelWordNLI:
         self._calibration: dict[str, float] | None = None
 
     def _label_logprobs(self, premises, hypotheses) -> list[dict[str, float]]:
-        requests = []
+        requests: list[Request] = []
         for premise, hypothesis in zip(premises, hypotheses):
             context = self.lm.start + self.lm.encode(
                 f"{self.header}Premise: {cut_passage(premise)}\nHypothesis: {hypothesis}\nTrue, false or unknown? Answer yes, no or maybe:"
@@ -433,8 +433,8 @@ class LabelWordNLI:
             return []
         if self._calibration is None:
             self._calibration = self._label_logprobs(["N/A"], ["N/A"])[0]
-        scores = self._label_logprobs(premises, hypotheses)
-        return [max(s, key=lambda label: s[label] - self._calibration[label]) for s in scores]
+        calibration, scores = self._calibration, self._label_logprobs(premises, hypotheses)
+        return [max(s, key=lambda label: s[label] - calibration[label]) for s in scores]
 
 
 # ---------------------------------------------------------------------------------------
