@@ -15,7 +15,8 @@ How a page's code blocks are run (docs/contributing.md tells writers the same):
 * ``<!-- not run: REASON -->`` on the line before a block skips it (it needs the hub, hours or a human); the
   reason is required and the skipped blocks are counted in the test's report.
 
-Blocks that name a real offline model (SmolLM2, Gemma, Q²'s offline preset) are ``slow``, in one xdist group.
+Bash blocks (subprocesses), the browser and blocks that name a real offline model (SmolLM2, Gemma, Q²'s offline
+preset; these in the real models' xdist group) are ``slow``.
 """
 
 import ast
@@ -165,6 +166,7 @@ def test_python_blocks(page, scratch, monkeypatch):
             exec(compile(with_checks(block.code), block.name, "exec"), namespace)
 
 
+@pytest.mark.slow  # subprocesses
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.name, marks=slow_if_real(b.code))
                                    for b in BLOCKS if b.lang == "bash" and b.not_run is None])
 def test_bash_blocks(block, scratch):
@@ -207,6 +209,7 @@ LINKS = """return Array.from(document.querySelectorAll('a[href]')).map(a => a.hr
     .filter(href => href.startsWith('file:'));"""
 
 
+@pytest.mark.slow  # a browser
 def test_every_page_renders_and_every_internal_link_resolves(site, browser):
     from selenium.webdriver.common.by import By
 
