@@ -8,7 +8,8 @@ How a page's code blocks are run (docs/contributing.md tells writers the same):
   the tiny random GPT-2), ``rows.jsonl`` and ``dev.jsonl`` (``examples/demo.jsonl``).
 * ``python`` blocks of one page run in order in one namespace (one test per page). A line ``EXPRESSION  # => VALUE``
   also checks the expression's value: each number to the digits VALUE shows, anything else by its ``repr``.
-* ``bash`` blocks run command by command, ``faithkit`` being ``python -m faithkit``; a command must succeed, unless
+* ``bash`` blocks run command by command (``faithkit ...`` in this process, ``faithkit launch`` and anything else in
+  bash, ``faithkit`` being ``python -m faithkit`` there); a command must succeed, unless
   the line after it reads ``# prints: TEXT``: then its last line of output must be TEXT, whatever its status.
 * ``yaml`` blocks are sweep configs (a ``strategies`` key) loaded by :func:`faithkit.sweep.load_config`, or must
   at least parse.
@@ -20,8 +21,8 @@ preset; these in the real models' xdist group) are ``slow``.
 """
 
 import ast
-import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from urllib.parse import unquote
 
 import pytest
 
+from tests.cli.helpers import run_main, subprocess_env
 from tests.conftest import DATA
 from tests.test_annotate_browser import browser  # noqa: F401  (fixture)
 
@@ -167,19 +169,36 @@ def test_python_blocks(page, scratch, monkeypatch):
             exec(compile(with_checks(block.code), block.name, "exec"), namespace)
 
 
-@pytest.mark.slow  # subprocesses
+def run_command(command: str, folder: Path, capsys) -> tuple[int, str]:
+    """A bash block's command: ``faithkit ...`` in this process (a subprocess would import torch again), anything
+    else (``faithkit launch``, shell syntax) in bash, with ``faithkit`` as ``python -m faithkit``."""
+    words = shlex.split(command.replace("\\\n", " "), comments=True)
+    if words[:1] == ["faithkit"] and words[1:2] != ["launch"] and not set("|&;<>$`") & set(command.split("#")[0]):
+        capsys.readouterr()
+        try:
+            code = run_main(*words[1:])
+        except SystemExit as stop:  # argparse's mistakes
+            code = stop.code
+        captured = capsys.readouterr()
+        return code, captured.out + captured.err
+    environment = {**subprocess_env(), "FAITHKIT_DATA": str(DATA)}
+    run = subprocess.run(["bash", "-c", f'faithkit() {{ "{sys.executable}" -m faithkit "$@"; }}\n{command}'],
+                         cwd=folder, env=environment, capture_output=True, text=True, timeout=600)
+    return run.returncode, run.stdout + run.stderr
+
+
+@pytest.mark.slow  # commands that load models, train and sweep
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.name, marks=slow_if_real(b.code))
                                    for b in BLOCKS if b.lang == "bash" and b.not_run is None])
-def test_bash_blocks(block, scratch):
-    environment = {**os.environ, "FAITHKIT_DATA": str(DATA), "PYTHONPATH": str(ROOT)}
+def test_bash_blocks(block, scratch, monkeypatch, capsys):
+    monkeypatch.chdir(scratch)
+    monkeypatch.setenv("FAITHKIT_DATA", str(DATA))
     for command, prints in commands(block.code):
-        run = subprocess.run(["bash", "-c", f'faithkit() {{ "{sys.executable}" -m faithkit "$@"; }}\n{command}'],
-                             cwd=scratch, env=environment, capture_output=True, text=True, timeout=600)
-        output = (run.stdout + run.stderr).strip()
+        code, output = run_command(command, scratch, capsys)
         if prints is None:
-            assert run.returncode == 0, f"{block.name}: {command}\n{output}"
+            assert code == 0, f"{block.name}: {command}\n{output}"
         else:
-            assert output.splitlines()[-1] == prints, f"{block.name}: {command}\n{output}"
+            assert output.strip().splitlines()[-1] == prints, f"{block.name}: {command}\n{output}"
 
 
 @pytest.mark.parametrize("block", [pytest.param(b, id=b.name) for b in BLOCKS if b.lang == "yaml" and b.not_run is None])
