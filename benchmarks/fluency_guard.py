@@ -76,7 +76,7 @@ def main(argv=None) -> None:
             f"{name}_auroc_original_vs_shuffled": round(auroc(fluency, kind), 3),
             f"mean_{name}_original": round(sum(fluency[:len(rows)]) / len(rows), 3),
             f"mean_{name}_shuffled": round(sum(fluency[len(rows):]) / len(rows), 3),
-            f"mean_{name}_by_label": {label: round(sum(f for f, l in zip(fluency, labels) if l == label)
+            f"mean_{name}_by_label": {label: round(sum(f for f, given in zip(fluency, labels) if given == label)
                                                    / labels.count(label), 3) for label in sorted(set(labels))},
             f"{name}_auroc_begin_positive": round(auroc(fluency[:len(rows)], positive), 3),
         })

@@ -27,7 +27,7 @@ class ModelWork:
         self.head_params = head.numel()
         self.tokens = self.logit_positions = 0
 
-    def __enter__(self) -> "ModelWork":
+    def __enter__(self) -> ModelWork:
         self._handle = self.model.register_forward_pre_hook(self._count, with_kwargs=True)
         return self
 

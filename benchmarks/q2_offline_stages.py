@@ -11,7 +11,7 @@ on both files and reports mean q2 per set, accuracy at 0.5, AUROC and coverage, 
 ``q2`` and ``q2_no_nli``. The last line printed is one JSON object.
 
     python benchmarks/q2_offline_stages.py --rows 30 --qg rules fewshot:smollm2-135m fewshot:gemma3-270m \
-        --qa scoring:smollm2-135m constrained:smollm2-135m
+        --qa scoring:smollm2-135m
     python benchmarks/q2_offline_stages.py --quality --rows 150
 """
 
@@ -119,7 +119,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=30, help="rows from each file (each has 150)")
     parser.add_argument("--qg", nargs="*", default=["rules", "fewshot:smollm2-135m", "fewshot:gemma3-270m"])
-    parser.add_argument("--qa", nargs="*", default=["scoring:smollm2-135m", "constrained:smollm2-135m"])
+    parser.add_argument("--qa", nargs="*", default=["scoring:smollm2-135m"])
     parser.add_argument("--nli", default=None, help="NLI backend spec (default: the offline preset's)")
     parser.add_argument("--quality", action="store_true", help="run the full metric and report quality instead of stages")
     parser.add_argument("--save", help="with --quality: folder to write per-response results to")

@@ -29,9 +29,13 @@ import time
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 from tqdm.auto import tqdm
+
+if TYPE_CHECKING:
+    from accelerate import PartialState
 
 from .data import ResultWriter, Row, read_results
 from .data.results import DIGEST_KEY
@@ -70,7 +74,7 @@ class Process:
 
     rank: int = 0
     world: int = 1
-    state: object = None
+    state: PartialState | None = None
 
     @property
     def is_main(self) -> bool:
@@ -344,7 +348,7 @@ def compute_isolating_failures(compute, chunk: list[Row]) -> list:
 def _record(row: Row, result: dict) -> dict:
     """The row's inputs beside its results and its digest; results win a name clash (a generated ``response``,
     the ``gold`` a generate record names), so no field appears twice, not even among the row's ``extras``."""
-    inputs = {"document": row.document, "history": row.history, "response": row.response}
+    inputs: dict[str, object] = {"document": row.document, "history": row.history, "response": row.response}
     extras = {key: value for key, value in row.extras.items() if key not in result}
     if extras:
         inputs["extras"] = extras

@@ -17,7 +17,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -100,7 +100,7 @@ def _convert_gguf(name: str, folder: Path) -> None:
     tokenizer = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
     model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
     # The weights are already dequantised to float32; drop the GGUF marker so they save as safetensors.
-    model.hf_quantizer = None
+    model.hf_quantizer = None  # type: ignore[assignment]  # torch's Module.__setattr__ stub allows only tensors and modules
     model.config.quantization_config = None
     del model.config.quantization_config
     folder.parent.mkdir(parents=True, exist_ok=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 History = Sequence[str]
 
@@ -199,7 +199,7 @@ def start_ids(tokenizer) -> list[int]:
     for offset in range(len(with_special) - len(plain) + 1):
         if with_special[offset:offset + len(plain)] == plain:
             return with_special[:offset]
-    warnings.warn("could not locate the text among the tokenizer's special tokens; adding none")
+    warnings.warn("could not locate the text among the tokenizer's special tokens; adding none", stacklevel=2)
     return []
 
 

@@ -33,7 +33,8 @@ import bisect
 import copy
 import inspect
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 
@@ -103,7 +104,7 @@ class _Node:
     tokens: list[int]
     start: int
     requests: list[int]
-    children: list["_Node"] = field(default_factory=list)
+    children: list[_Node] = field(default_factory=list)
 
     @property
     def runnable(self) -> list[int]:
@@ -303,7 +304,7 @@ class TokenScorer:
             owners = torch.tensor([parent.row_of[id(n)] for n in chunk], device=device)
             cache, past_mask = _selected_rows(parent.cache, owners), parent.mask[owners]
         for begin, end in windows:
-            kwargs = {"attention_mask": torch.cat([past_mask, mask[:, :end]], dim=1),
+            kwargs: dict[str, Any] = {"attention_mask": torch.cat([past_mask, mask[:, :end]], dim=1),
                       "position_ids": positions[:, begin:end], "use_cache": has_children or end < width}
             if cache is not None:
                 kwargs["cache"] = cache

@@ -348,10 +348,7 @@ def test_sign_test_and_correlation(task_key, tmp_path):
     """Everyone prefers a on faithfulness on every item: p = 2 * 0.5**20; human faithfulness follows the metric."""
     ratings = []
     for _ in range(2):
-        table = []
-        for entry in task_key["items"]:
-            table.append([["agree", "agree", "agree"], ["disagree", "neutral", "agree"]])
-        ratings.append(table)
+        ratings.append([[["agree", "agree", "agree"], ["disagree", "neutral", "agree"]] for _ in task_key["items"]])
     summary = summarize(read_annotations(task_key, write_exports(tmp_path, task_key, ratings, ("ann", "bob"))),
                         resamples=200)
     faithfulness = summary["wins"][0]

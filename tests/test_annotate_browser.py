@@ -135,7 +135,7 @@ def test_keyboard_annotation_reload_export_and_report(browser, tmp_path, capsys)
     assert run_main("annotate", "report", task.out, exported, "--bootstrap", 50) == 0
     assert "| annotator | file | items |" in capsys.readouterr().out
     summary = summarize(read_annotations(task.key, [exported]), resamples=50)
-    for column, dimension in enumerate(DIMENSIONS):
+    for dimension in DIMENSIONS:
         for system in ("a", "b"):
             given = [expected[entry["item"]][entry["sides"].index(system)][dimension] for entry in task.key["items"]]
             row = next(r for r in summary["shares"] if (r["dimension"], r["system"]) == (dimension, system))

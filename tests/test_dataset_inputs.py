@@ -29,7 +29,7 @@ def test_parquet_and_saved_datasets_read_as_their_jsonl(tmp_path, records):
     datasets.DatasetDict({"test": dataset, "train": dataset.select([0])}).save_to_disk(str(tmp_path / "dict"))
 
     assert [row.id for row in expected] == (["a", "line-2", "empty"] if "id" in records[0] else ["1", "2", "3"])
-    assert expected[2].error == "row %s: field 'response' (response) is empty" % expected[2].id
+    assert expected[2].error == f"row {expected[2].id}: field 'response' (response) is empty"
     assert list(read_rows(tmp_path / "rows.parquet")) == expected
     assert list(read_rows(tmp_path / "saved")) == expected
     assert list(read_rows(tmp_path / "dict", split="test")) == expected

@@ -127,7 +127,7 @@ def _shares(counts: np.ndarray, names: tuple[str, ...], resamples: int, seed: in
     """Each column's share of the counts (items x columns), with its bootstrap interval over items."""
     from ..eval.stats import bootstrap_interval
 
-    row = {}
+    row: dict[str, float | tuple[float, float]] = {}
     for column, name in enumerate(names):
         def share(sums, column=column):
             return sums[column] / sums.sum()

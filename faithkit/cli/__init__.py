@@ -94,7 +94,7 @@ def _named_command(argv: list[str]) -> str | None:
     """The command ``argv`` names: its first word that is not an option (faithkit's own options take no value),
     or None when that is no command (argparse then lists the commands)."""
     word = next((arg for arg in argv if not arg.startswith("-")), None)
-    return word if word in map(_command_name, COMMANDS) else None
+    return word if word in {_command_name(command) for command in COMMANDS} else None
 
 
 def configure_logging(quiet: bool = False, verbose: bool = False) -> None:

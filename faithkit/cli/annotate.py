@@ -75,7 +75,8 @@ def run_build(args) -> int:
     else:
         raise ConfigError("name the two systems: --sweep DIR --a CELL --b CELL, or --a-file FILE --b-file FILE")
     refuse_writing_inputs([system.source for system in systems], "--out", folder=args.out)
-    task = build_task(*systems, out=args.out, contexts=args.contexts, seed=args.seed)
+    a, b = systems
+    task = build_task(a, b, out=args.out, contexts=args.contexts, seed=args.seed)
     logger.info("task %s: %d items -> %s/annotate.html (for the annotators) and key.json (keep it from them)",
                 task.id, len(task.key["items"]), task.out)
     return 0

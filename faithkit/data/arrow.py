@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Iterator
+from collections.abc import Iterator
 
 from ..errors import InputError
 

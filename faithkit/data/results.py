@@ -29,7 +29,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Mapping
+from collections.abc import Mapping
 
 from filelock import FileLock, Timeout
 
@@ -126,7 +126,8 @@ class ResultWriter:
     def _recover(self, retry_errors: bool, expected: Mapping[str, str | None] | None) -> None:
         data = self.path.read_bytes()
         end = data.rfind(b"\n") + 1  # a crash mid-line leaves a partial record: drop it
-        kept, first_line = [], {}
+        kept: list[str] = []
+        first_line: dict[str, int] = {}
         for number, line in enumerate(data[:end].decode("utf-8", errors="replace").split("\n"), start=1):
             if not line.strip():
                 continue

@@ -18,7 +18,8 @@ import sys
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator
+from typing import Literal
+from collections.abc import Iterable, Iterator
 
 from ..errors import InputError
 from .arrow import dataset_records, is_dataset_source
@@ -101,13 +102,13 @@ def _split_history(value) -> list[str]:
     return [text] if text else []
 
 
-QUOTING = {"none": csv.QUOTE_NONE, "csv": csv.QUOTE_MINIMAL}
+QUOTING: dict[str, Literal[0, 1, 2, 3]] = {"none": csv.QUOTE_NONE, "csv": csv.QUOTE_MINIMAL}
 """How CSV/TSV fields are quoted: ``none`` reads every character literally (BEGIN's TSVs hold bare
 quotes), ``csv`` lets a quoted field hold the delimiter, quotes and newlines. Default: ``none``
 for .tsv, ``csv`` for .csv."""
 
 
-def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, dict | None, str | None]]:
+def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, int, dict | None, str | None]]:
     """(row number, line, record, error) for each data row; undecodable bytes and ragged rows become errors.
 
     A JSONL row's number is its line; a CSV/TSV row's counts data rows from 1 (the header
@@ -222,7 +223,7 @@ def read_rows(path, columns: Columns | None = None, quoting: str | None = None,
         records = _records(path, quoting)
     columns = columns or Columns()
     mapping = None
-    pending = []  # rows that failed before the header was known
+    pending: list[tuple[int, int, str]] = []  # rows that failed before the header was known
     for number, line, record, error in records:
         if record is not None and mapping is None:
             mapping = columns.resolve(record.keys(), str(path))
@@ -237,6 +238,7 @@ def read_rows(path, columns: Columns | None = None, quoting: str | None = None,
             else:
                 yield Row(id=_fallback_id(number, line, mapping), error=error, line=line)
             continue
+        assert record is not None and mapping is not None  # a row without an error has a record, so a mapping
         given_id = record.get(mapping["id"]) if mapping["id"] else None
         unusable = given_id in (None, "") or _has_bad_text(given_id)
         row_id = _fallback_id(number, line, mapping) if unusable else str(given_id)

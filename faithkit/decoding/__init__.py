@@ -14,7 +14,6 @@ from .generate import (
 )
 from .options import SEARCHES, GenerationOptions, row_seed
 from .pmi_decode import PMIDecode
-from .span_constrained import SpanConstrainedLogitsProcessor
 from .strategies import (
     CAD,
     PMI,

@@ -12,7 +12,8 @@ import copy
 import inspect
 import logging
 import warnings
-from typing import Iterator, NamedTuple, Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any, NamedTuple
 
 import torch
 
@@ -67,7 +68,7 @@ def build_inputs(
     template = template or default_template(model, tokenizer)
     if views not in (1, 2):
         raise ValueError(f"views must be 1 (conditioned) or 2 (conditioned, then history-only), got {views}")
-    pairs = [(document, history) for document, history in zip(documents, histories)]
+    pairs: list[tuple[str | None, Any]] = [(document, history) for document, history in zip(documents, histories)]
     if views == 2:
         pairs += [(None, history) for history in histories]
     encoder = model.config.is_encoder_decoder

@@ -53,13 +53,13 @@ class RowSampler(LogitsProcessor):
         if top_k is not None and (not isinstance(top_k, int) or top_k < 0):
             raise ValueError(f"top_k must be a non-negative integer or None, got {top_k!r}")
         self.generators = generators
-        self.warpers = []
+        self.warpers: list[LogitsProcessor] = []
         if temperature != 1.0:
             self.warpers.append(TemperatureLogitsWarper(float(temperature)))
         if top_k:
             self.warpers.append(TopKLogitsWarper(top_k))
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         for warper in self.warpers:
             scores = warper(input_ids, scores)
         tokens = self.draw(torch.softmax(scores.float(), dim=-1))
@@ -101,7 +101,7 @@ class TwoViewProcessor(LogitsProcessor):
         self.sampler = RowSampler(temperature, top_k, generators) if do_sample else None
         self._width = None  # the input width of the last call: a call not one token wider starts a generate run
 
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         rows = scores.shape[0]
         if rows % 2:
             raise ValueError(

@@ -165,8 +165,8 @@ def _locate(response: str, item: dict) -> tuple[int, int] | None:
     """Character offsets of an explanation's span; found by text when the offsets don't match it."""
     span = str(item.get("span") or "")
     start, end = item.get("start"), item.get("end")
-    offsets_valid = isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(response)
-    if offsets_valid and (not span or response[start:end] == span):
+    if (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(response)
+            and (not span or response[start:end] == span)):
         return start, end
     if span:
         found = response.lower().find(span.lower())
@@ -198,7 +198,7 @@ def highlight_response(response: str, explanations: Sequence[dict]) -> str:
         if not covering:
             pieces.append(text)
             continue
-        scores = [item.get("score") for _, item in covering if item.get("score") is not None]
+        scores = [score for _, item in covering if (score := item.get("score")) is not None]
         lowest = min(scores) if scores else None
         label = f"<sub>{_number(lowest, 1)}</sub>" if any(end == right for end, _ in covering) else ""
         title = escape("\n\n".join(_tooltip(item) for _, item in covering), quote=True)

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats as scipy_stats
 
 
-def _check(scores: Sequence[float], labels: Sequence[int], binary: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def _check(scores: ArrayLike, labels: ArrayLike, binary: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """Validate once so every statistic fails with the same clear message; ``binary=False`` allows graded labels."""
     scores = np.asarray(scores, dtype=float)
     labels = np.asarray(labels)
@@ -47,7 +48,7 @@ def _both_classes(labels: np.ndarray, what: str) -> None:
         raise ValueError(f"{what} needs both classes in the labels, but all {len(labels)} are {labels[0]}")
 
 
-def auroc(scores: Sequence[float], labels: Sequence[int]) -> float:
+def auroc(scores: ArrayLike, labels: ArrayLike) -> float:
     """Area under the ROC curve: the chance a random positive outscores a random negative.
 
     Computed as the Mann-Whitney U statistic from average ranks, so a tie between a
@@ -62,7 +63,7 @@ def auroc(scores: Sequence[float], labels: Sequence[int]) -> float:
     return float(u / (n_pos * n_neg))
 
 
-def roc_curve(scores: Sequence[float], labels: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def roc_curve(scores: ArrayLike, labels: ArrayLike) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """ROC points ``(fpr, tpr, thresholds)``, one per distinct score, from (0, 0) to (1, 1).
 
     The first threshold is ``+inf`` (nothing positive); then each distinct score from the
@@ -77,7 +78,7 @@ def roc_curve(scores: Sequence[float], labels: Sequence[int]) -> tuple[np.ndarra
     return (np.concatenate([[0.0], fpr]), np.concatenate([[0.0], tpr]), np.concatenate([[np.inf], thresholds]))
 
 
-def classification(scores: Sequence[float], labels: Sequence[int], threshold: float) -> dict:
+def classification(scores: ArrayLike, labels: ArrayLike, threshold: float) -> dict:
     """Accuracy and the positive class's precision, recall and F1 when ``score >= threshold`` is positive."""
     scores, labels = _check(scores, labels)
     predicted = scores >= threshold
@@ -91,7 +92,7 @@ def classification(scores: Sequence[float], labels: Sequence[int], threshold: fl
     return {"accuracy": accuracy, "precision": precision, "recall": recall, "f1": f1}
 
 
-def best_f1_threshold(scores: Sequence[float], labels: Sequence[int]) -> float:
+def best_f1_threshold(scores: ArrayLike, labels: ArrayLike) -> float:
     """The threshold (one of the scores) with the highest F1; pick it on dev, apply it to test.
 
     Among equally good thresholds the highest wins, so the choice is deterministic and the
@@ -116,12 +117,12 @@ def _correlation(function, scores, labels) -> float:
         return float(function(scores, labels)[0])
 
 
-def spearman(scores: Sequence[float], labels: Sequence[float]) -> float:
+def spearman(scores: ArrayLike, labels: ArrayLike) -> float:
     """Spearman rank correlation of scores with labels (NaN when either is constant)."""
     return _correlation(scipy_stats.spearmanr, scores, labels)
 
 
-def pearson(scores: Sequence[float], labels: Sequence[float]) -> float:
+def pearson(scores: ArrayLike, labels: ArrayLike) -> float:
     """Pearson correlation of scores with labels (NaN when either is constant)."""
     return _correlation(scipy_stats.pearsonr, scores, labels)
 
@@ -137,7 +138,7 @@ def correlation_interval(r: float, n: int, confidence: float = 0.95) -> tuple[fl
     return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
 
 
-def summarize(scores: Sequence[float], labels: Sequence[int], threshold: float) -> dict:
+def summarize(scores: ArrayLike, labels: ArrayLike, threshold: float) -> dict:
     """Every statistic at once: counts, class means, classification at ``threshold``, AUROC, correlations.
 
     AUROC is NaN (not an error) when one class is missing, so a small per-source slice

@@ -181,7 +181,7 @@ def system_level_table(consistent: list[dict], inconsistent: list[dict], keys: S
                     "the correlation's spread understates its uncertainty; score more responses or lower --samples",
                     key, samples, len(values), name)
             pools.append(values)
-        result = system_level_correlation(*pools, **settings)
+        result = system_level_correlation(pools[0], pools[1], **settings)
         results.append({"score": key, "consistent": len(pools[0]), "inconsistent": len(pools[1]), **result})
     return results
 

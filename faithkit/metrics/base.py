@@ -17,6 +17,7 @@ wraps these metrics, without a second implementation.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 
 class Metric:
@@ -24,7 +25,7 @@ class Metric:
 
     score_keys: tuple[str, ...] = ()
 
-    def compute_rows(self, documents: Sequence[str], histories: Sequence, responses: Sequence[str],
+    def compute_rows(self, documents: Sequence[str], histories: Sequence | None, responses: Sequence[str],
                      references: Sequence[str] | None = None) -> list[dict]:
         raise NotImplementedError
 
@@ -36,7 +37,7 @@ class Metric:
 
 def aggregate(rows: list[dict], score_keys: Sequence[str]) -> dict:
     """``compute_rows`` output as one flat dict: a list per field and ``mean_<key>`` per score key present."""
-    result = {key: [row.get(key) for row in rows] for key in dict.fromkeys(k for row in rows for k in row)}
+    result: dict[str, Any] = {key: [row.get(key) for row in rows] for key in dict.fromkeys(k for row in rows for k in row)}
     for key in score_keys:
         values = [v for v in result.get(key, []) if v is not None]
         if key in result:

@@ -121,7 +121,7 @@ class TextOverlap(Metric):
         self.score_keys = (self.score_key,)
         self._function = token_f1_overlap if kind == "overlap-f1" else bleu_vs_knowledge
 
-    def compute_rows(self, documents: Sequence[str], histories: Sequence, responses: Sequence[str],
+    def compute_rows(self, documents: Sequence[str], histories: Sequence | None, responses: Sequence[str],
                      references: Sequence[str] | None = None) -> list[dict]:
         """One ``{score_key: value}`` per example."""
         documents, _, responses, _ = check_columns(documents, histories, responses)
@@ -140,7 +140,7 @@ class Lexical(Metric):
 
     score_keys = ("knowledge_precision", "token_f1", "bleu")
 
-    def compute_rows(self, documents: Sequence[str], histories: Sequence, responses: Sequence[str],
+    def compute_rows(self, documents: Sequence[str], histories: Sequence | None, responses: Sequence[str],
                      references: Sequence[str] | None = None) -> list[dict]:
         documents, _, responses, references = check_columns(documents, histories, responses, references)
         rows = [{"knowledge_precision": knowledge_precision(d, r)} for d, r in zip(documents, responses)]
@@ -184,7 +184,7 @@ class ResponseForm(Metric):
 
     score_keys = ("words", "empty", "repeated")
 
-    def compute_rows(self, documents: Sequence[str], histories: Sequence, responses: Sequence[str],
+    def compute_rows(self, documents: Sequence[str], histories: Sequence | None, responses: Sequence[str],
                      references: Sequence[str] | None = None) -> list[dict]:
         documents, _, responses, _ = check_columns(documents, histories, responses)
         return [{"words": len(r.split()), "empty": float(not r.strip()), "repeated": float(is_repeated(r))}

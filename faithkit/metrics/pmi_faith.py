@@ -15,11 +15,11 @@ call, so scores do not depend on batch size or caching.
 from __future__ import annotations
 
 import logging
-from typing import Sequence
+from collections.abc import Sequence
 
 from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
-from ..scoring import TokenScorer
+from ..scoring import Request, TokenScorer
 from . import token_evidence
 from .base import Metric, aggregate, check_columns
 
@@ -107,7 +107,8 @@ class PMIFaith(Metric):
         files report it by row id). Histories may be None (no history); references are ignored.
         """
         documents, histories, responses, _ = check_columns(documents, histories, responses)
-        requests, rows = [], []
+        requests: list[Request] = []
+        rows: list[dict] = []
         for i, (document, history, response) in enumerate(zip(documents, histories, responses)):
             _check_text(i, "document", document)
             _check_text(i, "response", response)

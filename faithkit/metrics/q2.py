@@ -158,7 +158,7 @@ class Q2(Metric):
 
     ``qg_model``, ``qa_model`` and ``nli_model`` take a hub id or local folder (the
     paper's models are the defaults), an offline spec (``"rules"``, ``"fewshot:LM"``,
-    ``"scoring:LM"``, ``"constrained:LM"``, ``"labels:LM"``), or a backend object from
+    ``"scoring:LM"``, ``"labels:LM"``), or a backend object from
     :mod:`faithkit.metrics.q2_backends`. ``preset="offline"`` changes only the defaults.
     Each model is loaded once, and an LM named by several offline stages is shared.
     """

@@ -7,15 +7,14 @@ call per stage (and per ``batch_size`` rows), never one call per span.
   :class:`ExtractiveQA`, :class:`SequenceClassificationNLI`).
 * Offline backends approximate them with a small causal LM or with rules, so Q² runs
   without the hub: :class:`RuleQuestionGenerator`, :class:`FewShotQuestionGenerator`,
-  :class:`SpanScoringQA`, :class:`SpanConstrainedQA` and :class:`LabelWordNLI`. They are
+  :class:`SpanScoringQA` and :class:`LabelWordNLI`. They are
   approximations: the measurements in ``benchmarks/q2_offline_stages.py`` say how good,
   and chose the offline preset: rules for QG, ``scoring:smollm2-135m`` for QA,
   ``labels:smollm2-135m`` for NLI.
 
 :func:`build_backend` turns a spec string into a backend: a hub id or local folder for the
-hub backends, or ``"rules"`` / ``"fewshot:LM"`` (QG), ``"scoring:LM"`` /
-``"constrained:LM"`` (QA), ``"labels:LM"`` (NLI) for the offline ones, where ``LM`` is any
-name :func:`faithkit.models.load` accepts.
+hub backends, or ``"rules"`` / ``"fewshot:LM"`` (QG), ``"scoring:LM"`` (QA), ``"labels:LM"``
+(NLI) for the offline ones, where ``LM`` is any name :func:`faithkit.models.load` accepts.
 """
 
 from __future__ import annotations
@@ -29,9 +28,8 @@ import torch
 
 from .. import models
 from ..errors import ConfigError
-from ..decoding.span_constrained import SpanConstrainedLogitsProcessor
 from ..prompts import start_ids
-from ..scoring import TokenScorer
+from ..scoring import Request, TokenScorer
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 NO_ANSWER = ""
@@ -285,7 +283,7 @@ def cut_passage(text: str, max_words: int = 1500) -> str:
     words = text.split()
     if len(words) <= max_words:
         return text
-    warnings.warn(f"passage of {len(words)} words cut to its first {max_words} for the offline QA/NLI prompt")
+    warnings.warn(f"passage of {len(words)} words cut to its first {max_words} for the offline QA/NLI prompt", stacklevel=2)
     return " ".join(words[:max_words])
 
 
@@ -322,36 +320,6 @@ class FewShotQuestionGenerator:
                 question = text[: text.index("?") + 1] if "?" in text else text
                 questions.append([question] if question else [])
         return questions
-
-
-NO_ANSWER_WORD = "unanswerable"
-
-
-class SpanConstrainedQA:
-    """Extractive QA by decoding under :class:`SpanConstrainedLogitsProcessor`: the answer is a passage substring or "unanswerable".
-
-    Greedy decoding makes a small LM keep copying once it starts (its answers are whole
-    clauses): on the dodeca responses it gave back the span for 3% of the questions, so
-    the offline preset uses :class:`SpanScoringQA`.
-    """
-
-    def __init__(self, lm: _CausalLM, batch_size=8, max_answer_tokens=12):
-        self.lm, self.batch_size, self.max_answer_tokens = lm, batch_size, max_answer_tokens
-        self.no_answer_ids = lm.encode(" " + NO_ANSWER_WORD)
-
-    def answer(self, questions: Sequence[str], passages: Sequence[str]) -> list[str]:
-        answers: list[str] = []
-        for batch in _batches(list(zip(questions, passages)), self.batch_size):
-            passage_ids = [self.lm.encode(" " + cut_passage(p).strip()) or self.lm.encode(" .") for _, p in batch]
-            prompts = [
-                self.lm.start + self.lm.encode(f"Question: {q}\nPassage:") + ids + self.lm.encode("\nAnswer:")
-                for (q, _), ids in zip(batch, passage_ids)
-            ]
-            width = max(len(p) for p in prompts)
-            processor = SpanConstrainedLogitsProcessor(passage_ids, width, self.lm.newline, self.no_answer_ids)
-            for ids in self.lm.generate(prompts, self.max_answer_tokens, logits_processor=[processor]):
-                answers.append(NO_ANSWER if ids == self.no_answer_ids else self.lm.tokenizer.decode(ids, skip_special_tokens=True).strip())
-        return answers
 
 
 WH_PHRASE = re.compile(r"\b(how many|how much|who|whom|what|when|where|which)\b", re.IGNORECASE)
@@ -403,7 +371,7 @@ class SpanScoringQA:
         passages = [cut_passage(p) for p in passages]
         unique = list(dict.fromkeys(passages))
         options = dict(zip(unique, self.candidates(unique)))
-        requests = []
+        requests: list[Request] = []
         for question, passage in zip(questions, passages):
             before, after = statement_parts(question)
             context = self.lm.start + self.lm.encode(f"Passage: {passage}\nStatement:" + (f" {before}" if before else ""))
@@ -447,7 +415,7 @@ class LabelWordNLI:
         self._calibration: dict[str, float] | None = None
 
     def _label_logprobs(self, premises, hypotheses) -> list[dict[str, float]]:
-        requests = []
+        requests: list[Request] = []
         for premise, hypothesis in zip(premises, hypotheses):
             context = self.lm.start + self.lm.encode(
                 f"{self.header}Premise: {cut_passage(premise)}\nHypothesis: {hypothesis}\nTrue, false or unknown? Answer yes, no or maybe:"
@@ -465,8 +433,8 @@ class LabelWordNLI:
             return []
         if self._calibration is None:
             self._calibration = self._label_logprobs(["N/A"], ["N/A"])[0]
-        scores = self._label_logprobs(premises, hypotheses)
-        return [max(s, key=lambda label: s[label] - self._calibration[label]) for s in scores]
+        calibration, scores = self._calibration, self._label_logprobs(premises, hypotheses)
+        return [max(s, key=lambda label: s[label] - calibration[label]) for s in scores]
 
 
 # ---------------------------------------------------------------------------------------
@@ -475,7 +443,7 @@ class LabelWordNLI:
 
 OFFLINE_METHODS = {
     "qg": ("rules", "fewshot"),
-    "qa": ("scoring", "constrained"),
+    "qa": ("scoring",),
     "nli": ("labels",),
 }
 
@@ -486,6 +454,9 @@ def build_backend(stage: str, spec, *, device=None, batch_size=8, dtype=None, nl
         return spec  # already a backend object
     load_lm = load_lm or (lambda name: _CausalLM(*models.load(name, device=device, dtype=dtype)))
     method, _, lm_name = spec.partition(":")
+    if stage == "qa" and method == "constrained":
+        raise ValueError(f"qa_model={spec!r}: span-constrained decoding was removed (it gave a valid question for 0.019 "
+                         "of the spans, benchmarks/q2_offline_stages.py); use 'scoring:LM'")
     if stage == "qg" and spec == "rules":
         return RuleQuestionGenerator()
     if method in OFFLINE_METHODS[stage] and lm_name:
@@ -493,8 +464,6 @@ def build_backend(stage: str, spec, *, device=None, batch_size=8, dtype=None, nl
             return FewShotQuestionGenerator(load_lm(lm_name), batch_size=batch_size)
         if method == "scoring":
             return SpanScoringQA(load_lm(lm_name), nlp, batch_size=batch_size)
-        if method == "constrained":
-            return SpanConstrainedQA(load_lm(lm_name), batch_size=batch_size)
         return LabelWordNLI(load_lm(lm_name), batch_size=batch_size)
     if any(spec.startswith(f"{m}:") for methods in OFFLINE_METHODS.values() for m in methods):
         raise ValueError(

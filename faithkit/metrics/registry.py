@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..numbers import check_finite
+from .base import Metric
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class MetricSpec:
     """A metric's name (as on the command line), builder, score keys (main score first), options and measures."""
 
     name: str
-    build: Callable[..., object]
+    build: _Lazy
     score_keys: tuple[str, ...]
     options: tuple[str, ...] = ()
     needs_references: bool = False
@@ -59,10 +60,10 @@ class _Lazy:
     def __init__(self, module: str, name: str, **fixed):
         self.module, self.name, self.fixed = module, name, fixed
 
-    def target(self) -> type:
+    def target(self) -> type[Metric]:
         return getattr(importlib.import_module(f"{__package__}.{self.module}"), self.name)
 
-    def __call__(self, **options):
+    def __call__(self, **options) -> Metric:
         return self.target()(**self.fixed, **options)
 
 

@@ -77,10 +77,10 @@ class SweepConfig:
     the sweep loads.
     """
 
-    generator: str | None = None
+    generator: str = ""  # required, as input and out: validate() names the one missing
     judge: str = "bigscience/bloom-560m"
-    input: str | None = None
-    out: str | None = None
+    input: str = ""
+    out: str = ""
     strategies: tuple[dict, ...] | None = None
     chosen: tuple[str, ...] | None = None
     alpha: tuple[float, ...] | None = None
@@ -197,7 +197,7 @@ class SweepConfig:
         for index, entry in enumerate(self.strategy_grids()):
             where = f"strategies[{index}]: "
             try:
-                cls = get_strategy(entry.get("name"))
+                cls = get_strategy(str(entry.get("name")))
             except ConfigError as error:
                 raise ConfigError(f"{where}{error}") from None
             grid = {key: _items(value) for key, value in {**default_grid(cls), **entry}.items()

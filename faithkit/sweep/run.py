@@ -77,7 +77,8 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     runs = list(dict.fromkeys(decoded_by(cell) for cell in cells))
     responses = generate_cells(config, contexts, runs, out)
     responses.update({cell: responses[decoded_by(cell)] for cell in cells})
-    golds = [c.gold for c in contexts] if all(c.gold for c in contexts) else None
+    golds = [c.gold for c in contexts if c.gold]
+    golds = golds if len(golds) == len(contexts) else None  # relevance needs every context's gold
 
     rows, files = judge(config, out, contexts, runs, responses, golds)
 

@@ -179,8 +179,8 @@ def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None
                      + f" | {status(row, best, folded)} |")
     faith, relevance = config.faithfulness_measure, config.relevance
     grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
-    alphas = sorted({key[1] for key in grid if key[0] == config.decoding})
-    top_ps = sorted({key[2] for key in grid if key[0] == config.decoding})
+    alphas = sorted({alpha for search, alpha, _ in grid if search == config.decoding and alpha is not None})
+    top_ps = sorted({top_p for search, _, top_p in grid if search == config.decoding and top_p is not None})
     if len(alphas) > 1 and len(top_ps) > 1:
         lines += ["", f"PMI-DECODE, {config.decoding}: {faith} / {relevance}", "",
                   "| alpha \\ top_p | " + " | ".join(f"{p:g}" for p in top_ps) + " |", "|---|" + "---|" * len(top_ps)]

@@ -149,7 +149,7 @@ def _data_text(config: TrainConfig) -> str:
 
 def _is_hub_id(name: str | None) -> bool:
     """An ``owner/name`` that is not a local folder: the hub can link it."""
-    return bool(name) and name.count("/") == 1 and not Path(name).exists() and not name.startswith((".", "/"))
+    return name is not None and name.count("/") == 1 and not Path(name).exists() and not name.startswith((".", "/"))
 
 
 def _hyperparameters(config: TrainConfig) -> dict:

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import difflib
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path

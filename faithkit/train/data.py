@@ -11,7 +11,6 @@ cache (:func:`encode_rows`).
 from __future__ import annotations
 
 import logging
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +45,7 @@ def load_rows(section: DataSection, split: str) -> list[Row]:
     else:
         from ..data.corpora import load_corpus
 
+        assert section.corpus, "the config check requires data.corpus or data.train_file"
         source = f"corpus {section.corpus} split {named_split}"
         dataset = load_corpus(section.corpus, named_split, path=section.corpus_path,
                               history_turns=section.history_turns)
@@ -102,7 +102,7 @@ def encode_rows(
                                         "response": [row.response for row in rows]})
     options = {"tokenizer": tokenizer, "template": template, "seq2seq": seq2seq, "max_length": max_length,
                "max_response_length": max_response_length}
-    code = [Path(module.__file__).read_bytes() for module in (prompts, sys.modules[__name__])]  # what the ids follow
+    code = [Path(file).read_bytes() for file in (prompts.__file__, __file__) if file]  # what the ids follow
     fingerprint = Hasher.hash([table._fingerprint, code, options])
     cache = Path(datasets.config.HF_DATASETS_CACHE) / "faithkit_train"
     cache.mkdir(parents=True, exist_ok=True)

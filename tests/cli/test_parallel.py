@@ -150,7 +150,7 @@ def test_score_resumed_by_two_processes_equals_one_process(runs):
 
 
 def test_greedy_generate_by_two_processes_equals_one_process(runs):
-    (code, out, err), folder = runs[0]["generate"], runs[1]
+    (code, _, err), folder = runs[0]["generate"], runs[1]
     assert code == 0, err
     assert "generate: 6/6 rows" in err and "12 generated, 0 already done, 0 errors" in err
     assert err.count("Loading weights:   0%") == 1  # only the main process draws transformers' progress bars

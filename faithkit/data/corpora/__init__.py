@@ -32,7 +32,8 @@ import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 from ...errors import ConfigError, OutputError
 from ...files import replacing
@@ -50,7 +51,7 @@ logger = logging.getLogger(__name__)
 class Corpus:
     """A training corpus: its loader ``load(split, path, history_turns, **options)``, splits and where to get it."""
 
-    load: Callable[..., "datasets.Dataset"]
+    load: Callable[..., datasets.Dataset]
     splits: tuple[str, ...]
     source: str
     folder: str | None  # default folder under data_root(); None reads from the hub
@@ -71,7 +72,7 @@ CORPORA: dict[str, Corpus] = {
 
 
 def load_corpus(name: str, split: str, path: str | Path | None = None, history_turns: int | None = 2,
-                **options) -> "datasets.Dataset":
+                **options) -> datasets.Dataset:
     """The rows of one split of a registered corpus, read from ``path`` (default: see :data:`CORPORA`)."""
     if name not in CORPORA:
         raise ConfigError(f"unknown corpus '{name}'; choose one of {', '.join(CORPORA)}")

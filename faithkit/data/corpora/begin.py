@@ -7,6 +7,7 @@ under :func:`faithkit.data.data_root`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ...errors import InputError
@@ -15,7 +16,7 @@ from ..rows import Row, read_rows
 POSITIVE_LABEL = "Fully attributable"
 
 
-def load_begin(paths: list[str | Path]) -> list[Row]:
+def load_begin(paths: Sequence[str | Path]) -> list[Row]:
     """Rows of BEGIN TSV files; ids are ``<file stem>:<line>`` so several files can share one output."""
     rows = []
     for path in paths:

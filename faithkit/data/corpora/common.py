@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from ...errors import InputError
 from ..rows import Row
@@ -56,7 +57,10 @@ def corpus_summary(dataset) -> dict:
     return json.loads(dataset.info.description)
 
 
-def read_json(path: Path, what: str, source: str, top: type) -> dict | list:
+JSON = TypeVar("JSON", dict, list)
+
+
+def read_json(path: Path, what: str, source: str, top: type[JSON]) -> JSON:
     """The JSON value of ``path``, which must be a ``top`` (dict or list); else an InputError saying where to get it."""
     if not path.is_file():
         raise InputError(f"{path} not found: expected {what}. Get it from {source}")

@@ -18,7 +18,7 @@ SETS = {"consistent": 1, "inconsistent": 0}  # set name: label (1 = consistent, 
 
 def load_q2_wow(path: str | Path, set_name: str, limit: int | None = None) -> list[Row]:
     """The rows of one Q² WoW CSV, ids prefixed by ``set_name``; ``limit`` keeps the first rows."""
-    rows = []
+    rows: list[Row] = []
     for row in read_rows(path):
         if limit is not None and len(rows) >= limit:
             break
