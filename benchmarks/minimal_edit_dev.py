@@ -83,10 +83,10 @@ def score_file(name: str, metric: PMIFaith, args) -> dict:
                        [r.response for _, r, _ in chunk])
             pmi_rows = [{"pmi": None}] * len(chunk)
             if name in args.cost_files:
-                pmi_rows, wall, cpu = timed(lambda: metric.compute_rows(*columns))
+                pmi_rows, wall, cpu = timed(lambda columns=columns: metric.compute_rows(*columns))
                 seconds["pmi_faith_wall"] += wall
                 seconds["pmi_faith_cpu"] += cpu
-            features, wall, cpu = timed(lambda: contrast_features(metric.scorer, metric.tokenizer, *columns,
+            features, wall, cpu = timed(lambda columns=columns: contrast_features(metric.scorer, metric.tokenizer, *columns,
                                                                   metric.template))
             seconds["contrast_wall"] += wall
             seconds["contrast_cpu"] += cpu

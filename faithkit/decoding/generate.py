@@ -397,7 +397,7 @@ def iter_grid(
         batch = PreparedBatch(model, inputs, views)
         done = {}
 
-        def decoded(key):
+        def decoded(key, done=done, batch=batch, chunk=chunk):  # this batch's decodes, each made once
             if key not in done:
                 run = runs[key]
                 cell_seeds = None if seeds is None or not run.sampled else [seeds[i] for i in chunk]

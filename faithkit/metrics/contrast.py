@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from collections.abc import Sequence
 
 from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history

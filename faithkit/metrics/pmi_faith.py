@@ -118,7 +118,7 @@ class PMIFaith(Metric):
                                  f"more than the model's context ({self.max_length})")
             row = {"tokens": self.tokenizer.convert_ids_to_tokens(target), "num_tokens": len(target),
                    "truncated_tokens": 0}
-            for name, (with_document, with_history) in self.views.items():
+            for with_document, with_history in self.views.values():
                 context = self.template.context(
                     self.tokenizer,
                     document if with_document else None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError
