@@ -66,7 +66,8 @@ def replacing(path: str | Path, mode: str = "w", newline: str | None = None) -> 
     try:
         os.chmod(staging, 0o666 & ~_umask())  # mkstemp makes it private; an output is shared as any new file is
         binary = "b" in mode
-        with os.fdopen(handle, mode, **({} if binary else {"encoding": "utf-8", "newline": newline})) as file:
+        with (os.fdopen(handle, mode) if binary
+              else os.fdopen(handle, mode, encoding="utf-8", newline=newline)) as file:
             yield file
             file.flush()
             os.fsync(file.fileno())

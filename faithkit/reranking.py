@@ -143,7 +143,7 @@ class CandidatesJob:
         model, tokenizer, judges = self._load()
         records = [self.candidates[row.id] for row in rows]
         unknown = [i for i, record in enumerate(records) if "greedy" not in record]
-        greedy = [record.get("greedy") for record in records]
+        greedy: list[str] = [record.get("greedy", "") for record in records]  # the unknown ones decoded below
         if unknown:
             kwargs = {key: value for key, value in self.options.grid_kwargs(model, tokenizer).items()
                       if key not in ("num_beams", "num_return_sequences")}  # plain greedy

@@ -395,7 +395,7 @@ def iter_grid(
         inputs = build_inputs(model, tokenizer, [documents[i] for i in chunk], [histories[i] for i in chunk],
                               template, max_context_tokens, max_new_tokens, views=views)
         batch = PreparedBatch(model, inputs, views)
-        done = {}
+        done: dict[tuple, list] = {}
 
         def decoded(key, done=done, batch=batch, chunk=chunk):  # this batch's decodes, each made once
             if key not in done:
@@ -408,6 +408,7 @@ def iter_grid(
 
         for index, cell in enumerate(cells):
             if isinstance(cell.strategy, Rerank) and cell.decode_key not in done:
+                assert judge is not None  # checked above: rerank cells need a judge
                 choices = rerank(cell.strategy, judge, [documents[i] for i in chunk], [histories[i] for i in chunk],
                                  decoded(_GREEDY.decode_key), decoded(cell.strategy.candidates_key()))
                 done[cell.decode_key] = [choice.response for choice in choices]
@@ -430,10 +431,10 @@ class _CellRun(NamedTuple):
 
 
 def _runs(cells: list[Cell], num_beams: int, num_return_sequences: int, temperature: float,
-          top_k: int | None) -> dict:
+          top_k: int | None) -> dict[tuple, _CellRun]:
     """Decode key -> how to run it. Cells that decode as plain run as plain (one view); a rerank cell needs plain
     greedy and its candidates: plain sampling with n returns, each from its own seed, or beam search with n beams."""
-    runs = {}
+    runs: dict[tuple, _CellRun] = {}
     for cell in cells:
         strategy = cell.strategy
         if isinstance(strategy, Rerank):

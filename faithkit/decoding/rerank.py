@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from collections.abc import Callable, Sequence
-from typing import ClassVar, NamedTuple
+from typing import ClassVar
 
 from ..errors import ConfigError
 from .base import Sampling, Strategy
@@ -86,13 +86,14 @@ def candidate_seeds(seed: int, n: int) -> list[int]:
     return [row_seed(seed, f"candidate {k}") for k in range(n)]
 
 
-class Choice(NamedTuple):
+@dataclass(frozen=True)
+class Choice:
     """A context's pick: its index among ``[greedy, *candidates]``, the response, and every response's values."""
 
     index: int
     response: str
-    scores: list
-    fluencies: list
+    scores: list[float | None]
+    fluencies: list[float | None]
 
 
 def choose(scores: Sequence[float | None], fluencies: Sequence[float | None], tolerance: float) -> int:
@@ -105,7 +106,7 @@ def choose(scores: Sequence[float | None], fluencies: Sequence[float | None], to
     """
     reference = fluencies[0]
     eligible = [i for i, score in enumerate(scores) if score is not None and not math.isnan(score)
-                and (reference is None or (fluencies[i] is not None and fluencies[i] >= reference - tolerance))]
+                and (reference is None or ((fluency := fluencies[i]) is not None and fluency >= reference - tolerance))]
     return max(eligible, key=lambda i: (scores[i], -i)) if eligible else 0
 
 

@@ -99,7 +99,7 @@ class TwoViewProcessor(LogitsProcessor):
                              "pass do_sample=True as well")
         self.do_sample = do_sample
         self.sampler = RowSampler(temperature, top_k, generators) if do_sample else None
-        self._width = None  # the input width of the last call: a call not one token wider starts a generate run
+        self._width: int | None = None  # the input width of the last call: a call not one token wider starts a generate run
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         rows = scores.shape[0]

@@ -131,7 +131,7 @@ def row_slices(named_scores: Mapping[str, Sequence], labelled: Labelled) -> list
     if not len(keep) or labels.min() == labels.max():
         raise InputError("the rows every score has a value for are none or of one class; a leaderboard needs "
                          "rows of both classes")
-    scores = {name: np.array([values[i] for i in keep], dtype=float) for name, values in named_scores.items()}
+    scores = {name: np.array([values[i] for i in keep.tolist()], dtype=float) for name, values in named_scores.items()}
     slices = [(ALL, scores, labels)]
     groups = np.array(labelled.groups)[keep] if labelled.groups is not None else np.array([])
     for group in sorted(set(groups)):
@@ -234,7 +234,8 @@ def write_leaderboard(out: Path, results: list[dict], paired: list[dict], scores
             writer.writeheader()
             writer.writerows(rows)
     files.write_json(out / "results.json", {"results": results, "paired": paired})
-    plots.roc_curves(scores, labels, out / "roc.png", title=f"ROC over {len(labels)} rows")
+    plots.roc_curves({name: values.tolist() for name, values in scores.items()}, labels.tolist(), out / "roc.png",
+                     title=f"ROC over {len(labels)} rows")
 
 
 def print_leaderboard(results: list[dict], paired: list[dict]) -> None:

@@ -32,10 +32,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING, cast
 
 from .. import precision
 from ..errors import ConfigError
 from .base import Metric, check_columns
+
+if TYPE_CHECKING:
+    import torch
+    from transformers import BatchEncoding
 
 HHEM_PROMPT = "<pad> Determine if the hypothesis is true given the premise?\n\nPremise: {text1}\n\nHypothesis: {text2}"
 """HHEM-2.1-Open's input template (its config's ``prompt``): premise = document window, hypothesis = claim."""
@@ -126,7 +131,7 @@ def response_sentences(response: str) -> list[str]:
     return sentences or [response.strip()]
 
 
-def format_pairs(preset: CheckerPreset, tokenizer, premises: Sequence[str], claims: Sequence[str]) -> dict:
+def format_pairs(preset: CheckerPreset, tokenizer, premises: Sequence[str], claims: Sequence[str]) -> BatchEncoding:
     """The model's inputs for (window, claim) pairs in the preset's input format, padded as one batch."""
     options = {"padding": True, "return_tensors": "pt"}
     if preset.max_length is not None:
@@ -204,7 +209,10 @@ def load_hhem(name: str, device=None, dtype=None):
         raise ConfigError(f"{name} does not hold HHEM-2.1-Open's weights for {foundation}: missing "
                           f"{missing[:3] or 'none'}, unexpected {unexpected[:3] or 'none'}")
     model.tie_weights()
-    model = model.to(device or models.default_device(), dtype=precision.torch_dtype(dtype or "float32"))
+    # PreTrainedModel.to is wrapped (functools.wraps), which hides its self from mypy: call it as Module.to
+    placed = cast("torch.nn.Module", model).to(device or models.default_device(),
+                                               dtype=precision.torch_dtype(dtype or "float32"))
+    return placed.eval(), AutoTokenizer.from_pretrained(foundation)
     return model.eval(), AutoTokenizer.from_pretrained(foundation)
 
 

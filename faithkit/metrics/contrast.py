@@ -35,7 +35,7 @@ from collections.abc import Sequence
 
 from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
-from ..scoring import TokenScorer
+from ..scoring import Request, TokenScorer
 from .base import Metric, check_columns
 
 MAX_EDITS = 8
@@ -132,7 +132,7 @@ def _is_negation(token) -> bool:
 def negation_edits(doc) -> list[Edit]:
     """Each negation removed; in a sentence without one, ``not`` put in after its root's auxiliary. Sentences whose
     subject is a speaker ("I haven't seen it") are left alone."""
-    edits = []
+    edits: list[Edit | None] = []
     for sentence in doc.sents:
         if any(c.dep_ in ("nsubj", "nsubjpass") and c.lower_ in _SPEAKERS for c in sentence.root.children):
             continue
@@ -228,7 +228,8 @@ def contrast_features(scorer: TokenScorer, tokenizer, documents: Sequence[str], 
     texts = sorted(set(documents) | set(responses))
     parsed = dict(zip(texts, nlp.pipe(texts)))
     max_length = models.context_window(scorer.model, tokenizer)
-    plans, requests = [], []
+    plans: list[tuple[list[Edit], int, int]] = []
+    requests: list[Request] = []
     for i, (document, history, response) in enumerate(zip(documents, histories, responses)):
         edits = candidate_edits(parsed[response], parsed[document], policy.max_edits)
         targets = [template.response_ids(tokenizer, text) for text in [response, *(e.apply(response) for e in edits)]]
@@ -258,7 +259,7 @@ def _row_features(edits: list[Edit], logprobs: list[float], truncated: int, thre
                      "replacement": edit.replacement, "margin": margin}
                     for span, (margin, edit) in sorted(best.items(), key=lambda item: item[0].start)]
     logp_margin = max(margins) if margins else None
-    return {"minimal_edit": 0.0 - max(logp_margin, 0.0) if margins else 0.0, "contrast_edits": len(edits),
+    return {"minimal_edit": 0.0 - max(logp_margin, 0.0) if logp_margin is not None else 0.0, "contrast_edits": len(edits),
             "contrast_logp_margin": logp_margin, "contrast_pmi_margin": max(pmi_margins) if margins else None,
             "contradicted_spans": contradicted, "truncated_tokens": truncated}
 

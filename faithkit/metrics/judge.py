@@ -21,6 +21,7 @@ import logging
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from scipy import optimize
@@ -70,7 +71,8 @@ class JudgeWeights:
         unknown = sorted(set(data["features"]) - set(CANDIDATES))
         if unknown:
             raise ValueError(f"{path}: unknown judge features {unknown}; known: {', '.join(CANDIDATES)}")
-        return cls(**{key: tuple(value) if isinstance(value, list) else value for key, value in data.items()})
+        fields: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value for key, value in data.items()}
+        return cls(**fields)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n")

@@ -27,6 +27,7 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from ..data import Columns, Row, read_results, read_rows, unique_ids
 from ..data.results import DIGEST_KEY, content_digest
@@ -90,7 +91,7 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     baseline = measured(config.baseline)
     parameters = list(dict.fromkeys(key for cell in cells for key in cell.strategy.parameters()))
     table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
-    rule = {"faithfulness": config.faithfulness_measure, "relevance": config.relevance, "tolerance": config.tolerance,
+    rule: dict[str, Any] = {"faithfulness": config.faithfulness_measure, "relevance": config.relevance, "tolerance": config.tolerance,
             "fluency": config.fluency_measure, "fluency_tolerance": config.fluency_tolerance,
             "significance": config.significance}
     best = {**choose_best(table, **rule), "by_strategy": best_by_strategy(table, **rule)}

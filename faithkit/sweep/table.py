@@ -139,7 +139,7 @@ def folded_rows(table: Sequence[dict]) -> dict[str, list[dict]]:
     """The rows shown, by cell: each with the rows that decode as it (``= plain``); a cell whose decode is not a row
     of its own (``plain_beam`` when the baseline is greedy) stays a row."""
     names = {row["cell"] for row in table}
-    shown = {row["cell"]: [] for row in table if row["decodes_as"] not in names}
+    shown: dict[str, list[dict]] = {row["cell"]: [] for row in table if row["decodes_as"] not in names}
     for row in table:
         if row["decodes_as"] in names:
             shown[row["decodes_as"]].append(row)
@@ -178,6 +178,7 @@ def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None
         lines.append(f"| {shown_label(row, folded, parameters)} | " + " | ".join(values)
                      + f" | {status(row, best, folded)} |")
     faith, relevance = config.faithfulness_measure, config.relevance
+    assert faith is not None  # SweepConfig.validate requires a faithfulness measure
     grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
     alphas = sorted({alpha for search, alpha, _ in grid if search == config.decoding and alpha is not None})
     top_ps = sorted({top_p for search, _, top_p in grid if search == config.decoding and top_p is not None})
@@ -203,6 +204,7 @@ def best_sentence(best: dict, config: SweepConfig, parameters: Sequence[str]) ->
     if not best.get("best"):
         return f"best: none: {best['rule']}"
     chosen, baseline, faith = best["best"], best["baseline"], config.faithfulness_measure
+    assert faith is not None  # SweepConfig.validate requires a faithfulness measure
     verdict = "significantly" if best["significant"] else "not significantly"
     worse = trade_offs(chosen, baseline, config)
     costs = "" if chosen["cell"] == baseline["cell"] else \
