@@ -14,8 +14,9 @@ from faithkit.prompts import DEFAULT_TEMPLATE, as_history
 from faithkit.scoring import TokenScorer, reference_token_logprobs
 
 DATA = Path(__file__).parent / "data"
-PAIRS = [json.loads(line) for name in ("faithful_pairs.jsonl", "contrast_pairs.jsonl")
-         for line in (DATA / name).open()]
+PAIRS = [json.loads(line) for line in (DATA / "contrast_pairs.jsonl").open()]
+"""Entity swaps, number changes and negations written for the contrast. With SmolLM2 11 of these 12 go the right
+way; with faithful_pairs.jsonl's 24 too, 33 of 36 (docs/contrast.md), which cost the suite three times as long."""
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ def test_report_shows_p_values_exclusions_and_alpha_zero_folded_into_plain(brows
     args = parse(["--generator", str(models_dir / "generator"), "--judge", str(models_dir / "judge"),
                   "--input", str(rows_file), "--out", str(out), "--strategies", "plain,pmi", "--alpha", "0,0.5",
                   "--top-p", "1", "--max-new-tokens", "4", "--batch-size", "5", "--fluency-tolerance", "0",
-                  "--resamples", "200"])
+                  "--resamples", "200", "--metrics", "pmi-faith,lexical"])
     assert sweep_cli.run(args) == 0
     with open(out / "sweep.csv", newline="") as handle:
         table = {row["cell"]: row for row in csv.DictReader(handle)}
