@@ -41,14 +41,29 @@ def main() -> None:
     cad, pmi = CAD(alpha=args.alpha), PMI(alpha=args.alpha / (1 + args.alpha), top_p=1.0)
     cells = [Cell(cad, "greedy"), Cell(pmi, "greedy"), Cell(cad, "beam"), Cell(pmi, "beam")]
     started, cpu = time.perf_counter(), time.process_time()
-    grid = generate_grid(model, tokenizer, [r.document for r in rows], [r.history for r in rows], cells,
-                         num_beams=args.num_beams, max_new_tokens=args.max_new_tokens, batch_size=8)
-    figures = {"contexts": len(rows), "cad_alpha": cad.alpha, "pmi_alpha": pmi.alpha, "pmi_top_p": pmi.top_p,
-               "max_new_tokens": args.max_new_tokens, "num_beams": args.num_beams,
-               "greedy_identical": sum(a == b for a, b in zip(grid[0], grid[1])),
-               "beam_identical": sum(a == b for a, b in zip(grid[2], grid[3])),
-               "greedy_differs_from_beam": sum(a != b for a, b in zip(grid[0], grid[2])),
-               "wall_s": round(time.perf_counter() - started, 1), "cpu_s": round(time.process_time() - cpu, 1)}
+    grid = generate_grid(
+        model,
+        tokenizer,
+        [r.document for r in rows],
+        [r.history for r in rows],
+        cells,
+        num_beams=args.num_beams,
+        max_new_tokens=args.max_new_tokens,
+        batch_size=8,
+    )
+    figures = {
+        "contexts": len(rows),
+        "cad_alpha": cad.alpha,
+        "pmi_alpha": pmi.alpha,
+        "pmi_top_p": pmi.top_p,
+        "max_new_tokens": args.max_new_tokens,
+        "num_beams": args.num_beams,
+        "greedy_identical": sum(a == b for a, b in zip(grid[0], grid[1])),
+        "beam_identical": sum(a == b for a, b in zip(grid[2], grid[3])),
+        "greedy_differs_from_beam": sum(a != b for a, b in zip(grid[0], grid[2])),
+        "wall_s": round(time.perf_counter() - started, 1),
+        "cpu_s": round(time.process_time() - cpu, 1),
+    }
     for label, cell in (("greedy", 0), ("beam", 2)):
         for i, (a, b) in enumerate(zip(grid[cell], grid[cell + 1])):
             if a != b:

@@ -66,24 +66,35 @@ def main(argv=None) -> None:
     kind = [1] * len(rows) + [0] * len(rows)
     labels = [row.extras["begin_label"] for row in rows]
     positive = [label == POSITIVE for label in labels]
-    figures = {"rows": len(rows), "judge": args.judge,
-               "pmi_auroc_original_vs_shuffled": round(auroc(pmi, kind), 3),
-               "label_counts": {label: labels.count(label) for label in sorted(set(labels))}}
+    figures = {
+        "rows": len(rows),
+        "judge": args.judge,
+        "pmi_auroc_original_vs_shuffled": round(auroc(pmi, kind), 3),
+        "label_counts": {label: labels.count(label) for label in sorted(set(labels))},
+    }
     # the sweep's fluency, log P(r | h), beside the candidate that also reads the document, log P(r | d, h)
     for name, key in (("fluency", "logp_history"), ("fluency_given_document", "logp_doc_history")):
         fluency = [s[key] for s in scores]
-        figures.update({
-            f"{name}_auroc_original_vs_shuffled": round(auroc(fluency, kind), 3),
-            f"mean_{name}_original": round(sum(fluency[:len(rows)]) / len(rows), 3),
-            f"mean_{name}_shuffled": round(sum(fluency[len(rows):]) / len(rows), 3),
-            f"mean_{name}_by_label": {label: round(sum(f for f, given in zip(fluency, labels) if given == label)
-                                                   / labels.count(label), 3) for label in sorted(set(labels))},
-            f"{name}_auroc_begin_positive": round(auroc(fluency[:len(rows)], positive), 3),
-        })
-    figures.update({
-        "seconds": round(time.perf_counter() - started, 1), "cpu_seconds": round(time.process_time() - cpu, 1),
-        "threads": args.threads, "load_average": round(os.getloadavg()[0], 2),
-    })
+        figures.update(
+            {
+                f"{name}_auroc_original_vs_shuffled": round(auroc(fluency, kind), 3),
+                f"mean_{name}_original": round(sum(fluency[: len(rows)]) / len(rows), 3),
+                f"mean_{name}_shuffled": round(sum(fluency[len(rows) :]) / len(rows), 3),
+                f"mean_{name}_by_label": {
+                    label: round(sum(f for f, given in zip(fluency, labels) if given == label) / labels.count(label), 3)
+                    for label in sorted(set(labels))
+                },
+                f"{name}_auroc_begin_positive": round(auroc(fluency[: len(rows)], positive), 3),
+            }
+        )
+    figures.update(
+        {
+            "seconds": round(time.perf_counter() - started, 1),
+            "cpu_seconds": round(time.process_time() - cpu, 1),
+            "threads": args.threads,
+            "load_average": round(os.getloadavg()[0], 2),
+        }
+    )
     print(json.dumps(figures))
 
 

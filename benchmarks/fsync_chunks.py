@@ -40,9 +40,17 @@ ResultWriter.write = write_and_sync
 def write_rows(path: Path, count: int) -> Path:
     with open(path, "w", encoding="utf-8") as file:
         for i in range(count):
-            file.write(json.dumps({"id": f"r{i}", "document": f"Apples number {i} grow on tall trees in spring.",
-                                   "history": ["Tell me about apples."], "response": f"apples {i} grow on trees"})
-                       + "\n")
+            file.write(
+                json.dumps(
+                    {
+                        "id": f"r{i}",
+                        "document": f"Apples number {i} grow on tall trees in spring.",
+                        "history": ["Tell me about apples."],
+                        "response": f"apples {i} grow on trees",
+                    }
+                )
+                + "\n"
+            )
     return path
 
 
@@ -77,13 +85,21 @@ def main() -> None:
                 seconds, output = timed_score(rows, folder)
                 times.append(round(seconds, 2))
                 outputs.add(output)
-        figures = {"rows": args.rows, "disk_seconds": disk, "shm_seconds": memory,
-                   "disk_over_shm": round(min(disk) / min(memory), 3), "identical": len(outputs) == 1}
+        figures = {
+            "rows": args.rows,
+            "disk_seconds": disk,
+            "shm_seconds": memory,
+            "disk_over_shm": round(min(disk) / min(memory), 3),
+            "identical": len(outputs) == 1,
+        }
         if args.per_record:
             before, output = timed_score(rows, Path(scratch) / "out", PER_RECORD)
             outputs.add(output)
-            figures.update(per_record_disk_seconds=round(before, 2),
-                           per_record_over_chunked=round(before / min(disk), 2), identical=len(outputs) == 1)
+            figures.update(
+                per_record_disk_seconds=round(before, 2),
+                per_record_over_chunked=round(before / min(disk), 2),
+                identical=len(outputs) == 1,
+            )
     print(json.dumps(figures))
 
 

@@ -42,20 +42,59 @@ from faithkit.decoding.strategies import CAD, PMI, AdaCAD, Plain
 from faithkit.scoring import TokenScorer, reference_token_logprobs
 
 SHAPES = {  # name: (config class, model class, real shape, tiny shape)
-    "bart-large": (BartConfig, BartForConditionalGeneration,
-                   dict(vocab_size=50265, d_model=1024, encoder_layers=12, decoder_layers=12,
-                        encoder_attention_heads=16, decoder_attention_heads=16, encoder_ffn_dim=4096,
-                        decoder_ffn_dim=4096, max_position_embeddings=1024),
-                   dict(vocab_size=512, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
-                        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
-                        max_position_embeddings=256)),
-    "llama-1b": (LlamaConfig, LlamaForCausalLM,
-                 dict(vocab_size=128256, hidden_size=2048, intermediate_size=8192, num_hidden_layers=16,
-                      num_attention_heads=32, num_key_value_heads=8, head_dim=64, max_position_embeddings=4096,
-                      tie_word_embeddings=True, rope_theta=500000.0),
-                 dict(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                      num_attention_heads=4, num_key_value_heads=2, head_dim=16, max_position_embeddings=256,
-                      tie_word_embeddings=False)),
+    "bart-large": (
+        BartConfig,
+        BartForConditionalGeneration,
+        dict(
+            vocab_size=50265,
+            d_model=1024,
+            encoder_layers=12,
+            decoder_layers=12,
+            encoder_attention_heads=16,
+            decoder_attention_heads=16,
+            encoder_ffn_dim=4096,
+            decoder_ffn_dim=4096,
+            max_position_embeddings=1024,
+        ),
+        dict(
+            vocab_size=512,
+            d_model=32,
+            encoder_layers=2,
+            decoder_layers=2,
+            encoder_attention_heads=2,
+            decoder_attention_heads=2,
+            encoder_ffn_dim=64,
+            decoder_ffn_dim=64,
+            max_position_embeddings=256,
+        ),
+    ),
+    "llama-1b": (
+        LlamaConfig,
+        LlamaForCausalLM,
+        dict(
+            vocab_size=128256,
+            hidden_size=2048,
+            intermediate_size=8192,
+            num_hidden_layers=16,
+            num_attention_heads=32,
+            num_key_value_heads=8,
+            head_dim=64,
+            max_position_embeddings=4096,
+            tie_word_embeddings=True,
+            rope_theta=500000.0,
+        ),
+        dict(
+            vocab_size=512,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            max_position_embeddings=256,
+            tie_word_embeddings=False,
+        ),
+    ),
 }
 STRATEGIES = {"plain": Plain(), "pmi": PMI(), "cad": CAD(), "adacad": AdaCAD()}
 SEARCHES = {"greedy": 1, "beam": 4}
@@ -67,8 +106,9 @@ def build(name: str, tiny: bool, dtype: torch.dtype, device: str):
     """A random-initialised model of ``name``'s shape (seeded), in eval mode on ``device``."""
     config_class, model_class, real, small = SHAPES[name]
     torch.manual_seed(0)
-    config = config_class(**(small if tiny else real), pad_token_id=PAD, bos_token_id=0, eos_token_id=EOS,
-                          decoder_start_token_id=EOS)
+    config = config_class(
+        **(small if tiny else real), pad_token_id=PAD, bos_token_id=0, eos_token_id=EOS, decoder_start_token_id=EOS
+    )
     with torch.device(device):
         model = model_class(config)
     return model.to(dtype).eval()
@@ -97,14 +137,22 @@ def synchronize(device: str) -> None:
 def decode(model, inputs: dict, strategy, beams: int, new_tokens: int) -> torch.Tensor:
     """One generate call of ``strategy`` (plain: the conditioned half alone)."""
     rows = inputs if strategy.views == 2 else {k: v[: v.shape[0] // 2] for k, v in inputs.items()}
-    return model.generate(**rows, logits_processor=strategy.processors(), num_beams=beams, do_sample=False,
-                          max_new_tokens=new_tokens, min_new_tokens=new_tokens, pad_token_id=PAD, eos_token_id=EOS)
+    return model.generate(
+        **rows,
+        logits_processor=strategy.processors(),
+        num_beams=beams,
+        do_sample=False,
+        max_new_tokens=new_tokens,
+        min_new_tokens=new_tokens,
+        pad_token_id=PAD,
+        eos_token_id=EOS,
+    )
 
 
 def time_decodes(model, name: str, args, deadline: float) -> list[dict]:
     """tokens/s of every strategy x search x batch size, and each one's ratio to plain decoding's."""
     results = []
-    for batch in (TINY_BATCHES if args.tiny else BATCHES):
+    for batch in TINY_BATCHES if args.tiny else BATCHES:
         inputs = two_view_inputs(model, batch, args.context_tokens, args.history_tokens)
         for search, beams in SEARCHES.items():
             plain = None
@@ -130,8 +178,14 @@ def time_decodes(model, name: str, args, deadline: float) -> list[dict]:
                     continue
                 speed = batch * args.new_tokens / seconds
                 plain = speed if label == "plain" else plain
-                results.append({**row, "seconds": round(seconds, 4), "tokens_per_s": round(speed, 1),
-                                "ratio_to_plain": round(speed / plain, 3) if plain else None})
+                results.append(
+                    {
+                        **row,
+                        "seconds": round(seconds, 4),
+                        "tokens_per_s": round(speed, 1),
+                        "ratio_to_plain": round(speed / plain, 3) if plain else None,
+                    }
+                )
     return results
 
 
@@ -144,8 +198,10 @@ def bf16_matches_fp32(args) -> dict:
     tokens (its own choice and bf16's) at most twice bf16's error on their scores, at that step
     and prefix. A larger margin would be a bug in the bf16 path, not rounding.
     """
-    built = {dtype: build("llama-1b", tiny=True, dtype=dtype, device=args.device) for dtype in (torch.float32,
-                                                                                              torch.bfloat16)}
+    built = {
+        dtype: build("llama-1b", tiny=True, dtype=dtype, device=args.device)
+        for dtype in (torch.float32, torch.bfloat16)
+    }
     inputs = two_view_inputs(built[torch.float32], 4, 32, 8, seed=1)
     tokens = {dtype: decode(model, inputs, PMI(), 1, 16)[:4, 32:] for dtype, model in built.items()}
     same = tokens[torch.float32] == tokens[torch.bfloat16]
@@ -159,11 +215,22 @@ def bf16_matches_fp32(args) -> dict:
         scores = {dtype: pmi_scores(model, inputs, row, prefix)[chosen] for dtype, model in built.items()}
         margin = float(scores[torch.float32][0] - scores[torch.float32][1])
         error = float((scores[torch.bfloat16] - scores[torch.float32]).abs().max())
-        differences.append({"row": row, "step": step, "fp32_margin": round(margin, 5), "bf16_error": round(error, 5),
-                            "rounding_tie": margin <= 2 * error})
-    return {"same_tokens": bool(same.all()), "agreement": round(float(same.float().mean()), 4),
-            "tokens": same.numel(), "first_differences": differences,
-            "passed": all(difference["rounding_tie"] for difference in differences)}
+        differences.append(
+            {
+                "row": row,
+                "step": step,
+                "fp32_margin": round(margin, 5),
+                "bf16_error": round(error, 5),
+                "rounding_tie": margin <= 2 * error,
+            }
+        )
+    return {
+        "same_tokens": bool(same.all()),
+        "agreement": round(float(same.float().mean()), 4),
+        "tokens": same.numel(),
+        "first_differences": differences,
+        "passed": all(difference["rounding_tie"] for difference in differences),
+    }
 
 
 @torch.no_grad()
@@ -188,7 +255,7 @@ def scorer_against_loop(model, args) -> dict:
         context = torch.randint(3, vocabulary, (args.context_tokens,), generator=generator).tolist()
         for _ in range(8):
             response = torch.randint(3, vocabulary, (args.new_tokens,), generator=generator).tolist()
-            requests += [(context, response), (context[-args.history_tokens:], response)]
+            requests += [(context, response), (context[-args.history_tokens :], response)]
     synchronize(args.device)
     started = time.perf_counter()
     fast = TokenScorer(model, batch_size=64)(requests)
@@ -199,9 +266,14 @@ def scorer_against_loop(model, args) -> dict:
     synchronize(args.device)
     alone = time.perf_counter() - started
     difference = max(float((a.float() - b.float()).abs().max()) for a, b in zip(fast, slow))
-    return {"responses": 64, "requests": len(requests), "scorer_seconds": round(shared, 3),
-            "one_at_a_time_seconds": round(alone, 3), "speedup": round(alone / shared, 2),
-            "max_abs_difference": difference}
+    return {
+        "responses": 64,
+        "requests": len(requests),
+        "scorer_seconds": round(shared, 3),
+        "one_at_a_time_seconds": round(alone, 3),
+        "speedup": round(alone / shared, 2),
+        "max_abs_difference": difference,
+    }
 
 
 def main(argv=None) -> int:
@@ -212,8 +284,12 @@ def main(argv=None) -> int:
     parser.add_argument("--new-tokens", type=int, default=32, help="tokens per decode (default 32)")
     parser.add_argument("--context-tokens", type=int, default=256, help="conditioned prompt length (default 256)")
     parser.add_argument("--history-tokens", type=int, default=64, help="history-only prompt length (default 64)")
-    parser.add_argument("--budget", type=float, default=420.0,
-                        help="seconds after which no new decode starts (default 420: the check ends within 8 min)")
+    parser.add_argument(
+        "--budget",
+        type=float,
+        default=420.0,
+        help="seconds after which no new decode starts (default 420: the check ends within 8 min)",
+    )
     args = parser.parse_args(argv)
     if args.device.startswith("cuda") and not torch.cuda.is_available():
         parser.error("--device cuda: no CUDA GPU here; use --device cpu --tiny for the CPU run")
@@ -236,10 +312,22 @@ def main(argv=None) -> int:
     passed = bf16["passed"] and scorer["max_abs_difference"] <= tolerance
     for row in decodes:
         print(row, file=sys.stderr)
-    print(json.dumps({"device": args.device, "gpu": torch.cuda.get_device_name() if args.device != "cpu" else None,
-                      "dtype": str(dtype).removeprefix("torch."), "tiny": args.tiny, "new_tokens": args.new_tokens,
-                      "decodes": decodes, "bf16_vs_fp32": bf16, "scorer": scorer,
-                      "seconds": round(time.monotonic() - started, 1), "passed": passed}))
+    print(
+        json.dumps(
+            {
+                "device": args.device,
+                "gpu": torch.cuda.get_device_name() if args.device != "cpu" else None,
+                "dtype": str(dtype).removeprefix("torch."),
+                "tiny": args.tiny,
+                "new_tokens": args.new_tokens,
+                "decodes": decodes,
+                "bf16_vs_fp32": bf16,
+                "scorer": scorer,
+                "seconds": round(time.monotonic() - started, 1),
+                "passed": passed,
+            }
+        )
+    )
     return 0 if passed else 1
 
 

@@ -29,25 +29,33 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2-135m")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    rows = [row for row in load_begin([data_root() / "begin" / "begin_dev_cmu.tsv"]) if not row.error][:args.rows]
+    rows = [row for row in load_begin([data_root() / "begin" / "begin_dev_cmu.tsv"]) if not row.error][: args.rows]
     plain = PMIFaith(model=args.model)
-    sides = {"pmi_faith": plain, "pmi_faith_evidence": PMIFaith(model=plain.model, tokenizer=plain.tokenizer,
-                                                                  evidence=True),
-             "faith_judge": FaithJudge(model=args.model)}
+    sides = {
+        "pmi_faith": plain,
+        "pmi_faith_evidence": PMIFaith(model=plain.model, tokenizer=plain.tokenizer, evidence=True),
+        "faith_judge": FaithJudge(model=args.model),
+    }
     wall, cpu = dict.fromkeys(sides, 0.0), dict.fromkeys(sides, 0.0)
     names = list(sides)
     for number, start in enumerate(range(0, len(rows), args.chunk)):
-        chunk = rows[start:start + args.chunk]
-        for name in names[number % len(names):] + names[:number % len(names)]:
+        chunk = rows[start : start + args.chunk]
+        for name in names[number % len(names) :] + names[: number % len(names)]:
             began, began_cpu = time.perf_counter(), time.process_time()
-            sides[name].compute_rows([r.document for r in chunk], [r.history for r in chunk], [r.response for r in chunk])
+            sides[name].compute_rows(
+                [r.document for r in chunk], [r.history for r in chunk], [r.response for r in chunk]
+            )
             wall[name] += time.perf_counter() - began
             cpu[name] += time.process_time() - began_cpu
-    figures = {"rows": len(rows), "model": args.model, "wall_seconds": {k: round(v, 2) for k, v in wall.items()},
-               "cpu_seconds": {k: round(v, 2) for k, v in cpu.items()},
-               "evidence_over_pmi_faith_cpu": round(cpu["pmi_faith_evidence"] / cpu["pmi_faith"], 3),
-               "evidence_over_pmi_faith_wall": round(wall["pmi_faith_evidence"] / wall["pmi_faith"], 3),
-               "judge_over_pmi_faith_cpu": round(cpu["faith_judge"] / cpu["pmi_faith"], 3)}
+    figures = {
+        "rows": len(rows),
+        "model": args.model,
+        "wall_seconds": {k: round(v, 2) for k, v in wall.items()},
+        "cpu_seconds": {k: round(v, 2) for k, v in cpu.items()},
+        "evidence_over_pmi_faith_cpu": round(cpu["pmi_faith_evidence"] / cpu["pmi_faith"], 3),
+        "evidence_over_pmi_faith_wall": round(wall["pmi_faith_evidence"] / wall["pmi_faith"], 3),
+        "judge_over_pmi_faith_cpu": round(cpu["faith_judge"] / cpu["pmi_faith"], 3),
+    }
     for name in sides:
         print(f"{name}: {wall[name]:.1f} s wall, {cpu[name]:.1f} s CPU for {len(rows)} rows")
     print(json.dumps(figures))

@@ -56,9 +56,15 @@ class _WithLexical:
 
     def compute_rows(self, documents, histories, responses) -> list[dict]:
         rows = self.metric.compute_rows(documents, histories, responses)
-        return [{**row, "knowledge_precision": knowledge_precision(document, response),
-                 "overlap_f1": token_f1_overlap(document, response), "words": len(response.split())}
-                for row, document, response in zip(rows, documents, responses)]
+        return [
+            {
+                **row,
+                "knowledge_precision": knowledge_precision(document, response),
+                "overlap_f1": token_f1_overlap(document, response),
+                "words": len(response.split()),
+            }
+            for row, document, response in zip(rows, documents, responses)
+        ]
 
 
 def main() -> None:
@@ -74,15 +80,28 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     labelled = dev_rows(args.sets.split(","), args.limit)
     index, count = map(int, args.shard.split("/"))
-    done = {record["id"] for folder in args.skip for record in read_results(Path(folder) / "features.jsonl")
-            if "error" not in record}
-    labelled = [(name, label, row) for name, label, row in labelled
-                if row.id not in done and zlib.crc32(row.document.encode()) % count == index]
+    done = {
+        record["id"]
+        for folder in args.skip
+        for record in read_results(Path(folder) / "features.jsonl")
+        if "error" not in record
+    }
+    labelled = [
+        (name, label, row)
+        for name, label, row in labelled
+        if row.id not in done and zlib.crc32(row.document.encode()) % count == index
+    ]
     (out / "labels.json").write_text(json.dumps({row.id: [name, label] for name, label, row in labelled}))
     metric = _WithLexical(PMIFaith(model=args.model, evidence=True))
-    counts = score_rows(metric, [row for _, _, row in labelled], out / "features.jsonl",
-                        fingerprint=job_fingerprint("judge-features", model=args.model), desc="judge features",
-                        flag="--out", chunk_size=16)
+    counts = score_rows(
+        metric,
+        [row for _, _, row in labelled],
+        out / "features.jsonl",
+        fingerprint=job_fingerprint("judge-features", model=args.model),
+        desc="judge features",
+        flag="--out",
+        chunk_size=16,
+    )
     print(json.dumps({"rows": len(labelled), **counts}))
 
 

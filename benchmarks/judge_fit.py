@@ -57,12 +57,31 @@ FEATURE_SETS = {
     "kp+f1+pmi+softmin": ("knowledge_precision", "overlap_f1", "pmi", "pmi_softmin"),
     "kp+pmi+fluency+length": ("knowledge_precision", "pmi", "logp_history", "log_words"),
     "kp+pmi+upmi+fluency+length": ("knowledge_precision", "pmi", "uncond_pmi", "logp_history", "log_words"),
-    "kp+pmi+softmin+js_mean+fluency+length": ("knowledge_precision", "pmi", "pmi_softmin", "js_mean", "logp_history",
-                                              "log_words"),
-    "kp+f1+pmi+js_mean+fluency+length": ("knowledge_precision", "overlap_f1", "pmi", "js_mean", "logp_history",
-                                         "log_words"),
-    "evidence": ("knowledge_precision", "pmi", "pmi_softmin", "negative_pmi_share", "js_mean", "conflict_max",
-                 "js_weighted_negative_pmi"),
+    "kp+pmi+softmin+js_mean+fluency+length": (
+        "knowledge_precision",
+        "pmi",
+        "pmi_softmin",
+        "js_mean",
+        "logp_history",
+        "log_words",
+    ),
+    "kp+f1+pmi+js_mean+fluency+length": (
+        "knowledge_precision",
+        "overlap_f1",
+        "pmi",
+        "js_mean",
+        "logp_history",
+        "log_words",
+    ),
+    "evidence": (
+        "knowledge_precision",
+        "pmi",
+        "pmi_softmin",
+        "negative_pmi_share",
+        "js_mean",
+        "conflict_max",
+        "js_weighted_negative_pmi",
+    ),
     "all": CANDIDATES,
 }
 
@@ -145,8 +164,10 @@ def evaluate_judge(x, labels, sets, l2, resamples: int = 0) -> dict:
         train = np.isin(sets, [s for s in BEGIN if s != name])
         transfer = fit_and_score(x[train], labels[train], x[inside], l2)
         in_source = out_of_fold(x[inside], labels[inside], labels[inside], l2)
-        result[name] = {kind: auroc_with_interval(values, labels[inside], resamples) for kind, values in
-                        (("in_source", in_source), ("transfer", transfer), ("pooled", pooled[inside]))}
+        result[name] = {
+            kind: auroc_with_interval(values, labels[inside], resamples)
+            for kind, values in (("in_source", in_source), ("transfer", transfer), ("pooled", pooled[inside]))
+        }
     return result
 
 
@@ -157,10 +178,13 @@ def single_signals(table, labels, sets) -> dict:
     for key in CANDIDATES:
         result["kp_as_0" if key == "knowledge_precision" else key] = {
             name: auroc_with_interval([table[i][key] for i in np.flatnonzero(sets == name)], labels[sets == name])
-            for name in SETS}
+            for name in SETS
+        }
     result["knowledge_precision"] = {
         name: auroc_with_interval([table[i]["knowledge_precision"] for i in rows], labels[rows])
-        for name in SETS for rows in [np.flatnonzero((sets == name) & np.array([r["kp_defined"] for r in table]))]}
+        for name in SETS
+        for rows in [np.flatnonzero((sets == name) & np.array([r["kp_defined"] for r in table]))]
+    }
     return result
 
 
@@ -182,24 +206,41 @@ def main() -> None:
         for l2 in L2:
             result = evaluate_judge(x, labels, sets, l2)
             figures["judges"][f"{name}@{l2}"] = result
-            print(f"judge {name:28s} l2={l2:<6}", "  ".join(
-                f"{n} {r['in_source']['auroc']:.3f}/{r['transfer']['auroc']:.3f}/{r['pooled']['auroc']:.3f}"
-                for n, r in result.items()))
+            print(
+                f"judge {name:28s} l2={l2:<6}",
+                "  ".join(
+                    f"{n} {r['in_source']['auroc']:.3f}/{r['transfer']['auroc']:.3f}/{r['pooled']['auroc']:.3f}"
+                    for n, r in result.items()
+                ),
+            )
     few = [k for k in figures["judges"] if len(FEATURE_SETS[k.split("@")[0]]) <= MAX_FEATURES]
-    chosen = max(few, key=lambda k: (np.mean([figures["judges"][k][n]["pooled"]["auroc"] for n in BEGIN]),
-                                     -len(FEATURE_SETS[k.split("@")[0]])))
+    chosen = max(
+        few,
+        key=lambda k: (
+            np.mean([figures["judges"][k][n]["pooled"]["auroc"] for n in BEGIN]),
+            -len(FEATURE_SETS[k.split("@")[0]]),
+        ),
+    )
     figures["chosen"] = chosen
     name, l2 = chosen.split("@")
-    figures["judges"][chosen] = evaluate_judge(matrix(table, FEATURE_SETS[name]), labels, sets, float(l2),
-                                               resamples=1000)
+    figures["judges"][chosen] = evaluate_judge(
+        matrix(table, FEATURE_SETS[name]), labels, sets, float(l2), resamples=1000
+    )
     print("chosen (best mean pooled BEGIN AUROC):", chosen, json.dumps(figures["judges"][chosen]))
     if args.write:
         begin = np.flatnonzero(np.isin(sets, BEGIN))
-        weights = fit_judge([table[i] for i in begin], labels[begin], FEATURE_SETS[name], float(l2), args.model,
-                            f"BEGIN dev WoW+CMU-DoG+TC ({len(begin)} rows; positive = Fully attributable)")
+        weights = fit_judge(
+            [table[i] for i in begin],
+            labels[begin],
+            FEATURE_SETS[name],
+            float(l2),
+            args.model,
+            f"BEGIN dev WoW+CMU-DoG+TC ({len(begin)} rows; positive = Fully attributable)",
+        )
         weights.save(args.write)
         figures["shipped_on_dodeca"] = auroc_with_interval(
-            [weights.logit(table[i]) for i in np.flatnonzero(sets == "dodeca")], labels[sets == "dodeca"])
+            [weights.logit(table[i]) for i in np.flatnonzero(sets == "dodeca")], labels[sets == "dodeca"]
+        )
         print("shipped judge on dodeca:", figures["shipped_on_dodeca"])
     if args.markdown:
         Path(args.markdown).write_text(markdown(figures))
@@ -207,29 +248,42 @@ def main() -> None:
 
 
 def _interval(figure: dict) -> str:
-    return f"{figure['auroc']:.3f} [{figure['low']:.3f}, {figure['high']:.3f}]" if "low" in figure \
+    return (
+        f"{figure['auroc']:.3f} [{figure['low']:.3f}, {figure['high']:.3f}]"
+        if "low" in figure
         else f"{figure['auroc']:.3f}"
+    )
 
 
 def markdown(figures: dict) -> str:
     """The signal table, the chosen judge's in-source and transfer table and the whole grid, as markdown."""
     rows = figures["rows"]
     head = "| | " + " | ".join(f"{name} ({rows[name]})" for name in SETS) + " |\n|---" + "|---" * len(SETS) + "|\n"
-    signal_table = head + "".join(f"| {key} | " + " | ".join(_interval(per_set[n]) for n in SETS) + " |\n"
-                                  for key, per_set in figures["signals"].items())
+    signal_table = head + "".join(
+        f"| {key} | " + " | ".join(_interval(per_set[n]) for n in SETS) + " |\n"
+        for key, per_set in figures["signals"].items()
+    )
     chosen = figures["judges"][figures["chosen"]]
-    judge_table = head + "".join(f"| {figures['chosen']} {kind} | " + " | ".join(_interval(chosen[n][kind])
-                                                                                 for n in SETS) + " |\n"
-                                 for kind in ("in_source", "transfer", "pooled"))
-    grid = head + "".join(f"| {name} | " + " | ".join(
-        f"{r[n]['in_source']['auroc']:.3f} / {r[n]['transfer']['auroc']:.3f} / {r[n]['pooled']['auroc']:.3f}"
-        for n in SETS) + " |\n"
-                          for name, r in figures["judges"].items())
+    judge_table = head + "".join(
+        f"| {figures['chosen']} {kind} | " + " | ".join(_interval(chosen[n][kind]) for n in SETS) + " |\n"
+        for kind in ("in_source", "transfer", "pooled")
+    )
+    grid = head + "".join(
+        f"| {name} | "
+        + " | ".join(
+            f"{r[n]['in_source']['auroc']:.3f} / {r[n]['transfer']['auroc']:.3f} / {r[n]['pooled']['auroc']:.3f}"
+            for n in SETS
+        )
+        + " |\n"
+        for name, r in figures["judges"].items()
+    )
     shipped = figures.get("shipped_on_dodeca")
-    return (f"### Single signals (AUROC [95% bootstrap interval])\n\n{signal_table}\n"
-            f"### The chosen judge\n\n{judge_table}\n"
-            + (f"Shipped weights (fitted on all BEGIN rows) on dodeca: {_interval(shipped)}\n\n" if shipped else "")
-            + f"### Every judge tried (in-source / transfer / pooled AUROC)\n\n{grid}")
+    return (
+        f"### Single signals (AUROC [95% bootstrap interval])\n\n{signal_table}\n"
+        f"### The chosen judge\n\n{judge_table}\n"
+        + (f"Shipped weights (fitted on all BEGIN rows) on dodeca: {_interval(shipped)}\n\n" if shipped else "")
+        + f"### Every judge tried (in-source / transfer / pooled AUROC)\n\n{grid}"
+    )
 
 
 if __name__ == "__main__":

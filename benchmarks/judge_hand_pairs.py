@@ -19,20 +19,27 @@ DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 
 
 def main() -> None:
-    pairs = [json.loads(line) for name in ("contradiction_pairs.jsonl", "faithful_pairs.jsonl")
-             for line in (DATA / name).open()]
+    pairs = [
+        json.loads(line)
+        for name in ("contradiction_pairs.jsonl", "faithful_pairs.jsonl")
+        for line in (DATA / name).open()
+    ]
     rows = FaithJudge(model="smollm2-135m").compute_rows(
-        [p["document"] for p in pairs for _ in range(2)], [[p["history"]] for p in pairs for _ in range(2)],
-        [r for p in pairs for r in (p["faithful"], p["unfaithful"])])
+        [p["document"] for p in pairs for _ in range(2)],
+        [[p["history"]] for p in pairs for _ in range(2)],
+        [r for p in pairs for r in (p["faithful"], p["unfaithful"])],
+    )
     figures: dict[str, dict] = {}
     for pair, faithful, unfaithful in zip(pairs, rows[::2], rows[1::2]):
-        kind = figures.setdefault(pair.get("kind", "faithful_pairs"), {"pairs": 0, "faith_judge": 0, "pmi": 0,
-                                                                       "knowledge_precision": 0})
+        kind = figures.setdefault(
+            pair.get("kind", "faithful_pairs"), {"pairs": 0, "faith_judge": 0, "pmi": 0, "knowledge_precision": 0}
+        )
         kind["pairs"] += 1
         kind["faith_judge"] += faithful["faith_judge"] > unfaithful["faith_judge"]
         kind["pmi"] += faithful["pmi"] > unfaithful["pmi"]
-        kind["knowledge_precision"] += (knowledge_precision(pair["document"], pair["faithful"]) or 0) > \
-            (knowledge_precision(pair["document"], pair["unfaithful"]) or 0)
+        kind["knowledge_precision"] += (knowledge_precision(pair["document"], pair["faithful"]) or 0) > (
+            knowledge_precision(pair["document"], pair["unfaithful"]) or 0
+        )
         if faithful["faith_judge"] <= unfaithful["faith_judge"]:
             print(f"judge ranks the unfaithful one first: {pair['faithful']!r} vs {pair['unfaithful']!r}")
     print(json.dumps(figures))

@@ -24,10 +24,16 @@ def main() -> None:
     for name in FILES:
         rows = [row for row in read_rows(data_root() / "begin" / name) if not row.error]
         scores = metric.compute(documents=[r.document for r in rows], responses=[r.response for r in rows])
-        pairs = [(score, int(row.extras["begin_label"] == "Fully attributable"))
-                 for score, row in zip(scores["knowledge_precision"], rows) if score is not None]
-        figures[name] = {"rows": len(rows), "scored": len(pairs),
-                         "auroc": round(stats.auroc([s for s, _ in pairs], [label for _, label in pairs]), 3)}
+        pairs = [
+            (score, int(row.extras["begin_label"] == "Fully attributable"))
+            for score, row in zip(scores["knowledge_precision"], rows)
+            if score is not None
+        ]
+        figures[name] = {
+            "rows": len(rows),
+            "scored": len(pairs),
+            "auroc": round(stats.auroc([s for s, _ in pairs], [label for _, label in pairs]), 3),
+        }
         print(f"{name}: AUROC {figures[name]['auroc']} on {len(pairs)} of {len(rows)} rows")
     print(json.dumps(figures))
 

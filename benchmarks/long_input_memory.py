@@ -88,18 +88,27 @@ def child(args) -> None:
     scoring = time.perf_counter()
     [row] = metric.compute_rows([document], [history], [response])
     done = time.perf_counter()
-    print(json.dumps({
-        "response_tokens": row["num_tokens"], "truncated_tokens": row["truncated_tokens"],
-        "pmi": row["pmi"], "uncond_pmi": row["uncond_pmi"], "loaded_rss_gb": round(loaded_kb / 2**20, 2),
-        "scoring_s": round(done - scoring, 1), "child_s": round(done - started, 1),
-        "load_avg_1min": os.getloadavg()[0],
-    }))
+    print(
+        json.dumps(
+            {
+                "response_tokens": row["num_tokens"],
+                "truncated_tokens": row["truncated_tokens"],
+                "pmi": row["pmi"],
+                "uncond_pmi": row["uncond_pmi"],
+                "loaded_rss_gb": round(loaded_kb / 2**20, 2),
+                "scoring_s": round(done - scoring, 1),
+                "child_s": round(done - started, 1),
+                "load_avg_1min": os.getloadavg()[0],
+            }
+        )
+    )
 
 
 def old_scorer_class():
     """``TokenScorer`` as of commit dc23f50, loaded from git into a module of its own."""
-    source = subprocess.run(["git", "show", f"{BEFORE_COMMIT}:faithkit/scoring.py"], cwd=REPO, check=True,
-                            capture_output=True, text=True).stdout
+    source = subprocess.run(
+        ["git", "show", f"{BEFORE_COMMIT}:faithkit/scoring.py"], cwd=REPO, check=True, capture_output=True, text=True
+    ).stdout
     module = types.ModuleType("scoring_before")
     sys.modules[module.__name__] = module  # dataclasses look their module up there
     exec(compile(source, f"{BEFORE_COMMIT}:faithkit/scoring.py", "exec"), module.__dict__)
@@ -108,7 +117,18 @@ def old_scorer_class():
 
 def run_case(args, case: str, scorer: str, size: int) -> dict:
     """One child process under a resident-memory watchdog; its figures, peak RSS and wall time."""
-    command = [sys.executable, __file__, "--child", case, "--scorer", scorer, "--size", str(size), "--model", args.model]
+    command = [
+        sys.executable,
+        __file__,
+        "--child",
+        case,
+        "--scorer",
+        scorer,
+        "--size",
+        str(size),
+        "--model",
+        args.model,
+    ]
     print(f"running {case} ({size}) with the {scorer} scorer", file=sys.stderr, flush=True)
     started = time.perf_counter()
     with tempfile.TemporaryFile("w+") as out:
@@ -125,8 +145,14 @@ def run_case(args, case: str, scorer: str, size: int) -> dict:
         process.returncode = os.waitstatus_to_exitcode(status)  # already reaped by wait4
         out.seek(0)
         lines = out.read().splitlines()
-    result = {"case": case, "scorer": scorer, "size": size, "peak_rss_gb": round(usage.ru_maxrss / 2**20, 2),
-              "total_s": round(time.perf_counter() - started, 1), "cpu_s": round(usage.ru_utime + usage.ru_stime, 1)}
+    result = {
+        "case": case,
+        "scorer": scorer,
+        "size": size,
+        "peak_rss_gb": round(usage.ru_maxrss / 2**20, 2),
+        "total_s": round(time.perf_counter() - started, 1),
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+    }
     if killed:
         result["killed_above_gb"] = args.limit_gb
     elif process.returncode != 0 or not lines:
@@ -152,12 +178,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--response-tokens", type=int, default=6000)
-    parser.add_argument("--before-response-tokens", type=int, default=3000,
-                        help="response length for the old scorer (its peak grows fast with length)")
+    parser.add_argument(
+        "--before-response-tokens",
+        type=int,
+        default=3000,
+        help="response length for the old scorer (its peak grows fast with length)",
+    )
     parser.add_argument("--document-words", type=int, default=20000)
     parser.add_argument("--limit-gb", type=float, default=12.0, help="kill a child whose RSS exceeds this")
-    parser.add_argument("--cases", nargs="+", choices=["long_response", "long_document"],
-                        default=["long_response", "long_document"])
+    parser.add_argument(
+        "--cases", nargs="+", choices=["long_response", "long_document"], default=["long_response", "long_document"]
+    )
     parser.add_argument("--child", choices=["long_response", "long_document"], help=argparse.SUPPRESS)
     parser.add_argument("--scorer", choices=["before", "after"], help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
@@ -166,25 +197,32 @@ def main() -> None:
         args.case = args.child
         return child(args)
 
-    runs = [("long_response", "before", args.before_response_tokens),
-            ("long_response", "after", args.before_response_tokens),
-            ("long_response", "after", args.response_tokens),
-            ("long_document", "before", args.document_words),
-            ("long_document", "after", args.document_words)]
+    runs = [
+        ("long_response", "before", args.before_response_tokens),
+        ("long_response", "after", args.before_response_tokens),
+        ("long_response", "after", args.response_tokens),
+        ("long_document", "before", args.document_words),
+        ("long_document", "after", args.document_words),
+    ]
     if args.before_response_tokens == args.response_tokens:
         runs.remove(("long_response", "after", args.response_tokens))
     runs = [run for run in runs if run[0] in args.cases]
     results = [run_case(args, *run) for run in runs]
-    print(f"{'case':<15} {'scorer':<7} {'size':>6} {'tokens':>6} {'peak RSS GB':>11} {'scoring s':>9} "
-          f"{'total s':>8} {'CPU s':>7} {'load':>5}  pmi")
+    print(
+        f"{'case':<15} {'scorer':<7} {'size':>6} {'tokens':>6} {'peak RSS GB':>11} {'scoring s':>9} "
+        f"{'total s':>8} {'CPU s':>7} {'load':>5}  pmi"
+    )
     for r in results:
         peak = f">{r['killed_above_gb']}" if "killed_above_gb" in r else r["peak_rss_gb"]
-        print(f"{r['case']:<15} {r['scorer']:<7} {r['size']:>6} {r.get('response_tokens', '-'):>6} {peak:>11} "
-              f"{r.get('scoring_s', '-'):>9} {r['total_s']:>8} {r['cpu_s']:>7} {r.get('load_avg_1min', 0):>5.1f}  "
-              f"{r.get('pmi', '-')}")
+        print(
+            f"{r['case']:<15} {r['scorer']:<7} {r['size']:>6} {r.get('response_tokens', '-'):>6} {peak:>11} "
+            f"{r.get('scoring_s', '-'):>9} {r['total_s']:>8} {r['cpu_s']:>7} {r.get('load_avg_1min', 0):>5.1f}  "
+            f"{r.get('pmi', '-')}"
+        )
     for before in (r for r in results if r["scorer"] == "before" and "pmi" in r):
-        [after] = [r for r in results if r["scorer"] == "after" and r["case"] == before["case"]
-                   and r["size"] == before["size"]]
+        [after] = [
+            r for r in results if r["scorer"] == "after" and r["case"] == before["case"] and r["size"] == before["size"]
+        ]
         for key in ("pmi", "uncond_pmi"):
             if abs(before[key] - after[key]) > 1e-4:
                 raise SystemExit(f"{before['case']}: {key} differs before/after: {before[key]} vs {after[key]}")

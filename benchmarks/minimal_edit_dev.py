@@ -59,8 +59,11 @@ def labelled_rows(name: str, sample: int | None) -> list[tuple[int, object, int]
         labelled = [(i, row, int(set_name == "consistent")) for i, row in enumerate(rows)]
     else:
         rows = list(read_rows(data_root() / "begin" / name))
-        labelled = [(i, row, int(row.extras.get("begin_label") == "Fully attributable"))
-                    for i, row in enumerate(rows) if not row.error]
+        labelled = [
+            (i, row, int(row.extras.get("begin_label") == "Fully attributable"))
+            for i, row in enumerate(rows)
+            if not row.error
+        ]
     return [labelled[i] for i in np.random.default_rng(0).permutation(len(labelled))[:sample]]
 
 
@@ -78,21 +81,27 @@ def score_file(name: str, metric: PMIFaith, args) -> dict:
     seconds = {"pmi_faith_wall": 0.0, "pmi_faith_cpu": 0.0, "contrast_wall": 0.0, "contrast_cpu": 0.0}
     with path.open("a") as out:
         for first in range(0, len(todo), args.chunk):
-            chunk = sorted(todo[first:first + args.chunk], key=lambda item: item[1].document)
-            columns = ([r.document for _, r, _ in chunk], [r.history for _, r, _ in chunk],
-                       [r.response for _, r, _ in chunk])
+            chunk = sorted(todo[first : first + args.chunk], key=lambda item: item[1].document)
+            columns = (
+                [r.document for _, r, _ in chunk],
+                [r.history for _, r, _ in chunk],
+                [r.response for _, r, _ in chunk],
+            )
             pmi_rows = [{"pmi": None}] * len(chunk)
             if name in args.cost_files:
                 pmi_rows, wall, cpu = timed(lambda columns=columns: metric.compute_rows(*columns))
                 seconds["pmi_faith_wall"] += wall
                 seconds["pmi_faith_cpu"] += cpu
-            features, wall, cpu = timed(lambda columns=columns: contrast_features(metric.scorer, metric.tokenizer, *columns,
-                                                                  metric.template))
+            features, wall, cpu = timed(
+                lambda columns=columns: contrast_features(metric.scorer, metric.tokenizer, *columns, metric.template)
+            )
             seconds["contrast_wall"] += wall
             seconds["contrast_cpu"] += cpu
             for (index, row, label), pmi_row, row_features in zip(chunk, pmi_rows, features):
-                out.write(json.dumps({"file_row": index, "id": row.id, "label": label, "pmi": pmi_row["pmi"],
-                                      **row_features}) + "\n")
+                out.write(
+                    json.dumps({"file_row": index, "id": row.id, "label": label, "pmi": pmi_row["pmi"], **row_features})
+                    + "\n"
+                )
             out.flush()
             print(f"{name}: {first + len(chunk)}/{len(todo)} rows; {seconds}", flush=True)
     return {"rows_timed": len(todo), **{k: round(v, 1) for k, v in seconds.items()}}
@@ -116,17 +125,21 @@ def auroc_with_interval(scores, labels, resamples: int = 1000) -> dict:
 
 def file_figures(records: list[dict]) -> dict:
     labels = [r["label"] for r in records]
-    figures = {"rows": len(records), "positive": sum(labels),
-               "with_edits": sum(r["contrast_edits"] > 0 for r in records),
-               "with_contradicted_span": sum(bool(r["contradicted_spans"]) for r in records),
-               "mean_edits": round(float(np.mean([r["contrast_edits"] for r in records])), 2)}
+    figures = {
+        "rows": len(records),
+        "positive": sum(labels),
+        "with_edits": sum(r["contrast_edits"] > 0 for r in records),
+        "with_contradicted_span": sum(bool(r["contradicted_spans"]) for r in records),
+        "mean_edits": round(float(np.mean([r["contrast_edits"] for r in records])), 2),
+    }
     for signal, value in SIGNALS.items():
         if signal == "pmi" and records[0]["pmi"] is None:
             continue
         figures[signal] = auroc_with_interval([value(r) for r in records], labels)
     edited = [r for r in records if r["contrast_edits"] > 0]
     figures["-logp_margin, rows with edits"] = auroc_with_interval(
-        [-r["contrast_logp_margin"] for r in edited], [r["label"] for r in edited])
+        [-r["contrast_logp_margin"] for r in edited], [r["label"] for r in edited]
+    )
     return figures
 
 
@@ -135,8 +148,12 @@ def main() -> None:
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--files", nargs="+", default=[*BEGIN_FILES, *Q2_FILES])
     parser.add_argument("--sample", type=int, default=None, help="N readable rows of each file, at random (seed 0)")
-    parser.add_argument("--cost-files", nargs="*", default=["begin_dev_cmu.tsv"],
-                        help="files where PMI-FAITH is timed beside the contrast")
+    parser.add_argument(
+        "--cost-files",
+        nargs="*",
+        default=["begin_dev_cmu.tsv"],
+        help="files where PMI-FAITH is timed beside the contrast",
+    )
     parser.add_argument("--chunk", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--features", default="runs/contrast-features", help="folder of the per-row feature files")
@@ -148,10 +165,12 @@ def main() -> None:
     figures = {"model": args.model, "threads": args.threads}
     for name in args.files:
         figures[name] = {"cost": score_file(name, metric, args)}
-    for group in [[name] for name in args.files if name not in Q2_FILES] + \
-            ([[n for n in args.files if n in Q2_FILES]] if any(n in Q2_FILES for n in args.files) else []):
-        records = [json.loads(line) for name in group
-                   for line in (Path(args.features) / f"{Path(name).stem}.jsonl").open()]
+    for group in [[name] for name in args.files if name not in Q2_FILES] + (
+        [[n for n in args.files if n in Q2_FILES]] if any(n in Q2_FILES for n in args.files) else []
+    ):
+        records = [
+            json.loads(line) for name in group for line in (Path(args.features) / f"{Path(name).stem}.jsonl").open()
+        ]
         key = "q2_dodeca" if group[0] in Q2_FILES else group[0]
         figures.setdefault(key, {}).update(file_figures(records))
         print(key, json.dumps(figures[key]), flush=True)

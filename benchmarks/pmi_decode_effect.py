@@ -43,25 +43,38 @@ def load_contexts(folder: Path, per_file: int) -> list[dict]:
             for i, record in enumerate(csv.DictReader(handle)):
                 if i == per_file:
                     break
-                contexts.append({"id": f"{name.split('_')[1].split('.')[0]}-{i}", "document": record["knowledge"],
-                                 "history": [record["message"]], "gold": record["gold"]})
+                contexts.append(
+                    {
+                        "id": f"{name.split('_')[1].split('.')[0]}-{i}",
+                        "document": record["knowledge"],
+                        "history": [record["message"]],
+                        "gold": record["gold"],
+                    }
+                )
     return contexts
 
 
 @torch.no_grad()
 def run_batch(model, tokenizer, batch: list[dict], setting, max_new_tokens: int) -> list[str]:
-    inputs = build_inputs(model, tokenizer, [c["document"] for c in batch], [c["history"] for c in batch], CHAT_TEMPLATE)
+    inputs = build_inputs(
+        model, tokenizer, [c["document"] for c in batch], [c["history"] for c in batch], CHAT_TEMPLATE
+    )
     if setting is None:  # plain greedy: the conditioned half alone
         half = len(batch)
         mask = inputs["attention_mask"][:half]
         start = int((mask.sum(0) > 0).nonzero()[0])
         ids, mask = inputs["input_ids"][:half, start:], mask[:, start:]
-        outputs = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                 pad_token_id=tokenizer.pad_token_id)
-        return [t.strip() for t in tokenizer.batch_decode(outputs[:, ids.shape[1]:], skip_special_tokens=True)]
+        outputs = model.generate(
+            input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id
+        )
+        return [t.strip() for t in tokenizer.batch_decode(outputs[:, ids.shape[1] :], skip_special_tokens=True)]
     alpha, top_p = setting
-    outputs = model.generate(**inputs, max_new_tokens=max_new_tokens, pad_token_id=tokenizer.pad_token_id,
-                             logits_processor=[PMIDecode(alpha=alpha, top_p=top_p)])
+    outputs = model.generate(
+        **inputs,
+        max_new_tokens=max_new_tokens,
+        pad_token_id=tokenizer.pad_token_id,
+        logits_processor=[PMIDecode(alpha=alpha, top_p=top_p)],
+    )
     return decode_responses(model, tokenizer, outputs, inputs)
 
 
@@ -91,11 +104,14 @@ def main(argv=None) -> None:
             todo = [c for c in contexts if not writer.done(f"{setting}:{c['id']}")]
             started = time.perf_counter()
             for start in range(0, len(todo), args.batch_size):
-                batch = todo[start:start + args.batch_size]
+                batch = todo[start : start + args.batch_size]
                 for context, response in zip(batch, run_batch(model, tokenizer, batch, params, args.max_new_tokens)):
                     writer.write({"id": f"{setting}:{context['id']}", "setting": setting, "response": response})
-                print(f"{setting}: {start + len(batch)}/{len(todo)} in {time.perf_counter() - started:.0f}s",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"{setting}: {start + len(batch)}/{len(todo)} in {time.perf_counter() - started:.0f}s",
+                    file=sys.stderr,
+                    flush=True,
+                )
     responses = {(r["setting"], r["id"].split(":", 1)[1]): r["response"] for r in read_results(args.out)}
 
     from faithkit.metrics import PMIFaith
@@ -106,11 +122,14 @@ def main(argv=None) -> None:
     for setting in SETTINGS:
         texts = [responses[(setting, c["id"])] for c in contexts]
         scored = [i for i, text in enumerate(texts) if text.strip()]
-        pmi = judge.compute(documents=[contexts[i]["document"] for i in scored],
-                            histories=[contexts[i]["history"] for i in scored],
-                            responses=[texts[i] for i in scored])["pmi"]
-        lexical = Lexical().compute(documents=[c["document"] for c in contexts], responses=texts,
-                                    references=[c["gold"] for c in contexts])
+        pmi = judge.compute(
+            documents=[contexts[i]["document"] for i in scored],
+            histories=[contexts[i]["history"] for i in scored],
+            responses=[texts[i] for i in scored],
+        )["pmi"]
+        lexical = Lexical().compute(
+            documents=[c["document"] for c in contexts], responses=texts, references=[c["gold"] for c in contexts]
+        )
         precision = lexical["knowledge_precision"]
         summary[setting] = {
             "pmi_faith": mean(pmi),
@@ -125,8 +144,10 @@ def main(argv=None) -> None:
     header = f"{'setting':<14} {'PMI-FAITH':>10} {'know.prec':>10} {'BLEU':>7} {'tokF1':>7} {'words':>6} {'empty':>6}"
     print(header)
     for setting, row in summary.items():
-        print(f"{setting:<14} {row['pmi_faith']:>10.3f} {row['knowledge_precision']:>10.3f} {row['bleu']:>7.2f} "
-              f"{row['token_f1']:>7.3f} {row['mean_words']:>6.1f} {row['empty']:>6d}")
+        print(
+            f"{setting:<14} {row['pmi_faith']:>10.3f} {row['knowledge_precision']:>10.3f} {row['bleu']:>7.2f} "
+            f"{row['token_f1']:>7.3f} {row['mean_words']:>6.1f} {row['empty']:>6d}"
+        )
     for c in contexts[:: max(1, len(contexts) // args.examples)][: args.examples]:
         print(f"\n[{c['id']}] document: {c['document']}\n  user: {c['history'][0]}\n  gold: {c['gold']}")
         for setting in SETTINGS:

@@ -58,8 +58,13 @@ class TwoPassPMI(LogitsProcessor):
     def __call__(self, input_ids, scores):
         if self.cache is None:  # the history-only prompts, once per context, then copied per beam
             positions = (self.mask.cumsum(-1) - 1).clamp(min=0)
-            output = self.model(input_ids=self.input_ids, attention_mask=self.mask, position_ids=positions,
-                                use_cache=True, logits_to_keep=1)
+            output = self.model(
+                input_ids=self.input_ids,
+                attention_mask=self.mask,
+                position_ids=positions,
+                use_cache=True,
+                logits_to_keep=1,
+            )
             self.cache = output.cache
             self.cache.batch_repeat_interleave(self.num_beams)
             self.mask = self.mask.repeat_interleave(self.num_beams, dim=0)
@@ -70,8 +75,14 @@ class TwoPassPMI(LogitsProcessor):
             self.cache.reorder_cache(parents)
             self.mask = torch.cat([self.mask[parents], self.mask.new_ones(len(parents), 1)], dim=1)
             ids, positions = input_ids[:, -1:], self.mask.sum(-1, keepdim=True) - 1
-        output = self.model(input_ids=ids, attention_mask=self.mask, position_ids=positions, cache=self.cache,
-                            use_cache=True, logits_to_keep=1)
+        output = self.model(
+            input_ids=ids,
+            attention_mask=self.mask,
+            position_ids=positions,
+            cache=self.cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
         self.cache = output.cache
         self.previous = input_ids
         return self.pmi.combine(scores, output.logits[:, -1].float())
@@ -96,20 +107,24 @@ def half(inputs: dict, second: bool = False) -> dict:
 
 @torch.no_grad()
 def run(variant: str, model, inputs: dict, num_beams: int, new_tokens: int, alpha: float, top_p: float):
-    kwargs = {"num_beams": num_beams, "max_new_tokens": new_tokens, "min_new_tokens": new_tokens,
-              "pad_token_id": model.generation_config.pad_token_id}
+    kwargs = {
+        "num_beams": num_beams,
+        "max_new_tokens": new_tokens,
+        "min_new_tokens": new_tokens,
+        "pad_token_id": model.generation_config.pad_token_id,
+    }
     started = time.perf_counter()
     if variant == "pmi":
         cache = prompt_cache(model, inputs, copies=num_beams)
         tokens = model.generate(**inputs, cache=cache, logits_processor=[PMIDecode(alpha, top_p)], **kwargs)
-        tokens = tokens[: inputs["input_ids"].shape[0] // 2, inputs["input_ids"].shape[1]:]
+        tokens = tokens[: inputs["input_ids"].shape[0] // 2, inputs["input_ids"].shape[1] :]
     else:
         plain = half(inputs)
         if variant == "two_pass":
             kwargs["logits_processor"] = [TwoPassPMI(model, half(inputs, second=True), num_beams, alpha, top_p)]
         if variant != "plain":
             kwargs["cache"] = prompt_cache(model, plain, copies=num_beams, groups=1)
-        tokens = model.generate(**plain, **kwargs)[:, plain["input_ids"].shape[1]:]
+        tokens = model.generate(**plain, **kwargs)[:, plain["input_ids"].shape[1] :]
     return time.perf_counter() - started, tokens
 
 
@@ -130,7 +145,7 @@ def main(argv=None) -> None:
 
     model, tokenizer = models.load("smollm2-135m")
     contexts = load_contexts(Path(args.data), args.contexts)
-    batches = [contexts[i:i + args.batch_size] for i in range(0, len(contexts), args.batch_size)]
+    batches = [contexts[i : i + args.batch_size] for i in range(0, len(contexts), args.batch_size)]
     modes = {mode: beams for mode, beams in (("greedy", 1), ("beam", args.beams)) if mode in args.modes}
     variants = ("plain", "plain_cached", "pmi", "two_pass")
     seconds = {(mode, variant): 0.0 for mode in modes for variant in variants}
@@ -149,28 +164,48 @@ def main(argv=None) -> None:
                 seconds[(mode, variant)] += elapsed
             agree[mode][0] += int((tokens["pmi"] == tokens["two_pass"]).all(dim=-1).sum())
             agree[mode][1] += tokens["pmi"].shape[0]
-        print(f"batch {number}/{len(batches)}: " + ", ".join(f"{m}/{v} {s:.1f}s" for (m, v), s in seconds.items()),
-              file=sys.stderr, flush=True)
+        print(
+            f"batch {number}/{len(batches)}: " + ", ".join(f"{m}/{v} {s:.1f}s" for (m, v), s in seconds.items()),
+            file=sys.stderr,
+            flush=True,
+        )
 
-    print(f"{len(contexts)} contexts, {args.new_tokens} new tokens, batches of {args.batch_size} contexts, "
-          f"torch threads {torch.get_num_threads()}")
-    print(f"{'mode':<8} {'plain':>8} {'plain_cached':>13} {'pmi':>8} {'two_pass':>9} {'pmi/plain':>10} "
-          f"{'pmi/cached':>11} {'2pass/plain':>12} {'pmi=2pass':>10}")
+    print(
+        f"{len(contexts)} contexts, {args.new_tokens} new tokens, batches of {args.batch_size} contexts, "
+        f"torch threads {torch.get_num_threads()}"
+    )
+    print(
+        f"{'mode':<8} {'plain':>8} {'plain_cached':>13} {'pmi':>8} {'two_pass':>9} {'pmi/plain':>10} "
+        f"{'pmi/cached':>11} {'2pass/plain':>12} {'pmi=2pass':>10}"
+    )
     for mode in modes:
         plain, cached, pmi, two = (seconds[(mode, v)] for v in variants)
-        print(f"{mode:<8} {plain:>7.1f}s {cached:>12.1f}s {pmi:>7.1f}s {two:>8.1f}s {pmi / plain:>10.2f} "
-              f"{pmi / cached:>11.2f} {two / plain:>12.2f} {agree[mode][0]:>5}/{agree[mode][1]}")
+        print(
+            f"{mode:<8} {plain:>7.1f}s {cached:>12.1f}s {pmi:>7.1f}s {two:>8.1f}s {pmi / plain:>10.2f} "
+            f"{pmi / cached:>11.2f} {two / plain:>12.2f} {agree[mode][0]:>5}/{agree[mode][1]}"
+        )
     result = {}
     for mode in modes:
         plain, cached, pmi, two = (seconds[(mode, v)] for v in variants)
-        result.update({f"overhead_{mode}": pmi / plain, f"two_pass_{mode}": two / plain,
-                       f"overhead_{mode}_vs_plain_cached": pmi / cached, f"two_pass_{mode}_vs_plain_cached": two / cached})
-    result.update({
-        "seconds": {f"{m}_{v}": round(s, 2) for (m, v), s in seconds.items()},
-        "pmi_equals_two_pass": {m: f"{a}/{n}" for m, (a, n) in agree.items()},
-        "contexts": len(contexts), "new_tokens": args.new_tokens, "batch_size": args.batch_size,
-        "beams": args.beams, "threads": torch.get_num_threads(),
-    })
+        result.update(
+            {
+                f"overhead_{mode}": pmi / plain,
+                f"two_pass_{mode}": two / plain,
+                f"overhead_{mode}_vs_plain_cached": pmi / cached,
+                f"two_pass_{mode}_vs_plain_cached": two / cached,
+            }
+        )
+    result.update(
+        {
+            "seconds": {f"{m}_{v}": round(s, 2) for (m, v), s in seconds.items()},
+            "pmi_equals_two_pass": {m: f"{a}/{n}" for m, (a, n) in agree.items()},
+            "contexts": len(contexts),
+            "new_tokens": args.new_tokens,
+            "batch_size": args.batch_size,
+            "beams": args.beams,
+            "threads": torch.get_num_threads(),
+        }
+    )
     print(json.dumps(result))
 
 

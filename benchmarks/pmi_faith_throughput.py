@@ -74,8 +74,14 @@ def decoded_sweep_workload(metric: PMIFaith, model_name: str, rows, contexts: in
             if writer.done(f"0-{alpha}-{top_p}"):
                 continue
             print(f"generating the sweep's responses at alpha={alpha}, top_p={top_p}", file=sys.stderr, flush=True)
-            responses = generate(metric.model, metric.tokenizer, [r.document for r in rows], [r.history for r in rows],
-                                 PMI(alpha, top_p), max_new_tokens=max_new_tokens)
+            responses = generate(
+                metric.model,
+                metric.tokenizer,
+                [r.document for r in rows],
+                [r.history for r in rows],
+                PMI(alpha, top_p),
+                max_new_tokens=max_new_tokens,
+            )
             for i, response in enumerate(responses):
                 # an empty response (the model ended its turn at once) cannot be scored: "..." stands in
                 writer.write({"id": f"{i}-{alpha}-{top_p}", "response": response.strip() or "..."})
@@ -110,10 +116,13 @@ def measure(name: str, metric: PMIFaith, documents, histories, responses) -> dic
         f"tokens_faithkit_{name}": fast_work.tokens,
         f"tokens_authors_{name}": slow_work.tokens,
     }
-    print(f"{name}: {rows} rows | faithkit {rows / fast_seconds:.2f} rows/s | authors' way "
-          f"{rows / slow_seconds:.2f} rows/s | speedup {slow_seconds / fast_seconds:.2f}x | "
-          f"work ratio {slow_work.macs / fast_work.macs:.2f}x ({slow_work.tokens} vs {fast_work.tokens} tokens) | "
-          f"max |Δpmi| {difference:.2e}", flush=True)
+    print(
+        f"{name}: {rows} rows | faithkit {rows / fast_seconds:.2f} rows/s | authors' way "
+        f"{rows / slow_seconds:.2f} rows/s | speedup {slow_seconds / fast_seconds:.2f}x | "
+        f"work ratio {slow_work.macs / fast_work.macs:.2f}x ({slow_work.tokens} vs {fast_work.tokens} tokens) | "
+        f"max |Δpmi| {difference:.2e}",
+        flush=True,
+    )
     return result
 
 

@@ -31,8 +31,12 @@ from faithkit.metrics import PMIFaith
 def scores(model_name: str, dtype: str, rows) -> list[float]:
     model, tokenizer = models.load(model_name, dtype=dtype)
     metric = PMIFaith(model=model, tokenizer=tokenizer, unconditional=False)
-    return [row["pmi"] for row in metric.compute_rows([r.document for r in rows], [r.history for r in rows],
-                                                      [r.response for r in rows])]
+    return [
+        row["pmi"]
+        for row in metric.compute_rows(
+            [r.document for r in rows], [r.history for r in rows], [r.response for r in rows]
+        )
+    ]
 
 
 def main() -> None:
@@ -53,10 +57,12 @@ def main() -> None:
             figures[dtype] = {"error": str(error)}
             continue
         differences = [abs(a - b) for a, b in zip(values, reference)]
-        figures[dtype] = {"all_finite": all(v == v and abs(v) != float("inf") for v in values),
-                          "max_abs_diff": round(max(differences), 4),
-                          "mean_abs_diff": round(sum(differences) / len(differences), 4),
-                          "spearman": round(float(spearmanr(values, reference).statistic), 4)}
+        figures[dtype] = {
+            "all_finite": all(v == v and abs(v) != float("inf") for v in values),
+            "max_abs_diff": round(max(differences), 4),
+            "mean_abs_diff": round(sum(differences) / len(differences), 4),
+            "spearman": round(float(spearmanr(values, reference).statistic), 4),
+        }
     figures["wall_s"] = round(time.perf_counter() - started, 1)
     print(json.dumps(figures))
 

@@ -60,13 +60,19 @@ def stages(args) -> dict:
             start = time.perf_counter()
             answers = qa.answer([questions[i] for i in asked], [candidates[i].context for i in asked])
             qa_seconds = time.perf_counter() - start
-            valid = [i for i, a in zip(asked, answers) if a and normalize_answer(a) == normalize_answer(candidates[i].text)]
+            valid = [
+                i for i, a in zip(asked, answers) if a and normalize_answer(a) == normalize_answer(candidates[i].text)
+            ]
             result = {
-                "qg": qg_spec, "qa": qa_spec, "spans": len(flat), "asked": len(asked),
+                "qg": qg_spec,
+                "qa": qa_spec,
+                "spans": len(flat),
+                "asked": len(asked),
                 "valid_share": round(len(valid) / len(flat), 3),
                 "answer_agreement": round(len(valid) / max(len(asked), 1), 3),
                 "coverage": round(len({flat[i][0] for i in valid}) / len(responses), 3),
-                "qg_seconds": round(qg_seconds, 1), "qa_seconds": round(qa_seconds, 1),
+                "qg_seconds": round(qg_seconds, 1),
+                "qa_seconds": round(qa_seconds, 1),
                 "examples": [(candidates[i].text, questions[i]) for i in asked[:3]],
             }
             print(json.dumps(result), flush=True)
@@ -82,15 +88,25 @@ def _backend(metric: Q2, stage: str, spec: str):
     from faithkit.metrics.q2_backends import build_backend
 
     if (stage, spec) not in _cache:
-        _cache[stage, spec] = build_backend(stage, spec, batch_size=metric.batch_size, nlp=metric.nlp, load_lm=metric._load_lm)
+        _cache[stage, spec] = build_backend(
+            stage, spec, batch_size=metric.batch_size, nlp=metric.nlp, load_lm=metric._load_lm
+        )
     return _cache[stage, spec]
 
 
 def quality(args) -> dict:
-    metric = Q2(qg_model=args.qg[0] if args.qg else None, qa_model=args.qa[0] if args.qa else None,
-                nli_model=args.nli, preset="offline", batch_size=args.batch_size)
-    report: dict = {"mode": "quality", "rows_per_set": args.rows,
-                    "backends": {"qg": type(metric.qg).__name__, "qa": type(metric.qa).__name__, "nli": type(metric.nli).__name__}}
+    metric = Q2(
+        qg_model=args.qg[0] if args.qg else None,
+        qa_model=args.qa[0] if args.qa else None,
+        nli_model=args.nli,
+        preset="offline",
+        batch_size=args.batch_size,
+    )
+    report: dict = {
+        "mode": "quality",
+        "rows_per_set": args.rows,
+        "backends": {"qg": type(metric.qg).__name__, "qa": type(metric.qa).__name__, "nli": type(metric.nli).__name__},
+    }
     scores = {}
     for name in ("consistent", "inconsistent"):
         rows = read_set(name, args.rows)
@@ -98,20 +114,33 @@ def quality(args) -> dict:
         result = metric.compute(knowledge=[r["knowledge"] for r in rows], responses=[r["response"] for r in rows])
         scores[name] = result
         report[name] = {
-            "mean_q2": round(result["mean_q2"], 4), "mean_q2_no_nli": round(result["mean_q2_no_nli"], 4),
-            "coverage": round(result["coverage"], 3), "seconds": round(time.perf_counter() - start, 1),
+            "mean_q2": round(result["mean_q2"], 4),
+            "mean_q2_no_nli": round(result["mean_q2_no_nli"], 4),
+            "coverage": round(result["coverage"], 3),
+            "seconds": round(time.perf_counter() - start, 1),
         }
         print(name, json.dumps(report[name]), flush=True)
         if args.save:
             Path(args.save).mkdir(parents=True, exist_ok=True)
             with open(Path(args.save) / f"{name}.jsonl", "w", encoding="utf-8") as handle:
-                handle.writelines(json.dumps({"response": row["response"], "knowledge": row["knowledge"],
-                                             **{k: result[k][i] for k in ("q2", "q2_no_nli", "fallback", "explanations")}}) + "\n" for i, row in enumerate(rows))
+                handle.writelines(
+                    json.dumps(
+                        {
+                            "response": row["response"],
+                            "knowledge": row["knowledge"],
+                            **{k: result[k][i] for k in ("q2", "q2_no_nli", "fallback", "explanations")},
+                        }
+                    )
+                    + "\n"
+                    for i, row in enumerate(rows)
+                )
     for key in ("q2", "q2_no_nli"):
         positives, negatives = scores["consistent"][key], scores["inconsistent"][key]
         correct = sum(s >= 0.5 for s in positives) + sum(s < 0.5 for s in negatives)
-        report[key] = {"accuracy_at_0.5": round(correct / (len(positives) + len(negatives)), 4),
-                       "auroc": round(auroc(positives + negatives, [1] * len(positives) + [0] * len(negatives)), 4)}
+        report[key] = {
+            "accuracy_at_0.5": round(correct / (len(positives) + len(negatives)), 4),
+            "auroc": round(auroc(positives + negatives, [1] * len(positives) + [0] * len(negatives)), 4),
+        }
     return report
 
 
@@ -121,7 +150,9 @@ def main():
     parser.add_argument("--qg", nargs="*", default=["rules", "fewshot:smollm2-135m", "fewshot:gemma3-270m"])
     parser.add_argument("--qa", nargs="*", default=["scoring:smollm2-135m"])
     parser.add_argument("--nli", default=None, help="NLI backend spec (default: the offline preset's)")
-    parser.add_argument("--quality", action="store_true", help="run the full metric and report quality instead of stages")
+    parser.add_argument(
+        "--quality", action="store_true", help="run the full metric and report quality instead of stages"
+    )
     parser.add_argument("--save", help="with --quality: folder to write per-response results to")
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core machine)")

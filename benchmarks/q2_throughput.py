@@ -73,8 +73,11 @@ def main():
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1 is fastest on a busy 2-core machine)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    rows = [row for name in ("consistent", "inconsistent")
-            for row in load_q2_wow(DATA / f"dodeca_{name}.csv", name, limit=args.responses // 2)]
+    rows = [
+        row
+        for name in ("consistent", "inconsistent")
+        for row in load_q2_wow(DATA / f"dodeca_{name}.csv", name, limit=args.responses // 2)
+    ]
     knowledge, responses = [r.document for r in rows], [r.response for r in rows]
     metric = Q2(preset="offline", batch_size=args.batch_size)
     metric.compute(knowledge=knowledge[:2], responses=responses[:2])  # warm-up: lazy inits, calibration
@@ -84,13 +87,19 @@ def main():
         start = time.perf_counter()
         batched = metric.compute(knowledge=knowledge, responses=responses)["q2"]
         batched_seconds = time.perf_counter() - start
-    print(f"batched:  {len(rows)} responses in {batched_seconds:.1f}s ({len(rows) / batched_seconds:.2f} responses/s)", flush=True)
+    print(
+        f"batched:  {len(rows)} responses in {batched_seconds:.1f}s ({len(rows) / batched_seconds:.2f} responses/s)",
+        flush=True,
+    )
 
     with ModelWork(lm) as single_work:
         start = time.perf_counter()
         single = per_item(metric, knowledge, responses)
         single_seconds = time.perf_counter() - start
-    print(f"per item: {len(rows)} responses in {single_seconds:.1f}s ({len(rows) / single_seconds:.2f} responses/s)", flush=True)
+    print(
+        f"per item: {len(rows)} responses in {single_seconds:.1f}s ({len(rows) / single_seconds:.2f} responses/s)",
+        flush=True,
+    )
 
     differences = [abs(a - b) for a, b in zip(batched, single)]
     result = {

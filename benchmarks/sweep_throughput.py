@@ -43,8 +43,13 @@ from faithkit.sweep import decoded_by, load_config, run_sweep
 from faithkit.sweep import run as sweep_run
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "sweep" / "smollm2-q2wow.yaml"
-GRID = [{"name": "plain", "decoding": ["greedy", "beam"]}, {"name": "pmi", "alpha": [0, 0.25], "top_p": [0.6]},
-        {"name": "pmi", "alpha": [0.5], "top_p": [1]}, {"name": "cad", "alpha": [0.5, 1]}, {"name": "adacad"}]
+GRID = [
+    {"name": "plain", "decoding": ["greedy", "beam"]},
+    {"name": "pmi", "alpha": [0, 0.25], "top_p": [0.6]},
+    {"name": "pmi", "alpha": [0.5], "top_p": [1]},
+    {"name": "cad", "alpha": [0.5, 1]},
+    {"name": "adacad"},
+]
 
 
 class Clock:
@@ -65,12 +70,14 @@ def add(totals: dict, key: str, clock: Clock) -> None:
 
 def timed(function, totals: dict, key: str):
     """``function`` that adds its wall and CPU time to ``totals[key]`` and ``totals[key + "_cpu"]``."""
+
     def wrapper(*args, **kwargs):
         clock = Clock()
         try:
             return function(*args, **kwargs)
         finally:
             add(totals, key, clock)
+
     return wrapper
 
 
@@ -83,14 +90,24 @@ def per_cell(config, contexts, totals: dict) -> tuple[dict, dict]:
     responses, scores = {}, {}
     for cell in config.cells():
         clock = Clock()
-        texts = generate(model, tokenizer, documents, histories, cell.strategy,
-                         num_beams=config.generation.num_beams if cell.search == "beam" else 1,
-                         batch_size=config.generation.batch_size, max_new_tokens=config.generation.max_new_tokens)
+        texts = generate(
+            model,
+            tokenizer,
+            documents,
+            histories,
+            cell.strategy,
+            num_beams=config.generation.num_beams if cell.search == "beam" else 1,
+            batch_size=config.generation.batch_size,
+            max_new_tokens=config.generation.max_new_tokens,
+        )
         add(totals, "generate", clock)
         clock = Clock()
         kept = [i for i, text in enumerate(texts) if text.strip()]  # faithkit score: an empty response is an error
-        pmi = judge.compute(documents=[documents[i] for i in kept], histories=[histories[i] for i in kept],
-                            responses=[texts[i] for i in kept])["pmi"]
+        pmi = judge.compute(
+            documents=[documents[i] for i in kept],
+            histories=[histories[i] for i in kept],
+            responses=[texts[i] for i in kept],
+        )["pmi"]
         add(totals, "score", clock)
         responses[cell] = dict(zip((c.id for c in contexts), texts))
         scores[cell] = {contexts[i].id: value for i, value in zip(kept, pmi)}
@@ -109,7 +126,9 @@ def main(argv=None) -> None:
     folder = Path(args.out or tempfile.mkdtemp(prefix="sweep_throughput_"))
     import yaml
 
-    settings = {key: value for key, value in yaml.safe_load(CONFIG.read_text()).items() if key not in ("alpha", "top_p")}
+    settings = {
+        key: value for key, value in yaml.safe_load(CONFIG.read_text()).items() if key not in ("alpha", "top_p")
+    }
     config = load_config(None, {**settings, "limit": args.contexts, "out": str(folder), "strategies": GRID})
     contexts = sweep_run.read_contexts(config)
 
@@ -140,21 +159,34 @@ def main(argv=None) -> None:
         shutil.rmtree(folder)
     responses_scored = sum(len(s) for s in scores.values())
     distinct = len({(c, r) for cell in config.cells() for c, r in responses[cell].items() if r.strip()})
-    print(f"wall: sweep {sweep_seconds:.1f} s (generate {sweep_totals['generate']:.1f}, score "
-          f"{sweep_totals['score']:.1f}); per cell {per_cell_seconds:.1f} s (generate {cell_totals['generate']:.1f}, "
-          f"score {cell_totals['score']:.1f}); CPU: sweep {sweep_cpu:.1f} s, per cell {per_cell_cpu:.1f} s; "
-          f"{responses_scored} responses, {distinct} distinct")
-    print(json.dumps({
-        "speedup": round(per_cell_seconds / sweep_seconds, 3), "identical": identical, "cells": len(config.cells()),
-        "contexts": len(contexts), "cpu_speedup": round(per_cell_cpu / sweep_cpu, 3),
-        "sweep_seconds": round(sweep_seconds, 1), "per_cell_seconds": round(per_cell_seconds, 1),
-        "generate_speedup": round(cell_totals["generate"] / sweep_totals["generate"], 3),
-        "score_speedup": round(cell_totals["score"] / sweep_totals["score"], 3),
-        "generate_cpu_speedup": round(cell_totals["generate_cpu"] / sweep_totals["generate_cpu"], 3),
-        "score_cpu_speedup": round(cell_totals["score_cpu"] / sweep_totals["score_cpu"], 3),
-        "max_pmi_difference": largest, "responses": responses_scored, "distinct_responses": distinct,
-        "threads": args.threads, "load_average": round(os.getloadavg()[0], 2),
-    }))
+    print(
+        f"wall: sweep {sweep_seconds:.1f} s (generate {sweep_totals['generate']:.1f}, score "
+        f"{sweep_totals['score']:.1f}); per cell {per_cell_seconds:.1f} s (generate {cell_totals['generate']:.1f}, "
+        f"score {cell_totals['score']:.1f}); CPU: sweep {sweep_cpu:.1f} s, per cell {per_cell_cpu:.1f} s; "
+        f"{responses_scored} responses, {distinct} distinct"
+    )
+    print(
+        json.dumps(
+            {
+                "speedup": round(per_cell_seconds / sweep_seconds, 3),
+                "identical": identical,
+                "cells": len(config.cells()),
+                "contexts": len(contexts),
+                "cpu_speedup": round(per_cell_cpu / sweep_cpu, 3),
+                "sweep_seconds": round(sweep_seconds, 1),
+                "per_cell_seconds": round(per_cell_seconds, 1),
+                "generate_speedup": round(cell_totals["generate"] / sweep_totals["generate"], 3),
+                "score_speedup": round(cell_totals["score"] / sweep_totals["score"], 3),
+                "generate_cpu_speedup": round(cell_totals["generate_cpu"] / sweep_totals["generate_cpu"], 3),
+                "score_cpu_speedup": round(cell_totals["score_cpu"] / sweep_totals["score_cpu"], 3),
+                "max_pmi_difference": largest,
+                "responses": responses_scored,
+                "distinct_responses": distinct,
+                "threads": args.threads,
+                "load_average": round(os.getloadavg()[0], 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

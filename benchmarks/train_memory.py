@@ -92,6 +92,7 @@ class PhaseMeter:
 
     def wrap(self, function, phase):
         """``function`` run as ``phase`` (a name, or a callable giving the name of this call)."""
+
         def wrapped(*args, **kwargs):
             name = phase() if callable(phase) else phase
             before = self.enter(name)
@@ -130,6 +131,7 @@ def child(args) -> None:
             for metric in metrics.values():
                 metric.compute = meter.wrap(metric.compute, "eval: judging")
             return metrics
+
         return load_and_wrap
 
     loop.build_model = meter.wrap(loop.build_model, "model load")
@@ -144,13 +146,17 @@ def child(args) -> None:
 
     code = main(["-q", "train", "--config", args.config, "--output-dir", args.output, *args.flags])
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    print(json.dumps({
-        "exit": code,
-        "peak_mb": round(usage.ru_maxrss / 1024),
-        "by_phase_mb": {phase: round(meter.peaks[phase]) for phase in meter.order},
-        "wall_s": round(time.perf_counter() - started, 1),
-        "cpu_s": round(time.process_time() - cpu_started, 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "exit": code,
+                "peak_mb": round(usage.ru_maxrss / 1024),
+                "by_phase_mb": {phase: round(meter.peaks[phase]) for phase in meter.order},
+                "wall_s": round(time.perf_counter() - started, 1),
+                "cpu_s": round(time.process_time() - cpu_started, 1),
+            }
+        )
+    )
 
 
 def losses(folder: Path) -> dict[str, dict[str, str]]:
@@ -168,8 +174,12 @@ def main() -> None:
     parser.add_argument("--config", default="configs/train/smollm2-topicalchat.yaml")
     parser.add_argument("--max-steps", type=int, default=3)
     parser.add_argument("--eval-steps", type=int, default=3)
-    parser.add_argument("--case", action="append", default=[],
-                        help="NAME:FLAGS, extra training flags of one more case (the case 'shipped' always runs)")
+    parser.add_argument(
+        "--case",
+        action="append",
+        default=[],
+        help="NAME:FLAGS, extra training flags of one more case (the case 'shipped' always runs)",
+    )
     parser.add_argument("--keep", help="keep each case's output folder under this folder")
     parser.add_argument("--child", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -198,8 +208,11 @@ def main() -> None:
             print(f"  {phase:38s} {peak:7d} MB")
         for key, values in result["losses"].items():
             print(f"  {key}: " + ", ".join(f"{step}={value}" for step, value in values.items()))
-    print(json.dumps({"config": args.config, "max_steps": args.max_steps, "eval_steps": args.eval_steps,
-                      "cases": results}))
+    print(
+        json.dumps(
+            {"config": args.config, "max_steps": args.max_steps, "eval_steps": args.eval_steps, "cases": results}
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -62,9 +62,18 @@ def main() -> None:
         first = start_up(args.config, Path(folder) / "first", args.extra, env)
         second = start_up(args.config, Path(folder) / "second", args.extra, env)
     print(f"first run (tokenizes): {first}\nsecond run (same config): {second}")
-    print(json.dumps({"config": args.config, "extra": args.extra, "first": first, "second": second,
-                      "wall_ratio": round(first["wall_s"] / second["wall_s"], 2),
-                      "cpu_ratio": round(first["cpu_s"] / second["cpu_s"], 2)}))
+    print(
+        json.dumps(
+            {
+                "config": args.config,
+                "extra": args.extra,
+                "first": first,
+                "second": second,
+                "wall_ratio": round(first["wall_s"] / second["wall_s"], 2),
+                "cpu_ratio": round(first["cpu_s"] / second["cpu_s"], 2),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

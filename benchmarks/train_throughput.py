@@ -56,7 +56,10 @@ from faithkit.train.data import Collator, encode_rows, load_rows
 from faithkit.train.model import build_model
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIGS = {"tiny_gpt2": REPO / "configs/train/tiny-gpt2.yaml", "smollm2": REPO / "configs/train/smollm2-topicalchat.yaml"}
+CONFIGS = {
+    "tiny_gpt2": REPO / "configs/train/tiny-gpt2.yaml",
+    "smollm2": REPO / "configs/train/smollm2-topicalchat.yaml",
+}
 
 
 class StepClock:
@@ -80,19 +83,29 @@ class StepClock:
 def plain_loop(config, clock: StepClock) -> None:
     """A plain accelerate fine-tuning loop on the config's model, batches, optimizer and schedule."""
     t, d = config.training, config.data
-    accelerator = Accelerator(gradient_accumulation_steps=t.gradient_accumulation_steps, dataloader_config=(
-        DataLoaderConfiguration(split_batches=True, use_seedable_sampler=True, data_seed=t.seed)))
+    accelerator = Accelerator(
+        gradient_accumulation_steps=t.gradient_accumulation_steps,
+        dataloader_config=(DataLoaderConfiguration(split_batches=True, use_seedable_sampler=True, data_seed=t.seed)),
+    )
     set_seed(t.seed)
     model, tokenizer = build_model(config.model, t.seed)
     if t.activation_checkpointing:
         loop.enable_activation_checkpointing(model)
-    examples, _ = encode_rows(load_rows(d, "train"), tokenizer, default_template(model, tokenizer),
-                              False, d.max_length, d.max_response_length)
-    loader = DataLoader(examples, batch_size=t.batch_size, shuffle=True, drop_last=True,
-                        collate_fn=Collator(pad_token_id(tokenizer)), generator=torch.Generator().manual_seed(t.seed))
+    examples, _ = encode_rows(
+        load_rows(d, "train"), tokenizer, default_template(model, tokenizer), False, d.max_length, d.max_response_length
+    )
+    loader = DataLoader(
+        examples,
+        batch_size=t.batch_size,
+        shuffle=True,
+        drop_last=True,
+        collate_fn=Collator(pad_token_id(tokenizer)),
+        generator=torch.Generator().manual_seed(t.seed),
+    )
     optimizer = torch.optim.AdamW(model.parameters(), lr=t.learning_rate, weight_decay=t.weight_decay)
-    scheduler = get_scheduler("linear", optimizer, num_warmup_steps=math.ceil(t.warmup_ratio * t.max_steps),
-                              num_training_steps=t.max_steps)
+    scheduler = get_scheduler(
+        "linear", optimizer, num_warmup_steps=math.ceil(t.warmup_ratio * t.max_steps), num_training_steps=t.max_steps
+    )
     model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)
     model.train()
     epoch = 0
@@ -146,8 +159,14 @@ def reset_accelerate() -> None:
 
 
 def throughput(name: str, steps: int, warmup: int, repeats: int) -> dict:
-    overrides = {"training.max_steps": steps, "evaluation.generate_rows": 0, "evaluation.eval_at_start": False,
-                 "evaluation.eval_steps": steps, "evaluation.log_with": [], "training.mixed_precision": "no"}
+    overrides = {
+        "training.max_steps": steps,
+        "evaluation.generate_rows": 0,
+        "evaluation.eval_at_start": False,
+        "evaluation.eval_steps": steps,
+        "evaluation.log_with": [],
+        "training.mixed_precision": "no",
+    }
     config = load_config(CONFIGS[name], overrides)
     best, tokens = {}, {}
     for repeat in range(repeats):
@@ -157,13 +176,21 @@ def throughput(name: str, steps: int, warmup: int, repeats: int) -> dict:
             reset_accelerate()
             best[variant] = min(best.get(variant, math.inf), clock.seconds)
             tokens.setdefault(variant, clock.tokens)
-            print(f"{name} {variant} run {repeat + 1}: {clock.tokens} tokens in {clock.seconds:.2f} s "
-                  f"= {clock.tokens / clock.seconds:.0f} tokens/s", flush=True)
+            print(
+                f"{name} {variant} run {repeat + 1}: {clock.tokens} tokens in {clock.seconds:.2f} s "
+                f"= {clock.tokens / clock.seconds:.0f} tokens/s",
+                flush=True,
+            )
     if tokens["plain"] != tokens["faithkit"]:
         raise SystemExit(f"{name}: the loops saw different batches ({tokens})")
     rates = {variant: tokens[variant] / seconds for variant, seconds in best.items()}
-    return {"tokens": tokens["plain"], "timed_steps": steps - warmup, "plain_tokens_per_s": round(rates["plain"], 1),
-            "faithkit_tokens_per_s": round(rates["faithkit"], 1), "ratio": round(rates["faithkit"] / rates["plain"], 3)}
+    return {
+        "tokens": tokens["plain"],
+        "timed_steps": steps - warmup,
+        "plain_tokens_per_s": round(rates["plain"], 1),
+        "faithkit_tokens_per_s": round(rates["faithkit"], 1),
+        "ratio": round(rates["faithkit"] / rates["plain"], 3),
+    }
 
 
 def evaluation_round(unconditional: bool) -> dict:
@@ -172,18 +199,22 @@ def evaluation_round(unconditional: bool) -> dict:
 
     config = load_config(CONFIGS["smollm2"])
     e, d = config.evaluation, config.data
-    e.metric_options = {**e.metric_options, "pmi-faith": {**e.metric_options.get("pmi-faith", {}),
-                                                          "unconditional": unconditional}}
+    e.metric_options = {
+        **e.metric_options,
+        "pmi-faith": {**e.metric_options.get("pmi-faith", {}), "unconditional": unconditional},
+    }
     started = time.perf_counter()
     metrics = hooks.load_hook_metrics(e)
     judge_load = time.perf_counter() - started
     model, tokenizer = build_model(config.model, config.training.seed)
     dev_rows = load_rows(d, "dev")
-    examples, _ = encode_rows(dev_rows, tokenizer, default_template(model, tokenizer), False,
-                              d.max_length, d.max_response_length)
+    examples, _ = encode_rows(
+        dev_rows, tokenizer, default_template(model, tokenizer), False, d.max_length, d.max_response_length
+    )
     accelerator = Accelerator()
-    dev_loader = accelerator.prepare(DataLoader(examples, batch_size=e.eval_batch_size,
-                                                collate_fn=Collator(pad_token_id(tokenizer))))
+    dev_loader = accelerator.prepare(
+        DataLoader(examples, batch_size=e.eval_batch_size, collate_fn=Collator(pad_token_id(tokenizer)))
+    )
     hook = hooks.build_hook(e, dev_rows, lambda: metrics, model, tokenizer, d.max_length)
     seconds = {"judge_load": judge_load}
     real_grid, real_computes = hooks.generate_grid, {name: metric.compute for name, metric in metrics.items()}
@@ -195,6 +226,7 @@ def evaluation_round(unconditional: bool) -> dict:
                 return function(*args, **kwargs)
             finally:
                 seconds[key] = seconds.get(key, 0.0) + time.perf_counter() - started
+
         return run
 
     hooks.generate_grid = timed("decoding", real_grid)

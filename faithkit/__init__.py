@@ -8,8 +8,24 @@ import importlib
 
 __version__ = "0.1.0"
 
-SUBMODULES = ("annotate", "cli", "configfile", "data", "decoding", "errors", "eval", "jobs", "metrics", "models",
-              "paths", "prompts", "report", "scoring", "sweep", "train")
+SUBMODULES = (
+    "annotate",
+    "cli",
+    "configfile",
+    "data",
+    "decoding",
+    "errors",
+    "eval",
+    "jobs",
+    "metrics",
+    "models",
+    "paths",
+    "prompts",
+    "report",
+    "scoring",
+    "sweep",
+    "train",
+)
 
 
 def __getattr__(name: str):

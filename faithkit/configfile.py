@@ -20,8 +20,9 @@ def read_yaml(path: str | Path, flag: str = "--config") -> object:
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as error:
-        raise ConfigError(f"config file {path} is not UTF-8 text (byte {error.start}); give {flag} a YAML "
-                          f"file") from None
+        raise ConfigError(
+            f"config file {path} is not UTF-8 text (byte {error.start}); give {flag} a YAML file"
+        ) from None
     except OSError as error:
         raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
     try:

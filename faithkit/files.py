@@ -66,8 +66,7 @@ def replacing(path: str | Path, mode: str = "w", newline: str | None = None) -> 
     try:
         os.chmod(staging, 0o666 & ~_umask())  # mkstemp makes it private; an output is shared as any new file is
         binary = "b" in mode
-        with (os.fdopen(handle, mode) if binary
-              else os.fdopen(handle, mode, encoding="utf-8", newline=newline)) as file:
+        with os.fdopen(handle, mode) if binary else os.fdopen(handle, mode, encoding="utf-8", newline=newline) as file:
             yield file
             file.flush()
             os.fsync(file.fileno())
@@ -119,16 +118,20 @@ def refuse_link(path: str | Path, flag: str = "--output") -> None:
 
 
 def _link_message(path: Path, what: str, flag: str) -> str:
-    return (f"{path} is {what}, and faithkit writes no file through a link (it would change the file it points "
-            f"at); remove the link, or choose another {flag}")
+    return (
+        f"{path} is {what}, and faithkit writes no file through a link (it would change the file it points "
+        f"at); remove the link, or choose another {flag}"
+    )
 
 
 class WriteFailed(OutputError):
     """A write the system refused (a full disk, a read-only folder, ...): ``path`` and the system's ``reason``."""
 
     def __init__(self, path: Path, reason: str):
-        super().__init__(f"cannot write {path}: {reason}; nothing of it was written (a file there before is "
-                         f"unchanged); free space or fix the folder's permissions and rerun the same command")
+        super().__init__(
+            f"cannot write {path}: {reason}; nothing of it was written (a file there before is "
+            f"unchanged); free space or fix the folder's permissions and rerun the same command"
+        )
         self.path, self.reason = path, reason
 
 

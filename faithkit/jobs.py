@@ -60,9 +60,9 @@ def job_fingerprint(command: str, **settings) -> dict:
 
 def score_rows(metric, rows: Sequence[Row], output: str | Path, fingerprint: dict | None = None, **options) -> dict:
     """Score every row with ``metric.compute_rows`` into ``output``; options and counts as :func:`run_job`."""
+
     def compute(chunk: list[Row]) -> list[dict]:
-        return metric.compute_rows([r.document for r in chunk], [r.history for r in chunk],
-                                   [r.response for r in chunk])
+        return metric.compute_rows([r.document for r in chunk], [r.history for r in chunk], [r.response for r in chunk])
 
     # rows under one document land in one chunk, where the scorer computes the document once
     return run_job(compute, rows, output, fingerprint=fingerprint, order=lambda row: row.document, **options)
@@ -125,10 +125,16 @@ def run_job(
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
     process = current_process()
     output = Path(output)
-    with shared_outputs({output: output}, {output: {row.id: row.digest() for row in rows}}, fingerprint=fingerprint,
-                        restart=restart, retry_errors=retry_errors, flag=flag) as shared:
+    with shared_outputs(
+        {output: output},
+        {output: {row.id: row.digest() for row in rows}},
+        fingerprint=fingerprint,
+        restart=restart,
+        retry_errors=retry_errors,
+        flag=flag,
+    ) as shared:
         done = shared.done[output]
-        todo = [row for row in rows if row.id not in done][process.rank::process.world]
+        todo = [row for row in rows if row.id not in done][process.rank :: process.world]
         writer = shared.writers[output]
         counts = _run(compute, todo, writer, chunk_size, flush_seconds, desc, order, shared.held.get(output, writer))
         counts["skipped"] = sum(row.id in done for row in rows) if process.is_main else 0
@@ -156,8 +162,15 @@ class SharedOutputs:
 
 
 @contextmanager
-def shared_outputs(paths: dict, expected: dict[object, Mapping[str, str | None]], *, fingerprint: dict | None = None,
-                   restart: bool = False, retry_errors: bool = True, flag: str = "--output") -> Iterator[SharedOutputs]:
+def shared_outputs(
+    paths: dict,
+    expected: dict[object, Mapping[str, str | None]],
+    *,
+    fingerprint: dict | None = None,
+    restart: bool = False,
+    retry_errors: bool = True,
+    flag: str = "--output",
+) -> Iterator[SharedOutputs]:
     """Open result files that all processes under ``accelerate launch`` add records to, as one process would.
 
     The main process holds each file (checks its fingerprint, takes its lock, folds in the
@@ -178,22 +191,33 @@ def shared_outputs(paths: dict, expected: dict[object, Mapping[str, str | None]]
         held = {}
         if process.is_main:
             for key, path in paths.items():
-                held[key] = stack.enter_context(ResultWriter(path, resume=not restart, fingerprint=fingerprint,
-                                                             retry_errors=retry_errors, expected=expected[key],
-                                                             flag=flag))
+                held[key] = stack.enter_context(
+                    ResultWriter(
+                        path,
+                        resume=not restart,
+                        fingerprint=fingerprint,
+                        retry_errors=retry_errors,
+                        expected=expected[key],
+                        flag=flag,
+                    )
+                )
                 merge_parts(path, held[key], fingerprint, retry_errors, expected[key], discard=restart)
                 _report_resumed(held[key])
         process.wait()
-        done = {key: {str(r["id"]) for r in read_results(path)} if path.exists() else set()
-                for key, path in paths.items()}
+        done = {
+            key: {str(r["id"]) for r in read_results(path)} if path.exists() else set() for key, path in paths.items()
+        }
         changed = {key: writer.changed for key, writer in held.items()}
         if process.world == 1:
             yield SharedOutputs(done, held, held, changed)
         else:
             with ExitStack() as parts:
-                writers = {key: parts.enter_context(ResultWriter(part_path(path, process.rank), resume=False,
-                                                                 fingerprint=fingerprint))
-                           for key, path in paths.items()}
+                writers = {
+                    key: parts.enter_context(
+                        ResultWriter(part_path(path, process.rank), resume=False, fingerprint=fingerprint)
+                    )
+                    for key, path in paths.items()
+                }
                 yield SharedOutputs(done, writers, held, changed)
             process.wait()
             for key, writer in held.items():
@@ -208,8 +232,14 @@ def part_path(output: Path, rank: int) -> Path:
     return output.with_name(f"{output.name}.part{rank}")
 
 
-def merge_parts(output: Path, writer: ResultWriter, fingerprint: dict | None, retry_errors: bool,
-                 expected: Mapping[str, str | None] | None = None, discard: bool = False) -> None:
+def merge_parts(
+    output: Path,
+    writer: ResultWriter,
+    fingerprint: dict | None,
+    retry_errors: bool,
+    expected: Mapping[str, str | None] | None = None,
+    discard: bool = False,
+) -> None:
     """Append the records of the part files ``OUT.part<rank>`` that the output lacks, then delete the parts.
 
     Parts left by an interrupted data-parallel run are checked like the output (the same job,
@@ -229,7 +259,9 @@ def merge_parts(output: Path, writer: ResultWriter, fingerprint: dict | None, re
 
 def _parts(output: Path) -> list[Path]:
     """The part files of ``output`` that processes under ``accelerate launch`` wrote (not their meta or lock files)."""
-    return [part for part in sorted(output.parent.glob(f"{output.name}.part*")) if part.suffix not in (".json", ".lock")]
+    return [
+        part for part in sorted(output.parent.glob(f"{output.name}.part*")) if part.suffix not in (".json", ".lock")
+    ]
 
 
 def _lines(path: Path) -> int:
@@ -240,12 +272,17 @@ def _lines(path: Path) -> int:
 def _report_resumed(writer: ResultWriter) -> None:
     """Warn about records that will be made again (their row changed) and ones the input no longer has."""
     if writer.changed:
-        logger.warning("%s: %d rows changed since their records were written; computing them again",
-                       writer.path, writer.changed)
+        logger.warning(
+            "%s: %d rows changed since their records were written; computing them again", writer.path, writer.changed
+        )
     if writer.orphans:
         shown = ", ".join(writer.orphans[:5]) + (", ..." if len(writer.orphans) > 5 else "")
-        logger.warning("%s: %d records have ids the input no longer has (%s); they stay, at the end of the file",
-                       writer.path, len(writer.orphans), shown)
+        logger.warning(
+            "%s: %d records have ids the input no longer has (%s); they stay, at the end of the file",
+            writer.path,
+            len(writer.orphans),
+            shown,
+        )
 
 
 def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, order, output_writer) -> dict:
@@ -262,7 +299,7 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
     size, start = min(chunk_size, FIRST_CHUNK), 0
     try:
         while start < len(todo):
-            chunk = todo[start:start + size]
+            chunk = todo[start : start + size]
             began = time.monotonic()
             for row, result in zip(chunk, compute_isolating_failures(compute, chunk)):
                 if isinstance(result, Exception):
@@ -271,8 +308,11 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
                 writer.write(_record(row, result))
                 counts["done"] += 1
                 if result.get("truncated_tokens"):
-                    logger.warning("row %s: context cut by %d tokens to fit the model; the document keeps its end",
-                                   row.id, result["truncated_tokens"])
+                    logger.warning(
+                        "row %s: context cut by %d tokens to fit the model; the document keeps its end",
+                        row.id,
+                        result["truncated_tokens"],
+                    )
             writer.sync()  # once per chunk: see the crash guarantee in faithkit.data.results
             start += len(chunk)
             progress.update(len(chunk))
@@ -283,8 +323,10 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
         writer.sync()
         parts = sum(_lines(part) for part in _parts(output_writer.path))
         where = " and its part files (merged on the rerun)" if parts else ""
-        raise JobInterrupted(f"interrupted: {output_writer.count() + parts} rows are in {output_writer.path}{where}; "
-                             f"rerun the same command to continue") from None
+        raise JobInterrupted(
+            f"interrupted: {output_writer.count() + parts} rows are in {output_writer.path}{where}; "
+            f"rerun the same command to continue"
+        ) from None
     finally:
         progress.close()
     return counts
@@ -352,5 +394,9 @@ def _record(row: Row, result: dict) -> dict:
     extras = {key: value for key, value in row.extras.items() if key not in result}
     if extras:
         inputs["extras"] = extras
-    return {"id": row.id, **{k: v for k, v in inputs.items() if k not in result and v != ""}, **result,
-            DIGEST_KEY: row.digest()}
+    return {
+        "id": row.id,
+        **{k: v for k, v in inputs.items() if k not in result and v != ""},
+        **result,
+        DIGEST_KEY: row.digest(),
+    }

@@ -177,7 +177,8 @@ def load(
         raise ModelNotAvailableError(
             f"{name}: its weights are a pickle holding more than tensors, which could run code when read, so "
             f"faithkit does not load them (torch's safe loader refused them); use a model saved as safetensors "
-            f"(save_pretrained writes model.safetensors)") from None
+            f"(save_pretrained writes model.safetensors)"
+        ) from None
     except OSError as error:
         if _is_local(path):
             raise
@@ -192,9 +193,13 @@ def load(
         return model.train(), tokenizer
     device = device or default_device()
     if dtype is None and model.dtype in (torch.float16, torch.bfloat16) and torch.device(device).type == "cpu":
-        logger.info("%s: running its %s checkpoint in float32 on the CPU (half precision there is slow and not "
-                    "exact); --dtype auto (dtype='auto') keeps %s", name, precision.dtype_name(model.dtype),
-                    precision.dtype_name(model.dtype))
+        logger.info(
+            "%s: running its %s checkpoint in float32 on the CPU (half precision there is slow and not "
+            "exact); --dtype auto (dtype='auto') keeps %s",
+            name,
+            precision.dtype_name(model.dtype),
+            precision.dtype_name(model.dtype),
+        )
         model = model.float()
     model.to(device).eval()
     return model, tokenizer
@@ -211,8 +216,10 @@ def _asked_dtype(dtype, torch_dtype) -> str | None:
 def _head_mismatch(name: str, actual: str, asked: str) -> str:
     heads = {"seq2seq": "an encoder-decoder (seq2seq)", "causal": "a decoder-only (causal)"}
     wanted = "causal" if actual == "seq2seq" else "seq2seq"
-    return (f"model '{name}' is {heads[actual]} model, but {asked} asks for {heads[wanted]} one; drop {asked} "
-            f"(the head then comes from the model's config) or give {heads[wanted]} model")
+    return (
+        f"model '{name}' is {heads[actual]} model, but {asked} asks for {heads[wanted]} one; drop {asked} "
+        f"(the head then comes from the model's config) or give {heads[wanted]} model"
+    )
 
 
 def require_causal(model, user: str) -> None:
@@ -220,8 +227,10 @@ def require_causal(model, user: str) -> None:
     encoder-decoder model or a causal head cut from one."""
     check_head(model)
     if model.config.is_encoder_decoder:
-        raise ConfigError(f"{user} needs a decoder-only (causal) LM, but {_described(model)} is an encoder-decoder "
-                          f"model; use a causal LM such as smollm2-135m")
+        raise ConfigError(
+            f"{user} needs a decoder-only (causal) LM, but {_described(model)} is an encoder-decoder "
+            f"model; use a causal LM such as smollm2-135m"
+        )
 
 
 def check_head(model) -> None:
@@ -233,8 +242,10 @@ def check_head(model) -> None:
     except (TypeError, ValueError, KeyError):  # a config class that needs arguments (e.g. EncoderDecoderConfig)
         family_is_encoder_decoder = False
     if family_is_encoder_decoder and not config.is_encoder_decoder:
-        raise ConfigError(f"{_described(model)} is the decoder of an encoder-decoder model without its encoder; "
-                          f"load it with faithkit.models.load(name), which picks the seq2seq head from its config")
+        raise ConfigError(
+            f"{_described(model)} is the decoder of an encoder-decoder model without its encoder; "
+            f"load it with faithkit.models.load(name), which picks the seq2seq head from its config"
+        )
 
 
 def _described(model) -> str:

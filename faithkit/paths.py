@@ -60,8 +60,9 @@ def check_path(kind: str, path: Path) -> None:
         _check_model(path)
     elif kind == "rows" and _is_dataset_source(path):
         if path.suffix.lower() == ".parquet" and not path.is_file():
-            raise ValueError(f"file not found: {path}" if not path.exists() else f"{path} is a folder; give a "
-                             f"Parquet file")
+            raise ValueError(
+                f"file not found: {path}" if not path.exists() else f"{path} is a folder; give a Parquet file"
+            )
     elif kind in ("rows", "text"):
         if not path.exists():
             raise ValueError(f"file not found: {path}")
@@ -114,8 +115,15 @@ def _check_model(path: Path) -> None:
 
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".gguf", ".ckpt")
-TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "vocab.json", "vocab.txt", "tokenizer.model",
-                   "spiece.model", "sentencepiece.bpe.model")
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.json",
+    "vocab.txt",
+    "tokenizer.model",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+)
 
 
 def check_model_folder(name: str) -> None:
@@ -126,16 +134,26 @@ def check_model_folder(name: str) -> None:
     if not folder.exists():
         return
     if not folder.is_dir():
-        raise ModelNotAvailableError(f"model {folder} is a file; give a model folder (with config.json, weights "
-                                     f"and tokenizer files), a hub id or an offline name")
+        raise ModelNotAvailableError(
+            f"model {folder} is a file; give a model folder (with config.json, weights "
+            f"and tokenizer files), a hub id or an offline name"
+        )
     files = {path.name for path in folder.iterdir()}
-    missing = [what for what, present in (
-        ("config.json", "config.json" in files),
-        (f"weights ({', '.join('*' + s for s in WEIGHT_SUFFIXES[:3])})",
-         any(Path(f).suffix in WEIGHT_SUFFIXES for f in files)),
-        (f"tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...)", any(f in files for f in TOKENIZER_FILES)),
-    ) if not present]
+    missing = [
+        what
+        for what, present in (
+            ("config.json", "config.json" in files),
+            (
+                f"weights ({', '.join('*' + s for s in WEIGHT_SUFFIXES[:3])})",
+                any(Path(f).suffix in WEIGHT_SUFFIXES for f in files),
+            ),
+            (f"tokenizer files ({', '.join(TOKENIZER_FILES[:3])}, ...)", any(f in files for f in TOKENIZER_FILES)),
+        )
+        if not present
+    ]
     if missing:
-        raise ModelNotAvailableError(f"{folder} is not a model folder: it has no {' and no '.join(missing)}; "
-                                     f"give a folder written by save_pretrained (model and tokenizer), a hub id "
-                                     f"or an offline name")
+        raise ModelNotAvailableError(
+            f"{folder} is not a model folder: it has no {' and no '.join(missing)}; "
+            f"give a folder written by save_pretrained (model and tokenizer), a hub id "
+            f"or an offline name"
+        )

@@ -10,8 +10,10 @@ would silently become NaN scores and empty responses, so the scorer and the deco
 from __future__ import annotations
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-HELP = ("precision of the model: auto (the checkpoint's own dtype), float32, bfloat16 or float16 "
-        "(default: auto on a GPU, float32 on a CPU)")
+HELP = (
+    "precision of the model: auto (the checkpoint's own dtype), float32, bfloat16 or float16 "
+    "(default: auto on a GPU, float32 on a CPU)"
+)
 
 
 def dtype_name(value) -> str | None:
@@ -37,9 +39,11 @@ def torch_dtype(name: str):
 def non_finite_message(dtype=None) -> str:
     """What to say when the logits are NaN or +inf; ``dtype`` is the model's, when the caller knows it."""
     which = f"the model runs in {dtype_name(dtype)}" if dtype is not None else "the model's precision overflowed"
-    return (f"the model's logits are NaN or infinite: {which}, and half precision overflows in some models "
-            "(Gemma 3 in float16 does). Load it in bfloat16 or float32: --dtype bfloat16 on the command line, "
-            "dtype='bfloat16' in faithkit.models.load")
+    return (
+        f"the model's logits are NaN or infinite: {which}, and half precision overflows in some models "
+        "(Gemma 3 in float16 does). Load it in bfloat16 or float32: --dtype bfloat16 on the command line, "
+        "dtype='bfloat16' in faithkit.models.load"
+    )
 
 
 def check_finite(values, dtype=None) -> None:

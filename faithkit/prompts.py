@@ -96,7 +96,9 @@ class PromptTemplate:
         prefix_ids = _encode(tokenizer, self.response_prefix)
 
         def build(document_text, turns_text) -> list[int]:
-            document_ids = [] if document_text is None else _encode(tokenizer, self.document.format(document=document_text))
+            document_ids = (
+                [] if document_text is None else _encode(tokenizer, self.document.format(document=document_text))
+            )
             return start + document_ids + _encode(tokenizer, turns_text) + prefix_ids
 
         ids = build(document, turns)
@@ -127,7 +129,7 @@ class PromptTemplate:
         if max_tokens is None or len(ids) <= max_tokens:
             return Context(ids)
         head = len(start_ids(tokenizer))
-        return Context(ids[:head] + ids[len(ids) - (max_tokens - head):], truncated_tokens=len(ids) - max_tokens)
+        return Context(ids[:head] + ids[len(ids) - (max_tokens - head) :], truncated_tokens=len(ids) - max_tokens)
 
     def view(
         self,
@@ -176,7 +178,7 @@ class PromptTemplate:
 def _drop_leading_tokens(tokenizer, text: str, count: int) -> str:
     """The text after its first ``count`` tokens, cut on a token boundary so it re-tokenises cleanly."""
     offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
-    return "" if count >= len(offsets) else text[offsets[count][0]:].lstrip()
+    return "" if count >= len(offsets) else text[offsets[count][0] :].lstrip()
 
 
 def _chat_ids(tokenizer, messages) -> list[int]:
@@ -197,7 +199,7 @@ def start_ids(tokenizer) -> list[int]:
     with_special = list(tokenizer(probe, add_special_tokens=True)["input_ids"])
     plain = list(tokenizer(probe, add_special_tokens=False)["input_ids"])
     for offset in range(len(with_special) - len(plain) + 1):
-        if with_special[offset:offset + len(plain)] == plain:
+        if with_special[offset : offset + len(plain)] == plain:
             return with_special[:offset]
     warnings.warn("could not locate the text among the tokenizer's special tokens; adding none", stacklevel=2)
     return []

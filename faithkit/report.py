@@ -29,8 +29,10 @@ def print_score_table(records: list[dict], metric: str) -> None:
     keys = [k for k in get_spec(metric).score_keys if any(k in r for r in records)]
     scored = [r for r in records if "error" not in r]
     if len(records) <= MAX_TABLE_ROWS:
-        rows = [[r["id"], *(r.get(k, "") for k in keys), _shorten(r.get("response", "")), r.get("error", "")]
-                for r in records]
+        rows = [
+            [r["id"], *(r.get(k, "") for k in keys), _shorten(r.get("response", "")), r.get("error", "")]
+            for r in records
+        ]
         print(markdown_table(["id", *keys, "response", "error"], rows))
         return
     rows = []

@@ -48,23 +48,29 @@ class Judges:
             if name == "pmi-faith":
                 from .metrics.pmi_faith import PMIFaith
 
-                self._metrics[name] = PMIFaith(model=self.model, tokenizer=self.tokenizer, template=self.template,
-                                               unconditional=False, batch_size=self.batch_size)
+                self._metrics[name] = PMIFaith(
+                    model=self.model,
+                    tokenizer=self.tokenizer,
+                    template=self.template,
+                    unconditional=False,
+                    batch_size=self.batch_size,
+                )
             else:
-                self._metrics[name] = load_metric(name, **({"device": self.device} if "device" in spec.options
-                                                           else {}))
+                self._metrics[name] = load_metric(name, **({"device": self.device} if "device" in spec.options else {}))
         return self._metrics[name]
 
-    def __call__(self, strategy: Rerank, documents: Sequence[str], histories: Sequence,
-                 responses: Sequence[str]) -> list[tuple[float | None, float | None]]:
+    def __call__(
+        self, strategy: Rerank, documents: Sequence[str], histories: Sequence, responses: Sequence[str]
+    ) -> list[tuple[float | None, float | None]]:
         scored = [i for i, response in enumerate(responses) if response.strip()]
         columns = [[column[i] for i in scored] for column in (documents, histories, responses)]
         values: list[tuple[float | None, float | None]] = [(None, None)] * len(responses)
         if not scored:
             return values
         fluency_rows = self.metric("pmi-faith").compute_rows(*columns)
-        judged_rows = fluency_rows if strategy.judge == "pmi-faith" else self.metric(strategy.judge).compute_rows(
-            *columns)
+        judged_rows = (
+            fluency_rows if strategy.judge == "pmi-faith" else self.metric(strategy.judge).compute_rows(*columns)
+        )
         key = get_spec(strategy.judge).score_keys[0]
         for i, judged, fluent in zip(scored, judged_rows, fluency_rows):
             values[i] = (judged.get(key), fluent[FLUENCY_KEY])
@@ -94,13 +100,20 @@ def read_candidates(path) -> dict[str, dict]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as error:
-                raise InputError(f"{where}: not JSON ({error.msg}); write one object per line: "
-                                 '{"id": "r1", "responses": ["...", "..."]}') from None
+                raise InputError(
+                    f"{where}: not JSON ({error.msg}); write one object per line: "
+                    '{"id": "r1", "responses": ["...", "..."]}'
+                ) from None
             responses = record.get("responses") if isinstance(record, dict) else None
-            if not isinstance(record, dict) or "id" not in record or not isinstance(responses, list) or not all(
-                    isinstance(text, str) for text in responses):
-                raise InputError(f"{where}: a candidates record is {{\"id\": ..., \"responses\": [text, ...]}}; "
-                                 f"got {line.strip()[:80]}")
+            if (
+                not isinstance(record, dict)
+                or "id" not in record
+                or not isinstance(responses, list)
+                or not all(isinstance(text, str) for text in responses)
+            ):
+                raise InputError(
+                    f'{where}: a candidates record is {{"id": ..., "responses": [text, ...]}}; got {line.strip()[:80]}'
+                )
             if "greedy" in record and not isinstance(record["greedy"], str):
                 raise InputError(f"{where}: field 'greedy' must be the greedy response's text")
             if str(record["id"]) in records:
@@ -126,10 +139,14 @@ class CandidatesJob:
         if self._loaded is None:
             from . import models
 
-            model, tokenizer = models.load(self.model_name, kind=models.model_kind(self.model_name),
-                                           device=self.device)
-            judges = Judges(model, tokenizer, self.options.template(model, tokenizer),
-                            batch_size=self.options.batch_size, device=self.device)
+            model, tokenizer = models.load(self.model_name, kind=models.model_kind(self.model_name), device=self.device)
+            judges = Judges(
+                model,
+                tokenizer,
+                self.options.template(model, tokenizer),
+                batch_size=self.options.batch_size,
+                device=self.device,
+            )
             self._loaded = model, tokenizer, judges
         return self._loaded
 
@@ -138,21 +155,44 @@ class CandidatesJob:
 
         missing = [row.id for row in rows if row.id not in self.candidates]
         if missing:
-            raise ValueError("no candidates for this id in --candidates; add a record {\"id\": ..., \"responses\": "
-                             "[...]} for it")
+            raise ValueError(
+                'no candidates for this id in --candidates; add a record {"id": ..., "responses": [...]} for it'
+            )
         model, tokenizer, judges = self._load()
         records = [self.candidates[row.id] for row in rows]
         unknown = [i for i, record in enumerate(records) if "greedy" not in record]
         greedy: list[str] = [record.get("greedy", "") for record in records]  # the unknown ones decoded below
         if unknown:
-            kwargs = {key: value for key, value in self.options.grid_kwargs(model, tokenizer).items()
-                      if key not in ("num_beams", "num_return_sequences")}  # plain greedy
-            decoded = generate(model, tokenizer, [rows[i].document for i in unknown], [rows[i].history for i in unknown],
-                               strategy="plain", **kwargs)
+            kwargs = {
+                key: value
+                for key, value in self.options.grid_kwargs(model, tokenizer).items()
+                if key not in ("num_beams", "num_return_sequences")
+            }  # plain greedy
+            decoded = generate(
+                model,
+                tokenizer,
+                [rows[i].document for i in unknown],
+                [rows[i].history for i in unknown],
+                strategy="plain",
+                **kwargs,
+            )
             for i, text in zip(unknown, decoded):
                 greedy[i] = text
-        choices = rerank(self.strategy, judges, [r.document for r in rows], [r.history for r in rows], greedy,
-                         [record["responses"] for record in records])
-        return [{"response": choice.response, "candidate": choice.index - 1 if choice.index else None,
-                 "greedy": greedy_text, "scores": choice.scores, "fluencies": choice.fluencies}
-                for choice, greedy_text in zip(choices, greedy)]
+        choices = rerank(
+            self.strategy,
+            judges,
+            [r.document for r in rows],
+            [r.history for r in rows],
+            greedy,
+            [record["responses"] for record in records],
+        )
+        return [
+            {
+                "response": choice.response,
+                "candidate": choice.index - 1 if choice.index else None,
+                "greedy": greedy_text,
+                "scores": choice.scores,
+                "fluencies": choice.fluencies,
+            }
+            for choice, greedy_text in zip(choices, greedy)
+        ]

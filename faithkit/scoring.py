@@ -84,8 +84,9 @@ class TokenEvidence:
 
 
 @torch.no_grad()
-def reference_token_evidence(model, context_ids: Sequence[int], target_ids: Sequence[int], top_k: int = 0,
-                             extra_ids: ExtraIds | None = None) -> TokenEvidence:
+def reference_token_evidence(
+    model, context_ids: Sequence[int], target_ids: Sequence[int], top_k: int = 0, extra_ids: ExtraIds | None = None
+) -> TokenEvidence:
     """:class:`TokenEvidence` of one request from one full unpadded forward pass (the slow definition)."""
     ids = torch.tensor([list(context_ids) + list(target_ids)], device=model.device)
     logits = model(input_ids=ids, use_cache=False).logits[0].float()
@@ -93,8 +94,12 @@ def reference_token_evidence(model, context_ids: Sequence[int], target_ids: Sequ
     logprobs = torch.log_softmax(logits[start - 1 : ids.shape[1] - 1], dim=-1).cpu()
     top = logprobs.topk(top_k, dim=-1)
     extra = torch.tensor([list(row) for row in extra_ids] if extra_ids else [[]] * len(target_ids), dtype=torch.long)
-    return TokenEvidence(logprobs.gather(-1, ids[0, start:, None].cpu()).squeeze(-1), top.indices, top.values,
-                         logprobs.gather(-1, extra) if extra.numel() else torch.zeros(len(target_ids), extra.shape[1]))
+    return TokenEvidence(
+        logprobs.gather(-1, ids[0, start:, None].cpu()).squeeze(-1),
+        top.indices,
+        top.values,
+        logprobs.gather(-1, extra) if extra.numel() else torch.zeros(len(target_ids), extra.shape[1]),
+    )
 
 
 @dataclass(eq=False)
@@ -127,11 +132,13 @@ def _build(members: list[int], sequences: list[list[int]], depth: int) -> list[_
             end += 1
         group = members[start:end]
         length = 1  # extend the run while every member agrees (the _END marker makes sequences distinct)
-        while all(len(sequences[i]) > depth + length for i in group) and \
-                len({sequences[i][depth + length] for i in group}) == 1:
+        while (
+            all(len(sequences[i]) > depth + length for i in group)
+            and len({sequences[i][depth + length] for i in group}) == 1
+        ):
             length += 1
         head = sequences[group[0]]
-        node = _Node(head[depth:depth + length], depth, group)
+        node = _Node(head[depth : depth + length], depth, group)
         if head[depth + length - 1] != _END:
             node.children = _build(group, sequences, depth + length)
         nodes.append(node)
@@ -192,8 +199,12 @@ class _Parent:
 
 
 def _empty_evidence(length: int, top_k: int, extras: int) -> TokenEvidence:
-    return TokenEvidence(torch.zeros(0), torch.zeros(length, top_k, dtype=torch.long),
-                         torch.zeros(length, top_k), torch.zeros(length, extras))
+    return TokenEvidence(
+        torch.zeros(0),
+        torch.zeros(length, top_k, dtype=torch.long),
+        torch.zeros(length, top_k),
+        torch.zeros(length, extras),
+    )
 
 
 class TokenScorer:
@@ -203,8 +214,9 @@ class TokenScorer:
     forward call (the module docstring says what each bounds).
     """
 
-    def __init__(self, model, batch_size: int = 8, share_prefixes: bool = True,
-                 max_tokens_per_call: int = MAX_TOKENS_PER_CALL):
+    def __init__(
+        self, model, batch_size: int = 8, share_prefixes: bool = True, max_tokens_per_call: int = MAX_TOKENS_PER_CALL
+    ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         if max_tokens_per_call < 1:
@@ -220,13 +232,20 @@ class TokenScorer:
         # other attention (a sliding window counts cache slots, padding included) runs shared runs one per batch.
         self._pads_caches = models.attends_to_whole_past(model)
 
-    def __call__(self, requests: Sequence[Request], progress: Callable[[int], None] | None = None) -> list[torch.Tensor]:
+    def __call__(
+        self, requests: Sequence[Request], progress: Callable[[int], None] | None = None
+    ) -> list[torch.Tensor]:
         """One tensor of per-token log-probabilities per request; ``progress(n)`` is told as rows finish."""
         return [evidence.logprobs for evidence in self.evidence(requests, progress=progress)]
 
     @torch.no_grad()
-    def evidence(self, requests: Sequence[Request], top_k: int = 0, extra_ids: Sequence[ExtraIds] | None = None,
-                 progress: Callable[[int], None] | None = None) -> list[TokenEvidence]:
+    def evidence(
+        self,
+        requests: Sequence[Request],
+        top_k: int = 0,
+        extra_ids: Sequence[ExtraIds] | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> list[TokenEvidence]:
         """One :class:`TokenEvidence` per request, from the same single pass that gives the log-probabilities.
 
         ``top_k`` asks for each position's likeliest tokens; ``extra_ids[i][t]`` (optional) lists token
@@ -252,8 +271,9 @@ class TokenScorer:
         self._top_k = top_k
         self._extra_ids = [extras[i] for i in unique]
         self._logprobs = [[0.0] * len(requests[i][1]) for i in unique]
-        self._values = [_empty_evidence(len(requests[i][1]), top_k, len(extras[i][0]) if extras[i] else 0)
-                        for i in unique]
+        self._values = [
+            _empty_evidence(len(requests[i][1]), top_k, len(extras[i][0]) if extras[i] else 0) for i in unique
+        ]
         self._progress = (lambda done: progress(sum(len(copies[unique[j]]) for j in done))) if progress else None
         if self.share_prefixes:
             nodes = _prefix_tree(self._sequences)
@@ -289,9 +309,11 @@ class TokenScorer:
         ids = torch.tensor([r + [0] * (width - len(r)) for r in runs], device=device)
         mask = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in runs], device=device)
         positions = torch.tensor([n.start for n in chunk], device=device)[:, None] + torch.arange(width, device=device)
-        needed = [(row, position - node.start, position, requests)  # (row, column, position, requests it predicts for)
-                  for row, (node, run) in enumerate(zip(chunk, runs))
-                  for position, requests in self._needed_positions(node, len(run)).items()]
+        needed = [
+            (row, position - node.start, position, requests)  # (row, column, position, requests it predicts for)
+            for row, (node, run) in enumerate(zip(chunk, runs))
+            for position, requests in self._needed_positions(node, len(run)).items()
+        ]
         windows = self._windows(width, len(chunk), sorted({column for _, column, _, _ in needed}))
         starts = [begin for begin, _ in windows]
         wanted: dict[int, list] = {}  # window's first column: (row, column in the window, position, requests)
@@ -304,8 +326,11 @@ class TokenScorer:
             owners = torch.tensor([parent.row_of[id(n)] for n in chunk], device=device)
             cache, past_mask = _selected_rows(parent.cache, owners), parent.mask[owners]
         for begin, end in windows:
-            kwargs: dict[str, Any] = {"attention_mask": torch.cat([past_mask, mask[:, :end]], dim=1),
-                      "position_ids": positions[:, begin:end], "use_cache": has_children or end < width}
+            kwargs: dict[str, Any] = {
+                "attention_mask": torch.cat([past_mask, mask[:, :end]], dim=1),
+                "position_ids": positions[:, begin:end],
+                "use_cache": has_children or end < width,
+            }
             if cache is not None:
                 kwargs["cache"] = cache
             here = wanted.get(begin, [])
@@ -316,8 +341,10 @@ class TokenScorer:
             precision.check_finite(output.logits, self.model.dtype)  # an overflow is an error, not a NaN score
             cache = output.cache
             column_of = {c: k for k, c in enumerate(columns)} if self._can_trim_logits else {c: c for c in columns}
-            self._collect(output.logits, [(row, column_of[column], position, requests)
-                                          for row, column, position, requests in here])
+            self._collect(
+                output.logits,
+                [(row, column_of[column], position, requests) for row, column, position, requests in here],
+            )
             del output  # the logits; only the cache lives on into the next window
         self._report([j for n in chunk if not n.children for j in n.requests])
         if has_children:
@@ -334,7 +361,7 @@ class TokenScorer:
         windows, begin = [], 0
         while begin < width:
             end = min(begin + columns, width)
-            inside = needed_columns[bisect.bisect_left(needed_columns, begin):bisect.bisect_left(needed_columns, end)]
+            inside = needed_columns[bisect.bisect_left(needed_columns, begin) : bisect.bisect_left(needed_columns, end)]
             if len(inside) > kept_columns:
                 end = inside[kept_columns - 1] + 1
             windows.append((begin, end))
@@ -358,7 +385,7 @@ class TokenScorer:
         # positions at a time: the copies a whole call's log-softmax makes would be two more tensors as large
         per_chunk = max(1, (MAX_LOGITS // 4) // self._vocabulary)
         for first in range(0, len(picks), per_chunk):
-            chunk = picks[first:first + per_chunk]
+            chunk = picks[first : first + per_chunk]
             scores = logits[[p[0] for p in chunk], [p[1] for p in chunk]].float()
             normalizers = torch.logsumexp(scores, dim=-1)
             picked, tokens, places = [], [], []

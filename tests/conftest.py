@@ -63,8 +63,13 @@ def tiny_gpt2(gpt2_tokenizer):
 
     torch.manual_seed(0)
     config = GPT2Config(
-        vocab_size=len(gpt2_tokenizer), n_positions=256, n_embd=32, n_layer=2, n_head=2,
-        bos_token_id=gpt2_tokenizer.bos_token_id, eos_token_id=gpt2_tokenizer.eos_token_id,
+        vocab_size=len(gpt2_tokenizer),
+        n_positions=256,
+        n_embd=32,
+        n_layer=2,
+        n_head=2,
+        bos_token_id=gpt2_tokenizer.bos_token_id,
+        eos_token_id=gpt2_tokenizer.eos_token_id,
     )
     return GPT2LMHeadModel(config).eval()
 
@@ -92,10 +97,20 @@ def tiny_bart(bart_tokenizer):
     torch.manual_seed(0)
     t = bart_tokenizer
     config = BartConfig(
-        vocab_size=len(t), d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
-        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=256,
-        pad_token_id=t.pad_token_id, bos_token_id=t.bos_token_id, eos_token_id=t.eos_token_id,
-        decoder_start_token_id=t.eos_token_id, forced_eos_token_id=None,
+        vocab_size=len(t),
+        d_model=32,
+        encoder_layers=2,
+        decoder_layers=2,
+        encoder_attention_heads=2,
+        decoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_ffn_dim=64,
+        max_position_embeddings=256,
+        pad_token_id=t.pad_token_id,
+        bos_token_id=t.bos_token_id,
+        eos_token_id=t.eos_token_id,
+        decoder_start_token_id=t.eos_token_id,
+        forced_eos_token_id=None,
     )
     return BartForConditionalGeneration(config).eval()
 
@@ -116,9 +131,16 @@ def tiny_llama():
     from faithkit import models
 
     folder = models.resolve("smollm2-135m")
-    config = AutoConfig.from_pretrained(folder, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                                        num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                                        tie_word_embeddings=False)
+    config = AutoConfig.from_pretrained(
+        folder,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        tie_word_embeddings=False,
+    )
     torch.manual_seed(0)
     return LlamaForCausalLM(config).eval(), AutoTokenizer.from_pretrained(folder)
 
@@ -182,5 +204,8 @@ def pytest_collection_modifyitems(config, items):
 
 def _is_module_fixture_of(item, name: str) -> bool:
     definitions = item._fixtureinfo.name2fixturedefs.get(name)
-    return bool(definitions) and definitions[-1].scope == "module" and item.nodeid.startswith(
-        definitions[-1].baseid + "::")
+    return (
+        bool(definitions)
+        and definitions[-1].scope == "module"
+        and item.nodeid.startswith(definitions[-1].baseid + "::")
+    )

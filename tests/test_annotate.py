@@ -16,8 +16,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from faithkit.annotate import (ANSWERS, DIMENSIONS, System, build_task, read_annotations, read_key, summarize,
-                               sweep_cells, sweep_system)
+from faithkit.annotate import (
+    ANSWERS,
+    DIMENSIONS,
+    System,
+    build_task,
+    read_annotations,
+    read_key,
+    summarize,
+    sweep_cells,
+    sweep_system,
+)
 from faithkit.annotate.agreement import fleiss_kappa, krippendorff_alpha
 from faithkit.errors import InputError
 from faithkit.eval.stats import bootstrap_interval, correlation_interval
@@ -25,22 +34,38 @@ from faithkit.metrics.lexical import knowledge_precision
 from tests.cli.helpers import run_main, write_jsonl
 from tests.conftest import save_gpt2_folder
 
-DOCUMENTS = ["The Eiffel Tower is 330 metres tall and was finished in 1889.",
-             "Emperor penguins live only in Antarctica.", "Jazz originated in New Orleans in the late 19th century."]
+DOCUMENTS = [
+    "The Eiffel Tower is 330 metres tall and was finished in 1889.",
+    "Emperor penguins live only in Antarctica.",
+    "Jazz originated in New Orleans in the late 19th century.",
+]
 
 
 def generate_output(path: Path, responses: list[str], **extra) -> Path:
     """A ``faithkit generate`` output: one record per row, same documents and histories in every file."""
-    return write_jsonl(path, [{"id": f"row{i}", "document": DOCUMENTS[i % 3], "history": [f"Tell me more ({i})."],
-                               "gold": "gold", "response": text, **extra} for i, text in enumerate(responses)])
+    return write_jsonl(
+        path,
+        [
+            {
+                "id": f"row{i}",
+                "document": DOCUMENTS[i % 3],
+                "history": [f"Tell me more ({i})."],
+                "gold": "gold",
+                "response": text,
+                **extra,
+            }
+            for i, text in enumerate(responses)
+        ],
+    )
 
 
 @pytest.fixture
 def two_files(tmp_path):
     a = generate_output(tmp_path / "greedy.jsonl", [f"It is 330 metres tall ({i})." for i in range(30)])
-    b = generate_output(tmp_path / "pmidecode.jsonl",
-                        [f"It is 330 metres tall ({i})." if i % 5 == 0 else f"They built it in 1925 ({i})."
-                         for i in range(30)])
+    b = generate_output(
+        tmp_path / "pmidecode.jsonl",
+        [f"It is 330 metres tall ({i})." if i % 5 == 0 else f"They built it in 1925 ({i})." for i in range(30)],
+    )
     return a, b
 
 
@@ -84,14 +109,29 @@ def test_items_flag_responses_cut_mid_sentence_and_drop_blank_turns(tmp_path):
     responses = ["It is 330 metres tall.", "It was finished in", "Penguins? Only in Antarctica!", 'Jazz began in "New']
 
     def system(name, texts):
-        return System.from_file(write_jsonl(tmp_path / f"{name}.jsonl", [
-            {"id": f"r{i}", "document": DOCUMENTS[0], "history": ["", "Tell me more."] if i else [" "], "response": text}
-            for i, text in enumerate(texts)]))
+        return System.from_file(
+            write_jsonl(
+                tmp_path / f"{name}.jsonl",
+                [
+                    {
+                        "id": f"r{i}",
+                        "document": DOCUMENTS[0],
+                        "history": ["", "Tell me more."] if i else [" "],
+                        "response": text,
+                    }
+                    for i, text in enumerate(texts)
+                ],
+            )
+        )
 
     task = build_task(system("a", responses), system("b", ["Other."] * 4), tmp_path / "task", contexts=4)
     by_row = {entry["row"]: item for entry, item in zip(task.key["items"], task.public["items"])}
     assert {row: item["cut"][item["responses"].index(responses[int(row[1])])] for row, item in by_row.items()} == {
-        "r0": False, "r1": True, "r2": False, "r3": True}
+        "r0": False,
+        "r1": True,
+        "r2": False,
+        "r3": True,
+    }
     assert all(item["cut"][item["responses"].index("Other.")] is False for item in by_row.values())
     assert by_row["r0"]["history"] == [] and by_row["r1"]["history"] == ["Tell me more."]
 
@@ -132,21 +172,43 @@ def test_building_from_a_real_sweep(tmp_path, tiny_gpt2, gpt2_tokenizer):
             model = GPT2LMHeadModel(tiny_gpt2.config).eval()
         save_gpt2_folder(model, gpt2_tokenizer, tmp_path / name)
     rows = generate_output(tmp_path / "dev.jsonl", ["gold"] * 6)
-    assert run_main("sweep", "--generator", tmp_path / "generator", "--judge", tmp_path / "judge", "--input", rows,
-                    "--out", tmp_path / "sweep", "--alpha", "1", "--top-p", "0.6", "--max-new-tokens", "5",
-                    "--batch-size", "3") == 0
+    assert (
+        run_main(
+            "sweep",
+            "--generator",
+            tmp_path / "generator",
+            "--judge",
+            tmp_path / "judge",
+            "--input",
+            rows,
+            "--out",
+            tmp_path / "sweep",
+            "--alpha",
+            "1",
+            "--top-p",
+            "0.6",
+            "--max-new-tokens",
+            "5",
+            "--batch-size",
+            "3",
+        )
+        == 0
+    )
     cells = sweep_cells(tmp_path / "sweep")
     with open(tmp_path / "sweep" / "sweep.csv") as handle:
         assert len(cells) == len(list(csv.DictReader(handle))) == 2
     assert all(path.is_file() for path in cells.values())
     baseline, pmi = cells
-    code = run_main("annotate", "build", "--sweep", tmp_path / "sweep", "--a", baseline, "--b", pmi,
-                    "--out", tmp_path / "task")
+    code = run_main(
+        "annotate", "build", "--sweep", tmp_path / "sweep", "--a", baseline, "--b", pmi, "--out", tmp_path / "task"
+    )
     assert code == 0
     key = read_key(tmp_path / "task")
     assert key["systems"]["a"]["name"] == baseline and key["items"]
-    scores = {(r["cell"], r["row"]): r.get("pmi") for r in map(json.loads, (tmp_path / "sweep" / "scores.jsonl")
-                                                              .read_text().splitlines())}
+    scores = {
+        (r["cell"], r["row"]): r.get("pmi")
+        for r in map(json.loads, (tmp_path / "sweep" / "scores.jsonl").read_text().splitlines())
+    }
     for entry in key["items"]:
         for side, cell in (("a", baseline), ("b", pmi)):
             if scores[cell, entry["row"]] is not None:
@@ -155,12 +217,15 @@ def test_building_from_a_real_sweep(tmp_path, tiny_gpt2, gpt2_tokenizer):
         sweep_system(tmp_path / "sweep", "a9_p9")
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--a-file", "A", "--b-file", "B", "--sweep", "S", "--a", "x", "--b", "y"], "not both"),
-    (["--sweep", "S", "--a", "x"], "--sweep needs --a CELL and --b CELL"),
-    (["--a-file", "A"], "name the two systems"),
-    (["--sweep", "S", "--a", "x", "--b", "y"], "S has no sweep.csv"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--a-file", "A", "--b-file", "B", "--sweep", "S", "--a", "x", "--b", "y"], "not both"),
+        (["--sweep", "S", "--a", "x"], "--sweep needs --a CELL and --b CELL"),
+        (["--a-file", "A"], "name the two systems"),
+        (["--sweep", "S", "--a", "x", "--b", "y"], "S has no sweep.csv"),
+    ],
+)
 def test_build_errors(argv, message, tmp_path, capsys, monkeypatch):
     """Files A and B and a folder S exist (their paths pass), so the options' combination is what is refused."""
     monkeypatch.chdir(tmp_path)
@@ -184,14 +249,16 @@ def test_build_refuses_an_out_folder_that_holds_its_inputs(two_files, tmp_path, 
     assert run_main("annotate", "build", "--a-file", two_files[0], "--b-file", two_files[1], "--out", tmp_path) == 2
     assert capsys.readouterr().err.strip() == (
         f"error: --out {tmp_path} holds the input {two_files[0]}; the results would be written beside (or, with "
-        f"--restart, over) it: choose another --out, or move the input out")
+        f"--restart, over) it: choose another --out, or move the input out"
+    )
     assert sorted(path.name for path in tmp_path.iterdir()) == ["greedy.jsonl", "pmidecode.jsonl"]
 
 
 def test_files_of_other_rows_and_identical_systems_are_refused(two_files, tmp_path):
     a = System.from_file(two_files[0])
-    other = write_jsonl(tmp_path / "other.jsonl", [{"id": "row1", "document": "Another document.", "history": [],
-                                                    "response": "x"}])
+    other = write_jsonl(
+        tmp_path / "other.jsonl", [{"id": "row1", "document": "Another document.", "history": [], "response": "x"}]
+    )
     with pytest.raises(InputError, match="row 'row1' has another document or history"):
         build_task(a, System.from_file(other), tmp_path / "task")
     with pytest.raises(InputError, match="give the same response to all 30 shared rows"):
@@ -208,24 +275,38 @@ def test_a_folder_holding_another_task_is_not_overwritten(two_files, tmp_path):
 
 # ---- the report against independent computations ------------------------------------------------
 
+
 def simulate(key: dict, accuracy: tuple[float, ...], seed: int = 0) -> np.ndarray:
     """Annotators of known reliability: each copies a hidden true rating with its probability, else answers at
     random. Returns ratings[annotator][item][system][dimension] as answer names (system 0 = a)."""
     rng = random.Random(seed)
     truth = [[[rng.choice(ANSWERS) for _ in DIMENSIONS] for _ in "ab"] for _ in key["items"]]
-    return [[[[t if rng.random() < p else rng.choice(ANSWERS) for t in system] for system in item] for item in truth]
-            for p in accuracy]
+    return [
+        [[[t if rng.random() < p else rng.choice(ANSWERS) for t in system] for system in item] for item in truth]
+        for p in accuracy
+    ]
 
 
 def write_exports(folder: Path, key: dict, ratings, names=("ann", "bob", "cy")) -> list[Path]:
     """What the page exports: answers by item and page side (the key says which system each side shows)."""
     paths = []
     for name, table in zip(names, ratings):
-        answers = {entry["item"]: [dict(zip(DIMENSIONS, table[index]["ab".index(side)])) for side in entry["sides"]]
-                   for index, entry in enumerate(key["items"])}
+        answers = {
+            entry["item"]: [dict(zip(DIMENSIONS, table[index]["ab".index(side)])) for side in entry["sides"]]
+            for index, entry in enumerate(key["items"])
+        }
         path = folder / f"answers-{name}.json"
-        path.write_text(json.dumps({"format": "faithkit-annotation-answers", "version": 1, "task": key["task"],
-                                    "annotator": name, "answers": answers}))
+        path.write_text(
+            json.dumps(
+                {
+                    "format": "faithkit-annotation-answers",
+                    "version": 1,
+                    "task": key["task"],
+                    "annotator": name,
+                    "answers": answers,
+                }
+            )
+        )
         paths.append(path)
     return paths
 
@@ -255,9 +336,10 @@ def reference_alpha(units: list[list[int]], level: str) -> float:
 def reference_fleiss(units: list[list[int]], categories: int) -> float:
     raters = len(units[0])
     p = [sum(unit.count(c) for unit in units) / (len(units) * raters) for c in range(categories)]
-    agreement = [(sum(unit.count(c) ** 2 for c in range(categories)) - raters) / (raters * (raters - 1))
-                 for unit in units]
-    chance = sum(share ** 2 for share in p)
+    agreement = [
+        (sum(unit.count(c) ** 2 for c in range(categories)) - raters) / (raters * (raters - 1)) for unit in units
+    ]
+    chance = sum(share**2 for share in p)
     return (sum(agreement) / len(agreement) - chance) / (1 - chance)
 
 
@@ -321,15 +403,22 @@ def test_alpha_reproduces_krippendorffs_published_examples():
     (nominal 0.743, ordinal 0.815, interval 0.849); and the 3-coder example of 15 units (nominal 0.691, interval
     0.811), as the krippendorff package's tests use them."""
     x = None
-    observers = [[1, 2, 3, 3, 2, 1, 4, 1, 2, x, x, x], [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, x, 3],
-                 [x, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, x], [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, x]]
+    observers = [
+        [1, 2, 3, 3, 2, 1, 4, 1, 2, x, x, x],
+        [1, 2, 3, 3, 2, 2, 4, 1, 2, 5, x, 3],
+        [x, 3, 3, 3, 2, 3, 4, 2, 2, 5, 1, x],
+        [1, 2, 3, 3, 2, 4, 4, 1, 2, 5, 1, x],
+    ]
     units = [[v - 1 if v else None for v in unit] for unit in zip(*observers)]
     table = [[math.nan if v is None else v for v in unit] for unit in units]
     for level, published in (("nominal", 0.743), ("ordinal", 0.815), ("interval", 0.849)):
         assert round(krippendorff_alpha(table, 5, level), 3) == published
         assert abs(krippendorff_alpha(table, 5, level) - reference_alpha(units, level)) < 1e-12
-    coders = [[x, x, x, x, x, 3, 4, 1, 2, 1, 1, 3, 3, x, 3], [1, x, 2, 1, 3, 3, 4, 3, x, x, x, x, x, x, x],
-              [x, x, 2, 1, 3, 4, 4, x, 2, 1, 1, 3, 3, x, 4]]
+    coders = [
+        [x, x, x, x, x, 3, 4, 1, 2, 1, 1, 3, 3, x, 3],
+        [1, x, 2, 1, 3, 3, 4, 3, x, x, x, x, x, x, x],
+        [x, x, 2, 1, 3, 4, 4, x, 2, 1, 1, 3, 3, x, 4],
+    ]
     table = [[math.nan if v is None else v - 1 for v in unit] for unit in zip(*coders)]
     assert round(krippendorff_alpha(table, 4, "nominal"), 6) == 0.691358
     assert round(krippendorff_alpha(table, 4, "interval"), 6) == 0.810845
@@ -337,8 +426,18 @@ def test_alpha_reproduces_krippendorffs_published_examples():
 
 def test_fleiss_kappa_reproduces_fleiss_worked_example():
     """The 10 subjects x 14 raters x 5 categories example of Fleiss' kappa's usual presentation: kappa 0.210."""
-    counts = [[0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0], [2, 2, 8, 1, 1], [7, 7, 0, 0, 0],
-              [3, 2, 6, 3, 0], [2, 5, 3, 2, 2], [6, 5, 2, 1, 0], [0, 2, 2, 3, 7]]
+    counts = [
+        [0, 0, 0, 0, 14],
+        [0, 2, 6, 4, 2],
+        [0, 0, 3, 5, 6],
+        [0, 3, 9, 2, 0],
+        [2, 2, 8, 1, 1],
+        [7, 7, 0, 0, 0],
+        [3, 2, 6, 3, 0],
+        [2, 5, 3, 2, 2],
+        [6, 5, 2, 1, 0],
+        [0, 2, 2, 3, 7],
+    ]
     ratings = [[c for c, k in enumerate(row) for _ in range(k)] for row in counts]
     assert round(fleiss_kappa(ratings, 5), 3) == 0.210
     assert abs(fleiss_kappa(ratings, 5) - reference_fleiss(ratings, 5)) < 1e-12
@@ -349,11 +448,12 @@ def test_sign_test_and_correlation(task_key, tmp_path):
     ratings = []
     for _ in range(2):
         ratings.append([[["agree", "agree", "agree"], ["disagree", "neutral", "agree"]] for _ in task_key["items"]])
-    summary = summarize(read_annotations(task_key, write_exports(tmp_path, task_key, ratings, ("ann", "bob"))),
-                        resamples=200)
+    summary = summarize(
+        read_annotations(task_key, write_exports(tmp_path, task_key, ratings, ("ann", "bob"))), resamples=200
+    )
     faithfulness = summary["wins"][0]
     assert faithfulness["a_wins"] == 1.0 and faithfulness["sign_test"]["a_better"] == 20
-    assert faithfulness["sign_test"]["p"] == pytest.approx(2 * 0.5 ** 20)
+    assert faithfulness["sign_test"]["p"] == pytest.approx(2 * 0.5**20)
     grammar = summary["wins"][2]
     assert grammar["ties"] == 1.0 and grammar["sign_test"]["p"] == 1.0
     correlation = next(r for r in summary["correlations"] if r["measure"] == "knowledge_precision")
@@ -371,8 +471,10 @@ def test_with_one_annotator_the_report_says_why_agreement_is_not_shown(task_key,
     assert run_main("annotate", "report", tmp_path / "task", path, "--bootstrap", 100) == 0
     out = capsys.readouterr().out
     assert "Krippendorff's alpha (ordinal) | Fleiss' kappa |" not in out
-    assert ("Agreement (Krippendorff's alpha, Fleiss' kappa) is not shown: it compares annotators, and there is one; "
-            "give two or more annotators' exports to measure it.") in out
+    assert (
+        "Agreement (Krippendorff's alpha, Fleiss' kappa) is not shown: it compares annotators, and there is one; "
+        "give two or more annotators' exports to measure it."
+    ) in out
 
 
 def test_intervals_of_a_share_and_of_a_correlation_are_about_the_textbook_ones():
@@ -383,8 +485,13 @@ def test_intervals_of_a_share_and_of_a_correlation_are_about_the_textbook_ones()
     half = 1.96 * math.sqrt(share * (1 - share) / len(hits))  # the normal approximation
     assert abs(low - (share - half)) < 0.01 and abs(high - (share + half)) < 0.01
     low, high = correlation_interval(0.5, 103)  # z = atanh(0.5) +- 1.96 * sqrt(1.125 / 100)
-    assert (low, high) == pytest.approx((math.tanh(math.atanh(0.5) - 1.96 * math.sqrt(0.01125)),
-                                         math.tanh(math.atanh(0.5) + 1.96 * math.sqrt(0.01125))), abs=1e-4)
+    assert (low, high) == pytest.approx(
+        (
+            math.tanh(math.atanh(0.5) - 1.96 * math.sqrt(0.01125)),
+            math.tanh(math.atanh(0.5) + 1.96 * math.sqrt(0.01125)),
+        ),
+        abs=1e-4,
+    )
     assert all(math.isnan(v) for v in correlation_interval(0.5, 3)) and correlation_interval(1.0, 10) == (1.0, 1.0)
 
 
@@ -396,15 +503,24 @@ def test_report_command_writes_markdown_csv_and_chart(task_key, tmp_path, capsys
     assert "| human faithfulness vs | responses | Spearman [95%] |" in out and "knowledge precision" in out
     with open(tmp_path / "task" / "report.csv") as handle:
         rows = list(csv.DictReader(handle))
-    share = next(r for r in rows if r["section"] == "shares" and r["dimension"] == "faithfulness"
-                 and r["system"] == "greedy" and r["statistic"] == "agree")
+    share = next(
+        r
+        for r in rows
+        if r["section"] == "shares"
+        and r["dimension"] == "faithfulness"
+        and r["system"] == "greedy"
+        and r["statistic"] == "agree"
+    )
     assert float(share["ci_low"]) <= float(share["value"]) <= float(share["ci_high"])
-    assert {r["statistic"] for r in rows if r["section"] == "agreement"} == {"krippendorff_alpha_ordinal",
-                                                                            "fleiss_kappa"}
+    assert {r["statistic"] for r in rows if r["section"] == "agreement"} == {
+        "krippendorff_alpha_ordinal",
+        "fleiss_kappa",
+    }
     assert (tmp_path / "task" / "report.png").read_bytes()[:4] == b"\x89PNG"
 
 
 # ---- answer files the report refuses ------------------------------------------------------------
+
 
 def _edited(path: Path, edit) -> Path:
     export = json.loads(path.read_text())
@@ -413,14 +529,20 @@ def _edited(path: Path, edit) -> Path:
     return path
 
 
-@pytest.mark.parametrize("spoil, message", [
-    (lambda e: e.update(task="0123456789ab"), "answers another task (0123456789ab, this one is"),
-    (lambda e: e["answers"].pop("7"), "1 of 20 items are not fully answered (first: item 7, faithfulness of response 1)"),
-    (lambda e: e["answers"]["3"][1].pop("grammar"), "item 3, grammar of response 2"),
-    (lambda e: e["answers"]["2"][0].update(relevance="maybe"), "item 2, response 1: relevance is 'maybe'"),
-    (lambda e: e.update(annotator=" "), "has no annotator name"),
-    (lambda e: e.update(format="other"), "is not an answers export"),
-])
+@pytest.mark.parametrize(
+    "spoil, message",
+    [
+        (lambda e: e.update(task="0123456789ab"), "answers another task (0123456789ab, this one is"),
+        (
+            lambda e: e["answers"].pop("7"),
+            "1 of 20 items are not fully answered (first: item 7, faithfulness of response 1)",
+        ),
+        (lambda e: e["answers"]["3"][1].pop("grammar"), "item 3, grammar of response 2"),
+        (lambda e: e["answers"]["2"][0].update(relevance="maybe"), "item 2, response 1: relevance is 'maybe'"),
+        (lambda e: e.update(annotator=" "), "has no annotator name"),
+        (lambda e: e.update(format="other"), "is not an answers export"),
+    ],
+)
 def test_bad_answer_files_are_one_error_line_naming_the_file(task_key, tmp_path, capsys, spoil, message):
     paths = write_exports(tmp_path, task_key, simulate(task_key, (0.9, 0.8)), ("ann", "bob"))
     _edited(paths[1], spoil)
@@ -434,8 +556,10 @@ def test_two_files_of_one_annotator_and_broken_json(task_key, tmp_path, capsys):
     first, second = write_exports(tmp_path, task_key, ratings, ("ann", "bob"))
     _edited(second, lambda e: e.update(annotator="Ann"))
     assert run_main("annotate", "report", tmp_path / "task", first, second) == 2
-    assert capsys.readouterr().err.strip() == (f"error: {second} and {first} both come from annotator 'Ann'; give one "
-                                               "export per annotator (the latest export holds all of their answers)")
+    assert capsys.readouterr().err.strip() == (
+        f"error: {second} and {first} both come from annotator 'Ann'; give one "
+        "export per annotator (the latest export holds all of their answers)"
+    )
     second.write_text("{not json")
     assert run_main("annotate", "report", tmp_path / "task", first, second) == 2
     assert capsys.readouterr().err.startswith(f"error: {second} is not valid JSON")

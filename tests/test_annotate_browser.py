@@ -24,8 +24,16 @@ from tests.test_annotate import generate_output
 pytestmark = pytest.mark.slow
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync")
+FLAGS = (
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
 """Without the background-networking flags Chromium stalls on a closed network."""
 ITEMS = 6
 
@@ -43,8 +51,9 @@ def browser(tmp_path):
     options.binary_location = str(CHROMIUM)
     for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'profile'}"):
         options.add_argument(flag)
-    options.add_experimental_option("prefs", {"download.default_directory": str(downloads),
-                                              "download.prompt_for_download": False})
+    options.add_experimental_option(
+        "prefs", {"download.default_directory": str(downloads), "download.prompt_for_download": False}
+    )
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_window_size(1366, 768)
@@ -75,8 +84,15 @@ def test_keyboard_annotation_reload_export_and_report(browser, tmp_path, capsys)
         driver.find_element(By.TAG_NAME, "body").send_keys(*sequence)
 
     def checked():
-        return [[driver.execute_script(f"const r = document.querySelector('input[name=\"r{side}-{d}\"]:checked');"
-                                       "return r && r.value;") for d in DIMENSIONS] for side in (0, 1)]
+        return [
+            [
+                driver.execute_script(
+                    f"const r = document.querySelector('input[name=\"r{side}-{d}\"]:checked');return r && r.value;"
+                )
+                for d in DIMENSIONS
+            ]
+            for side in (0, 1)
+        ]
 
     assert text("where") == f"1 of {ITEMS}" and text("done") == f"0 of {ITEMS} done"
     driver.find_element(By.ID, "annotator").send_keys("Ann")
@@ -141,26 +157,39 @@ def test_keyboard_annotation_reload_export_and_report(browser, tmp_path, capsys)
             row = next(r for r in summary["shares"] if (r["dimension"], r["system"]) == (dimension, system))
             assert [row[answer] for answer in ANSWERS] == [given.count(answer) / ITEMS for answer in ANSWERS]
         level = {"agree": 2, "neutral": 1, "disagree": 0}
-        pairs = [[level[expected[entry["item"]][entry["sides"].index(system)][dimension]] for system in ("a", "b")]
-                 for entry in task.key["items"]]
+        pairs = [
+            [level[expected[entry["item"]][entry["sides"].index(system)][dimension]] for system in ("a", "b")]
+            for entry in task.key["items"]
+        ]
         wins = next(r for r in summary["wins"] if r["dimension"] == dimension)
         assert wins["a_wins"] == sum(x > y for x, y in pairs) / ITEMS
         assert wins["b_wins"] == sum(x < y for x, y in pairs) / ITEMS
 
 
-@pytest.mark.parametrize("width, height, name, side_by_side", [(1366, 768, "laptop", True),
-                                                               (768, 1024, "tablet", True),
-                                                               (400, 800, "phone", False)])
+@pytest.mark.parametrize(
+    "width, height, name, side_by_side",
+    [(1366, 768, "laptop", True), (768, 1024, "tablet", True), (400, 800, "phone", False)],
+)
 def test_layout_at_laptop_and_tablet_widths(browser, tmp_path, width, height, name, side_by_side):
     from selenium.webdriver.common.by import By
 
     driver, _ = browser
     cut = "I think it was built by the army in 1925 for the"  # stopped by max-new-tokens
-    a = write_jsonl(tmp_path / "a.jsonl", [{"id": "row0", "document": "The Eiffel Tower is 330 metres tall.",
-                                            "history": [""], "response": "It is 330 metres tall, and it was finished "
-                                                                         "in 1889."}])
-    b = write_jsonl(tmp_path / "b.jsonl", [{"id": "row0", "document": "The Eiffel Tower is 330 metres tall.",
-                                            "history": [""], "response": cut}])
+    a = write_jsonl(
+        tmp_path / "a.jsonl",
+        [
+            {
+                "id": "row0",
+                "document": "The Eiffel Tower is 330 metres tall.",
+                "history": [""],
+                "response": "It is 330 metres tall, and it was finished in 1889.",
+            }
+        ],
+    )
+    b = write_jsonl(
+        tmp_path / "b.jsonl",
+        [{"id": "row0", "document": "The Eiffel Tower is 330 metres tall.", "history": [""], "response": cut}],
+    )
     task = build_task(System.from_file(a), System.from_file(b), tmp_path / "task")
     driver.set_window_size(width, height)
     driver.get((task.out / "annotate.html").resolve().as_uri())

@@ -139,10 +139,14 @@ def test_no_import_cycles():
 
 
 def test_no_library_module_imports_the_command_line():
-    library = [name for name in GRAPH if not (name == "faithkit.cli" or name.startswith("faithkit.cli."))
-               and name != "faithkit.__main__"]
-    offenders = {name: sorted(t for t in GRAPH[name] if t == "faithkit.cli" or t.startswith("faithkit.cli."))
-                 for name in library}
+    library = [
+        name
+        for name in GRAPH
+        if not (name == "faithkit.cli" or name.startswith("faithkit.cli.")) and name != "faithkit.__main__"
+    ]
+    offenders = {
+        name: sorted(t for t in GRAPH[name] if t == "faithkit.cli" or t.startswith("faithkit.cli.")) for name in library
+    }
     assert not {name: targets for name, targets in offenders.items() if targets}
 
 

@@ -5,8 +5,7 @@ import json
 
 import pytest
 
-from faithkit.metrics.claim_checkers import (HHEM_PROMPT, PRESETS, ClaimChecker, document_windows,
-                                             response_sentences)
+from faithkit.metrics.claim_checkers import HHEM_PROMPT, PRESETS, ClaimChecker, document_windows, response_sentences
 from faithkit.metrics.registry import load_metric
 
 from tests.conftest import gpt2_bpe_files
@@ -23,8 +22,9 @@ def roberta_tokenizer(tmp_path_factory):
     folder = gpt2_bpe_files()
     specials = ["<s>", "<pad>", "</s>", "<unk>"]
     vocab = {token: index for index, token in enumerate(specials)}
-    vocab.update({token: index + len(specials) for token, index in
-                  json.loads((folder / "encoder.json").read_text()).items()})
+    vocab.update(
+        {token: index + len(specials) for token, index in json.loads((folder / "encoder.json").read_text()).items()}
+    )
     vocab["<mask>"] = len(vocab)
     path = tmp_path_factory.mktemp("roberta") / "vocab.json"
     path.write_text(json.dumps(vocab))
@@ -34,16 +34,25 @@ def roberta_tokenizer(tmp_path_factory):
 def test_windows_overlap_and_the_last_ends_at_the_document_s_end(roberta_tokenizer):
     # one token per word
     assert document_windows(TEN, roberta_tokenizer, window=4, stride=3) == [
-        "one two three four", "four five six seven", "seven eight nine ten"]
+        "one two three four",
+        "four five six seven",
+        "seven eight nine ten",
+    ]
     assert document_windows(TEN, roberta_tokenizer, window=4, stride=4) == [
-        "one two three four", "five six seven eight", "seven eight nine ten"]
+        "one two three four",
+        "five six seven eight",
+        "seven eight nine ten",
+    ]
     assert document_windows(TEN, roberta_tokenizer, window=10, stride=5) == [TEN]
     assert document_windows("  short text ", roberta_tokenizer, window=4, stride=2) == ["short text"]
 
 
 def test_response_sentences():
-    assert response_sentences("Cats eat fish. Dogs bark!  Do birds sing?") == ["Cats eat fish.", "Dogs bark!",
-                                                                              "Do birds sing?"]
+    assert response_sentences("Cats eat fish. Dogs bark!  Do birds sing?") == [
+        "Cats eat fish.",
+        "Dogs bark!",
+        "Do birds sing?",
+    ]
     assert response_sentences("no full stop") == ["no full stop"]
 
 
@@ -53,8 +62,10 @@ def word_support(premise: str, claim: str) -> float:
     return sum(word in premise.split() for word in words) / len(words)
 
 
-@pytest.mark.parametrize("preset, combine", [("minicheck-roberta-large", min),
-                                             ("alignscore-style", lambda scores: sum(scores) / len(scores))])
+@pytest.mark.parametrize(
+    "preset, combine",
+    [("minicheck-roberta-large", min), ("alignscore-style", lambda scores: sum(scores) / len(scores))],
+)
 def test_each_sentence_takes_its_best_window_and_the_response_its_worst_sentence(roberta_tokenizer, preset, combine):
     calls = []
 
@@ -84,13 +95,24 @@ def test_an_unknown_preset_or_bad_window_is_a_clear_error():
 
 # ---- every preset on a tiny random model of its architecture ----
 
+
 def _tiny_roberta(tokenizer, labels: int):
     from transformers import RobertaConfig, RobertaForSequenceClassification
 
-    return RobertaForSequenceClassification(RobertaConfig(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=600, num_labels=labels, pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id))
+    return RobertaForSequenceClassification(
+        RobertaConfig(
+            vocab_size=len(tokenizer),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=600,
+            num_labels=labels,
+            pad_token_id=tokenizer.pad_token_id,
+            bos_token_id=tokenizer.bos_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
+    )
 
 
 @pytest.fixture(scope="module")
@@ -106,17 +128,35 @@ def smollm2_tokenizer():
 def _tiny_deberta(tokenizer):
     from transformers import DebertaV2Config, DebertaV2ForSequenceClassification
 
-    return DebertaV2ForSequenceClassification(DebertaV2Config(
-        vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
-        max_position_embeddings=2048, num_labels=2, pad_token_id=tokenizer.pad_token_id))
+    return DebertaV2ForSequenceClassification(
+        DebertaV2Config(
+            vocab_size=len(tokenizer),
+            hidden_size=32,
+            num_hidden_layers=2,
+            num_attention_heads=2,
+            intermediate_size=64,
+            max_position_embeddings=2048,
+            num_labels=2,
+            pad_token_id=tokenizer.pad_token_id,
+        )
+    )
 
 
 def _t5_config(tokenizer, **extra):
     from transformers import T5Config
 
-    return T5Config(vocab_size=len(tokenizer), d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2,
-                    pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                    decoder_start_token_id=tokenizer.pad_token_id, **extra)
+    return T5Config(
+        vocab_size=len(tokenizer),
+        d_model=32,
+        d_kv=16,
+        d_ff=64,
+        num_layers=2,
+        num_heads=2,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+        **extra,
+    )
 
 
 def _save(model, tokenizer, folder):
@@ -138,10 +178,17 @@ def _hhem_folder(tokenizer, root):
     model = T5ForTokenClassification(config)
     hhem = root / "hhem"
     hhem.mkdir()
-    save_file({f"t5.{key}": value.contiguous() for key, value in model.state_dict().items()
-               if not key.endswith("embed_tokens.weight")}, hhem / "model.safetensors")
-    (hhem / "config.json").write_text(json.dumps({"model_type": "HHEMv2", "foundation": str(foundation),
-                                                  "prompt": HHEM_PROMPT}))
+    save_file(
+        {
+            f"t5.{key}": value.contiguous()
+            for key, value in model.state_dict().items()
+            if not key.endswith("embed_tokens.weight")
+        },
+        hhem / "model.safetensors",
+    )
+    (hhem / "config.json").write_text(
+        json.dumps({"model_type": "HHEMv2", "foundation": str(foundation), "prompt": HHEM_PROMPT})
+    )
     return str(hhem), model
 
 
@@ -155,8 +202,11 @@ def _one_pair(preset, model, tokenizer, premise, claim) -> float:
         logits = model(**encoded, decoder_input_ids=torch.tensor([[tokenizer.pad_token_id]])).logits[0, 0, [3, 209]]
         return torch.softmax(logits, -1)[1].item()
     if preset == "hhem-2.1-open":
-        encoded = tokenizer(f"<pad> Determine if the hypothesis is true given the premise?\n\nPremise: {premise}"
-                            f"\n\nHypothesis: {claim}", return_tensors="pt")
+        encoded = tokenizer(
+            f"<pad> Determine if the hypothesis is true given the premise?\n\nPremise: {premise}"
+            f"\n\nHypothesis: {claim}",
+            return_tensors="pt",
+        )
         return torch.softmax(model(**encoded).logits[0, 0], -1)[1].item()
     if preset.startswith("minicheck"):
         encoded = tokenizer(premise + eos + claim, return_tensors="pt")
@@ -195,8 +245,9 @@ def test_every_preset_builds_and_batches_as_one_pair_at_a_time(preset, roberta_t
     key = PRESETS[preset].score_key
     for document, response, row in zip(documents, responses, rows):
         windows = document_windows(document, metric.tokenizer, 6, 4)
-        expected = [max(_one_pair(preset, model, tokenizer, w, s) for w in windows)
-                    for s in response_sentences(response)]
+        expected = [
+            max(_one_pair(preset, model, tokenizer, w, s) for w in windows) for s in response_sentences(response)
+        ]
         assert row["sentence_scores"] == pytest.approx(expected, abs=1e-5)
         combine = min if PRESETS[preset].sentences == "min" else (lambda v: sum(v) / len(v))
         assert row[key] == pytest.approx(combine(expected), abs=1e-5)
@@ -207,8 +258,9 @@ def test_a_checkpoint_with_too_few_classes_is_refused(roberta_tokenizer, tmp_pat
     from faithkit.errors import ConfigError
 
     folder = _save(_tiny_roberta(roberta_tokenizer, labels=2), roberta_tokenizer, tmp_path / "two-class")
-    with pytest.raises(ConfigError, match="has 2 classes, so it cannot be read as nli-roberta-large-mnli, whose "
-                                          "'supported' class is 2"):
+    with pytest.raises(
+        ConfigError, match="has 2 classes, so it cannot be read as nli-roberta-large-mnli, whose 'supported' class is 2"
+    ):
         load_metric("nli-roberta-large-mnli", nli_model=folder, device="cpu")
 
 
@@ -222,19 +274,42 @@ def test_the_leaderboard_ranks_a_claim_checker_with_its_options(roberta_tokenize
     folder = _save(_tiny_roberta(roberta_tokenizer, labels=2), roberta_tokenizer, tmp_path / "checker")
     responses = ["One two. Three four.", "Eleven twelve.", "Nine ten.", "Five six seven.", "Apples. Pears."]
     labels = ["yes", "no", "yes", "yes", "no"]
-    rows = write_jsonl(tmp_path / "rows.jsonl", [{"document": TEN, "response": r, "human": label}
-                                                 for r, label in zip(responses, labels)])
+    rows = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [{"document": TEN, "response": r, "human": label} for r, label in zip(responses, labels)],
+    )
     out = tmp_path / "out"
-    code = run_main("meta-eval", "labels", "--input", rows, "--label-column", "human", "--positive", "yes",
-                    "--metrics", "minicheck-roberta-large,overlap-f1", "--nli-model", folder, "--window", "4",
-                    "--stride", "3", "--resamples", "50", "--out", out)
+    code = run_main(
+        "meta-eval",
+        "labels",
+        "--input",
+        rows,
+        "--label-column",
+        "human",
+        "--positive",
+        "yes",
+        "--metrics",
+        "minicheck-roberta-large,overlap-f1",
+        "--nli-model",
+        folder,
+        "--window",
+        "4",
+        "--stride",
+        "3",
+        "--resamples",
+        "50",
+        "--out",
+        out,
+    )
     assert code == 0
     records = read_results(out / "scores" / "minicheck-roberta-large.jsonl")
     metric = load_metric("minicheck-roberta-large", nli_model=folder, window=4, stride=3, device="cpu")
     expected = metric.compute_rows([TEN] * 5, None, responses)
     assert [r["minicheck_roberta_large"] for r in records] == pytest.approx(
-        [e["minicheck_roberta_large"] for e in expected], abs=1e-6)
+        [e["minicheck_roberta_large"] for e in expected], abs=1e-6
+    )
     with open(out / "results.csv", newline="") as handle:
         results = {r["score"]: r for r in csv.DictReader(handle)}
     assert float(results["minicheck_roberta_large"]["auroc"]) == pytest.approx(
-        mann_whitney([r["minicheck_roberta_large"] for r in records], [label == "yes" for label in labels]))
+        mann_whitney([r["minicheck_roberta_large"] for r in records], [label == "yes" for label in labels])
+    )

@@ -23,8 +23,10 @@ def test_begin_layout_is_recognised(data_dir):
     rows = list(read_rows(data_dir / "begin" / "begin_dev_wow.tsv"))
     assert len(rows) == 430  # the README's row count: no row lost to quoting
     assert rows[0].document.startswith("originally an industrial pigment supply company")
-    assert rows[0].history == ["strange name, but it makes sense that they would start with the darkest color. "
-                               "it probably has the most applications."]
+    assert rows[0].history == [
+        "strange name, but it makes sense that they would start with the darkest color. "
+        "it probably has the most applications."
+    ]
     assert rows[0].extras["begin_label"] == "Fully attributable"
     assert sum(r.extras["begin_label"] == "Fully attributable" for r in rows) == 180
 
@@ -110,7 +112,9 @@ def test_the_lock_file_lives_while_the_writer_does_and_a_killed_runs_lock_is_tak
         writer.write({"id": "a"})
         assert lock.exists()
     assert not lock.exists() and read_results(path) == [{"id": "a"}]
-    with pytest.raises(OutputError, match="no record of the job"):  # a refusal after locking takes its lock file away too
+    with pytest.raises(
+        OutputError, match="no record of the job"
+    ):  # a refusal after locking takes its lock file away too
         ResultWriter(path, fingerprint={"metric": "other"})
     assert not lock.exists()
 
@@ -118,13 +122,16 @@ def test_the_lock_file_lives_while_the_writer_does_and_a_killed_runs_lock_is_tak
 def test_unwritable_text_in_any_field_is_a_row_error_naming_it(tmp_path):
     # every field reaches the output, so a lone surrogate in an extra field or the id must not crash the writer
     path = tmp_path / "rows.jsonl"
-    path.write_text('{"id": "a", "document": "D", "response": "R", "topic": ["ok", "x\\udc00"]}\n'
-                    '{"id": "b\\ud800", "document": "D", "response": "R"}\n'
-                    '{"id": "c", "document": "D", "response": "R", "meta": {"k\\ud800": 1}}\n'
-                    '{"id": "d", "document": "D", "response": "R \\ud83d\\ude00"}\n', encoding="utf-8")
+    path.write_text(
+        '{"id": "a", "document": "D", "response": "R", "topic": ["ok", "x\\udc00"]}\n'
+        '{"id": "b\\ud800", "document": "D", "response": "R"}\n'
+        '{"id": "c", "document": "D", "response": "R", "meta": {"k\\ud800": 1}}\n'
+        '{"id": "d", "document": "D", "response": "R \\ud83d\\ude00"}\n',
+        encoding="utf-8",
+    )
     rows = list(read_rows(path))
     assert [r.id for r in rows] == ["a", "line-2", "c", "d"]
     assert rows[0].error.startswith("row a: field 'topic' is not valid UTF-8 text")
     assert rows[1].error.startswith("row line-2: field 'id' is not valid UTF-8 text")
     assert rows[2].error.startswith("row c: field 'meta' is not valid UTF-8 text")
-    assert rows[3].error is None and rows[3].response == "R \U0001F600"  # a surrogate pair is one real character
+    assert rows[3].error is None and rows[3].response == "R \U0001f600"  # a surrogate pair is one real character

@@ -19,8 +19,9 @@ def write_jsonl(path, records):
     return path
 
 
-@pytest.mark.parametrize("records", [RECORDS, [{k: v for k, v in r.items() if k != "id"} for r in RECORDS]],
-                         ids=["with ids", "without ids"])
+@pytest.mark.parametrize(
+    "records", [RECORDS, [{k: v for k, v in r.items() if k != "id"} for r in RECORDS]], ids=["with ids", "without ids"]
+)
 def test_parquet_and_saved_datasets_read_as_their_jsonl(tmp_path, records):
     expected = list(read_rows(write_jsonl(tmp_path / "rows.jsonl", records)))
     dataset = datasets.Dataset.from_list(records)

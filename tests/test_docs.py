@@ -38,7 +38,9 @@ from tests.test_annotate_browser import browser  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-FENCE = re.compile(r"^(?:<!-- not run: (?P<reason>.*?) -->\n)?```(?P<lang>\w*)\n(?P<code>.*?)\n```$", re.DOTALL | re.MULTILINE)
+FENCE = re.compile(
+    r"^(?:<!-- not run: (?P<reason>.*?) -->\n)?```(?P<lang>\w*)\n(?P<code>.*?)\n```$", re.DOTALL | re.MULTILINE
+)
 RUNS = {"python", "bash", "yaml"}
 FIGURES = {"text"}  # diagrams and output: not code
 REAL_MODELS = re.compile(r"smollm2-135m|gemma3-270m|preset=\"offline\"|--preset offline")
@@ -60,8 +62,10 @@ class Block:
 
 
 def read_blocks(page: Path) -> list[Block]:
-    return [Block(page, number, match["lang"], match["code"], match["reason"])
-            for number, match in enumerate(FENCE.finditer(page.read_text(encoding="utf-8")), 1)]
+    return [
+        Block(page, number, match["lang"], match["code"], match["reason"])
+        for number, match in enumerate(FENCE.finditer(page.read_text(encoding="utf-8")), 1)
+    ]
 
 
 BLOCKS = [block for page in PAGES for block in read_blocks(page)]
@@ -92,7 +96,9 @@ def test_a_block_says_what_it_prints_and_a_skipped_block_why(tmp_path):
     assert (first.lang, first.code, first.not_run) == ("bash", "faithkit x", "needs the hub")
     assert (second.lang, second.code, second.not_run) == ("python", "x = 1", None)
     assert commands("a \\\n  b\n# prints: error: x\n# a comment\nc  # trailing\n") == [
-        ("a \\\n  b", "error: x"), ("c  # trailing", None)]
+        ("a \\\n  b", "error: x"),
+        ("c  # trailing", None),
+    ]
     assert with_checks("x = 1\n  f(x)  # => [1.5, 2]") == "x = 1\n  expect(f(x), '[1.5, 2]')"
     expect(0.12345, "0.1235")
     expect(("q2", "bleu"), "('q2', 'bleu')")
@@ -130,11 +136,12 @@ def expect(value, shown: str) -> None:
     assert len(values) == len(numbers), f"{value!r}, the page shows {shown}"
     for got, number in zip(values, NUMBER.findall(shown)):
         decimals = len(number.partition(".")[2].partition("e")[0])
-        assert abs(got - float(number)) <= 0.5 * 10 ** -decimals + 1e-12, f"{value!r}, the page shows {shown}"
+        assert abs(got - float(number)) <= 0.5 * 10**-decimals + 1e-12, f"{value!r}, the page shows {shown}"
 
 
 def with_checks(code: str) -> str:
     """The block with each ``EXPRESSION  # => VALUE`` line turned into ``expect(EXPRESSION, "VALUE")``."""
+
     def check(match: re.Match) -> str:
         return f"{match['indent']}expect({match['expression']}, {match['value']!r})"
 
@@ -158,8 +165,15 @@ def commands(code: str) -> list[tuple[str, str | None]]:
 PYTHON_PAGES = sorted({block.page for block in BLOCKS if block.lang == "python" and block.not_run is None})
 
 
-@pytest.mark.parametrize("page", [pytest.param(page, id=str(page.relative_to(ROOT)), marks=slow_if_real(
-    "".join(b.code for b in BLOCKS if b.page == page))) for page in PYTHON_PAGES])
+@pytest.mark.parametrize(
+    "page",
+    [
+        pytest.param(
+            page, id=str(page.relative_to(ROOT)), marks=slow_if_real("".join(b.code for b in BLOCKS if b.page == page))
+        )
+        for page in PYTHON_PAGES
+    ],
+)
 def test_python_blocks(page, scratch, monkeypatch):
     monkeypatch.chdir(scratch)
     monkeypatch.setenv("FAITHKIT_DATA", str(DATA))
@@ -182,14 +196,22 @@ def run_command(command: str, folder: Path, capsys) -> tuple[int, str]:
         captured = capsys.readouterr()
         return code, captured.out + captured.err
     environment = {**subprocess_env(), "FAITHKIT_DATA": str(DATA)}
-    run = subprocess.run(["bash", "-c", f'faithkit() {{ "{sys.executable}" -m faithkit "$@"; }}\n{command}'],
-                         cwd=folder, env=environment, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        ["bash", "-c", f'faithkit() {{ "{sys.executable}" -m faithkit "$@"; }}\n{command}'],
+        cwd=folder,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return run.returncode, run.stdout + run.stderr
 
 
 @pytest.mark.slow  # commands that load models, train and sweep
-@pytest.mark.parametrize("block", [pytest.param(b, id=b.name, marks=slow_if_real(b.code))
-                                   for b in BLOCKS if b.lang == "bash" and b.not_run is None])
+@pytest.mark.parametrize(
+    "block",
+    [pytest.param(b, id=b.name, marks=slow_if_real(b.code)) for b in BLOCKS if b.lang == "bash" and b.not_run is None],
+)
 def test_bash_blocks(block, scratch, monkeypatch, capsys):
     monkeypatch.chdir(scratch)
     monkeypatch.setenv("FAITHKIT_DATA", str(DATA))
@@ -201,7 +223,9 @@ def test_bash_blocks(block, scratch, monkeypatch, capsys):
             assert output.strip().splitlines()[-1] == prints, f"{block.name}: {command}\n{output}"
 
 
-@pytest.mark.parametrize("block", [pytest.param(b, id=b.name) for b in BLOCKS if b.lang == "yaml" and b.not_run is None])
+@pytest.mark.parametrize(
+    "block", [pytest.param(b, id=b.name) for b in BLOCKS if b.lang == "yaml" and b.not_run is None]
+)
 def test_yaml_blocks(block, scratch, monkeypatch):
     import yaml
 
@@ -219,8 +243,12 @@ def test_yaml_blocks(block, scratch, monkeypatch):
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("site")
-    run = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder)], cwd=ROOT,
-                         capture_output=True, text=True)
+    run = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(folder)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     assert run.returncode == 0, run.stderr
     return folder
 

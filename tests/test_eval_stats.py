@@ -101,12 +101,15 @@ def test_summarize_a_one_class_slice_reports_nan_auroc():
     assert summary["recall"] == 0.5
 
 
-@pytest.mark.parametrize("scores, labels, message", [
-    ([0.1, 0.2], [1], "same length"),
-    ([], [], "empty"),
-    ([0.1, float("nan")], [1, 0], "position 1"),
-    ([0.1, 0.2], [1, 2], "0/1"),
-])
+@pytest.mark.parametrize(
+    "scores, labels, message",
+    [
+        ([0.1, 0.2], [1], "same length"),
+        ([], [], "empty"),
+        ([0.1, float("nan")], [1, 0], "position 1"),
+        ([0.1, 0.2], [1, 2], "0/1"),
+    ],
+)
 def test_bad_input_is_named(scores, labels, message):
     with pytest.raises(ValueError, match=message):
         stats.classification(scores, labels, 0.5)
@@ -164,10 +167,12 @@ def test_corpus_bleu_from_summed_statistics_is_sacrebleus():
     responses = ["the cat sat on the mat", "a dog", "", "hello there my friend", "it is 330 metres tall"]
     references = ["the cat is on the mat", "the dog barks", "nothing", "hello my friend", "it is 330 metres tall"]
     assert corpus_value("corpus_bleu", None, responses, references) == pytest.approx(
-        sacrebleu.corpus_bleu(responses, [references]).score, abs=1e-12)
+        sacrebleu.corpus_bleu(responses, [references]).score, abs=1e-12
+    )
     bleu = AGGREGATES["corpus_bleu"]
     rows = bleu.statistics(None, responses, references)
     subset = [0, 3, 3, 4]  # a resample: the sum of its rows' statistics is that corpus's BLEU
     assert bleu.finish(rows[subset].sum(axis=0)) == pytest.approx(
-        sacrebleu.corpus_bleu([responses[i] for i in subset], [[references[i] for i in subset]]).score, abs=1e-12)
+        sacrebleu.corpus_bleu([responses[i] for i in subset], [[references[i] for i in subset]]).score, abs=1e-12
+    )
     assert corpus_value("corpus_bleu", None, responses, None) is None

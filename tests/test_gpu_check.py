@@ -16,8 +16,12 @@ def test_the_gpu_check_runs_on_cpu_with_tiny_shapes(capsys):
     assert code == 0 and report["passed"]
     decodes = report["decodes"]
     assert [(d["model"], d["batch"], d["search"], d["strategy"]) for d in decodes] == [
-        (model, batch, search, strategy) for model in ("bart-large", "llama-1b") for batch in (2,)
-        for search in ("greedy", "beam") for strategy in ("plain", "pmi", "cad", "adacad")]
+        (model, batch, search, strategy)
+        for model in ("bart-large", "llama-1b")
+        for batch in (2,)
+        for search in ("greedy", "beam")
+        for strategy in ("plain", "pmi", "cad", "adacad")
+    ]
     assert all(d["tokens_per_s"] > 0 for d in decodes)
     assert all(d["ratio_to_plain"] == 1.0 for d in decodes if d["strategy"] == "plain")
     assert report["scorer"]["responses"] == 64 and report["scorer"]["max_abs_difference"] < 1e-4

@@ -10,14 +10,21 @@ from faithkit.data.corpora import export_corpus, load_corpus
 from faithkit.data.halves import conversation_of, half_of
 
 FIXTURES = Path(__file__).parent / "data" / "corpora"
-CORPORA = [("topicalchat", "valid_rare", FIXTURES / "topicalchat"), ("faithdial", "valid", FIXTURES / "faithdial"),
-           ("multidoc2dial", "validation", FIXTURES / "multidoc2dial")]
+CORPORA = [
+    ("topicalchat", "valid_rare", FIXTURES / "topicalchat"),
+    ("faithdial", "valid", FIXTURES / "faithdial"),
+    ("multidoc2dial", "validation", FIXTURES / "multidoc2dial"),
+]
 
 
 def test_a_conversation_has_one_half_whatever_else_is_read():
     # the hash's values, once and for all: a change would move rows between the halves of earlier runs
-    assert [half_of(c) for c in ("t_bde29ce2-4153-48ef-9f3f-9b53ba0e23d8", "3", "4", "dial-8")] == \
-        ["dev", "dev", "test", "dev"]
+    assert [half_of(c) for c in ("t_bde29ce2-4153-48ef-9f3f-9b53ba0e23d8", "3", "4", "dial-8")] == [
+        "dev",
+        "dev",
+        "test",
+        "dev",
+    ]
     assert {half_of(str(i)) for i in range(20)} == {"dev", "test"}
     assert conversation_of({"id": "t_x:4", "conversation_id": "t_x"}) == "t_x"
     assert conversation_of({"id": "5:2", "dialog_idx": 5}) == "5"

@@ -17,8 +17,11 @@ from faithkit.metrics.judge import CANDIDATES, WEIGHTS, JudgeWeights, fit_judge,
 
 PAIRS = [json.loads(line) for line in (Path(__file__).parent / "data" / "contradiction_pairs.jsonl").open()]
 FAITHFUL_PAIRS = [json.loads(line) for line in (Path(__file__).parent / "data" / "faithful_pairs.jsonl").open()]
-EXAMPLES = dict(documents=["Paris is the capital of France.", "Cats sleep a lot."],
-                histories=[["User: Capital of France?"], []], responses=["It is Paris.", "Cats never sleep."])
+EXAMPLES = dict(
+    documents=["Paris is the capital of France.", "Cats sleep a lot."],
+    histories=[["User: Capital of France?"], []],
+    responses=["It is Paris.", "Cats never sleep."],
+)
 
 
 def test_logistic_fit_is_the_penalised_minimum():
@@ -32,22 +35,28 @@ def test_logistic_fit_is_the_penalised_minimum():
         z = x @ theta[1:] + theta[0]
         return np.mean(np.logaddexp(0, z) - y * z) + 0.05 * theta[1:] @ theta[1:]
 
-    slow = optimize.minimize(objective, np.zeros(4), method="Nelder-Mead",
-                             options={"xatol": 1e-9, "fatol": 1e-12, "maxiter": 20000}).x
+    slow = optimize.minimize(
+        objective, np.zeros(4), method="Nelder-Mead", options={"xatol": 1e-9, "fatol": 1e-12, "maxiter": 20000}
+    ).x
     assert np.allclose([intercept, *coefficients], slow, atol=1e-4)
 
 
 def test_weights_round_trip_and_standardise(tmp_path):
-    table = [{"pmi": 1.0, "knowledge_precision": 0.9}, {"pmi": -1.0, "knowledge_precision": 0.1},
-             {"pmi": 0.5, "knowledge_precision": 0.7}, {"pmi": -0.2, "knowledge_precision": 0.6}]
+    table = [
+        {"pmi": 1.0, "knowledge_precision": 0.9},
+        {"pmi": -1.0, "knowledge_precision": 0.1},
+        {"pmi": 0.5, "knowledge_precision": 0.7},
+        {"pmi": -0.2, "knowledge_precision": 0.6},
+    ]
     weights = fit_judge(table, [1, 0, 1, 0], ("pmi", "knowledge_precision"), 0.1, "smollm2-135m", "four rows")
     weights.save(tmp_path / "w.json")
     loaded = JudgeWeights.load(tmp_path / "w.json")
     assert loaded == weights and loaded.means == pytest.approx((0.075, 0.575))
     x = (np.array([1.0, 0.9]) - loaded.means) / loaded.stds
     assert loaded.logit(table[0]) == pytest.approx(loaded.intercept + x @ loaded.coefficients)
-    (tmp_path / "bad.json").write_text(json.dumps({**json.loads((tmp_path / "w.json").read_text()),
-                                                   "features": ["pmi", "rouge"]}))
+    (tmp_path / "bad.json").write_text(
+        json.dumps({**json.loads((tmp_path / "w.json").read_text()), "features": ["pmi", "rouge"]})
+    )
     with pytest.raises(ValueError, match=r"unknown judge features \['rouge'\]"):
         JudgeWeights.load(tmp_path / "bad.json")
 
@@ -75,9 +84,16 @@ def test_registered_judge_is_the_logistic_of_its_signals(model_folder, caplog):
 
 
 def test_explain_marks_the_tokens_the_document_contradicts():
-    html = highlight_tokens(["ĠIt", "Ġis", "ĠLyon"], [0.5, 0.1, -2.5], evidence={
-        "token_js": [0.01, 0.02, 0.4], "token_prefers_other": [0, 0, 1], "token_top_margin": [0.0, 0.0, 3.0],
-        "token_top_raise": [0.2, 0.1, 4.0]})
+    html = highlight_tokens(
+        ["ĠIt", "Ġis", "ĠLyon"],
+        [0.5, 0.1, -2.5],
+        evidence={
+            "token_js": [0.01, 0.02, 0.4],
+            "token_prefers_other": [0, 0, 1],
+            "token_top_margin": [0.0, 0.0, 3.0],
+            "token_top_raise": [0.2, 0.1, 4.0],
+        },
+    )
     spans = html.split("</span>")
     assert "border-bottom" not in spans[0] and "border-bottom" in spans[2]
     assert 'title="-2.50 · JS 0.400 · the document prefers another token by 3.00, raising it by +4.00"' in spans[2]
@@ -91,9 +107,11 @@ def test_judge_ranks_the_faithful_response_first_in_hand_pairs(smollm2):
     model, tokenizer = smollm2
     judge = FaithJudge(model=model, tokenizer=tokenizer)
     pairs = PAIRS + FAITHFUL_PAIRS
-    rows = judge.compute_rows([p["document"] for p in pairs for _ in range(2)],
-                              [[p["history"]] for p in pairs for _ in range(2)],
-                              [r for p in pairs for r in (p["faithful"], p["unfaithful"])])
+    rows = judge.compute_rows(
+        [p["document"] for p in pairs for _ in range(2)],
+        [[p["history"]] for p in pairs for _ in range(2)],
+        [r for p in pairs for r in (p["faithful"], p["unfaithful"])],
+    )
     scores = [row["faith_judge"] for row in rows]
     losses = [p["faithful"] for p, f, u in zip(pairs, scores[::2], scores[1::2]) if f <= u]
     assert len(losses) <= len(pairs) // 10, losses

@@ -7,7 +7,13 @@ from faithkit.metrics.lexical import TextOverlap, bleu_vs_knowledge, content_tok
 
 def test_content_tokens_drop_stop_words_and_punctuation_and_lowercase():
     assert content_tokens("The Eiffel Tower is 330 metres tall, and I love it!") == [
-        "eiffel", "tower", "330", "metres", "tall", "love"]
+        "eiffel",
+        "tower",
+        "330",
+        "metres",
+        "tall",
+        "love",
+    ]
 
 
 def test_token_f1_overlap_by_hand():

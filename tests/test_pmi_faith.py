@@ -23,10 +23,22 @@ def _mixed_examples():
     long_document = "The museum opened in 1901 and holds paintings, sculptures and old maps of the region. " * 3
     return dict(
         documents=[long_document, long_document, "Cats sleep a lot.", long_document, "Rain is wet.", "Rain is wet."],
-        histories=[["User: When did it open?"], ["User: hi", "Agent: hello", "User: What does it hold?"],
-                   "User: Do cats sleep?", [], ["User: Is rain wet?"], ["User: Is rain wet?"]],
-        responses=["It opened in 1901.", "Paintings and old maps.", "Yes, they sleep a lot every day of the week.",
-                   "A museum.", "Yes.", "No, rain is dry and made of sand."],
+        histories=[
+            ["User: When did it open?"],
+            ["User: hi", "Agent: hello", "User: What does it hold?"],
+            "User: Do cats sleep?",
+            [],
+            ["User: Is rain wet?"],
+            ["User: Is rain wet?"],
+        ],
+        responses=[
+            "It opened in 1901.",
+            "Paintings and old maps.",
+            "Yes, they sleep a lot every day of the week.",
+            "A museum.",
+            "Yes.",
+            "No, rain is dry and made of sand.",
+        ],
     )
 
 
@@ -116,7 +128,8 @@ def test_bad_input_gets_clear_errors(tiny_gpt2, gpt2_tokenizer):
         metric.compute(documents=["d", "d"], histories=["h"], responses=["r"])
     with pytest.raises(ValueError, match="field 'response' has .* tokens, more than the model's context"):
         PMIFaith(model=tiny_gpt2, tokenizer=gpt2_tokenizer, max_length=8).compute(
-            documents=["d"], histories=["h"], responses=["word " * 20])
+            documents=["d"], histories=["h"], responses=["word " * 20]
+        )
     with pytest.raises(ValueError, match="also needs tokenizer"):
         PMIFaith(model=tiny_gpt2)
     with pytest.raises(ValueError, match="normalize must be 'mean' or 'sum'"):

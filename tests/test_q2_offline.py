@@ -45,12 +45,15 @@ def test_span_scoring_candidates_are_entities_and_noun_chunks(lm, nlp):
     assert candidates == ["Bob Ross", "1983", "the show"]
 
 
-@pytest.mark.parametrize("question, parts", [
-    ("it aired when in paris?", ("it aired", " in paris")),
-    ("there are how many kinds of cheese?", ("there are", " kinds of cheese")),
-    ("Who hosted the show?", ("", " hosted the show")),
-    ("purple is nice?", ("purple is nice", "")),  # no wh-word: the answer is appended
-])
+@pytest.mark.parametrize(
+    "question, parts",
+    [
+        ("it aired when in paris?", ("it aired", " in paris")),
+        ("there are how many kinds of cheese?", ("there are", " kinds of cheese")),
+        ("Who hosted the show?", ("", " hosted the show")),
+        ("purple is nice?", ("purple is nice", "")),  # no wh-word: the answer is appended
+    ],
+)
 def test_statement_parts(question, parts):
     assert statement_parts(question) == parts
 
@@ -65,7 +68,9 @@ def test_label_word_nli_returns_labels_and_calibrates_once(lm):
 
 
 def test_few_shot_questions_are_one_line(lm):
-    questions = FewShotQuestionGenerator(lm, max_new_tokens=6).generate([Candidate("1983", "it aired in 1983 ."), Candidate("pbs", "on pbs")])
+    questions = FewShotQuestionGenerator(lm, max_new_tokens=6).generate(
+        [Candidate("1983", "it aired in 1983 ."), Candidate("pbs", "on pbs")]
+    )
     assert len(questions) == 2 and all(len(q) <= 1 and all("\n" not in x for x in q) for q in questions)
 
 
@@ -78,8 +83,10 @@ def test_build_backend_specs(lm, nlp):
     assert isinstance(build_backend("qa", "scoring:x", nlp=nlp, load_lm=load), SpanScoringQA)
     with pytest.raises(ValueError) as removed:
         build_backend("qa", "constrained:x", nlp=nlp, load_lm=load)
-    assert str(removed.value) == ("qa_model='constrained:x': span-constrained decoding was removed (it gave a valid "
-                                  "question for 0.019 of the spans, benchmarks/q2_offline_stages.py); use 'scoring:LM'")
+    assert str(removed.value) == (
+        "qa_model='constrained:x': span-constrained decoding was removed (it gave a valid "
+        "question for 0.019 of the spans, benchmarks/q2_offline_stages.py); use 'scoring:LM'"
+    )
     assert isinstance(build_backend("nli", "labels:x", nlp=nlp, load_lm=load), LabelWordNLI)
     with pytest.raises(ValueError, match="not a QG method"):
         build_backend("qg", "scoring:x", nlp=nlp, load_lm=load)
@@ -87,7 +94,10 @@ def test_build_backend_specs(lm, nlp):
 
 def test_q2_shares_one_lm_across_stages(monkeypatch, lm):
     loads = []
-    monkeypatch.setattr("faithkit.metrics.q2.models.load", lambda name, device=None, dtype=None: loads.append(name) or (lm.model, lm.tokenizer))
+    monkeypatch.setattr(
+        "faithkit.metrics.q2.models.load",
+        lambda name, device=None, dtype=None: loads.append(name) or (lm.model, lm.tokenizer),
+    )
     metric = Q2(preset="offline", qa_model="scoring:tiny", nli_model="labels:tiny")
     assert loads == ["tiny"]
     result = metric.compute(knowledge=PASSAGES, responses=["it aired on pbs in 1983 .", "ok"])
@@ -98,11 +108,22 @@ def test_q2_shares_one_lm_across_stages(monkeypatch, lm):
 def test_offline_preset_with_smollm2():
     metric = Q2(preset="offline")
     rows = metric.compute_rows(
-        ["The show aired from 1983 to 1994 on PBS.", "Tennis is a racket sport."], [[], []],
+        ["The show aired from 1983 to 1994 on PBS.", "Tennis is a racket sport."],
+        [[], []],
         ["the show aired on pbs from 1983 to 1994 .", "tennis is played with a bat ."],
     )
     json.dumps(rows)
     for row in rows:
         assert 0.0 <= row["q2"] <= 1.0 and 0.0 <= row["q2_no_nli"] <= 1.0
         for item in row["explanations"]:
-            assert set(item) == {"span", "start", "end", "question", "response_answer", "knowledge_answer", "f1", "nli", "score"}
+            assert set(item) == {
+                "span",
+                "start",
+                "end",
+                "question",
+                "response_answer",
+                "knowledge_answer",
+                "f1",
+                "nli",
+                "score",
+            }

@@ -18,12 +18,16 @@ from faithkit.eval.system_level import default_score_keys, load_score_pools, sys
 
 KNOWLEDGE = "Red apples grow on trees."  # content tokens: red apples grow trees
 # (metric score, response); overlap F1 with the knowledge worked out beside each
-CONSISTENT = [(0.9, "red apples grow on trees"),  # F1 1
-              (0.6, "red apples"),  # P 1, R 1/2 -> 2/3
-              (0.4, "blue cars")]  # 0
-INCONSISTENT = [(0.7, "green pears"),  # 0
-                (0.3, "apples fly"),  # P 1/2, R 1/4 -> 1/3
-                (0.1, "trees")]  # P 1, R 1/4 -> 2/5
+CONSISTENT = [
+    (0.9, "red apples grow on trees"),  # F1 1
+    (0.6, "red apples"),  # P 1, R 1/2 -> 2/3
+    (0.4, "blue cars"),
+]  # 0
+INCONSISTENT = [
+    (0.7, "green pears"),  # 0
+    (0.3, "apples fly"),  # P 1/2, R 1/4 -> 1/3
+    (0.1, "trees"),
+]  # P 1, R 1/4 -> 2/5
 
 
 class FakeQ2:
@@ -37,10 +41,26 @@ class FakeQ2:
         rows = []
         for history, response in zip(histories, responses):
             score = float(history[-1])
-            rows.append({"q2": score, "q2_no_nli": score / 2, "fallback": score == 0.1,
-                         "explanations": [{"span": response.split()[0], "start": 0, "end": len(response.split()[0]),
-                                           "question": "what?", "response_answer": response.split()[0],
-                                           "knowledge_answer": "red", "f1": score, "nli": None, "score": score}]})
+            rows.append(
+                {
+                    "q2": score,
+                    "q2_no_nli": score / 2,
+                    "fallback": score == 0.1,
+                    "explanations": [
+                        {
+                            "span": response.split()[0],
+                            "start": 0,
+                            "end": len(response.split()[0]),
+                            "question": "what?",
+                            "response_answer": response.split()[0],
+                            "knowledge_answer": "red",
+                            "f1": score,
+                            "nli": None,
+                            "score": score,
+                        }
+                    ],
+                }
+            )
         return rows
 
 
@@ -55,8 +75,10 @@ def _write_wow_csv(path, rows):
 
 @pytest.fixture
 def wow_files(tmp_path):
-    return (_write_wow_csv(tmp_path / "consistent.csv", CONSISTENT),
-            _write_wow_csv(tmp_path / "inconsistent.csv", INCONSISTENT))
+    return (
+        _write_wow_csv(tmp_path / "consistent.csv", CONSISTENT),
+        _write_wow_csv(tmp_path / "inconsistent.csv", INCONSISTENT),
+    )
 
 
 def test_table_numbers_match_hand_computation(wow_files, tmp_path, capsys):
@@ -105,7 +127,8 @@ def test_outputs_are_written(wow_files, tmp_path):
     records = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
     # ids: the set and the row's line in its CSV (line 1 is the header)
     assert sorted(r["id"] for r in records) == sorted(
-        [f"consistent:{n}" for n in (1, 2, 3)] + [f"inconsistent:{n}" for n in (1, 2, 3)])
+        [f"consistent:{n}" for n in (1, 2, 3)] + [f"inconsistent:{n}" for n in (1, 2, 3)]
+    )
     assert all("overlap_f1" in r and "explanations" in r for r in records)
 
 
@@ -159,15 +182,20 @@ def test_score_pools_from_a_meta_eval_folder_or_two_files(wow_files, tmp_path):
     for name, records in (("c", _records("consistent", [1.0])), ("i", _records("inconsistent", [0.0]))):
         (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     assert load_score_pools(None, tmp_path / "c.jsonl", tmp_path / "i.jsonl") == (
-        _records("consistent", [1.0]), _records("inconsistent", [0.0]))
+        _records("consistent", [1.0]),
+        _records("inconsistent", [0.0]),
+    )
 
 
-@pytest.mark.parametrize("arguments, message", [
-    ({}, "no scores given: pass --scores DIR"),
-    ({"scores_dir": "x", "consistent_scores": "c"}, "either --scores DIR or"),
-    ({"scores_dir": "nowhere"}, r"nowhere/scores.jsonl not found; --scores takes the --out folder"),
-    ({"consistent_scores": "c.jsonl", "inconsistent_scores": "i.jsonl"}, "score file not found: c.jsonl"),
-])
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({}, "no scores given: pass --scores DIR"),
+        ({"scores_dir": "x", "consistent_scores": "c"}, "either --scores DIR or"),
+        ({"scores_dir": "nowhere"}, r"nowhere/scores.jsonl not found; --scores takes the --out folder"),
+        ({"consistent_scores": "c.jsonl", "inconsistent_scores": "i.jsonl"}, "score file not found: c.jsonl"),
+    ],
+)
 def test_score_pools_name_what_is_missing(arguments, message):
     with pytest.raises(InputError, match=message):
         load_score_pools(**arguments)
@@ -183,10 +211,12 @@ def test_default_score_keys_are_known_scores_every_scored_record_has():
 
 def test_system_level_table_of_a_perfect_score_and_its_files(tmp_path, caplog):
     consistent, inconsistent = _records("consistent", [1.0] * 20), _records("inconsistent", [0.0] * 20)
-    results = system_level_table(consistent, inconsistent + [{"id": "inconsistent:x", "error": "bad"}], ["q2"],
-                                 repetitions=20, samples=50)
+    results = system_level_table(
+        consistent, inconsistent + [{"id": "inconsistent:x", "error": "bad"}], ["q2"], repetitions=20, samples=50
+    )
     assert [(r["score"], r["mean"], r["std"], r["consistent"], r["inconsistent"]) for r in results] == [
-        ("q2", 1.0, 0.0, 20, 20)]
+        ("q2", 1.0, 0.0, 20, 20)
+    ]
     assert "q2: each simulated system draws 50 responses from only 20 consistent scores" in caplog.text
     with pytest.raises(InputError, match="no consistent record has a 'bleu' score; check --key"):
         system_level_table(consistent, inconsistent, ["bleu"])
@@ -199,22 +229,71 @@ def test_system_level_table_of_a_perfect_score_and_its_files(tmp_path, caplog):
 
 # ---- explain page ---------------------------------------------------------------------------
 RECORDS = [
-    {"id": "a", "document": "The Eiffel Tower is 330 metres tall.", "history": ["User: how tall?"],
-     "response": "The Eiffel Tower is 300 metres tall.", "q2": 0.5, "q2_no_nli": 0.5, "fallback": False,
-     "explanations": [
-         {"span": "The Eiffel Tower", "start": 0, "end": 16, "question": "What is 300 metres tall?",
-          "response_answer": "The Eiffel Tower", "knowledge_answer": "The Eiffel Tower", "f1": 1.0, "nli": None,
-          "score": 1.0},
-         {"span": "300 metres", "start": 20, "end": 30, "question": "How tall is the Eiffel Tower?",
-          "response_answer": "300 metres", "knowledge_answer": "330 metres", "f1": 0.5, "nli": "contradiction",
-          "score": 0.0}]},
-    {"id": "b", "document": "Bob <Ross> & PBS", "history": [], "response": "I like <script>x</script> & paint",
-     "q2": 0.0, "q2_no_nli": 0.0, "fallback": True, "explanations": []},
-    {"id": "c", "document": "Gardening relaxes.", "history": "User: hi", "response": "gardening is relaxing",
-     "q2": 1.0, "q2_no_nli": 1.0, "fallback": False,
-     "explanations": [{"span": "gardening", "start": 0, "end": 9, "question": "What is relaxing?",
-                       "response_answer": "gardening", "knowledge_answer": "Gardening", "f1": 1.0, "nli": None,
-                       "score": 1.0}]},
+    {
+        "id": "a",
+        "document": "The Eiffel Tower is 330 metres tall.",
+        "history": ["User: how tall?"],
+        "response": "The Eiffel Tower is 300 metres tall.",
+        "q2": 0.5,
+        "q2_no_nli": 0.5,
+        "fallback": False,
+        "explanations": [
+            {
+                "span": "The Eiffel Tower",
+                "start": 0,
+                "end": 16,
+                "question": "What is 300 metres tall?",
+                "response_answer": "The Eiffel Tower",
+                "knowledge_answer": "The Eiffel Tower",
+                "f1": 1.0,
+                "nli": None,
+                "score": 1.0,
+            },
+            {
+                "span": "300 metres",
+                "start": 20,
+                "end": 30,
+                "question": "How tall is the Eiffel Tower?",
+                "response_answer": "300 metres",
+                "knowledge_answer": "330 metres",
+                "f1": 0.5,
+                "nli": "contradiction",
+                "score": 0.0,
+            },
+        ],
+    },
+    {
+        "id": "b",
+        "document": "Bob <Ross> & PBS",
+        "history": [],
+        "response": "I like <script>x</script> & paint",
+        "q2": 0.0,
+        "q2_no_nli": 0.0,
+        "fallback": True,
+        "explanations": [],
+    },
+    {
+        "id": "c",
+        "document": "Gardening relaxes.",
+        "history": "User: hi",
+        "response": "gardening is relaxing",
+        "q2": 1.0,
+        "q2_no_nli": 1.0,
+        "fallback": False,
+        "explanations": [
+            {
+                "span": "gardening",
+                "start": 0,
+                "end": 9,
+                "question": "What is relaxing?",
+                "response_answer": "gardening",
+                "knowledge_answer": "Gardening",
+                "f1": 1.0,
+                "nli": None,
+                "score": 1.0,
+            }
+        ],
+    },
     {"id": "d", "error": "row d: field 'response' is empty"},
 ]
 
@@ -249,11 +328,15 @@ def test_explain_page_summary_order_and_flags(tmp_path):
 
 
 def test_overlapping_spans_take_the_lowest_score():
-    html = highlight_response("the city of Paris", [
-        {"span": "the city of Paris", "start": 0, "end": 17, "score": 1.0, "question": "q1"},
-        {"span": "Paris", "start": 12, "end": 17, "score": 0.0, "question": "q2"}])
+    html = highlight_response(
+        "the city of Paris",
+        [
+            {"span": "the city of Paris", "start": 0, "end": 17, "score": 1.0, "question": "q1"},
+            {"span": "Paris", "start": 12, "end": 17, "score": 0.0, "question": "q2"},
+        ],
+    )
     assert html.count("<mark") == 2
-    last = html[html.rindex("<mark"):]
+    last = html[html.rindex("<mark") :]
     assert "hsl(0," in last and "q1" in last and "q2" in last
 
 
@@ -264,5 +347,3 @@ def test_span_found_by_text_when_offsets_are_missing():
 
 def test_summarize_records_counts():
     assert summarize_records(RECORDS) == {"responses": 3, "errors": 1, "mean": 0.5, "coverage": 2 / 3, "low": 1}
-
-

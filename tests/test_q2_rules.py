@@ -14,13 +14,17 @@ def nlp():
 
 # ---- normaliser and F1 --------------------------------------------------------------------
 
-@pytest.mark.parametrize("text, expected", [
-    ("The Joy of Painting!", "joy of painting"),
-    ("  an   Apple, a day ", "apple day"),
-    ("in our house", "in our house"),  # the reference also dropped "in" and "our"; SQuAD's rule does not
-    ("1,000", "1000"),
-    ("", ""),
-])
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("The Joy of Painting!", "joy of painting"),
+        ("  an   Apple, a day ", "apple day"),
+        ("in our house", "in our house"),  # the reference also dropped "in" and "our"; SQuAD's rule does not
+        ("1,000", "1000"),
+        ("", ""),
+    ],
+)
 def test_normalize_answer(text, expected):
     assert normalize_answer(text) == expected
 
@@ -35,6 +39,7 @@ def test_token_f1_hand_computed():
 
 # ---- spans and personal questions ---------------------------------------------------------------
 
+
 def test_spans_are_entities_then_new_noun_chunks_without_i(nlp):
     spans = extract_spans(nlp("Bob Ross hosted the show in 1983."))
     assert [(s.text, s.start, s.end) for s in spans] == [("Bob Ross", 0, 8), ("1983", 28, 32), ("the show", 16, 24)]
@@ -47,14 +52,17 @@ def test_span_offsets_point_into_the_response(nlp):
         assert response[span.start : span.end] == span.text
 
 
-@pytest.mark.parametrize("question, personal", [
-    ("what do you like?", True),
-    ("what did i say?", True),
-    ("what is your favorite color?", True),
-    ("what is my name?", True),
-    ("who hosted the show?", False),
-    ("where do they live?", False),
-])
+@pytest.mark.parametrize(
+    "question, personal",
+    [
+        ("what do you like?", True),
+        ("what did i say?", True),
+        ("what is your favorite color?", True),
+        ("what is my name?", True),
+        ("who hosted the show?", False),
+        ("where do they live?", False),
+    ],
+)
 def test_personal_question_filter(nlp, question, personal):
     assert is_personal(nlp(question)) is personal
 
@@ -63,11 +71,14 @@ def test_rule_questions(nlp):
     doc = nlp("Bob Ross hosted the show in 1983.")
     spans = extract_spans(doc)
     assert [rule_question(s.spacy_span) for s in spans] == [
-        "who hosted the show in 1983?", "Bob Ross hosted the show when?", "Bob Ross hosted what in 1983?",
+        "who hosted the show in 1983?",
+        "Bob Ross hosted the show when?",
+        "Bob Ross hosted what in 1983?",
     ]
 
 
 # ---- scoring rules -------------------------------------------------------------------------
+
 
 def test_nli_only_where_answers_differ_and_knowledge_answered():
     assert needs_nli(0.5, "red") and needs_nli(0.0, "red")
@@ -80,6 +91,7 @@ def test_nli_only_where_answers_differ_and_knowledge_answered():
 
 
 # ---- the pipeline with stub backends ---------------------------------------------------------------
+
 
 class StubQG:
     def __init__(self, questions):
@@ -117,24 +129,35 @@ def make_metric(qg, qa, nli):
 
 
 def test_pipeline_hand_computed():
-    qg = StubQG({
-        "Bob Ross": ["what do you watch?", "who hosted the show?"],  # beam 1 is personal: beam 2 is used
-        "1983": ["when did it start?"],
-        "the show": ["what is bad?"],  # the response answer will not match: no valid question
-    })
-    qa = StubQA({
-        ("who hosted the show?", RESPONSE): "Bob Ross",
-        ("when did it start?", RESPONSE): "in 1983",  # "in" survives normalisation: invalid
-        ("what is bad?", RESPONSE): "nothing",
-        ("who hosted the show?", KNOWLEDGE): "Bob Ross",
-    })
+    qg = StubQG(
+        {
+            "Bob Ross": ["what do you watch?", "who hosted the show?"],  # beam 1 is personal: beam 2 is used
+            "1983": ["when did it start?"],
+            "the show": ["what is bad?"],  # the response answer will not match: no valid question
+        }
+    )
+    qa = StubQA(
+        {
+            ("who hosted the show?", RESPONSE): "Bob Ross",
+            ("when did it start?", RESPONSE): "in 1983",  # "in" survives normalisation: invalid
+            ("what is bad?", RESPONSE): "nothing",
+            ("who hosted the show?", KNOWLEDGE): "Bob Ross",
+        }
+    )
     metric = make_metric(qg, qa, StubNLI({}))
     result = metric.compute(knowledge=[KNOWLEDGE], responses=[RESPONSE])
     assert result["q2"] == [1.0] and result["q2_no_nli"] == [1.0] and result["fallback"] == [False]
     [explanation] = result["explanations"][0]
     assert explanation == {
-        "span": "Bob Ross", "start": 0, "end": 8, "question": "who hosted the show?",
-        "response_answer": "Bob Ross", "knowledge_answer": "Bob Ross", "f1": 1.0, "nli": None, "score": 1.0,
+        "span": "Bob Ross",
+        "start": 0,
+        "end": 8,
+        "question": "who hosted the show?",
+        "response_answer": "Bob Ross",
+        "knowledge_answer": "Bob Ross",
+        "f1": 1.0,
+        "nli": None,
+        "score": 1.0,
     }
     assert qg.calls == 1  # one batched QG call for all spans
 
@@ -142,12 +165,16 @@ def test_pipeline_hand_computed():
 def test_nli_decides_partial_matches_and_no_answer_scores_zero():
     question_a, question_b, question_c = "who hosted the show?", "when did the show start?", "what was hosted?"
     qg = StubQG({"Bob Ross": [question_a], "1983": [question_b], "the show": [question_c]})
-    qa = StubQA({
-        (question_a, RESPONSE): "Bob Ross", (question_b, RESPONSE): "1983", (question_c, RESPONSE): "the show",
-        (question_a, KNOWLEDGE): "Ross",  # F1 2/3, NLI entailment -> 1
-        (question_b, KNOWLEDGE): "1983 to 1994",  # F1 0.5, NLI neutral -> keeps 0.5
-        # question_c: no answer on the knowledge -> 0, no NLI
-    })
+    qa = StubQA(
+        {
+            (question_a, RESPONSE): "Bob Ross",
+            (question_b, RESPONSE): "1983",
+            (question_c, RESPONSE): "the show",
+            (question_a, KNOWLEDGE): "Ross",  # F1 2/3, NLI entailment -> 1
+            (question_b, KNOWLEDGE): "1983 to 1994",  # F1 0.5, NLI neutral -> keeps 0.5
+            # question_c: no answer on the knowledge -> 0, no NLI
+        }
+    )
     nli = StubNLI({(f"{question_a} Ross.", f"{question_a} Bob Ross."): "entailment"})
     result = make_metric(qg, qa, nli).compute(knowledge=[KNOWLEDGE], responses=[RESPONSE])
     scores = {e["span"]: (e["f1"], e["nli"], e["score"]) for e in result["explanations"][0]}
@@ -175,7 +202,9 @@ def test_aggregates_over_all_responses():
     qg = StubQG({"Bob Ross": ["who hosted the show?"]})
     qa = StubQA({("who hosted the show?", RESPONSE): "Bob Ross", ("who hosted the show?", KNOWLEDGE): "Bob Ross"})
     nli = StubNLI({(KNOWLEDGE, "nice"): "entailment"})
-    result = make_metric(qg, qa, nli).compute(knowledge=[KNOWLEDGE, KNOWLEDGE, "Other."], responses=[RESPONSE, "nice", RESPONSE])
+    result = make_metric(qg, qa, nli).compute(
+        knowledge=[KNOWLEDGE, KNOWLEDGE, "Other."], responses=[RESPONSE, "nice", RESPONSE]
+    )
     # third response: "who hosted the show?" has no answer in "Other." -> 0
     assert result["q2"] == [1.0, 1.0, 0.0]
     assert result["mean_q2"] == pytest.approx(2 / 3)
@@ -215,7 +244,9 @@ def test_e2e_nli_scores_and_rows():
     nli = StubNLI({("k1", "r1"): "entailment", ("k2", "r2"): "contradiction"})
     metric = E2ENLI(nli_model=nli)
     assert metric.compute(knowledge=["k1", "k2", "k3"], responses=["r1", "r2", "r3"]) == {
-        "e2e_nli": [1.0, 0.0, 0.5], "label": ["entailment", "contradiction", "neutral"], "mean_e2e_nli": 0.5,
+        "e2e_nli": [1.0, 0.0, 0.5],
+        "label": ["entailment", "contradiction", "neutral"],
+        "mean_e2e_nli": 0.5,
     }
     assert nli.calls == [[("k1", "r1"), ("k2", "r2"), ("k3", "r3")]]  # premise = knowledge, one batched call
     assert metric.compute_rows(["k1"], [["h"]], ["r1"]) == [{"e2e_nli": 1.0, "label": "entailment"}]
@@ -228,7 +259,9 @@ def test_rules_ask_nothing_about_pronouns(nlp):
     spans = extract_spans(nlp(response))
     questions = RuleQuestionGenerator().generate([Candidate(s.text, response, s.spacy_span) for s in spans])
     assert {s.text: q for s, q in zip(spans, questions)} == {
-        "canada": ["it aired where and they loved it?"], "it": [], "they": [],
+        "canada": ["it aired where and they loved it?"],
+        "it": [],
+        "they": [],
     }
 
 

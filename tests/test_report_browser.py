@@ -18,10 +18,34 @@ def test_report_shows_p_values_exclusions_and_alpha_zero_folded_into_plain(brows
     from selenium.webdriver.common.by import By
 
     out = tmp_path / "sweep"
-    args = parse(["--generator", str(models_dir / "generator"), "--judge", str(models_dir / "judge"),
-                  "--input", str(rows_file), "--out", str(out), "--strategies", "plain,pmi", "--alpha", "0,0.5",
-                  "--top-p", "1", "--max-new-tokens", "4", "--batch-size", "5", "--fluency-tolerance", "0",
-                  "--resamples", "200", "--metrics", "pmi-faith,lexical"])
+    args = parse(
+        [
+            "--generator",
+            str(models_dir / "generator"),
+            "--judge",
+            str(models_dir / "judge"),
+            "--input",
+            str(rows_file),
+            "--out",
+            str(out),
+            "--strategies",
+            "plain,pmi",
+            "--alpha",
+            "0,0.5",
+            "--top-p",
+            "1",
+            "--max-new-tokens",
+            "4",
+            "--batch-size",
+            "5",
+            "--fluency-tolerance",
+            "0",
+            "--resamples",
+            "200",
+            "--metrics",
+            "pmi-faith,lexical",
+        ]
+    )
     assert sweep_cli.run(args) == 0
     with open(out / "sweep.csv", newline="") as handle:
         table = {row["cell"]: row for row in csv.DictReader(handle)}
@@ -51,8 +75,10 @@ def test_report_shows_p_values_exclusions_and_alpha_zero_folded_into_plain(brows
         assert shown(pmi, measure).startswith(f"{mine:.{2 if measure == 'bleu' else 3}f} [")
     assert "excluded" in pmi.get_attribute("class").split() and "pmi_a0.5_p1" not in best["eligible"]
     bound = float(table["plain"]["fluency"])
-    assert pmi.find_element(By.CSS_SELECTOR, "td.choice").text == \
-        f"excluded: fluency {float(table['pmi_a0.5_p1']['fluency']):.3f} < bound {bound:.3f}"
+    assert (
+        pmi.find_element(By.CSS_SELECTOR, "td.choice").text
+        == f"excluded: fluency {float(table['pmi_a0.5_p1']['fluency']):.3f} < bound {bound:.3f}"
+    )
     colour = [row.find_element(By.TAG_NAME, "td").value_of_css_property("color") for row in (pmi, line("plain"))]
     assert colour[0] == "rgba(153, 153, 153, 1)" != colour[1]  # greyed
     assert best["best"]["cell"] == "plain" and line("plain").find_element(By.CSS_SELECTOR, "td.choice").text == "best"
@@ -63,8 +89,9 @@ def test_report_shows_p_values_exclusions_and_alpha_zero_folded_into_plain(brows
     order = sorted(table, key=lambda cell: float(table[cell]["pmi_faith"]))
     order = [cell for cell in order if cell != "pmi_a0_p1"]
     head.click()
-    assert [r.get_attribute("data-cell") for r in driver.find_elements(By.CSS_SELECTOR, "#cells tbody tr")] == \
-        order[::-1]
+    assert [r.get_attribute("data-cell") for r in driver.find_elements(By.CSS_SELECTOR, "#cells tbody tr")] == order[
+        ::-1
+    ]
     head.click()
     assert [r.get_attribute("data-cell") for r in driver.find_elements(By.CSS_SELECTOR, "#cells tbody tr")] == order
 

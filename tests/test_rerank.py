@@ -19,8 +19,11 @@ from faithkit.prompts import DEFAULT_TEMPLATE, as_history
 from faithkit.reranking import Judges
 from faithkit.scoring import reference_token_logprobs
 
-DOCUMENTS = ["The Eiffel Tower is 330 metres tall and stands in Paris.", "Apples grow on trees in orchards.",
-             "Paris is the capital of France."]
+DOCUMENTS = [
+    "The Eiffel Tower is 330 metres tall and stands in Paris.",
+    "Apples grow on trees in orchards.",
+    "Paris is the capital of France.",
+]
 HISTORIES = [["How tall is the tower?"], ["Where do apples grow?", "On trees.", "Which trees?"], ["Where is Paris?"]]
 NEW_TOKENS = 6
 
@@ -57,8 +60,18 @@ def test_rerank_cells_need_a_judge(tiny_gpt2, gpt2_tokenizer):
 
 def _alone(model, tokenizer, index, **kwargs):
     """One context decoded on its own (plain decoding), its texts."""
-    return generate(model, tokenizer, [DOCUMENTS[index]], [HISTORIES[index]], strategy="plain", batch_size=1,
-                    max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS, template=DEFAULT_TEMPLATE, **kwargs)[0]
+    return generate(
+        model,
+        tokenizer,
+        [DOCUMENTS[index]],
+        [HISTORIES[index]],
+        strategy="plain",
+        batch_size=1,
+        max_new_tokens=NEW_TOKENS,
+        min_new_tokens=NEW_TOKENS,
+        template=DEFAULT_TEMPLATE,
+        **kwargs,
+    )[0]
 
 
 def _sampled_alone(model, tokenizer, index, seed):
@@ -97,13 +110,24 @@ def test_rerank_matches_the_slow_reference(tiny_gpt2, gpt2_tokenizer, search):
     assert any(best > 0 for _, _, best in expected)  # a candidate beat greedy somewhere: the test can tell
 
     judges = Judges(model, tokenizer, DEFAULT_TEMPLATE)
-    kwargs = {"max_new_tokens": NEW_TOKENS, "min_new_tokens": NEW_TOKENS, "template": DEFAULT_TEMPLATE,
-              "batch_size": 3, "judge": judges}
+    kwargs = {
+        "max_new_tokens": NEW_TOKENS,
+        "min_new_tokens": NEW_TOKENS,
+        "template": DEFAULT_TEMPLATE,
+        "batch_size": 3,
+        "judge": judges,
+    }
     kwargs.update({"seeds": seeds} if search == "sample" else {})
     got = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, [Cell(strategy)], **kwargs)[0]
     assert got == [responses[best] for responses, _, best in expected]
-    choices = rerank(strategy, judges, DOCUMENTS, HISTORIES, [responses[0] for responses, _, _ in expected],
-                     [responses[1:] for responses, _, _ in expected])
+    choices = rerank(
+        strategy,
+        judges,
+        DOCUMENTS,
+        HISTORIES,
+        [responses[0] for responses, _, _ in expected],
+        [responses[1:] for responses, _, _ in expected],
+    )
     for choice, (responses, values, best) in zip(choices, expected):
         assert choice.index == best and choice.response == responses[best]
         assert choice.scores == pytest.approx([v[0] for v in values], abs=1e-6)
@@ -111,12 +135,18 @@ def test_rerank_matches_the_slow_reference(tiny_gpt2, gpt2_tokenizer, search):
 
 
 def test_rerank_cells_share_candidates_and_the_greedy_decode_in_a_grid(tiny_gpt2, gpt2_tokenizer):
-    strict, loose = Rerank(n=3, search="beam", fluency_tolerance=0.0), Rerank(n=3, search="beam",
-                                                                              fluency_tolerance=50.0)
-    kwargs = {"max_new_tokens": NEW_TOKENS, "template": DEFAULT_TEMPLATE, "judge": Judges(tiny_gpt2, gpt2_tokenizer,
-                                                                                          DEFAULT_TEMPLATE)}
-    plain, *reranked = generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, ["plain", strict, loose],
-                                     **kwargs)
+    strict, loose = (
+        Rerank(n=3, search="beam", fluency_tolerance=0.0),
+        Rerank(n=3, search="beam", fluency_tolerance=50.0),
+    )
+    kwargs = {
+        "max_new_tokens": NEW_TOKENS,
+        "template": DEFAULT_TEMPLATE,
+        "judge": Judges(tiny_gpt2, gpt2_tokenizer, DEFAULT_TEMPLATE),
+    }
+    plain, *reranked = generate_grid(
+        tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, ["plain", strict, loose], **kwargs
+    )
     alone = [generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, strategy=s, **kwargs) for s in (strict, loose)]
     assert reranked == alone
     assert plain != reranked[1]  # the loose bound lets the judge move off greedy
@@ -126,13 +156,30 @@ def test_training_hooks_decode_rerank_as_generate_does(tiny_gpt2, gpt2_tokenizer
     from faithkit.data import Row
     from faithkit.train.hooks import GenerationHook
 
-    rows = [Row(id=f"r{i}", document=d, history=list(h), response="Yes.") for i, (d, h) in
-            enumerate(zip(DOCUMENTS, HISTORIES))]
+    rows = [
+        Row(id=f"r{i}", document=d, history=list(h), response="Yes.")
+        for i, (d, h) in enumerate(zip(DOCUMENTS, HISTORIES))
+    ]
     decoders = {"plain": "plain", "rerank": Rerank(n=2, fluency_tolerance=50.0)}
-    hook = GenerationHook(rows, load_metrics=dict, decoders={k: strategy_from_dict(v) for k, v in decoders.items()},
-                          max_new_tokens=3, batch_size=2, max_context_tokens=64)
+    hook = GenerationHook(
+        rows,
+        load_metrics=dict,
+        decoders={k: strategy_from_dict(v) for k, v in decoders.items()},
+        max_new_tokens=3,
+        batch_size=2,
+        max_context_tokens=64,
+    )
     _, responses = hook(tiny_gpt2, gpt2_tokenizer)
-    expected = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, strategy=decoders["rerank"],
-                        judge=Judges(tiny_gpt2, gpt2_tokenizer), seeds=[row_seed(0, row.id) for row in rows],
-                        max_new_tokens=3, batch_size=2, max_context_tokens=64)
+    expected = generate(
+        tiny_gpt2,
+        gpt2_tokenizer,
+        DOCUMENTS,
+        HISTORIES,
+        strategy=decoders["rerank"],
+        judge=Judges(tiny_gpt2, gpt2_tokenizer),
+        seeds=[row_seed(0, row.id) for row in rows],
+        max_new_tokens=3,
+        batch_size=2,
+        max_context_tokens=64,
+    )
     assert responses["rerank"] == expected

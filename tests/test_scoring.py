@@ -122,7 +122,7 @@ def test_sweep_candidates_share_their_common_start_and_duplicates_run_once(tiny_
     run = []  # real (unpadded) tokens of each forward pass
 
     def count_tokens(module, args, kwargs):
-        run.append(int(kwargs["attention_mask"][:, -kwargs["input_ids"].shape[1]:].sum()))
+        run.append(int(kwargs["attention_mask"][:, -kwargs["input_ids"].shape[1] :].sum()))
 
     hook = tiny_gpt2.register_forward_pre_hook(count_tokens, with_kwargs=True)
     finished = []
@@ -225,8 +225,10 @@ def test_shared_runs_do_not_inherit_padding_from_leaves(tiny_gpt2):
 def test_rows_of_very_different_lengths_run_apart(tiny_gpt2):
     """The views of one long document (two contexts of a few tokens, two of many) are two batches, not one padded one."""
     rng = random.Random(13)
-    requests = [([rng.randrange(100, 5000) for _ in range(n)], [rng.randrange(100, 5000) for _ in range(5)])
-                for n in (3, 15, 120, 125)]
+    requests = [
+        ([rng.randrange(100, 5000) for _ in range(n)], [rng.randrange(100, 5000) for _ in range(5)])
+        for n in (3, 15, 120, 125)
+    ]
     with CallSizes(tiny_gpt2) as calls:
         values = TokenScorer(tiny_gpt2, batch_size=8)(requests)
     assert calls.shapes == [(2, 20), (2, 130)]
@@ -239,7 +241,9 @@ def test_alibi_model_without_position_ids_is_exact():
     from transformers import BloomConfig, BloomForCausalLM
 
     torch.manual_seed(0)
-    bloom = BloomForCausalLM(BloomConfig(vocab_size=500, hidden_size=32, n_layer=2, n_head=4, initializer_range=0.3)).eval()
+    bloom = BloomForCausalLM(
+        BloomConfig(vocab_size=500, hidden_size=32, n_layer=2, n_head=4, initializer_range=0.3)
+    ).eval()
     requests = _mixed_requests(500)
     shifted = reference_token_logprobs(bloom, [7] + list(requests[0][0]), requests[0][1])
     assert (shifted - reference_token_logprobs(bloom, *requests[0])).abs().max() > 1e-2  # positions matter
@@ -255,9 +259,18 @@ def test_sliding_window_model_is_exact():
     from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
     torch.manual_seed(0)
-    config = Gemma3TextConfig(vocab_size=500, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                              num_attention_heads=2, num_key_value_heads=1, head_dim=16, sliding_window=8,
-                              layer_types=["sliding_attention", "full_attention"], initializer_range=0.3)
+    config = Gemma3TextConfig(
+        vocab_size=500,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+        sliding_window=8,
+        layer_types=["sliding_attention", "full_attention"],
+        initializer_range=0.3,
+    )
     gemma = Gemma3ForCausalLM(config).eval()
     requests = _several_documents(500)
     scorer = TokenScorer(gemma, batch_size=4)
@@ -282,12 +295,28 @@ def _window_rows(vocab_size: int):
 
 def _tiny_window_model(family: str):
     """A tiny random model of ``family`` whose attention is a 16-token sliding window (on every or some layers)."""
-    from transformers import (MistralConfig, MistralForCausalLM, Phi3Config, Phi3ForCausalLM, Qwen2Config,
-                              Qwen2ForCausalLM)
+    from transformers import (
+        MistralConfig,
+        MistralForCausalLM,
+        Phi3Config,
+        Phi3ForCausalLM,
+        Qwen2Config,
+        Qwen2ForCausalLM,
+    )
 
-    shape = dict(vocab_size=500, hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                 num_key_value_heads=1, sliding_window=16, initializer_range=0.3, pad_token_id=0, bos_token_id=1,
-                 eos_token_id=2)
+    shape = dict(
+        vocab_size=500,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        sliding_window=16,
+        initializer_range=0.3,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+    )
     torch.manual_seed(0)
     if family == "mistral":  # sliding_window alone, without layer_types, as Mistral checkpoints give it
         return MistralForCausalLM(MistralConfig(**shape)).eval()
@@ -315,8 +344,10 @@ def test_padded_caches_would_be_wrong_under_a_sliding_window(monkeypatch):
     requests = _window_rows(500)
     scorer = TokenScorer(model)
     monkeypatch.setattr(scorer, "_pads_caches", True)
-    worst = max((values - reference_token_logprobs(model, *request)).abs().max().item()
-                for request, values in zip(requests, scorer(requests)))
+    worst = max(
+        (values - reference_token_logprobs(model, *request)).abs().max().item()
+        for request, values in zip(requests, scorer(requests))
+    )
     assert worst > 1e-2
 
 

@@ -70,8 +70,10 @@ class Reference:
 
     def __init__(self, model, tokenizer, template, strategy, document, history):
         self.model, self.strategy = model, strategy
-        self.views = (view_ids(model, tokenizer, template, document, history),
-                      view_ids(model, tokenizer, template, None, history))
+        self.views = (
+            view_ids(model, tokenizer, template, document, history),
+            view_ids(model, tokenizer, template, None, history),
+        )
         self.seen = {}
 
     def __call__(self, generated):
@@ -89,8 +91,12 @@ class ReferenceProcessor:
         self.references, self.copies, self.width = references, copies, width
 
     def __call__(self, input_ids, scores):
-        return torch.stack([self.references[row // self.copies](input_ids[row, self.width:].tolist())
-                            for row in range(input_ids.shape[0])])
+        return torch.stack(
+            [
+                self.references[row // self.copies](input_ids[row, self.width :].tolist())
+                for row in range(input_ids.shape[0])
+            ]
+        )
 
 
 def references(model, tokenizer, strategy, documents=DOCUMENTS, histories=HISTORIES, template=DEFAULT_TEMPLATE):
@@ -144,16 +150,23 @@ STRATEGY_CASES = [Plain(), PMI(0.25, 0.6), PMI(1.0, 0.9), CAD(0.5), CAD(2.0), Ad
 def test_greedy_scores_match_the_slow_reference(tiny, strategy):
     model, tokenizer = tiny
     inputs = build_inputs(model, tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE, views=strategy.views)
-    out = model.generate(**inputs, max_new_tokens=STEPS, logits_processor=strategy.processors(),
-                         pad_token_id=tokenizer.pad_token_id, output_scores=True, return_dict_in_generate=True)
+    out = model.generate(
+        **inputs,
+        max_new_tokens=STEPS,
+        logits_processor=strategy.processors(),
+        pad_token_id=tokenizer.pad_token_id,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
     eos = model.generation_config.eos_token_id
     got = new_tokens(model, out.sequences, inputs)
     for context, reference in enumerate(references(model, tokenizer, strategy)):
         tokens, step_scores = reference_decode(model, reference, STEPS)
         assert until_eos(got[context].tolist(), eos) == tokens
         for step, expected in enumerate(step_scores):
-            produced = out.scores[step][context] if strategy.views == 2 else \
-                torch.log_softmax(out.scores[step][context], -1)
+            produced = (
+                out.scores[step][context] if strategy.views == 2 else torch.log_softmax(out.scores[step][context], -1)
+            )
             finite = torch.isfinite(expected)
             both = finite & torch.isfinite(produced)
             assert torch.allclose(produced[both], expected[both], atol=1e-5, rtol=0)
@@ -162,18 +175,33 @@ def test_greedy_scores_match_the_slow_reference(tiny, strategy):
     if strategy.views == 2:  # the history-only half followed the same tokens
         assert torch.equal(got[:3], got[3:])
     # faithkit's own path (sorted batches, prefilled prompts) gives the reference's texts
-    grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, [strategy], template=DEFAULT_TEMPLATE,
-                         batch_size=2, max_new_tokens=STEPS)
-    assert grid[0] == texts(tokenizer, [reference_decode(model, r, STEPS)[0]
-                                        for r in references(model, tokenizer, strategy)])
+    grid = generate_grid(
+        model,
+        tokenizer,
+        DOCUMENTS,
+        HISTORIES,
+        [strategy],
+        template=DEFAULT_TEMPLATE,
+        batch_size=2,
+        max_new_tokens=STEPS,
+    )
+    assert grid[0] == texts(
+        tokenizer, [reference_decode(model, r, STEPS)[0] for r in references(model, tokenizer, strategy)]
+    )
 
 
 # ---- beam search: the same beams and sequence scores within 1e-5 ------------------------------------
 @pytest.mark.parametrize("strategy", STRATEGY_CASES, ids=lambda s: s.label)
 def test_beam_search_matches_the_slow_reference(tiny, strategy):
     model, tokenizer = tiny
-    beams = {"num_beams": 3, "num_return_sequences": 2, "max_new_tokens": 4, "pad_token_id": tokenizer.pad_token_id,
-             "output_scores": True, "return_dict_in_generate": True}
+    beams = {
+        "num_beams": 3,
+        "num_return_sequences": 2,
+        "max_new_tokens": 4,
+        "pad_token_id": tokenizer.pad_token_id,
+        "output_scores": True,
+        "return_dict_in_generate": True,
+    }
     inputs = build_inputs(model, tokenizer, DOCUMENTS[:2], HISTORIES[:2], DEFAULT_TEMPLATE, views=strategy.views)
     out = model.generate(**inputs, logits_processor=strategy.processors(), **beams)
     plain = build_inputs(model, tokenizer, DOCUMENTS[:2], HISTORIES[:2], DEFAULT_TEMPLATE, views=1)
@@ -185,12 +213,26 @@ def test_beam_search_matches_the_slow_reference(tiny, strategy):
     assert torch.allclose(out.sequences_scores[:4], expected.sequences_scores, atol=1e-5, rtol=0)
     if strategy.views == 2:
         assert torch.equal(got[:4], got[4:])
-    grid = generate_grid(model, tokenizer, DOCUMENTS[:2], HISTORIES[:2], [(strategy, "beam")],
-                         template=DEFAULT_TEMPLATE, num_beams=3, num_return_sequences=2, max_new_tokens=4)
+    grid = generate_grid(
+        model,
+        tokenizer,
+        DOCUMENTS[:2],
+        HISTORIES[:2],
+        [(strategy, "beam")],
+        template=DEFAULT_TEMPLATE,
+        num_beams=3,
+        num_return_sequences=2,
+        max_new_tokens=4,
+    )
     eos = model.generation_config.eos_token_id
     pad = tokenizer.pad_token_id
-    reference_texts = texts(tokenizer, [[t for t in until_eos(row.tolist(), eos) if t != pad or t == eos]
-                                        for row in new_tokens(model, expected.sequences, plain)])
+    reference_texts = texts(
+        tokenizer,
+        [
+            [t for t in until_eos(row.tolist(), eos) if t != pad or t == eos]
+            for row in new_tokens(model, expected.sequences, plain)
+        ],
+    )
     assert grid[0] == [reference_texts[0:2], reference_texts[2:4]]
 
 
@@ -199,10 +241,23 @@ def test_beam_search_matches_the_slow_reference(tiny, strategy):
 def test_seeded_sampling_matches_the_slow_reference(tiny, strategy):
     model, tokenizer = tiny
     seeds, temperature, top_k = [5, 6, 7], 1.3, 40
-    grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, [(strategy, "sample")], template=DEFAULT_TEMPLATE,
-                         seeds=seeds, temperature=temperature, top_k=top_k, max_new_tokens=STEPS, batch_size=2)
-    expected = [reference_decode(model, reference, STEPS, seed, temperature, top_k)[0]
-                for reference, seed in zip(references(model, tokenizer, strategy), seeds)]
+    grid = generate_grid(
+        model,
+        tokenizer,
+        DOCUMENTS,
+        HISTORIES,
+        [(strategy, "sample")],
+        template=DEFAULT_TEMPLATE,
+        seeds=seeds,
+        temperature=temperature,
+        top_k=top_k,
+        max_new_tokens=STEPS,
+        batch_size=2,
+    )
+    expected = [
+        reference_decode(model, reference, STEPS, seed, temperature, top_k)[0]
+        for reference, seed in zip(references(model, tokenizer, strategy), seeds)
+    ]
     assert grid[0] == texts(tokenizer, expected)
     greedy = [reference_decode(model, reference, STEPS)[0] for reference in references(model, tokenizer, strategy)]
     assert expected != greedy  # it did sample
@@ -212,23 +267,42 @@ def test_plain_beam_sampling_is_transformers_own_per_seeded_context(tiny):
     model, tokenizer = tiny
     seeds = [1, 2, 3]
     options = {"template": DEFAULT_TEMPLATE, "num_beams": 3, "max_new_tokens": STEPS, "temperature": 1.5}
-    grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, [(Plain(), "beam_sample")], seeds=seeds,
-                         batch_size=3, **options)
+    grid = generate_grid(
+        model, tokenizer, DOCUMENTS, HISTORIES, [(Plain(), "beam_sample")], seeds=seeds, batch_size=3, **options
+    )
     expected = []
     for context, seed in enumerate(seeds):
-        one = build_inputs(model, tokenizer, DOCUMENTS[context:context + 1], HISTORIES[context:context + 1],
-                           DEFAULT_TEMPLATE, views=1)
+        one = build_inputs(
+            model,
+            tokenizer,
+            DOCUMENTS[context : context + 1],
+            HISTORIES[context : context + 1],
+            DEFAULT_TEMPLATE,
+            views=1,
+        )
         torch.manual_seed(seed)
-        out = model.generate(**one, do_sample=True, num_beams=3, temperature=1.5, top_k=0, max_new_tokens=STEPS,
-                             pad_token_id=tokenizer.pad_token_id)
+        out = model.generate(
+            **one,
+            do_sample=True,
+            num_beams=3,
+            temperature=1.5,
+            top_k=0,
+            max_new_tokens=STEPS,
+            pad_token_id=tokenizer.pad_token_id,
+        )
         expected.append(texts(tokenizer, new_tokens(model, out, one).tolist())[0])
     assert grid[0] == expected
     # the batch a context lands in changes nothing
-    alone = generate_grid(model, tokenizer, DOCUMENTS[1:2], HISTORIES[1:2], [(Plain(), "beam_sample")], seeds=[2],
-                          **options)
+    alone = generate_grid(
+        model, tokenizer, DOCUMENTS[1:2], HISTORIES[1:2], [(Plain(), "beam_sample")], seeds=[2], **options
+    )
     assert alone[0] == grid[0][1:2]
-    assert generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, [(Plain(), "beam_sample")], seeds=seeds,
-                         batch_size=1, **options) == grid
+    assert (
+        generate_grid(
+            model, tokenizer, DOCUMENTS, HISTORIES, [(Plain(), "beam_sample")], seeds=seeds, batch_size=1, **options
+        )
+        == grid
+    )
 
 
 # ---- identities -------------------------------------------------------------------------------------------
@@ -236,9 +310,14 @@ def test_plain_beam_sampling_is_transformers_own_per_seeded_context(tiny):
 def test_greedy_and_beam_cad_equal_pmi_decode_at_alpha_over_one_plus_alpha(tiny, search):
     model, tokenizer = tiny
     options = {"template": DEFAULT_TEMPLATE, "num_beams": 3, "max_new_tokens": 6}
-    grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES,
-                         [(CAD(1.0), search), (PMI(0.5, 1.0), search), (CAD(3.0), search), (PMI(0.75, 1.0), search),
-                          (Plain(), search)], **options)
+    grid = generate_grid(
+        model,
+        tokenizer,
+        DOCUMENTS,
+        HISTORIES,
+        [(CAD(1.0), search), (PMI(0.5, 1.0), search), (CAD(3.0), search), (PMI(0.75, 1.0), search), (Plain(), search)],
+        **options,
+    )
     assert grid[0] == grid[1] and grid[2] == grid[3]
     if not model.config.is_encoder_decoder:  # (the tiny BART repeats one word whatever the strategy)
         assert grid[0] != grid[4] or grid[2] != grid[4]  # and they are not plain decoding
@@ -248,33 +327,60 @@ def test_cells_that_decode_alike_run_once(tiny_gpt2, gpt2_tokenizer, monkeypatch
     module = importlib.import_module("faithkit.decoding.generate")
     calls = []
     real = module._decode
-    monkeypatch.setattr(module, "_decode", lambda model, batch, run, *a: calls.append(run.cell) or
-                        real(model, batch, run, *a))
-    cells = [Cell(Plain()), Cell(PMI(0.0, 0.6)), Cell(CAD(0.0)), Cell(PMI(0.0, 1.0), "beam"), Cell(Plain(), "beam"),
-             Cell(PMI(0.0, 0.6), "beam"), Cell(PMI(0.5, 0.6))]
+    monkeypatch.setattr(
+        module, "_decode", lambda model, batch, run, *a: calls.append(run.cell) or real(model, batch, run, *a)
+    )
+    cells = [
+        Cell(Plain()),
+        Cell(PMI(0.0, 0.6)),
+        Cell(CAD(0.0)),
+        Cell(PMI(0.0, 1.0), "beam"),
+        Cell(Plain(), "beam"),
+        Cell(PMI(0.0, 0.6), "beam"),
+        Cell(PMI(0.5, 0.6)),
+    ]
     grid = generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, cells, num_beams=3, max_new_tokens=4)
     # plain greedy x3, plain beam x2, PMI alpha 0 top_p 0.6 under beam (a beam may not leave the top-p set), PMI 0.5
     assert calls == [Cell(Plain()), Cell(Plain(), "beam"), Cell(PMI(0.0, 0.6), "beam"), Cell(PMI(0.5, 0.6))]
     assert grid[0] == grid[1] == grid[2] and grid[3] == grid[4]
     # and the shared decode is each cell's own
     assert grid[1] == generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.0, 0.6), max_new_tokens=4)
-    assert grid[3] == generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.0, 1.0), num_beams=3,
-                               max_new_tokens=4)
+    assert grid[3] == generate(
+        tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.0, 1.0), num_beams=3, max_new_tokens=4
+    )
 
 
 def test_a_mixed_grid_equals_each_cell_alone(tiny):
     """Every strategy and search in one grid: the same texts as one generate call per cell."""
     model, tokenizer = tiny
-    cells = [Cell(Plain()), Cell(Plain(), "beam"), Cell(Plain(), "sample"), Cell(Plain(), "beam_sample"),
-             Cell(PMI(0.25, 0.6), "sample"), Cell(CAD(1.0), "beam"), Cell(AdaCAD())]
-    options = {"template": DEFAULT_TEMPLATE, "max_new_tokens": 4, "batch_size": 2, "seeds": [3, 4, 5],
-               "temperature": 1.2}
+    cells = [
+        Cell(Plain()),
+        Cell(Plain(), "beam"),
+        Cell(Plain(), "sample"),
+        Cell(Plain(), "beam_sample"),
+        Cell(PMI(0.25, 0.6), "sample"),
+        Cell(CAD(1.0), "beam"),
+        Cell(AdaCAD()),
+    ]
+    options = {
+        "template": DEFAULT_TEMPLATE,
+        "max_new_tokens": 4,
+        "batch_size": 2,
+        "seeds": [3, 4, 5],
+        "temperature": 1.2,
+    }
     grid = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, cells, num_beams=2, **options)
     for cell, responses in zip(cells, grid):
-        search = {"beam": {"num_beams": 2}, "sample": {"do_sample": True},
-                  "beam_sample": {"do_sample": True, "num_beams": 2}}.get(cell.search, {})
-        kwargs = options if "sample" in cell.search else {k: v for k, v in options.items()
-                                                           if k not in ("seeds", "temperature")}
+        search = {
+            "beam": {"num_beams": 2},
+            "sample": {"do_sample": True},
+            "beam_sample": {"do_sample": True, "num_beams": 2},
+        }.get(cell.search, {})
+        kwargs = (
+            options
+            if "sample" in cell.search
+            else {k: v for k, v in options.items() if k not in ("seeds", "temperature")}
+        )
         assert responses == generate(model, tokenizer, DOCUMENTS, HISTORIES, cell.strategy, **kwargs, **search)
 
 
@@ -282,31 +388,50 @@ def test_prefill_is_shared_and_history_only_views_only_for_two_view_cells(tiny_g
     module = importlib.import_module("faithkit.decoding.generate")
     blocks = []
     real = module.prefill_blocks
-    monkeypatch.setattr(module, "prefill_blocks", lambda model, inputs, groups=2: blocks.append(groups) or
-                        real(model, inputs, groups))
+    monkeypatch.setattr(
+        module, "prefill_blocks", lambda model, inputs, groups=2: blocks.append(groups) or real(model, inputs, groups)
+    )
     plain_cells = [Cell(Plain()), Cell(Plain(), "beam")]
-    generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, plain_cells, num_beams=2, batch_size=2,
-                  max_new_tokens=3)
+    generate_grid(
+        tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, plain_cells, num_beams=2, batch_size=2, max_new_tokens=3
+    )
     assert blocks == [1, 1]  # two batches, the conditioned views only
     blocks.clear()
-    generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, plain_cells + [Cell(CAD(1.0)), Cell(AdaCAD())],
-                  num_beams=2, batch_size=2, max_new_tokens=3)
+    generate_grid(
+        tiny_gpt2,
+        gpt2_tokenizer,
+        DOCUMENTS,
+        HISTORIES,
+        plain_cells + [Cell(CAD(1.0)), Cell(AdaCAD())],
+        num_beams=2,
+        batch_size=2,
+        max_new_tokens=3,
+    )
     assert blocks == [2, 2]  # once per batch for all four cells
 
 
 def test_the_pre_strategy_alpha_and_top_p_keywords_mean_pmi_decode_with_a_warning(tiny_gpt2, gpt2_tokenizer):
     options = {"template": DEFAULT_TEMPLATE, "max_new_tokens": 3}
-    with pytest.warns(DeprecationWarning, match=r"generate\(alpha=, top_p=…\) is deprecated; pass the strategy: "
-                      r"generate\(model, tokenizer, documents, histories, PMI\(alpha=0.5, top_p=0.9\), …\)"):
+    with pytest.warns(
+        DeprecationWarning,
+        match=r"generate\(alpha=, top_p=…\) is deprecated; pass the strategy: "
+        r"generate\(model, tokenizer, documents, histories, PMI\(alpha=0.5, top_p=0.9\), …\)",
+    ):
         old = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, alpha=0.5, top_p=0.9, **options)
     assert old == generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), **options)
     with pytest.warns(DeprecationWarning, match=r"PMI\(alpha=1, top_p=0.6\)"):  # top_p left out: PMI's default
         generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS[:1], HISTORIES[:1], alpha=1.0, **options)
-    with pytest.raises(ConfigError, match=r"alpha= \(the pre-strategy spelling of PMI\(alpha, top_p\)\) with "
-                       r"strategy 'cad': give the parameters in the strategy instead, e.g. \{'name': 'cad', \*\*"):
+    with pytest.raises(
+        ConfigError,
+        match=r"alpha= \(the pre-strategy spelling of PMI\(alpha, top_p\)\) with "
+        r"strategy 'cad': give the parameters in the strategy instead, e.g. \{'name': 'cad', \*\*",
+    ):
         generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, "cad", alpha=1.0, **options)
-    with pytest.raises(ConfigError, match=r"alpha=: a grid names each cell's strategy with its parameters, e.g. "
-                       r"Cell\(PMI\(alpha=0.25, top_p=0.6\), 'greedy'\)"):
+    with pytest.raises(
+        ConfigError,
+        match=r"alpha=: a grid names each cell's strategy with its parameters, e.g. "
+        r"Cell\(PMI\(alpha=0.25, top_p=0.6\), 'greedy'\)",
+    ):
         generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, [Cell(Plain())], alpha=0.5, **options)
 
 
@@ -318,14 +443,20 @@ def test_two_view_strategies_refuse_beam_sampling_clearly(tiny_gpt2, gpt2_tokeni
     assert STRATEGIES["plain"].searches == ("greedy", "beam", "sample", "beam_sample")
 
 
-@pytest.mark.parametrize("processor", [PMIDecode(), ContextAwareDecode(), AdaptiveContextAwareDecode()],
-                         ids=lambda p: type(p).__name__)
+@pytest.mark.parametrize(
+    "processor", [PMIDecode(), ContextAwareDecode(), AdaptiveContextAwareDecode()], ids=lambda p: type(p).__name__
+)
 def test_generate_sampling_every_row_itself_is_caught(tiny_gpt2, gpt2_tokenizer, processor):
     inputs = build_inputs(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
     torch.manual_seed(0)
     with pytest.raises(RuntimeError, match="no longer end on the same token"):
-        tiny_gpt2.generate(**inputs, do_sample=True, max_new_tokens=8, logits_processor=[processor],
-                           pad_token_id=gpt2_tokenizer.pad_token_id)
+        tiny_gpt2.generate(
+            **inputs,
+            do_sample=True,
+            max_new_tokens=8,
+            logits_processor=[processor],
+            pad_token_id=gpt2_tokenizer.pad_token_id,
+        )
 
 
 def test_cad_and_adacad_give_no_nan_for_tokens_banned_in_either_half():
@@ -362,8 +493,9 @@ def parse_generate(*flags):
 
 def test_command_line_flags_are_the_dataclass_fields():
     parser = build_parser()
-    generate_parser = next(a for a in parser._subparsers._group_actions[0].choices.values()
-                           if a.prog.endswith("generate"))
+    generate_parser = next(
+        a for a in parser._subparsers._group_actions[0].choices.values() if a.prog.endswith("generate")
+    )
     actions = {action.dest: action for action in generate_parser._actions}
     for item in dataclasses.fields(GenerationOptions):
         assert actions[item.name].default == item.default
@@ -387,8 +519,9 @@ def test_defaults_and_ranges_agree_everywhere(cls):
         grid = default_grid(cls)[item.name]
         for value in grid:  # every grid value is a valid setting, from YAML (text too) and the command line
             from_yaml = strategy_from_dict({"name": cls.name, item.name: str(value)})
-            from_cli, _ = decoding_from_args(parse_generate("--strategy", cls.name, f"--{item.name.replace('_', '-')}",
-                                                            str(value)))
+            from_cli, _ = decoding_from_args(
+                parse_generate("--strategy", cls.name, f"--{item.name.replace('_', '-')}", str(value))
+            )
             assert getattr(from_yaml, item.name) == getattr(from_cli, item.name) == value
         if isinstance(item.default, str):  # a name, not a number: rerank's own checks (tests/test_rerank.py)
             continue
@@ -419,11 +552,20 @@ def test_training_hooks_use_the_same_declarations():
     assert list(evaluation_decoders(evaluation).values()) == [Plain(), PMI()]
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--top-p", "0.5", "--strategy", "cad"], "--top-p does not apply to --strategy cad; its parameters are --alpha"),
-    (["--alpha", "1", "--strategy", "adacad"], "--alpha does not apply to --strategy adacad; its parameters are none"),
-    (["--strategy", "cad", "--do-sample", "--num-beams", "2"], "strategy cad does not support beam_sample search"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (
+            ["--top-p", "0.5", "--strategy", "cad"],
+            "--top-p does not apply to --strategy cad; its parameters are --alpha",
+        ),
+        (
+            ["--alpha", "1", "--strategy", "adacad"],
+            "--alpha does not apply to --strategy adacad; its parameters are none",
+        ),
+        (["--strategy", "cad", "--do-sample", "--num-beams", "2"], "strategy cad does not support beam_sample search"),
+    ],
+)
 def test_command_line_mistakes_name_the_flag(flags, message):
     with pytest.raises(ConfigError, match=message):
         decoding_from_args(parse_generate(*flags))
@@ -434,8 +576,12 @@ def test_command_line_mistakes_name_the_flag(flags, message):
 def test_labels_and_specs_round_trip():
     for strategy in (Plain(), PMI(0.25, 0.6), CAD(1.0), AdaCAD()):
         assert strategy_from_dict(strategy.spec()) == strategy
-    assert [s.label for s in (Plain(), PMI(0.25, 0.6), CAD(1.0), AdaCAD())] == \
-        ["plain", "pmi_a0.25_p0.6", "cad_a1", "adacad"]
+    assert [s.label for s in (Plain(), PMI(0.25, 0.6), CAD(1.0), AdaCAD())] == [
+        "plain",
+        "pmi_a0.25_p0.6",
+        "cad_a1",
+        "adacad",
+    ]
     assert Cell(CAD(1.0), "beam").label == "cad_a1_beam" and Cell(PMI()).label == "pmi_a0.25_p0.6"
     with pytest.raises(ConfigError, match="pmi: unknown key 'alph'; did you mean 'alpha'"):
         strategy_from_dict({"name": "pmi", "alph": 0.5})
@@ -450,7 +596,14 @@ def test_llama_cad_alpha_1_equals_pmi_decode_alpha_half_on_q2_wow(tiny_llama, da
 
     model, tokenizer = tiny_llama
     rows = list(read_rows(data_dir / "q2_wow" / "dodeca_consistent.csv", Columns(required=("document",))))[:6]
-    grid = generate_grid(model, tokenizer, [r.document for r in rows], [r.history for r in rows],
-                         [(CAD(1.0), search), (PMI(0.5, 1.0), search), (Plain(), search)], template=CHAT_TEMPLATE,
-                         num_beams=4, max_new_tokens=20)
+    grid = generate_grid(
+        model,
+        tokenizer,
+        [r.document for r in rows],
+        [r.history for r in rows],
+        [(CAD(1.0), search), (PMI(0.5, 1.0), search), (Plain(), search)],
+        template=CHAT_TEMPLATE,
+        num_beams=4,
+        max_new_tokens=20,
+    )
     assert grid[0] == grid[1] != grid[2]  # and they are not plain decoding

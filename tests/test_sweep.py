@@ -28,17 +28,36 @@ from faithkit.sweep import markdown_table as sweep_markdown
 from tests.conftest import save_gpt2_folder
 
 ROWS = [
-    {"id": "eiffel", "knowledge": "The Eiffel Tower is 330 metres tall and was finished in 1889.",
-     "history": ["How tall is the Eiffel Tower?"], "gold": "It is 330 metres tall."},
-    {"id": "garden", "knowledge": "Gardening is considered by many people to be a relaxing activity.",
-     "history": ["I just started gardening.", "Nice! Do you like it?", "Yes, a lot."],
-     "gold": "Many people find gardening relaxing."},
-    {"id": "jazz", "knowledge": "Jazz originated in New Orleans in the late 19th century.", "history": [],
-     "gold": "Jazz began in New Orleans."},
-    {"id": "penguins", "knowledge": "Emperor penguins live only in Antarctica.",
-     "history": ["Where do emperor penguins live?"], "gold": "Only in Antarctica."},
-    {"id": "tea", "knowledge": "Green tea is made from unoxidised leaves of Camellia sinensis.",
-     "history": ["What is green tea made of?"], "gold": "Unoxidised Camellia sinensis leaves."},
+    {
+        "id": "eiffel",
+        "knowledge": "The Eiffel Tower is 330 metres tall and was finished in 1889.",
+        "history": ["How tall is the Eiffel Tower?"],
+        "gold": "It is 330 metres tall.",
+    },
+    {
+        "id": "garden",
+        "knowledge": "Gardening is considered by many people to be a relaxing activity.",
+        "history": ["I just started gardening.", "Nice! Do you like it?", "Yes, a lot."],
+        "gold": "Many people find gardening relaxing.",
+    },
+    {
+        "id": "jazz",
+        "knowledge": "Jazz originated in New Orleans in the late 19th century.",
+        "history": [],
+        "gold": "Jazz began in New Orleans.",
+    },
+    {
+        "id": "penguins",
+        "knowledge": "Emperor penguins live only in Antarctica.",
+        "history": ["Where do emperor penguins live?"],
+        "gold": "Only in Antarctica.",
+    },
+    {
+        "id": "tea",
+        "knowledge": "Green tea is made from unoxidised leaves of Camellia sinensis.",
+        "history": ["What is green tea made of?"],
+        "gold": "Unoxidised Camellia sinensis leaves.",
+    },
 ]
 
 
@@ -71,10 +90,17 @@ def rows_file(tmp_path):
 
 @pytest.fixture
 def config(models_dir, rows_file, tmp_path):
-    return SweepConfig(generator=str(models_dir / "generator"), judge=str(models_dir / "judge"),
-                       input=str(rows_file), out=str(tmp_path / "sweep"), alpha=(0.0, 0.5), top_p=(0.6, 1.0),
-                       generation=GenerationOptions(num_beams=4, max_new_tokens=5, batch_size=2),
-                       report_contexts=10, metrics=("pmi-faith", "lexical")).validate()
+    return SweepConfig(
+        generator=str(models_dir / "generator"),
+        judge=str(models_dir / "judge"),
+        input=str(rows_file),
+        out=str(tmp_path / "sweep"),
+        alpha=(0.0, 0.5),
+        top_p=(0.6, 1.0),
+        generation=GenerationOptions(num_beams=4, max_new_tokens=5, batch_size=2),
+        report_contexts=10,
+        metrics=("pmi-faith", "lexical"),
+    ).validate()
 
 
 def read_jsonl(path):
@@ -102,17 +128,39 @@ def test_cells_known_to_decode_alike_run_once():
 
 
 def test_strategies_entries_and_flags():
-    config = SweepConfig(strategies=({"name": "plain", "decoding": ["greedy", "beam"]},
-                                     {"name": "pmi", "alpha": [0.25], "top_p": [0.6, 1]},
-                                     {"name": "cad"}, {"name": "adacad", "decoding": "sample"}))
-    assert [c.label for c in config.cells()] == ["plain", "plain_beam", "pmi_a0.25_p0.6", "pmi_a0.25_p1", "cad_a0.5",
-                                                 "cad_a1", "adacad_sample"]  # cad: its default grid
+    config = SweepConfig(
+        strategies=(
+            {"name": "plain", "decoding": ["greedy", "beam"]},
+            {"name": "pmi", "alpha": [0.25], "top_p": [0.6, 1]},
+            {"name": "cad"},
+            {"name": "adacad", "decoding": "sample"},
+        )
+    )
+    assert [c.label for c in config.cells()] == [
+        "plain",
+        "plain_beam",
+        "pmi_a0.25_p0.6",
+        "pmi_a0.25_p1",
+        "cad_a0.5",
+        "cad_a1",
+        "adacad_sample",
+    ]  # cad: its default grid
     flagged = replace(config, alpha=(0.5,), top_p=(0.6,))  # --alpha/--top-p set the PMI-DECODE grid
     assert [c.label for c in flagged.cells()][2:3] == ["pmi_a0.5_p0.6"]
-    written = load_config(overrides={"strategies": "plain,cad:alpha=1,pmi:alpha=0.5,top_p=0.9,pmi", "generator": "g",
-                                     "input": "i", "out": "o"})
-    assert written.strategies == ({"name": "plain"}, {"name": "cad", "alpha": 1.0},
-                                  {"name": "pmi", "alpha": 0.5, "top_p": 0.9}, {"name": "pmi"})
+    written = load_config(
+        overrides={
+            "strategies": "plain,cad:alpha=1,pmi:alpha=0.5,top_p=0.9,pmi",
+            "generator": "g",
+            "input": "i",
+            "out": "o",
+        }
+    )
+    assert written.strategies == (
+        {"name": "plain"},
+        {"name": "cad", "alpha": 1.0},
+        {"name": "pmi", "alpha": 0.5, "top_p": 0.9},
+        {"name": "pmi"},
+    )
     assert [c.label for c in written.cells()][:4] == ["plain", "cad_a1", "pmi_a0.5_p0.9", "pmi_a0_p0.6"]
     with pytest.raises(ConfigError, match=r"^--strategies cad:alph=1: cad: unknown key 'alph'; did you mean 'alpha'"):
         load_config(overrides={"strategies": "plain,cad:alph=1", "generator": "g", "input": "i", "out": "o"})
@@ -145,23 +193,34 @@ def no_model_loads(monkeypatch):
     monkeypatch.setattr(models, "load", refuse)
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["--alpha", "0,1.5"], r"--alpha 1.5 is out of range: use a value in \[0, 1\]"),
-    (["--top-p", "0"], r"--top-p 0 is out of range: use a value in \(0, 1\]"),
-    (["--alpha", "0,x"], "alpha: expected numbers, got '0,x'"),
-    (["--decoding", "greedy", "--temperature", "0.7"], "--temperature applies to sampling only"),
-    (["--decoding", "beam", "--num-beams", "1"], "beam search needs --num-beams of at least 2, got 1"),
-    (["--metrics", "pmi-faith,rouge"], "--metrics rouge: a sweep computes pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, "
-                                       "nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, "
-                                       "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, overlap-f1, bleu, "
-                                       "lexical"),
-    (["--fluency", "fluency", "--metrics", "lexical", "--faithfulness", "knowledge_precision"],
-     "--fluency fluency needs the metric pmi-faith"),
-    (["--significance", "1"], r"--significance 1 is out of range: use a level in \(0, 1\)"),
-    (["--metrics", "pmi-faith", "--relevance", "bleu"], "--relevance bleu needs the metric lexical"),
-    (["--metrics", "lexical"], "no faithfulness measure: add faith-judge or pmi-faith to --metrics, or name the measure"),
-    (["--max-new-tokens", "0"], "--max-new-tokens 0 is out of range"),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["--alpha", "0,1.5"], r"--alpha 1.5 is out of range: use a value in \[0, 1\]"),
+        (["--top-p", "0"], r"--top-p 0 is out of range: use a value in \(0, 1\]"),
+        (["--alpha", "0,x"], "alpha: expected numbers, got '0,x'"),
+        (["--decoding", "greedy", "--temperature", "0.7"], "--temperature applies to sampling only"),
+        (["--decoding", "beam", "--num-beams", "1"], "beam search needs --num-beams of at least 2, got 1"),
+        (
+            ["--metrics", "pmi-faith,rouge"],
+            "--metrics rouge: a sweep computes pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, "
+            "nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, "
+            "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, overlap-f1, bleu, "
+            "lexical",
+        ),
+        (
+            ["--fluency", "fluency", "--metrics", "lexical", "--faithfulness", "knowledge_precision"],
+            "--fluency fluency needs the metric pmi-faith",
+        ),
+        (["--significance", "1"], r"--significance 1 is out of range: use a level in \(0, 1\)"),
+        (["--metrics", "pmi-faith", "--relevance", "bleu"], "--relevance bleu needs the metric lexical"),
+        (
+            ["--metrics", "lexical"],
+            "no faithfulness measure: add faith-judge or pmi-faith to --metrics, or name the measure",
+        ),
+        (["--max-new-tokens", "0"], "--max-new-tokens 0 is out of range"),
+    ],
+)
 def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_path, argv, message):
     args = parse(["--generator", "g", "--input", str(rows_file), "--out", str(tmp_path / "o"), *argv])
     with pytest.raises(ConfigError, match=message):
@@ -206,15 +265,21 @@ def test_shipped_configs_are_valid(data_dir):
 # ---- running, resuming --------------------------------------------------------------------
 @pytest.mark.parametrize("decoding", ["greedy", "sample"])
 def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monkeypatch, decoding):
-    config = replace(config, decoding=decoding,
-                     generation=replace(config.generation, temperature=1.5 if decoding == "sample" else None))
+    config = replace(
+        config,
+        decoding=decoding,
+        generation=replace(config.generation, temperature=1.5 if decoding == "sample" else None),
+    )
     whole = run_sweep(replace(config, out=str(tmp_path / "whole")))
 
     crashed = replace(config, out=str(tmp_path / "crashed"))
     runs = list(dict.fromkeys(decoded_by(cell) for cell in config.cells()))  # alpha 0 (greedy: any top_p) is plain
     names = [cell.label for cell in runs]
-    assert names == (["plain", "pmi_a0.5_p0.6", "pmi_a0.5_p1"] if decoding == "greedy" else
-                     ["plain_sample", "pmi_a0_p0.6_sample", "pmi_a0.5_p0.6_sample", "pmi_a0.5_p1_sample"])
+    assert names == (
+        ["plain", "pmi_a0.5_p0.6", "pmi_a0.5_p1"]
+        if decoding == "greedy"
+        else ["plain_sample", "pmi_a0_p0.6_sample", "pmi_a0.5_p0.6_sample", "pmi_a0.5_p1_sample"]
+    )
     first = 2 * len(runs) + 4  # batches of 2 contexts: the second cell's second row of batch 2
     second = first + (3 * len(runs) - 3) + 8  # the rest of the responses, then 7 of the scores
     real_write = ResultWriter.write
@@ -229,8 +294,9 @@ def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monk
     monkeypatch.setattr(ResultWriter, "write", crashing_write)
     with pytest.raises(RuntimeError, match="simulated crash"):
         run_sweep(crashed)
-    assert [len(read_jsonl(tmp_path / "crashed" / "cells" / f"{name}.jsonl")) for name in names] == \
-        [4, 3] + [2] * (len(runs) - 2)
+    assert [len(read_jsonl(tmp_path / "crashed" / "cells" / f"{name}.jsonl")) for name in names] == [4, 3] + [2] * (
+        len(runs) - 2
+    )
     with pytest.raises(RuntimeError, match="simulated crash"):
         run_sweep(crashed)
     assert len(read_jsonl(tmp_path / "crashed" / "scores.jsonl")) == 7
@@ -238,8 +304,9 @@ def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monk
 
     assert (tmp_path / "crashed" / "sweep.csv").read_text() == (tmp_path / "whole" / "sweep.csv").read_text()
     assert resumed.table == whole.table
-    assert {f"{m}_{part}" for m in ("pmi_faith", "bleu", "fluency") for part in ("ci_low", "ci_high", "p")} <= \
-        set(resumed.table[1])
+    assert {f"{m}_{part}" for m in ("pmi_faith", "bleu", "fluency") for part in ("ci_low", "ci_high", "p")} <= set(
+        resumed.table[1]
+    )
     for name in names:  # every row once, the same responses and scores, to the last bit
         records = read_jsonl(tmp_path / "crashed" / "cells" / f"{name}.jsonl")
         assert sorted(r["id"] for r in records) == sorted(r["id"] for r in ROWS)
@@ -272,20 +339,31 @@ def test_all_four_strategies_resume_after_ctrl_c_to_the_same_table(config, tmp_p
 
     def command(out):
         path = tmp_path / f"{out}.yaml"
-        path.write_text(f"generator: {config.generator}\njudge: {config.judge}\ninput: {config.input}\n"
-                        f"out: {tmp_path / out}\n{FOUR_STRATEGIES}")
+        path.write_text(
+            f"generator: {config.generator}\njudge: {config.judge}\ninput: {config.input}\n"
+            f"out: {tmp_path / out}\n{FOUR_STRATEGIES}"
+        )
         return ["-q", "sweep", "--config", path]
 
     assert run_main(*command("whole")) == 0
     table = (tmp_path / "whole" / "sweep.csv").read_text()
     header, *rows = table.splitlines()
-    assert [row.split(",")[0] for row in rows] == ["plain", "plain_beam", "plain_beam_sample", "pmi_a0.5_p0.6",
-                                                   "pmi_a0.5_p1", "cad_a0", "cad_a1", "adacad"]
-    assert header.startswith("cell,strategy,decoding,alpha,top_p,n,pmi_faith,pmi_faith_ci_low,pmi_faith_ci_high,"
-                             "pmi_faith_p,fluency,")
-    assert rows[5].endswith(",plain") and sorted(p.stem for p in (tmp_path / "whole" / "cells").iterdir()
-                                                 if p.suffix == ".jsonl") == sorted(
-        ["plain", "plain_beam", "plain_beam_sample", "pmi_a0.5_p0.6", "pmi_a0.5_p1", "cad_a1", "adacad"])
+    assert [row.split(",")[0] for row in rows] == [
+        "plain",
+        "plain_beam",
+        "plain_beam_sample",
+        "pmi_a0.5_p0.6",
+        "pmi_a0.5_p1",
+        "cad_a0",
+        "cad_a1",
+        "adacad",
+    ]
+    assert header.startswith(
+        "cell,strategy,decoding,alpha,top_p,n,pmi_faith,pmi_faith_ci_low,pmi_faith_ci_high,pmi_faith_p,fluency,"
+    )
+    assert rows[5].endswith(",plain") and sorted(
+        p.stem for p in (tmp_path / "whole" / "cells").iterdir() if p.suffix == ".jsonl"
+    ) == sorted(["plain", "plain_beam", "plain_beam_sample", "pmi_a0.5_p0.6", "pmi_a0.5_p1", "cad_a1", "adacad"])
 
     real_write = ResultWriter.write
     calls = [0]
@@ -305,9 +383,28 @@ def test_all_four_strategies_resume_after_ctrl_c_to_the_same_table(config, tmp_p
 
 
 def test_sweep_outputs(config, models_dir, tmp_path, capsys):
-    args = parse(["--generator", config.generator, "--judge", config.judge, "--input", config.input,
-                  "--out", config.out, "--alpha", "0,0.5", "--top-p", "0.6,1", "--max-new-tokens", "5",
-                  "--batch-size", "2", "--report-contexts", "10"])
+    args = parse(
+        [
+            "--generator",
+            config.generator,
+            "--judge",
+            config.judge,
+            "--input",
+            config.input,
+            "--out",
+            config.out,
+            "--alpha",
+            "0,0.5",
+            "--top-p",
+            "0.6,1",
+            "--max-new-tokens",
+            "5",
+            "--batch-size",
+            "2",
+            "--report-contexts",
+            "10",
+        ]
+    )
     assert sweep_cli.run(args) == 0
     out = Path(config.out)
     printed = capsys.readouterr().out
@@ -330,22 +427,53 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     assert sorted(p.stem for p in (out / "cells").glob("*.jsonl")) == sorted(cell.label for cell in runs)
     for cell in cells:  # alpha 0 is decoded once, as plain greedy, and equals PMI-DECODE alpha 0 at each top_p
         records = {r["id"]: r for r in read_jsonl(out / "cells" / f"{decoded_by(cell).label}.jsonl")}
-        assert {key: records["eiffel"][key] for key in ("document", "history", "gold")} == \
-            {"document": ROWS[0]["knowledge"], "history": ROWS[0]["history"], "gold": ROWS[0]["gold"]}
-        expected = generate(model, tokenizer, [r["knowledge"] for r in ROWS], [r["history"] for r in ROWS],
-                            cell.strategy, template=DEFAULT_TEMPLATE, batch_size=2, max_new_tokens=5)
+        assert {key: records["eiffel"][key] for key in ("document", "history", "gold")} == {
+            "document": ROWS[0]["knowledge"],
+            "history": ROWS[0]["history"],
+            "gold": ROWS[0]["gold"],
+        }
+        expected = generate(
+            model,
+            tokenizer,
+            [r["knowledge"] for r in ROWS],
+            [r["history"] for r in ROWS],
+            cell.strategy,
+            template=DEFAULT_TEMPLATE,
+            batch_size=2,
+            max_new_tokens=5,
+        )
         assert [records[r["id"]]["response"] for r in ROWS] == expected
 
     with open(out / "sweep.csv", newline="") as handle:
         table = list(csv.DictReader(handle))
-    measures = ("pmi_faith", "fluency", "faith_judge", "knowledge_precision", "bleu", "token_f1", "words", "empty",
-                "repeated")
-    assert list(table[0]) == ["cell", "strategy", "decoding", "alpha", "top_p", "n", *[
-        column for m in measures for column in (m, f"{m}_ci_low", f"{m}_ci_high", f"{m}_p")], "decodes_as"]
+    measures = (
+        "pmi_faith",
+        "fluency",
+        "faith_judge",
+        "knowledge_precision",
+        "bleu",
+        "token_f1",
+        "words",
+        "empty",
+        "repeated",
+    )
+    assert list(table[0]) == [
+        "cell",
+        "strategy",
+        "decoding",
+        "alpha",
+        "top_p",
+        "n",
+        *[column for m in measures for column in (m, f"{m}_ci_low", f"{m}_ci_high", f"{m}_p")],
+        "decodes_as",
+    ]
     assert [(row["cell"], row["strategy"], row["alpha"], row["top_p"], row["decodes_as"]) for row in table] == [
-        ("plain", "plain", "", "", ""), ("pmi_a0_p0.6", "pmi", "0.000000", "0.600000", "plain"),
-        ("pmi_a0_p1", "pmi", "0.000000", "1.000000", "plain"), ("pmi_a0.5_p0.6", "pmi", "0.500000", "0.600000", ""),
-        ("pmi_a0.5_p1", "pmi", "0.500000", "1.000000", "")]
+        ("plain", "plain", "", "", ""),
+        ("pmi_a0_p0.6", "pmi", "0.000000", "0.600000", "plain"),
+        ("pmi_a0_p1", "pmi", "0.000000", "1.000000", "plain"),
+        ("pmi_a0.5_p0.6", "pmi", "0.500000", "0.600000", ""),
+        ("pmi_a0.5_p1", "pmi", "0.500000", "1.000000", ""),
+    ]
     assert all(row["n"] == "5" and row["pmi_faith"] and row["bleu"] and row["fluency"] for row in table)
     for row in table:  # the interval holds the value; the baseline's paired test against itself finds nothing
         for m in measures:
@@ -358,10 +486,15 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
     baseline = [s for s in scores if s["cell"] == "plain" and s.get("pmi") is not None]
     assert float(table[0]["pmi_faith"]) == pytest.approx(sum(s["pmi"] for s in baseline) / len(baseline), abs=1e-6)
     assert float(table[0]["fluency"]) == pytest.approx(
-        sum(s["logp_history"] for s in baseline) / len(baseline), abs=1e-6)
+        sum(s["logp_history"] for s in baseline) / len(baseline), abs=1e-6
+    )
     best = json.loads((out / "best.json").read_text())
-    eligible = [row for row in table if float(row["bleu"]) >= float(table[0]["bleu"]) - 1.0
-                and float(row["fluency"]) >= float(table[0]["fluency"]) - 0.5]
+    eligible = [
+        row
+        for row in table
+        if float(row["bleu"]) >= float(table[0]["bleu"]) - 1.0
+        and float(row["fluency"]) >= float(table[0]["fluency"]) - 0.5
+    ]
     assert best["best"]["faith_judge"] == pytest.approx(max(float(row["faith_judge"]) for row in eligible), abs=1e-6)
     assert best["eligible"] == [row["cell"] for row in eligible] and isinstance(best["significant"], bool)
     assert sorted(p.name for p in (out / "heatmaps").iterdir()) == sorted(f"{m}.png" for m in measures)
@@ -373,8 +506,9 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
         for record in read_jsonl(out / "cells" / f"{cell.label}.jsonl"):
             assert record["response"].strip() in text if record["response"].strip() else "(empty response)" in text
     by_id = {s["id"]: s for s in scores}  # every distinct decode once: alpha 0 is on plain's line
-    assert page.count('class="tok"') == sum(len(by_id[f"{cell.label}/{r['id']}"].get("token_pmi", []))
-                                            for cell in runs for r in ROWS)
+    assert page.count('class="tok"') == sum(
+        len(by_id[f"{cell.label}/{r['id']}"].get("token_pmi", [])) for cell in runs for r in ROWS
+    )
 
 
 class FakeQ2:
@@ -394,7 +528,9 @@ class FakeQ2:
 
 def test_the_judge_is_the_default_faithfulness_and_pmi_faith_stays_in_the_table(config):
     defaults = SweepConfig()
-    assert defaults.metrics == ("faith-judge", "pmi-faith", "lexical") and defaults.faithfulness_measure == "faith_judge"
+    assert (
+        defaults.metrics == ("faith-judge", "pmi-faith", "lexical") and defaults.faithfulness_measure == "faith_judge"
+    )
     assert replace(defaults, metrics=("pmi-faith", "lexical")).faithfulness_measure == "pmi_faith"  # as before
     result = run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,), metrics=defaults.metrics))
     judged = read_jsonl(Path(config.out) / "faith-judge.jsonl")
@@ -415,7 +551,9 @@ def test_q2_columns_when_asked(config, monkeypatch):
     for row, cell in zip(result.table, config.cells()):
         values = [q2[f"{decoded_by(cell).label}/{r['id']}"].get("q2") for r in ROWS]
         values = [v for v in values if v is not None]
-        assert row["q2"] == pytest.approx(sum(values) / len(values)) and row["q2_no_nli"] == pytest.approx(row["q2"] / 2)
+        assert row["q2"] == pytest.approx(sum(values) / len(values)) and row["q2_no_nli"] == pytest.approx(
+            row["q2"] / 2
+        )
         assert "pmi_faith" not in row  # only the measures of the metrics asked for
     header = (Path(config.out) / "sweep.csv").read_text().splitlines()[0]
     assert ",q2,q2_ci_low,q2_ci_high,q2_p,q2_no_nli," in header and "best: " in result.markdown
@@ -423,8 +561,11 @@ def test_q2_columns_when_asked(config, monkeypatch):
 
 def test_judging_with_the_generator_warns_and_loading_models_says_so(config, caplog):
     with caplog.at_level("INFO", logger="faithkit.sweep"):
-        run_sweep(replace(config, judge=config.generator, alpha=(0.5,), top_p=(0.6,), metrics=("pmi-faith",),
-                          relevance="words"))
+        run_sweep(
+            replace(
+                config, judge=config.generator, alpha=(0.5,), top_p=(0.6,), metrics=("pmi-faith",), relevance="words"
+            )
+        )
     assert "favours the PMI-DECODE cells" in caplog.text
     assert caplog.messages[0] == f"loading generator {config.generator}…"  # before the first batch's minutes
     assert caplog.messages[1].startswith("generate: batch 1/3 (2 contexts x 2 cells) in ")
@@ -436,8 +577,10 @@ def test_without_gold_relevance_stays_empty(config, rows_file, caplog):
     with caplog.at_level("WARNING", logger="faithkit.sweep"):
         result = run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,)))
     assert "5 of 5 rows have no gold response" in caplog.text
-    assert all(row["bleu"] is None and row["token_f1"] is None and row["knowledge_precision"] is not None
-               for row in result.table)
+    assert all(
+        row["bleu"] is None and row["token_f1"] is None and row["knowledge_precision"] is not None
+        for row in result.table
+    )
     assert "no bleu for the baseline, so no bleu bound" in result.best["rule"]
 
 
@@ -469,16 +612,28 @@ def test_resuming_onto_other_rows_recomputes_them(config, rows_file, tmp_path, c
     run_sweep(fresh)
     assert (Path(cells.out) / "sweep.csv").read_text() == (tmp_path / "fresh" / "sweep.csv").read_text()
     for name in ("plain", "pmi_a0.5_p0.6"):
-        assert read_results(Path(cells.out) / "cells" / f"{name}.jsonl") == \
-            read_results(tmp_path / "fresh" / "cells" / f"{name}.jsonl")
+        assert read_results(Path(cells.out) / "cells" / f"{name}.jsonl") == read_results(
+            tmp_path / "fresh" / "cells" / f"{name}.jsonl"
+        )
 
 
 def test_other_settings_in_the_same_folder_stop(config):
-    run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,), metrics=("lexical",), relevance="bleu",
-                      faithfulness="knowledge_precision"))
+    run_sweep(
+        replace(
+            config,
+            alpha=(0.5,),
+            top_p=(0.6,),
+            metrics=("lexical",),
+            relevance="bleu",
+            faithfulness="knowledge_precision",
+        )
+    )
     longer = replace(config, generation=replace(config.generation, max_new_tokens=6))
-    with pytest.raises(OutputError, match=r"plain.jsonl was written by a different job \(max_new_tokens: 5 then, 6 now\)"
-                                          r"; .* --restart"):
+    with pytest.raises(
+        OutputError,
+        match=r"plain.jsonl was written by a different job \(max_new_tokens: 5 then, 6 now\)"
+        r"; .* --restart",
+    ):
         run_sweep(longer)
     assert run_sweep(longer, restart=True).table[0]["n"] == 5
 
@@ -488,8 +643,13 @@ def test_best_rule_on_a_hand_made_table():
     def row(name, faith, bleu, fluency=-2.0, p=0.01):
         return {"cell": name, "pmi_faith": faith, "bleu": bleu, "fluency": fluency, "pmi_faith_p": p}
 
-    table = [row("plain", 0.30, 4.0, p=1.0), row("a", 0.70, 3.5), row("b", 0.90, 2.9), row("c", 1.40, 1.0),
-             row("d", 0.90, 3.2, p=0.2)]
+    table = [
+        row("plain", 0.30, 4.0, p=1.0),
+        row("a", 0.70, 3.5),
+        row("b", 0.90, 2.9),
+        row("c", 1.40, 1.0),
+        row("d", 0.90, 3.2, p=0.2),
+    ]
     best = choose_best(table, tolerance=1.0)  # bound 3.0: 1.4 and the first 0.9 fall below it
     assert best["best"]["cell"] == "d" and not best["significant"] and best["p"] == 0.2
     assert best["bounds"] == {"bleu": pytest.approx(3.0)} and best["eligible"] == ["plain", "a", "d"]
@@ -505,9 +665,11 @@ def test_best_rule_on_a_hand_made_table():
 
 def test_the_fluency_bound_keeps_degenerate_cells_out():
     """The one-word "Documentrees" cell: most faithful by PMI-FAITH, and far less fluent than the baseline."""
-    table = [{"cell": "plain", "pmi_faith": 0.30, "bleu": 1.8, "fluency": -2.1, "pmi_faith_p": 1.0},
-             {"cell": "pmi-a0.5", "pmi_faith": 0.90, "bleu": 4.0, "fluency": -2.4, "pmi_faith_p": 0.001},
-             {"cell": "pmi-a1", "pmi_faith": 2.00, "bleu": 4.5, "fluency": -5.3, "pmi_faith_p": 0.001}]
+    table = [
+        {"cell": "plain", "pmi_faith": 0.30, "bleu": 1.8, "fluency": -2.1, "pmi_faith_p": 1.0},
+        {"cell": "pmi-a0.5", "pmi_faith": 0.90, "bleu": 4.0, "fluency": -2.4, "pmi_faith_p": 0.001},
+        {"cell": "pmi-a1", "pmi_faith": 2.00, "bleu": 4.5, "fluency": -5.3, "pmi_faith_p": 0.001},
+    ]
     assert choose_best(table)["best"]["cell"] == "pmi-a1"  # without the fluency bound
     guarded = choose_best(table, fluency="fluency", fluency_tolerance=0.5)
     assert guarded["best"]["cell"] == "pmi-a0.5" and guarded["eligible"] == ["plain", "pmi-a0.5"]
@@ -516,30 +678,66 @@ def test_the_fluency_bound_keeps_degenerate_cells_out():
 
 def test_the_table_tests_key_measures_folds_alike_cells_and_says_why_cells_are_out():
     def row(cell, faith, fluency, p_faith, p_fluency, alpha=None, decodes_as=None):
-        values = {"cell": cell, "strategy": "plain" if alpha is None else "pmi", "decoding": "greedy", "alpha": alpha,
-                  "n": 12, "decodes_as": decodes_as}
-        for measure in ("pmi_faith", "fluency", "knowledge_precision", "bleu", "token_f1", "words", "empty", "repeated"):
+        values = {
+            "cell": cell,
+            "strategy": "plain" if alpha is None else "pmi",
+            "decoding": "greedy",
+            "alpha": alpha,
+            "n": 12,
+            "decodes_as": decodes_as,
+        }
+        for measure in (
+            "pmi_faith",
+            "fluency",
+            "knowledge_precision",
+            "bleu",
+            "token_f1",
+            "words",
+            "empty",
+            "repeated",
+        ):
             values.update({measure: None, f"{measure}_ci_low": None, f"{measure}_ci_high": None, f"{measure}_p": None})
-        values.update({"pmi_faith": faith, "pmi_faith_ci_low": faith - 0.5, "pmi_faith_ci_high": faith + 0.5,
-                       "pmi_faith_p": p_faith, "fluency": fluency, "fluency_p": p_fluency, "bleu": 2.0, "bleu_p": 1.0})
+        values.update(
+            {
+                "pmi_faith": faith,
+                "pmi_faith_ci_low": faith - 0.5,
+                "pmi_faith_ci_high": faith + 0.5,
+                "pmi_faith_p": p_faith,
+                "fluency": fluency,
+                "fluency_p": p_fluency,
+                "bleu": 2.0,
+                "bleu_p": 1.0,
+            }
+        )
         return values
 
-    table = [row("plain", 0.426, -2.1, 1.0, 1.0), row("pmi_a0", 0.426, -2.1, 1.0, 1.0, 0.0, "plain"),
-             row("pmi_a0.5", 1.239, -2.69, 0.002, 0.007, 0.5), row("pmi_a1", 2.0, -5.3, 0.001, 0.001, 1.0)]
+    table = [
+        row("plain", 0.426, -2.1, 1.0, 1.0),
+        row("pmi_a0", 0.426, -2.1, 1.0, 1.0, 0.0, "plain"),
+        row("pmi_a0.5", 1.239, -2.69, 0.002, 0.007, 0.5),
+        row("pmi_a1", 2.0, -5.3, 0.001, 0.001, 1.0),
+    ]
     config = SweepConfig(alpha=(0.0, 0.5, 1.0), top_p=(1.0,), metrics=("pmi-faith", "lexical"))
     best = choose_best(table, fluency="fluency")
     lines = sweep_markdown(table, config, best).splitlines()
-    assert lines[2] == ("| plain greedy (= pmi greedy alpha=0) | 0.426 [-0.074, 0.926] | -2.100 | — | 2.00 | — | — | — "
-                        "| — |  |")
-    assert lines[3] == ("| pmi greedy alpha=0.5 | 1.239 [0.739, 1.739] p=0.002 ▲ | -2.690 p=0.007 ▼ | — | 2.00 p=1 "
-                        "| — | — | — | — | best |")
-    assert lines[4] == ("| pmi greedy alpha=1 | 2.000 [1.500, 2.500] p=0.001 ▲ | -5.300 p=0.001 ▼ | — | 2.00 p=1 "
-                        "| — | — | — | — | excluded: fluency -5.300 < bound -3.100 |")
+    assert lines[2] == (
+        "| plain greedy (= pmi greedy alpha=0) | 0.426 [-0.074, 0.926] | -2.100 | — | 2.00 | — | — | — | — |  |"
+    )
+    assert lines[3] == (
+        "| pmi greedy alpha=0.5 | 1.239 [0.739, 1.739] p=0.002 ▲ | -2.690 p=0.007 ▼ | — | 2.00 p=1 "
+        "| — | — | — | — | best |"
+    )
+    assert lines[4] == (
+        "| pmi greedy alpha=1 | 2.000 [1.500, 2.500] p=0.001 ▲ | -5.300 p=0.001 ▼ | — | 2.00 p=1 "
+        "| — | — | — | — | excluded: fluency -5.300 < bound -3.100 |"
+    )
     assert len(lines) == 5 + 3  # no line of its own for alpha 0; the notes follow
-    assert lines[-1].startswith("best: pmi greedy alpha=0.5 (1.239 [0.739, 1.739] / 2.00), significantly more "
-                                "faithful than the baseline (p = 0.002); trade-offs: significantly worse than the "
-                                "baseline on "
-                                "fluency -0.59 (p = 0.007): highest pmi_faith")
+    assert lines[-1].startswith(
+        "best: pmi greedy alpha=0.5 (1.239 [0.739, 1.739] / 2.00), significantly more "
+        "faithful than the baseline (p = 0.002); trade-offs: significantly worse than the "
+        "baseline on "
+        "fluency -0.59 (p = 0.007): highest pmi_faith"
+    )
 
 
 def test_repeated_responses():
@@ -557,16 +755,36 @@ def test_token_texts_join_to_the_decoded_text(gpt2_tokenizer):
     pieces = token_texts(gpt2_tokenizer.convert_ids_to_tokens(ids))
     assert len(pieces) == len(ids) and "".join(pieces) == gpt2_tokenizer.decode(ids) == text
     # SentencePiece (Gemma): ▁ is a space, <0xNN> a raw byte of a character split over tokens
-    assert token_texts(["▁Hello", ",", "▁world", "<0xE2>", "<0x82>", "<0xAC>"]) == [" Hello", ",", " world", "", "",
-                                                                                   "€"]
+    assert token_texts(["▁Hello", ",", "▁world", "<0xE2>", "<0x82>", "<0xAC>"]) == [
+        " Hello",
+        ",",
+        " world",
+        "",
+        "",
+        "€",
+    ]
 
 
 def test_explain_page_colours_pmi_faith_tokens(tmp_path):
     records = [
-        {"id": "a", "document": "d", "history": ["h"], "response": "It is <tall>", "pmi": 0.8,
-         "tokens": ["ĠIt", "Ġis", "Ġ<", "tall", ">"], "token_pmi": [0.1, -0.5, 2.5, 0.0, -3.0]},
-        {"id": "b", "document": "d", "history": [], "response": "No", "pmi": -0.2, "tokens": ["ĠNo"],
-         "token_pmi": [-0.2]},
+        {
+            "id": "a",
+            "document": "d",
+            "history": ["h"],
+            "response": "It is <tall>",
+            "pmi": 0.8,
+            "tokens": ["ĠIt", "Ġis", "Ġ<", "tall", ">"],
+            "token_pmi": [0.1, -0.5, 2.5, 0.0, -3.0],
+        },
+        {
+            "id": "b",
+            "document": "d",
+            "history": [],
+            "response": "No",
+            "pmi": -0.2,
+            "tokens": ["ĠNo"],
+            "token_pmi": [-0.2],
+        },
         {"id": "c", "error": "row c: field 'response' is empty"},
     ]
     page = write_explain_html(records, tmp_path / "page.html", score_key="pmi", low_threshold=0.0).read_text()

@@ -64,13 +64,16 @@ def test_rowwise_spearman_matches_scipy():
             assert value == pytest.approx(scipy_stats.spearmanr(row, target)[0])
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"consistent_scores": []}, "non-empty"),
-    ({"inconsistent_scores": [0.1, float("nan")]}, r"inconsistent_scores\[1\]"),
-    ({"proportions": [0.1]}, "at least two"),
-    ({"proportions": [0.1, 1.5]}, r"\[0, 1\]"),
-    ({"samples": 0}, "positive"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"consistent_scores": []}, "non-empty"),
+        ({"inconsistent_scores": [0.1, float("nan")]}, r"inconsistent_scores\[1\]"),
+        ({"proportions": [0.1]}, "at least two"),
+        ({"proportions": [0.1, 1.5]}, r"\[0, 1\]"),
+        ({"samples": 0}, "positive"),
+    ],
+)
 def test_bad_settings_are_named(kwargs, message):
     arguments = {"consistent_scores": [1.0, 0.8], "inconsistent_scores": [0.1, 0.2], **kwargs}
     with pytest.raises(ValueError, match=message):

@@ -15,8 +15,14 @@ from faithkit.train.config import load_config as load_train_config
 
 TABLE4 = Path(__file__).parent.parent / "configs" / "experiments" / "table4"
 FIXTURES = Path(__file__).parent / "data" / "corpora"
-TINY = {"limit": 3, "max_new_tokens": 2, "metrics": "lexical", "faithfulness": "knowledge_precision",
-        "relevance": "token_f1", "resamples": 100}
+TINY = {
+    "limit": 3,
+    "max_new_tokens": 2,
+    "metrics": "lexical",
+    "faithfulness": "knowledge_precision",
+    "relevance": "token_f1",
+    "resamples": 100,
+}
 
 
 def test_every_config_checks(model_folder, tmp_path):
@@ -25,11 +31,17 @@ def test_every_config_checks(model_folder, tmp_path):
     for path in sorted(TABLE4.glob("*.yaml")):
         if path.name == "train.yaml":
             continue
-        config = load_config(path, {"generator": model_folder, "input": str(tmp_path / "rows.jsonl"),
-                                    "out": str(tmp_path / path.stem)})
+        config = load_config(
+            path, {"generator": model_folder, "input": str(tmp_path / "rows.jsonl"), "out": str(tmp_path / path.stem)}
+        )
         strategies[path.stem] = sorted({cell.strategy.name for cell in config.cells()})
-    assert strategies == {"dev-adacad": ["adacad", "plain"], "dev-cad": ["cad", "plain"], "dev-pmi": ["plain", "pmi"],
-                          "dev-rerank": ["plain", "rerank"], "test": ["plain"]}
+    assert strategies == {
+        "dev-adacad": ["adacad", "plain"],
+        "dev-cad": ["cad", "plain"],
+        "dev-pmi": ["plain", "pmi"],
+        "dev-rerank": ["plain", "rerank"],
+        "test": ["plain"],
+    }
     run = (TABLE4 / "run.sh").read_text()
     assert all(f"dev-{family}" in run or "dev-$family" in run for family in ("pmi", "cad", "adacad", "rerank"))
 
@@ -42,8 +54,10 @@ def bart_folder(tmp_path_factory, tiny_bart, bart_tokenizer):
     return str(folder)
 
 
-@pytest.mark.parametrize("corpus, split, family, test_half", [("topicalchat", "valid_rare", "rerank", "test"),
-                                                              ("faithdial", "valid", "cad", None)])
+@pytest.mark.parametrize(
+    "corpus, split, family, test_half",
+    [("topicalchat", "valid_rare", "rerank", "test"), ("faithdial", "valid", "cad", None)],
+)
 def test_the_dev_picks_are_decoded_on_other_rows(request, tmp_path, corpus, split, family, test_half):
     """Topical-Chat: choose on the dev half, decode the test half; FaithDial (whose fixture's two dialogues are
     both in the dev half): decode the whole split, as run.sh does with TEST_SPLIT."""
@@ -51,8 +65,10 @@ def test_the_dev_picks_are_decoded_on_other_rows(request, tmp_path, corpus, spli
     dev_rows = export_corpus(corpus, split, tmp_path / "dev.jsonl", path=FIXTURES / corpus, half="dev")
     test_rows = export_corpus(corpus, split, tmp_path / "test.jsonl", path=FIXTURES / corpus, half=test_half)
     assert dev_rows["half_rows"] and test_rows.get("half_rows", test_rows["kept"])
-    dev = load_config(TABLE4 / f"dev-{family}.yaml", {**TINY, "generator": generator,
-                                                      "input": str(tmp_path / "dev.jsonl"), "out": str(tmp_path / "d")})
+    dev = load_config(
+        TABLE4 / f"dev-{family}.yaml",
+        {**TINY, "generator": generator, "input": str(tmp_path / "dev.jsonl"), "out": str(tmp_path / "d")},
+    )
     if family == "rerank":  # two cells are enough here
         dev = replace(dev, strategies=({"name": "rerank", "n": [2], "search": ["sample", "beam"]},))
     result = run_sweep(dev)
@@ -61,8 +77,16 @@ def test_the_dev_picks_are_decoded_on_other_rows(request, tmp_path, corpus, spli
     own = [row for row in result.table if row["strategy"] == family]
     eligible = [row for row in own if row["cell"] in best["eligible"]] if pick["within_bounds"] else own
     assert pick["cell"] == max(eligible, key=lambda row: row["knowledge_precision"])["cell"]
-    test = load_config(TABLE4 / "test.yaml", {**TINY, "generator": generator, "input": str(tmp_path / "test.jsonl"),
-                                              "out": str(tmp_path / "t"), "chosen": str(result.out / "best.json")})
+    test = load_config(
+        TABLE4 / "test.yaml",
+        {
+            **TINY,
+            "generator": generator,
+            "input": str(tmp_path / "test.jsonl"),
+            "out": str(tmp_path / "t"),
+            "chosen": str(result.out / "best.json"),
+        },
+    )
     labels = [cell.label for cell in test.cells()]
     assert labels == ["plain", "plain_beam", "plain_beam_sample", pick["cell"]]
     assert chosen_entries(result.out / "best.json")[0]["name"] == family

@@ -13,8 +13,12 @@ from faithkit.prompts import PromptTemplate
 from faithkit.scoring import TokenScorer, reference_token_evidence
 
 EXAMPLES = dict(
-    documents=["The museum opened in 1901 and holds paintings and old maps. " * 3, "Cats sleep a lot.",
-               "The museum opened in 1901 and holds paintings and old maps. " * 3, "Rain is wet."],
+    documents=[
+        "The museum opened in 1901 and holds paintings and old maps. " * 3,
+        "Cats sleep a lot.",
+        "The museum opened in 1901 and holds paintings and old maps. " * 3,
+        "Rain is wet.",
+    ],
     histories=[["User: When did it open?"], "User: Do cats sleep?", ["User: hi", "User: What does it hold?"], []],
     responses=["It opened in 1901.", "No, cats never sleep.", "Paintings and old maps.", "Yes."],
 )
@@ -23,7 +27,7 @@ EXAMPLES = dict(
 @torch.no_grad()
 def _full_logprobs(model, context, target) -> torch.Tensor:
     ids = torch.tensor([list(context) + list(target)])
-    return torch.log_softmax(model(input_ids=ids, use_cache=False).logits[0].double(), -1)[len(context) - 1:-1]
+    return torch.log_softmax(model(input_ids=ids, use_cache=False).logits[0].double(), -1)[len(context) - 1 : -1]
 
 
 def _reference_evidence(model, tokenizer, document, history, response) -> dict:
@@ -41,10 +45,13 @@ def _reference_evidence(model, tokenizer, document, history, response) -> dict:
     js = 0.5 * (p * (p / m).log()).sum(-1) + 0.5 * (q * (q / m).log()).sum(-1)
     best = top[:, 0]
     targets = torch.tensor(target)
-    return {"token_pmi": (doc[rows, targets] - hist[rows, targets]).tolist(), "token_js": js.tolist(),
-            "token_prefers_other": (best != targets).int().tolist(),
-            "token_top_margin": (doc[rows, best] - doc[rows, targets]).tolist(),
-            "token_top_raise": (doc[rows, best] - hist[rows, best]).tolist()}
+    return {
+        "token_pmi": (doc[rows, targets] - hist[rows, targets]).tolist(),
+        "token_js": js.tolist(),
+        "token_prefers_other": (best != targets).int().tolist(),
+        "token_top_margin": (doc[rows, best] - doc[rows, targets]).tolist(),
+        "token_top_raise": (doc[rows, best] - hist[rows, best]).tolist(),
+    }
 
 
 @pytest.mark.parametrize("batch_size", [1, 3])
@@ -69,8 +76,9 @@ def test_scorer_refuses_extra_ids_of_the_wrong_shape(tiny_gpt2):
 def _assert_evidence_matches_reference(model, tokenizer, batch_size):
     rows = PMIFaith(model=model, tokenizer=tokenizer, evidence=True, batch_size=batch_size).compute_rows(**EXAMPLES)
     for i, row in enumerate(rows):
-        expected = _reference_evidence(model, tokenizer, EXAMPLES["documents"][i], EXAMPLES["histories"][i],
-                                       EXAMPLES["responses"][i])
+        expected = _reference_evidence(
+            model, tokenizer, EXAMPLES["documents"][i], EXAMPLES["histories"][i], EXAMPLES["responses"][i]
+        )
         for key, values in expected.items():
             assert row[key] == pytest.approx(values, abs=1e-4), (i, key)
         assert row.keys() >= set(AGGREGATE_KEYS)
@@ -96,8 +104,13 @@ def test_evidence_leaves_the_scores_unchanged(tiny_gpt2, gpt2_tokenizer):
 
 def test_aggregates_by_their_definitions():
     pmi, js = [2.0, -3.0, 0.5, -0.5], [0.1, 0.4, 0.0, 0.2]
-    got = aggregates(pmi, js, token_prefers_other=[0, 1, 1, 0], token_top_margin=[0.0, 2.0, 0.3, 0.0],
-                     token_top_raise=[0.5, 1.5, -1.0, 4.0])
+    got = aggregates(
+        pmi,
+        js,
+        token_prefers_other=[0, 1, 1, 0],
+        token_top_margin=[0.0, 2.0, 0.3, 0.0],
+        token_top_raise=[0.5, 1.5, -1.0, 4.0],
+    )
     assert got["pmi_min"] == -3.0
     assert got["pmi_softmin"] == pytest.approx(-math.log(np.mean(np.exp([-2.0, 3.0, -0.5, 0.5]))))
     assert got["negative_pmi_share"] == 0.25 and NEGATIVE_PMI == -1.0

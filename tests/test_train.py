@@ -127,8 +127,11 @@ def test_tiny_bart_learns_logs_and_its_best_checkpoint_decodes_with_pmi_decode(t
     metadata = yaml.safe_load(front)
     assert metadata["library_name"] == "transformers" and "base_model" not in metadata  # a random init
     (result,) = metadata["model-index"][0]["results"]
-    assert result["dataset"] == {"name": "tests/data/train/tiny_dev.jsonl", "type": "tests/data/train/tiny_dev.jsonl",
-                                 "split": "all"}
+    assert result["dataset"] == {
+        "name": "tests/data/train/tiny_dev.jsonl",
+        "type": "tests/data/train/tiny_dev.jsonl",
+        "split": "all",
+    }
     assert {m["type"]: m["value"] for m in result["metrics"]} == pytest.approx(summary["dev_metrics"])
     assert f"at step {best_step}:\n- dev_loss: {summary['dev_metrics']['dev_loss']:.4f}\n" in body
     assert "generate(model, tokenizer" in body and "strategy={'name': 'pmi', 'alpha': 0.25, 'top_p': 0.6}" in body
@@ -137,12 +140,20 @@ def test_tiny_bart_learns_logs_and_its_best_checkpoint_decodes_with_pmi_decode(t
     assert "### Training results" in body and "pmi_a0.25_p0.6/mean_token_f1" in body
     generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
     assert len(generations) == 3 * 2 * 4  # evaluations x decoders x generate_rows
-    assert {(g["step"], g["decoder"]) for g in generations} == {(s, d) for s in dev for d in ("plain", "pmi_a0.25_p0.6")}
+    assert {(g["step"], g["decoder"]) for g in generations} == {
+        (s, d) for s in dev for d in ("plain", "pmi_a0.25_p0.6")
+    }
 
     model, tokenizer = models.load(summary["checkpoint"], kind="seq2seq")
     rows = load_rows(config.data, "dev")[:2]
-    responses = generate(model, tokenizer, [r.document for r in rows], [r.history for r in rows],
-                         {"name": "pmi", "alpha": 0.5, "top_p": 0.9}, max_new_tokens=6)
+    responses = generate(
+        model,
+        tokenizer,
+        [r.document for r in rows],
+        [r.history for r in rows],
+        {"name": "pmi", "alpha": 0.5, "top_p": 0.9},
+        max_new_tokens=6,
+    )
     assert len(responses) == 2 and all(isinstance(text, str) for text in responses)
     saved = load_file(str(Path(summary["checkpoint"]) / "model.safetensors"))
     assert all(torch.equal(saved[name], tensor) for name, tensor in model.state_dict().items() if name in saved)
@@ -152,12 +163,30 @@ def test_tiny_bart_learns_logs_and_its_best_checkpoint_decodes_with_pmi_decode(t
 @pytest.mark.slow  # a real training run
 def test_interrupted_run_resumes_to_the_same_parameters_as_an_uninterrupted_one(tmp_path, monkeypatch):
     """Dropout is on, so the restored RNG matters as much as the data order, optimizer and schedule."""
-    config_file = write_config(tmp_path, TINY_GPT2, model={
-        "init": "random", "tokenizer": "gpt2-bpe",
-        "config": {"model_type": "gpt2", "n_layer": 2, "n_head": 2, "n_embd": 32, "n_positions": 256,
-                   "resid_pdrop": 0.1, "embd_pdrop": 0.1, "attn_pdrop": 0.1}})
-    overrides = {"training.max_steps": 6, "training.save_steps": 2, "evaluation.eval_steps": 3,
-                 "evaluation.generate_rows": 0}
+    config_file = write_config(
+        tmp_path,
+        TINY_GPT2,
+        model={
+            "init": "random",
+            "tokenizer": "gpt2-bpe",
+            "config": {
+                "model_type": "gpt2",
+                "n_layer": 2,
+                "n_head": 2,
+                "n_embd": 32,
+                "n_positions": 256,
+                "resid_pdrop": 0.1,
+                "embd_pdrop": 0.1,
+                "attn_pdrop": 0.1,
+            },
+        },
+    )
+    overrides = {
+        "training.max_steps": 6,
+        "training.save_steps": 2,
+        "evaluation.eval_steps": 3,
+        "evaluation.generate_rows": 0,
+    }
     config = load_config(config_file, overrides)
     whole = train(config, tmp_path / "whole")
 
@@ -180,8 +209,9 @@ def test_interrupted_run_resumes_to_the_same_parameters_as_an_uninterrupted_one(
         assert logged_split[key] == pytest.approx(logged_whole[key], abs=1e-6)
 
     model, tokenizer = models.load(resumed["last_checkpoint"])  # an ordinary causal LM folder
-    responses = generate(model, tokenizer, ["The kite is green."], [["What colour is the kite?"]],
-                         "pmi", max_new_tokens=5)
+    responses = generate(
+        model, tokenizer, ["The kite is green."], [["What colour is the kite?"]], "pmi", max_new_tokens=5
+    )
     assert len(responses) == 1 and isinstance(responses[0], str)
 
 
@@ -208,8 +238,13 @@ def test_resuming_never_unpickles_code_from_the_run_folder(tmp_path, capsys):
     argv = ["train", "--config", TINY_GPT2, "--output-dir", out, "--max-steps", "1", "--generate-rows", "0"]
     assert run_main(*argv) == 0
     state = out / "state"
-    assert sorted(p.name for p in state.iterdir()) == ["model.safetensors", "optimizer.bin", "random_states_0.pkl",
-                                                     "run_state.json", "scheduler.bin"]
+    assert sorted(p.name for p in state.iterdir()) == [
+        "model.safetensors",
+        "optimizer.bin",
+        "random_states_0.pkl",
+        "run_state.json",
+        "scheduler.bin",
+    ]
     capsys.readouterr()
 
     def refused(start: str) -> None:
@@ -220,14 +255,18 @@ def test_resuming_never_unpickles_code_from_the_run_folder(tmp_path, capsys):
         assert not marker.exists()
 
     (state / "custom_checkpoint_0.pkl").write_bytes(pickle.dumps(_Marker(marker), protocol=2))
-    refused(f"{state / 'custom_checkpoint_0.pkl'} is a pickle, which can run code when it is read, and faithkit "
-            f"does not read it (its own state is run_state.json)")
+    refused(
+        f"{state / 'custom_checkpoint_0.pkl'} is a pickle, which can run code when it is read, and faithkit "
+        f"does not read it (its own state is run_state.json)"
+    )
     (state / "custom_checkpoint_0.pkl").unlink()
     for name in ("random_states_0.pkl", "optimizer.bin"):
         shutil.copy(state / name, tmp_path / name)
         (state / name).write_bytes(pickle.dumps(_Marker(marker), protocol=2))
-        refused(f"{state / name} holds objects other than tensors and plain values, which could run code when read, "
-                f"so faithkit does not load it (torch's safe loader: ")
+        refused(
+            f"{state / name} holds objects other than tensors and plain values, which could run code when read, "
+            f"so faithkit does not load it (torch's safe loader: "
+        )
         shutil.copy(tmp_path / name, state / name)
     assert run_main(*argv, "--resume") == 0 and not marker.exists()
 
@@ -250,8 +289,10 @@ class ScriptedMetric:
 def test_best_checkpoint_by_a_dev_metric_and_early_stopping(tmp_path, monkeypatch):
     metric = ScriptedMetric([0.1, 0.5, 0.4, 0.3, 0.9])
     monkeypatch.setattr(loop, "load_hook_metrics", lambda evaluation: {"scripted": metric})
-    config = load_config(TINY_GPT2, {"evaluation.eval_steps": 2, "evaluation.best_metric": "pmi_a0.25_p0.6/mean_score",
-                                     "training.patience": 2})
+    config = load_config(
+        TINY_GPT2,
+        {"evaluation.eval_steps": 2, "evaluation.best_metric": "pmi_a0.25_p0.6/mean_score", "training.patience": 2},
+    )
     summary = train(config, tmp_path / "run")
 
     assert summary["steps"] == 6  # evaluations at 0, 2 (best), 4 and 6 (worse twice): stopped early
@@ -262,15 +303,31 @@ def test_best_checkpoint_by_a_dev_metric_and_early_stopping(tmp_path, monkeypatc
     dev = load_rows(config.data, "dev")[:4]
     assert metric.calls[0]["references"] == [row.response for row in dev]
     generations = [json.loads(line) for line in (tmp_path / "run" / "generations.jsonl").read_text().splitlines()]
-    assert metric.calls[1]["responses"] == [g["response"] for g in generations
-                                            if g["step"] == 0 and g["decoder"] == "pmi_a0.25_p0.6"]
+    assert metric.calls[1]["responses"] == [
+        g["response"] for g in generations if g["step"] == 0 and g["decoder"] == "pmi_a0.25_p0.6"
+    ]
     assert train(config, tmp_path / "run", resume=True)["steps"] == 6  # a stopped run stays stopped
 
 
 # ---- config and its errors ------------------------------------------------------------------------------
 def test_flags_override_the_file():
-    args = parse(["--config", str(TINY_GPT2), "--learning-rate", "1e-4", "--max-steps", "10",
-                  "--metrics", "lexical", "pmi-faith", "--eval-at-start", "false", "--patience", "none"])
+    args = parse(
+        [
+            "--config",
+            str(TINY_GPT2),
+            "--learning-rate",
+            "1e-4",
+            "--max-steps",
+            "10",
+            "--metrics",
+            "lexical",
+            "pmi-faith",
+            "--eval-at-start",
+            "false",
+            "--patience",
+            "none",
+        ]
+    )
     config = load_config(args.config, overrides_from_args(args))
     assert config.training.learning_rate == 1e-4 and config.training.max_steps == 10
     assert config.evaluation.metrics == ["lexical", "pmi-faith"] and config.evaluation.eval_at_start is False
@@ -281,21 +338,43 @@ def test_flags_override_the_file():
 
 
 def test_strategies_flag_takes_names_parameters_and_mappings():
-    args = parse(["--config", str(TINY_GPT2), "--strategies", "plain", "cad:alpha=1", "pmi:alpha=0.5,top_p=0.9",
-                  "{name: adacad}"])
+    args = parse(
+        [
+            "--config",
+            str(TINY_GPT2),
+            "--strategies",
+            "plain",
+            "cad:alpha=1",
+            "pmi:alpha=0.5,top_p=0.9",
+            "{name: adacad}",
+        ]
+    )
     config = load_config(args.config, overrides_from_args(args))
     assert evaluation_decoders(config.evaluation) == {
-        "plain": Plain(), "cad_a1": CAD(1.0), "pmi_a0.5_p0.9": PMI(0.5, 0.9), "adacad": AdaCAD()}
+        "plain": Plain(),
+        "cad_a1": CAD(1.0),
+        "pmi_a0.5_p0.9": PMI(0.5, 0.9),
+        "adacad": AdaCAD(),
+    }
 
 
-@pytest.mark.parametrize("value, message", [
-    ("cad:alph=1", "argument --strategies: cad:alph=1: cad: unknown key 'alph'; did you mean 'alpha'?"),
-    ("cad:alpha=2,top_p=1", "argument --strategies: cad:alpha=2,top_p=1: cad: unknown key 'top_p'; its keys are alpha"),
-    ("pmi:alpha=2", "argument --strategies: pmi:alpha=2: pmi: --alpha 2 is out of range: use a value in [0, 1] "
-     "(0 = plain decoding, 1 = rank by PMI alone)"),
-    ("cad:alpha", "argument --strategies: cad:alpha: 'alpha' is no PARAMETER=VALUE; write e.g. cad:alpha=1"),
-    ("{name: cad", "argument --strategies: {name: cad: not a mapping; write {name: cad, alpha: 1}, or cad:alpha=1"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("cad:alph=1", "argument --strategies: cad:alph=1: cad: unknown key 'alph'; did you mean 'alpha'?"),
+        (
+            "cad:alpha=2,top_p=1",
+            "argument --strategies: cad:alpha=2,top_p=1: cad: unknown key 'top_p'; its keys are alpha",
+        ),
+        (
+            "pmi:alpha=2",
+            "argument --strategies: pmi:alpha=2: pmi: --alpha 2 is out of range: use a value in [0, 1] "
+            "(0 = plain decoding, 1 = rank by PMI alone)",
+        ),
+        ("cad:alpha", "argument --strategies: cad:alpha: 'alpha' is no PARAMETER=VALUE; write e.g. cad:alpha=1"),
+        ("{name: cad", "argument --strategies: {name: cad: not a mapping; write {name: cad, alpha: 1}, or cad:alpha=1"),
+    ],
+)
 def test_strategies_flag_mistakes_name_the_flag_not_the_file(value, message, capsys):
     from faithkit.cli import main
 
@@ -308,8 +387,27 @@ def test_strategies_flag_mistakes_name_the_flag_not_the_file(value, message, cap
 def test_train_from_the_command_line_logs_each_flag_strategy_under_its_label(tmp_path, capsys):
     from faithkit.cli import main
 
-    assert main(["train", "--config", str(TINY_GPT2), "--output-dir", str(tmp_path / "run"), "--max-steps", "1",
-                 "--eval-steps", "1", "--generate-rows", "2", "--strategies", "plain", "cad:alpha=1"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--config",
+                str(TINY_GPT2),
+                "--output-dir",
+                str(tmp_path / "run"),
+                "--max-steps",
+                "1",
+                "--eval-steps",
+                "1",
+                "--generate-rows",
+                "2",
+                "--strategies",
+                "plain",
+                "cad:alpha=1",
+            ]
+        )
+        == 0
+    )
     logged = metrics_csv(tmp_path / "run")
     assert {key.partition("/")[0] for key in logged if "/" in key} == {"plain", "cad_a1"}
     assert sorted(logged["cad_a1/mean_token_f1"]) == [0, 1]
@@ -327,26 +425,44 @@ def test_train_from_the_command_line_logs_each_flag_strategy_under_its_label(tmp
                 assert shown == "", key
 
 
-@pytest.mark.parametrize("sections, message", [
-    ({"training": {"learnig_rate": 1e-4}}, "unknown key 'training.learnig_rate'; did you mean 'training.learning_rate'"),
-    ({"training": {"batch_size": "eight"}}, "training.batch_size must be an integer, got 'eight'"),
-    ({"optimizer": {"name": "adam"}}, "unknown key 'optimizer'"),
-    ({"model": {"dtype": "half"}}, "model.dtype must be one of auto, float32, bfloat16, float16, got 'half'"),
-    ({"model": {"dtype": "auto"}}, "model.dtype: auto means the checkpoint's dtype, and model.init: random has none"),
-    ({"data": {"corpus": "topicalchat"}}, "exactly one of data.corpus"),
-    ({"evaluation": {"best_metric": "beam/mean_pmi"}}, "evaluation.best_metric must be dev_loss or DECODER/KEY"),
-    ({"evaluation": {"strategies": ["plain", {"name": "pmi", "alpha": 2}]}},
-     "evaluation.strategies[1]: pmi: --alpha 2 is out of range: use a value in [0, 1] "
-     "(0 = plain decoding, 1 = rank by PMI alone)"),
-    ({"evaluation": {"strategies": [{"name": "beam"}]}}, "unknown strategy 'beam'; choose one of plain, pmi, cad"),
-    ({"evaluation": {"strategies": ["cad", {"name": "cad", "alpha": 0.5}]}}, "lists a strategy twice"),
-    ({"evaluation": {"alpha": 0.5}}, "evaluation.alpha are now parameters of a strategy: write evaluation.strategies"),
-    ({"evaluation": {"max_new_tokens": 0}},
-     "evaluation.max_new_tokens: --max-new-tokens 0 is out of range: use a value of at least 1"),
-    ({"evaluation": {"metrics": ["rouge"]}}, "evaluation.metrics: unknown metric 'rouge'; choose one of pmi-faith"),
-    ({"evaluation": {"metrics": ["pmi-faith"], "metric_options": {"pmi-faith": {"modle": "gemma3-270m"}}}},
-     "evaluation.metrics: metric 'pmi-faith' takes no option modle; its options are model, batch_size"),
-])
+@pytest.mark.parametrize(
+    "sections, message",
+    [
+        (
+            {"training": {"learnig_rate": 1e-4}},
+            "unknown key 'training.learnig_rate'; did you mean 'training.learning_rate'",
+        ),
+        ({"training": {"batch_size": "eight"}}, "training.batch_size must be an integer, got 'eight'"),
+        ({"optimizer": {"name": "adam"}}, "unknown key 'optimizer'"),
+        ({"model": {"dtype": "half"}}, "model.dtype must be one of auto, float32, bfloat16, float16, got 'half'"),
+        (
+            {"model": {"dtype": "auto"}},
+            "model.dtype: auto means the checkpoint's dtype, and model.init: random has none",
+        ),
+        ({"data": {"corpus": "topicalchat"}}, "exactly one of data.corpus"),
+        ({"evaluation": {"best_metric": "beam/mean_pmi"}}, "evaluation.best_metric must be dev_loss or DECODER/KEY"),
+        (
+            {"evaluation": {"strategies": ["plain", {"name": "pmi", "alpha": 2}]}},
+            "evaluation.strategies[1]: pmi: --alpha 2 is out of range: use a value in [0, 1] "
+            "(0 = plain decoding, 1 = rank by PMI alone)",
+        ),
+        ({"evaluation": {"strategies": [{"name": "beam"}]}}, "unknown strategy 'beam'; choose one of plain, pmi, cad"),
+        ({"evaluation": {"strategies": ["cad", {"name": "cad", "alpha": 0.5}]}}, "lists a strategy twice"),
+        (
+            {"evaluation": {"alpha": 0.5}},
+            "evaluation.alpha are now parameters of a strategy: write evaluation.strategies",
+        ),
+        (
+            {"evaluation": {"max_new_tokens": 0}},
+            "evaluation.max_new_tokens: --max-new-tokens 0 is out of range: use a value of at least 1",
+        ),
+        ({"evaluation": {"metrics": ["rouge"]}}, "evaluation.metrics: unknown metric 'rouge'; choose one of pmi-faith"),
+        (
+            {"evaluation": {"metrics": ["pmi-faith"], "metric_options": {"pmi-faith": {"modle": "gemma3-270m"}}}},
+            "evaluation.metrics: metric 'pmi-faith' takes no option modle; its options are model, batch_size",
+        ),
+    ],
+)
 def test_bad_config_names_the_key(tmp_path, sections, message):
     with pytest.raises(ConfigError, match=re.escape(message)):
         load_config(write_config(tmp_path, TINY_GPT2, **sections))
@@ -369,34 +485,47 @@ def test_hook_strategies_default_to_plain_and_pmi_decode_at_its_defaults(tmp_pat
 def test_the_card_table_keys_cells_by_column_when_a_step_lacks_a_metric():
     from faithkit.train.card import model_card
 
-    evaluations = [{"step": 0, "dev_loss": 9.5, "plain/knowledge_precision": 0.25, "plain/mean_token_f1": 0.125},
-                   {"step": 3, "dev_loss": 8.25, "plain/mean_token_f1": 0.0625, "plain/corpus_bleu": 4.0655},
-                   {"step": 6, "dev_loss": 7.5, "plain/knowledge_precision": 0.5, "plain/mean_token_f1": 0.25}]
+    evaluations = [
+        {"step": 0, "dev_loss": 9.5, "plain/knowledge_precision": 0.25, "plain/mean_token_f1": 0.125},
+        {"step": 3, "dev_loss": 8.25, "plain/mean_token_f1": 0.0625, "plain/corpus_bleu": 4.0655},
+        {"step": 6, "dev_loss": 7.5, "plain/knowledge_precision": 0.5, "plain/mean_token_f1": 0.25},
+    ]
     card = model_card(load_config(TINY_GPT2), "tiny", 6, {"dev_loss": 7.5}, evaluations)
     table = card.split("### Training results\n\n")[1].split("\n\n")[0].splitlines()
     cells = [[cell.strip() for cell in line.strip("|").split("|")] for line in table]
     header, rows = cells[0], [dict(zip(cells[0], row)) for row in cells[2:]]
     assert header == ["Step", "dev_loss", "plain/knowledge_precision", "plain/mean_token_f1", "plain/corpus_bleu"]
     assert all(len(row) == len(header) for row in cells)
-    assert rows[1] == {"Step": "3", "dev_loss": "8.25", "plain/knowledge_precision": "", "plain/mean_token_f1": "0.0625",
-                       "plain/corpus_bleu": "4.0655"}  # no knowledge precision at step 3: an empty cell, not a shift
+    assert rows[1] == {
+        "Step": "3",
+        "dev_loss": "8.25",
+        "plain/knowledge_precision": "",
+        "plain/mean_token_f1": "0.0625",
+        "plain/corpus_bleu": "4.0655",
+    }  # no knowledge precision at step 3: an empty cell, not a shift
     assert rows[0]["plain/corpus_bleu"] == rows[2]["plain/corpus_bleu"] == ""
 
 
 @pytest.fixture
 def no_model(monkeypatch):
     """Fails the test if training gets as far as loading a model."""
+
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded before the configuration error was raised")
 
     monkeypatch.setattr(loop, "build_model", refuse)
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"corpus": "nosuch", "train_file": None, "dev_file": None}, "unknown corpus 'nosuch'"),
-    ({"corpus": "topicalchat", "train_split": "nosplit", "train_file": None, "dev_file": None},
-     "topicalchat has no split 'nosplit'"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"corpus": "nosuch", "train_file": None, "dev_file": None}, "unknown corpus 'nosuch'"),
+        (
+            {"corpus": "topicalchat", "train_split": "nosplit", "train_file": None, "dev_file": None},
+            "topicalchat has no split 'nosplit'",
+        ),
+    ],
+)
 def test_unknown_corpus_or_split_fails_before_any_model_loads(tmp_path, no_model, data, message):
     config = load_config(write_config(tmp_path, TINY_GPT2, data=data))
     with pytest.raises(ConfigError, match=message):
@@ -409,9 +538,11 @@ def test_a_rows_file_without_a_response_column_names_what_to_rename(tmp_path, no
     config = load_config(write_config(tmp_path, TINY_GPT2, data={"dev_file": str(dev)}))
     with pytest.raises(InputError) as error:
         train(config, tmp_path / "run")
-    assert str(error.value).endswith("no column for 'response'; looked for ['response', 'generated_response', "
-                                     "'prediction', 'hypothesis'] among ['id', 'knowledge', 'answer']. "
-                                     "Rename that column to one of those names.")
+    assert str(error.value).endswith(
+        "no column for 'response'; looked for ['response', 'generated_response', "
+        "'prediction', 'hypothesis'] among ['id', 'knowledge', 'answer']. "
+        "Rename that column to one of those names."
+    )
 
 
 def test_output_folder_and_resume_errors_come_before_any_model_loads(tmp_path, no_model):
@@ -437,15 +568,20 @@ def test_resuming_after_the_dev_file_was_edited_is_refused_naming_it(tmp_path, m
     """Else the earlier steps' generations.jsonl and metrics, made on the old rows, would sit beside new ones."""
     dev = tmp_path / "dev.jsonl"
     dev.write_text((REPO / "tests/data/train/tiny_dev.jsonl").read_text())
-    config = load_config(write_config(tmp_path, TINY_GPT2, data={"dev_file": str(dev)}),
-                         {"training.max_steps": 4, "evaluation.eval_steps": 2, "evaluation.generate_rows": 2})
+    config = load_config(
+        write_config(tmp_path, TINY_GPT2, data={"dev_file": str(dev)}),
+        {"training.max_steps": 4, "evaluation.eval_steps": 2, "evaluation.generate_rows": 2},
+    )
     interrupted_at_step(monkeypatch, 3, lambda: train(config, tmp_path / "run"))  # saved after step 2
     generations = (tmp_path / "run" / "generations.jsonl").read_bytes()
     first = json.loads(dev.read_text().splitlines()[0])
     dev.write_text(dev.read_text().replace(first["response"], "Something else entirely.", 1))
 
-    with pytest.raises(OutputError, match=r"holds a different run \(the dev rows' content changed since that run "
-                                          r"started \(an edited file\?\)\)"):
+    with pytest.raises(
+        OutputError,
+        match=r"holds a different run \(the dev rows' content changed since that run "
+        r"started \(an edited file\?\)\)",
+    ):
         train(config, tmp_path / "run", resume=True)
     assert (tmp_path / "run" / "generations.jsonl").read_bytes() == generations  # untouched
     dev.write_text((REPO / "tests/data/train/tiny_dev.jsonl").read_text())
@@ -453,8 +589,15 @@ def test_resuming_after_the_dev_file_was_edited_is_refused_naming_it(tmp_path, m
 
 
 def test_a_model_that_cannot_be_loaded_names_the_fix(tmp_path):
-    config = load_config(TINY_GPT2, {"model.name": "no-such-org/no-such-model", "model.init": "pretrained",
-                                     "model.tokenizer": None, "model.config": {}})
+    config = load_config(
+        TINY_GPT2,
+        {
+            "model.name": "no-such-org/no-such-model",
+            "model.init": "pretrained",
+            "model.tokenizer": None,
+            "model.config": {},
+        },
+    )
     with pytest.raises(ModelNotAvailableError, match="no-such-org/no-such-model"):
         train(config, tmp_path / "run")
 
@@ -466,19 +609,25 @@ def test_train_script_prints_one_error_line_and_exits_2(tmp_path, capsys, monkey
         runpy.run_path(str(REPO / "train.py"), run_name="__main__")
     assert exit_status.value.code == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"error: {bad}: training.warmup_ratio must be in [0, 1), got 1.5"]
+        f"error: {bad}: training.warmup_ratio must be in [0, 1), got 1.5"
+    ]
     assert not (tmp_path / "run").exists()
 
 
 # ---- memory options ---------------------------------------------------------------------------------------
 @pytest.mark.slow  # real training runs
 def test_activation_checkpointing_gives_the_same_losses_to_the_last_digit(tmp_path):
-    overrides = {"training.max_steps": 4, "evaluation.eval_steps": 2, "evaluation.generate_rows": 0,
-                 "evaluation.log_with": []}
+    overrides = {
+        "training.max_steps": 4,
+        "evaluation.eval_steps": 2,
+        "evaluation.generate_rows": 0,
+        "evaluation.log_with": [],
+    }
     with training_in_this_process():  # accelerate's singletons fresh for the second run
         kept = train(load_config(TINY_GPT2, overrides), tmp_path / "kept")
-    recomputed = train(load_config(TINY_GPT2, {**overrides, "training.activation_checkpointing": True}),
-                       tmp_path / "recomputed")
+    recomputed = train(
+        load_config(TINY_GPT2, {**overrides, "training.activation_checkpointing": True}), tmp_path / "recomputed"
+    )
     assert (tmp_path / "kept" / "metrics.csv").read_text() == (tmp_path / "recomputed" / "metrics.csv").read_text()
     assert kept["train_loss_last"] == recomputed["train_loss_last"] < kept["train_loss_first"]
 
@@ -493,8 +642,10 @@ def test_hooks_ask_pmi_faith_for_its_two_views_unless_told_otherwise(monkeypatch
     load_hook_metrics(config.evaluation)
     config.evaluation.metric_options = {"pmi-faith": {"model": "gemma3-270m", "unconditional": True}}
     load_hook_metrics(config.evaluation)
-    assert asked == [{"pmi-faith": {"unconditional": False}, "lexical": {}},
-                     {"pmi-faith": {"model": "gemma3-270m", "unconditional": True}, "lexical": {}}]
+    assert asked == [
+        {"pmi-faith": {"unconditional": False}, "lexical": {}},
+        {"pmi-faith": {"model": "gemma3-270m", "unconditional": True}, "lexical": {}},
+    ]
 
 
 @pytest.mark.slow  # a real training run
@@ -508,12 +659,25 @@ def test_training_onto_a_full_disk_is_one_line(tmp_path, capsys):
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(small)], capture_output=True).returncode:
         pytest.skip("cannot mount a tmpfs here")
     try:
-        code = run_main("-q", "train", "--config", TINY_GPT2, "--output-dir", small / "run", "--max-steps", "1",
-                        "--generate-rows", "0")
+        code = run_main(
+            "-q",
+            "train",
+            "--config",
+            TINY_GPT2,
+            "--output-dir",
+            small / "run",
+            "--max-steps",
+            "1",
+            "--generate-rows",
+            "0",
+        )
     finally:
         subprocess.run(["umount", "-l", str(small)], check=True)
     err = capsys.readouterr().err.strip().splitlines()  # transformers' progress bars, then faithkit's line
     errors = [line for line in err if line.startswith("error:")]
     assert code == 2 and errors == err[-1:] and "Traceback" not in "".join(err), err
-    assert errors[0].startswith(f"error: cannot write {small / 'run' / 'best.tmp'}: ") and "bytes free on its " \
-        "disk); " in errors[0] and errors[0].endswith("free space and rerun, with --resume if a state was saved")
+    assert (
+        errors[0].startswith(f"error: cannot write {small / 'run' / 'best.tmp'}: ")
+        and "bytes free on its disk); " in errors[0]
+        and errors[0].endswith("free space and rerun, with --resume if a state was saved")
+    )

@@ -10,8 +10,15 @@ from faithkit.data import Row
 from faithkit.prompts import DEFAULT_TEMPLATE
 from faithkit.train.data import IGNORE, encode_rows, load_rows
 
-ROWS = [Row(id=str(i), document=f"Document {i} says the tower is {300 + i} metres tall. " * (1 + 8 * (i == 2)),
-            history=["How tall is the tower?"], response=f"It is {300 + i} metres tall.") for i in range(4)]
+ROWS = [
+    Row(
+        id=str(i),
+        document=f"Document {i} says the tower is {300 + i} metres tall. " * (1 + 8 * (i == 2)),
+        history=["How tall is the tower?"],
+        response=f"It is {300 + i} metres tall.",
+    )
+    for i in range(4)
+]
 
 
 @pytest.fixture()
@@ -21,8 +28,9 @@ def cache(tmp_path, monkeypatch):
 
 
 def test_ids_are_the_views_of_the_prompt_template(gpt2_tokenizer, cache):
-    encoded, stats = encode_rows(ROWS, gpt2_tokenizer, DEFAULT_TEMPLATE, seq2seq=False, max_length=48,
-                                 max_response_length=16)
+    encoded, stats = encode_rows(
+        ROWS, gpt2_tokenizer, DEFAULT_TEMPLATE, seq2seq=False, max_length=48, max_response_length=16
+    )
     eos = gpt2_tokenizer.eos_token_id
     for row, example in zip(ROWS, encoded):
         response = DEFAULT_TEMPLATE.response_ids(gpt2_tokenizer, row.response) + [eos]
@@ -44,7 +52,6 @@ def test_a_second_run_reads_the_cache_and_other_settings_tokenize_again(gpt2_tok
         encode_rows(ROWS, max_length=40, **settings)
         encode_rows(ROWS[:3], max_length=48, **settings)
     assert not caplog.messages and len(list(cache.glob("*.arrow"))) == 3
-
 
 
 def test_training_rows_from_parquet_and_a_saved_dataset_dict_are_the_jsonl_rows(tmp_path):

@@ -41,8 +41,13 @@ HEAP = textwrap.dedent("""
 
 def freed_mib(mode: str, **env) -> list[int]:
     """MiB the 400 MiB freed took off the resident set at once, and after release_memory()."""
-    run = subprocess.run([sys.executable, "-c", HEAP, mode, memory.__file__], capture_output=True, text=True, check=True,
-                         env={**os.environ, **env})
+    run = subprocess.run(
+        [sys.executable, "-c", HEAP, mode, memory.__file__],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, **env},
+    )
     return [int(value) for value in run.stdout.split()]
 
 

@@ -12,5 +12,15 @@
 from .report import read_annotations, summarize, write_report
 from .task import ANSWERS, DIMENSIONS, System, build_task, read_key, sweep_cells, sweep_system
 
-__all__ = ["ANSWERS", "DIMENSIONS", "System", "build_task", "read_annotations", "read_key", "summarize",
-           "sweep_cells", "sweep_system", "write_report"]
+__all__ = [
+    "ANSWERS",
+    "DIMENSIONS",
+    "System",
+    "build_task",
+    "read_annotations",
+    "read_key",
+    "summarize",
+    "sweep_cells",
+    "sweep_system",
+    "write_report",
+]

@@ -55,7 +55,7 @@ def _squared_differences(margins: np.ndarray, level: str) -> np.ndarray:
     cumulative = np.concatenate([[0.0], np.cumsum(margins)])
     low, high = np.minimum.outer(categories, categories), np.maximum.outer(categories, categories)
     between = cumulative[high + 1] - cumulative[low] - (margins[low] + margins[high]) / 2
-    return between ** 2
+    return between**2
 
 
 def krippendorff_alpha(ratings, categories: int, level: str = "ordinal") -> float:
@@ -88,9 +88,9 @@ def fleiss_kappa(ratings, categories: int) -> float:
     if raters < 2 or not len(data):
         return math.nan
     counts = value_counts(data, categories)
-    observed = ((counts ** 2).sum(axis=1) - raters) / (raters * (raters - 1))
+    observed = ((counts**2).sum(axis=1) - raters) / (raters * (raters - 1))
     shares = counts.sum(axis=0) / counts.sum()
-    chance = float((shares ** 2).sum())
+    chance = float((shares**2).sum())
     if chance == 1:
         return math.nan
     return float((observed.mean() - chance) / (1 - chance))
@@ -98,5 +98,7 @@ def fleiss_kappa(ratings, categories: int) -> float:
 
 def agreement(ratings: Sequence[Sequence[float]], categories: int) -> dict:
     """Ordinal Krippendorff's alpha and Fleiss' kappa of one table of ratings."""
-    return {"krippendorff_alpha": krippendorff_alpha(ratings, categories, "ordinal"),
-            "fleiss_kappa": fleiss_kappa(ratings, categories)}
+    return {
+        "krippendorff_alpha": krippendorff_alpha(ratings, categories, "ordinal"),
+        "fleiss_kappa": fleiss_kappa(ratings, categories),
+    }

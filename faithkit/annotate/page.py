@@ -17,6 +17,7 @@ PLACEHOLDER = "/*TASK*/"
 def render_page(public: dict) -> str:
     """The page for ``public`` (a task's items, dimensions and answer scale, no system names)."""
     template = resources.files(__package__).joinpath("page.html").read_text(encoding="utf-8")
-    data = (json.dumps(public, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e")
-            .replace("&", "\\u0026"))
+    data = (
+        json.dumps(public, ensure_ascii=False).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    )
     return template.replace(PLACEHOLDER, data, 1)

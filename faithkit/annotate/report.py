@@ -65,8 +65,10 @@ def read_annotations(key: dict, paths: list[str | Path]) -> Annotations:
         annotator, answers = _read_export(path, key)
         earlier = seen.get(annotator.casefold())
         if earlier is not None:
-            raise InputError(f"{path} and {earlier} both come from annotator {annotator!r}; give one export per "
-                             "annotator (the latest export holds all of their answers)")
+            raise InputError(
+                f"{path} and {earlier} both come from annotator {annotator!r}; give one export per "
+                "annotator (the latest export holds all of their answers)"
+            )
         seen[annotator.casefold()] = path
         table = np.empty((len(items), len(SYSTEMS), len(dimensions)), dtype=int)
         for index, entry in enumerate(items):
@@ -80,11 +82,17 @@ def read_annotations(key: dict, paths: list[str | Path]) -> Annotations:
 
 
 def _read_export(path: Path, key: dict) -> tuple[str, dict]:
-    export = read_document(path, "faithkit-annotation-answers", "an answers export of a faithkit annotation page",
-                           "give the JSON files the annotators exported from the page")
+    export = read_document(
+        path,
+        "faithkit-annotation-answers",
+        "an answers export of a faithkit annotation page",
+        "give the JSON files the annotators exported from the page",
+    )
     if export.get("task") != key["task"]:
-        raise InputError(f"{path} answers another task ({export.get('task')}, this one is {key['task']}); give the "
-                         "exports of this task's page")
+        raise InputError(
+            f"{path} answers another task ({export.get('task')}, this one is {key['task']}); give the "
+            "exports of this task's page"
+        )
     annotator = str(export.get("annotator") or "").strip()
     if not annotator:
         raise InputError(f"{path} has no annotator name; enter it on the page and export again")
@@ -101,13 +109,17 @@ def _read_export(path: Path, key: dict) -> tuple[str, dict]:
                 if value is None:
                     open_questions.append((entry["item"], dimension, side))
                 elif value not in ANSWERS:
-                    raise InputError(f"{path}: item {entry['item']}, response {side + 1}: {dimension} is {value!r}, "
-                                     f"not one of {', '.join(ANSWERS)}")
+                    raise InputError(
+                        f"{path}: item {entry['item']}, response {side + 1}: {dimension} is {value!r}, "
+                        f"not one of {', '.join(ANSWERS)}"
+                    )
     if open_questions:
         missing = len(dict.fromkeys(item for item, _, _ in open_questions))
         item, dimension, side = open_questions[0]
-        raise InputError(f"{path}: {missing} of {len(key['items'])} items are not fully answered (first: item {item}, "
-                         f"{dimension} of response {side + 1}); finish them on the page and export again")
+        raise InputError(
+            f"{path}: {missing} of {len(key['items'])} items are not fully answered (first: item {item}, "
+            f"{dimension} of response {side + 1}); finish them on the page and export again"
+        )
     return annotator, answers
 
 
@@ -119,8 +131,7 @@ def _answer_counts(ratings: np.ndarray) -> np.ndarray:
 def _outcome_counts(levels: np.ndarray) -> np.ndarray:
     """Per item, how many annotators rated a higher, the same, lower than b: ``levels[annotator, item, system]``."""
     difference = levels[:, :, 0] - levels[:, :, 1]
-    return np.stack([(difference > 0).sum(axis=0), (difference == 0).sum(axis=0), (difference < 0).sum(axis=0)],
-                    axis=1)
+    return np.stack([(difference > 0).sum(axis=0), (difference == 0).sum(axis=0), (difference < 0).sum(axis=0)], axis=1)
 
 
 def _shares(counts: np.ndarray, names: tuple[str, ...], resamples: int, seed: int) -> dict:
@@ -129,6 +140,7 @@ def _shares(counts: np.ndarray, names: tuple[str, ...], resamples: int, seed: in
 
     row: dict[str, float | tuple[float, float]] = {}
     for column, name in enumerate(names):
+
         def share(sums, column=column):
             return sums[column] / sums.sum()
 
@@ -157,34 +169,77 @@ def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) ->
     shares, wins, agreements = [], [], []
     for column, dimension in enumerate(DIMENSIONS):
         for index, system in enumerate(SYSTEMS):
-            shares.append({"dimension": dimension, "system": system,
-                           **_shares(_answer_counts(ratings[:, :, index, column]), ANSWERS, resamples, seed)})
-        wins.append({"dimension": dimension,
-                     **_shares(_outcome_counts(levels[:, :, :, column]), ("a_wins", "ties", "b_wins"), resamples, seed),
-                     "sign_test": sign_test(levels[:, :, :, column])})
+            shares.append(
+                {
+                    "dimension": dimension,
+                    "system": system,
+                    **_shares(_answer_counts(ratings[:, :, index, column]), ANSWERS, resamples, seed),
+                }
+            )
+        wins.append(
+            {
+                "dimension": dimension,
+                **_shares(_outcome_counts(levels[:, :, :, column]), ("a_wins", "ties", "b_wins"), resamples, seed),
+                "sign_test": sign_test(levels[:, :, :, column]),
+            }
+        )
         units = ratings[:, :, :, column].reshape(len(ratings), -1).T  # (item, system) x annotator
-        agreements.append({"dimension": dimension, **(agreement(units, len(ANSWERS)) if len(ratings) > 1 else
-                                                      {"krippendorff_alpha": math.nan, "fleiss_kappa": math.nan})})
+        agreements.append(
+            {
+                "dimension": dimension,
+                **(
+                    agreement(units, len(ANSWERS))
+                    if len(ratings) > 1
+                    else {"krippendorff_alpha": math.nan, "fleiss_kappa": math.nan}
+                ),
+            }
+        )
 
     human = levels[:, :, :, list(DIMENSIONS).index("faithfulness")].mean(axis=0)  # item x system
     correlations = []
     for measure in MEASURES:
-        metric = np.array([[entry["scores"].get(system, {}).get(measure, math.nan) for system in SYSTEMS]
-                           for entry in annotations.key["items"]], dtype=float).ravel()
+        metric = np.array(
+            [
+                [entry["scores"].get(system, {}).get(measure, math.nan) for system in SYSTEMS]
+                for entry in annotations.key["items"]
+            ],
+            dtype=float,
+        ).ravel()
         known = np.isfinite(metric)
         if known.any():
             r = spearman(metric[known], human.ravel()[known]) if known.sum() >= 2 else math.nan
-            correlations.append({"measure": measure, "responses": int(known.sum()), "spearman": r,
-                                 "spearman_ci": correlation_interval(r, int(known.sum()))})
+            correlations.append(
+                {
+                    "measure": measure,
+                    "responses": int(known.sum()),
+                    "spearman": r,
+                    "spearman_ci": correlation_interval(r, int(known.sum())),
+                }
+            )
 
-    counts = [{"annotator": name, "file": str(path), "items": n_items,
-               **{dimension: [int(c) for c in np.bincount(ratings[number, :, :, column].ravel(),
-                                                         minlength=len(ANSWERS))]
-                  for column, dimension in enumerate(DIMENSIONS)}}
-              for number, (name, path) in enumerate(zip(annotations.annotators, annotations.files))]
-    return {"task": annotations.key["task"], "systems": annotations.systems, "items": n_items,
-            "annotators": counts, "shares": shares, "wins": wins, "agreement": agreements,
-            "correlations": correlations, "bootstrap": {"resamples": resamples, "seed": seed}}
+    counts = [
+        {
+            "annotator": name,
+            "file": str(path),
+            "items": n_items,
+            **{
+                dimension: [int(c) for c in np.bincount(ratings[number, :, :, column].ravel(), minlength=len(ANSWERS))]
+                for column, dimension in enumerate(DIMENSIONS)
+            },
+        }
+        for number, (name, path) in enumerate(zip(annotations.annotators, annotations.files))
+    ]
+    return {
+        "task": annotations.key["task"],
+        "systems": annotations.systems,
+        "items": n_items,
+        "annotators": counts,
+        "shares": shares,
+        "wins": wins,
+        "agreement": agreements,
+        "correlations": correlations,
+        "bootstrap": {"resamples": resamples, "seed": seed},
+    }
 
 
 def _number(value: float, digits: int = 3) -> str:
@@ -198,36 +253,63 @@ def _with_interval(value: float, ci: tuple[float, float]) -> str:
 def markdown(summary: dict) -> str:
     """The report as markdown tables."""
     names = summary["systems"]
-    lines = [f"## Human evaluation: a = {names['a']}, b = {names['b']}", "",
-             f"{summary['items']} items, {len(summary['annotators'])} annotators; intervals: 95% bootstrap over items "
-             f"({summary['bootstrap']['resamples']} draws); Spearman intervals: Fisher z (Bonett-Wright).", "",
-             "| dimension | system | Agree | Neutral | Disagree |", "|---|---|---|---|---|"]
+    lines = [
+        f"## Human evaluation: a = {names['a']}, b = {names['b']}",
+        "",
+        f"{summary['items']} items, {len(summary['annotators'])} annotators; intervals: 95% bootstrap over items "
+        f"({summary['bootstrap']['resamples']} draws); Spearman intervals: Fisher z (Bonett-Wright).",
+        "",
+        "| dimension | system | Agree | Neutral | Disagree |",
+        "|---|---|---|---|---|",
+    ]
     for row in summary["shares"]:
-        lines.append(f"| {row['dimension']} | {names[row['system']]} | "
-                     + " | ".join(_with_interval(row[a], row[f"{a}_ci"]) for a in ANSWERS) + " |")
-    lines += ["", f"| dimension | {names['a']} wins | tie | {names['b']} wins | sign test over items "
-                  f"({names['a']} better / worse / tied) |",
-              "|---|---|---|---|---|"]
+        lines.append(
+            f"| {row['dimension']} | {names[row['system']]} | "
+            + " | ".join(_with_interval(row[a], row[f"{a}_ci"]) for a in ANSWERS)
+            + " |"
+        )
+    lines += [
+        "",
+        f"| dimension | {names['a']} wins | tie | {names['b']} wins | sign test over items "
+        f"({names['a']} better / worse / tied) |",
+        "|---|---|---|---|---|",
+    ]
     for row in summary["wins"]:
         test = row["sign_test"]
-        lines.append(f"| {row['dimension']} | " + " | ".join(_with_interval(row[o], row[f"{o}_ci"])
-                                                           for o in ("a_wins", "ties", "b_wins"))
-                     + f" | {test['a_better']} / {test['b_better']} / {test['tied']}, p = {test['p']:.3g} |")
+        lines.append(
+            f"| {row['dimension']} | "
+            + " | ".join(_with_interval(row[o], row[f"{o}_ci"]) for o in ("a_wins", "ties", "b_wins"))
+            + f" | {test['a_better']} / {test['b_better']} / {test['tied']}, p = {test['p']:.3g} |"
+        )
     if len(summary["annotators"]) > 1:
         lines += ["", "| dimension | Krippendorff's alpha (ordinal) | Fleiss' kappa |", "|---|---|---|"]
-        lines += [f"| {row['dimension']} | {_number(row['krippendorff_alpha'])} | {_number(row['fleiss_kappa'])} |"
-                  for row in summary["agreement"]]
+        lines += [
+            f"| {row['dimension']} | {_number(row['krippendorff_alpha'])} | {_number(row['fleiss_kappa'])} |"
+            for row in summary["agreement"]
+        ]
     else:
-        lines += ["", "Agreement (Krippendorff's alpha, Fleiss' kappa) is not shown: it compares annotators, and "
-                      "there is one; give two or more annotators' exports to measure it."]
-    lines += ["", "| annotator | file | items | " + " | ".join(f"{d} A/N/D" for d in DIMENSIONS) + " |",
-              "|---|---|---|" + "---|" * len(DIMENSIONS)]
-    lines += [f"| {row['annotator']} | {row['file']} | {row['items']} | "
-              + " | ".join("/".join(map(str, row[d])) for d in DIMENSIONS) + " |" for row in summary["annotators"]]
+        lines += [
+            "",
+            "Agreement (Krippendorff's alpha, Fleiss' kappa) is not shown: it compares annotators, and "
+            "there is one; give two or more annotators' exports to measure it.",
+        ]
+    lines += [
+        "",
+        "| annotator | file | items | " + " | ".join(f"{d} A/N/D" for d in DIMENSIONS) + " |",
+        "|---|---|---|" + "---|" * len(DIMENSIONS),
+    ]
+    lines += [
+        f"| {row['annotator']} | {row['file']} | {row['items']} | "
+        + " | ".join("/".join(map(str, row[d])) for d in DIMENSIONS)
+        + " |"
+        for row in summary["annotators"]
+    ]
     if summary["correlations"]:
         lines += ["", "| human faithfulness vs | responses | Spearman [95%] |", "|---|---|---|"]
-        lines += [f"| {MEASURES[row['measure']]} | {row['responses']} | {_with_interval(row['spearman'], row['spearman_ci'])} |"
-                  for row in summary["correlations"]]
+        lines += [
+            f"| {MEASURES[row['measure']]} | {row['responses']} | {_with_interval(row['spearman'], row['spearman_ci'])} |"
+            for row in summary["correlations"]
+        ]
     return "\n".join(lines)
 
 
@@ -237,16 +319,31 @@ def csv_rows(summary: dict) -> list[dict]:
     rows = []
 
     def add(section, dimension, system, statistic, value, ci=(None, None)):
-        rows.append({"section": section, "dimension": dimension, "system": system, "statistic": statistic,
-                     "value": value, "ci_low": ci[0], "ci_high": ci[1]})
+        rows.append(
+            {
+                "section": section,
+                "dimension": dimension,
+                "system": system,
+                "statistic": statistic,
+                "value": value,
+                "ci_low": ci[0],
+                "ci_high": ci[1],
+            }
+        )
 
     for row in summary["shares"]:
         for answer in ANSWERS:
             add("shares", row["dimension"], names[row["system"]], answer, row[answer], row[f"{answer}_ci"])
     for row in summary["wins"]:
         for outcome, system in (("a_wins", names["a"]), ("ties", ""), ("b_wins", names["b"])):
-            add("wins", row["dimension"], system, "win_rate" if system else "tie_rate", row[outcome],
-                row[f"{outcome}_ci"])
+            add(
+                "wins",
+                row["dimension"],
+                system,
+                "win_rate" if system else "tie_rate",
+                row[outcome],
+                row[f"{outcome}_ci"],
+            )
         add("wins", row["dimension"], "", "sign_test_p", row["sign_test"]["p"])
     for row in summary["agreement"]:
         add("agreement", row["dimension"], "", "krippendorff_alpha_ordinal", row["krippendorff_alpha"])
@@ -264,12 +361,21 @@ def write_report(task: str | Path, summary: dict) -> str:
     """Write ``report.csv`` and ``report.png`` into the task folder; return the markdown."""
     task = Path(task)
     with replacing(task / "report.csv", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["section", "dimension", "system", "statistic", "value", "ci_low",
-                                                    "ci_high"])
+        writer = csv.DictWriter(
+            handle, fieldnames=["section", "dimension", "system", "statistic", "value", "ci_low", "ci_high"]
+        )
         writer.writeheader()
         for row in csv_rows(summary):
-            writer.writerow({k: "" if v is None or (isinstance(v, float) and math.isnan(v)) else
-                             f"{v:.6f}" if isinstance(v, float) else v for k, v in row.items()})
+            writer.writerow(
+                {
+                    k: ""
+                    if v is None or (isinstance(v, float) and math.isnan(v))
+                    else f"{v:.6f}"
+                    if isinstance(v, float)
+                    else v
+                    for k, v in row.items()
+                }
+            )
     bar_chart(summary, task / "report.png")
     return markdown(summary)
 

@@ -29,16 +29,22 @@ from ..files import write_json, write_text
 logger = logging.getLogger(__name__)
 
 DIMENSIONS = {  # the PMI-DECODE paper's three questions: statement rated, definition a click away
-    "faithfulness": ("Everything the response says can be inferred from the document.",
-                     "Can the whole response be inferred from the document? Judge this regardless of relevance: "
-                     "a response that is off-topic for the dialogue but supported by the document is faithful."),
-    "relevance": ("The response is relevant to the dialogue and the document, and conveys nothing incorrect.",
-                  "Is the response apt for the dialogue and for the knowledge in the document, without conveying "
-                  "anything incorrect? (As in the PMI-DECODE paper, an apt response that states something false is "
-                  "not relevant, so this question shares that part with Faithfulness.)"),
-    "grammar": ("The response is grammatical and well written: agree only if it reads like an expert's writing.",
-                "Judge the writing alone, independent of the dialogue and the document. Agree only if it reads "
-                "like the writing of an expert."),
+    "faithfulness": (
+        "Everything the response says can be inferred from the document.",
+        "Can the whole response be inferred from the document? Judge this regardless of relevance: "
+        "a response that is off-topic for the dialogue but supported by the document is faithful.",
+    ),
+    "relevance": (
+        "The response is relevant to the dialogue and the document, and conveys nothing incorrect.",
+        "Is the response apt for the dialogue and for the knowledge in the document, without conveying "
+        "anything incorrect? (As in the PMI-DECODE paper, an apt response that states something false is "
+        "not relevant, so this question shares that part with Faithfulness.)",
+    ),
+    "grammar": (
+        "The response is grammatical and well written: agree only if it reads like an expert's writing.",
+        "Judge the writing alone, independent of the dialogue and the document. Agree only if it reads "
+        "like the writing of an expert.",
+    ),
 }
 ANSWERS = ("agree", "neutral", "disagree")
 """The scale, in the page's order and as the category indices of :mod:`.agreement` (0 = agree)."""
@@ -65,10 +71,13 @@ class System:
         path = Path(path)
         if not path.is_file():
             raise InputError(f"responses file not found: {path}")
-        records = {str(r["id"]): r for r in read_results(path) if "error" not in r and isinstance(r.get("response"),
-                                                                                                   str)}
-        scores = {row: {measure: r[key] for measure, key in RECORD_SCORES.items() if _is_number(r.get(key))}
-                  for row, r in records.items()}
+        records = {
+            str(r["id"]): r for r in read_results(path) if "error" not in r and isinstance(r.get("response"), str)
+        }
+        scores = {
+            row: {measure: r[key] for measure, key in RECORD_SCORES.items() if _is_number(r.get(key))}
+            for row, r in records.items()
+        }
         return cls(name or path.stem, path, records, scores)
 
 
@@ -110,7 +119,11 @@ def sweep_system(sweep: str | Path, cell: str) -> System:
     for measure, (name, key) in SWEEP_SCORES.items():
         if (sweep / name).is_file():
             for record in read_results(sweep / name):
-                if record.get("cell") == decoded and record.get("row") in system.records and _is_number(record.get(key)):
+                if (
+                    record.get("cell") == decoded
+                    and record.get("row") in system.records
+                    and _is_number(record.get(key))
+                ):
                     system.scores.setdefault(record["row"], {})[measure] = record[key]
     return system
 
@@ -140,12 +153,15 @@ def differing_rows(a: System, b: System) -> tuple[list[str], list[str]]:
     for row in rows:
         first, second = a.records[row], b.records[row]
         if (first.get("document"), first.get("history")) != (second.get("document"), second.get("history")):
-            raise InputError(f"row {row!r} has another document or history in {b.source} than in {a.source}; give two "
-                             "outputs of the same input rows")
+            raise InputError(
+                f"row {row!r} has another document or history in {b.source} than in {a.source}; give two "
+                "outputs of the same input rows"
+            )
     differing = [row for row in rows if not _same_text(a.records[row]["response"], b.records[row]["response"])]
     if not differing:
-        raise InputError(f"{a.name} and {b.name} give the same response to all {len(rows)} shared rows: nothing to "
-                         "compare")
+        raise InputError(
+            f"{a.name} and {b.name} give the same response to all {len(rows)} shared rows: nothing to compare"
+        )
     return rows, differing
 
 
@@ -178,10 +194,14 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
         raise InputError(f"--contexts {contexts}: use at least 1")
     rows, differing = differing_rows(a, b)
     if len(differing) < contexts:
-        which = f"all {len(rows)} shared rows have" if len(differing) == len(rows) else \
-            f"only {len(differing)} of {len(rows)} shared rows have"
-        logger.warning("%s different responses; the task has %d items, not %d (--contexts)", which, len(differing),
-                       contexts)
+        which = (
+            f"all {len(rows)} shared rows have"
+            if len(differing) == len(rows)
+            else f"only {len(differing)} of {len(rows)} shared rows have"
+        )
+        logger.warning(
+            "%s different responses; the task has %d items, not %d (--contexts)", which, len(differing), contexts
+        )
     rng = random.Random(seed)
     chosen = rng.sample(differing, min(contexts, len(differing)))
     a_first = _balanced_coins(len(chosen), rng)
@@ -193,10 +213,17 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
         record = a.records[row]
         history = record.get("history") or []
         responses = [systems[side].records[row]["response"] for side in sides]
-        items.append({"item": str(number), "document": record["document"],
-                      "history": [turn for turn in ([history] if isinstance(history, str) else history)
-                                  if str(turn).strip()],  # a blank turn would be an empty bubble
-                      "responses": responses, "cut": [ends_mid_sentence(text) for text in responses]})
+        items.append(
+            {
+                "item": str(number),
+                "document": record["document"],
+                "history": [
+                    turn for turn in ([history] if isinstance(history, str) else history) if str(turn).strip()
+                ],  # a blank turn would be an empty bubble
+                "responses": responses,
+                "cut": [ends_mid_sentence(text) for text in responses],
+            }
+        )
         scores = {}
         for name, system in systems.items():
             measures = dict(system.scores.get(row, {}))
@@ -207,21 +234,35 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
         key_items.append({"item": str(number), "row": row, "sides": list(sides), "scores": scores})
 
     task_id = hashlib.sha256(json.dumps(items, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
-    public = {"format": "faithkit-annotation-task", "task": task_id, "answers": list(ANSWERS),
-              "dimensions": [{"name": name, "statement": statement, "definition": definition}
-                             for name, (statement, definition) in DIMENSIONS.items()],
-              "items": items}
-    key = {"format": "faithkit-annotation-key", "task": task_id, "seed": seed,
-           "systems": {"a": {"name": a.name, "source": str(a.source)}, "b": {"name": b.name, "source": str(b.source)}},
-           "shared_rows": len(rows), "differing_rows": len(differing), "items": key_items}
+    public = {
+        "format": "faithkit-annotation-task",
+        "task": task_id,
+        "answers": list(ANSWERS),
+        "dimensions": [
+            {"name": name, "statement": statement, "definition": definition}
+            for name, (statement, definition) in DIMENSIONS.items()
+        ],
+        "items": items,
+    }
+    key = {
+        "format": "faithkit-annotation-key",
+        "task": task_id,
+        "seed": seed,
+        "systems": {"a": {"name": a.name, "source": str(a.source)}, "b": {"name": b.name, "source": str(b.source)}},
+        "shared_rows": len(rows),
+        "differing_rows": len(differing),
+        "items": key_items,
+    }
 
     out = Path(out)
     key_path = out / KEY_FILE
     if key_path.is_file():
         earlier = read_key(out)["task"]
         if earlier != task_id:
-            raise OutputError(f"{out} already holds annotation task {earlier}, whose answers would no longer match; "
-                              "choose another --out, or delete the folder to start over")
+            raise OutputError(
+                f"{out} already holds annotation task {earlier}, whose answers would no longer match; "
+                "choose another --out, or delete the folder to start over"
+            )
     out.mkdir(parents=True, exist_ok=True)
     write_json(key_path, key)
     write_text(out / PAGE_FILE, render_page(public))
@@ -232,12 +273,15 @@ def read_key(task: str | Path) -> dict:
     """The key of a task folder (what :func:`build_task` wrote), its fields checked as :func:`build_task` writes
     them, so that a hand-edited key is one InputError naming the field."""
     path = Path(task) / KEY_FILE
-    key = read_document(path, "faithkit-annotation-key", "an annotation key",
-                        "give the --out folder of 'faithkit annotate build'")
+    key = read_document(
+        path, "faithkit-annotation-key", "an annotation key", "give the --out folder of 'faithkit annotate build'"
+    )
     problem = _key_problem(key)
     if problem:
-        raise InputError(f"{path}: {problem}; rebuild the task with 'faithkit annotate build' (the key must match "
-                         f"the page the annotators answered)")
+        raise InputError(
+            f"{path}: {problem}; rebuild the task with 'faithkit annotate build' (the key must match "
+            f"the page the annotators answered)"
+        )
     return key
 
 
@@ -246,8 +290,11 @@ def _key_problem(key: dict) -> str | None:
     if not isinstance(key.get("task"), str):
         return "'task' is not a task id"
     systems = key.get("systems")
-    if not isinstance(systems, dict) or sorted(systems) != sorted(SYSTEMS) or not all(
-            isinstance(entry, dict) and isinstance(entry.get("name"), str) for entry in systems.values()):
+    if (
+        not isinstance(systems, dict)
+        or sorted(systems) != sorted(SYSTEMS)
+        or not all(isinstance(entry, dict) and isinstance(entry.get("name"), str) for entry in systems.values())
+    ):
         return f"'systems' must map {' and '.join(SYSTEMS)} to {{name, source}}"
     items = key.get("items")
     if not isinstance(items, list) or not items:
@@ -259,9 +306,14 @@ def _key_problem(key: dict) -> str | None:
         if not isinstance(entry.get("sides"), list) or sorted(entry["sides"]) != sorted(SYSTEMS):
             return f"{where}.sides must hold {' and '.join(SYSTEMS)} in the order the page shows them"
         scores = entry.get("scores", {})
-        if not isinstance(scores, dict) or not all(isinstance(measures, dict) and all(
+        if not isinstance(scores, dict) or not all(
+            isinstance(measures, dict)
+            and all(
                 value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
-                for value in measures.values()) for measures in scores.values()):
+                for value in measures.values()
+            )
+            for measures in scores.values()
+        ):
             return f"{where}.scores must map each system to its measures' numbers"
     return None
 

@@ -72,8 +72,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = Parser(
         prog="faithkit",
         description="Faithful document-grounded dialogue: score responses (PMI-FAITH, Q², baselines),\n"
-                    "decode with PMI-DECODE, meta-evaluate metrics against human labels, and export corpora.",
-        epilog=START_HERE, formatter_class=argparse.RawDescriptionHelpFormatter,
+        "decode with PMI-DECODE, meta-evaluate metrics against human labels, and export corpora.",
+        epilog=START_HERE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"faithkit {__version__}")
     verbosity = parser.add_mutually_exclusive_group()
@@ -139,9 +140,11 @@ def main(argv: list[str] | None = None) -> int:
         except OSError as error:
             if error.errno not in WRITE_FAILURES:
                 raise
-            return _say_the_mistake(f"cannot write {error.filename or 'an output'}: {error.strerror}; the files "
-                                    f"written before stay as they are: free space (or fix the folder) and rerun "
-                                    f"the same command")
+            return _say_the_mistake(
+                f"cannot write {error.filename or 'an output'}: {error.strerror}; the files "
+                f"written before stay as they are: free space (or fix the folder) and rerun "
+                f"the same command"
+            )
         except KeyboardInterrupt:
             if is_main_process():
                 print("terminated" if terminated else "interrupted", file=sys.stderr)

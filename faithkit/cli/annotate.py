@@ -12,45 +12,56 @@ logger = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("annotate", help="human evaluation: a blind A/B annotation page and its report",
-                                   description="Human evaluation as the PMI-DECODE paper ran it: annotators rate two "
-                                               "systems' responses for faithfulness, relevance and grammar.")
+    parser = subparsers.add_parser(
+        "annotate",
+        help="human evaluation: a blind A/B annotation page and its report",
+        description="Human evaluation as the PMI-DECODE paper ran it: annotators rate two "
+        "systems' responses for faithfulness, relevance and grammar.",
+    )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
 
     build = actions.add_parser(
-        "build", help="write the annotation page and its key for two systems",
+        "build",
+        help="write the annotation page and its key for two systems",
         description="Sample --contexts rows where two systems answer differently (two cells of a sweep, named as in "
-                    "its sweep.csv, or two 'faithkit generate' outputs of the same rows), show each row's two "
-                    "responses in a seeded random order, and write to --out: annotate.html (one self-contained page "
-                    "for the annotators; it works opened from disk, keeps answers in the browser and exports them as "
-                    "JSON) and key.json (which system is on which side, and the responses' automatic scores; keep it "
-                    "from the annotators).",
+        "its sweep.csv, or two 'faithkit generate' outputs of the same rows), show each row's two "
+        "responses in a seeded random order, and write to --out: annotate.html (one self-contained page "
+        "for the annotators; it works opened from disk, keeps answers in the browser and exports them as "
+        "JSON) and key.json (which system is on which side, and the responses' automatic scores; keep it "
+        "from the annotators).",
     )
-    build.add_argument("--sweep", type=PathArg("input folder"),
-                       help="a 'faithkit sweep' --out folder; --a and --b name two of its cells")
+    build.add_argument(
+        "--sweep",
+        type=PathArg("input folder"),
+        help="a 'faithkit sweep' --out folder; --a and --b name two of its cells",
+    )
     build.add_argument("--a", help="first system: a cell of --sweep")
     build.add_argument("--b", help="second system: a cell of --sweep")
-    build.add_argument("--a-file", type=PathArg("text"),
-                       help="first system: a 'faithkit generate' output (instead of --sweep/--a)")
-    build.add_argument("--b-file", type=PathArg("text"),
-                       help="second system: a 'faithkit generate' output of the same rows")
+    build.add_argument(
+        "--a-file", type=PathArg("text"), help="first system: a 'faithkit generate' output (instead of --sweep/--a)"
+    )
+    build.add_argument(
+        "--b-file", type=PathArg("text"), help="second system: a 'faithkit generate' output of the same rows"
+    )
     build.add_argument("--contexts", type=positive_int, default=50, help="items to annotate (default 50, as the paper)")
     build.add_argument("--seed", type=int, default=0, help="seed of the sample and the sides (default 0)")
     build.add_argument("--out", required=True, type=PathArg("output folder"), help="task folder to write")
     build.set_defaults(run=run_build)
 
     report = actions.add_parser(
-        "report", help="shares, win rates, agreement and metric correlation from the annotators' exports",
+        "report",
+        help="shares, win rates, agreement and metric correlation from the annotators' exports",
         description="Read the answers the annotators exported from the page, check them against the task's key "
-                    "(same task, every item answered, one file per annotator), and print markdown tables: per "
-                    "dimension and system the Agree/Neutral/Disagree shares and win rates with 95% bootstrap "
-                    "intervals over items, a paired sign test, Krippendorff's alpha (ordinal) and Fleiss' kappa, "
-                    "per-annotator counts, and the Spearman correlation of human faithfulness with PMI-FAITH, Q² "
-                    "and knowledge precision where the key has them. Writes report.csv and report.png to TASK.",
+        "(same task, every item answered, one file per annotator), and print markdown tables: per "
+        "dimension and system the Agree/Neutral/Disagree shares and win rates with 95% bootstrap "
+        "intervals over items, a paired sign test, Krippendorff's alpha (ordinal) and Fleiss' kappa, "
+        "per-annotator counts, and the Spearman correlation of human faithfulness with PMI-FAITH, Q² "
+        "and knowledge precision where the key has them. Writes report.csv and report.png to TASK.",
     )
     report.add_argument("task", type=PathArg("input folder"), help="the task folder 'annotate build' wrote")
-    report.add_argument("answers", nargs="+", type=PathArg("text"),
-                        help="the exported answers, one JSON file per annotator")
+    report.add_argument(
+        "answers", nargs="+", type=PathArg("text"), help="the exported answers, one JSON file per annotator"
+    )
     report.add_argument("--bootstrap", type=positive_int, default=1000, help="bootstrap draws (default 1000)")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     report.set_defaults(run=run_report)
@@ -77,8 +88,12 @@ def run_build(args) -> int:
     refuse_writing_inputs([system.source for system in systems], "--out", folder=args.out)
     a, b = systems
     task = build_task(a, b, out=args.out, contexts=args.contexts, seed=args.seed)
-    logger.info("task %s: %d items -> %s/annotate.html (for the annotators) and key.json (keep it from them)",
-                task.id, len(task.key["items"]), task.out)
+    logger.info(
+        "task %s: %d items -> %s/annotate.html (for the annotators) and key.json (keep it from them)",
+        task.id,
+        len(task.key["items"]),
+        task.out,
+    )
     return 0
 
 
@@ -86,8 +101,9 @@ def run_report(args) -> int:
     from ..annotate import read_annotations, read_key, summarize, write_report
 
     task = Path(args.task)
-    refuse_writing_inputs([*args.answers, task / "key.json"], "TASK",
-                          outputs=[task / "report.csv", task / "report.png"])
+    refuse_writing_inputs(
+        [*args.answers, task / "key.json"], "TASK", outputs=[task / "report.csv", task / "report.png"]
+    )
     annotations = read_annotations(read_key(args.task), args.answers)
     print(write_report(args.task, summarize(annotations, resamples=args.bootstrap, seed=args.seed)))
     return 0

@@ -9,32 +9,51 @@ def register(subparsers) -> None:
     from ..data.corpora import CORPORA, EXPORT_FORMATS
     from ..paths import PathArg
 
-    parser = subparsers.add_parser("data", help="export corpora (Topical-Chat, FaithDial, MultiDoc2Dial) as rows",
-                                   description="Read a corpus into faithkit's row schema.")
+    parser = subparsers.add_parser(
+        "data",
+        help="export corpora (Topical-Chat, FaithDial, MultiDoc2Dial) as rows",
+        description="Read a corpus into faithkit's row schema.",
+    )
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     export = actions.add_parser(
-        "export", help="write one split of a corpus as JSONL, Parquet or a saved dataset",
+        "export",
+        help="write one split of a corpus as JSONL, Parquet or a saved dataset",
         description="Write one split: one row per response turn with id, document, history (the last "
-                    "--history-turns turns), response and the same text as gold, plus the corpus's own fields. "
-                    "The output (JSONL, a Parquet file or a datasets save_to_disk folder) feeds 'faithkit "
-                    "generate', 'score', 'sweep' and 'train' directly. Prints a summary of the turns kept and "
-                    "skipped.",
+        "--history-turns turns), response and the same text as gold, plus the corpus's own fields. "
+        "The output (JSONL, a Parquet file or a datasets save_to_disk folder) feeds 'faithkit "
+        "generate', 'score', 'sweep' and 'train' directly. Prints a summary of the turns kept and "
+        "skipped.",
     )
     export.add_argument("name", choices=sorted(CORPORA), help="corpus")
     splits = "; ".join(f"{name}: {', '.join(corpus.splits)}" for name, corpus in sorted(CORPORA.items()))
     export.add_argument("--split", required=True, help=f"split of the corpus ({splits})")
-    export.add_argument("--path", type=PathArg("input folder"),
-                        help="folder of the official release (default: see the corpus; FaithDial: the hub)")
-    export.add_argument("--history-turns", type=int, default=2, help="turns of history kept (default 2, as the "
-                                                                     "PMI-DECODE paper)")
-    export.add_argument("--output", required=True, type=PathArg("output"),
-                        help="where to write the rows (a file, or a folder for arrow)")
-    export.add_argument("--format", choices=EXPORT_FORMATS, default="jsonl",
-                        help="jsonl (default), parquet (one file) or arrow (a save_to_disk folder)")
-    export.add_argument("--half", choices=["dev", "test"],
-                        help="keep one half of the split's conversations (chosen by a hash of the conversation id: "
-                             "the same in every run, and the halves share no conversation), to choose settings on "
-                             "dev and report on test")
+    export.add_argument(
+        "--path",
+        type=PathArg("input folder"),
+        help="folder of the official release (default: see the corpus; FaithDial: the hub)",
+    )
+    export.add_argument(
+        "--history-turns", type=int, default=2, help="turns of history kept (default 2, as the PMI-DECODE paper)"
+    )
+    export.add_argument(
+        "--output",
+        required=True,
+        type=PathArg("output"),
+        help="where to write the rows (a file, or a folder for arrow)",
+    )
+    export.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        default="jsonl",
+        help="jsonl (default), parquet (one file) or arrow (a save_to_disk folder)",
+    )
+    export.add_argument(
+        "--half",
+        choices=["dev", "test"],
+        help="keep one half of the split's conversations (chosen by a hash of the conversation id: "
+        "the same in every run, and the halves share no conversation), to choose settings on "
+        "dev and report on test",
+    )
     export.set_defaults(run=run_export)
 
 
@@ -44,7 +63,14 @@ def run_export(args) -> int:
 
     if args.history_turns < 0:
         raise ConfigError(f"--history-turns must be 0 or more, got {args.history_turns}")
-    summary = export_corpus(args.name, args.split, args.output, path=args.path, history_turns=args.history_turns,
-                            file_format=args.format, half=args.half)
+    summary = export_corpus(
+        args.name,
+        args.split,
+        args.output,
+        path=args.path,
+        history_turns=args.history_turns,
+        file_format=args.format,
+        half=args.half,
+    )
     print(to_json(summary))
     return 0

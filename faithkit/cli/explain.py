@@ -7,36 +7,55 @@ from pathlib import Path
 
 from ..numbers import finite_float
 from ..paths import PathArg
-from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_options, columns_from_args,
-                      job_options, metric_fingerprint, metric_from_args, refuse_shared_outputs,
-                      refuse_writing_inputs)
+from .options import (
+    LazyMetric,
+    add_input_columns,
+    add_job_options,
+    add_metric_options,
+    columns_from_args,
+    job_options,
+    metric_fingerprint,
+    metric_from_args,
+    refuse_shared_outputs,
+    refuse_writing_inputs,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "explain", help="an HTML page showing which parts of each response are unsupported (Q² spans, "
-                        "PMI-FAITH tokens)",
+        "explain",
+        help="an HTML page showing which parts of each response are unsupported (Q² spans, PMI-FAITH tokens)",
         description="Write one self-contained HTML page, lowest scores first. Q² (--metric q2): each response "
-                    "with its informative spans highlighted from red (the knowledge answers the span's question "
-                    "differently) to green, the question, both answers, F1 and NLI label on hover and listed "
-                    "beneath, fallback rows flagged. PMI-FAITH (--metric pmi-faith): every response token "
-                    "coloured by how much more (green) or less (red) likely the document made it. --input is "
-                    "either a scores JSONL (from 'faithkit score', 'meta-eval q2-wow' or 'sweep'), rendered as "
-                    "it is, or rows to score first (JSONL/CSV/TSV; scores are saved to --scores-output and "
-                    "resumed on a rerun).",
+        "with its informative spans highlighted from red (the knowledge answers the span's question "
+        "differently) to green, the question, both answers, F1 and NLI label on hover and listed "
+        "beneath, fallback rows flagged. PMI-FAITH (--metric pmi-faith): every response token "
+        "coloured by how much more (green) or less (red) likely the document made it. --input is "
+        "either a scores JSONL (from 'faithkit score', 'meta-eval q2-wow' or 'sweep'), rendered as "
+        "it is, or rows to score first (JSONL/CSV/TSV; scores are saved to --scores-output and "
+        "resumed on a rerun).",
     )
     add_metric_options(parser, default_metric="q2")
-    parser.add_argument("--input", required=True, type=PathArg("rows"),
-                        help="scores.jsonl with explanations, or rows (.jsonl/.csv/.tsv)")
+    parser.add_argument(
+        "--input",
+        required=True,
+        type=PathArg("rows"),
+        help="scores.jsonl with explanations, or rows (.jsonl/.csv/.tsv)",
+    )
     parser.add_argument("--html", required=True, type=PathArg("output file"), help="page to write, e.g. report.html")
-    parser.add_argument("--scores-output", type=PathArg("output file"),
-                        help="where scores go when --input must be scored first "
-                             "(default: next to --html, <name>.scores.jsonl)")
+    parser.add_argument(
+        "--scores-output",
+        type=PathArg("output file"),
+        help="where scores go when --input must be scored first (default: next to --html, <name>.scores.jsonl)",
+    )
     parser.add_argument("--score-key", help="field holding the score (default: the metric's main score, e.g. q2)")
-    parser.add_argument("--low-threshold", type=finite_float, default=0.5,
-                        help="responses scoring below this are marked low (default 0.5)")
+    parser.add_argument(
+        "--low-threshold",
+        type=finite_float,
+        default=0.5,
+        help="responses scoring below this are marked low (default 0.5)",
+    )
     add_input_columns(parser)
     add_job_options(parser, chunk_size=16)
     parser.set_defaults(run=run)
@@ -62,8 +81,15 @@ def run(args) -> int:
         rows = list(read_rows(source, columns_from_args(args), quoting=args.quoting, split=args.split))
         unique_ids(rows)
         fingerprint = job_fingerprint("score", **metric_fingerprint(args))
-        score_rows(LazyMetric(lambda: metric_from_args(args)), rows, scores_path, fingerprint=fingerprint,
-                   desc=args.metric, flag="--scores-output", **job_options(args))
+        score_rows(
+            LazyMetric(lambda: metric_from_args(args)),
+            rows,
+            scores_path,
+            fingerprint=fingerprint,
+            desc=args.metric,
+            flag="--scores-output",
+            **job_options(args),
+        )
         wanted = {row.id for row in rows}
         records = [r for r in read_results(scores_path) if r["id"] in wanted]
         logger.info("scores -> %s", scores_path)
@@ -72,10 +98,13 @@ def run(args) -> int:
     check_scores(records, read_from, [score_key])
     check_explained(records, read_from)
     if not any(score_key in r for r in records):
-        raise InputError(f"no record in {source} has a '{score_key}' score; is it a scores file of --metric "
-                         f"{args.metric}?")
+        raise InputError(
+            f"no record in {source} has a '{score_key}' score; is it a scores file of --metric {args.metric}?"
+        )
     write_explain_html(records, args.html, score_key=score_key, low_threshold=args.low_threshold)
     summary = summarize_records(records, score_key, args.low_threshold)
-    print(f"{summary['responses']} responses, mean {score_key} {summary['mean']:.3f}, "
-          f"{summary['low']} below {args.low_threshold:g}, {summary['errors']} not scored -> {args.html}")
+    print(
+        f"{summary['responses']} responses, mean {score_key} {summary['mean']:.3f}, "
+        f"{summary['low']} below {args.low_threshold:g}, {summary['errors']} not scored -> {args.html}"
+    )
     return 0

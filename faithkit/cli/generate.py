@@ -6,31 +6,48 @@ import argparse
 import logging
 
 from ..paths import PathArg
-from .options import add_dtype_option, add_input_columns, add_job_options, columns_from_args, job_options, refuse_writing_inputs
+from .options import (
+    add_dtype_option,
+    add_input_columns,
+    add_job_options,
+    columns_from_args,
+    job_options,
+    refuse_writing_inputs,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "generate", help="generate responses with a decoding strategy (PMI-DECODE, CAD, AdaCAD, rerank, plain)",
+        "generate",
+        help="generate responses with a decoding strategy (PMI-DECODE, CAD, AdaCAD, rerank, plain)",
         description="Generate a response for each (document, history) row of a rows file (JSONL, CSV, TSV, "
-                    "Parquet, a dataset) with a decoding "
-                    "strategy: --strategy pmi (PMI-DECODE, the default), cad, adacad, rerank or plain, each with its "
-                    "own parameters (--alpha, --top-p; rerank: --n, --search, --judge, --fluency-tolerance). "
-                    "Each output record keeps the row's id, document and history, its reference response as "
-                    "'gold' (a gold/reference column, else the input's response column) and the generated "
-                    "'response', so the file feeds 'faithkit score' directly. Rerunning the same command "
-                    "continues where it stopped; bad rows get an 'error' record naming the row and field. Runs "
-                    "data-parallel under 'accelerate launch -m faithkit generate …'.",
+        "Parquet, a dataset) with a decoding "
+        "strategy: --strategy pmi (PMI-DECODE, the default), cad, adacad, rerank or plain, each with its "
+        "own parameters (--alpha, --top-p; rerank: --n, --search, --judge, --fluency-tolerance). "
+        "Each output record keeps the row's id, document and history, its reference response as "
+        "'gold' (a gold/reference column, else the input's response column) and the generated "
+        "'response', so the file feeds 'faithkit score' directly. Rerunning the same command "
+        "continues where it stopped; bad rows get an 'error' record naming the row and field. Runs "
+        "data-parallel under 'accelerate launch -m faithkit generate …'.",
     )
-    parser.add_argument("--model", required=True, type=PathArg("model"),
-                        help="causal or seq2seq LM: hub id, local folder or offline name")
-    parser.add_argument("--input", required=True, type=PathArg("rows"),
-                        help="rows with a document and a history (.jsonl, .csv, .tsv, .parquet, a save_to_disk "
-                             "folder or hf:OWNER/NAME with --split)")
-    parser.add_argument("--output", required=True, type=PathArg("output file"),
-                        help="responses, one JSON object per row (.jsonl)")
+    parser.add_argument(
+        "--model",
+        required=True,
+        type=PathArg("model"),
+        help="causal or seq2seq LM: hub id, local folder or offline name",
+    )
+    parser.add_argument(
+        "--input",
+        required=True,
+        type=PathArg("rows"),
+        help="rows with a document and a history (.jsonl, .csv, .tsv, .parquet, a save_to_disk "
+        "folder or hf:OWNER/NAME with --split)",
+    )
+    parser.add_argument(
+        "--output", required=True, type=PathArg("output file"), help="responses, one JSON object per row (.jsonl)"
+    )
     add_generation_options(parser)
     parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     add_dtype_option(parser)
@@ -45,9 +62,13 @@ def add_generation_options(parser: argparse.ArgumentParser) -> None:
     from ..decoding.strategies import STRATEGIES, add_parameter_flags
 
     group = parser.add_argument_group("decoding")
-    group.add_argument("--strategy", choices=list(STRATEGIES), default="pmi",
-                       help="decoding strategy (default pmi): " + "; ".join(f"{name}: {cls.summary}"
-                                                                             for name, cls in STRATEGIES.items()))
+    group.add_argument(
+        "--strategy",
+        choices=list(STRATEGIES),
+        default="pmi",
+        help="decoding strategy (default pmi): "
+        + "; ".join(f"{name}: {cls.summary}" for name, cls in STRATEGIES.items()),
+    )
     add_parameter_flags(group)
     add_flags(group, GenerationOptions)
 
@@ -60,15 +81,21 @@ def run(args) -> int:
 
     strategy, options = decoding_from_args(args)
     refuse_writing_inputs([args.input], "--output", outputs=[args.output])
-    rows = list(read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting,
-                          split=args.split))
+    rows = list(
+        read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
+    )
     unique_ids(rows)
     decoding = {"strategy": strategy.name, **strategy.parameters(), **options.fingerprint()}
     fingerprint = job_fingerprint("generate", model=models.identity(args.model), decoding=decoding, dtype=args.dtype)
     job = GeneratorJob(args.model, strategy, options, device=args.device, dtype=args.dtype)
     counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="generate", **job_options(args))
-    logger.info("%d generated, %d already done, %d errors -> %s", counts["done"], counts["skipped"],
-                counts["errors"], args.output)
+    logger.info(
+        "%d generated, %d already done, %d errors -> %s",
+        counts["done"],
+        counts["skipped"],
+        counts["errors"],
+        args.output,
+    )
     return 0
 
 

@@ -16,17 +16,21 @@ import os
 import textwrap
 
 
-DESCRIPTION = ("Takes exactly the arguments of 'accelerate launch', e.g. 'faithkit launch --multi_gpu "
-               "--num_processes 2 -m faithkit score …' or 'faithkit launch train.py --config …'. When the program "
-               "fails or Ctrl-C stops it, its own last line stays the last thing printed and its exit status (2 for "
-               "a user mistake, 130 for Ctrl-C) is returned.")
+DESCRIPTION = (
+    "Takes exactly the arguments of 'accelerate launch', e.g. 'faithkit launch --multi_gpu "
+    "--num_processes 2 -m faithkit score …' or 'faithkit launch train.py --config …'. When the program "
+    "fails or Ctrl-C stops it, its own last line stays the last thing printed and its exit status (2 for "
+    "a user mistake, 130 for Ctrl-C) is returned."
+)
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "launch", help="accelerate launch, ending with faithkit's own line when the program fails",
+        "launch",
+        help="accelerate launch, ending with faithkit's own line when the program fails",
         description=DESCRIPTION,
-        prefix_chars="+", add_help=False,  # every argument, options and --help included, goes to accelerate
+        prefix_chars="+",
+        add_help=False,  # every argument, options and --help included, goes to accelerate
     )
     parser.add_argument("arguments", nargs=argparse.REMAINDER, help="arguments of accelerate launch")
     parser.set_defaults(run=run)
@@ -41,8 +45,11 @@ def run(args) -> int:
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     if args.arguments[:1] in (["-h"], ["--help"]):  # accelerate's help says nothing of faithkit: say it first
-        print(textwrap.fill(f"faithkit launch: {DESCRIPTION}", 100) + "\n\nIts arguments, as accelerate launch "
-              "takes them:\n", flush=True)
+        print(
+            textwrap.fill(f"faithkit launch: {DESCRIPTION}", 100) + "\n\nIts arguments, as accelerate launch "
+            "takes them:\n",
+            flush=True,
+        )
     launch_args = launch_command_parser().parse_args(args.arguments)
     launch_args.quiet = False  # with --quiet, accelerate exits 1 whatever the program's status was
     for name in list(logging.root.manager.loggerDict):  # each has its own level: its reports repeat the failure

@@ -8,16 +8,31 @@ from pathlib import Path
 from ..metrics.registry import METRIC_NAMES
 from ..numbers import finite_float
 from ..paths import PathArg
-from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_option_flags, add_metric_options,
-                      columns_from_args, given_metric_options, job_options, metric_fingerprint, metric_from_args,
-                      metric_options, positive_int, refuse_writing_inputs)
+from .options import (
+    LazyMetric,
+    add_input_columns,
+    add_job_options,
+    add_metric_option_flags,
+    add_metric_options,
+    columns_from_args,
+    given_metric_options,
+    job_options,
+    metric_fingerprint,
+    metric_from_args,
+    metric_options,
+    positive_int,
+    refuse_writing_inputs,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("meta-eval", help="measure how well a metric agrees with human labels",
-                                   description="Meta-evaluate a faithfulness metric against human judgements.")
+    parser = subparsers.add_parser(
+        "meta-eval",
+        help="measure how well a metric agrees with human labels",
+        description="Meta-evaluate a faithfulness metric against human judgements.",
+    )
     benchmarks = parser.add_subparsers(dest="benchmark", required=True, metavar="BENCHMARK")
     _register_begin(benchmarks)
     _register_q2_wow(benchmarks)
@@ -27,18 +42,20 @@ def register(subparsers) -> None:
 
 def _register_begin(benchmarks) -> None:
     parser = benchmarks.add_parser(
-        "begin", help="BEGIN (Dziri et al. 2022): attributable vs not",
+        "begin",
+        help="BEGIN (Dziri et al. 2022): attributable vs not",
         description="Score BEGIN files (positive class: 'Fully attributable'; 'Generic' and 'Not fully "
-                    "attributable' are negative), pick each score's best-F1 threshold on dev, and report "
-                    "accuracy, precision/recall/F1, AUROC, Spearman and Pearson on dev and test, overall "
-                    "and per data source, for the metric and the overlap-F1 and BLEU baselines. Writes "
-                    "scores_dev.jsonl / scores_test.jsonl (resumable), results.csv, results.json and "
-                    "roc_dev.png / roc_test.png to --out.",
+        "attributable' are negative), pick each score's best-F1 threshold on dev, and report "
+        "accuracy, precision/recall/F1, AUROC, Spearman and Pearson on dev and test, overall "
+        "and per data source, for the metric and the overlap-F1 and BLEU baselines. Writes "
+        "scores_dev.jsonl / scores_test.jsonl (resumable), results.csv, results.json and "
+        "roc_dev.png / roc_test.png to --out.",
     )
     add_metric_options(parser)
     parser.add_argument("--dev", required=True, nargs="+", type=PathArg("rows"), help="BEGIN dev TSV file(s)")
-    parser.add_argument("--test", nargs="+", type=PathArg("rows"),
-                        help="BEGIN test TSV file(s), evaluated at the dev thresholds")
+    parser.add_argument(
+        "--test", nargs="+", type=PathArg("rows"), help="BEGIN test TSV file(s), evaluated at the dev thresholds"
+    )
     parser.add_argument("--out", required=True, type=PathArg("output folder"), help="output folder")
     add_job_options(parser)
     parser.set_defaults(run=_run_begin)
@@ -50,32 +67,52 @@ def _run_begin(args) -> int:
 
     refuse_writing_inputs([*args.dev, *(args.test or [])], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval begin", **metric_fingerprint(args))
-    meta_eval_begin(metric=LazyMetric(lambda: metric_from_args(args)), metric_name=args.metric, dev=args.dev,
-                    test=args.test or [], out_dir=args.out, fingerprint=fingerprint, **job_options(args))
+    meta_eval_begin(
+        metric=LazyMetric(lambda: metric_from_args(args)),
+        metric_name=args.metric,
+        dev=args.dev,
+        test=args.test or [],
+        out_dir=args.out,
+        fingerprint=fingerprint,
+        **job_options(args),
+    )
     return 0
 
 
 def _register_q2_wow(benchmarks) -> None:
     parser = benchmarks.add_parser(
-        "q2-wow", help="Q² paper's WoW sets (Honovich et al. 2021): consistent vs inconsistent responses",
+        "q2-wow",
+        help="Q² paper's WoW sets (Honovich et al. 2021): consistent vs inconsistent responses",
         description="Score the Q² paper's Wizard-of-Wikipedia CSVs (columns knowledge, message, response; "
-                    "one file of consistent and one of inconsistent responses) and report, as in the paper's "
-                    "Tables 2 and 3, the mean score on each set, accuracy at threshold 0.5 (score >= 0.5 counts "
-                    "as consistent) and AUROC, for the metric (and q2_no_nli for Q²) and the token-F1 overlap "
-                    "baseline. Prints a markdown table and writes scores.jsonl (resumable: rerun with the same "
-                    "--out to continue), summary.csv, summary.json, roc.png and histograms.png to --out.",
+        "one file of consistent and one of inconsistent responses) and report, as in the paper's "
+        "Tables 2 and 3, the mean score on each set, accuracy at threshold 0.5 (score >= 0.5 counts "
+        "as consistent) and AUROC, for the metric (and q2_no_nli for Q²) and the token-F1 overlap "
+        "baseline. Prints a markdown table and writes scores.jsonl (resumable: rerun with the same "
+        "--out to continue), summary.csv, summary.json, roc.png and histograms.png to --out.",
     )
     add_metric_options(parser, default_metric="q2")
-    parser.add_argument("--consistent", required=True, type=PathArg("rows"),
-                        help="CSV of consistent responses, e.g. dodeca_consistent.csv")
-    parser.add_argument("--inconsistent", required=True, type=PathArg("rows"),
-                        help="CSV of inconsistent responses, e.g. dodeca_inconsistent.csv")
-    parser.add_argument("--out", required=True, type=PathArg("output folder"),
-                        help="output folder (created if missing)")
+    parser.add_argument(
+        "--consistent",
+        required=True,
+        type=PathArg("rows"),
+        help="CSV of consistent responses, e.g. dodeca_consistent.csv",
+    )
+    parser.add_argument(
+        "--inconsistent",
+        required=True,
+        type=PathArg("rows"),
+        help="CSV of inconsistent responses, e.g. dodeca_inconsistent.csv",
+    )
+    parser.add_argument(
+        "--out", required=True, type=PathArg("output folder"), help="output folder (created if missing)"
+    )
     parser.add_argument("--limit", type=positive_int, help="score only the first N rows of each file (a quick look)")
-    parser.add_argument("--score-key", help="output field holding the score (default: the metric's main score, "
-                                            "e.g. q2)")
-    parser.add_argument("--threshold", type=finite_float, default=0.5, help="accuracy threshold (default 0.5, as in the paper)")
+    parser.add_argument(
+        "--score-key", help="output field holding the score (default: the metric's main score, e.g. q2)"
+    )
+    parser.add_argument(
+        "--threshold", type=finite_float, default=0.5, help="accuracy threshold (default 0.5, as in the paper)"
+    )
     add_job_options(parser, chunk_size=16)
     parser.set_defaults(run=_run_q2_wow)
 
@@ -93,49 +130,78 @@ def _run_q2_wow(args) -> int:
 
     refuse_writing_inputs([args.consistent, args.inconsistent], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval q2-wow", **metric_fingerprint(args))
-    meta_eval_q2_wow(args.consistent, args.inconsistent, LazyMetric(lambda: metric_from_args(args)), args.out,
-                     limit=args.limit, score_keys=score_keys(args), threshold=args.threshold,
-                     fingerprint=fingerprint, **job_options(args))
+    meta_eval_q2_wow(
+        args.consistent,
+        args.inconsistent,
+        LazyMetric(lambda: metric_from_args(args)),
+        args.out,
+        limit=args.limit,
+        score_keys=score_keys(args),
+        threshold=args.threshold,
+        fingerprint=fingerprint,
+        **job_options(args),
+    )
     return 0
 
 
 def _register_system_level(benchmarks) -> None:
     parser = benchmarks.add_parser(
-        "system-level", help="Q² paper's bootstrap system-level correlation (Table 4)",
+        "system-level",
+        help="Q² paper's bootstrap system-level correlation (Table 4)",
         description="Simulate systems whose responses are inconsistent in a given share of contexts "
-                    "(--proportions, default 0.05 to 0.25), each answering --samples contexts drawn from "
-                    "already scored consistent and inconsistent responses; a system's score is the mean "
-                    "metric score of its responses. Report the Spearman correlation between system scores "
-                    "and true consistency (1 - proportion), averaged over --repetitions draws, with its "
-                    "standard deviation and 2.5-97.5 percentile interval. Reads scores, never computes them: "
-                    "run 'faithkit meta-eval q2-wow' (then pass --scores DIR) or 'faithkit score' on each set "
-                    "first.",
+        "(--proportions, default 0.05 to 0.25), each answering --samples contexts drawn from "
+        "already scored consistent and inconsistent responses; a system's score is the mean "
+        "metric score of its responses. Report the Spearman correlation between system scores "
+        "and true consistency (1 - proportion), averaged over --repetitions draws, with its "
+        "standard deviation and 2.5-97.5 percentile interval. Reads scores, never computes them: "
+        "run 'faithkit meta-eval q2-wow' (then pass --scores DIR) or 'faithkit score' on each set "
+        "first.",
     )
-    source = parser.add_argument_group("scores (either --scores, or both --consistent-scores and "
-                                       "--inconsistent-scores)")
-    source.add_argument("--scores", metavar="DIR", type=PathArg("input folder"),
-                        help="output folder of 'faithkit meta-eval q2-wow' "
-                             "(its scores.jsonl)")
-    source.add_argument("--consistent-scores", metavar="JSONL", type=PathArg("text"),
-                        help="scores of consistent responses "
-                             "('faithkit score' output)")
-    source.add_argument("--inconsistent-scores", metavar="JSONL", type=PathArg("text"),
-                        help="scores of inconsistent responses")
-    parser.add_argument("--key", action="append", help="score field to evaluate; repeat for several (default: "
-                                                       "every known score field present, e.g. q2, q2_no_nli, "
-                                                       "overlap_f1)")
-    parser.add_argument("--samples", type=positive_int, default=350,
-                        help="responses per simulated system (default 350)")
+    source = parser.add_argument_group(
+        "scores (either --scores, or both --consistent-scores and --inconsistent-scores)"
+    )
+    source.add_argument(
+        "--scores",
+        metavar="DIR",
+        type=PathArg("input folder"),
+        help="output folder of 'faithkit meta-eval q2-wow' (its scores.jsonl)",
+    )
+    source.add_argument(
+        "--consistent-scores",
+        metavar="JSONL",
+        type=PathArg("text"),
+        help="scores of consistent responses ('faithkit score' output)",
+    )
+    source.add_argument(
+        "--inconsistent-scores", metavar="JSONL", type=PathArg("text"), help="scores of inconsistent responses"
+    )
+    parser.add_argument(
+        "--key",
+        action="append",
+        help="score field to evaluate; repeat for several (default: "
+        "every known score field present, e.g. q2, q2_no_nli, "
+        "overlap_f1)",
+    )
+    parser.add_argument(
+        "--samples", type=positive_int, default=350, help="responses per simulated system (default 350)"
+    )
     parser.add_argument("--repetitions", type=positive_int, default=1000, help="bootstrap repetitions (default 1000)")
-    parser.add_argument("--proportions", type=finite_float, nargs="+", default=[0.05, 0.10, 0.15, 0.20, 0.25],
-                        help="inconsistency proportions, one simulated system each (default 0.05 0.10 0.15 0.20 "
-                             "0.25)")
-    parser.add_argument("--paired", action="store_true",
-                        help="the two score files are aligned: line i of each answers the same context")
-    parser.add_argument("--seed", type=int, default=0, help="random seed; the same seed gives the same numbers "
-                                                            "(default 0)")
-    parser.add_argument("--out", type=PathArg("output folder"),
-                        help="folder to also write system_level.json and system_level.csv to")
+    parser.add_argument(
+        "--proportions",
+        type=finite_float,
+        nargs="+",
+        default=[0.05, 0.10, 0.15, 0.20, 0.25],
+        help="inconsistency proportions, one simulated system each (default 0.05 0.10 0.15 0.20 0.25)",
+    )
+    parser.add_argument(
+        "--paired", action="store_true", help="the two score files are aligned: line i of each answers the same context"
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="random seed; the same seed gives the same numbers (default 0)"
+    )
+    parser.add_argument(
+        "--out", type=PathArg("output folder"), help="folder to also write system_level.json and system_level.csv to"
+    )
     parser.set_defaults(run=_run_system_level)
 
 
@@ -146,19 +212,38 @@ def _run_system_level(args) -> int:
 
     if args.out:  # it writes two files only, so --out may be the --scores folder
         written = [Path(args.out) / name for name in ("system_level.json", "system_level.csv")]
-        refuse_writing_inputs([args.consistent_scores, args.inconsistent_scores,
-                               args.scores and Path(args.scores) / "scores.jsonl"], "--out", outputs=written)
+        refuse_writing_inputs(
+            [args.consistent_scores, args.inconsistent_scores, args.scores and Path(args.scores) / "scores.jsonl"],
+            "--out",
+            outputs=written,
+        )
     consistent, inconsistent = load_score_pools(args.scores, args.consistent_scores, args.inconsistent_scores)
     try:
-        results = system_level_table(consistent, inconsistent, args.key, proportions=args.proportions,
-                                     samples=args.samples, repetitions=args.repetitions, seed=args.seed,
-                                     paired=args.paired)
+        results = system_level_table(
+            consistent,
+            inconsistent,
+            args.key,
+            proportions=args.proportions,
+            samples=args.samples,
+            repetitions=args.repetitions,
+            seed=args.seed,
+            paired=args.paired,
+        )
     except ValueError as error:  # settings the simulation cannot use (e.g. a proportion outside [0, 1])
         raise ConfigError(str(error)) from None
-    print(markdown_table(["score", "Spearman (mean)", "std", "2.5%", "97.5%", "undefined"],
-                         [[r["score"], *(r[c] for c in SYSTEM_LEVEL_COLUMNS)] for r in results]))
-    logger.info("\n%d repetitions of %d systems x %d responses, seed %d", args.repetitions, len(args.proportions),
-                args.samples, args.seed)
+    print(
+        markdown_table(
+            ["score", "Spearman (mean)", "std", "2.5%", "97.5%", "undefined"],
+            [[r["score"], *(r[c] for c in SYSTEM_LEVEL_COLUMNS)] for r in results],
+        )
+    )
+    logger.info(
+        "\n%d repetitions of %d systems x %d responses, seed %d",
+        args.repetitions,
+        len(args.proportions),
+        args.samples,
+        args.seed,
+    )
     if args.out:
         write_system_level(args.out, results)
     return 0
@@ -166,25 +251,42 @@ def _run_system_level(args) -> int:
 
 def _register_labels(benchmarks) -> None:
     parser = benchmarks.add_parser(
-        "labels", help="a leaderboard of metrics on any file of labelled responses",
+        "labels",
+        help="a leaderboard of metrics on any file of labelled responses",
         description="Score every row of a labelled file with each of --metrics and report, per score (and per "
-                    "--group-by value): AUROC with a bootstrap interval, the best-F1 threshold (chosen on these "
-                    "rows), F1 and balanced accuracy at it, and paired-bootstrap tests of the AUROC difference "
-                    "between every two scores on the same rows. Prints the tables and writes "
-                    "scores/<metric>.jsonl (resumable), results.csv, paired.csv, results.json and roc.png to --out.",
+        "--group-by value): AUROC with a bootstrap interval, the best-F1 threshold (chosen on these "
+        "rows), F1 and balanced accuracy at it, and paired-bootstrap tests of the AUROC difference "
+        "between every two scores on the same rows. Prints the tables and writes "
+        "scores/<metric>.jsonl (resumable), results.csv, paired.csv, results.json and roc.png to --out.",
     )
-    parser.add_argument("--input", required=True, type=PathArg("rows"), help="labelled rows (.jsonl, .csv, .tsv, "
-                                                                             ".parquet or hf:OWNER/NAME)")
+    parser.add_argument(
+        "--input",
+        required=True,
+        type=PathArg("rows"),
+        help="labelled rows (.jsonl, .csv, .tsv, .parquet or hf:OWNER/NAME)",
+    )
     parser.add_argument("--label-column", required=True, help="column holding each row's human label")
-    parser.add_argument("--positive", required=True, help="the label value of the positive class (faithful, "
-                                                          "supported, ...); every other value is negative")
-    parser.add_argument("--metrics", required=True, type=_metric_names,
-                        help=f"comma-separated metrics to rank, of {', '.join(METRIC_NAMES)}")
+    parser.add_argument(
+        "--positive",
+        required=True,
+        help="the label value of the positive class (faithful, supported, ...); every other value is negative",
+    )
+    parser.add_argument(
+        "--metrics",
+        required=True,
+        type=_metric_names,
+        help=f"comma-separated metrics to rank, of {', '.join(METRIC_NAMES)}",
+    )
     parser.add_argument("--group-by", metavar="COLUMN", help="also report each value of this column on its own")
-    parser.add_argument("--out", required=True, type=PathArg("output folder"), help="output folder; rerunning with "
-                                                                                    "the same folder resumes")
-    parser.add_argument("--resamples", type=positive_int, default=1000,
-                        help="bootstrap resamples of the rows (default 1000)")
+    parser.add_argument(
+        "--out",
+        required=True,
+        type=PathArg("output folder"),
+        help="output folder; rerunning with the same folder resumes",
+    )
+    parser.add_argument(
+        "--resamples", type=positive_int, default=1000, help="bootstrap resamples of the rows (default 1000)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     options = parser.add_argument_group("metric options (each goes to the metrics that take it)")
     add_metric_option_flags(options)
@@ -199,8 +301,9 @@ def _metric_names(text: str) -> list[str]:
     names = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
     unknown = [name for name in names if name not in METRIC_NAMES]
     if unknown or not names:
-        raise argparse.ArgumentTypeError(f"unknown metric {', '.join(unknown) or '(none given)'}; choose from "
-                                         f"{', '.join(METRIC_NAMES)}")
+        raise argparse.ArgumentTypeError(
+            f"unknown metric {', '.join(unknown) or '(none given)'}; choose from {', '.join(METRIC_NAMES)}"
+        )
     return names
 
 
@@ -211,18 +314,24 @@ def _run_labels(args) -> int:
     from ..jobs import job_fingerprint
     from ..metrics.registry import get_spec, load_metric
 
-    unused = [f"--{key.replace('_', '-')}" for key in given_metric_options(args)
-              if not any(key in get_spec(name).options for name in args.metrics)]
+    unused = [
+        f"--{key.replace('_', '-')}"
+        for key in given_metric_options(args)
+        if not any(key in get_spec(name).options for name in args.metrics)
+    ]
     if unused:
         raise ConfigError(f"{', '.join(unused)} apply to none of --metrics {','.join(args.metrics)}; drop them")
     refuse_writing_inputs([args.input], "--out", folder=args.out)
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
     labelled = label_rows(rows, args.label_column, args.positive, args.group_by)
-    metrics = {name: LazyMetric(lambda name=name: load_metric(name, **metric_options(args, name)))
-               for name in args.metrics}
-    fingerprints = {name: job_fingerprint("meta-eval labels", **metric_fingerprint(args, name))
-                    for name in args.metrics}
-    meta_eval_labels(metrics, labelled, args.out, fingerprints, resamples=args.resamples, seed=args.seed,
-                     **job_options(args))
+    metrics = {
+        name: LazyMetric(lambda name=name: load_metric(name, **metric_options(args, name))) for name in args.metrics
+    }
+    fingerprints = {
+        name: job_fingerprint("meta-eval labels", **metric_fingerprint(args, name)) for name in args.metrics
+    }
+    meta_eval_labels(
+        metrics, labelled, args.out, fingerprints, resamples=args.resamples, seed=args.seed, **job_options(args)
+    )
     return 0

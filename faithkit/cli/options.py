@@ -14,8 +14,8 @@ from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
 # every metric option the command line knows, with its flag's help; a metric takes those its MetricSpec lists
 METRIC_OPTIONS = {
     "model": "PMI-FAITH: causal LM, a hub id, a local folder or an offline name (smollm2-135m, gemma3-270m); "
-             "default bigscience/bloom-560m, the paper's judge, downloaded from the hub (without a network, name "
-             "an offline one)",
+    "default bigscience/bloom-560m, the paper's judge, downloaded from the hub (without a network, name "
+    "an offline one)",
     "preset": "Q²/e2e-NLI: 'offline' uses the offline LM backends",
     "qg_model": "Q²: question-generation model",
     "qa_model": "Q²: question-answering model",
@@ -28,8 +28,7 @@ METRIC_OPTIONS = {
     "window": "claim checkers: tokens of the document per window (default: the checker's)",
     "stride": "claim checkers: tokens between the starts of two windows (default: the checker's)",
 }
-_METRIC_OPTION_TYPES = {"batch_size": "positive", "max_length": "positive", "window": "positive",
-                        "stride": "positive"}
+_METRIC_OPTION_TYPES = {"batch_size": "positive", "max_length": "positive", "window": "positive", "stride": "positive"}
 _METRIC_OPTION_CHOICES = {"preset": ["offline"], "normalize": ["mean", "sum"]}
 
 
@@ -59,17 +58,23 @@ def refuse_writing_inputs(inputs, flag: str, outputs=(), folder=None) -> None:
             same = next((file for file in with_sidecars(out) if _same_file(source, file)), None)
             if same is not None:
                 what = "" if same == out else f" (through {same.name}, which a job writes beside it)"
-                raise OutputError(f"{flag} {out}{what} is the input {source} (the same file), and writing results "
-                                  f"there would destroy it; choose another {flag}")
+                raise OutputError(
+                    f"{flag} {out}{what} is the input {source} (the same file), and writing results "
+                    f"there would destroy it; choose another {flag}"
+                )
         if folder is None:
             continue
         if source.resolve().is_relative_to(Path(folder).resolve()):
-            raise OutputError(f"{flag} {folder} holds the input {source}; the results would be written beside "
-                              f"(or, with --restart, over) it: choose another {flag}, or move the input out")
+            raise OutputError(
+                f"{flag} {folder} holds the input {source}; the results would be written beside "
+                f"(or, with --restart, over) it: choose another {flag}, or move the input out"
+            )
         link = next((path for path in _files_in(Path(folder)) if _same_file(source, path)), None)
         if link is not None:
-            raise OutputError(f"{flag} {folder} holds {link}, a link to the input {source}, and writing results "
-                              f"there would destroy it; remove the link, or choose another {flag}")
+            raise OutputError(
+                f"{flag} {folder} holds {link}, a link to the input {source}, and writing results "
+                f"there would destroy it; remove the link, or choose another {flag}"
+            )
 
 
 def refuse_shared_outputs(outputs: dict) -> None:
@@ -77,11 +82,14 @@ def refuse_shared_outputs(outputs: dict) -> None:
     sidecar file: the second write would destroy the first."""
     given = [(flag, Path(path)) for flag, path in outputs.items() if path is not None]
     for index, (flag, path) in enumerate(given):
-        for other_flag, other in given[index + 1:]:
-            if any(_same_path(file, other) for file in with_sidecars(path)) or \
-                    any(_same_path(file, path) for file in with_sidecars(other)):
-                raise OutputError(f"{flag} {path} and {other_flag} {other} are the same file, and one would "
-                                  f"overwrite the other; give them different names")
+        for other_flag, other in given[index + 1 :]:
+            if any(_same_path(file, other) for file in with_sidecars(path)) or any(
+                _same_path(file, path) for file in with_sidecars(other)
+            ):
+                raise OutputError(
+                    f"{flag} {path} and {other_flag} {other} are the same file, and one would "
+                    f"overwrite the other; give them different names"
+                )
 
 
 def with_sidecars(output: Path) -> list[Path]:
@@ -109,36 +117,57 @@ def _files_in(folder: Path):
 
 
 def add_input_columns(parser: argparse.ArgumentParser, response: bool = True) -> None:
-    group = parser.add_argument_group("input: JSONL, CSV, TSV, Parquet, a save_to_disk folder or hf:OWNER/NAME "
-                                      "(columns are found by their usual names when not given)")
+    group = parser.add_argument_group(
+        "input: JSONL, CSV, TSV, Parquet, a save_to_disk folder or hf:OWNER/NAME "
+        "(columns are found by their usual names when not given)"
+    )
     group.add_argument("--document-column", help="column with the grounding document (default: document/knowledge/…)")
-    group.add_argument("--history-column", help="column with the history: a string or a JSON list of turns "
-                                                "(default: history/message/…; none: empty histories)")
+    group.add_argument(
+        "--history-column",
+        help="column with the history: a string or a JSON list of turns "
+        "(default: history/message/…; none: empty histories)",
+    )
     if response:
         group.add_argument("--response-column", help="column with the response (default: response/…)")
     group.add_argument("--id-column", help="column with a unique row id (default: id, else the line number)")
-    group.add_argument("--split", help="the split to read from a hub dataset (--input hf:OWNER/NAME) or a saved "
-                                       "DatasetDict folder")
-    group.add_argument("--quoting", choices=["none", "csv"],
-                       help="CSV/TSV quoting: 'csv' lets quoted fields hold delimiters and newlines, 'none' reads "
-                            "every character literally (default: none for .tsv, as BEGIN needs; csv for .csv)")
+    group.add_argument(
+        "--split", help="the split to read from a hub dataset (--input hf:OWNER/NAME) or a saved DatasetDict folder"
+    )
+    group.add_argument(
+        "--quoting",
+        choices=["none", "csv"],
+        help="CSV/TSV quoting: 'csv' lets quoted fields hold delimiters and newlines, 'none' reads "
+        "every character literally (default: none for .tsv, as BEGIN needs; csv for .csv)",
+    )
 
 
 def columns_from_args(args: argparse.Namespace, required: tuple[str, ...] = ("document", "response")):
     from ..data import Columns
 
-    return Columns(document=args.document_column, history=args.history_column,
-                   response=getattr(args, "response_column", None), id=args.id_column, required=required)
+    return Columns(
+        document=args.document_column,
+        history=args.history_column,
+        response=getattr(args, "response_column", None),
+        id=args.id_column,
+        required=required,
+    )
 
 
 def add_job_options(parser: argparse.ArgumentParser, chunk_size: int = 64) -> None:
     group = parser.add_argument_group("job (results are written as rows finish; rerunning the same command resumes)")
     group.add_argument("--restart", action="store_true", help="discard an existing output instead of resuming it")
-    group.add_argument("--skip-errors", action="store_true",
-                       help="keep the error records of an earlier run instead of retrying those rows")
-    group.add_argument("--chunk-size", type=positive_int, default=chunk_size,
-                       help=f"most rows computed (and written) together (default {chunk_size}); chunks shrink so "
-                            "results are written at least every 30 s")
+    group.add_argument(
+        "--skip-errors",
+        action="store_true",
+        help="keep the error records of an earlier run instead of retrying those rows",
+    )
+    group.add_argument(
+        "--chunk-size",
+        type=positive_int,
+        default=chunk_size,
+        help=f"most rows computed (and written) together (default {chunk_size}); chunks shrink so "
+        "results are written at least every 30 s",
+    )
 
 
 def job_options(args: argparse.Namespace) -> dict:
@@ -149,8 +178,12 @@ def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "p
     from ..metrics.registry import METRICS
 
     described = "; ".join(f"{name}: {spec.summary}" for name, spec in METRICS.items())
-    parser.add_argument("--metric", default=default_metric, choices=METRIC_NAMES,
-                        help=f"which metric to compute (default {default_metric}): {described}")
+    parser.add_argument(
+        "--metric",
+        default=default_metric,
+        choices=METRIC_NAMES,
+        help=f"which metric to compute (default {default_metric}): {described}",
+    )
     add_metric_option_flags(parser)
 
 
@@ -161,8 +194,12 @@ def add_metric_option_flags(parser: argparse.ArgumentParser) -> None:
             add_dtype_option(parser)
             continue
         kind = _METRIC_OPTION_TYPES.get(name)
-        parser.add_argument(f"--{name.replace('_', '-')}", help=text, choices=_METRIC_OPTION_CHOICES.get(name),
-                            type=positive_int if kind == "positive" else PathArg("model") if name == "model" else str)
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            help=text,
+            choices=_METRIC_OPTION_CHOICES.get(name),
+            type=positive_int if kind == "positive" else PathArg("model") if name == "model" else str,
+        )
 
 
 def add_dtype_option(parser: argparse.ArgumentParser) -> None:
@@ -194,8 +231,9 @@ def metric_fingerprint(args: argparse.Namespace, name: str | None = None) -> dic
     from ..metrics.registry import option_defaults
 
     defaults = option_defaults(name or args.metric)
-    options = {key: value for key, value in metric_options(args, name).items()
-               if key not in defaults or value != defaults[key]}
+    options = {
+        key: value for key, value in metric_options(args, name).items() if key not in defaults or value != defaults[key]
+    }
     for key in ("model", "qg_model", "qa_model", "nli_model"):
         if key in options:
             from .. import models  # imports torch: only when a model is named

@@ -21,26 +21,40 @@ GENERATION_FLAGS = ("max_new_tokens", "batch_size", "max_context_tokens", "chat"
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "rerank", help="pick the most faithful of N candidates from any engine (vLLM, TGI, …), within a fluency bound",
+        "rerank",
+        help="pick the most faithful of N candidates from any engine (vLLM, TGI, …), within a fluency bound",
         description="For each (document, history) row of --input, pick one of its candidates in --candidates "
-                    "(JSON lines {\"id\": ..., \"responses\": [text, ...]}, optionally \"greedy\": text): the one "
-                    "--judge scores highest among those whose fluency (--model's mean token log P(r | h)) is at "
-                    "least the greedy response's minus --fluency-tolerance; the greedy response is a candidate too, "
-                    "and is faithkit's greedy decode with --model when the record has none. The same choice as "
-                    "the 'rerank' strategy on the same candidates. Each output record keeps the row's id and has "
-                    "the chosen 'response', its 'candidate' index (null: the greedy response), the 'greedy' "
-                    "response, and every response's 'scores' and 'fluencies' (greedy first). Rerunning the same "
-                    "command continues where it stopped; bad rows get an 'error' record.",
+        '(JSON lines {"id": ..., "responses": [text, ...]}, optionally "greedy": text): the one '
+        "--judge scores highest among those whose fluency (--model's mean token log P(r | h)) is at "
+        "least the greedy response's minus --fluency-tolerance; the greedy response is a candidate too, "
+        "and is faithkit's greedy decode with --model when the record has none. The same choice as "
+        "the 'rerank' strategy on the same candidates. Each output record keeps the row's id and has "
+        "the chosen 'response', its 'candidate' index (null: the greedy response), the 'greedy' "
+        "response, and every response's 'scores' and 'fluencies' (greedy first). Rerunning the same "
+        "command continues where it stopped; bad rows get an 'error' record.",
     )
-    parser.add_argument("--model", required=True, type=PathArg("model"),
-                        help="causal LM that generated the candidates (or one like it): the fluency reference, the "
-                             "greedy decoder and, with --judge pmi-faith, the judge")
-    parser.add_argument("--input", required=True, type=PathArg("rows"),
-                        help="rows with an id, a document and a history (.jsonl, .csv or .tsv)")
-    parser.add_argument("--candidates", required=True, type=PathArg("text"),
-                        help="JSON lines {\"id\": ..., \"responses\": [...]} with the ids of --input")
-    parser.add_argument("--output", required=True, type=PathArg("output file"),
-                        help="the choices, one JSON object per row (.jsonl)")
+    parser.add_argument(
+        "--model",
+        required=True,
+        type=PathArg("model"),
+        help="causal LM that generated the candidates (or one like it): the fluency reference, the "
+        "greedy decoder and, with --judge pmi-faith, the judge",
+    )
+    parser.add_argument(
+        "--input",
+        required=True,
+        type=PathArg("rows"),
+        help="rows with an id, a document and a history (.jsonl, .csv or .tsv)",
+    )
+    parser.add_argument(
+        "--candidates",
+        required=True,
+        type=PathArg("text"),
+        help='JSON lines {"id": ..., "responses": [...]} with the ids of --input',
+    )
+    parser.add_argument(
+        "--output", required=True, type=PathArg("output file"), help="the choices, one JSON object per row (.jsonl)"
+    )
     add_rerank_options(parser)
     parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
     add_job_options(parser, chunk_size=8)
@@ -59,8 +73,12 @@ def add_rerank_options(parser) -> None:
     for item in Rerank.__dataclass_fields__.values():
         if item.name in ("judge", "fluency_tolerance"):
             allowed = f", {range_text(item)}" if range_text(item) else ""
-            group.add_argument(f"--{flag(item.name)}", type=type(item.default), default=argparse.SUPPRESS,
-                               help=f"{item.metadata['help']}{allowed} (default {item.default})")
+            group.add_argument(
+                f"--{flag(item.name)}",
+                type=type(item.default),
+                default=argparse.SUPPRESS,
+                help=f"{item.metadata['help']}{allowed} (default {item.default})",
+            )
     add_flags(group, GenerationOptions, names=GENERATION_FLAGS)
 
 
@@ -78,19 +96,29 @@ def run(args) -> int:
     given = {name: getattr(args, name) for name in ("judge", "fluency_tolerance") if hasattr(args, name)}
     strategy = Rerank(**given)
     check_judge(strategy)
-    options = GenerationOptions(**{f.name: getattr(args, f.name) for f in fields(GenerationOptions)
-                                   if f.name in GENERATION_FLAGS}).validate()
+    options = GenerationOptions(
+        **{f.name: getattr(args, f.name) for f in fields(GenerationOptions) if f.name in GENERATION_FLAGS}
+    ).validate()
     refuse_writing_inputs([args.input, args.candidates], "--output", outputs=[args.output])
-    rows = list(read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting,
-                          split=args.split))
+    rows = list(
+        read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
+    )
     unique_ids(rows)
     candidates = read_candidates(args.candidates)
-    settings = {"judge": strategy.judge, "fluency_tolerance": strategy.fluency_tolerance,
-                **{key: value for key, value in options.fingerprint().items() if key in GENERATION_FLAGS},
-                "candidates": content_digest(sorted(candidates.items()))}
+    settings = {
+        "judge": strategy.judge,
+        "fluency_tolerance": strategy.fluency_tolerance,
+        **{key: value for key, value in options.fingerprint().items() if key in GENERATION_FLAGS},
+        "candidates": content_digest(sorted(candidates.items())),
+    }
     fingerprint = job_fingerprint("rerank", model=models.identity(args.model), reranking=settings)
     job = CandidatesJob(args.model, strategy, options, candidates, device=args.device)
     counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="rerank", **job_options(args))
-    logger.info("%d reranked, %d already done, %d errors -> %s", counts["done"], counts["skipped"],
-                counts["errors"], args.output)
+    logger.info(
+        "%d reranked, %d already done, %d errors -> %s",
+        counts["done"],
+        counts["skipped"],
+        counts["errors"],
+        args.output,
+    )
     return 0

@@ -5,26 +5,41 @@ from __future__ import annotations
 import logging
 
 from ..paths import PathArg
-from .options import (LazyMetric, add_input_columns, add_job_options, add_metric_options, columns_from_args,
-                      is_main_process, job_options, metric_fingerprint, metric_from_args, refuse_writing_inputs)
+from .options import (
+    LazyMetric,
+    add_input_columns,
+    add_job_options,
+    add_metric_options,
+    columns_from_args,
+    is_main_process,
+    job_options,
+    metric_fingerprint,
+    metric_from_args,
+    refuse_writing_inputs,
+)
 
 logger = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
-        "score", help="score responses for faithfulness to their documents",
+        "score",
+        help="score responses for faithfulness to their documents",
         description="Score each row of a rows file (JSONL, CSV, TSV, Parquet, a dataset) and write one JSON "
-                    "record per row, in input order. Rerunning the same command continues where it stopped (a different metric, model or "
-                    "setting stops with what differs); bad rows get an 'error' record naming the row and field, "
-                    "retried on the next run. Runs data-parallel under 'accelerate launch -m faithkit score …'.",
+        "record per row, in input order. Rerunning the same command continues where it stopped (a different metric, model or "
+        "setting stops with what differs); bad rows get an 'error' record naming the row and field, "
+        "retried on the next run. Runs data-parallel under 'accelerate launch -m faithkit score …'.",
     )
     add_metric_options(parser)
-    parser.add_argument("--input", required=True, type=PathArg("rows"),
-                        help="rows to score (.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or hf:OWNER/NAME "
-                             "with --split)")
-    parser.add_argument("--output", required=True, type=PathArg("output file"),
-                        help="results, one JSON object per row (.jsonl)")
+    parser.add_argument(
+        "--input",
+        required=True,
+        type=PathArg("rows"),
+        help="rows to score (.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or hf:OWNER/NAME with --split)",
+    )
+    parser.add_argument(
+        "--output", required=True, type=PathArg("output file"), help="results, one JSON object per row (.jsonl)"
+    )
     add_job_options(parser)
     add_input_columns(parser)
     parser.set_defaults(run=run)
@@ -43,6 +58,7 @@ def run(args) -> int:
     counts = score_rows(metric, rows, args.output, fingerprint=fingerprint, desc=args.metric, **job_options(args))
     if is_main_process():
         print_score_table(read_results(args.output), args.metric)
-    logger.info("%d scored, %d already done, %d errors -> %s", counts["done"], counts["skipped"], counts["errors"],
-                args.output)
+    logger.info(
+        "%d scored, %d already done, %d errors -> %s", counts["done"], counts["skipped"], counts["errors"], args.output
+    )
     return 0

@@ -21,18 +21,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from ..paths import PathArg
     from ..train.config import add_override_arguments
 
-    parser.add_argument("--config", required=True, type=PathArg("text"),
-                        help="YAML config, e.g. configs/train/tiny-gpt2.yaml")
-    parser.add_argument("--output-dir", type=PathArg("output folder"),
-                        help="where checkpoints, state and logs go (default: runs/train/CONFIG_NAME)")
-    parser.add_argument("--resume", action="store_true",
-                        help="continue the run in --output-dir from its last saved state")
+    parser.add_argument(
+        "--config", required=True, type=PathArg("text"), help="YAML config, e.g. configs/train/tiny-gpt2.yaml"
+    )
+    parser.add_argument(
+        "--output-dir",
+        type=PathArg("output folder"),
+        help="where checkpoints, state and logs go (default: runs/train/CONFIG_NAME)",
+    )
+    parser.add_argument(
+        "--resume", action="store_true", help="continue the run in --output-dir from its last saved state"
+    )
     add_override_arguments(parser)
 
 
 def register(subparsers) -> None:
-    parser = subparsers.add_parser("train", help="fine-tune a dialogue model from a YAML config",
-                                   description=DESCRIPTION)
+    parser = subparsers.add_parser(
+        "train", help="fine-tune a dialogue model from a YAML config", description=DESCRIPTION
+    )
     add_arguments(parser)
     parser.set_defaults(run=run)
 

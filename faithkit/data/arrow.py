@@ -58,8 +58,9 @@ def load_dataset_source(source, split: str | None = None):
         return source
     text = str(source)
     if split is not None and not has_splits(source):
-        raise InputError(f"{text} is a single split already; drop --split (it applies to hub datasets "
-                         f"and saved DatasetDict folders)")
+        raise InputError(
+            f"{text} is a single split already; drop --split (it applies to hub datasets and saved DatasetDict folders)"
+        )
     if text.startswith(HUB_PREFIX):
         return _hub_split(text.removeprefix(HUB_PREFIX), split)
     path = Path(source)
@@ -88,9 +89,11 @@ def _hub_split(name: str, split: str | None):
         return datasets.load_dataset(name, split=split)
     except Exception as error:  # offline, unknown id, unknown split: datasets raises many kinds
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise InputError(f"cannot load split '{split}' of the hub dataset {name} ({type(error).__name__}: {reason}); "
-                         f"check the id, the split and the network, or save it with save_to_disk and pass "
-                         f"the folder") from None
+        raise InputError(
+            f"cannot load split '{split}' of the hub dataset {name} ({type(error).__name__}: {reason}); "
+            f"check the id, the split and the network, or save it with save_to_disk and pass "
+            f"the folder"
+        ) from None
 
 
 def dataset_records(source, split: str | None = None) -> Iterator[tuple[int, int, dict, None]]:

@@ -63,9 +63,15 @@ class ResultWriter:
     Messages name ``flag``, the command's option for this output.
     """
 
-    def __init__(self, path: str | Path, resume: bool = True, fingerprint: dict | None = None,
-                 retry_errors: bool = True, expected: Mapping[str, str | None] | None = None,
-                 flag: str = "--output"):
+    def __init__(
+        self,
+        path: str | Path,
+        resume: bool = True,
+        fingerprint: dict | None = None,
+        retry_errors: bool = True,
+        expected: Mapping[str, str | None] | None = None,
+        flag: str = "--output",
+    ):
         self.path = Path(path)
         self.flag = flag
         self.meta_path = self.path.with_name(self.path.name + ".meta.json")
@@ -80,8 +86,10 @@ class ResultWriter:
         try:
             self._lock.acquire(timeout=0)
         except Timeout:
-            raise OutputError(f"another run is writing {self.path} (it holds {self.path}.lock); wait for it to "
-                              f"finish, or choose another {flag}") from None
+            raise OutputError(
+                f"another run is writing {self.path} (it holds {self.path}.lock); wait for it to "
+                f"finish, or choose another {flag}"
+            ) from None
         try:
             if resume and self.path.exists():
                 self._check_fingerprint(fingerprint)
@@ -99,8 +107,9 @@ class ResultWriter:
             raise
         except OSError as error:
             self._unlock()
-            raise OutputError(f"cannot write {error.filename or self.path}: {error.strerror}; "
-                              f"{self._saved()}") from None
+            raise OutputError(
+                f"cannot write {error.filename or self.path}: {error.strerror}; {self._saved()}"
+            ) from None
         except BaseException:
             self._unlock()
             raise
@@ -109,19 +118,24 @@ class ResultWriter:
         if fingerprint is None or not _has_records(self.path):
             return
         if not self.meta_path.exists():
-            raise OutputError(f"{self.path} holds results but no record of the job that wrote them "
-                              f"({self.meta_path.name} is missing); {restart_hint(self.flag)}")
+            raise OutputError(
+                f"{self.path} holds results but no record of the job that wrote them "
+                f"({self.meta_path.name} is missing); {restart_hint(self.flag)}"
+            )
         try:
             recorded = json.loads(self.meta_path.read_text(encoding="utf-8"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             recorded = None
         if not isinstance(recorded, dict):
-            raise OutputError(f"{self.meta_path} is damaged (not the JSON object faithkit wrote); "
-                              f"{restart_hint(self.flag)}")
+            raise OutputError(
+                f"{self.meta_path} is damaged (not the JSON object faithkit wrote); {restart_hint(self.flag)}"
+            )
         changes = _differences(recorded, fingerprint)
         if changes:
-            raise OutputError(f"{self.path} was written by a different job ({'; '.join(changes)}); "
-                              f"to continue it, rerun with its settings; otherwise {restart_hint(self.flag)}")
+            raise OutputError(
+                f"{self.path} was written by a different job ({'; '.join(changes)}); "
+                f"to continue it, rerun with its settings; otherwise {restart_hint(self.flag)}"
+            )
 
     def _recover(self, retry_errors: bool, expected: Mapping[str, str | None] | None) -> None:
         data = self.path.read_bytes()
@@ -134,8 +148,10 @@ class ResultWriter:
             record = _parse(line, number, self.path, self.flag)
             row_id = str(record["id"])
             if row_id in first_line:
-                raise OutputError(f"{self.path}: id '{row_id}' appears on lines {first_line[row_id]} and {number}; "
-                                  f"delete one of them, or {restart_hint(self.flag)}")
+                raise OutputError(
+                    f"{self.path}: id '{row_id}' appears on lines {first_line[row_id]} and {number}; "
+                    f"delete one of them, or {restart_hint(self.flag)}"
+                )
             first_line[row_id] = number
             if retry_errors and "error" in record:
                 self.retried += 1
@@ -178,8 +194,10 @@ class ResultWriter:
         return OutputError(f"cannot write {self.path}: {error.strerror or error}; {self._saved()}")
 
     def _saved(self) -> str:
-        return (f"{len(self.completed)} records are saved in {self.path}; free space (or fix the folder) and rerun "
-                f"the same command to continue")
+        return (
+            f"{len(self.completed)} records are saved in {self.path}; free space (or fix the folder) and rerun "
+            f"the same command to continue"
+        )
 
     def _abandon_file(self) -> None:
         """Drop the file's unwritten buffer: a failed write leaves at most a partial last line, cut on resuming."""
@@ -210,9 +228,11 @@ class ResultWriter:
         try:
             write_text(self.path, "".join(to_json(r) + "\n" for r in records))
         except WriteFailed as error:
-            raise OutputError(f"cannot put {self.path} in input order: {error.reason}; "
-                              f"all {len(records)} records are saved in it, in the order they were computed; free "
-                              f"space and rerun the same command to put them in order") from None
+            raise OutputError(
+                f"cannot put {self.path} in input order: {error.reason}; "
+                f"all {len(records)} records are saved in it, in the order they were computed; free "
+                f"space and rerun the same command to put them in order"
+            ) from None
         self._file = open_append(self.path, self.flag)
 
     def close(self) -> None:
@@ -252,8 +272,10 @@ def _parse(line: str, number: int, path: Path, flag: str = "--output") -> dict:
         record = None
     if not isinstance(record, dict) or "id" not in record:
         problem = "is not a JSON object" if not isinstance(record, dict) else "has no 'id'"
-        raise OutputError(f"{path}: line {number} {problem}, so the file is damaged; delete that line to keep "
-                          f"the other results, or {restart_hint(flag)}")
+        raise OutputError(
+            f"{path}: line {number} {problem}, so the file is damaged; delete that line to keep "
+            f"the other results, or {restart_hint(flag)}"
+        )
     return record
 
 

@@ -150,8 +150,15 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, int, dict |
                 continue
             number += 1  # rows count from 1 after the header, as the benchmark files' ids do
             if len(fields) != len(header):
-                yield number, line, None, (f"line {line} has {len(fields)} fields where the header has {len(header)}"
-                                     + _quoting_hint(quoting))
+                yield (
+                    number,
+                    line,
+                    None,
+                    (
+                        f"line {line} has {len(fields)} fields where the header has {len(header)}"
+                        + _quoting_hint(quoting)
+                    ),
+                )
                 continue
             yield number, line, dict(zip(header, fields)), None
     else:
@@ -161,7 +168,7 @@ def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, int, dict |
 def _check_quote_closes(raw: str, line: int, delimiter: str, path: Path) -> None:
     """Stop if the file's last row, which starts at ``line``, opens a quote that never closes: that quote would
     have swallowed every line after it into one field (a quoted field that does close may hold newlines)."""
-    tail = "\n".join(raw.split("\n")[line - 1:])  # lines as the csv reader counts them (not U+2028)
+    tail = "\n".join(raw.split("\n")[line - 1 :])  # lines as the csv reader counts them (not U+2028)
     try:
         for _ in csv.reader(io.StringIO(tail, newline=""), delimiter=delimiter, strict=True):
             pass
@@ -170,8 +177,10 @@ def _check_quote_closes(raw: str, line: int, delimiter: str, path: Path) -> None
             return
         swallowed = tail.count("\n") - tail.endswith("\n")
         lost = f", so the {swallowed} lines after it would be read into that one field" if swallowed else ""
-        raise InputError(f"{path}: line {line} opens a quoted field that never closes{lost}; close the quote, or "
-                         f"read the file literally with --quoting none") from None
+        raise InputError(
+            f"{path}: line {line} opens a quoted field that never closes{lost}; close the quote, or "
+            f"read the file literally with --quoting none"
+        ) from None
 
 
 def _quoting_hint(quoting: str) -> str:
@@ -196,8 +205,9 @@ def _has_bad_text(value) -> bool:
     return False
 
 
-def read_rows(path, columns: Columns | None = None, quoting: str | None = None,
-              split: str | None = None) -> Iterator[Row]:
+def read_rows(
+    path, columns: Columns | None = None, quoting: str | None = None, split: str | None = None
+) -> Iterator[Row]:
     """Yield every data row of a JSONL/CSV/TSV file or a dataset; rows that cannot be used carry ``error``.
 
     ``path`` is a file, a dataset folder or hub id (below) or a ``datasets.Dataset``.
@@ -218,8 +228,9 @@ def read_rows(path, columns: Columns | None = None, quoting: str | None = None,
         if not path.exists():
             raise InputError(f"input file not found: {path}")
         if path.is_dir():
-            raise InputError(f"input {path} is a folder; give a .jsonl, .csv, .tsv or .parquet file or a "
-                             f"save_to_disk folder")
+            raise InputError(
+                f"input {path} is a folder; give a .jsonl, .csv, .tsv or .parquet file or a save_to_disk folder"
+            )
         records = _records(path, quoting)
     columns = columns or Columns()
     mapping = None
@@ -228,8 +239,9 @@ def read_rows(path, columns: Columns | None = None, quoting: str | None = None,
         if record is not None and mapping is None:
             mapping = columns.resolve(record.keys(), str(path))
             if mapping["history"] is None:
-                logger.warning("%s: no history column found, so every history is empty "
-                               "(name one with --history-column)", path)
+                logger.warning(
+                    "%s: no history column found, so every history is empty (name one with --history-column)", path
+                )
             yield from (Row(id=_fallback_id(n, at, mapping), error=e) for n, at, e in pending)
             pending = []
         if error is not None:
@@ -257,17 +269,24 @@ def _row(record: dict, mapping: dict, row_id: str, required: tuple[str, ...]) ->
     for column, value in record.items():  # every field is written to the output, not only the three used
         if _has_bad_text(column) or _has_bad_text(value):
             column = column.encode("utf-8", "backslashreplace").decode("utf-8")  # the message itself must be writable
-            return Row(id=row_id, error=f"row {row_id}: field '{column}' is not valid UTF-8 text "
-                                        f"(undecodable bytes or a lone surrogate such as \\ud800); fix the file")
-    values = {name: record.get(mapping[name]) if mapping[name] else None
-              for name in ("document", "history", "response")}
+            return Row(
+                id=row_id,
+                error=f"row {row_id}: field '{column}' is not valid UTF-8 text "
+                f"(undecodable bytes or a lone surrogate such as \\ud800); fix the file",
+            )
+    values = {
+        name: record.get(mapping[name]) if mapping[name] else None for name in ("document", "history", "response")
+    }
     for name, value in values.items():
         turns = value if name == "history" and isinstance(value, list) else [value]
         if any(isinstance(turn, (list, dict, bool)) for turn in turns):  # JSON's true is no text "True"
             expected = "a string or a list of strings (the turns)" if name == "history" else "a string"
-            return Row(id=row_id, error=f"row {row_id}: field '{mapping[name]}' ({name}) holds "
-                                        f"{json.dumps(value, ensure_ascii=False)[:60]} where {expected} is expected; "
-                                        f"fix the file")
+            return Row(
+                id=row_id,
+                error=f"row {row_id}: field '{mapping[name]}' ({name}) holds "
+                f"{json.dumps(value, ensure_ascii=False)[:60]} where {expected} is expected; "
+                f"fix the file",
+            )
     history = _split_history(values["history"])
     document = "" if values["document"] is None else str(values["document"])
     response = "" if values["response"] is None else str(values["response"])
@@ -289,8 +308,12 @@ def unique_ids(rows: list[Row]) -> None:
     for position, row in enumerate(rows, start=1):
         if row.id in seen:
             first_position, first = seen[row.id]
-            where = (f"on lines {first.line} and {row.line}" if first.line and row.line
-                     else f"in rows {first_position} and {position}")
-            raise InputError(f"row id '{row.id}' appears twice, {where}; ids must be unique (use --id-column or drop "
-                             f"the id column)")
+            where = (
+                f"on lines {first.line} and {row.line}"
+                if first.line and row.line
+                else f"in rows {first_position} and {position}"
+            )
+            raise InputError(
+                f"row id '{row.id}' appears twice, {where}; ids must be unique (use --id-column or drop the id column)"
+            )
         seen[row.id] = position, row

@@ -62,18 +62,24 @@ class Strategy:
     def label(self) -> str:
         """A short readable name for cells and files: ``plain``, ``pmi_a0.25_p0.6``, ``cad_a1``, ``adacad``."""
         short = {"alpha": "a", "top_p": "p"}
-        return "_".join([self.name] + [f"{short.get(key, key)}{parameter_text(value)}"
-                                       for key, value in self.parameters().items()])
+        return "_".join(
+            [self.name] + [f"{short.get(key, key)}{parameter_text(value)}" for key, value in self.parameters().items()]
+        )
 
     def check_search(self, search: str) -> None:
         """Raise :class:`ConfigError` if this strategy cannot decode with ``search``."""
         if search not in SEARCHES:
             raise ConfigError(f"search {search!r} is unknown; choose one of {', '.join(SEARCHES)}")
         if search not in self.searches:
-            reason = (" (generate samples every row on its own, so the history-only rows could not follow their "
-                      "conditioned rows)" if search == "beam_sample" and self.views == 2 else "")
-            raise ConfigError(f"strategy {self.name} does not support {search} search{reason}; it supports "
-                              f"{', '.join(self.searches)}")
+            reason = (
+                " (generate samples every row on its own, so the history-only rows could not follow their "
+                "conditioned rows)"
+                if search == "beam_sample" and self.views == 2
+                else ""
+            )
+            raise ConfigError(
+                f"strategy {self.name} does not support {search} search{reason}; it supports {', '.join(self.searches)}"
+            )
 
     def decodes_as_plain(self, search: str) -> bool:
         """True when this strategy's tokens are plain decoding's under ``search`` (so one decode serves both)."""

@@ -43,8 +43,13 @@ class CAD(Strategy):
     searches: ClassVar[tuple[str, ...]] = ("greedy", "beam", "sample")
     summary: ClassVar[str] = "CAD: (1 + alpha) logit(y | d, h) - alpha logit(y | h)"
 
-    alpha: float = option(0.5, "how far to push away from the history-only distribution", low=0, grid=(0.5, 1),
-                          meaning="0 = plain decoding; the paper uses 0.5 and 1")
+    alpha: float = option(
+        0.5,
+        "how far to push away from the history-only distribution",
+        low=0,
+        grid=(0.5, 1),
+        meaning="0 = plain decoding; the paper uses 0.5 and 1",
+    )
 
     def decodes_as_plain(self, search: str) -> bool:
         return self.alpha == 0
@@ -99,8 +104,14 @@ class ContextAwareDecode(TwoViewProcessor):
 
     method = "ContextAwareDecode"
 
-    def __init__(self, alpha: float = CAD.alpha, do_sample: bool = False, temperature: float = 1.0,
-                 top_k: int | None = None, generators: list[torch.Generator] | None = None):
+    def __init__(
+        self,
+        alpha: float = CAD.alpha,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        generators: list[torch.Generator] | None = None,
+    ):
         self.alpha = CAD(alpha=float(alpha)).alpha  # the one range check
         super().__init__(do_sample, temperature, top_k, generators)
         self.guidance = ClassifierFreeGuidanceLogitsProcessor(1 + self.alpha) if self.alpha > 0 else None

@@ -61,7 +61,9 @@ def build_inputs(
     context window leaves beside ``max_new_tokens`` (a warning counts the contexts that limit cut).
     """
     if len(documents) != len(histories):
-        raise ValueError(f"documents and histories must have the same length, got {len(documents)} and {len(histories)}")
+        raise ValueError(
+            f"documents and histories must have the same length, got {len(documents)} and {len(histories)}"
+        )
     if not len(documents):
         raise ValueError("no contexts given: documents and histories are empty")
     models.check_head(model)
@@ -75,10 +77,15 @@ def build_inputs(
     room = context_room(model, tokenizer, max_new_tokens)
     limit = min(max_context_tokens or room, room)
     contexts = [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in pairs]
-    cut = sum(1 for context in contexts[:len(documents)] if context.truncated_tokens)
+    cut = sum(1 for context in contexts[: len(documents)] if context.truncated_tokens)
     if cut and limit == room and max_context_tokens != room:  # the model's room cut them, not the caller's limit
-        logger.warning("%d of %d contexts cut to the %d tokens the model has room for (their end kept); "
-                       "set max_context_tokens to choose the cut", cut, len(documents), limit)
+        logger.warning(
+            "%d of %d contexts cut to the %d tokens the model has room for (their end kept); "
+            "set max_context_tokens to choose the cut",
+            cut,
+            len(documents),
+            limit,
+        )
     rows = [context.ids for context in contexts]
     width = max(len(row) for row in rows)
     pad = pad_token_id(tokenizer)
@@ -96,13 +103,22 @@ def context_room(model, tokenizer, max_new_tokens: int = 0) -> int:
     window = models.context_window(model, tokenizer)
     room = window if model.config.is_encoder_decoder else window - max_new_tokens
     if room < 1:
-        raise ConfigError(f"--max-new-tokens {max_new_tokens} leaves no room for a context in the model's {window} "
-                          "positions; ask for fewer new tokens")
+        raise ConfigError(
+            f"--max-new-tokens {max_new_tokens} leaves no room for a context in the model's {window} "
+            "positions; ask for fewer new tokens"
+        )
     return room
 
 
-def decode_responses(model, tokenizer, outputs: torch.Tensor, inputs: dict, num_return_sequences: int = 1,
-                     template: PromptTemplate | None = None, views: int = 2) -> list:
+def decode_responses(
+    model,
+    tokenizer,
+    outputs: torch.Tensor,
+    inputs: dict,
+    num_return_sequences: int = 1,
+    template: PromptTemplate | None = None,
+    views: int = 2,
+) -> list:
     """The conditioned rows' generated text (prompt and special tokens removed), one per context.
 
     ``views``: as given to :func:`build_inputs` (2: only the first half of the rows are answers).
@@ -111,17 +127,17 @@ def decode_responses(model, tokenizer, outputs: torch.Tensor, inputs: dict, num_
     the prefix belongs to the prompt, not to the response.
     """
     contexts = inputs["input_ids"].shape[0] // views
-    generated = outputs if model.config.is_encoder_decoder else outputs[:, inputs["input_ids"].shape[1]:]
+    generated = outputs if model.config.is_encoder_decoder else outputs[:, inputs["input_ids"].shape[1] :]
     rows = generated[: contexts * num_return_sequences]
     texts = [_without_prefix(text.strip(), template) for text in tokenizer.batch_decode(rows, skip_special_tokens=True)]
     if num_return_sequences == 1:
         return texts
-    return [texts[i * num_return_sequences:(i + 1) * num_return_sequences] for i in range(contexts)]
+    return [texts[i * num_return_sequences : (i + 1) * num_return_sequences] for i in range(contexts)]
 
 
 def _without_prefix(text: str, template: PromptTemplate | None) -> str:
     prefix = template.response_prefix.strip() if template is not None else ""
-    return text[len(prefix):].strip() if prefix and text.startswith(prefix) else text
+    return text[len(prefix) :].strip() if prefix and text.startswith(prefix) else text
 
 
 @torch.no_grad()
@@ -144,8 +160,11 @@ def prefill_blocks(model, inputs: dict, groups: int = 2) -> list | None:
     """Each of the ``groups`` blocks of rows prefilled at its own width (see :func:`prompt_cache`), or None."""
     from transformers.cache_utils import DynamicLayer
 
-    if (model.config.is_encoder_decoder or not models.attends_to_whole_past(model)
-            or "position_ids" not in inspect.signature(model.forward).parameters):
+    if (
+        model.config.is_encoder_decoder
+        or not models.attends_to_whole_past(model)
+        or "position_ids" not in inspect.signature(model.forward).parameters
+    ):
         return None
     ids, mask = inputs["input_ids"], inputs["attention_mask"]
     if ids.shape[1] < 2 or ids.shape[0] % groups:
@@ -203,8 +222,9 @@ class PreparedBatch:
         if model.config.is_encoder_decoder:
             encoder = model.get_encoder()
             with torch.no_grad():
-                self.encoder_outputs = encoder(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
-                                               return_dict=True)
+                self.encoder_outputs = encoder(
+                    input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"], return_dict=True
+                )
         else:
             self.blocks = prefill_blocks(model, inputs, groups=views)
 
@@ -284,9 +304,19 @@ def generate(
     """
     strategy = _pmi_of_old_keywords(strategy, generate_kwargs)
     search = search_of(generate_kwargs.get("num_beams", 1), generate_kwargs.pop("do_sample", False))
-    return generate_grid(model, tokenizer, documents, histories, [Cell(strategy_from_dict(strategy), search)],
-                         template=template, batch_size=batch_size, max_context_tokens=max_context_tokens,
-                         seeds=seeds, judge=judge, **generate_kwargs)[0]
+    return generate_grid(
+        model,
+        tokenizer,
+        documents,
+        histories,
+        [Cell(strategy_from_dict(strategy), search)],
+        template=template,
+        batch_size=batch_size,
+        max_context_tokens=max_context_tokens,
+        seeds=seeds,
+        judge=judge,
+        **generate_kwargs,
+    )[0]
 
 
 def _pmi_of_old_keywords(strategy, generate_kwargs: dict):
@@ -297,18 +327,25 @@ def _pmi_of_old_keywords(strategy, generate_kwargs: dict):
         return strategy
     strategy = strategy_from_dict(strategy)
     if strategy.name != "pmi":
-        raise ConfigError(f"{', '.join(f'{key}=' for key in old)} (the pre-strategy spelling of PMI(alpha, top_p)) "
-                          f"with strategy {strategy.name!r}: give the parameters in the strategy instead, e.g. "
-                          f"{{'name': {strategy.name!r}, **{old!r}}}")
+        raise ConfigError(
+            f"{', '.join(f'{key}=' for key in old)} (the pre-strategy spelling of PMI(alpha, top_p)) "
+            f"with strategy {strategy.name!r}: give the parameters in the strategy instead, e.g. "
+            f"{{'name': {strategy.name!r}, **{old!r}}}"
+        )
     replacement = PMI(**{**strategy.parameters(), **old})
-    warnings.warn(f"generate({', '.join(f'{key}=' for key in old)}…) is deprecated; pass the strategy: "
-                  f"generate(model, tokenizer, documents, histories, PMI(alpha={replacement.alpha:g}, "
-                  f"top_p={replacement.top_p:g}), …)", DeprecationWarning, stacklevel=3)
+    warnings.warn(
+        f"generate({', '.join(f'{key}=' for key in old)}…) is deprecated; pass the strategy: "
+        f"generate(model, tokenizer, documents, histories, PMI(alpha={replacement.alpha:g}, "
+        f"top_p={replacement.top_p:g}), …)",
+        DeprecationWarning,
+        stacklevel=3,
+    )
     return replacement
 
 
-def generate_grid(model, tokenizer, documents: Sequence[str], histories: Sequence, cells: Sequence,
-                  **options) -> list[list]:
+def generate_grid(
+    model, tokenizer, documents: Sequence[str], histories: Sequence, cells: Sequence, **options
+) -> list[list]:
     """Responses for every cell: ``responses[cell][context]``.
 
     Each cell's responses equal :func:`generate` with that cell's strategy and search, token
@@ -357,7 +394,9 @@ def iter_grid(
     """
     cells = [as_cell(cell) for cell in cells]  # bad cells fail before any batch runs
     if len(documents) != len(histories):
-        raise ValueError(f"documents and histories must have the same length, got {len(documents)} and {len(histories)}")
+        raise ValueError(
+            f"documents and histories must have the same length, got {len(documents)} and {len(histories)}"
+        )
     if judge is None and any(isinstance(cell.strategy, Rerank) for cell in cells):
         raise ValueError("rerank cells need a judge: pass judge=faithkit.reranking.Judges(model, tokenizer)")
     sampled = any(cell.sampled for cell in cells)
@@ -367,18 +406,29 @@ def iter_grid(
         raise ValueError(f"seeds need one per context, got {len(seeds)} for {len(documents)} contexts")
     legacy = [name for name in LEGACY_KEYWORDS if name in generate_kwargs]
     if legacy:
-        raise ConfigError(f"{', '.join(f'{key}=' for key in legacy)}: a grid names each cell's strategy with its "
-                          "parameters, e.g. Cell(PMI(alpha=0.25, top_p=0.6), 'greedy')")
+        raise ConfigError(
+            f"{', '.join(f'{key}=' for key in legacy)}: a grid names each cell's strategy with its "
+            "parameters, e.g. Cell(PMI(alpha=0.25, top_p=0.6), 'greedy')"
+        )
     unsupported = [name for name in _UNSUPPORTED_WARPERS if generate_kwargs.get(name) is not None]
     if unsupported:
-        raise ValueError(f"sampling supports temperature and top_k; {', '.join(unsupported)} would be ignored. "
-                         "Drop them (PMI-DECODE's nucleus is its own top_p parameter)")
+        raise ValueError(
+            f"sampling supports temperature and top_k; {', '.join(unsupported)} would be ignored. "
+            "Drop them (PMI-DECODE's nucleus is its own top_p parameter)"
+        )
     if "cache" in generate_kwargs or "do_sample" in generate_kwargs:
-        raise ValueError("iter_grid takes neither cache (it prefills each batch itself) nor do_sample (each cell "
-                         "names its search: Cell(strategy, 'sample'))")
-    GenerationOptions(num_beams=num_beams, num_return_sequences=num_return_sequences, temperature=temperature,
-                      top_k=top_k, batch_size=batch_size, max_context_tokens=max_context_tokens,
-                      ).validate([search for cell in cells for search in cell.option_searches])
+        raise ValueError(
+            "iter_grid takes neither cache (it prefills each batch itself) nor do_sample (each cell "
+            "names its search: Cell(strategy, 'sample'))"
+        )
+    GenerationOptions(
+        num_beams=num_beams,
+        num_return_sequences=num_return_sequences,
+        temperature=temperature,
+        top_k=top_k,
+        batch_size=batch_size,
+        max_context_tokens=max_context_tokens,
+    ).validate([search for cell in cells for search in cell.option_searches])
     extra = list(generate_kwargs.pop("logits_processor", None) or [])
     config = model.generation_config
     temperature = temperature or config.temperature or 1.0
@@ -391,9 +441,17 @@ def iter_grid(
     views = max(run.views for run in runs.values())
     order = length_order(documents, histories)
     for start in range(0, len(order), batch_size):
-        chunk = order[start:start + batch_size]
-        inputs = build_inputs(model, tokenizer, [documents[i] for i in chunk], [histories[i] for i in chunk],
-                              template, max_context_tokens, max_new_tokens, views=views)
+        chunk = order[start : start + batch_size]
+        inputs = build_inputs(
+            model,
+            tokenizer,
+            [documents[i] for i in chunk],
+            [histories[i] for i in chunk],
+            template,
+            max_context_tokens,
+            max_new_tokens,
+            views=views,
+        )
         batch = PreparedBatch(model, inputs, views)
         done: dict[tuple, list] = {}
 
@@ -402,15 +460,28 @@ def iter_grid(
                 run = runs[key]
                 cell_seeds = None if seeds is None or not run.sampled else [seeds[i] for i in chunk]
                 outputs = _decode(model, batch, run, cell_seeds, extra, generate_kwargs)
-                done[key] = decode_responses(model, tokenizer, outputs, batch.rows(run.views),
-                                             run.kwargs["num_return_sequences"], template, views=run.views)
+                done[key] = decode_responses(
+                    model,
+                    tokenizer,
+                    outputs,
+                    batch.rows(run.views),
+                    run.kwargs["num_return_sequences"],
+                    template,
+                    views=run.views,
+                )
             return done[key]
 
         for index, cell in enumerate(cells):
             if isinstance(cell.strategy, Rerank) and cell.decode_key not in done:
                 assert judge is not None  # checked above: rerank cells need a judge
-                choices = rerank(cell.strategy, judge, [documents[i] for i in chunk], [histories[i] for i in chunk],
-                                 decoded(_GREEDY.decode_key), decoded(cell.strategy.candidates_key()))
+                choices = rerank(
+                    cell.strategy,
+                    judge,
+                    [documents[i] for i in chunk],
+                    [histories[i] for i in chunk],
+                    decoded(_GREEDY.decode_key),
+                    decoded(cell.strategy.candidates_key()),
+                )
                 done[cell.decode_key] = [choice.response for choice in choices]
             yield index, chunk, decoded(cell.decode_key)
 
@@ -430,8 +501,9 @@ class _CellRun(NamedTuple):
     own_seeds: bool = False  # every copy from its own generator (rerank candidates), not in turn from its context's
 
 
-def _runs(cells: list[Cell], num_beams: int, num_return_sequences: int, temperature: float,
-          top_k: int | None) -> dict[tuple, _CellRun]:
+def _runs(
+    cells: list[Cell], num_beams: int, num_return_sequences: int, temperature: float, top_k: int | None
+) -> dict[tuple, _CellRun]:
     """Decode key -> how to run it. Cells that decode as plain run as plain (one view); a rerank cell needs plain
     greedy and its candidates: plain sampling with n returns, each from its own seed, or beam search with n beams."""
     runs: dict[tuple, _CellRun] = {}
@@ -481,7 +553,9 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
             copy_seeds = [own for seed in seeds for own in candidate_seeds(int(seed), returns)]
         else:  # copies of a context draw in turn from its generator
             copy_seeds = [int(seed) for seed in seeds for _ in range(returns)]
-        generators = {seed: torch.Generator(models.input_device(model)).manual_seed(seed) for seed in dict.fromkeys(copy_seeds)}
+        generators = {
+            seed: torch.Generator(models.input_device(model)).manual_seed(seed) for seed in dict.fromkeys(copy_seeds)
+        }
         sampling = sampling._replace(generators=[generators[seed] for seed in copy_seeds])
     if sampling is not None and strategy.views == 1 and seeds is None:
         processors = []  # plain sampling from the global RNG: transformers' own
@@ -489,8 +563,9 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
     else:
         processors = strategy.processors(sampling)
         search_kwargs = run.kwargs
-    return model.generate(**kwargs, logits_processor=[FiniteLogits(model.dtype), *extra, *processors],
-                          **search_kwargs, **generate_kwargs)
+    return model.generate(
+        **kwargs, logits_processor=[FiniteLogits(model.dtype), *extra, *processors], **search_kwargs, **generate_kwargs
+    )
 
 
 def _beam_sample_per_context(model, kwargs: dict, run: _CellRun, seeds, extra: list, generate_kwargs: dict):

@@ -32,10 +32,16 @@ class GeneratorJob:
             from .. import models
             from ..reranking import Judges
 
-            model, tokenizer = models.load(self.model_name, kind=models.model_kind(self.model_name), device=self.device,
-                                           dtype=self.dtype)
-            judges = Judges(model, tokenizer, self.options.template(model, tokenizer),
-                            batch_size=self.options.batch_size, device=self.device)
+            model, tokenizer = models.load(
+                self.model_name, kind=models.model_kind(self.model_name), device=self.device, dtype=self.dtype
+            )
+            judges = Judges(
+                model,
+                tokenizer,
+                self.options.template(model, tokenizer),
+                batch_size=self.options.batch_size,
+                device=self.device,
+            )
             self._loaded = model, tokenizer, judges
         return self._loaded
 
@@ -46,7 +52,14 @@ class GeneratorJob:
         model, tokenizer, judges = self._load()
         sampled = Cell(self.strategy, self.options.search).sampled
         options = self.options.generate_kwargs(model, tokenizer, ids=[row.id for row in rows], sampled=sampled)
-        responses = generate(model, tokenizer, [r.document for r in rows], [r.history for r in rows],
-                             strategy=self.strategy, judge=judges, **options)
+        responses = generate(
+            model,
+            tokenizer,
+            [r.document for r in rows],
+            [r.history for r in rows],
+            strategy=self.strategy,
+            judge=judges,
+            **options,
+        )
         key = "response" if self.options.num_return_sequences == 1 else "responses"
         return [{key: response, "gold": reference_of(row)} for row, response in zip(rows, responses)]

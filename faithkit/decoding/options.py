@@ -35,15 +35,22 @@ def search_of(num_beams: int = 1, do_sample: bool = False) -> str:
     return "beam" if num_beams > 1 else "greedy"
 
 
-def option(default, help: str, *, low=None, high=None, low_open: bool = False, grid: Sequence | None = None,
-           meaning: str = ""):
+def option(
+    default, help: str, *, low=None, high=None, low_open: bool = False, grid: Sequence | None = None, meaning: str = ""
+):
     """A dataclass field with its help, allowed range (``[low, high]``, ``(low, high]`` with ``low_open``) and grid.
 
     ``meaning`` explains the range's ends in messages ("0 = plain decoding"); ``grid`` is the
     values a sweep tries when none are given.
     """
-    metadata = {"help": help, "low": low, "high": high, "low_open": low_open, "meaning": meaning,
-                "grid": tuple(grid) if grid is not None else None}
+    metadata = {
+        "help": help,
+        "low": low,
+        "high": high,
+        "low_open": low_open,
+        "meaning": meaning,
+        "grid": tuple(grid) if grid is not None else None,
+    }
     return dataclasses.field(default=default, metadata=metadata)
 
 
@@ -82,8 +89,9 @@ def check(instance, where: str = "") -> None:
             meaning = f" ({item.metadata['meaning']})" if item.metadata.get("meaning") else ""
             allowed = range_text(item)
             preposition = "in " if allowed[0] in "[(" else "" if allowed.startswith("above") else "of "
-            raise ConfigError(f"{where}--{flag(item.name)} {value:g} is out of range: use a value "
-                              f"{preposition}{allowed}{meaning}")
+            raise ConfigError(
+                f"{where}--{flag(item.name)} {value:g} is out of range: use a value {preposition}{allowed}{meaning}"
+            )
 
 
 def flag(name: str) -> str:
@@ -166,8 +174,9 @@ def _expected(annotation) -> str:
     kind = base_type(annotation)
     if kind is list:
         return "a list of names or mappings" if dict in _list_item_types(annotation) else "a list of strings"
-    return {bool: "true or false", int: "an integer", float: "a number", str: "a string",
-            dict: "a mapping"}.get(kind, str(kind))
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a mapping"}.get(
+        kind, str(kind)
+    )
 
 
 def from_mapping(cls, values: Mapping, where: str = ""):
@@ -177,8 +186,11 @@ def from_mapping(cls, values: Mapping, where: str = ""):
     for key in values:
         if key not in known:
             close = difflib.get_close_matches(str(key), list(known), n=1)
-            hint = f"did you mean '{close[0]}'?" if close else (
-                f"its keys are {', '.join(known)}" if known else "it takes no parameters")
+            hint = (
+                f"did you mean '{close[0]}'?"
+                if close
+                else (f"its keys are {', '.join(known)}" if known else "it takes no parameters")
+            )
             raise ConfigError(f"{where}unknown key '{key}'; {hint}")
     return cls(**{key: coerce(value, types_[key], f"{where}{key}") for key, value in values.items()})
 
@@ -198,14 +210,20 @@ def add_flags(group, cls, defaults: bool = True, names: Sequence[str] | None = N
         default = item.default if defaults else argparse.SUPPRESS
         help_text = item.metadata.get("help", "")
         if defaults and item.default is not None and kind is not bool:
-            help_text += f" (default {item.default:g})" if isinstance(item.default, float) else \
-                f" (default {item.default})"
+            help_text += (
+                f" (default {item.default:g})" if isinstance(item.default, float) else f" (default {item.default})"
+            )
         if kind is bool:
             action = "store_true" if item.default is False and defaults else argparse.BooleanOptionalAction
             group.add_argument(f"--{flag(item.name)}", action=action, default=default, help=help_text)
         else:
-            group.add_argument(f"--{flag(item.name)}", type=_parser(kind, item.name), default=default,
-                               help=help_text, metavar=item.name.upper())
+            group.add_argument(
+                f"--{flag(item.name)}",
+                type=_parser(kind, item.name),
+                default=default,
+                help=help_text,
+                metavar=item.name.upper(),
+            )
 
 
 def _parser(kind, name):
@@ -215,8 +233,9 @@ def _parser(kind, name):
         try:
             return kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {'a whole number' if kind is int else 'a number'}, "
-                                             f"got '{text}'") from None
+            raise argparse.ArgumentTypeError(
+                f"expected {'a whole number' if kind is int else 'a number'}, got '{text}'"
+            ) from None
 
     parse.__name__ = name
     return parse
@@ -244,14 +263,24 @@ class GenerationOptions:
     do_sample: bool = option(False, "sample instead of taking the best token (the strategy's scores are sampled)")
     temperature: float | None = option(None, "sampling temperature on the strategy's scores", low=0, low_open=True)
     top_k: int | None = option(None, "sample among the k best scores only", low=1)
-    seed: int | None = option(None, "random seed for sampling; each row's draw depends only on the seed and its "
-                                    "id, so a resumed run writes what an uninterrupted one would (default 0)")
+    seed: int | None = option(
+        None,
+        "random seed for sampling; each row's draw depends only on the seed and its "
+        "id, so a resumed run writes what an uninterrupted one would (default 0)",
+    )
     max_new_tokens: int = option(40, "longest response in tokens", low=1)
     batch_size: int = option(8, "contexts per generate call", low=1)
-    max_context_tokens: int | None = option(None, "cut longer contexts, keeping their end (default and most: what "
-                                                  "the model's context window leaves beside --max-new-tokens)", low=1)
-    chat: bool | None = option(None, "use the tokenizer's chat template with the document in the system turn "
-                                     "(default: when the tokenizer has one and the model is decoder-only)")
+    max_context_tokens: int | None = option(
+        None,
+        "cut longer contexts, keeping their end (default and most: what "
+        "the model's context window leaves beside --max-new-tokens)",
+        low=1,
+    )
+    chat: bool | None = option(
+        None,
+        "use the tokenizer's chat template with the document in the system turn "
+        "(default: when the tokenizer has one and the model is decoder-only)",
+    )
 
     @property
     def search(self) -> str:
@@ -273,16 +302,20 @@ class GenerationOptions:
         if not sampling:
             given = [f"--{flag(name)}" for name in ("temperature", "top_k", "seed") if getattr(self, name) is not None]
             if given:
-                raise ConfigError(f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} to sampling only: "
-                                  "add --do-sample, or drop them")
+                raise ConfigError(
+                    f"{', '.join(given)} {'apply' if len(given) > 1 else 'applies'} to sampling only: "
+                    "add --do-sample, or drop them"
+                )
         for search in searches:
             beams = self.num_beams if search in ("beam", "beam_sample") else 1
             if search in ("beam", "beam_sample") and beams < 2:
                 raise ConfigError(f"{search} search needs --num-beams of at least 2, got {beams}")
             if search in ("greedy", "beam") and self.num_return_sequences > beams:
-                raise ConfigError(f"--num-return-sequences {self.num_return_sequences} is more than --num-beams "
-                                  f"{beams} of {search} search: search returns at most one response per beam; "
-                                  "raise --num-beams or add --do-sample")
+                raise ConfigError(
+                    f"--num-return-sequences {self.num_return_sequences} is more than --num-beams "
+                    f"{beams} of {search} search: search returns at most one response per beam; "
+                    "raise --num-beams or add --do-sample"
+                )
         return self
 
     def template(self, model, tokenizer) -> PromptTemplate:
@@ -297,15 +330,21 @@ class GenerationOptions:
         ``ids`` (the rows' ids) seed each sampled row's generator; sampling (``sampled``, by
         default :attr:`do_sample`: whether any cell samples) needs them.
         """
-        kwargs = {"template": self.template(model, tokenizer), "batch_size": self.batch_size,
-                  "max_context_tokens": self.max_context_tokens, "max_new_tokens": self.max_new_tokens,
-                  "num_beams": self.num_beams, "num_return_sequences": self.num_return_sequences}
+        kwargs = {
+            "template": self.template(model, tokenizer),
+            "batch_size": self.batch_size,
+            "max_context_tokens": self.max_context_tokens,
+            "max_new_tokens": self.max_new_tokens,
+            "num_beams": self.num_beams,
+            "num_return_sequences": self.num_return_sequences,
+        }
         if self.do_sample if sampled is None else sampled:
             if ids is None:
                 raise ValueError("sampling options need the rows' ids to seed each row's generator")
             kwargs["seeds"] = [row_seed(self.seed or 0, row_id) for row_id in ids]
-            kwargs.update({name: getattr(self, name) for name in ("temperature", "top_k")
-                           if getattr(self, name) is not None})
+            kwargs.update(
+                {name: getattr(self, name) for name in ("temperature", "top_k") if getattr(self, name) is not None}
+            )
         return kwargs
 
     def generate_kwargs(self, model, tokenizer, ids: Sequence | None = None, sampled: bool | None = None) -> dict:

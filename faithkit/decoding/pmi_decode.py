@@ -36,10 +36,23 @@ class PMI(Strategy):
     searches: ClassVar[tuple[str, ...]] = ("greedy", "beam", "sample")
     summary: ClassVar[str] = "PMI-DECODE: alpha * CPMI + (1 - alpha) * log P(y | d, h) inside the top-p set"
 
-    alpha: float = option(0.25, "weight of the PMI term", low=0, high=1, grid=(0, 0.25, 0.5, 1),
-                          meaning="0 = plain decoding, 1 = rank by PMI alone")
-    top_p: float = option(0.6, "nucleus of P(y | document, history) the token is chosen from", low=0, high=1,
-                          low_open=True, grid=(0.6, 0.75, 0.9, 1), meaning="1 keeps every token")
+    alpha: float = option(
+        0.25,
+        "weight of the PMI term",
+        low=0,
+        high=1,
+        grid=(0, 0.25, 0.5, 1),
+        meaning="0 = plain decoding, 1 = rank by PMI alone",
+    )
+    top_p: float = option(
+        0.6,
+        "nucleus of P(y | document, history) the token is chosen from",
+        low=0,
+        high=1,
+        low_open=True,
+        grid=(0.6, 0.75, 0.9, 1),
+        meaning="1 keeps every token",
+    )
 
     def decodes_as_plain(self, search: str) -> bool:
         # greedy: the best token is always in the top-p set; beam search may want tokens outside it
@@ -123,8 +136,15 @@ class PMIDecode(TwoViewProcessor):
 
     method = "PMIDecode"
 
-    def __init__(self, alpha: float = PMI.alpha, top_p: float = PMI.top_p, do_sample: bool = False,
-                 temperature: float = 1.0, top_k: int | None = None, generators: list[torch.Generator] | None = None):
+    def __init__(
+        self,
+        alpha: float = PMI.alpha,
+        top_p: float = PMI.top_p,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        generators: list[torch.Generator] | None = None,
+    ):
         params = PMI(alpha=float(alpha), top_p=float(top_p))  # the one range check
         super().__init__(do_sample, temperature, top_k, generators)
         self.alpha, self.top_p = params.alpha, params.top_p

@@ -45,22 +45,33 @@ class Rerank(Strategy):
     name: ClassVar[str] = "rerank"
     views: ClassVar[int] = 1
     searches: ClassVar[tuple[str, ...]] = ("greedy",)
-    summary: ClassVar[str] = ("n plain candidates (sampling or beam search) and the greedy response; the judge's "
-                              "best whose fluency is at least the greedy one's minus fluency_tolerance")
+    summary: ClassVar[str] = (
+        "n plain candidates (sampling or beam search) and the greedy response; the judge's "
+        "best whose fluency is at least the greedy one's minus fluency_tolerance"
+    )
 
     n: int = option(8, "candidates per context besides the greedy response", low=1, grid=(8,))
-    search: str = option("sample", "how the candidates are drawn: sample (each from its own seeded generator) or "
-                                   "beam (n beams, all returned)")
-    judge: str = option("pmi-faith", "metric that scores the candidates, by its registry name (pmi-faith: the "
-                                     "generator itself as PMI-FAITH judge)")
-    fluency_tolerance: float = option(1.0, "how far below the greedy response's fluency (the generator's mean "
-                                           "token log P(r | h)) a chosen candidate may be", low=0)
+    search: str = option(
+        "sample",
+        "how the candidates are drawn: sample (each from its own seeded generator) or beam (n beams, all returned)",
+    )
+    judge: str = option(
+        "pmi-faith",
+        "metric that scores the candidates, by its registry name (pmi-faith: the generator itself as PMI-FAITH judge)",
+    )
+    fluency_tolerance: float = option(
+        1.0,
+        "how far below the greedy response's fluency (the generator's mean "
+        "token log P(r | h)) a chosen candidate may be",
+        low=0,
+    )
 
     def __post_init__(self):
         super().__post_init__()
         if self.search not in CANDIDATE_SEARCHES:
-            raise ConfigError(f"rerank: --search {self.search!r} is unknown; choose one of "
-                              f"{', '.join(CANDIDATE_SEARCHES)}")
+            raise ConfigError(
+                f"rerank: --search {self.search!r} is unknown; choose one of {', '.join(CANDIDATE_SEARCHES)}"
+            )
         if not str(self.judge).strip():
             raise ConfigError("rerank: --judge is empty; name a metric of the registry, e.g. pmi-faith")
 
@@ -77,8 +88,10 @@ class Rerank(Strategy):
         return ("rerank-candidates", self.search, self.n)
 
     def processors(self, sampling: Sampling | None = None) -> list:
-        raise ConfigError("rerank is no logits processor: decode it with faithkit.decoding.generate or iter_grid, "
-                          "which draw its candidates and call its judge")
+        raise ConfigError(
+            "rerank is no logits processor: decode it with faithkit.decoding.generate or iter_grid, "
+            "which draw its candidates and call its judge"
+        )
 
 
 def candidate_seeds(seed: int, n: int) -> list[int]:
@@ -105,24 +118,40 @@ def choose(scores: Sequence[float | None], fluencies: Sequence[float | None], to
     nothing eligible gives 0.
     """
     reference = fluencies[0]
-    eligible = [i for i, score in enumerate(scores) if score is not None and not math.isnan(score)
-                and (reference is None or ((fluency := fluencies[i]) is not None and fluency >= reference - tolerance))]
+    eligible = [
+        i
+        for i, score in enumerate(scores)
+        if score is not None
+        and not math.isnan(score)
+        and (reference is None or ((fluency := fluencies[i]) is not None and fluency >= reference - tolerance))
+    ]
     return max(eligible, key=lambda i: (scores[i], -i)) if eligible else 0
 
 
-def rerank(strategy: Rerank, judge: Judge, documents: Sequence[str], histories: Sequence, greedy: Sequence[str],
-           candidates: Sequence[Sequence[str]]) -> list[Choice]:
+def rerank(
+    strategy: Rerank,
+    judge: Judge,
+    documents: Sequence[str],
+    histories: Sequence,
+    greedy: Sequence[str],
+    candidates: Sequence[Sequence[str]],
+) -> list[Choice]:
     """Each context's :class:`Choice` among its greedy response and candidates, all judged in one ``judge`` call."""
     if not len(documents) == len(histories) == len(greedy) == len(candidates):
-        raise ValueError(f"one greedy response and one candidate list per context: got {len(documents)} documents, "
-                         f"{len(histories)} histories, {len(greedy)} greedy responses, {len(candidates)} lists")
+        raise ValueError(
+            f"one greedy response and one candidate list per context: got {len(documents)} documents, "
+            f"{len(histories)} histories, {len(greedy)} greedy responses, {len(candidates)} lists"
+        )
     options = [[first, *rest] for first, rest in zip(greedy, candidates)]
-    flat = [(document, history, response) for document, history, responses in zip(documents, histories, options)
-            for response in responses]
+    flat = [
+        (document, history, response)
+        for document, history, responses in zip(documents, histories, options)
+        for response in responses
+    ]
     judged = judge(strategy, [f[0] for f in flat], [f[1] for f in flat], [f[2] for f in flat])
     choices, start = [], 0
     for responses in options:
-        values = judged[start:start + len(responses)]
+        values = judged[start : start + len(responses)]
         start += len(responses)
         scores, fluencies = [v[0] for v in values], [v[1] for v in values]
         index = choose(scores, fluencies, strategy.fluency_tolerance)

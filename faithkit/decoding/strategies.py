@@ -31,9 +31,26 @@ from .options import base_type, flag, from_mapping, range_text
 from .pmi_decode import PMI
 from .rerank import Rerank
 
-__all__ = ["CAD", "PMI", "STRATEGIES", "STRATEGY_NAMES", "AdaCAD", "Cell", "Plain", "Rerank", "Sampling", "Strategy",
-           "add_parameter_flags", "as_cell", "get_strategy", "parameter_fields", "strategy_from_args",
-           "strategy_from_dict", "strategy_from_text", "written_forms"]
+__all__ = [
+    "CAD",
+    "PMI",
+    "STRATEGIES",
+    "STRATEGY_NAMES",
+    "AdaCAD",
+    "Cell",
+    "Plain",
+    "Rerank",
+    "Sampling",
+    "Strategy",
+    "add_parameter_flags",
+    "as_cell",
+    "get_strategy",
+    "parameter_fields",
+    "strategy_from_args",
+    "strategy_from_dict",
+    "strategy_from_text",
+    "written_forms",
+]
 
 STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Plain, PMI, CAD, AdaCAD, Rerank)}
 STRATEGY_NAMES = tuple(STRATEGIES)
@@ -56,8 +73,10 @@ def strategy_from_dict(spec: Mapping | str | Strategy, where: str = "") -> Strat
     if isinstance(spec, str):
         spec = {"name": spec}
     if not isinstance(spec, Mapping) or "name" not in spec:
-        raise ConfigError(f"{where}a strategy is a mapping with a 'name' ({', '.join(STRATEGY_NAMES)}) and its "
-                          f"parameters, e.g. {{name: pmi, alpha: 0.25, top_p: 0.6}}; got {spec!r}")
+        raise ConfigError(
+            f"{where}a strategy is a mapping with a 'name' ({', '.join(STRATEGY_NAMES)}) and its "
+            f"parameters, e.g. {{name: pmi, alpha: 0.25, top_p: 0.6}}; got {spec!r}"
+        )
     parameters = {key: value for key, value in spec.items() if key != "name"}
     try:
         cls = get_strategy(str(spec["name"]))
@@ -93,8 +112,9 @@ def strategy_from_text(text: str, where: str = "") -> dict:
         for assignment in filter(str.strip, assignments.split(",")):
             key, equals, value = assignment.partition("=")
             if not equals or not key.strip():
-                raise ConfigError(f"{where}{assignment.strip()!r} is no PARAMETER=VALUE; write e.g. "
-                                  f"{name.strip() or 'cad'}:alpha=1")
+                raise ConfigError(
+                    f"{where}{assignment.strip()!r} is no PARAMETER=VALUE; write e.g. {name.strip() or 'cad'}:alpha=1"
+                )
             spec[key.strip()] = value.strip()
     strategy = strategy_from_dict(spec, where=where)
     return {"name": strategy.name, **{key: getattr(strategy, key) for key in spec if key != "name"}}
@@ -102,8 +122,11 @@ def strategy_from_text(text: str, where: str = "") -> dict:
 
 def written_forms() -> str:
     """Every strategy as :func:`strategy_from_text` reads it, with its parameters: ``plain; pmi:alpha=,top_p=; …``."""
-    return "; ".join(cls.name + (":" + ",".join(f"{item.name}=" for item in dataclasses.fields(cls))
-                                 if dataclasses.fields(cls) else "") for cls in STRATEGIES.values())
+    return "; ".join(
+        cls.name
+        + (":" + ",".join(f"{item.name}=" for item in dataclasses.fields(cls)) if dataclasses.fields(cls) else "")
+        for cls in STRATEGIES.values()
+    )
 
 
 def parameter_fields() -> dict[str, list[tuple[type[Strategy], dataclasses.Field]]]:
@@ -118,11 +141,15 @@ def parameter_fields() -> dict[str, list[tuple[type[Strategy], dataclasses.Field
 def add_parameter_flags(group) -> None:
     """One command-line flag per strategy parameter (``--alpha``, ``--top-p``); unset, each strategy's default applies."""
     for name, owners in parameter_fields().items():
-        described = "; ".join(f"{cls.name}: {item.metadata['help']}{', ' + range_text(item) if range_text(item) else ''}"
-                              f" (default {parameter_text(item.default)})" for cls, item in owners)
+        described = "; ".join(
+            f"{cls.name}: {item.metadata['help']}{', ' + range_text(item) if range_text(item) else ''}"
+            f" (default {parameter_text(item.default)})"
+            for cls, item in owners
+        )
         numeric = base_type(typing.get_type_hints(owners[0][0])[name]) in (int, float)
-        group.add_argument(f"--{flag(name)}", type=finite_float if numeric else str, default=None, metavar=name.upper(),
-                           help=described)
+        group.add_argument(
+            f"--{flag(name)}", type=finite_float if numeric else str, default=None, metavar=name.upper(), help=described
+        )
 
 
 def strategy_from_args(name: str, args) -> Strategy:
@@ -132,8 +159,10 @@ def strategy_from_args(name: str, args) -> Strategy:
     own = {item.name for item in dataclasses.fields(cls)}
     foreign = [f"--{flag(key)}" for key in given if key not in own]
     if foreign:
-        raise ConfigError(f"{', '.join(foreign)} {'do' if len(foreign) > 1 else 'does'} not apply to --strategy "
-                          f"{name}; its parameters are {', '.join('--' + flag(k) for k in own) or 'none'}")
+        raise ConfigError(
+            f"{', '.join(foreign)} {'do' if len(foreign) > 1 else 'does'} not apply to --strategy "
+            f"{name}; its parameters are {', '.join('--' + flag(k) for k in own) or 'none'}"
+        )
     return from_mapping(cls, given, where=f"{name}: ")
 
 

@@ -46,8 +46,9 @@ class RowSampler(LogitsProcessor):
             copies of one context share its generator and draw in turn).
     """
 
-    def __init__(self, temperature: float = 1.0, top_k: int | None = None,
-                 generators: list[torch.Generator] | None = None):
+    def __init__(
+        self, temperature: float = 1.0, top_k: int | None = None, generators: list[torch.Generator] | None = None
+    ):
         if not float(temperature) > 0.0:
             raise ValueError(f"temperature must be > 0, got {temperature}")
         if top_k is not None and (not isinstance(top_k, int) or top_k < 0):
@@ -70,10 +71,16 @@ class RowSampler(LogitsProcessor):
         if self.generators is None:
             return torch.multinomial(probs, num_samples=1)
         if len(self.generators) != probs.shape[0]:
-            raise ValueError(f"got {len(self.generators)} generators for {probs.shape[0]} rows; give one per "
-                             "conditioned row (contexts x num_return_sequences)")
-        return torch.cat([torch.multinomial(row, num_samples=1, generator=generator)
-                          for row, generator in zip(probs, self.generators)])[:, None]
+            raise ValueError(
+                f"got {len(self.generators)} generators for {probs.shape[0]} rows; give one per "
+                "conditioned row (contexts x num_return_sequences)"
+            )
+        return torch.cat(
+            [
+                torch.multinomial(row, num_samples=1, generator=generator)
+                for row, generator in zip(probs, self.generators)
+            ]
+        )[:, None]
 
 
 class TwoViewProcessor(LogitsProcessor):
@@ -92,14 +99,22 @@ class TwoViewProcessor(LogitsProcessor):
 
     method = "this processor"
 
-    def __init__(self, do_sample: bool = False, temperature: float = 1.0, top_k: int | None = None,
-                 generators: list[torch.Generator] | None = None):
+    def __init__(
+        self,
+        do_sample: bool = False,
+        temperature: float = 1.0,
+        top_k: int | None = None,
+        generators: list[torch.Generator] | None = None,
+    ):
         if not do_sample and (temperature != 1.0 or top_k or generators is not None):
-            raise ValueError(f"{self.method}: temperature, top_k and generators apply to sampling only; "
-                             "pass do_sample=True as well")
+            raise ValueError(
+                f"{self.method}: temperature, top_k and generators apply to sampling only; pass do_sample=True as well"
+            )
         self.do_sample = do_sample
         self.sampler = RowSampler(temperature, top_k, generators) if do_sample else None
-        self._width: int | None = None  # the input width of the last call: a call not one token wider starts a generate run
+        self._width: int | None = (
+            None  # the input width of the last call: a call not one token wider starts a generate run
+        )
 
     def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
         rows = scores.shape[0]
@@ -156,12 +171,13 @@ def check_two_views(input_ids: torch.Tensor, method: str) -> None:
                 f"{method}: rows {row} and {half + row} are not two views of one context: a history-only row ends "
                 f"as its conditioned row does (history, then response prefix), but these share only their last "
                 f"{end} tokens. The batch must hold the B conditioned views, then the B history-only views of the "
-                "same contexts: build the inputs with faithkit.decoding.build_inputs")
+                "same contexts: build the inputs with faithkit.decoding.build_inputs"
+            )
 
 
 def _without_leading(ids: list[int], token) -> list[int]:
     """``ids`` without the run of ``token`` it starts with."""
-    return ids[_common_length(ids, [token] * len(ids)):]
+    return ids[_common_length(ids, [token] * len(ids)) :]
 
 
 def _common_length(first: list[int], second: list[int]) -> int:

@@ -41,8 +41,9 @@ def _scored_records(metric, rows, path: Path, fingerprint: dict | None, job: dic
     return records
 
 
-def meta_eval_begin(metric, metric_name: str, dev: list[str], test: list[str], out_dir: str,
-                    fingerprint: dict | None = None, **job) -> list[dict]:
+def meta_eval_begin(
+    metric, metric_name: str, dev: list[str], test: list[str], out_dir: str, fingerprint: dict | None = None, **job
+) -> list[dict]:
     """Score, threshold on dev, report dev and test; return the result rows (also written to ``out_dir``).
 
     Scores are resumable; ``fingerprint`` (see :func:`faithkit.jobs.job_fingerprint`) guards them, and
@@ -75,13 +76,21 @@ def meta_eval_begin(metric, metric_name: str, dev: list[str], test: list[str], o
         return results
 
     for split, records in splits.items():
-        plots.roc_curves({name: [r[name] for r in records] for name in score_names},
-                         [r["label"] for r in records], out / f"roc_{split}.png", title=f"BEGIN {split}")
+        plots.roc_curves(
+            {name: [r[name] for r in records] for name in score_names},
+            [r["label"] for r in records],
+            out / f"roc_{split}.png",
+            title=f"BEGIN {split}",
+        )
     with replacing(out / "results.csv", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=["split", "source", "score", *REPORTED], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(results)
     write_json(out / "results.json", results)
-    print(markdown_table(["split", "source", "score", *REPORTED],
-                         [[r["split"], r["source"], r["score"], *(r[k] for k in REPORTED)] for r in results]))
+    print(
+        markdown_table(
+            ["split", "source", "score", *REPORTED],
+            [[r["split"], r["source"], r["score"], *(r[k] for k in REPORTED)] for r in results],
+        )
+    )
     return results

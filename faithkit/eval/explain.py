@@ -132,8 +132,9 @@ CONFLICT_MARK = 1.0
 the document raised that token by at least as much (``faithkit.metrics.token_evidence``'s conflict)."""
 
 
-def highlight_tokens(tokens: Sequence[str], token_pmi: Sequence[float], scale: float = PMI_SCALE,
-                     evidence: dict | None = None) -> str:
+def highlight_tokens(
+    tokens: Sequence[str], token_pmi: Sequence[float], scale: float = PMI_SCALE, evidence: dict | None = None
+) -> str:
     """The response as HTML, each token on a background of :func:`pmi_colour` with its value (nats) on hover.
 
     ``evidence`` (the record's ``token_js``, ``token_prefers_other``, ``token_top_margin``,
@@ -165,8 +166,12 @@ def _locate(response: str, item: dict) -> tuple[int, int] | None:
     """Character offsets of an explanation's span; found by text when the offsets don't match it."""
     span = str(item.get("span") or "")
     start, end = item.get("start"), item.get("end")
-    if (isinstance(start, int) and isinstance(end, int) and 0 <= start < end <= len(response)
-            and (not span or response[start:end] == span)):
+    if (
+        isinstance(start, int)
+        and isinstance(end, int)
+        and 0 <= start < end <= len(response)
+        and (not span or response[start:end] == span)
+    ):
         return start, end
     if span:
         found = response.lower().find(span.lower())
@@ -176,10 +181,12 @@ def _locate(response: str, item: dict) -> tuple[int, int] | None:
 
 
 def _tooltip(item: dict) -> str:
-    lines = [f"question: {item.get('question') or '—'}",
-             f"response answer: {item.get('response_answer') or '—'}",
-             f"knowledge answer: {item.get('knowledge_answer') or 'no answer'}",
-             f"F1: {_number(item.get('f1'))}   NLI: {item.get('nli') or '—'}   score: {_number(item.get('score'))}"]
+    lines = [
+        f"question: {item.get('question') or '—'}",
+        f"response answer: {item.get('response_answer') or '—'}",
+        f"knowledge answer: {item.get('knowledge_answer') or 'no answer'}",
+        f"F1: {_number(item.get('f1'))}   NLI: {item.get('nli') or '—'}   score: {_number(item.get('score'))}",
+    ]
     return "\n".join(lines)
 
 
@@ -209,8 +216,9 @@ def highlight_response(response: str, explanations: Sequence[dict]) -> str:
 def _details_table(explanations: Sequence[dict]) -> str:
     if not explanations:
         return '<p class="none">No span got a valid question.</p>'
-    header = "".join(f"<th>{name}</th>" for name in
-                     ("span", "question", "response answer", "knowledge answer", "F1", "NLI", "score"))
+    header = "".join(
+        f"<th>{name}</th>" for name in ("span", "question", "response answer", "knowledge answer", "F1", "NLI", "score")
+    )
     rows = []
     for item in explanations:
         knowledge_answer = item.get("knowledge_answer")
@@ -230,8 +238,10 @@ def _details_table(explanations: Sequence[dict]) -> str:
 def _card(record: dict, score_key: str, low_threshold: float) -> str:
     record_id = escape(str(record.get("id", "")))
     if "error" in record:
-        return (f'<section class="card error"><div class="head">row {record_id}</div>'
-                f"<p>not scored: {escape(str(record['error']))}</p></section>")
+        return (
+            f'<section class="card error"><div class="head">row {record_id}</div>'
+            f"<p>not scored: {escape(str(record['error']))}</p></section>"
+        )
     score = record.get(score_key)
     low = score is not None and score < low_threshold
     history = record.get("history") or []
@@ -245,10 +255,16 @@ def _card(record: dict, score_key: str, low_threshold: float) -> str:
         details = ""
     else:
         explanations = record.get("explanations") or []
-        extra = f" · {escape(score_key)}_no_nli {_number(record.get(score_key + '_no_nli'))}" \
-            if record.get(score_key + "_no_nli") is not None else ""
-        flag = '<span class="flag">fallback: no valid question, scored by end-to-end NLI</span>' \
-            if record.get("fallback") else ""
+        extra = (
+            f" · {escape(score_key)}_no_nli {_number(record.get(score_key + '_no_nli'))}"
+            if record.get(score_key + "_no_nli") is not None
+            else ""
+        )
+        flag = (
+            '<span class="flag">fallback: no valid question, scored by end-to-end NLI</span>'
+            if record.get("fallback")
+            else ""
+        )
         badge = score_colour(score)
         head = f"row {record_id} · {len(explanations)} question(s){extra}{flag}"
         response = highlight_response(str(record.get("response", "")), explanations)
@@ -300,20 +316,28 @@ def check_explained(records: Sequence[dict], source) -> None:
 
     def fail(record, field, expected):
         shown = json.dumps(record[field], ensure_ascii=False)[:60]
-        raise InputError(f"{source}: record '{record.get('id')}' has {field} {shown} where {expected} is expected; "
-                         f"fix the file, or score its rows again")
+        raise InputError(
+            f"{source}: record '{record.get('id')}' has {field} {shown} where {expected} is expected; "
+            f"fix the file, or score its rows again"
+        )
 
     for record in records:
         explanations = record.get("explanations")
-        if explanations is not None and not (isinstance(explanations, list) and all(
+        if explanations is not None and not (
+            isinstance(explanations, list)
+            and all(
                 isinstance(item, dict) and all(number(item.get(key)) for key in ("score", "f1", "start", "end"))
-                for item in explanations)):
+                for item in explanations
+            )
+        ):
             fail(record, "explanations", "a list of objects with numbers (or null) for score, f1, start and end")
-        if "token_pmi" in record and not (isinstance(record["token_pmi"], list)
-                                          and all(map(number, record["token_pmi"]))):
+        if "token_pmi" in record and not (
+            isinstance(record["token_pmi"], list) and all(map(number, record["token_pmi"]))
+        ):
             fail(record, "token_pmi", "a list of numbers (or nulls)")
-        if "tokens" in record and not (isinstance(record["tokens"], list)
-                                       and all(isinstance(token, str) for token in record["tokens"])):
+        if "tokens" in record and not (
+            isinstance(record["tokens"], list) and all(isinstance(token, str) for token in record["tokens"])
+        ):
             fail(record, "tokens", "a list of strings")
 
 
@@ -326,17 +350,20 @@ def summarize_records(records: Sequence[dict], score_key: str = "q2", low_thresh
         "mean": sum(float(r[score_key]) for r in scored) / len(scored) if scored else math.nan,
         # share answered by questions rather than the fallback; None for metrics without a fallback
         "coverage": sum(1 for r in scored if not r.get("fallback")) / len(scored)
-        if any("fallback" in r for r in scored) else None,
+        if any("fallback" in r for r in scored)
+        else None,
         "low": sum(1 for r in scored if float(r[score_key]) < low_threshold),
     }
 
 
 def pmi_legend() -> str:
     """The colour key of :func:`highlight_tokens`, as inline HTML."""
-    return (f"token colour: log P(token | document, history) − log P(token | history), the document made it less "
-            f"likely −{PMI_SCALE:g}<span class=\"scale pmi-scale\"></span>+{PMI_SCALE:g} more likely (nats) · "
-            "hover a token for its value (with the judge's evidence: its JS divergence and the token the document "
-            "prefers; a red underline where the document wanted another token)")
+    return (
+        f"token colour: log P(token | document, history) − log P(token | history), the document made it less "
+        f'likely −{PMI_SCALE:g}<span class="scale pmi-scale"></span>+{PMI_SCALE:g} more likely (nats) · '
+        "hover a token for its value (with the judge's evidence: its JS divergence and the token the document "
+        "prefers; a red underline where the document wanted another token)"
+    )
 
 
 def _legend(records: Sequence[dict]) -> str:
@@ -345,8 +372,13 @@ def _legend(records: Sequence[dict]) -> str:
     return 'span colour: 0<span class="scale"></span>1 · hover a span for its question and answers'
 
 
-def write_explain_html(records: Sequence[dict], path: str | Path, score_key: str = "q2",
-                       low_threshold: float = 0.5, title: str | None = None) -> Path:
+def write_explain_html(
+    records: Sequence[dict],
+    path: str | Path,
+    score_key: str = "q2",
+    low_threshold: float = 0.5,
+    title: str | None = None,
+) -> Path:
     """Write the page for ``records`` to ``path``, lowest score first, errors last; return the path.
 
     ``low_threshold``: responses scoring below it are marked low (red edge) and are the
@@ -357,25 +389,29 @@ def write_explain_html(records: Sequence[dict], path: str | Path, score_key: str
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     summary = summarize_records(records, score_key, low_threshold)
-    ordered = sorted(records, key=lambda r: (1, 0.0) if "error" in r or r.get(score_key) is None
-                     else (0, float(r[score_key])))
+    ordered = sorted(
+        records, key=lambda r: (1, 0.0) if "error" in r or r.get(score_key) is None else (0, float(r[score_key]))
+    )
     title = title or f"faithkit explain: {score_key}"
     mean = "—" if math.isnan(summary["mean"]) else f"{summary['mean']:.3f}"
     header = (
-        f"<header><h1>{escape(title)}</h1><div class=\"summary\">"
+        f'<header><h1>{escape(title)}</h1><div class="summary">'
         f"<span>responses <b>{summary['responses']}</b></span>"
         f"<span>mean {escape(score_key)} <b>{mean}</b></span>"
-        + (f"<span>question coverage <b>{summary['coverage']:.0%}</b></span>"
-           if summary["coverage"] is not None else "")
+        + (
+            f"<span>question coverage <b>{summary['coverage']:.0%}</b></span>"
+            if summary["coverage"] is not None
+            else ""
+        )
         + f"<span>below {low_threshold:g} <b>{summary['low']}</b></span>"
         + (f"<span>not scored <b>{summary['errors']}</b></span>" if summary["errors"] else "")
-        + "</div><div class=\"controls\"><label for=\"only-low\">show only responses below "
+        + '</div><div class="controls"><label for="only-low">show only responses below '
         f"{low_threshold:g}</label> · {_legend(records)}</div></header>"
     )
     cards = "\n".join(_card(record, score_key, low_threshold) for record in ordered)
     page = (
-        f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{escape(title)}</title>"
-        f"<style>{CSS}</style></head><body>\n<input type=\"checkbox\" id=\"only-low\">\n{header}\n"
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
+        f'<style>{CSS}</style></head><body>\n<input type="checkbox" id="only-low">\n{header}\n'
         f"<main>\n{cards}\n</main></body></html>\n"
     )
     write_text(path, page)

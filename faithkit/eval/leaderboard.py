@@ -39,10 +39,29 @@ from . import plots, stats
 logger = logging.getLogger(__name__)
 
 ALL = "all"
-RESULT_COLUMNS = ("group", "score", "n", "n_positive", "auroc", "auroc_low", "auroc_high", "threshold", "f1",
-                  "balanced_accuracy")
-PAIRED_COLUMNS = ("group", "score_a", "score_b", "auroc_a", "auroc_b", "difference", "difference_low",
-                  "difference_high", "p_value")
+RESULT_COLUMNS = (
+    "group",
+    "score",
+    "n",
+    "n_positive",
+    "auroc",
+    "auroc_low",
+    "auroc_high",
+    "threshold",
+    "f1",
+    "balanced_accuracy",
+)
+PAIRED_COLUMNS = (
+    "group",
+    "score_a",
+    "score_b",
+    "auroc_a",
+    "auroc_b",
+    "difference",
+    "difference_low",
+    "difference_high",
+    "p_value",
+)
 
 
 @dataclass
@@ -77,11 +96,15 @@ def label_rows(rows: Sequence[Row], label_column: str, positive: str, group_by: 
     values = [_label_text(row.extras[label_column]) for row in kept]
     seen = sorted(set(values))
     if positive not in seen:
-        raise InputError(f"--positive '{positive}': no row has it in column '{label_column}', whose values are "
-                         f"{_listed(seen)}; give one of them")
+        raise InputError(
+            f"--positive '{positive}': no row has it in column '{label_column}', whose values are "
+            f"{_listed(seen)}; give one of them"
+        )
     if len(seen) == 1:
-        raise InputError(f"every row of column '{label_column}' is '{positive}', so there is no negative class to "
-                         f"tell apart; a leaderboard needs rows of both classes")
+        raise InputError(
+            f"every row of column '{label_column}' is '{positive}', so there is no negative class to "
+            f"tell apart; a leaderboard needs rows of both classes"
+        )
     groups = [_label_text(row.extras.get(group_by)) or "(none)" for row in kept] if group_by else None
     return Labelled(kept, np.array([value == positive for value in values], dtype=int), groups)
 
@@ -97,8 +120,9 @@ def _listed(values: list[str], most: int = 10) -> str:
     return shown + (f" and {len(values) - most} more" if len(values) > most else "")
 
 
-def score_metrics(metrics: Mapping[str, object], rows: Sequence[Row], out: Path, fingerprints: Mapping[str, dict],
-                  **job) -> dict[str, list[float | None]]:
+def score_metrics(
+    metrics: Mapping[str, object], rows: Sequence[Row], out: Path, fingerprints: Mapping[str, dict], **job
+) -> dict[str, list[float | None]]:
     """Every score of every metric per row, in row order: ``{score name: values}``; rows are scored into
     ``out/scores/<metric>.jsonl`` (resumable, guarded by that metric's fingerprint).
 
@@ -124,13 +148,18 @@ def row_slices(named_scores: Mapping[str, Sequence], labelled: Labelled) -> list
     present = np.array([[value is not None for value in values] for values in named_scores.values()])
     for name, has in zip(named_scores, present):
         if not has.all():
-            logger.warning("%s: %d rows have no value (an empty score or an error record); they are left out of "
-                           "every score, so that all scores compare on the same rows", name, int((~has).sum()))
+            logger.warning(
+                "%s: %d rows have no value (an empty score or an error record); they are left out of "
+                "every score, so that all scores compare on the same rows",
+                name,
+                int((~has).sum()),
+            )
     keep = np.flatnonzero(present.all(axis=0))
     labels = labelled.labels[keep]
     if not len(keep) or labels.min() == labels.max():
-        raise InputError("the rows every score has a value for are none or of one class; a leaderboard needs "
-                         "rows of both classes")
+        raise InputError(
+            "the rows every score has a value for are none or of one class; a leaderboard needs rows of both classes"
+        )
     scores = {name: np.array([values[i] for i in keep.tolist()], dtype=float) for name, values in named_scores.items()}
     slices = [(ALL, scores, labels)]
     groups = np.array(labelled.groups)[keep] if labelled.groups is not None else np.array([])
@@ -152,8 +181,14 @@ def bootstrap_aurocs(scores: np.ndarray, labels: np.ndarray, resamples: int, see
     A draw with one class only has no AUROC (NaN)."""
     rng = np.random.default_rng(seed)
     block = max(1, BOOTSTRAP_BLOCK // len(labels))
-    return np.concatenate([_drawn_aurocs(scores, labels, rng.integers(0, len(labels), size=(size, len(labels))))
-                           for size in [block] * (resamples // block) + [resamples % block] if size], axis=1)
+    return np.concatenate(
+        [
+            _drawn_aurocs(scores, labels, rng.integers(0, len(labels), size=(size, len(labels))))
+            for size in [block] * (resamples // block) + [resamples % block]
+            if size
+        ],
+        axis=1,
+    )
 
 
 def _drawn_aurocs(scores: np.ndarray, labels: np.ndarray, draws: np.ndarray) -> np.ndarray:
@@ -161,8 +196,16 @@ def _drawn_aurocs(scores: np.ndarray, labels: np.ndarray, draws: np.ndarray) -> 
     positives = drawn_labels.sum(axis=1)
     pairs = positives * (len(labels) - positives)
     with np.errstate(invalid="ignore", divide="ignore"):
-        aurocs = np.array([((scipy_stats.rankdata(row[draws], axis=1) * drawn_labels).sum(axis=1)
-                            - positives * (positives + 1) / 2) / pairs for row in scores])
+        aurocs = np.array(
+            [
+                (
+                    (scipy_stats.rankdata(row[draws], axis=1) * drawn_labels).sum(axis=1)
+                    - positives * (positives + 1) / 2
+                )
+                / pairs
+                for row in scores
+            ]
+        )
     return np.where(pairs > 0, aurocs, np.nan)
 
 
@@ -185,8 +228,14 @@ def paired_p_value(differences: np.ndarray) -> float:
     return float(min(1.0, 2 * (beyond + 1) / (len(differences) + 1)))
 
 
-def group_table(group: str, named_scores: Mapping[str, np.ndarray], labels: np.ndarray, resamples: int = 1000,
-                seed: int = 0, confidence: float = 0.95) -> tuple[list[dict], list[dict]]:
+def group_table(
+    group: str,
+    named_scores: Mapping[str, np.ndarray],
+    labels: np.ndarray,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[list[dict], list[dict]]:
     """One group's result rows (per score) and paired rows (per two scores); NaN where the group has one class."""
     names = list(named_scores)
     both = labels.min() != labels.max()
@@ -197,25 +246,47 @@ def group_table(group: str, named_scores: Mapping[str, np.ndarray], labels: np.n
     for name, row, auroc, draws in zip(names, matrix, aurocs, drawn):
         threshold = stats.best_f1_threshold(row, labels)
         predicted = row >= threshold
-        rates = [float((predicted[labels == value] == bool(value)).mean()) if (labels == value).any() else math.nan
-                 for value in (0, 1)]
-        results.append({"group": group, "score": name, "n": len(labels), "n_positive": int(labels.sum()),
-                        "auroc": auroc, **dict(zip(("auroc_low", "auroc_high"), _percentiles(draws, confidence))),
-                        "threshold": threshold, "f1": stats.classification(row, labels, threshold)["f1"],
-                        "balanced_accuracy": float(np.mean(rates))})
+        rates = [
+            float((predicted[labels == value] == bool(value)).mean()) if (labels == value).any() else math.nan
+            for value in (0, 1)
+        ]
+        results.append(
+            {
+                "group": group,
+                "score": name,
+                "n": len(labels),
+                "n_positive": int(labels.sum()),
+                "auroc": auroc,
+                **dict(zip(("auroc_low", "auroc_high"), _percentiles(draws, confidence))),
+                "threshold": threshold,
+                "f1": stats.classification(row, labels, threshold)["f1"],
+                "balanced_accuracy": float(np.mean(rates)),
+            }
+        )
     paired = []
     for a in range(len(names)):
         for b in range(a + 1, len(names)):
             differences = drawn[a] - drawn[b]
             low, high = _percentiles(differences, confidence)
-            paired.append({"group": group, "score_a": names[a], "score_b": names[b], "auroc_a": aurocs[a],
-                           "auroc_b": aurocs[b], "difference": aurocs[a] - aurocs[b], "difference_low": low,
-                           "difference_high": high, "p_value": paired_p_value(differences)})
+            paired.append(
+                {
+                    "group": group,
+                    "score_a": names[a],
+                    "score_b": names[b],
+                    "auroc_a": aurocs[a],
+                    "auroc_b": aurocs[b],
+                    "difference": aurocs[a] - aurocs[b],
+                    "difference_low": low,
+                    "difference_high": high,
+                    "p_value": paired_p_value(differences),
+                }
+            )
     return results, paired
 
 
-def leaderboard(slices: Sequence[tuple[str, dict, np.ndarray]], resamples: int = 1000,
-                seed: int = 0) -> tuple[list[dict], list[dict]]:
+def leaderboard(
+    slices: Sequence[tuple[str, dict, np.ndarray]], resamples: int = 1000, seed: int = 0
+) -> tuple[list[dict], list[dict]]:
     """Result and paired rows of each slice of :func:`row_slices`."""
     results, paired = [], []
     for group, scores, labels in slices:
@@ -225,8 +296,9 @@ def leaderboard(slices: Sequence[tuple[str, dict, np.ndarray]], resamples: int =
     return results, paired
 
 
-def write_leaderboard(out: Path, results: list[dict], paired: list[dict], scores: Mapping[str, np.ndarray],
-                      labels: np.ndarray) -> None:
+def write_leaderboard(
+    out: Path, results: list[dict], paired: list[dict], scores: Mapping[str, np.ndarray], labels: np.ndarray
+) -> None:
     """``results.csv``, ``paired.csv``, ``results.json`` and ``roc.png``, the ROC curves over all rows."""
     for name, rows, columns in (("results.csv", results, RESULT_COLUMNS), ("paired.csv", paired, PAIRED_COLUMNS)):
         with files.replacing(out / name, newline="") as handle:
@@ -234,20 +306,55 @@ def write_leaderboard(out: Path, results: list[dict], paired: list[dict], scores
             writer.writeheader()
             writer.writerows(rows)
     files.write_json(out / "results.json", {"results": results, "paired": paired})
-    plots.roc_curves({name: values.tolist() for name, values in scores.items()}, labels.tolist(), out / "roc.png",
-                     title=f"ROC over {len(labels)} rows")
+    plots.roc_curves(
+        {name: values.tolist() for name, values in scores.items()},
+        labels.tolist(),
+        out / "roc.png",
+        title=f"ROC over {len(labels)} rows",
+    )
 
 
 def print_leaderboard(results: list[dict], paired: list[dict]) -> None:
-    print(markdown_table(["group", "score", "n", "positive", "AUROC", "95% interval", "best-F1 threshold", "F1",
-                          "balanced accuracy"],
-                         [[r["group"], r["score"], r["n"], r["n_positive"], r["auroc"], _interval(r, "auroc"),
-                           r["threshold"], r["f1"], r["balanced_accuracy"]] for r in results]))
+    print(
+        markdown_table(
+            [
+                "group",
+                "score",
+                "n",
+                "positive",
+                "AUROC",
+                "95% interval",
+                "best-F1 threshold",
+                "F1",
+                "balanced accuracy",
+            ],
+            [
+                [
+                    r["group"],
+                    r["score"],
+                    r["n"],
+                    r["n_positive"],
+                    r["auroc"],
+                    _interval(r, "auroc"),
+                    r["threshold"],
+                    r["f1"],
+                    r["balanced_accuracy"],
+                ]
+                for r in results
+            ],
+        )
+    )
     if paired:
         print("\npaired bootstrap of the AUROC difference (same resampled rows for both scores):\n")
-        print(markdown_table(["group", "A", "B", "AUROC A - B", "95% interval", "p"],
-                             [[p["group"], p["score_a"], p["score_b"], p["difference"], _interval(p, "difference"),
-                               p["p_value"]] for p in paired]))
+        print(
+            markdown_table(
+                ["group", "A", "B", "AUROC A - B", "95% interval", "p"],
+                [
+                    [p["group"], p["score_a"], p["score_b"], p["difference"], _interval(p, "difference"), p["p_value"]]
+                    for p in paired
+                ],
+            )
+        )
 
 
 def _interval(row: dict, key: str) -> str:
@@ -255,8 +362,15 @@ def _interval(row: dict, key: str) -> str:
     return "nan" if math.isnan(low) else f"{low:.3f}–{high:.3f}"
 
 
-def meta_eval_labels(metrics: Mapping[str, object], labelled: Labelled, out_dir, fingerprints: Mapping[str, dict],
-                     resamples: int = 1000, seed: int = 0, **job) -> tuple[list[dict], list[dict]]:
+def meta_eval_labels(
+    metrics: Mapping[str, object],
+    labelled: Labelled,
+    out_dir,
+    fingerprints: Mapping[str, dict],
+    resamples: int = 1000,
+    seed: int = 0,
+    **job,
+) -> tuple[list[dict], list[dict]]:
     """Score, rank and report (see the module's docstring); ``job`` holds :func:`faithkit.jobs.run_job`'s options."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

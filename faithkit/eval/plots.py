@@ -20,19 +20,20 @@ from ..files import save_figure
 from . import stats
 
 
-def roc_curves(named_scores: Mapping[str, Sequence[float]], labels: Sequence[int], path: str | Path,
-               title: str | None = None) -> Path:
+def roc_curves(
+    named_scores: Mapping[str, Sequence[float]], labels: Sequence[int], path: str | Path, title: str | None = None
+) -> Path:
     """One ROC curve per named score list, on one axes, with each AUROC in the legend."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure, axes = plt.subplots(figsize=(5.5, 5), dpi=120)
     for name, scores in named_scores.items():
         fpr, tpr, _ = stats.roc_curve(scores, labels)
-        axes.plot(fpr, tpr, linewidth=1.8,
-                  label=f"{name} (AUROC {stats.auroc(scores, labels):.3f})")
+        axes.plot(fpr, tpr, linewidth=1.8, label=f"{name} (AUROC {stats.auroc(scores, labels):.3f})")
     axes.plot([0, 1], [0, 1], linestyle=":", color="grey", linewidth=1, label="chance")
-    axes.set(xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate", ylabel="true positive rate",
-             title=title or "ROC")
+    axes.set(
+        xlim=(0, 1), ylim=(0, 1.01), xlabel="false positive rate", ylabel="true positive rate", title=title or "ROC"
+    )
     axes.grid(alpha=0.3)
     axes.legend(loc="lower right", fontsize="small")
     figure.tight_layout()
@@ -41,8 +42,13 @@ def roc_curves(named_scores: Mapping[str, Sequence[float]], labels: Sequence[int
     return path
 
 
-def score_histograms(named_scores: Mapping[str, Sequence[float]], labels: Sequence[int], path: str | Path,
-                     class_names: tuple[str, str] = ("negative", "positive"), title: str | None = None) -> Path:
+def score_histograms(
+    named_scores: Mapping[str, Sequence[float]],
+    labels: Sequence[int],
+    path: str | Path,
+    class_names: tuple[str, str] = ("negative", "positive"),
+    title: str | None = None,
+) -> Path:
     """For each named score, the two classes' score distributions overlaid, one panel per score.
 
     Shows what AUROC summarises: how far apart the classes sit and where a threshold
@@ -57,8 +63,13 @@ def score_histograms(named_scores: Mapping[str, Sequence[float]], labels: Sequen
         scores = np.asarray(scores, dtype=float)
         bins = np.histogram_bin_edges(scores, bins=20)
         for value, colour in ((0, "tab:red"), (1, "tab:green")):
-            axes.hist(scores[labels == value], bins=bins, alpha=0.55, color=colour,
-                      label=f"{class_names[value]} (n={int((labels == value).sum())})")
+            axes.hist(
+                scores[labels == value],
+                bins=bins,
+                alpha=0.55,
+                color=colour,
+                label=f"{class_names[value]} (n={int((labels == value).sum())})",
+            )
         axes.set(title=name, xlabel="score", ylabel="responses")
         axes.yaxis.set_major_locator(MaxNLocator(integer=True))
         axes.legend(fontsize="small")

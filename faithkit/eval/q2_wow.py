@@ -29,8 +29,12 @@ from ..report import markdown_table
 from . import plots, stats
 
 BASELINE_KEY = "overlap_f1"
-TABLE = (("mean_consistent", "mean (consistent)"), ("mean_inconsistent", "mean (inconsistent)"),
-         ("accuracy", "accuracy@{threshold}"), ("auroc", "AUROC"))
+TABLE = (
+    ("mean_consistent", "mean (consistent)"),
+    ("mean_inconsistent", "mean (inconsistent)"),
+    ("accuracy", "accuracy@{threshold}"),
+    ("auroc", "AUROC"),
+)
 
 
 class _WithOverlap:
@@ -41,13 +45,23 @@ class _WithOverlap:
 
     def compute_rows(self, documents, histories, responses) -> list[dict]:
         rows = self.metric.compute_rows(documents, histories, responses)
-        return [{**row, BASELINE_KEY: token_f1_overlap(document, response)}
-                for row, document, response in zip(rows, documents, responses)]
+        return [
+            {**row, BASELINE_KEY: token_f1_overlap(document, response)}
+            for row, document, response in zip(rows, documents, responses)
+        ]
 
 
-def meta_eval_q2_wow(consistent_csv: str | Path, inconsistent_csv: str | Path, metric, out_dir: str | Path,
-                     limit: int | None = None, score_keys: Sequence[str] = ("q2", "q2_no_nli"),
-                     threshold: float = 0.5, fingerprint: dict | None = None, **job) -> dict:
+def meta_eval_q2_wow(
+    consistent_csv: str | Path,
+    inconsistent_csv: str | Path,
+    metric,
+    out_dir: str | Path,
+    limit: int | None = None,
+    score_keys: Sequence[str] = ("q2", "q2_no_nli"),
+    threshold: float = 0.5,
+    fingerprint: dict | None = None,
+    **job,
+) -> dict:
     """Score both sets, print the Table 2/3-shaped markdown table, write CSV/JSON/PNG; return the summary.
 
     ``metric`` is anything with ``compute_rows(documents, histories, responses)`` returning
@@ -61,8 +75,9 @@ def meta_eval_q2_wow(consistent_csv: str | Path, inconsistent_csv: str | Path, m
     out.mkdir(parents=True, exist_ok=True)
     rows = load_q2_wow(consistent_csv, "consistent", limit) + load_q2_wow(inconsistent_csv, "inconsistent", limit)
     unique_ids(rows)
-    counts = score_rows(_WithOverlap(metric), rows, out / "scores.jsonl", fingerprint=fingerprint,
-                        desc="q2-wow", flag="--out", **job)
+    counts = score_rows(
+        _WithOverlap(metric), rows, out / "scores.jsonl", fingerprint=fingerprint, desc="q2-wow", flag="--out", **job
+    )
 
     wanted = {row.id for row in rows}
     records = [r for r in read_results(out / "scores.jsonl") if r["id"] in wanted]
@@ -78,8 +93,14 @@ def meta_eval_q2_wow(consistent_csv: str | Path, inconsistent_csv: str | Path, m
     for name in names:
         values = [float(r[name]) for r in scored]
         summary = stats.summarize(values, labels, threshold)
-        results.append({"score": name, "mean_consistent": summary["mean_positive"],
-                        "mean_inconsistent": summary["mean_negative"], **summary})
+        results.append(
+            {
+                "score": name,
+                "mean_consistent": summary["mean_positive"],
+                "mean_inconsistent": summary["mean_negative"],
+                **summary,
+            }
+        )
     coverage = _coverage(scored)
     summary = {
         "threshold": threshold,
@@ -98,8 +119,10 @@ def meta_eval_q2_wow(consistent_csv: str | Path, inconsistent_csv: str | Path, m
 def _no_score_message(records: list[dict], key: str) -> str:
     fields = sorted({k for r in records if "error" not in r for k in r})
     if fields:
-        return (f"the metric's output has no '{key}' field; its fields are {fields}. "
-                f"Name the score to evaluate in score_keys (CLI: --score-key).")
+        return (
+            f"the metric's output has no '{key}' field; its fields are {fields}. "
+            f"Name the score to evaluate in score_keys (CLI: --score-key)."
+        )
     return "no row could be scored; see the 'error' records in scores.jsonl"
 
 
@@ -111,14 +134,30 @@ def _coverage(records: list[dict]) -> dict | None:
     for name in SETS:
         in_set = [r for r in records if set_of(r["id"]) == name]
         covered = sum(1 for r in in_set if not r.get("fallback"))
-        coverage[name] = {"covered": covered, "total": len(in_set),
-                          "share": covered / len(in_set) if in_set else math.nan}
+        coverage[name] = {
+            "covered": covered,
+            "total": len(in_set),
+            "share": covered / len(in_set) if in_set else math.nan,
+        }
     return coverage
 
 
 def _write_outputs(out: Path, summary: dict, scored: list[dict], labels: list[int], names: list[str]) -> None:
-    columns = ["score", "mean_consistent", "mean_inconsistent", "accuracy", "auroc", "threshold",
-               "precision", "recall", "f1", "spearman", "pearson", "n", "n_positive"]
+    columns = [
+        "score",
+        "mean_consistent",
+        "mean_inconsistent",
+        "accuracy",
+        "auroc",
+        "threshold",
+        "precision",
+        "recall",
+        "f1",
+        "spearman",
+        "pearson",
+        "n",
+        "n_positive",
+    ]
     with replacing(out / "summary.csv", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, extrasaction="ignore")
         writer.writeheader()

@@ -27,7 +27,9 @@ def _check(scores: ArrayLike, labels: ArrayLike, binary: bool = True) -> tuple[n
     scores = np.asarray(scores, dtype=float)
     labels = np.asarray(labels)
     if scores.ndim != 1 or labels.ndim != 1 or len(scores) != len(labels):
-        raise ValueError(f"scores and labels must be flat lists of the same length, got {scores.shape} and {labels.shape}")
+        raise ValueError(
+            f"scores and labels must be flat lists of the same length, got {scores.shape} and {labels.shape}"
+        )
     if len(scores) == 0:
         raise ValueError("scores and labels are empty; there is nothing to evaluate")
     bad = np.flatnonzero(~np.isfinite(scores))
@@ -159,8 +161,13 @@ def summarize(scores: ArrayLike, labels: ArrayLike, threshold: float) -> dict:
     }
 
 
-def bootstrap_interval(statistics: np.ndarray, finish: Callable[[np.ndarray], float | None],
-                       confidence: float = 0.95, resamples: int = 1000, seed: int = 0) -> tuple:
+def bootstrap_interval(
+    statistics: np.ndarray,
+    finish: Callable[[np.ndarray], float | None],
+    confidence: float = 0.95,
+    resamples: int = 1000,
+    seed: int = 0,
+) -> tuple:
     """Percentile bootstrap interval of ``finish(statistics.sum(0))`` over the items (rows), seeded.
 
     ``statistics`` has one row of sufficient statistics per item (context); each resample draws
@@ -176,9 +183,13 @@ def bootstrap_interval(statistics: np.ndarray, finish: Callable[[np.ndarray], fl
     return float(low), float(high)
 
 
-def paired_permutation_test(statistics_a: np.ndarray, statistics_b: np.ndarray,
-                            finish: Callable[[np.ndarray], float | None], permutations: int = 1000,
-                            seed: int = 0) -> float | None:
+def paired_permutation_test(
+    statistics_a: np.ndarray,
+    statistics_b: np.ndarray,
+    finish: Callable[[np.ndarray], float | None],
+    permutations: int = 1000,
+    seed: int = 0,
+) -> float | None:
     """Two-sided p-value that systems A and B, scored on the same items, have the same corpus value.
 
     Approximate randomisation (paired permutation): each permutation swaps A's and B's

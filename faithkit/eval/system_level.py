@@ -41,15 +41,23 @@ def _pool(values: Sequence[float], name: str) -> np.ndarray:
     return values
 
 
-def simulate_system_scores(consistent_scores: Sequence[float], inconsistent_scores: Sequence[float],
-                           proportions: Sequence[float] = PROPORTIONS, samples: int = 350,
-                           repetitions: int = 1000, seed: int = 0, paired: bool = False) -> np.ndarray:
+def simulate_system_scores(
+    consistent_scores: Sequence[float],
+    inconsistent_scores: Sequence[float],
+    proportions: Sequence[float] = PROPORTIONS,
+    samples: int = 350,
+    repetitions: int = 1000,
+    seed: int = 0,
+    paired: bool = False,
+) -> np.ndarray:
     """Mean metric score of each simulated system: an array of shape ``(repetitions, len(proportions))``."""
     consistent = _pool(consistent_scores, "consistent_scores")
     inconsistent = _pool(inconsistent_scores, "inconsistent_scores")
     if paired and len(consistent) != len(inconsistent):
-        raise ValueError(f"paired=True needs one consistent and one inconsistent score per context, "
-                         f"got {len(consistent)} and {len(inconsistent)}")
+        raise ValueError(
+            f"paired=True needs one consistent and one inconsistent score per context, "
+            f"got {len(consistent)} and {len(inconsistent)}"
+        )
     if samples < 1 or repetitions < 1:
         raise ValueError(f"samples and repetitions must be positive, got {samples} and {repetitions}")
     if any(not 0 <= p <= 1 for p in proportions):
@@ -68,9 +76,15 @@ def simulate_system_scores(consistent_scores: Sequence[float], inconsistent_scor
     return system_scores
 
 
-def system_level_correlation(consistent_scores: Sequence[float], inconsistent_scores: Sequence[float],
-                             proportions: Sequence[float] = PROPORTIONS, samples: int = 350,
-                             repetitions: int = 1000, seed: int = 0, paired: bool = False) -> dict:
+def system_level_correlation(
+    consistent_scores: Sequence[float],
+    inconsistent_scores: Sequence[float],
+    proportions: Sequence[float] = PROPORTIONS,
+    samples: int = 350,
+    repetitions: int = 1000,
+    seed: int = 0,
+    paired: bool = False,
+) -> dict:
     """Spearman correlation of simulated system scores with true consistency, over the repetitions.
 
     Returns ``mean``, ``std``, ``ci_low`` / ``ci_high`` (2.5 / 97.5 percentiles), the
@@ -79,8 +93,9 @@ def system_level_correlation(consistent_scores: Sequence[float], inconsistent_sc
     """
     if len(set(proportions)) < 2:
         raise ValueError(f"a correlation needs at least two different proportions, got {list(proportions)}")
-    system_scores = simulate_system_scores(consistent_scores, inconsistent_scores, proportions, samples,
-                                           repetitions, seed, paired)
+    system_scores = simulate_system_scores(
+        consistent_scores, inconsistent_scores, proportions, samples, repetitions, seed, paired
+    )
     consistency = 1 - np.asarray(proportions, dtype=float)
     correlations = _spearman_rows(system_scores, consistency)
     defined = correlations[np.isfinite(correlations)]
@@ -105,7 +120,7 @@ def _spearman_rows(rows: np.ndarray, target: np.ndarray) -> np.ndarray:
     target_ranks = scipy_stats.rankdata(target)
     row_dev = row_ranks - row_ranks.mean(axis=1, keepdims=True)
     target_dev = target_ranks - target_ranks.mean()
-    spread = np.sqrt((row_dev ** 2).sum(axis=1) * (target_dev ** 2).sum())
+    spread = np.sqrt((row_dev**2).sum(axis=1) * (target_dev**2).sum())
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(spread > 0, (row_dev @ target_dev) / np.where(spread > 0, spread, 1), np.nan)
 
@@ -113,7 +128,9 @@ def _spearman_rows(rows: np.ndarray, target: np.ndarray) -> np.ndarray:
 SYSTEM_LEVEL_COLUMNS = ("mean", "std", "ci_low", "ci_high", "undefined")
 
 
-def load_score_pools(scores_dir=None, consistent_scores=None, inconsistent_scores=None) -> tuple[list[dict], list[dict]]:
+def load_score_pools(
+    scores_dir=None, consistent_scores=None, inconsistent_scores=None
+) -> tuple[list[dict], list[dict]]:
     """Scored records of consistent and inconsistent responses: a ``meta-eval q2-wow`` folder, or two score files."""
     from pathlib import Path
 
@@ -130,8 +147,10 @@ def load_score_pools(scores_dir=None, consistent_scores=None, inconsistent_score
             raise InputError(f"{path} not found; --scores takes the --out folder of 'faithkit meta-eval q2-wow'")
         records = read_results(path)
         check_scores(records, path)
-        return ([r for r in records if set_of(r["id"]) == "consistent"],
-                [r for r in records if set_of(r["id"]) == "inconsistent"])
+        return (
+            [r for r in records if set_of(r["id"]) == "consistent"],
+            [r for r in records if set_of(r["id"]) == "inconsistent"],
+        )
     if not (consistent_scores and inconsistent_scores):
         raise InputError("no scores given: pass --scores DIR, or both --consistent-scores and --inconsistent-scores")
     for path in (consistent_scores, inconsistent_scores):
@@ -152,8 +171,9 @@ def default_score_keys(records: list[dict]) -> list[str]:
     return [key for key in dict.fromkeys(known) if scored and all(r.get(key) is not None for r in scored)]
 
 
-def system_level_table(consistent: list[dict], inconsistent: list[dict], keys: Sequence[str] | None = None,
-                       **settings) -> list[dict]:
+def system_level_table(
+    consistent: list[dict], inconsistent: list[dict], keys: Sequence[str] | None = None, **settings
+) -> list[dict]:
     """:func:`system_level_correlation` for each score key of the two pools of records, one result row per key.
 
     ``settings`` are the correlation's (proportions, samples, repetitions, seed, paired). A
@@ -179,7 +199,11 @@ def system_level_table(consistent: list[dict], inconsistent: list[dict], keys: S
                 logging.getLogger(__name__).warning(
                     "%s: each simulated system draws %d responses from only %d %s scores (with replacement), so "
                     "the correlation's spread understates its uncertainty; score more responses or lower --samples",
-                    key, samples, len(values), name)
+                    key,
+                    samples,
+                    len(values),
+                    name,
+                )
             pools.append(values)
         result = system_level_correlation(pools[0], pools[1], **settings)
         results.append({"score": key, "consistent": len(pools[0]), "inconsistent": len(pools[1]), **result})
@@ -197,8 +221,19 @@ def write_system_level(out, results: list[dict]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "system_level.json", results)
     with replacing(out / "system_level.csv", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["score", *SYSTEM_LEVEL_COLUMNS, "consistent", "inconsistent",
-                                                    "samples", "repetitions", "seed", "paired"],
-                                extrasaction="ignore")
+        writer = csv.DictWriter(
+            handle,
+            fieldnames=[
+                "score",
+                *SYSTEM_LEVEL_COLUMNS,
+                "consistent",
+                "inconsistent",
+                "samples",
+                "repetitions",
+                "seed",
+                "paired",
+            ],
+            extrasaction="ignore",
+        )
         writer.writeheader()
         writer.writerows(results)

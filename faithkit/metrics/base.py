@@ -25,19 +25,31 @@ class Metric:
 
     score_keys: tuple[str, ...] = ()
 
-    def compute_rows(self, documents: Sequence[str], histories: Sequence | None, responses: Sequence[str],
-                     references: Sequence[str] | None = None) -> list[dict]:
+    def compute_rows(
+        self,
+        documents: Sequence[str],
+        histories: Sequence | None,
+        responses: Sequence[str],
+        references: Sequence[str] | None = None,
+    ) -> list[dict]:
         raise NotImplementedError
 
-    def compute(self, documents: Sequence[str], histories: Sequence | None = None, responses: Sequence[str] = (),
-                references: Sequence[str] | None = None) -> dict:
+    def compute(
+        self,
+        documents: Sequence[str],
+        histories: Sequence | None = None,
+        responses: Sequence[str] = (),
+        references: Sequence[str] | None = None,
+    ) -> dict:
         """Per-example fields as lists and ``mean_<key>`` of each score (examples without a score left out)."""
         return aggregate(self.compute_rows(documents, histories, responses, references), self.score_keys)
 
 
 def aggregate(rows: list[dict], score_keys: Sequence[str]) -> dict:
     """``compute_rows`` output as one flat dict: a list per field and ``mean_<key>`` per score key present."""
-    result: dict[str, Any] = {key: [row.get(key) for row in rows] for key in dict.fromkeys(k for row in rows for k in row)}
+    result: dict[str, Any] = {
+        key: [row.get(key) for row in rows] for key in dict.fromkeys(k for row in rows for k in row)
+    }
     for key in score_keys:
         values = [v for v in result.get(key, []) if v is not None]
         if key in result:
@@ -59,8 +71,9 @@ def check_columns(documents, histories, responses, references=None) -> tuple[lis
     lists = {name: list(column) for name, column in columns.items()}
     lengths = {name: len(column) for name, column in lists.items()}
     if len(set(lengths.values())) > 1:
-        raise ValueError(f"{', '.join(lengths)} must have the same length, got "
-                         f"{', '.join(str(n) for n in lengths.values())}")
+        raise ValueError(
+            f"{', '.join(lengths)} must have the same length, got {', '.join(str(n) for n in lengths.values())}"
+        )
     for name in ("documents", "responses", "references"):
         for i, text in enumerate(lists.get(name) or []):
             if not isinstance(text, str):

@@ -76,30 +76,83 @@ class CheckerPreset:
         return self.name.replace("-", "_").replace(".", "_")
 
 
-PRESETS: dict[str, CheckerPreset] = {preset.name: preset for preset in (
-    CheckerPreset("nli-roberta-large-mnli", "FacebookAI/roberta-large-mnli", "sequence-classification", 2, "pair",
-                  window=400, stride=300, max_length=512,
-                  note="the e2e-nli metric's hub model (labels contradiction, neutral, entailment), scored as "
-                       "P(entailment) instead of the argmax"),
-    CheckerPreset("minicheck-roberta-large", "lytang/MiniCheck-RoBERTa-Large", "sequence-classification", 1,
-                  "eos-joined", window=400, stride=300, max_length=512,
-                  note="MiniCheck (Tang et al. 2024); label 1 = supported; chunks of 400 tokens"),
-    CheckerPreset("minicheck-deberta-v3-large", "lytang/MiniCheck-DeBERTa-v3-Large", "sequence-classification", 1,
-                  "eos-joined", window=400, stride=300, max_length=2048,
-                  note="MiniCheck; label 1 = supported; chunks of 400 tokens, inputs up to 2048"),
-    CheckerPreset("minicheck-flan-t5-large", "lytang/MiniCheck-Flan-T5-Large", "seq2seq-label-tokens", 1,
-                  "t5-predict", window=500, stride=375, max_length=2048, label_tokens=(3, 209),
-                  note="MiniCheck; the decoder's first token: id 3 unsupported, 209 supported; the authors' chunks "
-                       "are 500 words, ours 500 tokens"),
-    CheckerPreset("hhem-2.1-open", "vectara/hallucination_evaluation_model", "t5-token-classification", 1,
-                  "hhem-prompt", window=500, stride=375, max_length=None,
-                  note="Vectara HHEM-2.1-Open on google/flan-t5-base; class 1 = consistent; no length limit"),
-    CheckerPreset("alignscore-style", "FacebookAI/roberta-large-mnli", "sequence-classification", 2, "pair",
-                  window=350, stride=350, max_length=512, sentences="mean",
-                  note="AlignScore's recipe (Zha et al. 2023): chunks of about 350 tokens, each sentence its best "
-                       "chunk, the response the mean of its sentences; on an NLI classifier, since AlignScore's own "
-                       "checkpoints are Lightning files with their own heads, not a transformers model"),
-)}
+PRESETS: dict[str, CheckerPreset] = {
+    preset.name: preset
+    for preset in (
+        CheckerPreset(
+            "nli-roberta-large-mnli",
+            "FacebookAI/roberta-large-mnli",
+            "sequence-classification",
+            2,
+            "pair",
+            window=400,
+            stride=300,
+            max_length=512,
+            note="the e2e-nli metric's hub model (labels contradiction, neutral, entailment), scored as "
+            "P(entailment) instead of the argmax",
+        ),
+        CheckerPreset(
+            "minicheck-roberta-large",
+            "lytang/MiniCheck-RoBERTa-Large",
+            "sequence-classification",
+            1,
+            "eos-joined",
+            window=400,
+            stride=300,
+            max_length=512,
+            note="MiniCheck (Tang et al. 2024); label 1 = supported; chunks of 400 tokens",
+        ),
+        CheckerPreset(
+            "minicheck-deberta-v3-large",
+            "lytang/MiniCheck-DeBERTa-v3-Large",
+            "sequence-classification",
+            1,
+            "eos-joined",
+            window=400,
+            stride=300,
+            max_length=2048,
+            note="MiniCheck; label 1 = supported; chunks of 400 tokens, inputs up to 2048",
+        ),
+        CheckerPreset(
+            "minicheck-flan-t5-large",
+            "lytang/MiniCheck-Flan-T5-Large",
+            "seq2seq-label-tokens",
+            1,
+            "t5-predict",
+            window=500,
+            stride=375,
+            max_length=2048,
+            label_tokens=(3, 209),
+            note="MiniCheck; the decoder's first token: id 3 unsupported, 209 supported; the authors' chunks "
+            "are 500 words, ours 500 tokens",
+        ),
+        CheckerPreset(
+            "hhem-2.1-open",
+            "vectara/hallucination_evaluation_model",
+            "t5-token-classification",
+            1,
+            "hhem-prompt",
+            window=500,
+            stride=375,
+            max_length=None,
+            note="Vectara HHEM-2.1-Open on google/flan-t5-base; class 1 = consistent; no length limit",
+        ),
+        CheckerPreset(
+            "alignscore-style",
+            "FacebookAI/roberta-large-mnli",
+            "sequence-classification",
+            2,
+            "pair",
+            window=350,
+            stride=350,
+            max_length=512,
+            sentences="mean",
+            note="AlignScore's recipe (Zha et al. 2023): chunks of about 350 tokens, each sentence its best "
+            "chunk, the response the mean of its sentences; on an NLI classifier, since AlignScore's own "
+            "checkpoints are Lightning files with their own heads, not a transformers model",
+        ),
+    )
+}
 ARCHITECTURES = ("sequence-classification", "seq2seq-label-tokens", "t5-token-classification")
 INPUT_FORMATS = ("pair", "eos-joined", "t5-predict", "hhem-prompt")
 
@@ -113,7 +166,7 @@ def document_windows(document: str, tokenizer, window: int, stride: int) -> list
     starts = list(range(0, len(offsets) - window + 1, stride))
     if starts[-1] + window < len(offsets):
         starts.append(len(offsets) - window)
-    return [document[offsets[start][0]:offsets[start + window - 1][1]].strip() for start in starts]
+    return [document[offsets[start][0] : offsets[start + window - 1][1]].strip() for start in starts]
 
 
 @lru_cache(maxsize=1)
@@ -135,14 +188,15 @@ def format_pairs(preset: CheckerPreset, tokenizer, premises: Sequence[str], clai
     """The model's inputs for (window, claim) pairs in the preset's input format, padded as one batch."""
     options = {"padding": True, "return_tensors": "pt"}
     if preset.max_length is not None:
-        options.update(truncation="only_first" if preset.input_format == "pair" else True,
-                       max_length=preset.max_length)
+        options.update(truncation="only_first" if preset.input_format == "pair" else True, max_length=preset.max_length)
     if preset.input_format == "pair":
         return tokenizer(list(premises), list(claims), **options)
     eos = tokenizer.eos_token
-    texts = {"eos-joined": lambda p, c: p + eos + c,
-             "t5-predict": lambda p, c: "predict: " + p + eos + c,
-             "hhem-prompt": lambda p, c: HHEM_PROMPT.format(text1=p, text2=c)}[preset.input_format]
+    texts = {
+        "eos-joined": lambda p, c: p + eos + c,
+        "t5-predict": lambda p, c: "predict: " + p + eos + c,
+        "hhem-prompt": lambda p, c: HHEM_PROMPT.format(text1=p, text2=c),
+    }[preset.input_format]
     return tokenizer([texts(p, c) for p, c in zip(premises, claims)], **options)
 
 
@@ -159,8 +213,12 @@ class SupportModel:
 
         scores: list[float] = []
         for start in range(0, len(premises), self.batch_size):
-            encoded = format_pairs(self.preset, self.tokenizer, premises[start:start + self.batch_size],
-                                   claims[start:start + self.batch_size]).to(models.input_device(self.model))
+            encoded = format_pairs(
+                self.preset,
+                self.tokenizer,
+                premises[start : start + self.batch_size],
+                claims[start : start + self.batch_size],
+            ).to(models.input_device(self.model))
             with torch.no_grad():
                 probabilities = torch.softmax(self._logits(encoded).float(), dim=-1)
             scores += probabilities[:, self.preset.supported].tolist()
@@ -174,8 +232,12 @@ class SupportModel:
         if self.preset.architecture == "sequence-classification":
             return self.model(**encoded).logits
         if self.preset.architecture == "seq2seq-label-tokens":
-            start = torch.full((len(encoded["input_ids"]), 1), self.model.config.decoder_start_token_id,
-                               dtype=torch.long, device=models.input_device(self.model))
+            start = torch.full(
+                (len(encoded["input_ids"]), 1),
+                self.model.config.decoder_start_token_id,
+                dtype=torch.long,
+                device=models.input_device(self.model),
+            )
             logits = self.model(**encoded, decoder_input_ids=start).logits[:, 0, :]
             return logits[:, list(self.preset.label_tokens)]
         return self.model(**encoded).logits[:, 0, :]  # t5-token-classification: the first position
@@ -206,18 +268,20 @@ def load_hhem(name: str, device=None, dtype=None):
     missing, unexpected = model.load_state_dict(weights, strict=False)
     missing = [key for key in missing if not key.endswith("embed_tokens.weight")]  # tied to transformer.shared
     if missing or unexpected or not weights:
-        raise ConfigError(f"{name} does not hold HHEM-2.1-Open's weights for {foundation}: missing "
-                          f"{missing[:3] or 'none'}, unexpected {unexpected[:3] or 'none'}")
+        raise ConfigError(
+            f"{name} does not hold HHEM-2.1-Open's weights for {foundation}: missing "
+            f"{missing[:3] or 'none'}, unexpected {unexpected[:3] or 'none'}"
+        )
     model.tie_weights()
     # PreTrainedModel.to is wrapped (functools.wraps), which hides its self from mypy: call it as Module.to
-    placed = cast("torch.nn.Module", model).to(device or models.default_device(),
-                                               dtype=precision.torch_dtype(dtype or "float32"))
+    placed = cast("torch.nn.Module", model).to(
+        device or models.default_device(), dtype=precision.torch_dtype(dtype or "float32")
+    )
     return placed.eval(), AutoTokenizer.from_pretrained(foundation)
     return model.eval(), AutoTokenizer.from_pretrained(foundation)
 
 
-def load_support_model(preset: CheckerPreset, name: str, device=None, batch_size: int = 8,
-                       dtype=None) -> SupportModel:
+def load_support_model(preset: CheckerPreset, name: str, device=None, batch_size: int = 8, dtype=None) -> SupportModel:
     """The preset's model from ``name`` (a hub id or a local folder), ready to score pairs."""
     from .. import models
 
@@ -229,15 +293,21 @@ def load_support_model(preset: CheckerPreset, name: str, device=None, batch_size
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if not tokenizer.is_fast:
-        raise ConfigError(f"claim checker {name}: its tokenizer has no fast version, which cutting the document "
-                          f"into token windows needs (offsets); install the tokenizers package")
+        raise ConfigError(
+            f"claim checker {name}: its tokenizer has no fast version, which cutting the document "
+            f"into token windows needs (offsets); install the tokenizers package"
+        )
     if preset.label_tokens and max(preset.label_tokens) >= model.config.vocab_size:
-        raise ConfigError(f"claim checker {name} has a vocabulary of {model.config.vocab_size}, without the label "
-                          f"tokens {preset.label_tokens} that {preset.name} reads; give a {preset.name} checkpoint")
+        raise ConfigError(
+            f"claim checker {name} has a vocabulary of {model.config.vocab_size}, without the label "
+            f"tokens {preset.label_tokens} that {preset.name} reads; give a {preset.name} checkpoint"
+        )
     classes = len(preset.label_tokens) if preset.label_tokens else model.config.num_labels
     if preset.supported >= classes:
-        raise ConfigError(f"claim checker {name} has {classes} classes, so it cannot be read as {preset.name}, "
-                          f"whose 'supported' class is {preset.supported}; give a {preset.name} checkpoint")
+        raise ConfigError(
+            f"claim checker {name} has {classes} classes, so it cannot be read as {preset.name}, "
+            f"whose 'supported' class is {preset.supported}; give a {preset.name} checkpoint"
+        )
     return SupportModel(preset, model, tokenizer, batch_size)
 
 
@@ -255,28 +325,42 @@ class ClaimChecker(Metric):
         checker.compute(documents=[document], responses=[response])["minicheck_flan_t5_large"]
     """
 
-    def __init__(self, preset: str, nli_model: str | None = None, window: int | None = None,
-                 stride: int | None = None, batch_size: int = 8, device=None, dtype=None,
-                 support: Callable[[Sequence[str], Sequence[str]], list[float]] | None = None, tokenizer=None):
+    def __init__(
+        self,
+        preset: str,
+        nli_model: str | None = None,
+        window: int | None = None,
+        stride: int | None = None,
+        batch_size: int = 8,
+        device=None,
+        dtype=None,
+        support: Callable[[Sequence[str], Sequence[str]], list[float]] | None = None,
+        tokenizer=None,
+    ):
         if preset not in PRESETS:
             raise ValueError(f"unknown claim checker {preset!r}; choose one of {', '.join(PRESETS)}")
         self.preset = PRESETS[preset]
         self.window, self.stride = window or self.preset.window, stride or self.preset.stride
         if self.window < 1 or not 1 <= self.stride <= self.window:
-            raise ValueError(f"window must be at least 1 and stride between 1 and window, got window={self.window}, "
-                             f"stride={self.stride}")
+            raise ValueError(
+                f"window must be at least 1 and stride between 1 and window, got window={self.window}, "
+                f"stride={self.stride}"
+            )
         self.score_keys = (self.preset.score_key,)
         if support is None:
             support = load_support_model(self.preset, nli_model or self.preset.hub_id, device, batch_size, dtype)
             tokenizer = support.tokenizer
         self.support, self.tokenizer = support, tokenizer
 
-    def compute_rows(self, documents: Sequence[str], histories, responses: Sequence[str],
-                     references=None) -> list[dict]:
+    def compute_rows(
+        self, documents: Sequence[str], histories, responses: Sequence[str], references=None
+    ) -> list[dict]:
         """One dict per row: the response's score and each sentence's best-window score; histories are ignored."""
         documents, _, responses, _ = check_columns(documents, histories, responses)
-        cases = [(document_windows(d, self.tokenizer, self.window, self.stride), response_sentences(r))
-                 for d, r in zip(documents, responses)]
+        cases = [
+            (document_windows(d, self.tokenizer, self.window, self.stride), response_sentences(r))
+            for d, r in zip(documents, responses)
+        ]
         premises = [w for windows, sentences in cases for _ in sentences for w in windows]
         claims = [s for windows, sentences in cases for s in sentences for _ in windows]
         scores = iter(self.support(premises, claims) if premises else [])

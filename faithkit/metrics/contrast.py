@@ -88,7 +88,7 @@ class Edit:
     replacement: str
 
     def apply(self, response: str) -> str:
-        return response[:self.span.start] + self.replacement + response[self.span.end:]
+        return response[: self.span.start] + self.replacement + response[self.span.end :]
 
 
 def checkable_spans(doc) -> list[Span]:
@@ -183,8 +183,12 @@ def candidate_edits(response_doc, document_doc, max_edits: int = MAX_EDITS) -> l
         per_span.append([Edit(span, text) for text in candidate_replacements(span, document_spans)])
     per_span += [[edit] for edit in negation_edits(response_doc)]
     per_span = [edits for edits in per_span if edits]
-    per_span.sort(key=lambda edits: (edits[0].span.label != NEGATION and edits[0].span.text.lower() in document_text,
-                                     edits[0].span.start))
+    per_span.sort(
+        key=lambda edits: (
+            edits[0].span.label != NEGATION and edits[0].span.text.lower() in document_text,
+            edits[0].span.start,
+        )
+    )
     chosen: list[Edit] = []
     for depth in range(max((len(edits) for edits in per_span), default=0)):
         chosen += [edits[depth] for edits in per_span if depth < len(edits)]
@@ -211,9 +215,16 @@ def spacy_pipeline(name: str | None = None):
     return load_spacy(name)
 
 
-def contrast_features(scorer: TokenScorer, tokenizer, documents: Sequence[str], histories: Sequence,
-                      responses: Sequence[str], template: PromptTemplate = DEFAULT_TEMPLATE,
-                      policy: EditPolicy = EditPolicy(), nlp=None) -> list[dict]:
+def contrast_features(
+    scorer: TokenScorer,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    responses: Sequence[str],
+    template: PromptTemplate = DEFAULT_TEMPLATE,
+    policy: EditPolicy = EditPolicy(),
+    nlp=None,
+) -> list[dict]:
     """One dict per row: the keys of :data:`FEATURE_KEYS`, ``minimal_edit`` and ``truncated_tokens``.
 
     For a caller that already holds the judge LM (its ``scorer``, ``tokenizer`` and ``template``);
@@ -235,15 +246,23 @@ def contrast_features(scorer: TokenScorer, tokenizer, documents: Sequence[str], 
         targets = [template.response_ids(tokenizer, text) for text in [response, *(e.apply(response) for e in edits)]]
         longest = max(len(t) for t in targets)
         if longest >= max_length:
-            raise ValueError(f"example {i}: field 'response' has {longest} tokens (with its longest edit), "
-                             f"more than the model's context ({max_length})")
-        views = [template.context(tokenizer, document if with_document else None, as_history(history),
-                                  max_tokens=max_length - longest) for with_document in (True, False)]
+            raise ValueError(
+                f"example {i}: field 'response' has {longest} tokens (with its longest edit), "
+                f"more than the model's context ({max_length})"
+            )
+        views = [
+            template.context(
+                tokenizer, document if with_document else None, as_history(history), max_tokens=max_length - longest
+            )
+            for with_document in (True, False)
+        ]
         plans.append((edits, len(requests), max(v.truncated_tokens for v in views)))
         requests += [(view.ids, target) for target in targets for view in views]
     logprobs = [float(values.double().sum()) for values in scorer(requests)]
-    return [_row_features(edits, logprobs[first:first + 2 * (len(edits) + 1)], truncated, policy.threshold)
-            for edits, first, truncated in plans]
+    return [
+        _row_features(edits, logprobs[first : first + 2 * (len(edits) + 1)], truncated, policy.threshold)
+        for edits, first, truncated in plans
+    ]
 
 
 def _row_features(edits: list[Edit], logprobs: list[float], truncated: int, threshold: float) -> dict:
@@ -255,13 +274,26 @@ def _row_features(edits: list[Edit], logprobs: list[float], truncated: int, thre
     for edit, margin in zip(edits, margins):
         if margin > threshold and margin > best.get(edit.span, (float("-inf"),))[0]:
             best[edit.span] = (margin, edit)
-    contradicted = [{"text": span.text, "label": span.label, "start": span.start, "end": span.end,
-                     "replacement": edit.replacement, "margin": margin}
-                    for span, (margin, edit) in sorted(best.items(), key=lambda item: item[0].start)]
+    contradicted = [
+        {
+            "text": span.text,
+            "label": span.label,
+            "start": span.start,
+            "end": span.end,
+            "replacement": edit.replacement,
+            "margin": margin,
+        }
+        for span, (margin, edit) in sorted(best.items(), key=lambda item: item[0].start)
+    ]
     logp_margin = max(margins) if margins else None
-    return {"minimal_edit": 0.0 - max(logp_margin, 0.0) if logp_margin is not None else 0.0, "contrast_edits": len(edits),
-            "contrast_logp_margin": logp_margin, "contrast_pmi_margin": max(pmi_margins) if margins else None,
-            "contradicted_spans": contradicted, "truncated_tokens": truncated}
+    return {
+        "minimal_edit": 0.0 - max(logp_margin, 0.0) if logp_margin is not None else 0.0,
+        "contrast_edits": len(edits),
+        "contrast_logp_margin": logp_margin,
+        "contrast_pmi_margin": max(pmi_margins) if margins else None,
+        "contradicted_spans": contradicted,
+        "truncated_tokens": truncated,
+    }
 
 
 class MinimalEdit(Metric):
@@ -285,9 +317,18 @@ class MinimalEdit(Metric):
 
     score_keys = ("minimal_edit", "contrast_logp_margin", "contrast_pmi_margin")
 
-    def __init__(self, model="bigscience/bloom-560m", tokenizer=None, batch_size: int = 8, device=None,
-                 template: PromptTemplate = DEFAULT_TEMPLATE, max_edits: int = MAX_EDITS,
-                 threshold: float = THRESHOLD, scorer: TokenScorer | None = None, dtype=None):
+    def __init__(
+        self,
+        model="bigscience/bloom-560m",
+        tokenizer=None,
+        batch_size: int = 8,
+        device=None,
+        template: PromptTemplate = DEFAULT_TEMPLATE,
+        max_edits: int = MAX_EDITS,
+        threshold: float = THRESHOLD,
+        scorer: TokenScorer | None = None,
+        dtype=None,
+    ):
         if isinstance(model, str):
             model, tokenizer = models.load(model, device=device, dtype=dtype)
         elif tokenizer is None:
@@ -299,9 +340,20 @@ class MinimalEdit(Metric):
 
     def compute_rows(self, documents, histories, responses, references=None) -> list[dict]:
         """One dict per example (see :data:`FEATURE_KEYS`); references are ignored."""
-        return contrast_features(self.scorer, self.tokenizer, documents, histories, responses, self.template,
-                                 self.policy)
+        return contrast_features(
+            self.scorer, self.tokenizer, documents, histories, responses, self.template, self.policy
+        )
 
 
-__all__ = ["MinimalEdit", "contrast_features", "candidate_edits", "checkable_spans", "negation_edits",
-           "EditPolicy", "Edit", "Span", "FEATURE_KEYS", "spacy_pipeline"]
+__all__ = [
+    "MinimalEdit",
+    "contrast_features",
+    "candidate_edits",
+    "checkable_spans",
+    "negation_edits",
+    "EditPolicy",
+    "Edit",
+    "Span",
+    "FEATURE_KEYS",
+    "spacy_pipeline",
+]

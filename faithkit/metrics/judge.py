@@ -47,8 +47,11 @@ def signals(row: dict, document: str, response: str) -> dict[str, float]:
     """
     precision = knowledge_precision(document, response)
     values = {key: float(row[key]) for key in LM_SIGNALS if key in row}  # uncond_pmi: if its views ran
-    values.update(knowledge_precision=0.0 if precision is None else precision,
-                  overlap_f1=token_f1_overlap(document, response), log_words=math.log1p(len(response.split())))
+    values.update(
+        knowledge_precision=0.0 if precision is None else precision,
+        overlap_f1=token_f1_overlap(document, response),
+        log_words=math.log1p(len(response.split())),
+    )
     return values
 
 
@@ -71,7 +74,9 @@ class JudgeWeights:
         unknown = sorted(set(data["features"]) - set(CANDIDATES))
         if unknown:
             raise ValueError(f"{path}: unknown judge features {unknown}; known: {', '.join(CANDIDATES)}")
-        fields: dict[str, Any] = {key: tuple(value) if isinstance(value, list) else value for key, value in data.items()}
+        fields: dict[str, Any] = {
+            key: tuple(value) if isinstance(value, list) else value for key, value in data.items()
+        }
         return cls(**fields)
 
     def save(self, path: str | Path) -> None:
@@ -105,8 +110,16 @@ def fit_judge(table: list[dict], labels, features, l2: float, model: str, fitted
     means, stds = x.mean(0), x.std(0)
     stds[stds == 0] = 1.0
     coefficients, intercept = fit_logistic((x - means) / stds, np.asarray(labels), l2)
-    return JudgeWeights(tuple(features), tuple(means.tolist()), tuple(stds.tolist()), tuple(coefficients.tolist()),
-                        intercept, model, l2, fitted_on)
+    return JudgeWeights(
+        tuple(features),
+        tuple(means.tolist()),
+        tuple(stds.tolist()),
+        tuple(coefficients.tolist()),
+        intercept,
+        model,
+        l2,
+        fitted_on,
+    )
 
 
 class FaithJudge(Metric):
@@ -119,18 +132,36 @@ class FaithJudge(Metric):
 
     score_keys = ("faith_judge", "pmi")
 
-    def __init__(self, model="bigscience/bloom-560m", tokenizer=None, batch_size: int = 8, device=None,
-                 max_length: int | None = None, weights: str | Path = WEIGHTS, dtype=None):
+    def __init__(
+        self,
+        model="bigscience/bloom-560m",
+        tokenizer=None,
+        batch_size: int = 8,
+        device=None,
+        max_length: int | None = None,
+        weights: str | Path = WEIGHTS,
+        dtype=None,
+    ):
         from .pmi_faith import PMIFaith
 
         self.weights = JudgeWeights.load(weights)
         if model != self.weights.model:
-            logger.warning("faith-judge: its weights were fitted with judge LM %r, not %r; signals of another LM are "
-                           "on other scales, so refit them on your labels (see docs/judge.md)",
-                           self.weights.model, model if isinstance(model, str) else type(model).__name__)
-        self.pmi_faith = PMIFaith(model=model, tokenizer=tokenizer, batch_size=batch_size, device=device,
-                                  max_length=max_length, evidence=True, dtype=dtype,
-                                  unconditional="uncond_pmi" in self.weights.features)
+            logger.warning(
+                "faith-judge: its weights were fitted with judge LM %r, not %r; signals of another LM are "
+                "on other scales, so refit them on your labels (see docs/judge.md)",
+                self.weights.model,
+                model if isinstance(model, str) else type(model).__name__,
+            )
+        self.pmi_faith = PMIFaith(
+            model=model,
+            tokenizer=tokenizer,
+            batch_size=batch_size,
+            device=device,
+            max_length=max_length,
+            evidence=True,
+            dtype=dtype,
+            unconditional="uncond_pmi" in self.weights.features,
+        )
 
     def compute_rows(self, documents, histories, responses, references=None, progress=None) -> list[dict]:
         """PMI-FAITH's rows (with evidence), each with ``faith_judge`` first and the ``signal_<name>`` values used."""
@@ -139,8 +170,13 @@ class FaithJudge(Metric):
         for row, document, response in zip(rows, documents, responses):
             values = signals(row, document, response)
             logit = self.weights.logit(values)
-            judged.append({"faith_judge": 0.5 * (1 + math.tanh(logit / 2)), **row,  # sigmoid, without overflow
-                           **{f"signal_{name}": values[name] for name in self.weights.features}})
+            judged.append(
+                {
+                    "faith_judge": 0.5 * (1 + math.tanh(logit / 2)),
+                    **row,  # sigmoid, without overflow
+                    **{f"signal_{name}": values[name] for name in self.weights.features},
+                }
+            )
         return judged
 
 

@@ -70,8 +70,11 @@ def _tokenizer():
 
 def content_tokens(text: str) -> list[str]:
     """Lowercased spaCy tokens of ``text`` without stop words, punctuation or whitespace."""
-    return [token.text.lower() for token in _tokenizer()(text)
-            if not token.is_stop and not token.is_punct and not token.is_space]
+    return [
+        token.text.lower()
+        for token in _tokenizer()(text)
+        if not token.is_stop and not token.is_punct and not token.is_space
+    ]
 
 
 def token_f1_overlap(knowledge: str, response: str) -> float:
@@ -121,12 +124,18 @@ class TextOverlap(Metric):
         self.score_keys = (self.score_key,)
         self._function = token_f1_overlap if kind == "overlap-f1" else bleu_vs_knowledge
 
-    def compute_rows(self, documents: Sequence[str], histories: Sequence | None, responses: Sequence[str],
-                     references: Sequence[str] | None = None) -> list[dict]:
+    def compute_rows(
+        self,
+        documents: Sequence[str],
+        histories: Sequence | None,
+        responses: Sequence[str],
+        references: Sequence[str] | None = None,
+    ) -> list[dict]:
         """One ``{score_key: value}`` per example."""
         documents, _, responses, _ = check_columns(documents, histories, responses)
-        return [{self.score_key: self._function(document, response)}
-                for document, response in zip(documents, responses)]
+        return [
+            {self.score_key: self._function(document, response)} for document, response in zip(documents, responses)
+        ]
 
 
 class Lexical(Metric):
@@ -140,8 +149,13 @@ class Lexical(Metric):
 
     score_keys = ("knowledge_precision", "token_f1", "bleu")
 
-    def compute_rows(self, documents: Sequence[str], histories: Sequence | None, responses: Sequence[str],
-                     references: Sequence[str] | None = None) -> list[dict]:
+    def compute_rows(
+        self,
+        documents: Sequence[str],
+        histories: Sequence | None,
+        responses: Sequence[str],
+        references: Sequence[str] | None = None,
+    ) -> list[dict]:
         documents, _, responses, references = check_columns(documents, histories, responses, references)
         rows = [{"knowledge_precision": knowledge_precision(d, r)} for d, r in zip(documents, responses)]
         for row, response, reference in zip(rows, responses, references or []):
@@ -167,11 +181,11 @@ def is_repeated(response: str) -> bool:
     """Whether the response loops (see :data:`REPEAT_RUN`); words are lowercased ``\\w+`` runs."""
     words = _WORD.findall(response.lower())
     for start in range(len(words) - REPEAT_RUN + 1):
-        if len(set(words[start:start + REPEAT_RUN])) == 1:
+        if len(set(words[start : start + REPEAT_RUN])) == 1:
             return True
     trigrams: dict[tuple, int] = {}
     for start in range(len(words) - 2):
-        gram = tuple(words[start:start + 3])
+        gram = tuple(words[start : start + 3])
         trigrams[gram] = trigrams.get(gram, 0) + 1
         if trigrams[gram] >= REPEAT_RUN:
             return True
@@ -184,8 +198,15 @@ class ResponseForm(Metric):
 
     score_keys = ("words", "empty", "repeated")
 
-    def compute_rows(self, documents: Sequence[str], histories: Sequence | None, responses: Sequence[str],
-                     references: Sequence[str] | None = None) -> list[dict]:
+    def compute_rows(
+        self,
+        documents: Sequence[str],
+        histories: Sequence | None,
+        responses: Sequence[str],
+        references: Sequence[str] | None = None,
+    ) -> list[dict]:
         documents, _, responses, _ = check_columns(documents, histories, responses)
-        return [{"words": len(r.split()), "empty": float(not r.strip()), "repeated": float(is_repeated(r))}
-                for r in responses]
+        return [
+            {"words": len(r.split()), "empty": float(not r.strip()), "repeated": float(is_repeated(r))}
+            for r in responses
+        ]

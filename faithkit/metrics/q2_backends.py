@@ -61,24 +61,49 @@ class T5QuestionGenerator:
     first; the ``question:`` prefix the model was trained to emit is removed.
     """
 
-    def __init__(self, model_name, device=None, batch_size=8, dtype=None, num_beams=5, num_return=5, max_length=128, model=None, tokenizer=None):
+    def __init__(
+        self,
+        model_name,
+        device=None,
+        batch_size=8,
+        dtype=None,
+        num_beams=5,
+        num_return=5,
+        max_length=128,
+        model=None,
+        tokenizer=None,
+    ):
         if model is None:
             model, tokenizer = models.load(model_name, device=device, dtype=dtype)
         if not model.config.is_encoder_decoder:
-            raise ConfigError(f"Q²'s question generator qg_model={model_name!r} needs a seq2seq model (T5-style), but "
-                              f"{type(model).__name__} is decoder-only; give a causal LM as 'fewshot:{model_name}'")
+            raise ConfigError(
+                f"Q²'s question generator qg_model={model_name!r} needs a seq2seq model (T5-style), but "
+                f"{type(model).__name__} is decoder-only; give a causal LM as 'fewshot:{model_name}'"
+            )
         self.model, self.tokenizer = model, tokenizer
-        self.batch_size, self.num_beams, self.num_return, self.max_length = batch_size, num_beams, num_return, max_length
+        self.batch_size, self.num_beams, self.num_return, self.max_length = (
+            batch_size,
+            num_beams,
+            num_return,
+            max_length,
+        )
 
     @torch.no_grad()
     def generate(self, candidates: Sequence[Candidate]) -> list[list[str]]:
         questions: list[list[str]] = []
         for batch in _batches(list(candidates), self.batch_size):
             texts = [f"answer: {c.text}  context: {c.context}" for c in batch]
-            encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=512, return_tensors="pt").to(models.input_device(self.model))
+            encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=512, return_tensors="pt").to(
+                models.input_device(self.model)
+            )
             output = self.model.generate(
-                **encoded, max_length=self.max_length, num_beams=self.num_beams, num_return_sequences=self.num_return,
-                no_repeat_ngram_size=3, early_stopping=True, do_sample=False,
+                **encoded,
+                max_length=self.max_length,
+                num_beams=self.num_beams,
+                num_return_sequences=self.num_return,
+                no_repeat_ngram_size=3,
+                early_stopping=True,
+                do_sample=False,
             )
             decoded = self.tokenizer.batch_decode(output, skip_special_tokens=True)
             cleaned = [_strip_prefix(q.strip(), "question:") for q in decoded]
@@ -99,11 +124,25 @@ class ExtractiveQA:
     the first token, ``[CLS]``) beats it in every window, the answer is ``""``.
     """
 
-    def __init__(self, model_name, device=None, batch_size=8, dtype=None, max_length=384, stride=128, max_answer_tokens=30, n_best=20, model=None, tokenizer=None):
+    def __init__(
+        self,
+        model_name,
+        device=None,
+        batch_size=8,
+        dtype=None,
+        max_length=384,
+        stride=128,
+        max_answer_tokens=30,
+        n_best=20,
+        model=None,
+        tokenizer=None,
+    ):
         if model is None:
             model, tokenizer = models.load(model_name, kind="question-answering", device=device, dtype=dtype)
         if not getattr(tokenizer, "is_fast", False):
-            raise ValueError("ExtractiveQA needs a fast tokenizer (offsets map answers back to text); install `tokenizers`")
+            raise ValueError(
+                "ExtractiveQA needs a fast tokenizer (offsets map answers back to text); install `tokenizers`"
+            )
         self.model, self.tokenizer = model, tokenizer
         self.batch_size, self.max_length, self.stride = batch_size, max_length, stride
         self.max_answer_tokens, self.n_best = max_answer_tokens, n_best
@@ -117,20 +156,33 @@ class ExtractiveQA:
 
     def _answer_batch(self, questions, passages):
         encoded = self.tokenizer(
-            list(questions), list(passages), truncation="only_second", max_length=self.max_length, stride=self.stride,
-            return_overflowing_tokens=True, return_offsets_mapping=True, padding=True, return_tensors="pt",
+            list(questions),
+            list(passages),
+            truncation="only_second",
+            max_length=self.max_length,
+            stride=self.stride,
+            return_overflowing_tokens=True,
+            return_offsets_mapping=True,
+            padding=True,
+            return_tensors="pt",
         )
         window_of = encoded.pop("overflow_to_sample_mapping").tolist()
         offsets = encoded.pop("offset_mapping").tolist()
         sequence_ids = [encoded.sequence_ids(i) for i in range(len(window_of))]
-        inputs = {k: v.to(models.input_device(self.model)) for k, v in encoded.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        inputs = {
+            k: v.to(models.input_device(self.model))
+            for k, v in encoded.items()
+            if k in ("input_ids", "attention_mask", "token_type_ids")
+        }
         output = self.model(**inputs)
         starts, ends = output.start_logits.float().cpu(), output.end_logits.float().cpu()
         best: list[tuple[float, str]] = [(float("-inf"), NO_ANSWER)] * len(questions)
         null = [float("inf")] * len(questions)
         for window, item in enumerate(window_of):
             null[item] = min(null[item], float(starts[window, 0] + ends[window, 0]))
-            score, text = self._best_span(starts[window], ends[window], offsets[window], sequence_ids[window], passages[item])
+            score, text = self._best_span(
+                starts[window], ends[window], offsets[window], sequence_ids[window], passages[item]
+            )
             if score > best[item][0]:
                 best[item] = (score, text)
         return [text if score > null[i] else NO_ANSWER for i, (score, text) in enumerate(best)]
@@ -161,7 +213,16 @@ class SequenceClassificationNLI:
     index) for models whose config names its classes ``LABEL_0``…
     """
 
-    def __init__(self, model_name, device=None, batch_size=8, dtype=None, labels: Sequence[str] | None = None, model=None, tokenizer=None):
+    def __init__(
+        self,
+        model_name,
+        device=None,
+        batch_size=8,
+        dtype=None,
+        labels: Sequence[str] | None = None,
+        model=None,
+        tokenizer=None,
+    ):
         if model is None:
             model, tokenizer = models.load(model_name, kind="sequence-classification", device=device, dtype=dtype)
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
@@ -173,8 +234,12 @@ class SequenceClassificationNLI:
         max_length = min(getattr(self.tokenizer, "model_max_length", 512), 512)
         for batch in _batches(list(zip(premises, hypotheses)), self.batch_size):
             encoded = self.tokenizer(
-                [p for p, _ in batch], [h for _, h in batch], truncation="longest_first", max_length=max_length,
-                padding=True, return_tensors="pt",
+                [p for p, _ in batch],
+                [h for _, h in batch],
+                truncation="longest_first",
+                max_length=max_length,
+                padding=True,
+                return_tensors="pt",
             ).to(models.input_device(self.model))
             predicted = self.model(**encoded).logits.argmax(-1).tolist()
             labels.extend(self.labels[i] for i in predicted)
@@ -194,7 +259,9 @@ def label_names(id2label: dict, model_name) -> list[str]:
             )
         names.append(match)
     if sorted(set(names)) != sorted(NLI_LABELS):
-        raise ValueError(f"NLI model {model_name!r} must have the classes {NLI_LABELS}; its config.id2label is {dict(id2label)}")
+        raise ValueError(
+            f"NLI model {model_name!r} must have the classes {NLI_LABELS}; its config.id2label is {dict(id2label)}"
+        )
     return names
 
 
@@ -203,10 +270,24 @@ def label_names(id2label: dict, model_name) -> list[str]:
 # ---------------------------------------------------------------------------------------
 
 WH_BY_ENTITY = {
-    "PERSON": "who", "NORP": "what", "FAC": "where", "ORG": "what", "GPE": "where", "LOC": "where",
-    "PRODUCT": "what", "EVENT": "what", "WORK_OF_ART": "what", "LAW": "what", "LANGUAGE": "what",
-    "DATE": "when", "TIME": "when", "PERCENT": "how much", "MONEY": "how much", "QUANTITY": "how much",
-    "ORDINAL": "which", "CARDINAL": "how many",
+    "PERSON": "who",
+    "NORP": "what",
+    "FAC": "where",
+    "ORG": "what",
+    "GPE": "where",
+    "LOC": "where",
+    "PRODUCT": "what",
+    "EVENT": "what",
+    "WORK_OF_ART": "what",
+    "LAW": "what",
+    "LANGUAGE": "what",
+    "DATE": "when",
+    "TIME": "when",
+    "PERCENT": "how much",
+    "MONEY": "how much",
+    "QUANTITY": "how much",
+    "ORDINAL": "which",
+    "CARDINAL": "how many",
 }
 PERSON_PRONOUNS = {"he", "she", "him", "her", "they", "them", "we", "us", "you", "me", "i", "who"}
 
@@ -228,7 +309,7 @@ class RuleQuestionGenerator:
 
 
 def is_pronoun(span) -> bool:
-    """"it", "they", "that": the knowledge never contains such an answer, so the rules ask nothing about it."""
+    """ "it", "they", "that": the knowledge never contains such an answer, so the rules ask nothing about it."""
     return all(token.pos_ in ("PRON", "DET") for token in span)
 
 
@@ -269,8 +350,14 @@ class _CausalLM:
         ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=device)
         mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
         output = self.model.generate(
-            input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False, num_beams=1,
-            eos_token_id=self.newline, pad_token_id=self.pad_id, **options,
+            input_ids=ids,
+            attention_mask=mask,
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            num_beams=1,
+            eos_token_id=self.newline,
+            pad_token_id=self.pad_id,
+            **options,
         )
         results = []
         for row in output[:, width:].tolist():
@@ -283,15 +370,23 @@ def cut_passage(text: str, max_words: int = 1500) -> str:
     words = text.split()
     if len(words) <= max_words:
         return text
-    warnings.warn(f"passage of {len(words)} words cut to its first {max_words} for the offline QA/NLI prompt", stacklevel=2)
+    warnings.warn(
+        f"passage of {len(words)} words cut to its first {max_words} for the offline QA/NLI prompt", stacklevel=2
+    )
     return " ".join(words[:max_words])
 
 
 QG_EXAMPLES = (
-    ("bob ross hosted the joy of painting , which aired on pbs from 1983 to 1994 .", "pbs",
-     "On which network did the joy of painting air?"),
-    ("tennis is a racket sport that can be played by two or four players .", "a racket sport",
-     "What kind of sport is tennis?"),
+    (
+        "bob ross hosted the joy of painting , which aired on pbs from 1983 to 1994 .",
+        "pbs",
+        "On which network did the joy of painting air?",
+    ),
+    (
+        "tennis is a racket sport that can be played by two or four players .",
+        "a racket sport",
+        "What kind of sport is tennis?",
+    ),
     ("The Eiffel Tower is 330 metres tall and was finished in 1889.", "1889", "When was the Eiffel Tower finished?"),
 )
 
@@ -314,7 +409,10 @@ class FewShotQuestionGenerator:
     def generate(self, candidates: Sequence[Candidate]) -> list[list[str]]:
         questions: list[list[str]] = []
         for batch in _batches(list(candidates), self.batch_size):
-            prompts = [self.lm.start + self.lm.encode(f"{self.header}Text: {c.context}\nAnswer: {c.text}\nQuestion:") for c in batch]
+            prompts = [
+                self.lm.start + self.lm.encode(f"{self.header}Text: {c.context}\nAnswer: {c.text}\nQuestion:")
+                for c in batch
+            ]
             for ids in self.lm.generate(prompts, self.max_new_tokens, no_repeat_ngram_size=3):
                 text = self.lm.tokenizer.decode(ids, skip_special_tokens=True).strip()
                 question = text[: text.index("?") + 1] if "?" in text else text
@@ -374,7 +472,9 @@ class SpanScoringQA:
         requests: list[Request] = []
         for question, passage in zip(questions, passages):
             before, after = statement_parts(question)
-            context = self.lm.start + self.lm.encode(f"Passage: {passage}\nStatement:" + (f" {before}" if before else ""))
+            context = self.lm.start + self.lm.encode(
+                f"Passage: {passage}\nStatement:" + (f" {before}" if before else "")
+            )
             requests.extend((context, self.lm.encode(f" {option}{after}\n")) for option in options[passage])
         scores = iter([float(logprobs.mean()) for logprobs in self.scorer(requests)])
         answers = []
@@ -410,7 +510,10 @@ class LabelWordNLI:
     def __init__(self, lm: _CausalLM, batch_size=8, compare_answers=False):
         self.lm, self.compare_answers = lm, compare_answers
         self.scorer = TokenScorer(lm.model, batch_size=batch_size)
-        self.header = "".join(f"Premise: {p}\nHypothesis: {h}\nTrue, false or unknown? Answer yes, no or maybe: {a}\n\n" for p, h, a in NLI_EXAMPLES)
+        self.header = "".join(
+            f"Premise: {p}\nHypothesis: {h}\nTrue, false or unknown? Answer yes, no or maybe: {a}\n\n"
+            for p, h, a in NLI_EXAMPLES
+        )
         self.label_ids = {label: lm.encode(word) for label, word in LABEL_WORDS.items()}
         self._calibration: dict[str, float] | None = None
 
@@ -448,15 +551,26 @@ OFFLINE_METHODS = {
 }
 
 
-def build_backend(stage: str, spec, *, device=None, batch_size=8, dtype=None, nlp=None, load_lm: Callable[[str], _CausalLM] | None = None):
+def build_backend(
+    stage: str,
+    spec,
+    *,
+    device=None,
+    batch_size=8,
+    dtype=None,
+    nlp=None,
+    load_lm: Callable[[str], _CausalLM] | None = None,
+):
     """Turn a spec (hub id, local folder, ``"method:LM"``, ``"rules"``, or a ready backend) into a backend for ``stage``."""
     if not isinstance(spec, str):
         return spec  # already a backend object
     load_lm = load_lm or (lambda name: _CausalLM(*models.load(name, device=device, dtype=dtype)))
     method, _, lm_name = spec.partition(":")
     if stage == "qa" and method == "constrained":
-        raise ValueError(f"qa_model={spec!r}: span-constrained decoding was removed (it gave a valid question for 0.019 "
-                         "of the spans, benchmarks/q2_offline_stages.py); use 'scoring:LM'")
+        raise ValueError(
+            f"qa_model={spec!r}: span-constrained decoding was removed (it gave a valid question for 0.019 "
+            "of the spans, benchmarks/q2_offline_stages.py); use 'scoring:LM'"
+        )
     if stage == "qg" and spec == "rules":
         return RuleQuestionGenerator()
     if method in OFFLINE_METHODS[stage] and lm_name:

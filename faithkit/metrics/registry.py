@@ -74,56 +74,112 @@ def _claim_checker_specs() -> tuple[MetricSpec, ...]:
     """One metric per claim-checker preset (:mod:`.claim_checkers`, which imports nothing heavy)."""
     from .claim_checkers import PRESETS
 
-    return tuple(MetricSpec(name, _Lazy("claim_checkers", "ClaimChecker", preset=name), (preset.score_key,),
-                            ("nli_model", "window", "stride", *_LM_OPTIONS),
-                            summary=f"claim checker {preset.hub_id}: each sentence's best document window, "
-                                    f"{'the worst sentence' if preset.sentences == 'min' else 'sentences averaged'}",
-                            measures=(Measure(preset.score_key, preset.score_key, f"claim checker: {name}"),))
-                 for name, preset in PRESETS.items())
+    return tuple(
+        MetricSpec(
+            name,
+            _Lazy("claim_checkers", "ClaimChecker", preset=name),
+            (preset.score_key,),
+            ("nli_model", "window", "stride", *_LM_OPTIONS),
+            summary=f"claim checker {preset.hub_id}: each sentence's best document window, "
+            f"{'the worst sentence' if preset.sentences == 'min' else 'sentences averaged'}",
+            measures=(Measure(preset.score_key, preset.score_key, f"claim checker: {name}"),),
+        )
+        for name, preset in PRESETS.items()
+    )
 
 
-METRICS: dict[str, MetricSpec] = {spec.name: spec for spec in (
-    MetricSpec("pmi-faith", _Lazy("pmi_faith", "PMIFaith"), ("pmi", "uncond_pmi"),
-               ("model", *_LM_OPTIONS, "normalize", "max_length", "unconditional"),
-               summary="PMI-FAITH: log P(r|d,h) - log P(r|h) under a causal LM",
-               measures=(Measure("pmi_faith", "pmi", "PMI-FAITH (judge)"),
-                         # the judge's mean token log P(r | h), which PMI-FAITH computes anyway: low for word salad
-                         Measure("fluency", "logp_history", "fluency: judge log P(r | h) per token"))),
-    MetricSpec("minimal-edit", _Lazy("contrast", "MinimalEdit"), ("minimal_edit", "contrast_logp_margin", "contrast_pmi_margin"),
-               ("model", *_LM_OPTIONS, "max_edits", "threshold"),
-               summary="minimal-edit contrast: does the document make a response with a span swapped likelier",
-               measures=(Measure("minimal_edit", "minimal_edit", "minimal-edit contrast (judge)"),)),
-    MetricSpec("faith-judge", _Lazy("judge", "FaithJudge"), ("faith_judge", "pmi"),
-               ("model", *_LM_OPTIONS, "max_length"),
-               summary="faithfulness judge: logistic regression on PMI-FAITH's token evidence and word overlap, "
-                       "fitted on BEGIN dev",
-               measures=(Measure("faith_judge", "faith_judge", "faithfulness judge"),)),
-    MetricSpec("q2", _Lazy("q2", "Q2"), ("q2", "q2_no_nli"), ("preset", "qg_model", "qa_model", "nli_model", *_LM_OPTIONS),
-               summary="Q²: question generation, answering and NLI over response spans",
-               measures=(Measure("q2", "q2", "Q²"), Measure("q2_no_nli", "q2_no_nli", "Q² without NLI"))),
-    MetricSpec("e2e-nli", _Lazy("nli", "E2ENLI"), ("e2e_nli",), ("preset", "nli_model", *_LM_OPTIONS),
-               summary="end-to-end NLI: does the document entail the response",
-               measures=(Measure("e2e_nli", "e2e_nli", "end-to-end NLI"),)),
-    *_claim_checker_specs(),
-    MetricSpec("overlap-f1", _Lazy("lexical", "TextOverlap", kind="overlap-f1"), ("overlap_f1",),
-               summary="content-word F1 of response and document (baseline)",
-               measures=(Measure("overlap_f1", "overlap_f1", "overlap F1 with the document"),)),
-    MetricSpec("bleu", _Lazy("lexical", "TextOverlap", kind="bleu"), ("bleu",), summary="BLEU of the response against the document (baseline)",
-               measures=(Measure("knowledge_bleu", "bleu", "BLEU vs document"),)),
-    MetricSpec("lexical", _Lazy("lexical", "Lexical"), ("knowledge_precision", "token_f1", "bleu"), needs_references=True,
-               summary="knowledge precision; token F1 and BLEU against a reference response",
-               measures=(Measure("knowledge_precision", "knowledge_precision", "knowledge precision"),
-                         Measure("bleu", "bleu", "BLEU vs gold", aggregate="corpus_bleu"),
-                         Measure("token_f1", "token_f1", "token F1 vs gold"))),
-    MetricSpec("form", _Lazy("lexical", "ResponseForm"), ("words", "empty", "repeated"),
-               summary="words per response, and the shares of empty and looping responses (no model)",
-               measures=(Measure("words", "words", "mean words", higher_is_better=None),
-                         Measure("empty", "empty", "share empty", higher_is_better=False),
-                         Measure("repeated", "repeated", "share repeated", higher_is_better=False))),
-)}
+METRICS: dict[str, MetricSpec] = {
+    spec.name: spec
+    for spec in (
+        MetricSpec(
+            "pmi-faith",
+            _Lazy("pmi_faith", "PMIFaith"),
+            ("pmi", "uncond_pmi"),
+            ("model", *_LM_OPTIONS, "normalize", "max_length", "unconditional"),
+            summary="PMI-FAITH: log P(r|d,h) - log P(r|h) under a causal LM",
+            measures=(
+                Measure("pmi_faith", "pmi", "PMI-FAITH (judge)"),
+                # the judge's mean token log P(r | h), which PMI-FAITH computes anyway: low for word salad
+                Measure("fluency", "logp_history", "fluency: judge log P(r | h) per token"),
+            ),
+        ),
+        MetricSpec(
+            "minimal-edit",
+            _Lazy("contrast", "MinimalEdit"),
+            ("minimal_edit", "contrast_logp_margin", "contrast_pmi_margin"),
+            ("model", *_LM_OPTIONS, "max_edits", "threshold"),
+            summary="minimal-edit contrast: does the document make a response with a span swapped likelier",
+            measures=(Measure("minimal_edit", "minimal_edit", "minimal-edit contrast (judge)"),),
+        ),
+        MetricSpec(
+            "faith-judge",
+            _Lazy("judge", "FaithJudge"),
+            ("faith_judge", "pmi"),
+            ("model", *_LM_OPTIONS, "max_length"),
+            summary="faithfulness judge: logistic regression on PMI-FAITH's token evidence and word overlap, "
+            "fitted on BEGIN dev",
+            measures=(Measure("faith_judge", "faith_judge", "faithfulness judge"),),
+        ),
+        MetricSpec(
+            "q2",
+            _Lazy("q2", "Q2"),
+            ("q2", "q2_no_nli"),
+            ("preset", "qg_model", "qa_model", "nli_model", *_LM_OPTIONS),
+            summary="Q²: question generation, answering and NLI over response spans",
+            measures=(Measure("q2", "q2", "Q²"), Measure("q2_no_nli", "q2_no_nli", "Q² without NLI")),
+        ),
+        MetricSpec(
+            "e2e-nli",
+            _Lazy("nli", "E2ENLI"),
+            ("e2e_nli",),
+            ("preset", "nli_model", *_LM_OPTIONS),
+            summary="end-to-end NLI: does the document entail the response",
+            measures=(Measure("e2e_nli", "e2e_nli", "end-to-end NLI"),),
+        ),
+        *_claim_checker_specs(),
+        MetricSpec(
+            "overlap-f1",
+            _Lazy("lexical", "TextOverlap", kind="overlap-f1"),
+            ("overlap_f1",),
+            summary="content-word F1 of response and document (baseline)",
+            measures=(Measure("overlap_f1", "overlap_f1", "overlap F1 with the document"),),
+        ),
+        MetricSpec(
+            "bleu",
+            _Lazy("lexical", "TextOverlap", kind="bleu"),
+            ("bleu",),
+            summary="BLEU of the response against the document (baseline)",
+            measures=(Measure("knowledge_bleu", "bleu", "BLEU vs document"),),
+        ),
+        MetricSpec(
+            "lexical",
+            _Lazy("lexical", "Lexical"),
+            ("knowledge_precision", "token_f1", "bleu"),
+            needs_references=True,
+            summary="knowledge precision; token F1 and BLEU against a reference response",
+            measures=(
+                Measure("knowledge_precision", "knowledge_precision", "knowledge precision"),
+                Measure("bleu", "bleu", "BLEU vs gold", aggregate="corpus_bleu"),
+                Measure("token_f1", "token_f1", "token F1 vs gold"),
+            ),
+        ),
+        MetricSpec(
+            "form",
+            _Lazy("lexical", "ResponseForm"),
+            ("words", "empty", "repeated"),
+            summary="words per response, and the shares of empty and looping responses (no model)",
+            measures=(
+                Measure("words", "words", "mean words", higher_is_better=None),
+                Measure("empty", "empty", "share empty", higher_is_better=False),
+                Measure("repeated", "repeated", "share repeated", higher_is_better=False),
+            ),
+        ),
+    )
+}
 METRIC_NAMES = tuple(METRICS)
 MEASURES: dict[str, tuple[MetricSpec, Measure]] = {
-    measure.name: (spec, measure) for spec in METRICS.values() for measure in spec.measures}
+    measure.name: (spec, measure) for spec in METRICS.values() for measure in spec.measures
+}
 """Every measure by its (unique) name, with the metric that gives it."""
 
 
@@ -138,20 +194,24 @@ def option_defaults(name: str) -> dict:
     left out (job fingerprints compare them)."""
     spec = get_spec(name)
     parameters = inspect.signature(spec.build.target()).parameters
-    return {key: parameters[key].default for key in spec.options
-            if key in parameters and parameters[key].default is not inspect.Parameter.empty}
+    return {
+        key: parameters[key].default
+        for key in spec.options
+        if key in parameters and parameters[key].default is not inspect.Parameter.empty
+    }
 
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:
     """The metric's spec; a ConfigError if it is unknown, does not take one of ``options`` or (given as a mapping) one
     of their values is NaN or infinite."""
     spec = get_spec(name)
-    for key, value in (options.items() if isinstance(options, Mapping) else ()):
+    for key, value in options.items() if isinstance(options, Mapping) else ():
         check_finite(value, f"metric '{name}' option {key}")
     unknown = sorted(set(options) - set(spec.options))
     if unknown:
-        raise ConfigError(f"metric '{name}' takes no option {', '.join(unknown)}; its options are "
-                          f"{', '.join(spec.options) or 'none'}")
+        raise ConfigError(
+            f"metric '{name}' takes no option {', '.join(unknown)}; its options are {', '.join(spec.options) or 'none'}"
+        )
     return spec
 
 
@@ -166,8 +226,10 @@ def check_scores(records: Iterable[dict], source, keys: Iterable[str] | None = N
         for key in keys & record.keys():
             value = record[key]
             if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))):
-                raise InputError(f"{source}: record '{record.get('id')}' has {key} {json.dumps(value)[:40]} where a "
-                                 f"number (or null) is expected; fix the file, or score its rows again")
+                raise InputError(
+                    f"{source}: record '{record.get('id')}' has {key} {json.dumps(value)[:40]} where a "
+                    f"number (or null) is expected; fix the file, or score its rows again"
+                )
 
 
 def load_metric(name: str, **options):

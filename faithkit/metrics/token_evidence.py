@@ -37,6 +37,7 @@ def js_divergence(doc_top_logprobs: torch.Tensor, history_top_logprobs: torch.Te
 
     Both arguments are ``[T, k]`` log-probabilities of the same k token ids under P_d and P_h.
     """
+
     def buckets(logprobs: torch.Tensor) -> torch.Tensor:
         top = logprobs.double().exp()
         return torch.cat([top, (1 - top.sum(-1, keepdim=True)).clamp(min=0)], dim=-1)
@@ -66,8 +67,13 @@ def per_token(target_ids: Sequence[int], doc, history) -> dict[str, list]:
     }
 
 
-def aggregates(token_pmi: Sequence[float], token_js: Sequence[float], token_prefers_other: Sequence[int],
-               token_top_margin: Sequence[float], token_top_raise: Sequence[float]) -> dict[str, float]:
+def aggregates(
+    token_pmi: Sequence[float],
+    token_js: Sequence[float],
+    token_prefers_other: Sequence[int],
+    token_top_margin: Sequence[float],
+    token_top_raise: Sequence[float],
+) -> dict[str, float]:
     """Response-level aggregates of the per-token evidence, each looking for the worst span rather than the mean.
 
     * ``pmi_min``: the lowest token PMI; ``pmi_softmin``: ``-log mean exp(-pmi_t)``, a minimum that
@@ -82,7 +88,8 @@ def aggregates(token_pmi: Sequence[float], token_js: Sequence[float], token_pref
     pmi = np.asarray(token_pmi, dtype=float)
     js = np.asarray(token_js, dtype=float)
     conflict = np.asarray(token_prefers_other, dtype=float) * np.clip(
-        np.minimum(np.asarray(token_top_margin, dtype=float), np.asarray(token_top_raise, dtype=float)), 0, None)
+        np.minimum(np.asarray(token_top_margin, dtype=float), np.asarray(token_top_raise, dtype=float)), 0, None
+    )
     softmin = -(np.logaddexp.reduce(-pmi) - math.log(len(pmi)))
     weights = js.sum()
     return {
@@ -98,5 +105,13 @@ def aggregates(token_pmi: Sequence[float], token_js: Sequence[float], token_pref
 
 
 PER_TOKEN_KEYS = ("token_js", "token_prefers_other", "token_top_margin", "token_top_raise")
-AGGREGATE_KEYS = ("pmi_min", "pmi_softmin", "negative_pmi_share", "js_mean", "js_max", "js_weighted_negative_pmi",
-                  "conflict_max", "conflict_mean")
+AGGREGATE_KEYS = (
+    "pmi_min",
+    "pmi_softmin",
+    "negative_pmi_share",
+    "js_mean",
+    "js_max",
+    "js_weighted_negative_pmi",
+    "conflict_max",
+    "conflict_mean",
+)

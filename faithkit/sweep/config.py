@@ -127,8 +127,10 @@ class SweepConfig:
         if unknown:
             raise ConfigError(f"--metrics {','.join(unknown)}: a sweep computes {', '.join(METRICS)}")
         if self.faithfulness_measure is None:
-            raise ConfigError("no faithfulness measure: add faith-judge or pmi-faith to --metrics, or name the "
-                              "measure with --faithfulness")
+            raise ConfigError(
+                "no faithfulness measure: add faith-judge or pmi-faith to --metrics, or name the "
+                "measure with --faithfulness"
+            )
         chosen = {"faithfulness": self.faithfulness_measure, "relevance": self.relevance, "fluency": self.fluency}
         for option, measure in chosen.items():
             if measure is None:
@@ -139,14 +141,14 @@ class SweepConfig:
             if metric not in (*self.metrics, *ALWAYS):
                 raise ConfigError(f"--{option} {measure} needs the metric {metric}: add it to --metrics")
         if self.q2_preset not in (None, "offline"):
-            raise ConfigError(f"--q2-preset {self.q2_preset!r} is unknown; use 'offline' or leave it out "
-                              "(the paper's hub models)")
+            raise ConfigError(
+                f"--q2-preset {self.q2_preset!r} is unknown; use 'offline' or leave it out (the paper's hub models)"
+            )
         for name in ("tolerance", "fluency_tolerance", "report_contexts"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"--{name.replace('_', '-')} {getattr(self, name)} is negative; use 0 or more")
         if not 0 < self.significance < 1:
-            raise ConfigError(f"--significance {self.significance:g} is out of range: use a level in (0, 1), "
-                              "e.g. 0.05")
+            raise ConfigError(f"--significance {self.significance:g} is out of range: use a level in (0, 1), e.g. 0.05")
         if self.resamples < 100:
             raise ConfigError(f"--resamples {self.resamples}: use at least 100 (default 1000)")
         if self.quoting not in (None, *QUOTING):
@@ -200,8 +202,9 @@ class SweepConfig:
                 cls = get_strategy(str(entry.get("name")))
             except ConfigError as error:
                 raise ConfigError(f"{where}{error}") from None
-            grid = {key: _items(value) for key, value in {**default_grid(cls), **entry}.items()
-                    if key not in STRATEGY_KEYS}
+            grid = {
+                key: _items(value) for key, value in {**default_grid(cls), **entry}.items() if key not in STRATEGY_KEYS
+            }
             for key, values in grid.items():
                 if not values:
                     raise ConfigError(f"{where}{cls.name}: {key} is empty; give at least one value or leave it out")
@@ -218,7 +221,7 @@ class SweepConfig:
         """``input`` with a leading ``${data}`` replaced by the benchmark data root."""
         text = str(self.input)
         if text.startswith(DATA_PREFIX):
-            return data_root() / text[len(DATA_PREFIX):].lstrip("/")
+            return data_root() / text[len(DATA_PREFIX) :].lstrip("/")
         return Path(text)
 
     def generation_fingerprint(self) -> dict:
@@ -227,8 +230,11 @@ class SweepConfig:
         from .. import models
 
         keys = ("input", "split", "document_column", "history_column", "id_column", "quoting")
-        fingerprint = {"generator": models.identity(self.generator), **self.generation.fingerprint(),
-                       **{key: getattr(self, key) for key in keys}}
+        fingerprint = {
+            "generator": models.identity(self.generator),
+            **self.generation.fingerprint(),
+            **{key: getattr(self, key) for key in keys},
+        }
         return {**fingerprint, "dtype": self.dtype} if self.dtype else fingerprint  # unset: as before it existed
 
 
@@ -240,13 +246,19 @@ def chosen_entries(path: Path) -> list[dict]:
     try:
         picks = json.loads(path.read_text(encoding="utf-8"))["by_strategy"]
     except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ConfigError(f"chosen: cannot read the picks of {path} ({error!r}); give the best.json of a finished "
-                          "sweep") from None
+        raise ConfigError(
+            f"chosen: cannot read the picks of {path} ({error!r}); give the best.json of a finished sweep"
+        ) from None
     entries = []
     for pick in picks.values():
         cls = get_strategy(pick["strategy"])
-        entries.append({"name": cls.name, "decoding": pick["decoding"],
-                        **{f.name: [pick[PARAMETER_COLUMNS.get(f.name, f.name)]] for f in fields(cls)}})
+        entries.append(
+            {
+                "name": cls.name,
+                "decoding": pick["decoding"],
+                **{f.name: [pick[PARAMETER_COLUMNS.get(f.name, f.name)]] for f in fields(cls)},
+            }
+        )
     return entries
 
 
@@ -269,12 +281,21 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
     unknown = sorted(set(values) - set(valid))
     if unknown:
         source = f"config file {path}" if path is not None else "sweep settings"
-        raise ConfigError(f"{source}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
-                          f"valid keys are {', '.join(valid)}")
-    generation = from_mapping(GenerationOptions, {"num_beams": SweepConfig.generation.num_beams,
-                                                  **{key: values.pop(key) for key in GENERATION if key in values}})
+        raise ConfigError(
+            f"{source}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
+            f"valid keys are {', '.join(valid)}"
+        )
+    generation = from_mapping(
+        GenerationOptions,
+        {
+            "num_beams": SweepConfig.generation.num_beams,
+            **{key: values.pop(key) for key in GENERATION if key in values},
+        },
+    )
     types = typing.get_type_hints(SweepConfig)
-    config = SweepConfig(generation=generation, **{key: _coerce(key, value, types[key]) for key, value in values.items()})
+    config = SweepConfig(
+        generation=generation, **{key: _coerce(key, value, types[key]) for key, value in values.items()}
+    )
     return config.validate()
 
 
@@ -313,10 +334,13 @@ def _coerce(key: str, value, kind):
         return coerce(value, kind, key)
     if item_type is dict:  # strategies: mappings, or bare names
         if not all(isinstance(item, (str, dict)) for item in _items(value)):
-            raise ConfigError(f"{key}: expected a list of strategies ({{name: pmi, alpha: [0.5]}} or names), "
-                              f"got {value!r}")
-        return tuple({"name": item.strip()} if isinstance(item, str) else
-                     {str(k).replace("-", "_"): v for k, v in item.items()} for item in _items(value))
+            raise ConfigError(
+                f"{key}: expected a list of strategies ({{name: pmi, alpha: [0.5]}} or names), got {value!r}"
+            )
+        return tuple(
+            {"name": item.strip()} if isinstance(item, str) else {str(k).replace("-", "_"): v for k, v in item.items()}
+            for item in _items(value)
+        )
     try:
         return tuple(item_type(item.strip() if isinstance(item, str) else item) for item in _items(value))
     except (TypeError, ValueError):

@@ -24,8 +24,11 @@ def heatmaps(table: Sequence[dict], config: SweepConfig, folder: Path, best: dic
     shows its value; titles come from the metric registry. Bright (yellow) is better: the map
     is reversed for measures where lower is better (the shares of empty and repeated responses).
     """
-    grid = {(row["alpha"], row["top_p"]): row for row in table
-            if row["strategy"] == "pmi" and row["decoding"] == config.decoding}
+    grid = {
+        (row["alpha"], row["top_p"]): row
+        for row in table
+        if row["strategy"] == "pmi" and row["decoding"] == config.decoding
+    }
     if not grid:
         return []
     folder.mkdir(parents=True, exist_ok=True)
@@ -44,11 +47,19 @@ def heatmaps(table: Sequence[dict], config: SweepConfig, folder: Path, best: dic
             for column, top_p in enumerate(top_ps):
                 value = values[row, column]
                 dark = (value > middle) == lower
-                axes.text(column, row, format_value(measure.name, None if np.isnan(value) else value), ha="center",
-                          va="center", fontsize=9, color="white" if dark else "black")
+                axes.text(
+                    column,
+                    row,
+                    format_value(measure.name, None if np.isnan(value) else value),
+                    ha="center",
+                    va="center",
+                    fontsize=9,
+                    color="white" if dark else "black",
+                )
                 if grid.get((alpha, top_p), {}).get("cell") == chosen.get("cell"):
-                    axes.add_patch(plt.Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red",
-                                                 linewidth=2.5))
+                    axes.add_patch(
+                        plt.Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5)
+                    )
         axes.set_xticks(range(len(top_ps)), labels=[f"{p:g}" for p in top_ps])
         axes.set_yticks(range(len(alphas)), labels=[f"{a:g}" for a in alphas])
         axes.set(xlabel="top_p", ylabel="alpha", title=f"{measure.title}, PMI-DECODE {config.decoding}")

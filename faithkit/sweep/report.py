@@ -20,7 +20,18 @@ from pathlib import Path
 from ..eval.explain import CSS, highlight_tokens, pmi_colour, pmi_legend
 from ..files import write_text
 from .config import SweepConfig
-from .table import (best_sentence, folded_rows, format_interval, format_p, format_value, key_measures, parameter_names, shown_label, significance_mark, status)
+from .table import (
+    best_sentence,
+    folded_rows,
+    format_interval,
+    format_p,
+    format_value,
+    key_measures,
+    parameter_names,
+    shown_label,
+    significance_mark,
+    status,
+)
 
 SWEEP_CSS = """
 table.grid { border-collapse: collapse; width: 100%; table-layout: fixed; margin-top: 8px; }
@@ -68,14 +79,23 @@ def sample_contexts(contexts: Sequence, count: int) -> list:
     return [contexts[round(i * len(contexts) / count)] for i in range(count)]
 
 
-def write_report(path: Path, config: SweepConfig, contexts: Sequence, responses: dict, pmi: dict | None,
-                 q2: dict | None, table: Sequence[dict], best: dict) -> Path:
+def write_report(
+    path: Path,
+    config: SweepConfig,
+    contexts: Sequence,
+    responses: dict,
+    pmi: dict | None,
+    q2: dict | None,
+    table: Sequence[dict],
+    best: dict,
+) -> Path:
     """Write the page (see the module docstring); ``responses`` maps a cell label to ``{row id: response}`` and
     ``pmi``/``q2`` map ``<cell>/<row id>`` to score records."""
     parameters, shown = parameter_names(table), folded_rows(table)
     rows = {row["cell"]: row for row in table}
     cards = []
     for number, context in enumerate(sample_contexts(contexts, config.report_contexts)):
+
         def response(cell, context=context):
             key = f"{rows[cell]['decodes_as'] or cell}/{context.id}"  # scores are kept under the decode's cell
             return _response_cell(responses[cell][context.id], (pmi or {}).get(key), (q2 or {}).get(key))
@@ -83,27 +103,31 @@ def write_report(path: Path, config: SweepConfig, contexts: Sequence, responses:
         turns = "".join(f"<div>{escape(str(turn))}</div>" for turn in context.history)
         cards.append(
             f'<details class="card context"{" open" if number == 0 else ""}><summary class="head">row '
-            f'{escape(context.id)}</summary>'
+            f"{escape(context.id)}</summary>"
             + (f'<div class="history"><b>History:</b>{turns}</div>' if turns else "")
             + f'<div class="document"><b>Document:</b> {escape(context.document)}</div>'
             + f'<p class="gold"><b>Gold:</b> {escape(context.gold or "—")}</p>'
-            + _response_table(shown, rows, best, response, parameters) + "</details>"
+            + _response_table(shown, rows, best, response, parameters)
+            + "</details>"
         )
     header = (
-        f"<header><h1>faithkit sweep: {escape(str(config.generator))}</h1><div class=\"summary\">"
+        f'<header><h1>faithkit sweep: {escape(str(config.generator))}</h1><div class="summary">'
         f"<span>contexts <b>{len(contexts)}</b></span><span>judge <b>{escape(str(config.judge))}</b></span>"
         f"<span>cells <b>{len(table)}</b></span></div>"
-        f"<div class=\"controls\">{pmi_legend()} · the chosen cell is framed in red</div></header>"
+        f'<div class="controls">{pmi_legend()} · the chosen cell is framed in red</div></header>'
     )
     page = (
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>faithkit sweep</title>"
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>faithkit sweep</title>'
         f"<style>{CSS}{SWEEP_CSS}</style></head><body>\n{header}\n<main>\n"
         f'<section class="card" id="cells"><div class="head">every cell: value [95% interval] and paired p against '
         f"the baseline; ▲/▼ significantly higher/lower at p &lt; {config.significance:g}; click a column to sort"
         f"</div>{_cells_table(table, config, best)}"
         f'<p class="pick" id="pick">{escape(best_sentence(best, config, parameters))}</p></section>\n'
         f'<details open id="contexts"><summary>responses to {len(cards)} of {len(contexts)} contexts</summary>\n'
-        + "\n".join(cards) + "\n</details>\n</main><script>" + SORT_SCRIPT + "</script></body></html>\n"
+        + "\n".join(cards)
+        + "\n</details>\n</main><script>"
+        + SORT_SCRIPT
+        + "</script></body></html>\n"
     )
     write_text(path, page)
     return path
@@ -119,18 +143,25 @@ def _cells_table(table: Sequence[dict], config: SweepConfig, best: dict) -> str:
     for cell, folded in folded_rows(table).items():
         row = rows[cell]
         choice = status(row, best, folded)
-        tested = "".join(f'<td data-value="{_number(row.get(m))}" data-measure="{escape(m)}">'
-                         f"{escape(format_interval(row, m))}</td>"
-                         f'<td data-value="{_number(row.get(f"{m}_p"))}" data-measure="{escape(m)}_p">'
-                         f"{_p_text(row, baseline, m, config.significance)}</td>" for m in keys)
+        tested = "".join(
+            f'<td data-value="{_number(row.get(m))}" data-measure="{escape(m)}">'
+            f"{escape(format_interval(row, m))}</td>"
+            f'<td data-value="{_number(row.get(f"{m}_p"))}" data-measure="{escape(m)}_p">'
+            f"{_p_text(row, baseline, m, config.significance)}</td>"
+            for m in keys
+        )
         plain = "".join(f'<td data-value="{_number(row.get(m))}">{format_value(m, row.get(m))}</td>' for m in form)
         kind = "best" if choice == "best" else "excluded" if choice else ""
-        lines.append(f'<tr data-cell="{escape(cell)}"{f" class={kind}" if kind else ""}>'
-                     f"<td>{escape(shown_label(row, folded, parameters))}</td>{tested}{plain}"
-                     f'<td class="choice">{escape(choice)}</td></tr>')
+        lines.append(
+            f'<tr data-cell="{escape(cell)}"{f" class={kind}" if kind else ""}>'
+            f"<td>{escape(shown_label(row, folded, parameters))}</td>{tested}{plain}"
+            f'<td class="choice">{escape(choice)}</td></tr>'
+        )
     head = "".join(f"<th>{escape(name)}</th>" for name in heads)
-    return (f'<div class="wide"><table class="cells"><thead><tr>{head}</tr></thead><tbody>{"".join(lines)}</tbody>'
-            "</table></div>")
+    return (
+        f'<div class="wide"><table class="cells"><thead><tr>{head}</tr></thead><tbody>{"".join(lines)}</tbody>'
+        "</table></div>"
+    )
 
 
 def _p_text(row: dict, baseline: dict, measure: str, level: float) -> str:
@@ -152,9 +183,11 @@ def _response_table(shown: dict, rows: dict, best: dict, render, parameters) -> 
     for cell, folded in shown.items():
         choice = status(rows[cell], best, folded)
         picked, excluded = choice == "best", choice.startswith("excluded")
-        lines.append(f'<tr data-cell="{escape(cell)}"{" class=excluded" if excluded else ""}>'
-                     f"<th>{escape(shown_label(rows[cell], folded, parameters))}</th>"
-                     f'<td{" class=best" if picked else ""}>{render(cell)}</td></tr>')
+        lines.append(
+            f'<tr data-cell="{escape(cell)}"{" class=excluded" if excluded else ""}>'
+            f"<th>{escape(shown_label(rows[cell], folded, parameters))}</th>"
+            f"<td{' class=best' if picked else ''}>{render(cell)}</td></tr>"
+        )
     return f'<table class="grid">{"".join(lines)}</table>'
 
 
@@ -163,10 +196,10 @@ def _response_cell(text: str, scores: dict | None, q2: dict | None) -> str:
         return '<span class="empty">(empty response)</span>'
     labels = []
     if scores and scores.get("pmi") is not None:
-        labels.append(f'<span class="badge" style="background:{pmi_colour(scores["pmi"])}">pmi '
-                      f'{scores["pmi"]:.2f}</span>')
+        labels.append(
+            f'<span class="badge" style="background:{pmi_colour(scores["pmi"])}">pmi {scores["pmi"]:.2f}</span>'
+        )
     if q2 and q2.get("q2") is not None:
         labels.append(f"q2 {q2['q2']:.2f}")
-    body = highlight_tokens(scores["tokens"], scores["token_pmi"]) if scores and "token_pmi" in scores \
-        else escape(text)
+    body = highlight_tokens(scores["tokens"], scores["token_pmi"]) if scores and "token_pmi" in scores else escape(text)
     return (f'<div class="scores">{" ".join(labels)}</div>' if labels else "") + body

@@ -85,15 +85,22 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
 
     def measured(cell: Cell) -> dict:
         texts = [responses[cell][c.id] for c in contexts]
-        return {measure.name: statistics(measure, rows[metric][decoded_by(cell)], texts, golds)
-                for metric, measure in active_measures(config)}
+        return {
+            measure.name: statistics(measure, rows[metric][decoded_by(cell)], texts, golds)
+            for metric, measure in active_measures(config)
+        }
 
     baseline = measured(config.baseline)
     parameters = list(dict.fromkeys(key for cell in cells for key in cell.strategy.parameters()))
     table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
-    rule: dict[str, Any] = {"faithfulness": config.faithfulness_measure, "relevance": config.relevance, "tolerance": config.tolerance,
-            "fluency": config.fluency_measure, "fluency_tolerance": config.fluency_tolerance,
-            "significance": config.significance}
+    rule: dict[str, Any] = {
+        "faithfulness": config.faithfulness_measure,
+        "relevance": config.relevance,
+        "tolerance": config.tolerance,
+        "fluency": config.fluency_measure,
+        "fluency_tolerance": config.fluency_tolerance,
+        "significance": config.significance,
+    }
     best = {**choose_best(table, **rule), "by_strategy": best_by_strategy(table, **rule)}
     if current_process().is_main:
         write_csv(table, out / "sweep.csv")
@@ -103,13 +110,22 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
         from .report import write_report
 
         heatmaps(table, config, out / "heatmaps", best)
-        write_report(out / "report.html", config, contexts, {cell.label: responses[cell] for cell in cells},
-                     files.get("pmi-faith"), files.get("q2"), table, best)
+        write_report(
+            out / "report.html",
+            config,
+            contexts,
+            {cell.label: responses[cell] for cell in cells},
+            files.get("pmi-faith"),
+            files.get("q2"),
+            table,
+            best,
+        )
     return SweepResult(table, best, markdown_table(table, config, best), out)
 
 
-def judge(config: SweepConfig, out: Path, contexts: list[Context], runs: list[Cell], responses: dict,
-          golds: list[str] | None) -> tuple[dict, dict]:
+def judge(
+    config: SweepConfig, out: Path, contexts: list[Context], runs: list[Cell], responses: dict, golds: list[str] | None
+) -> tuple[dict, dict]:
     """Every metric's result per context for each decode: ``({metric: {cell: [result, …]}}, {metric: records})``.
 
     Model-backed metrics (the judge, Q²) score into resumable files (:func:`score_responses`);
@@ -126,9 +142,15 @@ def judge(config: SweepConfig, out: Path, contexts: list[Context], runs: list[Ce
             rows[name] = {cell: [files[name].get(_score_id(cell, c), {}) for c in contexts] for cell in runs}
         else:
             metric, references = spec.build(), golds if spec.needs_references else None
-            rows[name] = {cell: metric.compute_rows([c.document for c in contexts], [c.history for c in contexts],
-                                                    [responses[cell][c.id] for c in contexts], references)
-                          for cell in runs}
+            rows[name] = {
+                cell: metric.compute_rows(
+                    [c.document for c in contexts],
+                    [c.history for c in contexts],
+                    [responses[cell][c.id] for c in contexts],
+                    references,
+                )
+                for cell in runs
+            }
     return rows, files
 
 
@@ -139,8 +161,13 @@ def score_path(out: Path, metric: str) -> Path:
 
 def read_contexts(config: SweepConfig) -> list[Context]:
     """The first ``limit`` rows of the input with their gold responses; unusable rows are skipped with a warning."""
-    columns = Columns(document=config.document_column, history=config.history_column, id=config.id_column,
-                      response=config.gold_column, required=("document",))
+    columns = Columns(
+        document=config.document_column,
+        history=config.history_column,
+        id=config.id_column,
+        response=config.gold_column,
+        required=("document",),
+    )
     rows = list(read_rows(config.input_path(), columns, quoting=config.quoting, split=config.split))[: config.limit]
     unique_ids(rows)
     contexts = []
@@ -148,15 +175,22 @@ def read_contexts(config: SweepConfig) -> list[Context]:
         if row.error:
             logger.warning("row %s skipped: %s", row.id, row.error)
             continue
-        gold = row.response if config.gold_column else next(
-            (str(row.extras[name]) for name in GOLD_COLUMNS if row.extras.get(name)), row.response)
+        gold = (
+            row.response
+            if config.gold_column
+            else next((str(row.extras[name]) for name in GOLD_COLUMNS if row.extras.get(name)), row.response)
+        )
         contexts.append(Context(row.id, row.document, tuple(row.history), gold or None))
     if not contexts:
         raise InputError(f"{config.input_path()}: no usable row to generate for (see the warnings above)")
     if "lexical" in config.metrics and not all(c.gold for c in contexts):
         missing = sum(not c.gold for c in contexts)
-        logger.warning("%d of %d rows have no gold response (a gold/reference column, else the response column, or "
-                       "--gold-column): the relevance columns bleu and token_f1 stay empty", missing, len(contexts))
+        logger.warning(
+            "%d of %d rows have no gold response (a gold/reference column, else the response column, or "
+            "--gold-column): the relevance columns bleu and token_f1 stay empty",
+            missing,
+            len(contexts),
+        )
     return contexts
 
 
@@ -185,16 +219,19 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
     from ..decoding import iter_grid, length_order
 
     order = length_order([c.document for c in contexts], [c.history for c in contexts])
-    batches = [[contexts[i] for i in order[start:start + config.generation.batch_size]]
-               for start in range(0, len(order), config.generation.batch_size)]
+    batches = [
+        [contexts[i] for i in order[start : start + config.generation.batch_size]]
+        for start in range(0, len(order), config.generation.batch_size)
+    ]
     paths = {cell: out / "cells" / f"{cell.label}.jsonl" for cell in cells}
     process = current_process()
     fingerprint = job_fingerprint("sweep", **config.generation_fingerprint())
     expected = {c.id: content_digest([c.document, list(c.history)]) for c in contexts}
     with shared_outputs(paths, dict.fromkeys(cells, expected), fingerprint=fingerprint, flag="--out") as shared:
-        todo = [(batch, [cell for cell in cells if not all(c.id in shared.done[cell] for c in batch)])
-                for batch in batches]
-        todo = [(batch, pending) for batch, pending in todo if pending][process.rank::process.world]
+        todo = [
+            (batch, [cell for cell in cells if not all(c.id in shared.done[cell] for c in batch)]) for batch in batches
+        ]
+        todo = [(batch, pending) for batch, pending in todo if pending][process.rank :: process.world]
         if todo:
             model, tokenizer = _load_generator(config)
             judges = _rerank_judges(config, model, tokenizer)
@@ -202,8 +239,15 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
             started = time.monotonic()
             sampled = any(cell.sampled for cell in pending)
             kwargs = config.generation.grid_kwargs(model, tokenizer, ids=[c.id for c in batch], sampled=sampled)
-            grid = iter_grid(model, tokenizer, [c.document for c in batch], [c.history for c in batch], pending,
-                             judge=judges, **kwargs)
+            grid = iter_grid(
+                model,
+                tokenizer,
+                [c.document for c in batch],
+                [c.history for c in batch],
+                pending,
+                judge=judges,
+                **kwargs,
+            )
             seconds = {}  # per cell: the time from the previous cell's yield (cells that share a decode: ~0)
             last = time.monotonic()
             for index, positions, texts in grid:
@@ -212,12 +256,25 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
                 for position, text in zip(positions, texts):
                     context = batch[position]
                     if context.id not in shared.done[cell]:
-                        shared.writers[cell].write({"id": context.id, "document": context.document,
-                                                    "history": list(context.history), "gold": context.gold,
-                                                    "response": text, DIGEST_KEY: expected[context.id]})
-            logger.info("generate: batch %d/%d (%d contexts x %d cells) in %.0f s (%s)", number, len(todo),
-                        len(batch), len(pending), time.monotonic() - started,
-                        ", ".join(f"{label} {value:.1f} s" for label, value in seconds.items()))
+                        shared.writers[cell].write(
+                            {
+                                "id": context.id,
+                                "document": context.document,
+                                "history": list(context.history),
+                                "gold": context.gold,
+                                "response": text,
+                                DIGEST_KEY: expected[context.id],
+                            }
+                        )
+            logger.info(
+                "generate: batch %d/%d (%d contexts x %d cells) in %.0f s (%s)",
+                number,
+                len(todo),
+                len(batch),
+                len(pending),
+                time.monotonic() - started,
+                ", ".join(f"{label} {value:.1f} s" for label, value in seconds.items()),
+            )
     wanted = {c.id for c in contexts}
     return {cell: {r["id"]: r["response"] for r in read_results(paths[cell]) if r["id"] in wanted} for cell in cells}
 
@@ -226,16 +283,22 @@ def _load_generator(config: SweepConfig):
     from .. import models
 
     logger.info("loading generator %s…", config.generator)
-    return models.load(config.generator, kind=models.model_kind(config.generator), device=config.device,
-                       dtype=config.dtype)
+    return models.load(
+        config.generator, kind=models.model_kind(config.generator), device=config.device, dtype=config.dtype
+    )
 
 
 def _rerank_judges(config: SweepConfig, model, tokenizer):
     """The rerank cells' judges: the generator (PMI-FAITH) in the layout it decodes with, or registered metrics."""
     from ..reranking import Judges
 
-    return Judges(model, tokenizer, config.generation.template(model, tokenizer),
-                  batch_size=config.generation.batch_size, device=config.device)
+    return Judges(
+        model,
+        tokenizer,
+        config.generation.template(model, tokenizer),
+        batch_size=config.generation.batch_size,
+        device=config.device,
+    )
 
 
 def metric_options(config: SweepConfig, spec) -> dict:
@@ -243,8 +306,13 @@ def metric_options(config: SweepConfig, spec) -> dict:
 
     PMI-FAITH skips its two unconditional views (half the work): the sweep reports PMI-FAITH and
     fluency, which need only the document+history and history views."""
-    given = {"model": config.judge, "preset": config.q2_preset, "unconditional": False, "device": config.device,
-             "dtype": config.dtype}
+    given = {
+        "model": config.judge,
+        "preset": config.q2_preset,
+        "unconditional": False,
+        "device": config.device,
+        "dtype": config.dtype,
+    }
     return {key: value for key, value in given.items() if key in spec.options and value is not None}
 
 
@@ -255,25 +323,30 @@ def _scoring_fingerprint(config: SweepConfig, spec) -> dict:
     options.pop("device", None)  # where it runs does not change a score
     if "model" in options:
         options["model"] = models.identity(options["model"])
-    return job_fingerprint("sweep", metric=spec.name, metric_options=options,
-                           generation=config.generation_fingerprint())
+    return job_fingerprint(
+        "sweep", metric=spec.name, metric_options=options, generation=config.generation_fingerprint()
+    )
 
 
 def _warn_if_self_judged(config: SweepConfig) -> None:
     from .. import models
 
     if models.resolve(config.judge) == models.resolve(config.generator):
-        logger.warning("the judge %s is also the generator: PMI-DECODE chose its tokens to raise this model's own "
-                       "PMI, so PMI-FAITH under it favours the PMI-DECODE cells by construction; judge with another "
-                       "model (--judge) for a fair comparison", config.judge)
+        logger.warning(
+            "the judge %s is also the generator: PMI-DECODE chose its tokens to raise this model's own "
+            "PMI, so PMI-FAITH under it favours the PMI-DECODE cells by construction; judge with another "
+            "model (--judge) for a fair comparison",
+            config.judge,
+        )
 
 
 def _score_id(cell: Cell, context: Context) -> str:
     return f"{cell.label}/{context.id}"
 
 
-def score_responses(path: Path, config: SweepConfig, spec, contexts: list[Context], cells: list[Cell],
-                    responses: dict) -> dict[str, dict]:
+def score_responses(
+    path: Path, config: SweepConfig, spec, contexts: list[Context], cells: list[Cell], responses: dict
+) -> dict[str, dict]:
     """Score every cell's responses with ``spec``'s metric into ``path`` (resuming it); return every record by id
     ``<cell>/<row id>``.
 
@@ -286,32 +359,52 @@ def score_responses(path: Path, config: SweepConfig, spec, contexts: list[Contex
     for the judge) gets an ``error``, a setting no response can meet stops the sweep.
     """
     process = current_process()
-    expected = {_score_id(cell, c): content_digest([c.document, list(c.history), responses[cell][c.id]])
-                for c in contexts for cell in cells}
-    with shared_outputs({path: path}, {path: expected}, fingerprint=_scoring_fingerprint(config, spec),
-                        flag="--out") as shared:
+    expected = {
+        _score_id(cell, c): content_digest([c.document, list(c.history), responses[cell][c.id]])
+        for c in contexts
+        for cell in cells
+    }
+    with shared_outputs(
+        {path: path}, {path: expected}, fingerprint=_scoring_fingerprint(config, spec), flag="--out"
+    ) as shared:
         done, writer = shared.done[path], shared.writers[path]
-        groups = [contexts[start:start + SCORE_GROUP] for start in range(0, len(contexts), SCORE_GROUP)]
-        groups = [group for group in groups
-                  if not all(_score_id(cell, c) in done for c in group for cell in cells)][process.rank::process.world]
+        groups = [contexts[start : start + SCORE_GROUP] for start in range(0, len(contexts), SCORE_GROUP)]
+        groups = [group for group in groups if not all(_score_id(cell, c) in done for c in group for cell in cells)][
+            process.rank :: process.world
+        ]
         if groups:
             logger.info("loading %s for %s…", _models_of(config, spec), spec.name)
         metric = spec.build(**metric_options(config, spec)) if groups else None
         for group in groups:
             started = time.monotonic()
             entries = [(cell, c) for c in group for cell in cells]
-            unique = list(dict.fromkeys((c, responses[cell][c.id]) for cell, c in entries
-                                        if responses[cell][c.id].strip()))
+            unique = list(
+                dict.fromkeys((c, responses[cell][c.id]) for cell, c in entries if responses[cell][c.id].strip())
+            )
             results = {(c.id, text): result for (c, text), result in zip(unique, _compute(metric, unique))}
             for cell, context in entries:
                 if _score_id(cell, context) in done:
                     continue
                 text = responses[cell][context.id]
-                writer.write({"id": _score_id(cell, context), "cell": cell.label, "row": context.id,
-                              "document": context.document, "history": list(context.history), "response": text,
-                              DIGEST_KEY: expected[_score_id(cell, context)], **results.get((context.id, text), {})})
-            logger.info("%s: %d responses (%d distinct) in %.0f s", spec.name, len(entries), len(unique),
-                        time.monotonic() - started)
+                writer.write(
+                    {
+                        "id": _score_id(cell, context),
+                        "cell": cell.label,
+                        "row": context.id,
+                        "document": context.document,
+                        "history": list(context.history),
+                        "response": text,
+                        DIGEST_KEY: expected[_score_id(cell, context)],
+                        **results.get((context.id, text), {}),
+                    }
+                )
+            logger.info(
+                "%s: %d responses (%d distinct) in %.0f s",
+                spec.name,
+                len(entries),
+                len(unique),
+                time.monotonic() - started,
+            )
     return {record["id"]: record for record in read_results(path)}
 
 
@@ -325,11 +418,14 @@ def _models_of(config: SweepConfig, spec) -> str:
 
 def _compute(metric, items: list[tuple[Context, str]]) -> list[dict]:
     """``metric.compute_rows`` over all items at once, under the jobs' failure policy (an ``error`` for a bad item)."""
-    rows = [Row(id=str(i), document=c.document, history=list(c.history), response=text)
-            for i, (c, text) in enumerate(items)]
+    rows = [
+        Row(id=str(i), document=c.document, history=list(c.history), response=text) for i, (c, text) in enumerate(items)
+    ]
 
     def compute(chunk: list[Row]) -> list[dict]:
         return metric.compute_rows([r.document for r in chunk], [r.history for r in chunk], [r.response for r in chunk])
 
-    return [{"error": str(result)} if isinstance(result, Exception) else result
-            for result in (compute_isolating_failures(compute, rows) if rows else [])]
+    return [
+        {"error": str(result)} if isinstance(result, Exception) else result
+        for result in (compute_isolating_failures(compute, rows) if rows else [])
+    ]

@@ -35,8 +35,9 @@ def active_measures(config: SweepConfig) -> list[tuple[str, Measure]]:
     return [(spec.name, measure) for spec, measure in MEASURES.values() if spec.name in names]
 
 
-def statistics(measure: Measure, rows: Sequence[dict], responses: Sequence[str],
-               references: Sequence[str] | None) -> np.ndarray | None:
+def statistics(
+    measure: Measure, rows: Sequence[dict], responses: Sequence[str], references: Sequence[str] | None
+) -> np.ndarray | None:
     """The (contexts x k) sufficient statistics of one cell's measure; None when it cannot be computed."""
     values = [row.get(measure.key) if row else None for row in rows]
     return AGGREGATES[measure.aggregate].statistics(values, responses, references)
@@ -47,8 +48,13 @@ def cell_row(config: SweepConfig, cell: Cell, parameters: Sequence[str], measure
     paired p-value against the baseline (``measured``/``baseline``: measure name -> statistics or None), then the
     cell whose decode it shares (``decodes_as``, None for its own)."""
     values = cell.strategy.parameters()
-    row = {"cell": cell.label, "strategy": cell.strategy.name, "decoding": cell.search,
-           **{PARAMETER_COLUMNS.get(key, key): values.get(key) for key in parameters}, "n": None}
+    row = {
+        "cell": cell.label,
+        "strategy": cell.strategy.name,
+        "decoding": cell.search,
+        **{PARAMETER_COLUMNS.get(key, key): values.get(key) for key in parameters},
+        "n": None,
+    }
     for _, measure in active_measures(config):
         mine, theirs = measured.get(measure.name), baseline.get(measure.name)
         finish = AGGREGATES[measure.aggregate].finish
@@ -59,8 +65,14 @@ def cell_row(config: SweepConfig, cell: Cell, parameters: Sequence[str], measure
             low, high = bootstrap_interval(mine, finish, resamples=config.resamples, seed=SEED)
             if theirs is not None:
                 p = paired_permutation_test(mine, theirs, finish, permutations=config.resamples, seed=SEED)
-        row.update({measure.name: value, f"{measure.name}_ci_low": low, f"{measure.name}_ci_high": high,
-                    f"{measure.name}_p": p})
+        row.update(
+            {
+                measure.name: value,
+                f"{measure.name}_ci_low": low,
+                f"{measure.name}_ci_high": high,
+                f"{measure.name}_p": p,
+            }
+        )
     row["decodes_as"] = decoded_by(cell).label if decoded_by(cell) != cell else None
     return row
 
@@ -72,8 +84,9 @@ def write_csv(table: Sequence[dict], path: Path) -> Path:
         writer = csv.writer(handle)
         writer.writerow(columns)
         for row in table:
-            writer.writerow(["" if row[c] is None else f"{row[c]:.6f}" if isinstance(row[c], float) else row[c]
-                             for c in columns])
+            writer.writerow(
+                ["" if row[c] is None else f"{row[c]:.6f}" if isinstance(row[c], float) else row[c] for c in columns]
+            )
     return path
 
 
@@ -175,25 +188,38 @@ def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None
     for cell, folded in folded_rows(table).items():
         row = rows[cell]
         values = [format_tested(row, baseline, m, level) if m in keys else format_interval(row, m) for m in measures]
-        lines.append(f"| {shown_label(row, folded, parameters)} | " + " | ".join(values)
-                     + f" | {status(row, best, folded)} |")
+        lines.append(
+            f"| {shown_label(row, folded, parameters)} | " + " | ".join(values) + f" | {status(row, best, folded)} |"
+        )
     faith, relevance = config.faithfulness_measure, config.relevance
     assert faith is not None  # SweepConfig.validate requires a faithfulness measure
     grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
     alphas = sorted({alpha for search, alpha, _ in grid if search == config.decoding and alpha is not None})
     top_ps = sorted({top_p for search, _, top_p in grid if search == config.decoding and top_p is not None})
     if len(alphas) > 1 and len(top_ps) > 1:
-        lines += ["", f"PMI-DECODE, {config.decoding}: {faith} / {relevance}", "",
-                  "| alpha \\ top_p | " + " | ".join(f"{p:g}" for p in top_ps) + " |", "|---|" + "---|" * len(top_ps)]
+        lines += [
+            "",
+            f"PMI-DECODE, {config.decoding}: {faith} / {relevance}",
+            "",
+            "| alpha \\ top_p | " + " | ".join(f"{p:g}" for p in top_ps) + " |",
+            "|---|" + "---|" * len(top_ps),
+        ]
         for alpha in alphas:
             cells = [grid.get((config.decoding, alpha, p)) for p in top_ps]
-            lines.append(f"| {alpha:g} | " + " | ".join(
-                f"{format_value(faith, c[faith])} / {format_value(relevance, c[relevance])}" if c else "—"
-                for c in cells) + " |")
+            lines.append(
+                f"| {alpha:g} | "
+                + " | ".join(
+                    f"{format_value(faith, c[faith])} / {format_value(relevance, c[relevance])}" if c else "—"
+                    for c in cells
+                )
+                + " |"
+            )
     lines.append("")
-    lines.append(f"intervals: 95% bootstrap over {baseline['n']} contexts; p: paired permutation test against the "
-                 f"baseline {label(baseline, parameters)} ({format_value(faith, baseline[faith])} / "
-                 f"{format_value(relevance, baseline[relevance])}); ▲/▼: significantly higher/lower at p < {level:g}")
+    lines.append(
+        f"intervals: 95% bootstrap over {baseline['n']} contexts; p: paired permutation test against the "
+        f"baseline {label(baseline, parameters)} ({format_value(faith, baseline[faith])} / "
+        f"{format_value(relevance, baseline[relevance])}); ▲/▼: significantly higher/lower at p < {level:g}"
+    )
     if best:
         lines.append(best_sentence(best, config, parameters))
     return "\n".join(lines)
@@ -207,12 +233,18 @@ def best_sentence(best: dict, config: SweepConfig, parameters: Sequence[str]) ->
     assert faith is not None  # SweepConfig.validate requires a faithfulness measure
     verdict = "significantly" if best["significant"] else "not significantly"
     worse = trade_offs(chosen, baseline, config)
-    costs = "" if chosen["cell"] == baseline["cell"] else \
-        ("; trade-offs: significantly worse than the baseline on " + ", ".join(worse)) if worse else \
-        "; trade-offs: none (no measure significantly worse than the baseline)"
-    return (f"best: {label(chosen, parameters)} ({format_interval(chosen, faith)} / "
-            f"{format_value(config.relevance, chosen[config.relevance])}), {verdict} more faithful than the baseline "
-            f"(p = {format_p(chosen.get(f'{faith}_p'))}){costs}: {best['rule']}")
+    costs = (
+        ""
+        if chosen["cell"] == baseline["cell"]
+        else ("; trade-offs: significantly worse than the baseline on " + ", ".join(worse))
+        if worse
+        else "; trade-offs: none (no measure significantly worse than the baseline)"
+    )
+    return (
+        f"best: {label(chosen, parameters)} ({format_interval(chosen, faith)} / "
+        f"{format_value(config.relevance, chosen[config.relevance])}), {verdict} more faithful than the baseline "
+        f"(p = {format_p(chosen.get(f'{faith}_p'))}){costs}: {best['rule']}"
+    )
 
 
 def format_p(value) -> str:
@@ -223,7 +255,7 @@ def format_p(value) -> str:
 def parameter_names(table: Sequence[dict]) -> list[str]:
     """The strategy-parameter columns of a table (between ``decoding`` and ``n``)."""
     columns = list(table[0])
-    return columns[columns.index("decoding") + 1:columns.index("n")]
+    return columns[columns.index("decoding") + 1 : columns.index("n")]
 
 
 def best_by_strategy(table: Sequence[dict], **rule) -> dict[str, dict]:
@@ -242,9 +274,15 @@ def best_by_strategy(table: Sequence[dict], **rule) -> dict[str, dict]:
     return picks
 
 
-def choose_best(table: Sequence[dict], faithfulness: str = "pmi_faith", relevance: str = "bleu",
-                tolerance: float = 1.0, fluency: str | None = None, fluency_tolerance: float = 1.0,
-                significance: float = 0.05) -> dict:
+def choose_best(
+    table: Sequence[dict],
+    faithfulness: str = "pmi_faith",
+    relevance: str = "bleu",
+    tolerance: float = 1.0,
+    fluency: str | None = None,
+    fluency_tolerance: float = 1.0,
+    significance: float = 0.05,
+) -> dict:
     """The most faithful cell whose relevance and fluency are at least the baseline's minus their tolerances.
 
     The baseline is the table's first row. Ties go to higher relevance, then to the earlier
@@ -264,18 +302,40 @@ def choose_best(table: Sequence[dict], faithfulness: str = "pmi_faith", relevanc
         bounds[measure] = baseline[measure] - slack
         clauses.append(f"{measure} >= baseline {measure} - {slack:g} = {bounds[measure]:.4g}")
     eligible = [row for row in table if exclusion(row, faithfulness, bounds) is None]
-    rule = f"highest {faithfulness} among cells with " + " and ".join(clauses) if bounds else \
-        f"highest {faithfulness}; " + "; ".join(clauses)
+    rule = (
+        f"highest {faithfulness} among cells with " + " and ".join(clauses)
+        if bounds
+        else f"highest {faithfulness}; " + "; ".join(clauses)
+    )
     position = {row["cell"]: index for index, row in enumerate(table)}
-    best = max(eligible, key=lambda row: (row[faithfulness], row.get(relevance) or -math.inf,
-                                          -position[row["cell"]])) if eligible else None
+    best = (
+        max(eligible, key=lambda row: (row[faithfulness], row.get(relevance) or -math.inf, -position[row["cell"]]))
+        if eligible
+        else None
+    )
     p = best.get(f"{faithfulness}_p") if best else None
-    significant = bool(best is not None and best is not baseline and p is not None and p < significance
-                       and best[faithfulness] > baseline[faithfulness])
-    return {"rule": rule, "faithfulness": faithfulness, "relevance": relevance, "tolerance": tolerance,
-            "fluency": fluency, "fluency_tolerance": fluency_tolerance, "bounds": bounds,
-            "significance": significance, "significant": significant, "p": p, "best": best,
-            "baseline": baseline, "eligible": [row["cell"] for row in eligible]}
+    significant = bool(
+        best is not None
+        and best is not baseline
+        and p is not None
+        and p < significance
+        and best[faithfulness] > baseline[faithfulness]
+    )
+    return {
+        "rule": rule,
+        "faithfulness": faithfulness,
+        "relevance": relevance,
+        "tolerance": tolerance,
+        "fluency": fluency,
+        "fluency_tolerance": fluency_tolerance,
+        "bounds": bounds,
+        "significance": significance,
+        "significant": significant,
+        "p": p,
+        "best": best,
+        "baseline": baseline,
+        "eligible": [row["cell"] for row in eligible],
+    }
 
 
 def exclusion(row: dict, faithfulness: str, bounds: dict) -> str | None:

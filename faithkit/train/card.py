@@ -34,12 +34,26 @@ def model_card(config: TrainConfig, name: str, step: int, values: dict, evaluati
         datasets=[dataset] if _is_hub_id(dataset) else None,
         library_name="transformers",
         tags=["faithkit", "document-grounded-dialogue"],
-        eval_results=[EvalResult(task_type=TASK, dataset_type=dataset, dataset_name=dataset, dataset_split=split,
-                                 metric_type=key, metric_name=key, metric_value=value)
-                      for key, value in values.items()],
+        eval_results=[
+            EvalResult(
+                task_type=TASK,
+                dataset_type=dataset,
+                dataset_name=dataset,
+                dataset_split=split,
+                metric_type=key,
+                metric_name=key,
+                metric_value=value,
+            )
+            for key, value in values.items()
+        ],
     )
-    origin = f"a fine-tuned version of [{base}](https://huggingface.co/{base})" if _is_hub_id(base) else \
-        f"a fine-tuned version of {base}" if base else "trained from a random initialisation"
+    origin = (
+        f"a fine-tuned version of [{base}](https://huggingface.co/{base})"
+        if _is_hub_id(base)
+        else f"a fine-tuned version of {base}"
+        if base
+        else "trained from a random initialisation"
+    )
     results = "\n".join(f"- {key}: {value:.4f}" for key, value in values.items())
     e, d = config.evaluation, config.data
     decoders = evaluation_decoders(e)
@@ -115,8 +129,12 @@ def results_table(evaluations: list[dict]) -> str:
     from transformers.modelcard import make_markdown_table
 
     columns = list(dict.fromkeys(key for row in evaluations for key in row if key != "step"))
-    return make_markdown_table([{"Step": row["step"], **{key: round(row[key], 4) if key in row else ""
-                                                         for key in columns}} for row in evaluations])
+    return make_markdown_table(
+        [
+            {"Step": row["step"], **{key: round(row[key], 4) if key in row else "" for key in columns}}
+            for row in evaluations
+        ]
+    )
 
 
 def write_model_card(folder: Path, *args) -> None:
@@ -154,11 +172,17 @@ def _is_hub_id(name: str | None) -> bool:
 
 def _hyperparameters(config: TrainConfig) -> dict:
     t = config.training
-    return {"learning_rate": t.learning_rate, "train_batch_size": t.batch_size,
-            "gradient_accumulation_steps": t.gradient_accumulation_steps,
-            "total_train_batch_size": t.batch_size * t.gradient_accumulation_steps, "seed": t.seed,
-            "optimizer": f"AdamW (weight decay {t.weight_decay})", "lr_scheduler_type": "linear",
-            "lr_scheduler_warmup_ratio": t.warmup_ratio, "max_length": config.data.max_length}
+    return {
+        "learning_rate": t.learning_rate,
+        "train_batch_size": t.batch_size,
+        "gradient_accumulation_steps": t.gradient_accumulation_steps,
+        "total_train_batch_size": t.batch_size * t.gradient_accumulation_steps,
+        "seed": t.seed,
+        "optimizer": f"AdamW (weight decay {t.weight_decay})",
+        "lr_scheduler_type": "linear",
+        "lr_scheduler_warmup_ratio": t.warmup_ratio,
+        "max_length": config.data.max_length,
+    }
 
 
 def _yaml(config: TrainConfig) -> str:

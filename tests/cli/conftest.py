@@ -36,4 +36,3 @@ def faithkit(capsys):
         return Run(code, out, err)
 
     return run
-

@@ -52,8 +52,13 @@ def mann_whitney(scores, labels) -> float:
 
 def subprocess_env() -> dict:
     """The environment of a faithkit subprocess: offline, one thread, this checkout first on the path."""
-    return {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false",
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "OMP_NUM_THREADS": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
 
 
 def free_port() -> int:
@@ -70,8 +75,14 @@ def start_faithkit(*argv, prelude: str = "") -> subprocess.Popen:
         command = ["-c", f"{prelude}\nimport sys\nfrom faithkit.cli import main\nsys.exit(main({argv!r}))"]
     else:
         command = ["-m", "faithkit", *argv]
-    return subprocess.Popen([sys.executable, *command], env=subprocess_env(), cwd=ROOT,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, *command],
+        env=subprocess_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def crash_after(monkeypatch, owner, name: str, documents_at: int, rows: int, error: BaseException) -> None:

@@ -26,9 +26,11 @@ MISTAKES = {
     "output folder": ("file", "under a file", "unwritable"),
     "model": ("empty folder", "file"),
 }
-NOT_PATHS = {"--tokenizer": "a tokenizer name ('gpt2-bpe') or folder, checked when training builds the model",
-             "--split": "a split's name",
-             "--chosen": "comma-separated best.json files, each read and checked when the sweep plans its cells"}
+NOT_PATHS = {
+    "--tokenizer": "a tokenizer name ('gpt2-bpe') or folder, checked when training builds the model",
+    "--split": "a split's name",
+    "--chosen": "comma-separated best.json files, each read and checked when the sweep plans its cells",
+}
 
 
 def _leaf_parsers(parser: argparse.ArgumentParser, words=()):
@@ -116,10 +118,18 @@ def test_every_option_that_takes_a_path_declares_its_kind():
     for words, parser in _leaf_parsers(build_parser()):
         for action in parser._actions:
             text = f"{action.help or ''} {action.metavar or ''} {action.dest}".lower()
-            takes_text = action.nargs != 0 and not action.choices and action.type in (None, str, PathArg) \
+            takes_text = (
+                action.nargs != 0
+                and not action.choices
+                and action.type in (None, str, PathArg)
                 or isinstance(action.type, PathArg)
+            )
             looks_like_path = any(word in text for word in ("file", "folder", "dir", "jsonl", "path", ".yaml"))
-            if takes_text and looks_like_path and not isinstance(action.type, PathArg) \
-                    and not set(action.option_strings) & set(NOT_PATHS):
+            if (
+                takes_text
+                and looks_like_path
+                and not isinstance(action.type, PathArg)
+                and not set(action.option_strings) & set(NOT_PATHS)
+            ):
                 undeclared.append(f"{' '.join(words)} {action.option_strings}")
     assert undeclared == []

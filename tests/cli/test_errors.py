@@ -43,12 +43,17 @@ def test_missing_input_file(faithkit, tmp_path):
 def test_input_that_is_a_folder_or_of_an_unknown_type(faithkit, tmp_path):
     out = tmp_path / "o.jsonl"
     run = faithkit("score", "--metric", "overlap-f1", "--input", tmp_path, "--output", out)
-    _assert_one_error_line(run, f"faithkit score: argument --input: {tmp_path} is a folder; give a rows file "
-                                f"(.jsonl, .csv, .tsv or .parquet) or saved dataset", out)
+    _assert_one_error_line(
+        run,
+        f"faithkit score: argument --input: {tmp_path} is a folder; give a rows file "
+        f"(.jsonl, .csv, .tsv or .parquet) or saved dataset",
+        out,
+    )
     (tmp_path / "rows.txt").write_text("document response\n")
     run = faithkit("score", "--metric", "overlap-f1", "--input", tmp_path / "rows.txt", "--output", out)
-    _assert_one_error_line(run, f"{tmp_path / 'rows.txt'}: unknown file type '.txt'; use .jsonl, .csv, .tsv or .parquet",
-                          out)
+    _assert_one_error_line(
+        run, f"{tmp_path / 'rows.txt'}: unknown file type '.txt'; use .jsonl, .csv, .tsv or .parquet", out
+    )
 
 
 def test_empty_input(faithkit, tmp_path):
@@ -61,14 +66,23 @@ def test_empty_input(faithkit, tmp_path):
 def test_missing_column_names_the_field_and_the_flag(faithkit, tmp_path):
     rows, out = write_jsonl(tmp_path / "rows.jsonl", [{"document": "D", "answer": "R"}]), tmp_path / "o.jsonl"
     run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out)
-    _assert_one_error_line(run, f"{rows}: no column for 'response'; looked for ['response', 'generated_response', "
-                                "'prediction', 'hypothesis'] among ['document', 'answer']. Name it with "
-                                "--response-column.", out)
+    _assert_one_error_line(
+        run,
+        f"{rows}: no column for 'response'; looked for ['response', 'generated_response', "
+        "'prediction', 'hypothesis'] among ['document', 'answer']. Name it with "
+        "--response-column.",
+        out,
+    )
     run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out, "--response-column", "reply")
-    _assert_one_error_line(run, f"{rows}: column 'reply' (given for response) not found; columns are "
-                                "['document', 'answer']", out)
-    assert faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out,
-                    "--response-column", "answer").code == 0
+    _assert_one_error_line(
+        run, f"{rows}: column 'reply' (given for response) not found; columns are ['document', 'answer']", out
+    )
+    assert (
+        faithkit(
+            "score", "--metric", "overlap-f1", "--input", rows, "--output", out, "--response-column", "answer"
+        ).code
+        == 0
+    )
 
 
 def test_duplicate_ids(faithkit, tmp_path):
@@ -79,8 +93,11 @@ def test_duplicate_ids(faithkit, tmp_path):
 
 def test_unknown_metric_is_argparses_error(faithkit, rows, tmp_path):
     run = faithkit("score", "--metric", "no-such-metric", "--input", rows, "--output", tmp_path / "o.jsonl")
-    _assert_one_error_line(run, "faithkit score: argument --metric: invalid choice: 'no-such-metric' (choose from "
-                                "'pmi-faith', 'minimal-edit', 'faith-judge', 'q2'")
+    _assert_one_error_line(
+        run,
+        "faithkit score: argument --metric: invalid choice: 'no-such-metric' (choose from "
+        "'pmi-faith', 'minimal-edit', 'faith-judge', 'q2'",
+    )
 
 
 def test_options_the_metric_does_not_take(faithkit, rows, tmp_path):
@@ -92,24 +109,31 @@ def test_options_the_metric_does_not_take(faithkit, rows, tmp_path):
 @pytest.mark.parametrize("command", ["score", "generate"])
 def test_unknown_model(faithkit, rows, tmp_path, command):
     metric = ["--metric", "pmi-faith"] if command == "score" else []
-    run = faithkit(command, *metric, "--model", "no-such-org/no-such-model", "--input", rows,
-                   "--output", tmp_path / "o.jsonl")
-    _assert_one_error_line(run, "Model 'no-such-org/no-such-model' is not available: it is not a local folder, "
-                                "not in the Hugging Face cache, and could not be downloaded.")
+    run = faithkit(
+        command, *metric, "--model", "no-such-org/no-such-model", "--input", rows, "--output", tmp_path / "o.jsonl"
+    )
+    _assert_one_error_line(
+        run,
+        "Model 'no-such-org/no-such-model' is not available: it is not a local folder, "
+        "not in the Hugging Face cache, and could not be downloaded.",
+    )
     assert "smollm2-135m" in run.err  # the fix: an offline model
 
 
-@pytest.mark.parametrize("flags, message", [
-    (["--alpha", "2"], "pmi: --alpha 2 is out of range: use a value in [0, 1]"),
-    (["--alpha", "-0.1"], "pmi: --alpha -0.1 is out of range: use a value in [0, 1]"),
-    (["--top-p", "0"], "pmi: --top-p 0 is out of range: use a value in (0, 1]"),
-    (["--strategy", "cad", "--top-p", "0.5"], "--top-p does not apply to --strategy cad"),
-    (["--seed", "1"], "--seed applies to sampling only: add --do-sample, or drop them"),
-    (["--num-return-sequences", "2"], "--num-return-sequences 2 is more than --num-beams 1"),
-    (["--do-sample", "--num-beams", "2"], "strategy pmi does not support beam_sample search"),
-    (["--num-beams", "0"], "--num-beams 0 is out of range: use a value of at least 1"),
-    (["--batch-size", "0"], "--batch-size 0 is out of range: use a value of at least 1"),
-])
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--alpha", "2"], "pmi: --alpha 2 is out of range: use a value in [0, 1]"),
+        (["--alpha", "-0.1"], "pmi: --alpha -0.1 is out of range: use a value in [0, 1]"),
+        (["--top-p", "0"], "pmi: --top-p 0 is out of range: use a value in (0, 1]"),
+        (["--strategy", "cad", "--top-p", "0.5"], "--top-p does not apply to --strategy cad"),
+        (["--seed", "1"], "--seed applies to sampling only: add --do-sample, or drop them"),
+        (["--num-return-sequences", "2"], "--num-return-sequences 2 is more than --num-beams 1"),
+        (["--do-sample", "--num-beams", "2"], "strategy pmi does not support beam_sample search"),
+        (["--num-beams", "0"], "--num-beams 0 is out of range: use a value of at least 1"),
+        (["--batch-size", "0"], "--batch-size 0 is out of range: use a value of at least 1"),
+    ],
+)
 def test_bad_decoding_settings(faithkit, rows, tmp_path, flags, message):
     # checked before the model loads: a model name that does not exist is never reached
     out = tmp_path / "o.jsonl"
@@ -117,17 +141,28 @@ def test_bad_decoding_settings(faithkit, rows, tmp_path, flags, message):
     _assert_one_error_line(run, message, out)
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["generate", "--model", "m", "--num-beams", "two"], "faithkit generate: argument --num-beams: "
-                                                         "expected a whole number, got 'two'"),
-    (["generate", "--model", "m", "--chunk-size", "0"], "faithkit generate: argument --chunk-size: "
-                                                        "must be at least 1, got 0"),
-    (["score", "--metric", "pmi-faith", "--batch-size", "0"], "faithkit score: argument --batch-size: "
-                                                              "must be at least 1, got 0"),
-    (["score", "--chunk-size", "0"], "faithkit score: argument --chunk-size: must be at least 1, got 0"),
-    (["score", "--chunk-size", "many"], "faithkit score: argument --chunk-size: expected a whole number, "
-                                        "got 'many'"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (
+            ["generate", "--model", "m", "--num-beams", "two"],
+            "faithkit generate: argument --num-beams: expected a whole number, got 'two'",
+        ),
+        (
+            ["generate", "--model", "m", "--chunk-size", "0"],
+            "faithkit generate: argument --chunk-size: must be at least 1, got 0",
+        ),
+        (
+            ["score", "--metric", "pmi-faith", "--batch-size", "0"],
+            "faithkit score: argument --batch-size: must be at least 1, got 0",
+        ),
+        (["score", "--chunk-size", "0"], "faithkit score: argument --chunk-size: must be at least 1, got 0"),
+        (
+            ["score", "--chunk-size", "many"],
+            "faithkit score: argument --chunk-size: expected a whole number, got 'many'",
+        ),
+    ],
+)
 def test_bad_values_are_one_line_without_the_usage_block(faithkit, rows, tmp_path, argv, message):
     out = tmp_path / "o.jsonl"
     run = faithkit(*argv, "--input", rows, "--output", out)
@@ -139,8 +174,9 @@ def test_output_whose_folder_is_a_regular_file(faithkit, rows, tmp_path):
     blocker.write_text("not a folder")
     out = blocker / "sub" / "o.jsonl"
     run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out)
-    _assert_one_error_line(run, f"faithkit score: argument --output: cannot write {out}: {blocker} is a file, "
-                                f"not a folder")
+    _assert_one_error_line(
+        run, f"faithkit score: argument --output: cannot write {out}: {blocker} is a file, not a folder"
+    )
     assert blocker.read_text() == "not a folder"
 
 
@@ -153,8 +189,9 @@ def test_output_that_is_a_folder(faithkit, rows, tmp_path):
 def test_output_location_that_refuses_new_files(faithkit, rows):
     # stands for a read-only folder: permission bits do not stop root, /proc stops everyone
     run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", "/proc/faithkit-scores.jsonl")
-    _assert_one_error_line(run, "faithkit score: argument --output: cannot write /proc/faithkit-scores.jsonl: /proc "
-                                "refuses new files (")
+    _assert_one_error_line(
+        run, "faithkit score: argument --output: cannot write /proc/faithkit-scores.jsonl: /proc refuses new files ("
+    )
 
 
 def test_a_missing_output_folder_is_created(faithkit, rows, tmp_path):
@@ -168,14 +205,16 @@ def test_a_missing_output_folder_is_created(faithkit, rows, tmp_path):
 def test_system_level_without_scores(faithkit, tmp_path):
     (tmp_path / "c.jsonl").write_text('{"id": "1", "q2": 0.5}\n')
     run = faithkit("meta-eval", "system-level", "--consistent-scores", tmp_path / "c.jsonl")
-    _assert_one_error_line(run, "no scores given: pass --scores DIR, or both --consistent-scores and "
-                                "--inconsistent-scores")
+    _assert_one_error_line(
+        run, "no scores given: pass --scores DIR, or both --consistent-scores and --inconsistent-scores"
+    )
 
 
 def test_explain_of_a_missing_file(faithkit, tmp_path):
     run = faithkit("explain", "--input", tmp_path / "nope.jsonl", "--html", tmp_path / "r.html")
-    _assert_one_error_line(run, f"faithkit explain: argument --input: file not found: {tmp_path / 'nope.jsonl'}",
-                           tmp_path / "r.html")
+    _assert_one_error_line(
+        run, f"faithkit explain: argument --input: file not found: {tmp_path / 'nope.jsonl'}", tmp_path / "r.html"
+    )
 
 
 HEAVY = ["accelerate", "datasets", "scipy", "torch", "transformers"]
@@ -190,12 +229,22 @@ print(status, sorted({{name.split(".")[0] for name in sys.modules}} & set({HEAVY
 """
 
 
-@pytest.mark.parametrize("argv, status", [
-    (["score", "--metric", "overlap-f1", "--input", "nope.jsonl", "--output", "o.jsonl"], 2),
-    (["meta-eval", "q2-wow", "--help"], 0),
-], ids=["mistake", "help"])
+@pytest.mark.parametrize(
+    "argv, status",
+    [
+        (["score", "--metric", "overlap-f1", "--input", "nope.jsonl", "--output", "o.jsonl"], 2),
+        (["meta-eval", "q2-wow", "--help"], 0),
+    ],
+    ids=["mistake", "help"],
+)
 def test_a_mistake_or_a_commands_help_is_answered_before_torch_or_transformers_load(tmp_path, argv, status):
     """Under `accelerate launch` every process meets a mistake: none of them waits for torch to say it."""
-    run = subprocess.run([sys.executable, "-c", HEAVY_AFTER_MAIN, *argv], cwd=tmp_path, env=subprocess_env(),
-                         capture_output=True, text=True, timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", HEAVY_AFTER_MAIN, *argv],
+        cwd=tmp_path,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert run.stdout.splitlines()[-1] == f"{status} []", run.stderr

@@ -5,22 +5,71 @@ import pytest
 from .helpers import write_jsonl
 
 RECORDS = [
-    {"id": "a", "document": "The Eiffel Tower is 330 metres tall.", "history": ["User: how tall?"],
-     "response": "The Eiffel Tower is 300 metres tall.", "q2": 0.5, "q2_no_nli": 0.5, "fallback": False,
-     "explanations": [
-         {"span": "The Eiffel Tower", "start": 0, "end": 16, "question": "What is 300 metres tall?",
-          "response_answer": "The Eiffel Tower", "knowledge_answer": "The Eiffel Tower", "f1": 1.0, "nli": None,
-          "score": 1.0},
-         {"span": "300 metres", "start": 20, "end": 30, "question": "How tall is the Eiffel Tower?",
-          "response_answer": "300 metres", "knowledge_answer": "330 metres", "f1": 0.5, "nli": "contradiction",
-          "score": 0.0}]},
-    {"id": "b", "document": "Bob Ross painted.", "history": [], "response": "I like to paint", "q2": 0.0,
-     "q2_no_nli": 0.0, "fallback": True, "explanations": []},
-    {"id": "c", "document": "Gardening relaxes.", "history": "User: hi", "response": "gardening is relaxing",
-     "q2": 1.0, "q2_no_nli": 1.0, "fallback": False,
-     "explanations": [{"span": "gardening", "start": 0, "end": 9, "question": "What is relaxing?",
-                       "response_answer": "gardening", "knowledge_answer": "Gardening", "f1": 1.0, "nli": None,
-                       "score": 1.0}]},
+    {
+        "id": "a",
+        "document": "The Eiffel Tower is 330 metres tall.",
+        "history": ["User: how tall?"],
+        "response": "The Eiffel Tower is 300 metres tall.",
+        "q2": 0.5,
+        "q2_no_nli": 0.5,
+        "fallback": False,
+        "explanations": [
+            {
+                "span": "The Eiffel Tower",
+                "start": 0,
+                "end": 16,
+                "question": "What is 300 metres tall?",
+                "response_answer": "The Eiffel Tower",
+                "knowledge_answer": "The Eiffel Tower",
+                "f1": 1.0,
+                "nli": None,
+                "score": 1.0,
+            },
+            {
+                "span": "300 metres",
+                "start": 20,
+                "end": 30,
+                "question": "How tall is the Eiffel Tower?",
+                "response_answer": "300 metres",
+                "knowledge_answer": "330 metres",
+                "f1": 0.5,
+                "nli": "contradiction",
+                "score": 0.0,
+            },
+        ],
+    },
+    {
+        "id": "b",
+        "document": "Bob Ross painted.",
+        "history": [],
+        "response": "I like to paint",
+        "q2": 0.0,
+        "q2_no_nli": 0.0,
+        "fallback": True,
+        "explanations": [],
+    },
+    {
+        "id": "c",
+        "document": "Gardening relaxes.",
+        "history": "User: hi",
+        "response": "gardening is relaxing",
+        "q2": 1.0,
+        "q2_no_nli": 1.0,
+        "fallback": False,
+        "explanations": [
+            {
+                "span": "gardening",
+                "start": 0,
+                "end": 9,
+                "question": "What is relaxing?",
+                "response_answer": "gardening",
+                "knowledge_answer": "Gardening",
+                "f1": 1.0,
+                "nli": None,
+                "score": 1.0,
+            }
+        ],
+    },
     {"id": "d", "error": "row d: field 'response' is empty"},
 ]
 
@@ -35,10 +84,19 @@ def test_renders_a_scores_file_as_it_is(faithkit, tmp_path):
 
 
 def test_scores_rows_first_then_resumes_them(faithkit, tmp_path):
-    rows = write_jsonl(tmp_path / "rows.jsonl", [
-        {"id": "1", "knowledge": "Red apples grow on trees.", "message": "hi", "response": "red apples grow on trees"},
-        {"id": "2", "knowledge": "Red apples grow on trees.", "message": "hi", "response": "red apples"},
-        {"id": "3", "knowledge": "Red apples grow on trees.", "message": "hi", "response": "blue cars"}])
+    rows = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [
+            {
+                "id": "1",
+                "knowledge": "Red apples grow on trees.",
+                "message": "hi",
+                "response": "red apples grow on trees",
+            },
+            {"id": "2", "knowledge": "Red apples grow on trees.", "message": "hi", "response": "red apples"},
+            {"id": "3", "knowledge": "Red apples grow on trees.", "message": "hi", "response": "blue cars"},
+        ],
+    )
     argv = ["explain", "--metric", "overlap-f1", "--input", rows, "--html", tmp_path / "r.html"]
     run = faithkit(*argv)
     assert run.code == 0
@@ -53,10 +111,23 @@ def test_scores_rows_first_then_resumes_them(faithkit, tmp_path):
 
 
 def test_pmi_faith_pages_colour_tokens(faithkit, model_folder, tmp_path):
-    rows = write_jsonl(tmp_path / "rows.jsonl", [
-        {"id": "x", "document": "The sky is blue.", "history": "What colour is the sky?", "response": "It is blue."}])
-    run = faithkit("explain", "--metric", "pmi-faith", "--model", model_folder, "--input", rows,
-                   "--html", tmp_path / "p.html", "--low-threshold", "0")
+    rows = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [{"id": "x", "document": "The sky is blue.", "history": "What colour is the sky?", "response": "It is blue."}],
+    )
+    run = faithkit(
+        "explain",
+        "--metric",
+        "pmi-faith",
+        "--model",
+        model_folder,
+        "--input",
+        rows,
+        "--html",
+        tmp_path / "p.html",
+        "--low-threshold",
+        "0",
+    )
     assert run.code == 0 and run.out.startswith("1 responses, mean pmi ")
     page = (tmp_path / "p.html").read_text()
     assert "token colour" in page and "blue" in page
@@ -66,8 +137,9 @@ def test_a_scores_file_of_another_metric_is_named(faithkit, tmp_path):
     scores = write_jsonl(tmp_path / "scores.jsonl", RECORDS)
     run = faithkit("explain", "--metric", "e2e-nli", "--input", scores, "--html", tmp_path / "r.html")
     assert run.code == 2
-    assert run.error_lines == [f"error: no record in {scores} has a 'e2e_nli' score; is it a scores file of "
-                               "--metric e2e-nli?"]
+    assert run.error_lines == [
+        f"error: no record in {scores} has a 'e2e_nli' score; is it a scores file of --metric e2e-nli?"
+    ]
 
 
 @pytest.mark.parametrize("low, expected", [("0.4", "1 below 0.4"), ("1.5", "3 below 1.5")])

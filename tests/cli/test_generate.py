@@ -13,8 +13,11 @@ DOCUMENTS = [
     "Gardening is considered by many people to be a relaxing activity.",
     "Jazz originated in New Orleans in the late 19th century.",
 ]
-HISTORIES = [["How tall is the Eiffel Tower?"], ["I just started gardening.", "Nice! Do you like it?", "Yes, a lot."],
-             []]
+HISTORIES = [
+    ["How tall is the Eiffel Tower?"],
+    ["I just started gardening.", "Nice! Do you like it?", "Yes, a lot."],
+    [],
+]
 
 
 @pytest.fixture()
@@ -24,11 +27,21 @@ def rows_file(tmp_path):
     return write_jsonl(tmp_path / "in.jsonl", rows)
 
 
-def test_generates_resumes_and_reports_bad_rows(faithkit, model_folder, rows_file, tmp_path, tiny_gpt2,
-                                                gpt2_tokenizer):
+def test_generates_resumes_and_reports_bad_rows(faithkit, model_folder, rows_file, tmp_path, tiny_gpt2, gpt2_tokenizer):
     out = tmp_path / "out.jsonl"
-    argv = ["generate", "--model", model_folder, "--input", rows_file, "--output", out, "--max-new-tokens", "4",
-            "--batch-size", "2"]
+    argv = [
+        "generate",
+        "--model",
+        model_folder,
+        "--input",
+        rows_file,
+        "--output",
+        out,
+        "--max-new-tokens",
+        "4",
+        "--batch-size",
+        "2",
+    ]
     run = faithkit(*argv)
     assert run.code == 0 and "3 generated, 0 already done, 1 errors" in run.err
     full = read_results(out)
@@ -37,7 +50,9 @@ def test_generates_resumes_and_reports_bad_rows(faithkit, model_folder, rows_fil
     expected = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, template=DEFAULT_TEMPLATE, max_new_tokens=4)
     assert [r["response"] for r in full if r["id"] != "bad"] == expected
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == [
-        "out.jsonl", "out.jsonl.meta.json"]  # the finished writer took its lock file away
+        "out.jsonl",
+        "out.jsonl.meta.json",
+    ]  # the finished writer took its lock file away
 
     # a crash after two records, mid-way through the third: the rerun completes without duplicates
     lines = out.read_text().splitlines()
@@ -48,8 +63,19 @@ def test_generates_resumes_and_reports_bad_rows(faithkit, model_folder, rows_fil
 
 
 def test_sampling_gives_each_row_its_responses_whatever_its_chunk(faithkit, model_folder, rows_file, tmp_path):
-    argv = ["--model", model_folder, "--input", rows_file, "--max-new-tokens", "4", "--do-sample", "--seed", "3",
-            "--num-return-sequences", "2"]
+    argv = [
+        "--model",
+        model_folder,
+        "--input",
+        rows_file,
+        "--max-new-tokens",
+        "4",
+        "--do-sample",
+        "--seed",
+        "3",
+        "--num-return-sequences",
+        "2",
+    ]
     assert faithkit("generate", *argv, "--output", tmp_path / "a.jsonl").code == 0
     records = read_results(tmp_path / "a.jsonl")
     assert [len(r.get("responses", [])) for r in records] == [2, 0, 2, 2]
@@ -65,17 +91,28 @@ def test_sampling_gives_each_row_its_responses_whatever_its_chunk(faithkit, mode
     assert resumed.read_text() == (tmp_path / "a.jsonl").read_text()
 
 
-def test_records_keep_id_document_history_and_gold_beside_the_response(faithkit, model_folder, tmp_path, tiny_gpt2,
-                                                                       gpt2_tokenizer):
-    rows = write_jsonl(tmp_path / "in.jsonl", [
-        {"id": "with-gold", "document": DOCUMENTS[0], "history": HISTORIES[0], "response": "the old reply",
-         "gold": "It is 330 metres tall."},
-        {"id": "reply-as-gold", "document": DOCUMENTS[1], "history": HISTORIES[1], "response": "I love it too."},
-        {"id": "no-reference", "document": DOCUMENTS[2], "history": []},
-    ])
+def test_records_keep_id_document_history_and_gold_beside_the_response(
+    faithkit, model_folder, tmp_path, tiny_gpt2, gpt2_tokenizer
+):
+    rows = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            {
+                "id": "with-gold",
+                "document": DOCUMENTS[0],
+                "history": HISTORIES[0],
+                "response": "the old reply",
+                "gold": "It is 330 metres tall.",
+            },
+            {"id": "reply-as-gold", "document": DOCUMENTS[1], "history": HISTORIES[1], "response": "I love it too."},
+            {"id": "no-reference", "document": DOCUMENTS[2], "history": []},
+        ],
+    )
     out = tmp_path / "out.jsonl"
-    assert faithkit("generate", "--model", model_folder, "--input", rows, "--output", out,
-                    "--max-new-tokens", "3").code == 0
+    assert (
+        faithkit("generate", "--model", model_folder, "--input", rows, "--output", out, "--max-new-tokens", "3").code
+        == 0
+    )
     with_gold, reply_as_gold, no_reference = read_results(out)
     assert with_gold["id"] == "with-gold" and with_gold["document"] == DOCUMENTS[0]
     assert with_gold["history"] == HISTORIES[0] and with_gold["gold"] == "It is 330 metres tall."
@@ -83,15 +120,17 @@ def test_records_keep_id_document_history_and_gold_beside_the_response(faithkit,
     # the input's response column is the reference when there is no gold column; the new response replaces it
     assert reply_as_gold["gold"] == "I love it too." and reply_as_gold["history"] == HISTORIES[1]
     assert no_reference["gold"] is None and no_reference["history"] == []
-    expected = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES[:2] + [[]], template=DEFAULT_TEMPLATE,
-                        max_new_tokens=3)
+    expected = generate(
+        tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES[:2] + [[]], template=DEFAULT_TEMPLATE, max_new_tokens=3
+    )
     assert [r["response"] for r in (with_gold, reply_as_gold, no_reference)] == expected
 
 
 def test_a_setting_no_row_can_meet_stops_the_job_with_one_error(faithkit, model_folder, rows_file, tmp_path):
     output = tmp_path / "out.jsonl"
-    run = faithkit("generate", "--model", model_folder, "--input", rows_file, "--output", output,
-                   "--max-new-tokens", "300")
+    run = faithkit(
+        "generate", "--model", model_folder, "--input", rows_file, "--output", output, "--max-new-tokens", "300"
+    )
     assert run.code == 2
     assert "error: --max-new-tokens 300 leaves no room for a context in the model's 256 positions" in run.err
     assert [r["id"] for r in read_results(output)] == ["bad"]  # only the row that is bad on its own

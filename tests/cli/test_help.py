@@ -5,25 +5,34 @@ import pytest
 from faithkit import __version__
 
 
-@pytest.mark.parametrize("command, says", [
-    ([], "meta-eval"),
-    (["score"], "continues where it stopped"),
-    (["generate"], "'gold'"),
-    (["rerank"], "'candidate' index"),
-    (["meta-eval"], "system-level"),
-    (["meta-eval", "begin"], "roc_dev.png / roc_test.png"),
-    (["meta-eval", "q2-wow"], "histograms.png"),
-    (["meta-eval", "system-level"], "--paired"),
-    (["explain"], "--scores-output"),
-    (["data", "export"], "--history-turns"),
-    ([], "start here, in the checkout (offline; `make demo` installs what is missing, then runs it):\n  faithkit score "
-         "--metric pmi-faith --model smollm2-135m --input examples/demo.jsonl --output demo_scores.jsonl\n"),
-    (["score"], "which metric to compute (default pmi-faith)"),
-    (["score"], "form: words per response, and the shares of empty and looping responses (no model)"),
-    (["score"], "rows to score (.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or hf:OWNER/NAME with --split)"),
-    (["generate"], "(.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or hf:OWNER/NAME with --split)"),
-    (["data", "export"], "topicalchat: train, valid_freq, valid_rare, test_freq, test_rare"),
-])
+@pytest.mark.parametrize(
+    "command, says",
+    [
+        ([], "meta-eval"),
+        (["score"], "continues where it stopped"),
+        (["generate"], "'gold'"),
+        (["rerank"], "'candidate' index"),
+        (["meta-eval"], "system-level"),
+        (["meta-eval", "begin"], "roc_dev.png / roc_test.png"),
+        (["meta-eval", "q2-wow"], "histograms.png"),
+        (["meta-eval", "system-level"], "--paired"),
+        (["explain"], "--scores-output"),
+        (["data", "export"], "--history-turns"),
+        (
+            [],
+            "start here, in the checkout (offline; `make demo` installs what is missing, then runs it):\n  faithkit score "
+            "--metric pmi-faith --model smollm2-135m --input examples/demo.jsonl --output demo_scores.jsonl\n",
+        ),
+        (["score"], "which metric to compute (default pmi-faith)"),
+        (["score"], "form: words per response, and the shares of empty and looping responses (no model)"),
+        (
+            ["score"],
+            "rows to score (.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or hf:OWNER/NAME with --split)",
+        ),
+        (["generate"], "(.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or hf:OWNER/NAME with --split)"),
+        (["data", "export"], "topicalchat: train, valid_freq, valid_rare, test_freq, test_rare"),
+    ],
+)
 def test_help_is_complete(faithkit, command, says):
     run = faithkit(*command, "--help")
     assert run.code == 0 and run.err == ""

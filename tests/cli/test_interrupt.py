@@ -19,14 +19,24 @@ from faithkit.metrics.lexical import TextOverlap
 
 from .helpers import crash_after, run_main, start_faithkit, write_jsonl
 
-ROWS = [{"id": f"r{i}", "document": f"Document {i % 5} says apples number {i} grow on tall trees.",
-         "history": ["Tell me about apples."], "response": f"Apples {i} grow on trees, {'they say ' * (i % 3)}."}
-        for i in range(40)]
+ROWS = [
+    {
+        "id": f"r{i}",
+        "document": f"Document {i % 5} says apples number {i} grow on tall trees.",
+        "history": ["Tell me about apples."],
+        "response": f"Apples {i} grow on trees, {'they say ' * (i % 3)}.",
+    }
+    for i in range(40)
+]
 IDS = [row["id"] for row in ROWS]
 # three crashes in a row, each after this many rows of its run: a Ctrl-C, a SystemExit, a bug (the traceback is its
 # report); the file must stay sound through all of them
-CRASHES = list(zip(random.Random(20240611).sample(range(4, 13), 3),
-                   [KeyboardInterrupt(), SystemExit(137), RuntimeError("out of memory")]))
+CRASHES = list(
+    zip(
+        random.Random(20240611).sample(range(4, 13), 3),
+        [KeyboardInterrupt(), SystemExit(137), RuntimeError("out of memory")],
+    )
+)
 # the processes that get a real Ctrl-C or kill -9 write their first rows slowly (0.2 s each) and, after the eighth,
 # wait for their signal: neither a start-up delay nor a loaded machine lets one finish before it
 SLOW_PMI_FAITH = """
@@ -100,8 +110,9 @@ def _crash_and_resume(faithkit, monkeypatch, argv, output, owner, name, document
         before, done = done, len(read_results(output))
         assert before < done < len(ROWS)  # each run got further before it died
         if isinstance(error, KeyboardInterrupt):
-            assert run.err.splitlines()[-1] == (f"interrupted: {done} rows are in {output}; "
-                                                f"rerun the same command to continue")
+            assert run.err.splitlines()[-1] == (
+                f"interrupted: {done} rows are in {output}; rerun the same command to continue"
+            )
     run = faithkit(*argv)
     assert run.code == 0 and f"{len(ROWS) - done} {done_word}, {done} already done, 0 errors" in run.err
 
@@ -113,8 +124,7 @@ def test_score_survives_crashes_at_random_rows(faithkit, monkeypatch, rows, neve
     _assert_same_as_never_stopped(output, never_stopped["overlap-f1"])
 
 
-def test_generate_survives_crashes_at_random_rows(faithkit, monkeypatch, model_folder, rows, never_stopped,
-                                                  tmp_path):
+def test_generate_survives_crashes_at_random_rows(faithkit, monkeypatch, model_folder, rows, never_stopped, tmp_path):
     output = tmp_path / "responses.jsonl"
     argv = _generate(model_folder, rows, output, "--chunk-size", "4")
     generate_module = importlib.import_module("faithkit.decoding.generate")
@@ -129,28 +139,31 @@ def _wait_for_records(process, output, count: int, timeout: float = 120.0):
         if output.exists() and output.read_text().count("\n") >= count:
             return
         if process.poll() is not None:
-            pytest.fail(f"faithkit ended (status {process.returncode}) before writing {count} records:\n"
-                        f"{process.stderr.read()}")
+            pytest.fail(
+                f"faithkit ended (status {process.returncode}) before writing {count} records:\n{process.stderr.read()}"
+            )
         time.sleep(0.02)
     process.kill()
     pytest.fail(f"no {count} records in {output} after {timeout} s")
 
 
 @pytest.mark.slow  # faithkit subprocesses
-def test_ctrl_c_or_kill_9_loses_nothing_and_the_rerun_completes(faithkit, model_folder, rows, never_stopped,
-                                                                 tmp_path):
+def test_ctrl_c_or_kill_9_loses_nothing_and_the_rerun_completes(faithkit, model_folder, rows, never_stopped, tmp_path):
     # two real processes, started together to share their start-up time: one gets Ctrl-C, the other kill -9
     stopped, killed = tmp_path / "ctrl-c.jsonl", tmp_path / "kill-9.jsonl"
     kill_at = random.Random(CRASHES[0][0]).randint(2, 8)
-    processes = [start_faithkit(*_pmi_faith(model_folder, rows, output, "--chunk-size", "1"), prelude=SLOW_PMI_FAITH)
-                 for output in (stopped, killed)]
+    processes = [
+        start_faithkit(*_pmi_faith(model_folder, rows, output, "--chunk-size", "1"), prelude=SLOW_PMI_FAITH)
+        for output in (stopped, killed)
+    ]
     try:
         _wait_for_records(processes[0], stopped, 1)
         # a second run on an output while the first writes it: stopped at once, nothing touched
         second = faithkit(*_pmi_faith(model_folder, rows, stopped))
         assert second.code == 2 and second.error_lines == [
             f"error: another run is writing {stopped} (it holds {stopped}.lock); wait for it to finish, or choose "
-            f"another --output"]
+            f"another --output"
+        ]
         processes[0].send_signal(signal.SIGINT)
         _wait_for_records(processes[1], killed, kill_at)
         processes[1].send_signal(signal.SIGKILL)
@@ -161,10 +174,13 @@ def test_ctrl_c_or_kill_9_loses_nothing_and_the_rerun_completes(faithkit, model_
             process.kill()
 
     assert processes[0].returncode == 130 and "Traceback" not in err
-    done = {stopped: len(read_results(stopped)),  # every line whole
-            killed: killed.read_text().count("\n")}  # complete lines; a half-written last one is dropped on rerun
-    assert err.splitlines()[-1] == (f"interrupted: {done[stopped]} rows are in {stopped}; "
-                                    f"rerun the same command to continue")
+    done = {
+        stopped: len(read_results(stopped)),  # every line whole
+        killed: killed.read_text().count("\n"),
+    }  # complete lines; a half-written last one is dropped on rerun
+    assert err.splitlines()[-1] == (
+        f"interrupted: {done[stopped]} rows are in {stopped}; rerun the same command to continue"
+    )
     assert processes[1].returncode == -signal.SIGKILL
     assert 1 <= done[stopped] < len(ROWS) and kill_at <= done[killed] < len(ROWS)
     for output, rows_done in done.items():
@@ -191,12 +207,14 @@ def test_ctrl_c_while_a_chunk_is_made_durable_counts_it(faithkit, monkeypatch, r
     run = faithkit(*_overlap_f1(None, rows, output))
     monkeypatch.undo()
     assert run.code == 130 and len(read_results(output)) == FIRST_CHUNK
-    assert run.err.splitlines()[-1] == (f"interrupted: {FIRST_CHUNK} rows are in {output}; rerun the same command "
-                                        f"to continue")
+    assert run.err.splitlines()[-1] == (
+        f"interrupted: {FIRST_CHUNK} rows are in {output}; rerun the same command to continue"
+    )
 
 
-SLOW_OVERLAP = SLOW_PMI_FAITH.replace("faithkit.metrics.pmi_faith import PMIFaith", "faithkit.metrics.lexical import "
-                                      "TextOverlap as PMIFaith")
+SLOW_OVERLAP = SLOW_PMI_FAITH.replace(
+    "faithkit.metrics.pmi_faith import PMIFaith", "faithkit.metrics.lexical import TextOverlap as PMIFaith"
+)
 
 
 @pytest.mark.slow  # a faithkit subprocess
@@ -211,7 +229,8 @@ def test_sigterm_stops_a_job_as_ctrl_c_does_with_status_143(faithkit, rows, neve
         process.kill()
     done = len(read_results(output))
     assert process.returncode == 143 and err.splitlines() == [
-        f"interrupted: {done} rows are in {output}; rerun the same command to continue"]
+        f"interrupted: {done} rows are in {output}; rerun the same command to continue"
+    ]
     run = faithkit(*_overlap_f1(None, rows, output))
     assert run.code == 0 and f"{len(ROWS) - done} scored, {done} already done, 0 errors" in run.err
     _assert_same_as_never_stopped(output, never_stopped["overlap-f1"])

@@ -14,8 +14,10 @@ from faithkit.data import ResultWriter, read_results
 
 from .helpers import write_jsonl
 
-ROWS = [{"id": f"r{i}", "document": f"Apples number {i} grow on trees.", "history": "hi",
-         "response": f"apples {i} grow"} for i in range(6)]
+ROWS = [
+    {"id": f"r{i}", "document": f"Apples number {i} grow on trees.", "history": "hi", "response": f"apples {i} grow"}
+    for i in range(6)
+]
 RESTART_HINT = "rerun with --restart to start it over, or choose another --output"
 
 
@@ -54,10 +56,18 @@ def test_another_model_or_model_setting_is_refused_naming_it(faithkit, model_fol
     assert faithkit(*argv, "--model", model_folder).code == 0
     before = out.read_text()
     # refused before the other model would load: smollm2-135m is never read here
-    _refused(faithkit(*argv, "--model", "smollm2-135m"), out, before,
-             f'metric_options.model.name: "{Path(model_folder).resolve()}" then, "smollm2-135m" now')
-    _refused(faithkit(*argv, "--model", model_folder, "--normalize", "sum"), out, before,
-             'metric_options.normalize: null then, "sum" now')
+    _refused(
+        faithkit(*argv, "--model", "smollm2-135m"),
+        out,
+        before,
+        f'metric_options.model.name: "{Path(model_folder).resolve()}" then, "smollm2-135m" now',
+    )
+    _refused(
+        faithkit(*argv, "--model", model_folder, "--normalize", "sum"),
+        out,
+        before,
+        'metric_options.normalize: null then, "sum" now',
+    )
     # where and how fast it runs changes no score: resumed
     run = faithkit(*argv, "--model", model_folder, "--batch-size", "2", "--device", "cpu", "--chunk-size", "3")
     assert run.code == 0 and "0 scored, 6 already done, 0 errors" in run.err
@@ -115,7 +125,8 @@ def test_a_second_run_on_the_same_output_stops_at_once(faithkit, scored):
     with FileLock(f"{out}.lock"):  # as a first run holds it while it writes
         run = faithkit(*argv, "--metric", "overlap-f1", "--restart")
     assert run.code == 2 and run.error_lines == [
-        f"error: another run is writing {out} (it holds {out}.lock); wait for it to finish, or choose another --output"]
+        f"error: another run is writing {out} (it holds {out}.lock); wait for it to finish, or choose another --output"
+    ]
     assert out.read_text() == before  # not even --restart touched it
 
 
@@ -126,17 +137,21 @@ def _damage(out: Path, number: int, line: str):
     return out.read_text()
 
 
-@pytest.mark.parametrize("line, problem", [
-    ('{"id": "r1", "overlap_f1": 0.5\n', "line 2 is not a JSON object, so the file is damaged"),
-    ('{"overlap_f1": 0.5}\n', "line 2 has no 'id', so the file is damaged"),
-    ("[1, 2]\n", "line 2 is not a JSON object, so the file is damaged"),
-])
+@pytest.mark.parametrize(
+    "line, problem",
+    [
+        ('{"id": "r1", "overlap_f1": 0.5\n', "line 2 is not a JSON object, so the file is damaged"),
+        ('{"overlap_f1": 0.5}\n', "line 2 has no 'id', so the file is damaged"),
+        ("[1, 2]\n", "line 2 is not a JSON object, so the file is damaged"),
+    ],
+)
 def test_a_damaged_middle_line_is_named(faithkit, scored, line, problem):
     argv, out = scored
     before = _damage(out, 2, line)
     run = faithkit(*argv, "--metric", "overlap-f1")
     assert run.code == 2 and run.error_lines == [
-        f"error: {out}: {problem}; delete that line to keep the other results, or {RESTART_HINT}"]
+        f"error: {out}: {problem}; delete that line to keep the other results, or {RESTART_HINT}"
+    ]
     assert out.read_text() == before
 
 
@@ -145,7 +160,8 @@ def test_a_repeated_id_is_named_with_both_lines(faithkit, scored):
     before = _damage(out, 5, out.read_text().splitlines(keepends=True)[1])
     run = faithkit(*argv, "--metric", "overlap-f1")
     assert run.code == 2 and run.error_lines == [
-        f"error: {out}: id 'r1' appears on lines 2 and 5; delete one of them, or {RESTART_HINT}"]
+        f"error: {out}: id 'r1' appears on lines 2 and 5; delete one of them, or {RESTART_HINT}"
+    ]
     assert out.read_text() == before
 
 
@@ -156,12 +172,13 @@ def test_results_without_their_job_record_are_not_trusted(faithkit, scored):
         meta.write_text(damaged)
         run = faithkit(*argv, "--metric", "overlap-f1")
         assert run.code == 2 and run.error_lines == [
-            f"error: {meta} is damaged (not the JSON object faithkit wrote); {RESTART_HINT}"]
+            f"error: {meta} is damaged (not the JSON object faithkit wrote); {RESTART_HINT}"
+        ]
     meta.unlink()
     run = faithkit(*argv, "--metric", "overlap-f1")
     assert run.code == 2 and run.error_lines == [
-        f"error: {out} holds results but no record of the job that wrote them ({meta.name} is missing); "
-        f"{RESTART_HINT}"]
+        f"error: {out} holds results but no record of the job that wrote them ({meta.name} is missing); {RESTART_HINT}"
+    ]
 
 
 def _leave_parts(out: Path, complete: list[dict], fingerprint: dict, layout: dict[str, list[int]]):
@@ -182,7 +199,9 @@ def test_parts_left_by_a_parallel_run_are_folded_in(faithkit, scored):
     assert run.code == 0 and "1 scored, 5 already done, 0 errors" in run.err  # only r5 was computed again
     assert read_results(out) == complete
     assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(out.name)) == [
-        "out.jsonl", "out.jsonl.meta.json"]
+        "out.jsonl",
+        "out.jsonl.meta.json",
+    ]
 
 
 def test_parts_of_another_job_are_refused_and_restart_discards_them(faithkit, scored):
@@ -194,7 +213,8 @@ def test_parts_of_another_job_are_refused_and_restart_discards_them(faithkit, sc
     run = faithkit(*argv, "--metric", "overlap-f1")
     assert run.code == 2 and run.error_lines == [
         f'error: {part} was written by a different job (metric: "bleu" then, "overlap-f1" now); to continue it, '
-        f"rerun with its settings; otherwise {RESTART_HINT}"]
+        f"rerun with its settings; otherwise {RESTART_HINT}"
+    ]
     assert part.read_text() == before
     run = faithkit(*argv, "--metric", "overlap-f1", "--restart")
     assert run.code == 0 and "6 scored, 0 already done" in run.err

@@ -13,8 +13,14 @@ QUIET_DEFAULTS = ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_ba
 
 
 def _launch(*argv) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "faithkit", "launch", *QUIET_DEFAULTS, *argv], cwd=ROOT,
-                          env=subprocess_env(), capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "faithkit", "launch", *QUIET_DEFAULTS, *argv],
+        cwd=ROOT,
+        env=subprocess_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_a_user_mistake_under_launch_ends_with_faithkits_line_and_status(tmp_path):
@@ -37,7 +43,20 @@ sys.exit(main(sys.argv[1:]))
 def test_two_processes_say_the_mistake_once_and_nothing_after_it(tmp_path):
     missing, program = tmp_path / "nope.jsonl", tmp_path / "late_main_process.py"
     program.write_text(LATE_MAIN_PROCESS)
-    run = _launch("--multi_gpu", "--num_processes", "2", "--main_process_port", str(free_port()), program, "score",
-                  "--metric", "overlap-f1", "--input", missing, "--output", tmp_path / "o.jsonl")
+    run = _launch(
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--main_process_port",
+        str(free_port()),
+        program,
+        "score",
+        "--metric",
+        "overlap-f1",
+        "--input",
+        missing,
+        "--output",
+        tmp_path / "o.jsonl",
+    )
     assert run.returncode == 2
     assert run.stderr.strip().splitlines() == [f"error: faithkit score: argument --input: file not found: {missing}"]

@@ -16,20 +16,33 @@ INCONSISTENT = ["green pears", "apples fly", "trees"]
 
 @pytest.fixture
 def wow_files(tmp_path):
-    return (write_wow_csv(tmp_path / "consistent.csv", CONSISTENT, KNOWLEDGE),
-            write_wow_csv(tmp_path / "inconsistent.csv", INCONSISTENT, KNOWLEDGE))
+    return (
+        write_wow_csv(tmp_path / "consistent.csv", CONSISTENT, KNOWLEDGE),
+        write_wow_csv(tmp_path / "inconsistent.csv", INCONSISTENT, KNOWLEDGE),
+    )
 
 
 def test_q2_wow_then_system_level_from_its_folder(faithkit, wow_files, tmp_path):
     out = tmp_path / "out"
-    run = faithkit("meta-eval", "q2-wow", "--consistent", wow_files[0], "--inconsistent", wow_files[1],
-                   "--metric", "overlap-f1", "--out", out)
+    run = faithkit(
+        "meta-eval",
+        "q2-wow",
+        "--consistent",
+        wow_files[0],
+        "--inconsistent",
+        wow_files[1],
+        "--metric",
+        "overlap-f1",
+        "--out",
+        out,
+    )
     assert run.code == 0
     # means 5/9 and 11/45; accuracy@0.5: all but "blue cars"; AUROC 6.5 of 9 pairs
     assert "| overlap_f1 | 0.5556 | 0.2444 | 0.8333 | 0.7222 |" in run.out
     # ids: the set and the row's line in its CSV (the header is line 1)
     assert [r["id"] for r in read_results(out / "scores.jsonl")] == (
-        [f"consistent:{n}" for n in (1, 2, 3)] + [f"inconsistent:{n}" for n in (1, 2, 3)])
+        [f"consistent:{n}" for n in (1, 2, 3)] + [f"inconsistent:{n}" for n in (1, 2, 3)]
+    )
 
     run = faithkit("meta-eval", "system-level", "--scores", out, "--repetitions", "50", "--out", out)
     assert run.code == 0
@@ -40,17 +53,27 @@ def test_q2_wow_then_system_level_from_its_folder(faithkit, wow_files, tmp_path)
 
 
 def test_q2_wow_rerun_resumes_and_a_changed_metric_is_refused(faithkit, wow_files, tmp_path):
-    argv = ["meta-eval", "q2-wow", "--consistent", wow_files[0], "--inconsistent", wow_files[1], "--out",
-            tmp_path / "out"]
+    argv = [
+        "meta-eval",
+        "q2-wow",
+        "--consistent",
+        wow_files[0],
+        "--inconsistent",
+        wow_files[1],
+        "--out",
+        tmp_path / "out",
+    ]
     first = faithkit(*argv, "--metric", "overlap-f1")
     again = faithkit(*argv, "--metric", "overlap-f1")
     assert again.code == 0 and again.out == first.out
     assert len((tmp_path / "out" / "scores.jsonl").read_text().splitlines()) == 6
     run = faithkit(*argv, "--metric", "bleu")
     assert run.code == 2
-    assert run.error_lines == [f"error: {tmp_path / 'out' / 'scores.jsonl'} was written by a different job "
-                               '(metric: "overlap-f1" then, "bleu" now); to continue it, rerun with its settings; '
-                               "otherwise rerun with --restart to start it over, or choose another --out"]
+    assert run.error_lines == [
+        f"error: {tmp_path / 'out' / 'scores.jsonl'} was written by a different job "
+        '(metric: "overlap-f1" then, "bleu" now); to continue it, rerun with its settings; '
+        "otherwise rerun with --restart to start it over, or choose another --out"
+    ]
     restarted = faithkit(*argv, "--metric", "bleu", "--restart")  # the fix the message names exists
     assert restarted.code == 0 and "| bleu |" in restarted.out
     assert {"bleu" in record for record in read_results(tmp_path / "out" / "scores.jsonl")} == {True}
@@ -58,10 +81,20 @@ def test_q2_wow_rerun_resumes_and_a_changed_metric_is_refused(faithkit, wow_file
 
 def test_system_level_from_two_score_files(faithkit, tmp_path):
     for name, scores in (("c", [1.0] * 20), ("i", [0.0] * 20)):
-        write_jsonl(tmp_path / f"{name}.jsonl",
-                    [{"id": str(n), "q2": s} for n, s in enumerate(scores)] + [{"id": "x", "error": "bad"}])
-    run = faithkit("meta-eval", "system-level", "--consistent-scores", tmp_path / "c.jsonl",
-                   "--inconsistent-scores", tmp_path / "i.jsonl", "--repetitions", "20")
+        write_jsonl(
+            tmp_path / f"{name}.jsonl",
+            [{"id": str(n), "q2": s} for n, s in enumerate(scores)] + [{"id": "x", "error": "bad"}],
+        )
+    run = faithkit(
+        "meta-eval",
+        "system-level",
+        "--consistent-scores",
+        tmp_path / "c.jsonl",
+        "--inconsistent-scores",
+        tmp_path / "i.jsonl",
+        "--repetitions",
+        "20",
+    )
     assert run.code == 0
     assert "| q2 | 1.0000 | 0.0000 | 1.0000 | 1.0000 | 0 |" in run.out
 
@@ -69,23 +102,35 @@ def test_system_level_from_two_score_files(faithkit, tmp_path):
 def test_system_level_settings_the_simulation_cannot_use(faithkit, tmp_path):
     for name in ("c", "i"):
         write_jsonl(tmp_path / f"{name}.jsonl", [{"id": str(n), "q2": n / 10} for n in range(10)])
-    run = faithkit("meta-eval", "system-level", "--consistent-scores", tmp_path / "c.jsonl",
-                   "--inconsistent-scores", tmp_path / "i.jsonl", "--proportions", "0.1", "1.5")
+    run = faithkit(
+        "meta-eval",
+        "system-level",
+        "--consistent-scores",
+        tmp_path / "c.jsonl",
+        "--inconsistent-scores",
+        tmp_path / "i.jsonl",
+        "--proportions",
+        "0.1",
+        "1.5",
+    )
     assert run.code == 2 and run.error_lines == ["error: inconsistency proportions must lie in [0, 1], got [0.1, 1.5]"]
 
 
 def _write_begin_tsv(path, rows):
     header = "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n"
-    path.write_text(header + "".join(f"t5\twow\t{KNOWLEDGE}\tDo you like apples?\t{response}\t{label}\n"
-                                     for response, label in rows))
+    path.write_text(
+        header
+        + "".join(f"t5\twow\t{KNOWLEDGE}\tDo you like apples?\t{response}\t{label}\n" for response, label in rows)
+    )
     return path
 
 
 def test_begin_thresholds_on_dev_and_reports_dev_and_test(faithkit, tmp_path):
     yes, no = "Fully attributable", "Not fully attributable"
     # overlap F1 with the knowledge: 1, 2/3 (attributable) against 0, 2/5 on dev; 2/3 against 0 on test
-    dev = _write_begin_tsv(tmp_path / "dev.tsv", [("red apples grow on trees", yes), ("red apples", yes),
-                                                  ("blue cars", no), ("trees", no)])
+    dev = _write_begin_tsv(
+        tmp_path / "dev.tsv", [("red apples grow on trees", yes), ("red apples", yes), ("blue cars", no), ("trees", no)]
+    )
     test = _write_begin_tsv(tmp_path / "test.tsv", [("apples grow", yes), ("green pears", no)])
     out = tmp_path / "out"
     run = faithkit("meta-eval", "begin", "--metric", "overlap-f1", "--dev", dev, "--test", test, "--out", out)

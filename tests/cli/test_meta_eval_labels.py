@@ -22,15 +22,32 @@ def begin_wow(data_dir):
 
 def test_aurocs_equal_a_pair_count_on_begin_dev_overall_and_per_group(faithkit, begin_wow, tmp_path, monkeypatch):
     out = tmp_path / "out"
-    run = faithkit("meta-eval", "labels", "--input", begin_wow, "--label-column", "begin_label", "--positive",
-                   POSITIVE, "--metrics", "lexical,overlap-f1", "--group-by", "model_name", "--resamples", "200",
-                   "--out", out)
+    run = faithkit(
+        "meta-eval",
+        "labels",
+        "--input",
+        begin_wow,
+        "--label-column",
+        "begin_label",
+        "--positive",
+        POSITIVE,
+        "--metrics",
+        "lexical,overlap-f1",
+        "--group-by",
+        "model_name",
+        "--resamples",
+        "200",
+        "--out",
+        out,
+    )
     assert run.code == 0, run.err
     with open(begin_wow, newline="") as handle:
         rows = list(csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
     assert len(rows) == 430
-    scores = {"knowledge_precision": [knowledge_precision(r["knowledge"], r["response"]) for r in rows],
-              "overlap_f1": [token_f1_overlap(r["knowledge"], r["response"]) for r in rows]}
+    scores = {
+        "knowledge_precision": [knowledge_precision(r["knowledge"], r["response"]) for r in rows],
+        "overlap_f1": [token_f1_overlap(r["knowledge"], r["response"]) for r in rows],
+    }
     labels = [r["begin_label"] == POSITIVE for r in rows]
     with open(out / "results.csv", newline="") as handle:
         results = {(r["group"], r["score"]): r for r in csv.DictReader(handle)}
@@ -46,8 +63,7 @@ def test_aurocs_equal_a_pair_count_on_begin_dev_overall_and_per_group(faithkit, 
     assert float(results["all", "knowledge_precision"]["auroc"]) == pytest.approx(0.9250, abs=5e-5)  # as the README
     assert "| all | knowledge_precision | 430 | 180 | 0.9250 |" in run.out
     paired = json.loads((out / "results.json").read_text())["paired"]
-    assert [(p["group"], p["score_a"], p["score_b"]) for p in paired][0] == ("all", "knowledge_precision",
-                                                                             "overlap_f1")
+    assert [(p["group"], p["score_a"], p["score_b"]) for p in paired][0] == ("all", "knowledge_precision", "overlap_f1")
     assert all(p["difference"] == pytest.approx(p["auroc_a"] - p["auroc_b"]) for p in paired)
     assert (out / "roc.png").stat().st_size
 
@@ -56,39 +72,61 @@ def test_aurocs_equal_a_pair_count_on_begin_dev_overall_and_per_group(faithkit, 
 
     monkeypatch.setattr(lexical, "knowledge_precision", unused)
     monkeypatch.setattr(lexical, "token_f1_overlap", unused)
-    again = faithkit("meta-eval", "labels", "--input", begin_wow, "--label-column", "begin_label", "--positive",
-                     POSITIVE, "--metrics", "lexical,overlap-f1", "--group-by", "model_name", "--resamples", "200",
-                     "--out", out)
+    again = faithkit(
+        "meta-eval",
+        "labels",
+        "--input",
+        begin_wow,
+        "--label-column",
+        "begin_label",
+        "--positive",
+        POSITIVE,
+        "--metrics",
+        "lexical,overlap-f1",
+        "--group-by",
+        "model_name",
+        "--resamples",
+        "200",
+        "--out",
+        out,
+    )
     assert again.code == 0 and again.out == run.out  # resumed from scores/<metric>.jsonl, the same numbers
 
 
 def _labelled(tmp_path, labels):
-    rows = [{"id": str(n), "document": "Red apples grow on trees.", "response": text, "verdict": label}
-            for n, (text, label) in enumerate(zip(["red apples grow", "blue cars", "apples", "trees fly"], labels))]
+    rows = [
+        {"id": str(n), "document": "Red apples grow on trees.", "response": text, "verdict": label}
+        for n, (text, label) in enumerate(zip(["red apples grow", "blue cars", "apples", "trees fly"], labels))
+    ]
     return write_jsonl(tmp_path / "rows.jsonl", rows)
 
 
 def _labels_run(faithkit, path, tmp_path, *extra):
-    return faithkit("meta-eval", "labels", "--input", path, "--metrics", "overlap-f1", "--out", tmp_path / "out",
-                    *extra)
+    return faithkit(
+        "meta-eval", "labels", "--input", path, "--metrics", "overlap-f1", "--out", tmp_path / "out", *extra
+    )
 
 
 def test_bad_label_column_positive_value_or_one_class_is_one_error_line(faithkit, tmp_path):
     path = _labelled(tmp_path, ["yes", "no", "yes", "no"])
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "label", "--positive", "yes")
     assert run.code == 2 and run.error_lines == [
-        "error: --label-column 'label' is not a column of the input; its other columns are ['verdict']"]
+        "error: --label-column 'label' is not a column of the input; its other columns are ['verdict']"
+    ]
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "Yes")
     assert run.code == 2 and run.error_lines == [
-        "error: --positive 'Yes': no row has it in column 'verdict', whose values are 'no', 'yes'; give one of them"]
+        "error: --positive 'Yes': no row has it in column 'verdict', whose values are 'no', 'yes'; give one of them"
+    ]
     one_class = _labelled(tmp_path, ["yes"] * 4)
     run = _labels_run(faithkit, one_class, tmp_path, "--label-column", "verdict", "--positive", "yes")
     assert run.code == 2 and run.error_lines == [
         "error: every row of column 'verdict' is 'yes', so there is no negative class to tell apart; a leaderboard "
-        "needs rows of both classes"]
+        "needs rows of both classes"
+    ]
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "yes", "--group-by", "src")
     assert run.code == 2 and run.error_lines == [
-        "error: --group-by 'src' is not a column of the input; its other columns are ['verdict']"]
+        "error: --group-by 'src' is not a column of the input; its other columns are ['verdict']"
+    ]
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "yes", "--model", "x")
     assert run.code == 2 and run.error_lines == ["error: --model apply to none of --metrics overlap-f1; drop them"]
     assert not (tmp_path / "out").exists()  # every check comes before any scoring

@@ -7,14 +7,25 @@ from faithkit.data import read_results
 
 def test_score_writes_the_contrast_of_each_row(faithkit, model_folder, tmp_path):
     rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(json.dumps(row) + "\n" for row in [
-        {"id": "a", "document": "The Eiffel Tower is 330 metres tall.", "history": "User: How tall is it?",
-         "response": "It is 150 metres tall."},
-        {"id": "b", "document": "Rain is wet.", "history": "", "response": "Yes."},
-        {"id": "c", "document": "Rain is wet.", "history": "", "response": " "}]))
+    rows.write_text(
+        "".join(
+            json.dumps(row) + "\n"
+            for row in [
+                {
+                    "id": "a",
+                    "document": "The Eiffel Tower is 330 metres tall.",
+                    "history": "User: How tall is it?",
+                    "response": "It is 150 metres tall.",
+                },
+                {"id": "b", "document": "Rain is wet.", "history": "", "response": "Yes."},
+                {"id": "c", "document": "Rain is wet.", "history": "", "response": " "},
+            ]
+        )
+    )
     output = tmp_path / "scores.jsonl"
-    run = faithkit("score", "--metric", "minimal-edit", "--model", model_folder, "--input", str(rows),
-                   "--output", str(output))
+    run = faithkit(
+        "score", "--metric", "minimal-edit", "--model", model_folder, "--input", str(rows), "--output", str(output)
+    )
     assert run.code == 0, run.err
     records = {r["id"]: r for r in read_results(output)}
     assert records["a"]["contrast_edits"] == 2 and isinstance(records["a"]["contradicted_spans"], list)

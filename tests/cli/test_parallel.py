@@ -26,15 +26,34 @@ from tests.test_train import metrics_csv, parse, training_in_this_process
 
 from .helpers import ROOT, crash_after, free_port, run_main, subprocess_env, write_jsonl, write_wow_csv
 
-ROWS = [{"id": f"p{i}", "document": f"Note {i % 4}: pears number {i} ripen in autumn.", "history": ["And pears?"],
-         "response": f"Pears {i} ripen in autumn{'!' * (i % 3)}", "gold": f"gold {i}"} for i in range(12)]
+ROWS = [
+    {
+        "id": f"p{i}",
+        "document": f"Note {i % 4}: pears number {i} ripen in autumn.",
+        "history": ["And pears?"],
+        "response": f"Pears {i} ripen in autumn{'!' * (i % 3)}",
+        "gold": f"gold {i}",
+    }
+    for i in range(12)
+]
 DONE_BEFORE = 5  # rows a single process scored before it was stopped; the two processes finish the rest
-SWEEP_ROWS = [{**row, "id": f"{row['id']}-{copy}", "document": f"{row['document']} Copy {copy}."}
-              for copy in range(3) for row in ROWS]  # 36 contexts: 9 batches of 4, three scoring groups
+SWEEP_ROWS = [
+    {**row, "id": f"{row['id']}-{copy}", "document": f"{row['document']} Copy {copy}."}
+    for copy in range(3)
+    for row in ROWS
+]  # 36 contexts: 9 batches of 4, three scoring groups
 CELLS_BEFORE = 5  # cell batches a single process generated before it was stopped: batch 1 whole, 2 cells of batch 2
 
-TRAINING = ["--config", ROOT / "configs" / "train" / "tiny-gpt2.yaml", "--max-steps", "6", "--eval-steps", "3",
-            "--generate-rows", "2"]
+TRAINING = [
+    "--config",
+    ROOT / "configs" / "train" / "tiny-gpt2.yaml",
+    "--max-steps",
+    "6",
+    "--eval-steps",
+    "3",
+    "--generate-rows",
+    "2",
+]
 
 pytestmark = pytest.mark.slow  # accelerate launch subprocesses
 
@@ -43,11 +62,33 @@ def _launch_in_turn(folder, commands: dict[str, list]) -> subprocess.Popen:
     """One launch of two processes running ``commands`` in turn (see commands_in_turn.py: they share its start-up)."""
     spec = folder / "commands.json"
     spec.write_text(json.dumps({name: [str(a) for a in argv] for name, argv in commands.items()}))
-    command = [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", "2",
-               "--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no",
-               "--main_process_port", str(free_port()), Path(__file__).with_name("commands_in_turn.py"), folder, spec]
-    return subprocess.Popen([str(a) for a in command], env=subprocess_env(), cwd=ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    command = [
+        sys.executable,
+        "-m",
+        "accelerate.commands.launch",
+        "--multi_gpu",
+        "--num_processes",
+        "2",
+        "--num_machines",
+        "1",
+        "--mixed_precision",
+        "no",
+        "--dynamo_backend",
+        "no",
+        "--main_process_port",
+        str(free_port()),
+        Path(__file__).with_name("commands_in_turn.py"),
+        folder,
+        spec,
+    ]
+    return subprocess.Popen(
+        [str(a) for a in command],
+        env=subprocess_env(),
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _launched(folder, name: str, launch: tuple[int, str, str]) -> tuple[int | None, str, str]:
@@ -61,8 +102,10 @@ def _launched(folder, name: str, launch: tuple[int, str, str]) -> tuple[int | No
     return next((code for code in codes if code), 0), out, err
 
 
-WOW_SETS = {"consistent": [f"red apples grow on tree {i}" for i in range(5)],
-            "inconsistent": [f"green pears fly {i}" for i in range(5)]}
+WOW_SETS = {
+    "consistent": [f"red apples grow on tree {i}" for i in range(5)],
+    "inconsistent": [f"green pears fly {i}" for i in range(5)],
+}
 
 
 def _stop_grid_after(monkeypatch, cells: int) -> None:
@@ -92,11 +135,30 @@ def runs(model_folder, tmp_path_factory):
     generate = ["generate", "--model", model_folder, "--input", rows, "--max-new-tokens", "3"]
 
     sweep_rows = write_jsonl(folder / "sweep-rows.jsonl", SWEEP_ROWS)
-    sweep = ["sweep", "--generator", model_folder, "--judge", model_folder, "--input", sweep_rows, "--alpha", "0.5",
-             "--top-p", "0.6,1", "--max-new-tokens", "3", "--batch-size", "4", "--metrics", "pmi-faith,lexical"]
+    sweep = [
+        "sweep",
+        "--generator",
+        model_folder,
+        "--judge",
+        model_folder,
+        "--input",
+        sweep_rows,
+        "--alpha",
+        "0.5",
+        "--top-p",
+        "0.6,1",
+        "--max-new-tokens",
+        "3",
+        "--batch-size",
+        "4",
+        "--metrics",
+        "pmi-faith,lexical",
+    ]
 
-    wow = [write_wow_csv(folder / f"{name}.csv", responses, "Red apples grow on trees.")
-           for name, responses in WOW_SETS.items()]
+    wow = [
+        write_wow_csv(folder / f"{name}.csv", responses, "Red apples grow on trees.")
+        for name, responses in WOW_SETS.items()
+    ]
     meta_eval = ["meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent", wow[0], "--inconsistent", wow[1]]
 
     # single processes stopped part-way: the two processes resume their outputs
@@ -107,11 +169,13 @@ def runs(model_folder, tmp_path_factory):
         crash_after(patch, PMIFaith, "compute_rows", 1, DONE_BEFORE, KeyboardInterrupt())
         assert run_main(*score, "--output", folder / "scores-2.jsonl", "--chunk-size", 1) == 130
     assert len(read_results(folder / "scores-2.jsonl")) == DONE_BEFORE
-    commands = {"generate": [*generate, "--output", folder / "responses-2.jsonl"],
-                "meta-eval": [*meta_eval, "--out", folder / "meta-eval-2"],
-                "sweep": [*sweep, "--out", folder / "sweep-2"],
-                "score": [*score, "--output", folder / "scores-2.jsonl"],
-                "train": ["train", *TRAINING, "--output-dir", folder / "train-2"]}  # last: it ends the process group
+    commands = {
+        "generate": [*generate, "--output", folder / "responses-2.jsonl"],
+        "meta-eval": [*meta_eval, "--out", folder / "meta-eval-2"],
+        "sweep": [*sweep, "--out", folder / "sweep-2"],
+        "score": [*score, "--output", folder / "scores-2.jsonl"],
+        "train": ["train", *TRAINING, "--output-dir", folder / "train-2"],
+    }  # last: it ends the process group
     launch = _launch_in_turn(folder, commands)
     try:
         for name, argv in (("score", score), ("generate", generate)):
@@ -146,7 +210,9 @@ def test_score_resumed_by_two_processes_equals_one_process(runs):
         assert got["uncond_pmi"] == pytest.approx(want["uncond_pmi"], abs=1e-5)
         assert got["tokens"] == want["tokens"] and got["document"] == want["document"]
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith("scores-2")) == [
-        "scores-2.jsonl", "scores-2.jsonl.meta.json"]  # the part files are merged away, the lock file deleted
+        "scores-2.jsonl",
+        "scores-2.jsonl.meta.json",
+    ]  # the part files are merged away, the lock file deleted
 
 
 def test_greedy_generate_by_two_processes_equals_one_process(runs):
@@ -178,7 +244,8 @@ def test_sweep_resumed_by_two_processes_equals_one_process(runs):
     for mine, theirs in zip(parallel_table[1:], single_table[1:]):  # cell, strategy, decoding, then numbers
         assert mine.split(",")[:3] == theirs.split(",")[:3]
         assert [float(v or "nan") for v in mine.split(",")[3:]] == pytest.approx(
-            [float(v or "nan") for v in theirs.split(",")[3:]], abs=1e-5, nan_ok=True)
+            [float(v or "nan") for v in theirs.split(",")[3:]], abs=1e-5, nan_ok=True
+        )
     assert not list(parallel.rglob("*.part*"))  # every part was merged away
 
 

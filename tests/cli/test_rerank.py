@@ -10,8 +10,14 @@ from faithkit.reranking import Judges
 
 from .helpers import crash_after, write_jsonl
 
-ROWS = [{"id": f"r{i}", "document": f"Document {i % 3} says apples number {i} grow on tall trees.",
-         "history": ["Tell me about apples.", f"Are there {i}?"]} for i in range(10)]
+ROWS = [
+    {
+        "id": f"r{i}",
+        "document": f"Document {i % 3} says apples number {i} grow on tall trees.",
+        "history": ["Tell me about apples.", f"Are there {i}?"],
+    }
+    for i in range(10)
+]
 NEW_TOKENS = ("--max-new-tokens", "4")
 BEAMS = 3
 
@@ -24,19 +30,45 @@ def files(tmp_path_factory, model_folder):
     folder = tmp_path_factory.mktemp("rerank")
     model, tokenizer = models.load(model_folder)
     documents, histories = [r["document"] for r in ROWS], [r["history"] for r in ROWS]
-    beams = generate(model, tokenizer, documents, histories, strategy="plain", num_beams=BEAMS,
-                     num_return_sequences=BEAMS, max_new_tokens=4)
+    beams = generate(
+        model,
+        tokenizer,
+        documents,
+        histories,
+        strategy="plain",
+        num_beams=BEAMS,
+        num_return_sequences=BEAMS,
+        max_new_tokens=4,
+    )
     candidates = write_jsonl(folder / "cands.jsonl", [{"id": r["id"], "responses": b} for r, b in zip(ROWS, beams)])
     strategy = Rerank(n=BEAMS, search="beam", fluency_tolerance=2.0)
-    picks = generate(model, tokenizer, documents, histories, strategy=strategy, judge=Judges(model, tokenizer),
-                     max_new_tokens=4)
-    return {"rows": write_jsonl(folder / "rows.jsonl", ROWS), "candidates": candidates, "picks": picks,
-            "folder": folder}
+    picks = generate(
+        model, tokenizer, documents, histories, strategy=strategy, judge=Judges(model, tokenizer), max_new_tokens=4
+    )
+    return {
+        "rows": write_jsonl(folder / "rows.jsonl", ROWS),
+        "candidates": candidates,
+        "picks": picks,
+        "folder": folder,
+    }
 
 
 def _rerank(model_folder, files, output, *extra):
-    return ["rerank", "--model", model_folder, "--input", files["rows"], "--candidates", files["candidates"],
-            "--output", output, "--fluency-tolerance", "2", *NEW_TOKENS, *extra]
+    return [
+        "rerank",
+        "--model",
+        model_folder,
+        "--input",
+        files["rows"],
+        "--candidates",
+        files["candidates"],
+        "--output",
+        output,
+        "--fluency-tolerance",
+        "2",
+        *NEW_TOKENS,
+        *extra,
+    ]
 
 
 def test_rerank_chooses_as_the_strategy_does_on_the_same_candidates(faithkit, model_folder, files, tmp_path):
@@ -49,8 +81,11 @@ def test_rerank_chooses_as_the_strategy_does_on_the_same_candidates(faithkit, mo
     assert any(r["candidate"] is not None for r in records)  # the judge moved off greedy somewhere
     for record in records:
         assert len(record["scores"]) == len(record["fluencies"]) == BEAMS + 1
-        assert record["response"] == (record["greedy"] if record["candidate"] is None else
-                                      read_candidates(files)[record["id"]][record["candidate"]])
+        assert record["response"] == (
+            record["greedy"]
+            if record["candidate"] is None
+            else read_candidates(files)[record["id"]][record["candidate"]]
+        )
 
 
 def read_candidates(files):
@@ -69,42 +104,105 @@ def test_ctrl_c_and_rerun_gives_the_uninterrupted_output(faithkit, monkeypatch, 
     run = faithkit(*argv)
     assert run.code == 0 and "6 reranked, 4 already done, 0 errors" in run.err
     for got, want in zip(read_results(stopped), read_results(whole), strict=True):  # batching moves scores by ulps
-        assert {k: v for k, v in got.items() if k not in ("scores", "fluencies")} == \
-            {k: v for k, v in want.items() if k not in ("scores", "fluencies")}
+        assert {k: v for k, v in got.items() if k not in ("scores", "fluencies")} == {
+            k: v for k, v in want.items() if k not in ("scores", "fluencies")
+        }
         assert got["scores"] == pytest.approx(want["scores"], abs=1e-5)
         assert got["fluencies"] == pytest.approx(want["fluencies"], abs=1e-5)
 
 
 def test_a_row_without_candidates_gets_its_error_and_a_bad_file_one_line(faithkit, model_folder, files, tmp_path):
-    partial = write_jsonl(tmp_path / "partial.jsonl", [{"id": "r0", "responses": ["Apples grow."],
-                                                        "greedy": "Trees."}])
+    partial = write_jsonl(tmp_path / "partial.jsonl", [{"id": "r0", "responses": ["Apples grow."], "greedy": "Trees."}])
     output = tmp_path / "out.jsonl"
-    run = faithkit("rerank", "--model", model_folder, "--input", files["rows"], "--candidates", partial,
-                   "--output", output, *NEW_TOKENS)
+    run = faithkit(
+        "rerank",
+        "--model",
+        model_folder,
+        "--input",
+        files["rows"],
+        "--candidates",
+        partial,
+        "--output",
+        output,
+        *NEW_TOKENS,
+    )
     assert run.code == 0 and "1 reranked, 0 already done, 9 errors" in run.err
     records = read_results(output)
-    assert records[1]["error"] == ('row r1: no candidates for this id in --candidates; add a record {"id": ..., '
-                                   '"responses": [...]} for it')
+    assert records[1]["error"] == (
+        'row r1: no candidates for this id in --candidates; add a record {"id": ..., "responses": [...]} for it'
+    )
     assert records[0]["greedy"] == "Trees." and records[0]["response"] in ("Trees.", "Apples grow.")
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "r0", "responses": "Apples grow."}\n')
-    run = faithkit("rerank", "--model", model_folder, "--input", files["rows"], "--candidates", bad,
-                   "--output", tmp_path / "never.jsonl")
+    run = faithkit(
+        "rerank",
+        "--model",
+        model_folder,
+        "--input",
+        files["rows"],
+        "--candidates",
+        bad,
+        "--output",
+        tmp_path / "never.jsonl",
+    )
     assert run.code == 2 and run.error_lines == [
-        (f'error: {bad}, line 1: a candidates record is {{"id": ..., "responses": [text, ...]}}; got '
-         '{"id": "r0", "responses": "Apples grow."}')]
-    run = faithkit("rerank", "--model", model_folder, "--input", files["rows"], "--candidates", partial,
-                   "--output", tmp_path / "never.jsonl", "--judge", "nonsense")
+        (
+            f'error: {bad}, line 1: a candidates record is {{"id": ..., "responses": [text, ...]}}; got '
+            '{"id": "r0", "responses": "Apples grow."}'
+        )
+    ]
+    run = faithkit(
+        "rerank",
+        "--model",
+        model_folder,
+        "--input",
+        files["rows"],
+        "--candidates",
+        partial,
+        "--output",
+        tmp_path / "never.jsonl",
+        "--judge",
+        "nonsense",
+    )
     assert run.code == 2 and run.error_lines[0].startswith("error: rerank: --judge nonsense: unknown metric")
 
 
 def test_generate_with_the_rerank_strategy_picks_the_same(faithkit, model_folder, files, tmp_path):
     output = tmp_path / "generated.jsonl"
-    run = faithkit("generate", "--model", model_folder, "--input", files["rows"], "--output", output,
-                   "--strategy", "rerank", "--n", "3", "--search", "beam", "--fluency-tolerance", "2", *NEW_TOKENS)
+    run = faithkit(
+        "generate",
+        "--model",
+        model_folder,
+        "--input",
+        files["rows"],
+        "--output",
+        output,
+        "--strategy",
+        "rerank",
+        "--n",
+        "3",
+        "--search",
+        "beam",
+        "--fluency-tolerance",
+        "2",
+        *NEW_TOKENS,
+    )
     assert run.code == 0, run.err
     assert [r["response"] for r in read_results(output)] == files["picks"]
-    run = faithkit("generate", "--model", model_folder, "--input", files["rows"], "--output", output,
-                   "--strategy", "rerank", "--search", "nucleus")
-    assert run.code == 2 and run.error_lines == ["error: rerank: --search 'nucleus' is unknown; choose one of sample, beam"]
+    run = faithkit(
+        "generate",
+        "--model",
+        model_folder,
+        "--input",
+        files["rows"],
+        "--output",
+        output,
+        "--strategy",
+        "rerank",
+        "--search",
+        "nucleus",
+    )
+    assert run.code == 2 and run.error_lines == [
+        "error: rerank: --search 'nucleus' is unknown; choose one of sample, beam"
+    ]

@@ -10,8 +10,12 @@ from .helpers import write_jsonl
 @pytest.fixture()
 def rows_file(tmp_path):
     rows = [
-        {"id": f"r{i}", "knowledge": f"Fact number {i} is about {'long ' * i}things.", "message": f"Tell me fact {i}.",
-         "response": f"Fact {i} is about things."}
+        {
+            "id": f"r{i}",
+            "knowledge": f"Fact number {i} is about {'long ' * i}things.",
+            "message": f"Tell me fact {i}.",
+            "response": f"Fact {i} is about things.",
+        }
         for i in range(7)
     ]
     rows[3]["response"] = ""
@@ -19,8 +23,22 @@ def rows_file(tmp_path):
 
 
 def _score(faithkit, model_folder, rows_file, output, *extra):
-    return faithkit("score", "--metric", "pmi-faith", "--model", model_folder, "--input", rows_file,
-                    "--output", output, "--batch-size", "3", "--chunk-size", "2", *extra)
+    return faithkit(
+        "score",
+        "--metric",
+        "pmi-faith",
+        "--model",
+        model_folder,
+        "--input",
+        rows_file,
+        "--output",
+        output,
+        "--batch-size",
+        "3",
+        "--chunk-size",
+        "2",
+        *extra,
+    )
 
 
 def test_scores_every_row_and_reports_bad_ones(faithkit, model_folder, rows_file, tmp_path):
@@ -35,7 +53,9 @@ def test_scores_every_row_and_reports_bad_ones(faithkit, model_folder, rows_file
     assert "| id | pmi | uncond_pmi | response | error |" in run.out
     assert "6 scored, 0 already done, 1 errors" in run.err
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("scores")) == [
-        "scores.jsonl", "scores.jsonl.meta.json"]  # the finished writer took its lock file away
+        "scores.jsonl",
+        "scores.jsonl.meta.json",
+    ]  # the finished writer took its lock file away
     assert "warning: row r3: field 'response' (response) is empty" in run.err
 
 
@@ -51,8 +71,10 @@ def test_a_file_without_history_scores_with_empty_histories_and_a_warning(faithk
 
 
 def test_an_over_long_document_keeps_its_end_and_the_warning_names_the_row(faithkit, model_folder, tmp_path):
-    rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "long-one", "document": "word " * 400 + "The end.",
-                                                  "history": "h", "response": "The end."}])
+    rows = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [{"id": "long-one", "document": "word " * 400 + "The end.", "history": "h", "response": "The end."}],
+    )
     output = tmp_path / "scores.jsonl"
     run = faithkit("score", "--metric", "pmi-faith", "--model", model_folder, "--input", rows, "--output", output)
     assert run.code == 0
@@ -80,21 +102,41 @@ def test_rerun_after_a_crash_neither_repeats_nor_loses_rows(faithkit, model_fold
 
 def test_output_follows_input_order_though_rows_are_computed_by_document(faithkit, tmp_path):
     # the job groups rows under one document into one chunk; the file must still list them as the input does
-    rows = [{"id": f"q{i}", "document": f"Document {'ABC'[i % 3]} about apples.", "history": "hi",
-             "response": f"apples {i}"} for i in range(9)]
+    rows = [
+        {
+            "id": f"q{i}",
+            "document": f"Document {'ABC'[i % 3]} about apples.",
+            "history": "hi",
+            "response": f"apples {i}",
+        }
+        for i in range(9)
+    ]
     output = tmp_path / "scores.jsonl"
-    run = faithkit("score", "--metric", "overlap-f1", "--input", write_jsonl(tmp_path / "rows.jsonl", rows),
-                   "--output", output, "--chunk-size", "2")
+    run = faithkit(
+        "score",
+        "--metric",
+        "overlap-f1",
+        "--input",
+        write_jsonl(tmp_path / "rows.jsonl", rows),
+        "--output",
+        output,
+        "--chunk-size",
+        "2",
+    )
     assert run.code == 0
     assert [r["id"] for r in read_results(output)] == [f"q{i}" for i in range(9)]
 
 
 def test_a_row_without_id_in_a_file_with_ids_is_named_by_its_line(faithkit, tmp_path):
-    rows = [{"id": "1", "document": "D", "response": "R"}, {"document": "D", "response": "R"},
-            {"id": "", "document": "D", "response": "R"}]
+    rows = [
+        {"id": "1", "document": "D", "response": "R"},
+        {"document": "D", "response": "R"},
+        {"id": "", "document": "D", "response": "R"},
+    ]
     output = tmp_path / "scores.jsonl"
-    run = faithkit("score", "--metric", "overlap-f1", "--input", write_jsonl(tmp_path / "rows.jsonl", rows),
-                   "--output", output)
+    run = faithkit(
+        "score", "--metric", "overlap-f1", "--input", write_jsonl(tmp_path / "rows.jsonl", rows), "--output", output
+    )
     assert run.code == 0
     # a bare "2" could collide with a real id such as "1"; the line number says where the row is
     assert [r["id"] for r in read_results(output)] == ["1", "line-2", "line-3"]
@@ -102,25 +144,29 @@ def test_a_row_without_id_in_a_file_with_ids_is_named_by_its_line(faithkit, tmp_
 
 def test_a_lone_surrogate_is_a_row_error_naming_the_field(faithkit, tmp_path):
     rows = tmp_path / "rows.jsonl"
-    rows.write_text('{"id": "a", "document": "D", "history": "h", "response": "bad \\ud800 text"}\n'
-                    '{"id": "b", "document": "D", "history": "h", "response": "fine", "topic": "x\\udc00"}\n'
-                    '{"id": "c", "document": "D", "history": "h", "response": "D \\ud83d\\ude00"}\n')
+    rows.write_text(
+        '{"id": "a", "document": "D", "history": "h", "response": "bad \\ud800 text"}\n'
+        '{"id": "b", "document": "D", "history": "h", "response": "fine", "topic": "x\\udc00"}\n'
+        '{"id": "c", "document": "D", "history": "h", "response": "D \\ud83d\\ude00"}\n'
+    )
     output = tmp_path / "scores.jsonl"
     run = faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", output)
     assert run.code == 0 and "Traceback" not in run.err
     a, b, c = read_results(output)
     assert a["id"] == "a" and a["error"].startswith("row a: field 'response' is not valid UTF-8 text")
     assert b["id"] == "b" and b["error"].startswith("row b: field 'topic' is not valid UTF-8 text")
-    assert c["response"] == "D \U0001F600" and c["overlap_f1"] > 0  # a surrogate pair is one real character
+    assert c["response"] == "D \U0001f600" and c["overlap_f1"] > 0  # a surrogate pair is one real character
 
 
 # a quoted field holding a tab and a newline, a row with one field too many, a row with one too few
-QUOTED_TSV = ('id\tdocument\thistory\tresponse\n'
-              'a\tThe sky is blue.\thi\tIt is blue.\n'
-              'b\t"The sea\tis wide\nand deep."\thi\tThe sea is deep.\n'
-              'c\tGrass is green.\thi\tIt is green.\tstray\n'
-              'd\tSnow is white.\thi\n'
-              'e\tCoal is black.\thi\tIt is black.\n')
+QUOTED_TSV = (
+    "id\tdocument\thistory\tresponse\n"
+    "a\tThe sky is blue.\thi\tIt is blue.\n"
+    'b\t"The sea\tis wide\nand deep."\thi\tThe sea is deep.\n'
+    "c\tGrass is green.\thi\tIt is green.\tstray\n"
+    "d\tSnow is white.\thi\n"
+    "e\tCoal is black.\thi\tIt is black.\n"
+)
 
 
 def _score_tsv(faithkit, tmp_path, quoting):
@@ -155,10 +201,18 @@ def test_quoting_csv_reads_the_quoted_field_whole(faithkit, tmp_path):
 
 
 def test_score_table_summarises_many_rows(faithkit, tmp_path):
-    rows = [{"id": str(i), "document": "red apples grow", "response": "red apples" if i % 2 else "blue"}
-            for i in range(40)]
-    run = faithkit("score", "--metric", "overlap-f1", "--input", write_jsonl(tmp_path / "rows.jsonl", rows),
-                   "--output", tmp_path / "scores.jsonl")
+    rows = [
+        {"id": str(i), "document": "red apples grow", "response": "red apples" if i % 2 else "blue"} for i in range(40)
+    ]
+    run = faithkit(
+        "score",
+        "--metric",
+        "overlap-f1",
+        "--input",
+        write_jsonl(tmp_path / "rows.jsonl", rows),
+        "--output",
+        tmp_path / "scores.jsonl",
+    )
     assert run.code == 0
     # half the rows score 0.8 (P 1, R 2/3), half 0
     assert "| overlap_f1 | 40 | 0.4000 | 0.0000 | 0.8000 |" in run.out
@@ -181,13 +235,23 @@ def test_dtype_chooses_the_precision_and_belongs_to_the_job(faithkit, model_fold
 @pytest.mark.slow
 def test_gemma_in_float16_is_one_error_naming_the_dtype(faithkit, tmp_path):
     """Gemma 3's logits overflow in float16: one error line with the fix, not NaN scores."""
-    rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "a", "knowledge": "Paris is the capital of France.",
-                                                 "message": "What is the capital of France?",
-                                                 "response": "Paris is."}])
-    run = faithkit("score", "--model", "gemma3-270m", "--dtype", "float16", "--input", rows,
-                   "--output", tmp_path / "scores.jsonl")
+    rows = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [
+            {
+                "id": "a",
+                "knowledge": "Paris is the capital of France.",
+                "message": "What is the capital of France?",
+                "response": "Paris is.",
+            }
+        ],
+    )
+    run = faithkit(
+        "score", "--model", "gemma3-270m", "--dtype", "float16", "--input", rows, "--output", tmp_path / "scores.jsonl"
+    )
     assert run.code == 2 and run.error_lines == [
         "error: the model's logits are NaN or infinite: the model runs in float16, and half precision overflows in "
         "some models (Gemma 3 in float16 does). Load it in bfloat16 or float32: --dtype bfloat16 on the command "
-        "line, dtype='bfloat16' in faithkit.models.load"]
+        "line, dtype='bfloat16' in faithkit.models.load"
+    ]
     assert "Traceback" not in run.err

@@ -25,8 +25,10 @@ from faithkit.data import read_results
 
 from .helpers import ROOT, write_jsonl
 
-ROWS = [{"id": f"r{i}", "document": f"Apples number {i} grow on trees.", "history": "hi",
-         "response": f"apples {i} grow"} for i in range(3)]
+ROWS = [
+    {"id": f"r{i}", "document": f"Apples number {i} grow on trees.", "history": "hi", "response": f"apples {i} grow"}
+    for i in range(3)
+]
 
 
 def _one_error(run, start: str):
@@ -47,22 +49,28 @@ def test_a_model_folder_retrained_in_place_is_refused_naming_the_model(faithkit,
     assert faithkit(*argv).code == 0
     before = out.read_text()
     weights = load_file(folder / "model.safetensors")
-    save_file({name: tensor + 1 for name, tensor in weights.items()}, folder / "model.safetensors",
-              metadata={"format": "pt"})  # "fine-tuned again": the same file names and sizes, other weights
+    save_file(
+        {name: tensor + 1 for name, tensor in weights.items()}, folder / "model.safetensors", metadata={"format": "pt"}
+    )  # "fine-tuned again": the same file names and sizes, other weights
     line = _one_error(faithkit(*argv), f"{out} was written by a different job (model.hash: ")
     assert "to continue it, rerun with its settings" in line
     assert out.read_text() == before
-    assert torch.equal(load_file(folder / "model.safetensors")["transformer.wte.weight"],
-                       weights["transformer.wte.weight"] + 1)
+    assert torch.equal(
+        load_file(folder / "model.safetensors")["transformer.wte.weight"], weights["transformer.wte.weight"] + 1
+    )
 
 
 def test_an_unterminated_quote_is_an_error_naming_its_line(faithkit, tmp_path):
     rows, out = tmp_path / "t.csv", tmp_path / "t.jsonl"
-    rows.write_text('id,knowledge,message,response\nu1,Sky.,Q?,Blue.\nu2,Sea.,Q?,"Yes it is salty.\n'
-                    'u3,Grass.,Q?,Green.\nu4,Snow.,Q?,White.\n')
-    _one_error(faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out),
-               f"{rows}: line 3 opens a quoted field that never closes, so the 2 lines after it would be read into "
-               f"that one field; close the quote, or read the file literally with --quoting none")
+    rows.write_text(
+        'id,knowledge,message,response\nu1,Sky.,Q?,Blue.\nu2,Sea.,Q?,"Yes it is salty.\n'
+        "u3,Grass.,Q?,Green.\nu4,Snow.,Q?,White.\n"
+    )
+    _one_error(
+        faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out),
+        f"{rows}: line 3 opens a quoted field that never closes, so the 2 lines after it would be read into "
+        f"that one field; close the quote, or read the file literally with --quoting none",
+    )
     assert not out.exists()
     # a quoted field that does close may hold newlines and commas, also on the last line
     rows.write_text('id,knowledge,message,response\nu1,Sky.,Q?,"Blue,\nand more"\nu2,Sea.,Q?,"Salty\nsea"\n')
@@ -76,8 +84,10 @@ def test_a_folder_that_is_not_a_model_stops_before_any_row(faithkit, tmp_path, c
     empty.mkdir()
     (empty / "config.json").write_text("{}")
     argv = ["score", "--metric", "pmi-faith"] if command == "score" else ["generate"]
-    _one_error(faithkit(*argv, "--model", empty, "--input", rows, "--output", out),
-               f"faithkit {command}: argument --model: {empty} is not a model folder: it has no weights")
+    _one_error(
+        faithkit(*argv, "--model", empty, "--input", rows, "--output", out),
+        f"faithkit {command}: argument --model: {empty} is not a model folder: it has no weights",
+    )
     assert not out.exists()
 
 
@@ -91,9 +101,11 @@ def test_the_output_is_never_the_input(faithkit, tmp_path, link):
     if link == "hardlink":
         os.link(rows, out)
     for extra in ([], ["--restart"]):
-        _one_error(faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out, *extra),
-                   f"--output {out} is the input {rows} (the same file), and writing results there would destroy "
-                   f"it; choose another --output")
+        _one_error(
+            faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out, *extra),
+            f"--output {out} is the input {rows} (the same file), and writing results there would destroy "
+            f"it; choose another --output",
+        )
         assert rows.read_bytes() == before
 
 
@@ -102,8 +114,12 @@ def test_an_out_folder_may_not_hold_the_input(faithkit, tmp_path):
     out.mkdir()
     rows = write_jsonl(out / "rows.csv", [])
     rows.write_text("knowledge,message,response\nSky.,Q?,Blue.\n")
-    _one_error(faithkit("meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent", rows, "--inconsistent",
-                        rows, "--out", out), f"--out {out} holds the input {rows}")
+    _one_error(
+        faithkit(
+            "meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent", rows, "--inconsistent", rows, "--out", out
+        ),
+        f"--out {out} holds the input {rows}",
+    )
     assert sorted(p.name for p in out.iterdir()) == ["rows.csv"]
 
 
@@ -111,22 +127,29 @@ def test_paths_of_item_6_past_the_command_line(faithkit, tmp_path):
     """Files that pass the up-front checks (UTF-8 in their first megabyte, not binary) but fail deeper."""
     config = tmp_path / "sweep.yaml"
     config.write_text("alpha: [0, 0.5\n")
-    _one_error(faithkit("sweep", "--config", config, "--out", tmp_path / "s"),
-               f"config file {config} is not valid YAML at line 2, column 1: expected ',' or ']', but got")
+    _one_error(
+        faithkit("sweep", "--config", config, "--out", tmp_path / "s"),
+        f"config file {config} is not valid YAML at line 2, column 1: expected ',' or ']', but got",
+    )
     rows = tmp_path / "rows.jsonl"
     rows.write_text('{"id": "a", "document": "D", "response": "R"}\nnot json\n')
-    run = faithkit("explain", "--metric", "overlap-f1", "--input", rows, "--html", tmp_path / "r.html",
-                   "--score-key", "overlap_f1")
+    run = faithkit(
+        "explain", "--metric", "overlap-f1", "--input", rows, "--html", tmp_path / "r.html", "--score-key", "overlap_f1"
+    )
     assert run.code == 0 and "1 not scored" in run.out  # rows: the bad line is that row's error, as for score
     scores = tmp_path / "scores.jsonl"
-    scores.write_bytes(b'{"id": "1", "q2": 0.5}\n' * 70000 + "{\"id\": \"2\", \"q2\": \"caf\u00e9\"}\n".encode("latin-1"))
-    _one_error(faithkit("meta-eval", "system-level", "--consistent-scores", scores, "--inconsistent-scores", scores),
-               f"{scores} is not UTF-8 text (byte 1610022); save it as UTF-8")
+    scores.write_bytes(b'{"id": "1", "q2": 0.5}\n' * 70000 + '{"id": "2", "q2": "caf\u00e9"}\n'.encode("latin-1"))
+    _one_error(
+        faithkit("meta-eval", "system-level", "--consistent-scores", scores, "--inconsistent-scores", scores),
+        f"{scores} is not UTF-8 text (byte 1610022); save it as UTF-8",
+    )
 
 
 def test_a_bom_is_not_text(faithkit, tmp_path):
-    for name, text in (("rows.jsonl", '{"id": "a", "document": "D x", "response": "x"}\n'),
-                       ("rows.tsv", "id\tdocument\tresponse\na\tD x\tx\n")):
+    for name, text in (
+        ("rows.jsonl", '{"id": "a", "document": "D x", "response": "x"}\n'),
+        ("rows.tsv", "id\tdocument\tresponse\na\tD x\tx\n"),
+    ):
         rows, out = tmp_path / name, tmp_path / f"{name}.out.jsonl"
         rows.write_bytes(b"\xef\xbb\xbf" + text.encode())
         assert faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out).code == 0
@@ -135,25 +158,30 @@ def test_a_bom_is_not_text(faithkit, tmp_path):
 
 
 def test_lists_and_objects_where_text_goes_are_row_errors(faithkit, tmp_path):
-    rows = write_jsonl(tmp_path / "rows.jsonl", [
-        {"id": "ok", "document": "D x", "history": ["hi", "there"], "response": "x"},
-        {"id": "doc", "document": ["D"], "history": [], "response": "x"},
-        {"id": "turn", "document": "D", "history": [{"speaker": "user"}], "response": "x"},
-        {"id": "resp", "document": "D", "history": [], "response": {"text": "x"}},
-        {"id": "bool", "document": "D", "history": [], "response": True},
-        {"id": "turns", "document": "D", "history": ["hi", False], "response": "x"}])
+    rows = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [
+            {"id": "ok", "document": "D x", "history": ["hi", "there"], "response": "x"},
+            {"id": "doc", "document": ["D"], "history": [], "response": "x"},
+            {"id": "turn", "document": "D", "history": [{"speaker": "user"}], "response": "x"},
+            {"id": "resp", "document": "D", "history": [], "response": {"text": "x"}},
+            {"id": "bool", "document": "D", "history": [], "response": True},
+            {"id": "turns", "document": "D", "history": ["hi", False], "response": "x"},
+        ],
+    )
     out = tmp_path / "out.jsonl"
     assert faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out).code == 0
     errors = {r["id"]: r.get("error") for r in read_results(out)}
     assert errors == {
         "ok": None,
         "doc": "row doc: field 'document' (document) holds [\"D\"] where a string is expected; fix the file",
-        "turn": "row turn: field 'history' (history) holds [{\"speaker\": \"user\"}] where a string or a list of "
-                "strings (the turns) is expected; fix the file",
-        "resp": "row resp: field 'response' (response) holds {\"text\": \"x\"} where a string is expected; fix the file",
+        "turn": 'row turn: field \'history\' (history) holds [{"speaker": "user"}] where a string or a list of '
+        "strings (the turns) is expected; fix the file",
+        "resp": 'row resp: field \'response\' (response) holds {"text": "x"} where a string is expected; fix the file',
         "bool": "row bool: field 'response' (response) holds true where a string is expected; fix the file",
         "turns": "row turns: field 'history' (history) holds [\"hi\", false] where a string or a list of strings (the "
-                 "turns) is expected; fix the file"}
+        "turns) is expected; fix the file",
+    }
 
 
 def test_a_setting_given_at_its_default_is_the_setting_left_out(faithkit, model_folder, tmp_path):
@@ -179,8 +207,17 @@ def test_results_follow_the_umask(faithkit, tmp_path):
 def test_a_training_folder_left_by_a_failed_start_is_reused(faithkit, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)  # the config's data paths start at the repository
     bad, out = write_jsonl(tmp_path / "bad.jsonl", [{"id": "1"}]), tmp_path / "run"
-    argv = ["train", "--config", "configs/train/tiny-gpt2.yaml", "--output-dir", out, "--max-steps", "1",
-            "--generate-rows", "0"]
+    argv = [
+        "train",
+        "--config",
+        "configs/train/tiny-gpt2.yaml",
+        "--output-dir",
+        out,
+        "--max-steps",
+        "1",
+        "--generate-rows",
+        "0",
+    ]
     _one_error(faithkit(*argv, "--train-file", bad), f"{bad}: no column for 'document'")
     assert not out.exists()  # the rows are read (and checked) before the folder is made
     _one_error(faithkit(*argv, "--tokenizer", str(tmp_path / "no-tokenizer")), "model.tokenizer")  # after the config
@@ -212,62 +249,131 @@ def _link(kind: str, target: Path, link: Path) -> None:
 
 
 def _begin_tsv(path: Path) -> Path:
-    path.write_text("model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n"
-                    "t5\twow\tRed apples grow.\tQ?\tred apples\tFully attributable\n"
-                    "t5\twow\tRed apples grow.\tQ?\tblue cars\tNot fully attributable\n")
+    path.write_text(
+        "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n"
+        "t5\twow\tRed apples grow.\tQ?\tred apples\tFully attributable\n"
+        "t5\twow\tRed apples grow.\tQ?\tblue cars\tNot fully attributable\n"
+    )
     return path
 
 
 def _annotate_inputs(tmp_path: Path) -> tuple[Path, Path]:
     rows = [{"id": f"row{i}", "document": "Jazz began in New Orleans.", "history": ["Tell me."]} for i in range(4)]
-    return (write_jsonl(tmp_path / "A2.jsonl", [{**row, "response": f"In New Orleans ({i})."} for i, row in
-                                                enumerate(rows)]),
-            write_jsonl(tmp_path / "B2.jsonl", [{**row, "response": f"In Paris ({i})."} for i, row in enumerate(rows)]))
+    return (
+        write_jsonl(
+            tmp_path / "A2.jsonl", [{**row, "response": f"In New Orleans ({i})."} for i, row in enumerate(rows)]
+        ),
+        write_jsonl(tmp_path / "B2.jsonl", [{**row, "response": f"In Paris ({i})."} for i, row in enumerate(rows)]),
+    )
 
 
 @pytest.mark.parametrize("kind", ["symlink", "hardlink"])
-@pytest.mark.parametrize("command", ["meta-eval begin", "meta-eval q2-wow", "meta-eval system-level", "annotate build",
-                                     "annotate report", "explain", "sweep", "train"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        "meta-eval begin",
+        "meta-eval q2-wow",
+        "meta-eval system-level",
+        "annotate build",
+        "annotate report",
+        "explain",
+        "sweep",
+        "train",
+    ],
+)
 def test_a_link_in_an_output_folder_to_an_input_is_refused(faithkit, tmp_path, kind, command):
     if command == "meta-eval system-level":
         source = write_jsonl(tmp_path / "scores.jsonl", [{"id": "a", "overlap_f1": 0.5}])
-        link, argv = tmp_path / "o" / "system_level.json", ["meta-eval", "system-level", "--consistent-scores",
-                                                            source, "--inconsistent-scores", source,
-                                                            "--out", tmp_path / "o"]
+        link, argv = (
+            tmp_path / "o" / "system_level.json",
+            [
+                "meta-eval",
+                "system-level",
+                "--consistent-scores",
+                source,
+                "--inconsistent-scores",
+                source,
+                "--out",
+                tmp_path / "o",
+            ],
+        )
     elif command == "annotate report":
         task = tmp_path / "t"
-        assert faithkit("annotate", "build", "--a-file", _annotate_inputs(tmp_path)[0], "--b-file",
-                        _annotate_inputs(tmp_path)[1], "--out", task).code == 0
+        assert (
+            faithkit(
+                "annotate",
+                "build",
+                "--a-file",
+                _annotate_inputs(tmp_path)[0],
+                "--b-file",
+                _annotate_inputs(tmp_path)[1],
+                "--out",
+                task,
+            ).code
+            == 0
+        )
         source = tmp_path / "answers.json"
         source.write_text(json.dumps({"format": "faithkit-annotation-answers", "annotator": "ann", "answers": {}}))
         link, argv = task / "report.csv", ["annotate", "report", task, source]
     elif command == "sweep":
         source = write_jsonl(tmp_path / "rows.jsonl", ROWS)
-        link, argv = tmp_path / "o" / "report.html", ["sweep", "--generator", "no-such-model", "--input", source,
-                                                      "--out", tmp_path / "o"]
+        link, argv = (
+            tmp_path / "o" / "report.html",
+            ["sweep", "--generator", "no-such-model", "--input", source, "--out", tmp_path / "o"],
+        )
     elif command == "train":
         source = tmp_path / "train.jsonl"
         shutil.copy(ROOT / "tests/data/train/tiny_train.jsonl", source)
-        link, argv = tmp_path / "o" / "metrics.csv", ["train", "--config", ROOT / "configs/train/tiny-gpt2.yaml",
-                                                      "--train-file", source, "--dev-file", source,
-                                                      "--output-dir", tmp_path / "o"]
+        link, argv = (
+            tmp_path / "o" / "metrics.csv",
+            [
+                "train",
+                "--config",
+                ROOT / "configs/train/tiny-gpt2.yaml",
+                "--train-file",
+                source,
+                "--dev-file",
+                source,
+                "--output-dir",
+                tmp_path / "o",
+            ],
+        )
     elif command == "meta-eval begin":
         source = _begin_tsv(tmp_path / "b2.tsv")
-        link, argv = tmp_path / "o" / "results.json", ["meta-eval", "begin", "--metric", "overlap-f1", "--dev",
-                                                       source, "--out", tmp_path / "o"]
+        link, argv = (
+            tmp_path / "o" / "results.json",
+            ["meta-eval", "begin", "--metric", "overlap-f1", "--dev", source, "--out", tmp_path / "o"],
+        )
     elif command == "meta-eval q2-wow":
         source = tmp_path / "c.csv"
         source.write_text("knowledge,message,response\nSky is blue.,Q?,Blue.\n")
-        link, argv = tmp_path / "o" / "summary.csv", ["meta-eval", "q2-wow", "--metric", "overlap-f1", "--consistent",
-                                                      source, "--inconsistent", source, "--out", tmp_path / "o"]
+        link, argv = (
+            tmp_path / "o" / "summary.csv",
+            [
+                "meta-eval",
+                "q2-wow",
+                "--metric",
+                "overlap-f1",
+                "--consistent",
+                source,
+                "--inconsistent",
+                source,
+                "--out",
+                tmp_path / "o",
+            ],
+        )
     elif command == "annotate build":
         source, other = _annotate_inputs(tmp_path)
-        link, argv = tmp_path / "t" / "annotate.html", ["annotate", "build", "--a-file", source, "--b-file", other,
-                                                        "--out", tmp_path / "t"]
+        link, argv = (
+            tmp_path / "t" / "annotate.html",
+            ["annotate", "build", "--a-file", source, "--b-file", other, "--out", tmp_path / "t"],
+        )
     else:
         source = write_jsonl(tmp_path / "rows.jsonl", ROWS)
-        link, argv = tmp_path / "x.scores.jsonl.meta.json", ["explain", "--metric", "overlap-f1", "--input", source,
-                                                             "--html", tmp_path / "x.html"]
+        link, argv = (
+            tmp_path / "x.scores.jsonl.meta.json",
+            ["explain", "--metric", "overlap-f1", "--input", source, "--html", tmp_path / "x.html"],
+        )
     before = source.read_bytes()
     _link(kind, source, link)
     line = _one_error(faithkit(*argv), "")
@@ -279,28 +385,33 @@ def test_an_output_named_by_the_inputs_sidecar_or_by_another_output_option_is_re
     out = tmp_path / "o.jsonl"
     meta = write_jsonl(tmp_path / "o.jsonl.meta.json", ROWS)
     before = meta.read_bytes()
-    _one_error(faithkit("score", "--metric", "overlap-f1", "--input", meta, "--output", out),
-               f"--output {out} (through o.jsonl.meta.json, which a job writes beside it) is the input {meta} (the "
-               f"same file), and writing results there would destroy it; choose another --output")
+    _one_error(
+        faithkit("score", "--metric", "overlap-f1", "--input", meta, "--output", out),
+        f"--output {out} (through o.jsonl.meta.json, which a job writes beside it) is the input {meta} (the "
+        f"same file), and writing results there would destroy it; choose another --output",
+    )
     assert meta.read_bytes() == before and not out.exists()
     rows, page = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "x.html"
-    _one_error(faithkit("explain", "--metric", "overlap-f1", "--input", rows, "--html", page, "--scores-output", page),
-               f"--html {page} and --scores-output {page} are the same file, and one would overwrite the other; give "
-               f"them different names")
+    _one_error(
+        faithkit("explain", "--metric", "overlap-f1", "--input", rows, "--html", page, "--scores-output", page),
+        f"--html {page} and --scores-output {page} are the same file, and one would overwrite the other; give "
+        f"them different names",
+    )
     assert not page.exists()
 
 
 @pytest.mark.parametrize("kind", ["symlink", "hardlink"])
-def test_a_result_file_that_is_a_link_elsewhere_is_refused_and_a_whole_file_replaces_its_link(faithkit, tmp_path,
-                                                                                                kind):
+def test_a_result_file_that_is_a_link_elsewhere_is_refused_and_a_whole_file_replaces_its_link(faithkit, tmp_path, kind):
     rows, elsewhere = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "notes.txt"
     elsewhere.write_text("my notes\n")
     out = tmp_path / "out.jsonl"
     _link(kind, elsewhere, out)
     what = "a symbolic link" if kind == "symlink" else "a hard link (the file has another name too)"
-    _one_error(faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out),
-               f"{out} is {what}, and faithkit writes no file through a link (it would change the file it points "
-               f"at); remove the link, or choose another --output")
+    _one_error(
+        faithkit("score", "--metric", "overlap-f1", "--input", rows, "--output", out),
+        f"{out} is {what}, and faithkit writes no file through a link (it would change the file it points "
+        f"at); remove the link, or choose another --output",
+    )
     page = tmp_path / "page.html"
     _link(kind, elsewhere, page)  # a page is written whole: it replaces the link
     assert faithkit("explain", "--metric", "overlap-f1", "--input", rows, "--html", page).code == 0
@@ -319,19 +430,24 @@ def test_pickled_model_weights_are_refused_with_one_line(faithkit, model_folder,
     (folder / "model.safetensors").unlink()
     (folder / "pytorch_model.bin").write_bytes(pickle.dumps(Marker(), protocol=2))
     rows = write_jsonl(tmp_path / "rows.jsonl", ROWS)
-    _one_error(faithkit("generate", "--model", folder, "--input", rows, "--output", tmp_path / "out.jsonl"),
-               f"{folder}: its weights are a pickle holding more than tensors, which could run code when read, so "
-               f"faithkit does not load them (torch's safe loader refused them); use a model saved as safetensors")
+    _one_error(
+        faithkit("generate", "--model", folder, "--input", rows, "--output", tmp_path / "out.jsonl"),
+        f"{folder}: its weights are a pickle holding more than tensors, which could run code when read, so "
+        f"faithkit does not load them (torch's safe loader refused them); use a model saved as safetensors",
+    )
     assert not (tmp_path / "ran").exists()
 
 
 # ---- issue 25, case 4: NaN and infinity are refused for every kind of option --------------------------------
-@pytest.mark.parametrize("argv, message", [
-    (["--strategy", "pmi", "--alpha", "nan"], "faithkit generate: argument --alpha: nan is not a usable number"),
-    (["--strategy", "pmi", "--top-p", "nan"], "faithkit generate: argument --top-p: nan is not a usable number"),
-    (["--strategy", "cad", "--alpha", "inf"], "faithkit generate: argument --alpha: inf is not a usable number"),
-    (["--do-sample", "--temperature", "-inf"], "faithkit generate: argument --temperature: -inf is not a usable"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--strategy", "pmi", "--alpha", "nan"], "faithkit generate: argument --alpha: nan is not a usable number"),
+        (["--strategy", "pmi", "--top-p", "nan"], "faithkit generate: argument --top-p: nan is not a usable number"),
+        (["--strategy", "cad", "--alpha", "inf"], "faithkit generate: argument --alpha: inf is not a usable number"),
+        (["--do-sample", "--temperature", "-inf"], "faithkit generate: argument --temperature: -inf is not a usable"),
+    ],
+)
 def test_nan_and_infinity_are_refused_on_the_command_line(faithkit, model_folder, tmp_path, argv, message):
     rows, out = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "out.jsonl"
     _one_error(faithkit("generate", "--model", model_folder, "--input", rows, "--output", out, *argv), message)
@@ -347,7 +463,9 @@ def test_nan_and_infinity_are_refused_in_configs_and_by_the_range_check(faithkit
 
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text("generator: g\ninput: x\nout: o\nalpha: [0.25, .nan]\n")
-    with pytest.raises(ConfigError, match=r"^strategies\[0\]: pmi: alpha nan is not a usable number; give a finite value$"):
+    with pytest.raises(
+        ConfigError, match=r"^strategies\[0\]: pmi: alpha nan is not a usable number; give a finite value$"
+    ):
         load_sweep(sweep).validate()
     sweep.write_text("generator: g\ninput: x\nout: o\nstrategies: [{name: cad, alpha: [.inf]}]\n")
     with pytest.raises(ConfigError, match=r"^strategies\[0\]: cad: alpha inf is not a usable number"):
@@ -363,8 +481,10 @@ def test_nan_and_infinity_are_refused_in_configs_and_by_the_range_check(faithkit
     training.write_text(yaml.safe_dump({**config, "training": {**config["training"], "learning_rate": math.nan}}))
     with pytest.raises(ConfigError, match=r"learning_rate nan is not a usable number; give a finite value"):
         load_training(training)
-    _one_error(faithkit("train", "--config", ROOT / "configs/train/tiny-gpt2.yaml", "--warmup-ratio", "nan"),
-               "faithkit train: argument --warmup-ratio: nan is not a usable number; give a finite value")
+    _one_error(
+        faithkit("train", "--config", ROOT / "configs/train/tiny-gpt2.yaml", "--warmup-ratio", "nan"),
+        "faithkit train: argument --warmup-ratio: nan is not a usable number; give a finite value",
+    )
 
 
 # ---- issue 25, case 3: a full disk is one line, and a rerun with space completes ---------------------------------
@@ -373,8 +493,7 @@ def _small_disk(folder: Path, size: int):
     """A tmpfs of ``size`` bytes at ``folder``; yields a function that resizes it (skipped where mounting is not
     allowed)."""
     folder.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
-                             capture_output=True)
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True)
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
     try:
@@ -383,9 +502,15 @@ def _small_disk(folder: Path, size: int):
         subprocess.run(["umount", "-l", str(folder)], check=True)
 
 
-FULL_DISK_ROWS = [{"id": f"f{i}", "document": f"Document {299 - i}: apples number {i} grow on tall trees.",
-                   "history": ["Tell me about apples, please."], "response": f"Apples {i} grow on trees."}
-                  for i in range(300)]
+FULL_DISK_ROWS = [
+    {
+        "id": f"f{i}",
+        "document": f"Document {299 - i}: apples number {i} grow on tall trees.",
+        "history": ["Tell me about apples, please."],
+        "response": f"Apples {i} grow on trees.",
+    }
+    for i in range(300)
+]
 
 
 def test_a_full_disk_is_one_line_and_a_rerun_with_space_completes(faithkit, tmp_path):
@@ -397,7 +522,8 @@ def test_a_full_disk_is_one_line_and_a_rerun_with_space_completes(faithkit, tmp_
         saved = out.read_text().count("\n")  # whole lines; the one cut short is dropped on the rerun
         assert 0 < saved < len(FULL_DISK_ROWS) and line.endswith(
             f"; {saved} records are saved in {out}; free space (or fix the folder) and rerun the same command to "
-            f"continue")
+            f"continue"
+        )
         _one_error(faithkit("-q", *argv), f"cannot write {out}")  # still full
         resize(1024 * 1024)
         run = faithkit(*argv)
@@ -414,9 +540,12 @@ def test_a_final_reorder_that_does_not_fit_is_one_line_and_resumable(faithkit, t
         out = tmp_path / "small" / "o.jsonl"
         argv = ["score", "--metric", "overlap-f1", "--input", rows, "--output", out]
         for _ in range(2):  # the run that computes every row, then a rerun while still full
-            _one_error(faithkit("-q", *argv), f"cannot put {out} in input order: No space left on device; all 300 records "
-                                        f"are saved in it, in the order they were computed; free space and rerun "
-                                        f"the same command to put them in order")
+            _one_error(
+                faithkit("-q", *argv),
+                f"cannot put {out} in input order: No space left on device; all 300 records "
+                f"are saved in it, in the order they were computed; free space and rerun "
+                f"the same command to put them in order",
+            )
             assert sorted(r["id"] for r in read_results(out)) == sorted(row["id"] for row in FULL_DISK_ROWS)
         resize(4 * pages * 4096)
         run = faithkit(*argv)
@@ -426,17 +555,24 @@ def test_a_final_reorder_that_does_not_fit_is_one_line_and_resumable(faithkit, t
 
 # ---- issue 25, case 6: files read back are checked, duplicate ids name both lines, booleans are not text -----------
 def test_hand_edited_scores_and_keys_are_one_line_naming_the_file_and_field(faithkit, tmp_path):
-    scores = write_jsonl(tmp_path / "scores.jsonl", [
-        {"id": "a", "document": "D", "response": "R", "pmi": "high", "token_pmi": [0.1]}])
-    _one_error(faithkit("explain", "--metric", "pmi-faith", "--input", scores, "--html", tmp_path / "p.html"),
-               f'{scores}: record \'a\' has pmi "high" where a number (or null) is expected; fix the file, or score '
-               f'its rows again')
+    scores = write_jsonl(
+        tmp_path / "scores.jsonl", [{"id": "a", "document": "D", "response": "R", "pmi": "high", "token_pmi": [0.1]}]
+    )
+    _one_error(
+        faithkit("explain", "--metric", "pmi-faith", "--input", scores, "--html", tmp_path / "p.html"),
+        f"{scores}: record 'a' has pmi \"high\" where a number (or null) is expected; fix the file, or score "
+        f"its rows again",
+    )
     write_jsonl(scores, [{"id": "a", "document": "D", "response": "R", "pmi": 0.5, "token_pmi": ["x"]}])
-    _one_error(faithkit("explain", "--metric", "pmi-faith", "--input", scores, "--html", tmp_path / "p.html"),
-               f"{scores}: record 'a' has token_pmi [\"x\"] where a list of numbers (or nulls) is expected")
+    _one_error(
+        faithkit("explain", "--metric", "pmi-faith", "--input", scores, "--html", tmp_path / "p.html"),
+        f"{scores}: record 'a' has token_pmi [\"x\"] where a list of numbers (or nulls) is expected",
+    )
     write_jsonl(scores, [{"id": "a", "q2": 0.5}, {"id": "b", "q2": True}])
-    _one_error(faithkit("meta-eval", "system-level", "--consistent-scores", scores, "--inconsistent-scores", scores),
-               f"{scores}: record 'b' has q2 true where a number (or null) is expected")
+    _one_error(
+        faithkit("meta-eval", "system-level", "--consistent-scores", scores, "--inconsistent-scores", scores),
+        f"{scores}: record 'b' has q2 true where a number (or null) is expected",
+    )
     from tests.test_annotate import generate_output
 
     a = generate_output(tmp_path / "greedy.jsonl", [f"It is 330 metres tall ({i})." for i in range(6)])
@@ -445,10 +581,13 @@ def test_hand_edited_scores_and_keys_are_one_line_naming_the_file_and_field(fait
     assert faithkit("annotate", "build", "--a-file", a, "--b-file", b, "--out", task, "--contexts", "4").code == 0
     key = json.loads((task / "key.json").read_text())
     answers = write_jsonl(tmp_path / "ann.json", [])
-    answers.write_text(json.dumps({"format": "faithkit-annotation-answers", "task": key["task"], "annotator": "ann",
-                                   "answers": {}}))
-    for field, value, problem in (("sides", ["a", "a"], "items[0].sides must hold a and b"),
-                                  ("scores", {"a": {"q2": "x"}}, "items[0].scores must map each system to its")):
+    answers.write_text(
+        json.dumps({"format": "faithkit-annotation-answers", "task": key["task"], "annotator": "ann", "answers": {}})
+    )
+    for field, value, problem in (
+        ("sides", ["a", "a"], "items[0].sides must hold a and b"),
+        ("scores", {"a": {"q2": "x"}}, "items[0].scores must map each system to its"),
+    ):
         (task / "key.json").write_text(json.dumps({**key, "items": [{**key["items"][0], field: value}]}))
         _one_error(faithkit("annotate", "report", task, answers), f"{task / 'key.json'}: {problem}")
 

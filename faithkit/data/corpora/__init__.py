@@ -66,13 +66,15 @@ class Corpus:
 CORPORA: dict[str, Corpus] = {
     "topicalchat": Corpus(topicalchat.load_topicalchat, topicalchat.SPLITS, topicalchat.SOURCE, "topicalchat"),
     "faithdial": Corpus(faithdial.load_faithdial, faithdial.SPLITS, faithdial.SOURCE, None),
-    "multidoc2dial": Corpus(multidoc2dial.load_multidoc2dial, multidoc2dial.SPLITS, multidoc2dial.SOURCE,
-                            "multidoc2dial"),
+    "multidoc2dial": Corpus(
+        multidoc2dial.load_multidoc2dial, multidoc2dial.SPLITS, multidoc2dial.SOURCE, "multidoc2dial"
+    ),
 }
 
 
-def load_corpus(name: str, split: str, path: str | Path | None = None, history_turns: int | None = 2,
-                **options) -> datasets.Dataset:
+def load_corpus(
+    name: str, split: str, path: str | Path | None = None, history_turns: int | None = 2, **options
+) -> datasets.Dataset:
     """The rows of one split of a registered corpus, read from ``path`` (default: see :data:`CORPORA`)."""
     if name not in CORPORA:
         raise ConfigError(f"unknown corpus '{name}'; choose one of {', '.join(CORPORA)}")
@@ -81,29 +83,47 @@ def load_corpus(name: str, split: str, path: str | Path | None = None, history_t
         raise ConfigError(f"{name} has no split '{split}'; choose one of {', '.join(corpus.splits)}")
     unknown = sorted(set(options) - set(corpus.options))
     if unknown:
-        raise ConfigError(f"{name} has no option {', '.join(unknown)}; "
-                          f"its options are {', '.join(corpus.options) or 'none'}")
-    if history_turns is not None and (isinstance(history_turns, bool) or not isinstance(history_turns, int)
-                                      or history_turns < 0):
-        raise ConfigError(f"history_turns must be a whole number >= 0 (or None for the whole history), "
-                          f"not {history_turns!r}")
+        raise ConfigError(
+            f"{name} has no option {', '.join(unknown)}; its options are {', '.join(corpus.options) or 'none'}"
+        )
+    if history_turns is not None and (
+        isinstance(history_turns, bool) or not isinstance(history_turns, int) or history_turns < 0
+    ):
+        raise ConfigError(
+            f"history_turns must be a whole number >= 0 (or None for the whole history), not {history_turns!r}"
+        )
     if path is None and corpus.folder is not None:
         path = data_root() / corpus.folder
     dataset = corpus.load(split, path, history_turns, **options)
     summary = corpus_summary(dataset)
-    skipped = ", ".join(f"{count} {key.removeprefix('skipped_')}" for key, count in summary.items()
-                        if key.startswith("skipped_"))
-    logger.info("%s %s: kept %d of %d turns (skipped: %s) from %s", name, split, summary["kept"],
-                summary["turns"], skipped, summary["source"])
+    skipped = ", ".join(
+        f"{count} {key.removeprefix('skipped_')}" for key, count in summary.items() if key.startswith("skipped_")
+    )
+    logger.info(
+        "%s %s: kept %d of %d turns (skipped: %s) from %s",
+        name,
+        split,
+        summary["kept"],
+        summary["turns"],
+        skipped,
+        summary["source"],
+    )
     return dataset
 
 
 EXPORT_FORMATS = ("jsonl", "parquet", "arrow")
 
 
-def export_corpus(name: str, split: str, output: str | Path, path: str | Path | None = None,
-                  history_turns: int | None = 2, file_format: str = "jsonl", half: str | None = None,
-                  **options) -> dict:
+def export_corpus(
+    name: str,
+    split: str,
+    output: str | Path,
+    path: str | Path | None = None,
+    history_turns: int | None = 2,
+    file_format: str = "jsonl",
+    half: str | None = None,
+    **options,
+) -> dict:
     """Write one split as rows ``{"id", "document", "history", "response", "gold", **own fields}``; its summary.
 
     ``half`` (``dev`` or ``test``) keeps the rows of that half of the split's conversations only

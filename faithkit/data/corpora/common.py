@@ -34,8 +34,9 @@ def corpus_dataset(rows: list[Row], summary: dict, own_features: dict):
         columns[name] = [row.extras.get(name) for row in rows]
     declared = {**ROW_FEATURES, **own_features}
     inferred = datasets.Dataset.from_dict({name: values for name, values in columns.items() if name not in declared})
-    features = datasets.Features({name: _feature(declared[name]) if name in declared else inferred.features[name]
-                                  for name in columns})
+    features = datasets.Features(
+        {name: _feature(declared[name]) if name in declared else inferred.features[name] for name in columns}
+    )
     info = datasets.DatasetInfo(description=json.dumps(summary), features=features)
     table = pyarrow.Table.from_pydict(columns, schema=features.arrow_schema)  # plain values: no per-row encoding
     return datasets.Dataset(table, info=info)
@@ -69,8 +70,9 @@ def read_json(path: Path, what: str, source: str, top: type[JSON]) -> JSON:
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
         raise InputError(f"{path} is not valid JSON ({error}): expected {what}. Get it from {source}") from None
     if not isinstance(value, top):
-        raise InputError(f"{path} holds a JSON {type(value).__name__}, not a {top.__name__}: expected {what}. "
-                         f"Get it from {source}")
+        raise InputError(
+            f"{path} holds a JSON {type(value).__name__}, not a {top.__name__}: expected {what}. Get it from {source}"
+        )
     return value
 
 

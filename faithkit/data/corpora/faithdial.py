@@ -34,8 +34,14 @@ HUB_ID = "McGill-NLP/FaithDial"
 SPLITS = ("train", "valid", "valid_random_split", "valid_topic_split", "test", "test_random_split", "test_topic_split")
 SOURCE = f"the hub dataset {HUB_ID} (https://huggingface.co/datasets/{HUB_ID}, folder data/)"
 TEXT_FIELDS = ("history", "knowledge", "response")  # the row's own fields; the rest of an utterance goes to extras
-FEATURES = {"dialog_idx": "int64", "turn": "int64", "speaker": "string", "original_response": "string",
-            "BEGIN": ["string"], "VRM": ["string"]}  # the utterance's other fields, as released
+FEATURES = {
+    "dialog_idx": "int64",
+    "turn": "int64",
+    "speaker": "string",
+    "original_response": "string",
+    "BEGIN": ["string"],
+    "VRM": ["string"],
+}  # the utterance's other fields, as released
 
 
 def load_faithdial(split: str, path: str | Path | None, history_turns: int | None = 2) -> Dataset:
@@ -52,11 +58,20 @@ def load_faithdial(split: str, path: str | Path | None, history_turns: int | Non
                     counts["skipped_no_knowledge"] += 1
                     continue
                 counts["kept"] += 1
-                extras = {"dialog_idx": dialog_idx, "turn": turn,
-                          **{key: value for key, value in utterance.items() if key not in TEXT_FIELDS}}
-                rows.append(Row(id=f"{dialog_idx}:{turn}", document=utterance["knowledge"],
-                                history=last_turns(utterance["history"], history_turns),
-                                response=utterance["response"], extras=extras))
+                extras = {
+                    "dialog_idx": dialog_idx,
+                    "turn": turn,
+                    **{key: value for key, value in utterance.items() if key not in TEXT_FIELDS},
+                }
+                rows.append(
+                    Row(
+                        id=f"{dialog_idx}:{turn}",
+                        document=utterance["knowledge"],
+                        history=last_turns(utterance["history"], history_turns),
+                        response=utterance["response"],
+                        extras=extras,
+                    )
+                )
     summary = {"corpus": "faithdial", "split": split, "source": str(file), **counts}
     return corpus_dataset(rows, summary, FEATURES)
 
@@ -74,7 +89,8 @@ def _hub_file(split: str) -> Path:
     try:
         return Path(hf_hub_download(HUB_ID, f"data/{split}.json", repo_type="dataset"))
     except (OSError, EntryNotFoundError) as error:
-        raise InputError(f"FaithDial {split}: cannot get data/{split}.json from the hub dataset {HUB_ID} "
-                         f"({type(error).__name__}); download the JSON files from "
-                         f"https://huggingface.co/datasets/{HUB_ID} and pass their folder as path (--path)") from None
-
+        raise InputError(
+            f"FaithDial {split}: cannot get data/{split}.json from the hub dataset {HUB_ID} "
+            f"({type(error).__name__}); download the JSON files from "
+            f"https://huggingface.co/datasets/{HUB_ID} and pass their folder as path (--path)"
+        ) from None

@@ -31,10 +31,19 @@ if TYPE_CHECKING:
     from datasets import Dataset
 
 SPLITS = ("train", "validation", "test")
-SOURCE = ("https://doc2dial.github.io/multidoc2dial/file/multidoc2dial.zip "
-          "(as IBM/multidoc2dial's scripts/run_download.sh does)")
-FEATURES = {"dial_id": "string", "domain": "string", "doc_id": "string", "turn_id": "int64", "role": "string",
-            "da": "string", "references": [{"id_sp": "string", "label": "string", "doc_id": "string"}]}
+SOURCE = (
+    "https://doc2dial.github.io/multidoc2dial/file/multidoc2dial.zip "
+    "(as IBM/multidoc2dial's scripts/run_download.sh does)"
+)
+FEATURES = {
+    "dial_id": "string",
+    "domain": "string",
+    "doc_id": "string",
+    "turn_id": "int64",
+    "role": "string",
+    "da": "string",
+    "references": [{"id_sp": "string", "label": "string", "doc_id": "string"}],
+}
 NO_SOLUTION = "respond_no_solution"
 
 
@@ -45,8 +54,11 @@ def load_multidoc2dial(split: str, path: str | Path, history_turns: int | None =
     dialogues = read_json(dial_file, f"the MultiDoc2Dial {split} dialogues", SOURCE, dict)
     documents = read_json(doc_file, "the MultiDoc2Dial documents", SOURCE, dict)
     with layout_of(doc_file, "MultiDoc2Dial documents", SOURCE):
-        spans = {doc_id: document["spans"] for domain in documents["doc_data"].values()
-                 for doc_id, document in domain.items()}
+        spans = {
+            doc_id: document["spans"]
+            for domain in documents["doc_data"].values()
+            for doc_id, document in domain.items()
+        }
     counts = dict(dialogues=0, turns=0, kept=0, skipped_follow_up=0, skipped_no_grounding=0)
     rows = []
     with layout_of(dial_file, "MultiDoc2Dial dialogues", SOURCE):
@@ -66,14 +78,21 @@ def load_multidoc2dial(split: str, path: str | Path, history_turns: int | None =
                         continue
                     counts["kept"] += 1
                     where = f"{dial_file}: dialogue {dialogue['dial_id']} turn {turn['turn_id']}"
-                    extras = {"dial_id": dialogue["dial_id"], "domain": domain,
-                              "doc_id": turn["references"][0]["doc_id"],
-                              **{key: value for key, value in turn.items() if key != "utterance"}}
-                    rows.append(Row(id=f"{dialogue['dial_id']}:{turn['turn_id']}",
-                                    document=_grounding(turn["references"], spans, where),
-                                    history=last_turns([earlier["utterance"] for earlier in turns[:index]],
-                                                       history_turns),
-                                    response=turn["utterance"], extras=extras))
+                    extras = {
+                        "dial_id": dialogue["dial_id"],
+                        "domain": domain,
+                        "doc_id": turn["references"][0]["doc_id"],
+                        **{key: value for key, value in turn.items() if key != "utterance"},
+                    }
+                    rows.append(
+                        Row(
+                            id=f"{dialogue['dial_id']}:{turn['turn_id']}",
+                            document=_grounding(turn["references"], spans, where),
+                            history=last_turns([earlier["utterance"] for earlier in turns[:index]], history_turns),
+                            response=turn["utterance"],
+                            extras=extras,
+                        )
+                    )
     summary = {"corpus": "multidoc2dial", "split": split, "source": str(dial_file), **counts}
     return corpus_dataset(rows, summary, FEATURES)
 
@@ -84,8 +103,10 @@ def _grounding(references: list[dict], spans: dict, where: str) -> str:
     for reference in references:
         doc_id, span_id = reference["doc_id"], reference["id_sp"]
         if doc_id not in spans or span_id not in spans[doc_id]:
-            raise InputError(f"{where} references span {span_id} of document {doc_id!r}, which "
-                             f"multidoc2dial_doc.json does not hold; use the files of one release ({SOURCE})")
+            raise InputError(
+                f"{where} references span {span_id} of document {doc_id!r}, which "
+                f"multidoc2dial_doc.json does not hold; use the files of one release ({SOURCE})"
+            )
         span = spans[doc_id][span_id]
         sections[(doc_id, span["id_sec"])] = span["text_sec"].strip()
     return "\n".join(sections.values())

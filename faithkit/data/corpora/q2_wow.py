@@ -31,6 +31,8 @@ def set_of(record_id: str) -> str:
     """Which set (``consistent`` / ``inconsistent``) a scores.jsonl id belongs to."""
     name = str(record_id).split(":", 1)[0]
     if name not in SETS:
-        raise InputError(f"record id {record_id!r} does not start with 'consistent:' or 'inconsistent:'; "
-                         f"is this a scores.jsonl written by meta-eval q2-wow?")
+        raise InputError(
+            f"record id {record_id!r} does not start with 'consistent:' or 'inconsistent:'; "
+            f"is this a scores.jsonl written by meta-eval q2-wow?"
+        )
     return name

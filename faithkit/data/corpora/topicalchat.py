@@ -43,12 +43,26 @@ SPLITS = ("train", "valid_freq", "valid_rare", "test_freq", "test_rare")
 SOURCE = "https://github.com/alexa/Topical-Chat"
 PERSONAL = "Personal Knowledge"
 WIKI_KEYS = ("shortened_wiki_lead_section", "summarized_wiki_lead_section")
-FEATURES = {"conversation_id": "string", "turn": "int64", "config": "string", "agent": "string",
-            "sentiment": "string", "knowledge_source": ["string"], "turn_rating": "string", "entities": ["string"]}
+FEATURES = {
+    "conversation_id": "string",
+    "turn": "int64",
+    "config": "string",
+    "agent": "string",
+    "sentiment": "string",
+    "knowledge_source": ["string"],
+    "turn_rating": "string",
+    "entities": ["string"],
+}
 
 
-def load_topicalchat(split: str, path: str | Path, history_turns: int | None = 2, *,
-                     keep_opening: bool = False, keep_personal: bool = False) -> Dataset:
+def load_topicalchat(
+    split: str,
+    path: str | Path,
+    history_turns: int | None = 2,
+    *,
+    keep_opening: bool = False,
+    keep_personal: bool = False,
+) -> Dataset:
     """One split of Topical-Chat as rows; ``keep_opening`` / ``keep_personal`` keep the turns the authors drop."""
     conversations_file, reading_file, wiki_file = _files(Path(path), split)
     conversations = read_json(conversations_file, f"the Topical-Chat {split} conversations", SOURCE, dict)
@@ -58,8 +72,10 @@ def load_topicalchat(split: str, path: str | Path, history_turns: int | None = 2
     with layout_of(conversations_file, "Topical-Chat conversations", SOURCE):
         for conversation_id, conversation in conversations.items():
             if conversation_id not in sources:
-                raise InputError(f"{reading_file} has no reading set for conversation {conversation_id} of "
-                                 f"{conversations_file}; are both files of the {split} split?")
+                raise InputError(
+                    f"{reading_file} has no reading set for conversation {conversation_id} of "
+                    f"{conversations_file}; are both files of the {split} split?"
+                )
             messages = [turn["message"] for turn in conversation["content"]]
             for index, turn in enumerate(conversation["content"]):
                 counts["turns"] += 1
@@ -74,14 +90,29 @@ def load_topicalchat(split: str, path: str | Path, history_turns: int | None = 2
                     counts["skipped_no_source"] += 1
                 else:
                     counts["kept"] += 1
-                    extras = {"conversation_id": conversation_id, "turn": index, "config": conversation["config"],
-                              **{key: value for key, value in turn.items() if key != "message"},
-                              "entities": list(dict.fromkeys(entities[name] for name in named if name in entities))}
-                    rows.append(Row(id=f"{conversation_id}:{index}", document=document,
-                                    history=last_turns(messages[:index], history_turns),
-                                    response=turn["message"], extras=extras))
-    summary = {"corpus": "topicalchat", "split": split, "source": str(conversations_file),
-               "reading_sets": "post-build" if post_build else "pre-build", **counts}
+                    extras = {
+                        "conversation_id": conversation_id,
+                        "turn": index,
+                        "config": conversation["config"],
+                        **{key: value for key, value in turn.items() if key != "message"},
+                        "entities": list(dict.fromkeys(entities[name] for name in named if name in entities)),
+                    }
+                    rows.append(
+                        Row(
+                            id=f"{conversation_id}:{index}",
+                            document=document,
+                            history=last_turns(messages[:index], history_turns),
+                            response=turn["message"],
+                            extras=extras,
+                        )
+                    )
+    summary = {
+        "corpus": "topicalchat",
+        "split": split,
+        "source": str(conversations_file),
+        "reading_sets": "post-build" if post_build else "pre-build",
+        **counts,
+    }
     return corpus_dataset(rows, summary, FEATURES)
 
 
@@ -101,8 +132,10 @@ def _reading_sets(reading_file: Path, wiki_file: Path, split: str):
         post_build = any("article" in reading_set for reading_set in reading_sets.values())
     wiki = None if post_build else _wiki_by_id(wiki_file)
     with layout_of(reading_file, "Topical-Chat reading sets", SOURCE):
-        return {conversation_id: _agent_sources(reading_set, wiki, reading_file)
-                for conversation_id, reading_set in reading_sets.items()}, post_build
+        return {
+            conversation_id: _agent_sources(reading_set, wiki, reading_file)
+            for conversation_id, reading_set in reading_sets.items()
+        }, post_build
 
 
 def _wiki_by_id(wiki_file: Path) -> dict[str, dict[int, str]]:
@@ -133,6 +166,8 @@ def _wiki_text(value, key: str, wiki: dict | None, reading_file: Path) -> str:
     if wiki is None:
         return value
     if value not in wiki[key]:
-        raise InputError(f"{reading_file}: {key} id {value} is not in wiki.json; use the wiki.json of the same "
-                         f"release ({SOURCE}, src/wiki/wiki.json)")
+        raise InputError(
+            f"{reading_file}: {key} id {value} is not in wiki.json; use the wiki.json of the same "
+            f"release ({SOURCE}, src/wiki/wiki.json)"
+        )
     return wiki[key][value]

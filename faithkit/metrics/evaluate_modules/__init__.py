@@ -33,11 +33,20 @@ from ...errors import ConfigError
 from ..registry import check_options, load_metric
 
 FOLDER = Path(__file__).parent
-MODULES = {"pmi-faith": "pmi_faith", "faith-judge": "faith_judge", "q2": "q2", "e2e-nli": "e2e_nli", "knowledge-precision": "knowledge_precision"}
+MODULES = {
+    "pmi-faith": "pmi_faith",
+    "faith-judge": "faith_judge",
+    "q2": "q2",
+    "e2e-nli": "e2e_nli",
+    "knowledge-precision": "knowledge_precision",
+}
 """An evaluate module's name (as the command line spells metrics) -> its folder here."""
 
-_COLUMNS = {"documents": datasets.Value("string"), "histories": datasets.List(datasets.Value("string")),
-            "responses": datasets.Value("string")}
+_COLUMNS = {
+    "documents": datasets.Value("string"),
+    "histories": datasets.List(datasets.Value("string")),
+    "responses": datasets.Value("string"),
+}
 _EVALUATE_ARGUMENTS = set(inspect.signature(evaluate.EvaluationModule.__init__).parameters) - {"self", "kwargs"}
 
 
