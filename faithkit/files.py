@@ -15,7 +15,6 @@ the old file stays as it was.
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 import tempfile
@@ -25,6 +24,7 @@ from typing import IO
 from collections.abc import Iterator
 
 from .errors import OutputError
+from .numbers import is_non_finite
 
 
 def write_text(path: str | Path, text: str) -> None:
@@ -45,7 +45,7 @@ def to_json(value, **options) -> str:
 
 
 def _finite(value):
-    if isinstance(value, float) and not math.isfinite(value):
+    if is_non_finite(value):
         return None
     if isinstance(value, dict):
         return {key: _finite(item) for key, item in value.items()}

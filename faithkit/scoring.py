@@ -88,7 +88,7 @@ def reference_token_evidence(
     model, context_ids: Sequence[int], target_ids: Sequence[int], top_k: int = 0, extra_ids: ExtraIds | None = None
 ) -> TokenEvidence:
     """:class:`TokenEvidence` of one request from one full unpadded forward pass (the slow definition)."""
-    ids = torch.tensor([list(context_ids) + list(target_ids)], device=model.device)
+    ids = torch.tensor([list(context_ids) + list(target_ids)], device=models.input_device(model))
     logits = model(input_ids=ids, use_cache=False).logits[0].float()
     start = len(context_ids)
     logprobs = torch.log_softmax(logits[start - 1 : ids.shape[1] - 1], dim=-1).cpu()

@@ -274,11 +274,12 @@ def load_hhem(name: str, device=None, dtype=None):
         )
     model.tie_weights()
     # PreTrainedModel.to is wrapped (functools.wraps), which hides its self from mypy: call it as Module.to
+    # built from its config in float32, so the checkpoint's own dtype ("auto") is float32 here
+    asked = None if dtype in (None, "auto") else dtype
     placed = cast("torch.nn.Module", model).to(
-        device or models.default_device(), dtype=precision.torch_dtype(dtype or "float32")
+        device or models.default_device(), dtype=precision.torch_dtype(asked or "float32")
     )
     return placed.eval(), AutoTokenizer.from_pretrained(foundation)
-    return model.eval(), AutoTokenizer.from_pretrained(foundation)
 
 
 def load_support_model(preset: CheckerPreset, name: str, device=None, batch_size: int = 8, dtype=None) -> SupportModel:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
+from .. import files
 from .base import Metric
 from .lexical import knowledge_precision, token_f1_overlap
 from .token_evidence import AGGREGATE_KEYS
@@ -80,7 +81,7 @@ class JudgeWeights:
         return cls(**fields)
 
     def save(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(asdict(self), indent=2) + "\n")
+        files.write_json(path, asdict(self))
 
     def logit(self, values: dict[str, float]) -> float:
         x = (np.array([values[f] for f in self.features]) - np.array(self.means)) / np.array(self.stds)
