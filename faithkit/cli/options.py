@@ -53,6 +53,7 @@ def refuse_writing_inputs(inputs, flag: str, outputs=(), folder=None) -> None:
     ``.lock``, part files) may be one of ``inputs`` (also through a symlink or a hard link), and ``folder`` may
     not hold one, nor a link to one; ``flag`` names the option to change."""
     sources = [Path(path) for path in inputs if path is not None and Path(path).is_file()]
+    in_folder = list(_files_in(Path(folder))) if folder is not None and sources else []  # walked once for all inputs
     for source in sources:
         for out in (Path(path) for path in outputs if path is not None):
             same = next((file for file in with_sidecars(out) if _same_file(source, file)), None)
@@ -69,7 +70,7 @@ def refuse_writing_inputs(inputs, flag: str, outputs=(), folder=None) -> None:
                 f"{flag} {folder} holds the input {source}; the results would be written beside "
                 f"(or, with --restart, over) it: choose another {flag}, or move the input out"
             )
-        link = next((path for path in _files_in(Path(folder)) if _same_file(source, path)), None)
+        link = next((path for path in in_folder if _same_file(source, path)), None)
         if link is not None:
             raise OutputError(
                 f"{flag} {folder} holds {link}, a link to the input {source}, and writing results "
