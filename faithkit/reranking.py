@@ -130,16 +130,18 @@ class CandidatesJob:
     A row without candidates is that row's error.
     """
 
-    def __init__(self, model: str, strategy: Rerank, options, candidates: dict[str, dict], device=None):
+    def __init__(self, model: str, strategy: Rerank, options, candidates: dict[str, dict], device=None, dtype=None):
         self.model_name, self.strategy, self.options, self.candidates = model, strategy, options, candidates
-        self.device = device
+        self.device, self.dtype = device, dtype
         self._loaded = None
 
     def _load(self):
         if self._loaded is None:
             from . import models
 
-            model, tokenizer = models.load(self.model_name, kind=models.model_kind(self.model_name), device=self.device)
+            model, tokenizer = models.load(
+                self.model_name, kind=models.model_kind(self.model_name), device=self.device, dtype=self.dtype
+            )
             judges = Judges(
                 model,
                 tokenizer,

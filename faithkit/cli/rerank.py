@@ -6,6 +6,7 @@ import logging
 
 from ..paths import PathArg
 from .options import (
+    add_dtype_option,
     add_input_columns,
     add_job_options,
     columns_from_args,
@@ -57,6 +58,7 @@ def register(subparsers) -> None:
     )
     add_rerank_options(parser)
     parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    add_dtype_option(parser)
     add_job_options(parser, chunk_size=8)
     add_input_columns(parser, response=False)
     parser.set_defaults(run=run)
@@ -111,8 +113,8 @@ def run(args) -> int:
         **{key: value for key, value in options.fingerprint().items() if key in GENERATION_FLAGS},
         "candidates": content_digest(sorted(candidates.items())),
     }
-    fingerprint = job_fingerprint("rerank", model=models.identity(args.model), reranking=settings)
-    job = CandidatesJob(args.model, strategy, options, candidates, device=args.device)
+    fingerprint = job_fingerprint("rerank", model=models.identity(args.model), reranking=settings, dtype=args.dtype)
+    job = CandidatesJob(args.model, strategy, options, candidates, device=args.device, dtype=args.dtype)
     counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="rerank", **job_options(args))
     logger.info(
         "%d reranked, %d already done, %d errors -> %s",
