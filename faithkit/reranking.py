@@ -122,6 +122,19 @@ def read_candidates(path) -> dict[str, dict]:
     return records
 
 
+def generator_judges(model, tokenizer, options, device=None) -> Judges:
+    """The judges of a generator decoding with ``options`` (a GenerationOptions): PMI-FAITH in its prompt layout."""
+    return Judges(model, tokenizer, options.template(model, tokenizer), batch_size=options.batch_size, device=device)
+
+
+def load_generator(name: str, options, device=None, dtype=None):
+    """``(model, tokenizer, judges)``: the generator ``name`` and :func:`generator_judges` for it."""
+    from . import models
+
+    model, tokenizer = models.load(name, kind=models.model_kind(name), device=device, dtype=dtype)
+    return model, tokenizer, generator_judges(model, tokenizer, options, device)
+
+
 class CandidatesJob:
     """Turns a chunk of rows into rerank records from their candidates; the generator loads on the first chunk.
 
@@ -137,19 +150,7 @@ class CandidatesJob:
 
     def _load(self):
         if self._loaded is None:
-            from . import models
-
-            model, tokenizer = models.load(
-                self.model_name, kind=models.model_kind(self.model_name), device=self.device, dtype=self.dtype
-            )
-            judges = Judges(
-                model,
-                tokenizer,
-                self.options.template(model, tokenizer),
-                batch_size=self.options.batch_size,
-                device=self.device,
-            )
-            self._loaded = model, tokenizer, judges
+            self._loaded = load_generator(self.model_name, self.options, self.device, self.dtype)
         return self._loaded
 
     def __call__(self, rows: list[Row]) -> list[dict]:

@@ -29,20 +29,9 @@ class GeneratorJob:
 
     def _load(self):
         if self._loaded is None:
-            from .. import models
-            from ..reranking import Judges
+            from ..reranking import load_generator
 
-            model, tokenizer = models.load(
-                self.model_name, kind=models.model_kind(self.model_name), device=self.device, dtype=self.dtype
-            )
-            judges = Judges(
-                model,
-                tokenizer,
-                self.options.template(model, tokenizer),
-                batch_size=self.options.batch_size,
-                device=self.device,
-            )
-            self._loaded = model, tokenizer, judges
+            self._loaded = load_generator(self.model_name, self.options, self.device, self.dtype)
         return self._loaded
 
     def __call__(self, rows: list[Row]) -> list[dict]:

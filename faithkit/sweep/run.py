@@ -233,8 +233,10 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
         ]
         todo = [(batch, pending) for batch, pending in todo if pending][process.rank :: process.world]
         if todo:
+            from ..reranking import generator_judges
+
             model, tokenizer = _load_generator(config)
-            judges = _rerank_judges(config, model, tokenizer)
+            judges = generator_judges(model, tokenizer, config.generation, config.device)
         for number, (batch, pending) in enumerate(todo, start=1):
             started = time.monotonic()
             sampled = any(cell.sampled for cell in pending)
@@ -285,19 +287,6 @@ def _load_generator(config: SweepConfig):
     logger.info("loading generator %s…", config.generator)
     return models.load(
         config.generator, kind=models.model_kind(config.generator), device=config.device, dtype=config.dtype
-    )
-
-
-def _rerank_judges(config: SweepConfig, model, tokenizer):
-    """The rerank cells' judges: the generator (PMI-FAITH) in the layout it decodes with, or registered metrics."""
-    from ..reranking import Judges
-
-    return Judges(
-        model,
-        tokenizer,
-        config.generation.template(model, tokenizer),
-        batch_size=config.generation.batch_size,
-        device=config.device,
     )
 
 
