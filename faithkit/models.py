@@ -233,6 +233,17 @@ def require_causal(model, user: str) -> None:
         )
 
 
+def causal_lm(model, tokenizer, user: str, owner: str, device=None, dtype=None):
+    """``(model, tokenizer)`` for a metric ``owner`` (e.g. ``"PMIFaith"``) given a name or folder (loaded here) or a
+    loaded model with its tokenizer; a ConfigError (:func:`require_causal`) for a model ``user`` cannot read."""
+    if isinstance(model, str):
+        model, tokenizer = load(model, device=device, dtype=dtype)
+    elif tokenizer is None:
+        raise ValueError(f"{owner}(model=<loaded model>) also needs tokenizer=<its tokenizer>")
+    require_causal(model, user)
+    return model, tokenizer
+
+
 def check_head(model) -> None:
     """Stop with a ConfigError for a causal head on an encoder-decoder architecture (e.g. BartForCausalLM from a
     BART checkpoint: its encoder is dropped), which decoding and scoring would treat as a decoder-only model."""

@@ -329,11 +329,7 @@ class MinimalEdit(Metric):
         scorer: TokenScorer | None = None,
         dtype=None,
     ):
-        if isinstance(model, str):
-            model, tokenizer = models.load(model, device=device, dtype=dtype)
-        elif tokenizer is None:
-            raise ValueError("MinimalEdit(model=<loaded model>) also needs tokenizer=<its tokenizer>")
-        models.require_causal(model, "the minimal-edit contrast")
+        model, tokenizer = models.causal_lm(model, tokenizer, "the minimal-edit contrast", "MinimalEdit", device, dtype)
         self.tokenizer, self.template = tokenizer, template
         self.policy = EditPolicy(max_edits, threshold)
         self.scorer = scorer or TokenScorer(model, batch_size=batch_size)

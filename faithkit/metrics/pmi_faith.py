@@ -76,13 +76,7 @@ class PMIFaith(Metric):
     ):
         if normalize not in ("mean", "sum"):
             raise ValueError(f"normalize must be 'mean' or 'sum', got {normalize!r}")
-        if isinstance(model, str):
-            self.model, self.tokenizer = models.load(model, device=device, dtype=dtype)
-        else:
-            if tokenizer is None:
-                raise ValueError("PMIFaith(model=<loaded model>) also needs tokenizer=<its tokenizer>")
-            self.model, self.tokenizer = model, tokenizer
-        models.require_causal(self.model, "PMI-FAITH")
+        self.model, self.tokenizer = models.causal_lm(model, tokenizer, "PMI-FAITH", "PMIFaith", device, dtype)
         self.template = template
         self.normalize = normalize
         self.views = dict(VIEWS) if unconditional else {k: VIEWS[k] for k in ("doc_history", "history")}
