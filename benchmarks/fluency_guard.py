@@ -34,7 +34,7 @@ import torch
 
 from faithkit.data import data_root
 from faithkit.data.corpora.begin import load_begin
-from faithkit.eval.stats import auroc
+from faithkit.stats import auroc
 from faithkit.metrics import PMIFaith
 
 POSITIVE = "Fully attributable"

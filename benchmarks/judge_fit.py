@@ -31,7 +31,7 @@ import numpy as np
 from scipy.stats import rankdata
 
 from faithkit.data import read_results
-from faithkit.eval import stats
+from faithkit import stats
 from faithkit.metrics.judge import CANDIDATES, fit_judge, fit_logistic, signals
 from faithkit.metrics.lexical import knowledge_precision
 

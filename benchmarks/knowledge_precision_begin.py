@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from faithkit.data import data_root, read_rows
-from faithkit.eval import stats
+from faithkit import stats
 from faithkit.metrics.registry import load_metric
 
 FILES = ("begin_dev_wow.tsv", "begin_dev_cmu.tsv", "begin_dev_tc.tsv")

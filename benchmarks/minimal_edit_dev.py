@@ -37,7 +37,7 @@ import torch
 from faithkit import models
 from faithkit.data import data_root, read_rows
 from faithkit.data.corpora.q2_wow import load_q2_wow
-from faithkit.eval import stats
+from faithkit import stats
 from faithkit.metrics import PMIFaith
 from faithkit.metrics.contrast import contrast_features
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import torch
 
-from faithkit.eval.stats import auroc
+from faithkit.stats import auroc
 from faithkit.metrics.lexical import normalize_answer
 from faithkit.metrics.q2 import Q2, extract_spans, is_personal
 from faithkit.metrics.q2_backends import Candidate

@@ -29,7 +29,7 @@ from faithkit.annotate import (
 )
 from faithkit.annotate.agreement import fleiss_kappa, krippendorff_alpha
 from faithkit.errors import InputError
-from faithkit.eval.stats import bootstrap_interval, correlation_interval
+from faithkit.stats import bootstrap_interval, correlation_interval
 from faithkit.metrics.lexical import knowledge_precision
 from tests.cli.helpers import run_main, write_jsonl
 from tests.conftest import save_gpt2_folder

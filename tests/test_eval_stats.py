@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from faithkit.eval import stats
+from faithkit import stats
 
 # Positives score 0.9, 0.8, 0.6; negatives 0.7, 0.5, 0.4.
 SCORES = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4]

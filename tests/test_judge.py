@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-from faithkit.eval.explain import highlight_tokens
+from faithkit.explain import highlight_tokens
 from faithkit.metrics import evaluate_path, load_metric
 from faithkit.metrics.judge import CANDIDATES, WEIGHTS, JudgeWeights, fit_judge, fit_logistic, signals
 

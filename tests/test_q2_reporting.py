@@ -12,7 +12,7 @@ from html import unescape
 import pytest
 
 from faithkit.errors import InputError, OutputError
-from faithkit.eval.explain import highlight_response, summarize_records, write_explain_html
+from faithkit.explain import highlight_response, summarize_records, write_explain_html
 from faithkit.eval.q2_wow import meta_eval_q2_wow
 from faithkit.eval.system_level import default_score_keys, load_score_pools, system_level_table, write_system_level
 

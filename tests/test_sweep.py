@@ -20,7 +20,7 @@ from faithkit.cli import sweep as sweep_cli
 from faithkit.data import ResultWriter, read_results
 from faithkit.decoding import PMI, Cell, GenerationOptions, Plain, generate
 from faithkit.errors import ConfigError, OutputError
-from faithkit.eval.explain import highlight_tokens, is_explained, token_texts, write_explain_html
+from faithkit.explain import highlight_tokens, is_explained, token_texts, write_explain_html
 from faithkit.prompts import DEFAULT_TEMPLATE
 from faithkit.metrics.lexical import is_repeated
 from faithkit.sweep import SweepConfig, choose_best, decoded_by, load_config, run_sweep

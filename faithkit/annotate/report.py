@@ -136,7 +136,7 @@ def _outcome_counts(levels: np.ndarray) -> np.ndarray:
 
 def _shares(counts: np.ndarray, names: tuple[str, ...], resamples: int, seed: int) -> dict:
     """Each column's share of the counts (items x columns), with its bootstrap interval over items."""
-    from ..eval.stats import bootstrap_interval
+    from ..stats import bootstrap_interval
 
     row: dict[str, float | tuple[float, float]] = {}
     for column, name in enumerate(names):
@@ -161,7 +161,7 @@ def sign_test(levels: np.ndarray) -> dict:
 
 def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) -> dict:
     """Every statistic of the report (see the module docstring), intervals from ``resamples`` bootstrap draws."""
-    from ..eval.stats import correlation_interval, spearman
+    from ..stats import correlation_interval, spearman
 
     ratings = annotations.ratings
     levels = len(ANSWERS) - 1 - ratings  # higher is better (agree 2, neutral 1, disagree 0): for wins and correlations

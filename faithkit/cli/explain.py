@@ -64,7 +64,7 @@ def register(subparsers) -> None:
 def run(args) -> int:
     from ..data import read_results, read_rows, unique_ids
     from ..errors import InputError
-    from ..eval.explain import check_explained, is_explained, summarize_records, write_explain_html
+    from ..explain import check_explained, is_explained, summarize_records, write_explain_html
     from ..jobs import job_fingerprint, score_rows
     from ..metrics.registry import check_scores
     from .meta_eval import score_keys

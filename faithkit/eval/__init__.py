@@ -1,1 +1,1 @@
-"""Meta-evaluation: benchmarks, their statistics, plots and reports."""
+"""Meta-evaluation: how well metrics agree with human labels on benchmarks, with plots and reports."""

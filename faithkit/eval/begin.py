@@ -19,7 +19,8 @@ from ..jobs import current_process, score_rows
 from ..metrics.lexical import bleu_vs_knowledge, token_f1_overlap
 from ..metrics.registry import get_spec
 from ..report import markdown_table
-from . import plots, stats
+from .. import stats
+from . import plots
 
 BASELINES = {"overlap_f1": token_f1_overlap, "bleu": bleu_vs_knowledge}
 REPORTED = ("n", "threshold", "accuracy", "precision", "recall", "f1", "auroc", "spearman", "pearson")

@@ -34,7 +34,8 @@ from ..jobs import current_process, score_rows
 from ..metrics.registry import get_spec
 from ..report import markdown_table
 from .. import files
-from . import plots, stats
+from .. import stats
+from . import plots
 
 logger = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.ticker import MaxNLocator
 
 from ..files import save_figure
-from . import stats
+from .. import stats
 
 
 def roc_curves(

@@ -26,7 +26,8 @@ from ..files import replacing, write_json
 from ..jobs import current_process, score_rows
 from ..metrics.lexical import token_f1_overlap
 from ..report import markdown_table
-from . import plots, stats
+from .. import stats
+from . import plots
 
 BASELINE_KEY = "overlap_f1"
 TABLE = (

@@ -3,7 +3,7 @@
 A corpus number (a mean, sacrebleu's corpus BLEU) is ``finish(sum of each response's
 statistics)``. Writing every aggregate that way lets a bootstrap interval or a paired test
 resample responses by summing rows of one matrix, for any measure alike
-(:mod:`faithkit.eval.stats`).
+(:mod:`faithkit.stats`).
 """
 
 from __future__ import annotations

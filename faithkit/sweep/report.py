@@ -7,7 +7,7 @@ alpha=0 …``), cells the rule left out are greyed with the reason, and a click 
 sorts by it. Beside it, the chosen cell with its trade-offs (each measure significantly worse
 than the baseline). Then a collapsible sample of contexts: each with its document, history and
 gold response, and every distinct decode's response beside its name, its tokens coloured by
-their PMI-FAITH contribution under the judge (:func:`faithkit.eval.explain.highlight_tokens`, the
+their PMI-FAITH contribution under the judge (:func:`faithkit.explain.highlight_tokens`, the
 colouring of ``faithkit explain``). No external assets; a few lines of script sort the table.
 """
 
@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
-from ..eval.explain import CSS, highlight_tokens, pmi_colour, pmi_legend
+from ..explain import CSS, highlight_tokens, pmi_colour, pmi_legend
 from ..files import write_text
 from .config import SweepConfig
 from .table import (

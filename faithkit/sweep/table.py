@@ -5,7 +5,7 @@ Every measure is a :class:`~faithkit.metrics.registry.Measure` of the metric reg
 per-response values (in context order) become a matrix of sufficient statistics
 (:mod:`faithkit.metrics.corpus`), whose sum gives the corpus value, whose bootstrap gives
 the 95% interval, and whose pairing with the baseline's on the same contexts gives the
-paired permutation test (:mod:`faithkit.eval.stats`).
+paired permutation test (:mod:`faithkit.stats`).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..eval.stats import bootstrap_interval, paired_permutation_test
+from ..stats import bootstrap_interval, paired_permutation_test
 from ..metrics.corpus import AGGREGATES
 from ..metrics.registry import MEASURES, Measure
 from ..decoding import Cell

@@ -30,7 +30,7 @@ from html import escape
 from itertools import pairwise
 from pathlib import Path
 
-from ..files import write_text
+from .files import write_text
 
 CSS = """
 body { font: 15px/1.5 system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #1d2330; }
@@ -309,7 +309,7 @@ def check_explained(records: Sequence[dict], source) -> None:
     numbers or nulls, ``tokens`` a list of strings); otherwise an InputError naming the file, record and field."""
     import json
 
-    from ..errors import InputError
+    from .errors import InputError
 
     def number(value) -> bool:
         return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
