@@ -42,6 +42,17 @@ def _scored_records(metric, rows, path: Path, fingerprint: dict | None, job: dic
     return records
 
 
+def _need_both_classes(records: list[dict], split: str, files: list[str]) -> None:
+    """Thresholds, AUROC and ROC curves compare the two classes: a split with one of them has nothing to compare."""
+    labels = {record["label"] for record in records}
+    if len(labels) < 2:
+        only = POSITIVE_LABEL if labels == {1} else "Generic / Not fully attributable"
+        raise InputError(
+            f"--{split} {' '.join(map(str, files))}: all {len(records)} scored rows are labelled '{only}'; "
+            f"the meta-evaluation compares attributable responses with the others, so the {split} rows need both"
+        )
+
+
 def meta_eval_begin(
     metric, metric_name: str, dev: list[str], test: list[str], out_dir: str, fingerprint: dict | None = None, **job
 ) -> list[dict]:
@@ -57,6 +68,8 @@ def meta_eval_begin(
         splits["test"] = _scored_records(metric, load_begin(test), out / "scores_test.jsonl", fingerprint, job)
     if not splits["dev"]:
         raise InputError("no dev row could be scored; see the 'error' records in scores_dev.jsonl")
+    for split, records in splits.items():
+        _need_both_classes(records, split, dev if split == "dev" else test)
     keys = get_spec(metric_name).score_keys
     score_names = list(dict.fromkeys([k for k in keys if k in splits["dev"][0]] + list(BASELINES)))
 

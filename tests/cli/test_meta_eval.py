@@ -141,3 +141,17 @@ def test_begin_thresholds_on_dev_and_reports_dev_and_test(faithkit, tmp_path):
     assert results["dev", "overlap_f1"]["accuracy"] == 1.0
     assert run.out.count("| overlap_f1 |") == 2  # dev and test, printed once
     assert (out / "roc_dev.png").stat().st_size and (out / "roc_test.png").stat().st_size
+
+
+def test_begin_with_one_class_in_a_split_says_so(faithkit, tmp_path):
+    yes, no = "Fully attributable", "Not fully attributable"
+    dev = _write_begin_tsv(tmp_path / "dev.tsv", [("red apples", yes), ("blue cars", no)])
+    test = _write_begin_tsv(tmp_path / "test.tsv", [("apples grow", yes), ("red apples", yes)])
+    run = faithkit(
+        "meta-eval", "begin", "--metric", "overlap-f1", "--dev", dev, "--test", test, "--out", tmp_path / "o"
+    )
+    assert run.code == 2
+    assert run.error_lines == [
+        f"error: --test {test}: all 2 scored rows are labelled 'Fully attributable'; the meta-evaluation compares "
+        "attributable responses with the others, so the test rows need both"
+    ]
