@@ -126,8 +126,9 @@ def fit_judge(table: list[dict], labels, features, l2: float, model: str, fitted
 class FaithJudge(Metric):
     """The fitted judge over PMI-FAITH's token-level evidence and word overlap; ``faith_judge`` in (0, 1).
 
-    ``model`` is the judge LM as for :class:`faithkit.metrics.PMIFaith` (the shipped weights were
-    fitted with ``smollm2-135m``: ``load_metric("faith-judge", model="smollm2-135m")`` runs offline).
+    ``model`` is the judge LM as for :class:`faithkit.metrics.PMIFaith`; by default the one the weights were
+    fitted with (``smollm2-135m`` for the shipped weights, which runs offline), since another LM's signals are
+    on other scales.
     Each row also carries PMI-FAITH's fields, the evidence (``token_js``, ...) and the signals used.
     """
 
@@ -135,7 +136,7 @@ class FaithJudge(Metric):
 
     def __init__(
         self,
-        model="bigscience/bloom-560m",
+        model=None,
         tokenizer=None,
         batch_size: int = 8,
         device=None,
@@ -146,6 +147,7 @@ class FaithJudge(Metric):
         from .pmi_faith import PMIFaith
 
         self.weights = JudgeWeights.load(weights)
+        model = self.weights.model if model is None else model
         if model != self.weights.model:
             logger.warning(
                 "faith-judge: its weights were fitted with judge LM %r, not %r; signals of another LM are "
