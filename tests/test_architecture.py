@@ -168,3 +168,76 @@ def test_every_command_module_is_registered_and_every_command_runs():
     assert len(found) >= len(COMMANDS)
     for path, parser in found:
         assert callable(parser.get_default("run")), f"'faithkit {' '.join(path)}' has no run"
+
+
+# ---- rooms and floors: the picture in docs/architecture.md ----------------------------------------------------
+def room_of(module: str) -> str:
+    """A module's room: the package or top-level module of faithkit it lives in (``faithkit.metrics.q2`` -> metrics)."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "faithkit"
+
+
+ROOMS: dict[str, set[str]] = {}
+for _module, _targets in GRAPH.items():
+    ROOMS.setdefault(room_of(_module), set()).update(room_of(t) for t in _targets if room_of(t) != room_of(_module))
+ROOMS = {room: targets for room, targets in ROOMS.items() if room not in ("faithkit", "__main__")}  # the entry points
+
+
+def floors(rooms: dict[str, set[str]]) -> dict[str, int]:
+    """Each room's floor: 0 for a room that imports no other, else one above the highest room it imports."""
+    floor: dict[str, int] = {}
+
+    def place(room: str, path: tuple[str, ...] = ()) -> int:
+        if room in path:
+            raise AssertionError(f"rooms in a circle: {' -> '.join((*path, room))}")
+        if room not in floor:
+            floor[room] = 1 + max((place(t, (*path, room)) for t in rooms.get(room, ())), default=-1)
+        return floor[room]
+
+    for room in sorted(rooms):
+        place(room)
+    return floor
+
+
+def picture(rooms: dict[str, set[str]]) -> str:
+    """The floors from the top down, each room with the rooms it imports: every arrow points to a lower floor."""
+    floor = floors(rooms)
+    lines = []
+    for level in range(max(floor.values()), -1, -1):
+        for room in sorted(r for r in floor if floor[r] == level):
+            below = ", ".join(sorted(rooms[room], key=lambda r: (-floor[r], r)))
+            lines.append(f"{level:>2}  {room:<12}{' -> ' + below if below else ''}")
+    return "\n".join(lines)
+
+
+def test_rooms_stand_on_floors_no_arrow_runs_back_up():
+    assert floors({"a": {"b"}, "b": {"c"}, "c": set()}) == {"a": 2, "b": 1, "c": 0}
+    floors(ROOMS)  # raises on rooms in a circle, the only way an arrow could run back up
+
+
+def test_metrics_and_decoding_are_siblings():
+    """Neither reaches the other through any room: scoring a response and decoding one are separate concerns,
+    joined only above them (reranking, the sweep, training)."""
+
+    def reaches(start: str) -> set[str]:
+        seen, todo = set(), [start]
+        while todo:
+            for target in ROOMS.get(todo.pop(), ()):
+                if target not in seen:
+                    seen.add(target)
+                    todo.append(target)
+        return seen
+
+    assert "decoding" not in reaches("metrics") and "metrics" not in reaches("decoding")
+
+
+def test_the_docs_picture_is_the_code():
+    page = (PACKAGE_DIR.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    assert f"```text\n{picture(ROOMS)}\n```" in page, (
+        "docs/architecture.md's floors differ from the imports: paste the output of "
+        "'python tests/test_architecture.py' there"
+    )
+
+
+if __name__ == "__main__":
+    print(picture(ROOMS))

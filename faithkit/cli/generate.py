@@ -76,7 +76,7 @@ def add_generation_options(parser: argparse.ArgumentParser) -> None:
 def run(args) -> int:
     from .. import models
     from ..data import read_rows, unique_ids
-    from ..decoding.job import GeneratorJob
+    from ..generation import GeneratorJob
     from ..jobs import job_fingerprint, run_job
 
     strategy, options = decoding_from_args(args)

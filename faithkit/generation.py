@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..data import Row
+from .data import Row
 
 REFERENCE_FIELDS = ("gold", "reference")
 
@@ -29,14 +29,14 @@ class GeneratorJob:
 
     def _load(self):
         if self._loaded is None:
-            from ..reranking import load_generator
+            from .reranking import load_generator
 
             self._loaded = load_generator(self.model_name, self.options, self.device, self.dtype)
         return self._loaded
 
     def __call__(self, rows: list[Row]) -> list[dict]:
-        from .generate import generate
-        from .strategies import Cell
+        from .decoding.generate import generate
+        from .decoding.strategies import Cell
 
         model, tokenizer, judges = self._load()
         sampled = Cell(self.strategy, self.options.search).sampled
