@@ -17,7 +17,8 @@
 # Variables: OUT (default runs/table4), CORPUS (topicalchat), CORPUS_PATH (the corpus's folder; default: its
 # usual place), TRAIN_CONFIG (this folder's train.yaml), SPLIT (valid_rare: the split halved for dev and test),
 # TEST_SPLIT (unset: SPLIT's test half; set: that whole split), FAMILIES (pmi cad adacad rerank), GENERATOR
-# (skip step 1 and decode with this model).
+# (skip step 1 and decode with this model), DEV_LIMIT / TEST_LIMIT (the first N rows of each half instead of the
+# configs' 80 and 200: a shorter run, as docs/table4.md's measured one).
 set -eu
 HERE=$(dirname "$0")
 OUT=${OUT:-runs/table4}
@@ -26,6 +27,8 @@ TRAIN_CONFIG=${TRAIN_CONFIG:-$HERE/train.yaml}
 SPLIT=${SPLIT:-valid_rare}
 FAMILIES=${FAMILIES:-pmi cad adacad rerank}
 PATH_FLAG=${CORPUS_PATH:+--path $CORPUS_PATH}
+DEV_LIMIT_FLAG=${DEV_LIMIT:+--limit $DEV_LIMIT}
+TEST_LIMIT_FLAG=${TEST_LIMIT:+--limit $TEST_LIMIT}
 
 if [ -z "${GENERATOR:-}" ]; then
   if [ ! -d "$OUT/model/last" ]; then  # last/ is written when training ends; state/ as it goes
@@ -45,9 +48,9 @@ fi
 CHOSEN=""
 for family in $FAMILIES; do
   faithkit sweep --config "$HERE/dev-$family.yaml" --generator "$GENERATOR" --input "$OUT/dev.jsonl" \
-    --out "$OUT/dev-$family"
+    --out "$OUT/dev-$family" $DEV_LIMIT_FLAG
   CHOSEN="${CHOSEN:+$CHOSEN,}$OUT/dev-$family/best.json"
 done
 
 faithkit sweep --config "$HERE/test.yaml" --generator "$GENERATOR" --input "$OUT/test.jsonl" --out "$OUT/test" \
-  --chosen "$CHOSEN"
+  --chosen "$CHOSEN" $TEST_LIMIT_FLAG
