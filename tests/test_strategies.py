@@ -34,7 +34,7 @@ from faithkit.decoding import (
     strategy_from_dict,
 )
 from faithkit.decoding.base import parameter_text
-from faithkit.decoding.options import default_grid
+from faithkit.options import default_grid
 from faithkit.errors import ConfigError
 from faithkit.prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE
 from tests.test_pmi_decode import (  # noqa: F401  (fixtures)

@@ -58,7 +58,8 @@ def register(subparsers) -> None:
 
 def add_generation_options(parser: argparse.ArgumentParser) -> None:
     """--strategy, one flag per strategy parameter and per generation option, all from their dataclass fields."""
-    from ..decoding.options import GenerationOptions, add_flags
+    from ..decoding.options import GenerationOptions
+    from ..options import add_flags
     from ..decoding.strategies import STRATEGIES, add_parameter_flags
 
     group = parser.add_argument_group("decoding")

@@ -68,19 +68,12 @@ def add_rerank_options(parser) -> None:
     """--judge and --fluency-tolerance as the rerank strategy declares them, and the greedy decode's options."""
     import argparse
 
-    from ..decoding.options import GenerationOptions, add_flags, flag, range_text
+    from ..decoding.options import GenerationOptions
     from ..decoding.rerank import Rerank
+    from ..options import add_flags
 
     group = parser.add_argument_group("reranking")
-    for item in Rerank.__dataclass_fields__.values():
-        if item.name in ("judge", "fluency_tolerance"):
-            allowed = f", {range_text(item)}" if range_text(item) else ""
-            group.add_argument(
-                f"--{flag(item.name)}",
-                type=type(item.default),
-                default=argparse.SUPPRESS,
-                help=f"{item.metadata['help']}{allowed} (default {item.default})",
-            )
+    add_flags(group, Rerank, names=("judge", "fluency_tolerance"), unset=argparse.SUPPRESS)
     add_flags(group, GenerationOptions, names=GENERATION_FLAGS)
 
 

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
 from ..errors import ConfigError
-from .options import SEARCHES, check
+from ..options import check
+from .options import SEARCHES
 from .two_view import RowSampler
 
 
@@ -48,7 +49,7 @@ class Strategy:
     summary: ClassVar[str]
 
     def __post_init__(self):
-        check(self, where=f"{self.name}: ")
+        check(self)
 
     def parameters(self) -> dict:
         """``{parameter: value}``, as in a config entry (without ``name``)."""
