@@ -140,13 +140,21 @@ def refusal(item: dataclasses.Field, value) -> str | None:
 def check(instance, where: str = "") -> None:
     """Raise :class:`OptionError` for the first field of ``instance`` that is NaN, infinite, outside its declared
     range or not one of its choices (items of a list each); ``where`` prefixes the field's name (``training.``)."""
-    for item in dataclasses.fields(instance):
-        value = getattr(instance, item.name)
+    check_values(
+        type(instance), {item.name: getattr(instance, item.name) for item in dataclasses.fields(instance)}, where
+    )
+
+
+def check_values(cls, values: Mapping, where: str = "") -> None:
+    """:func:`check` for values given apart from an instance (a constructor's arguments): each against the field of
+    ``cls`` it names."""
+    declared = {item.name: item for item in dataclasses.fields(cls)}
+    for name, value in values.items():
         for one in value if isinstance(value, (list, tuple)) else [value]:
-            check_finite(one, f"{where}{item.name}")
-            reason = refusal(item, one)
+            check_finite(one, f"{where}{name}")
+            reason = refusal(declared[name], one)
             if reason is not None:
-                raise OptionError(item.name, reason, where)
+                raise OptionError(name, reason, where)
 
 
 def flag(name: str) -> str:
@@ -272,11 +280,10 @@ def shown(value) -> str:
 
 
 def flag_help(item: dataclasses.Field, default=dataclasses.MISSING) -> str:
-    """A flag's help rendered from its declaration: the help, the range or choices, and the default (the declared
-    one unless given; None, booleans and empty lists show none, their help says what unset means)."""
-    meta = item.metadata
-    allowed = range_text(item) or (", ".join(meta["choices"]) if meta.get("choices") else "")
-    text = meta.get("help", "") + (f"; {allowed}" if allowed else "")
+    """A flag's help rendered from its declaration: the help (which names the choices), the range and the default
+    (the declared one unless given; None, booleans and empty lists show none, their help says what unset means)."""
+    allowed = range_text(item)
+    text = item.metadata.get("help", "") + (f"; {allowed}" if allowed else "")
     default = declared_default(item) if default is dataclasses.MISSING else default
     if default is None or isinstance(default, bool) or default in ((), []):
         return text
@@ -367,7 +374,8 @@ def add_flags(
             switch = default is False and unset is dataclasses.MISSING
             group.add_argument(name, action="store_true" if switch else argparse.BooleanOptionalAction, **kwargs)
             continue
-        kwargs["metavar"] = item.name.upper()
+        choices = item.metadata.get("choices")
+        kwargs["metavar"] = "{" + ",".join(choices) + "}" if choices else item.name.upper()
         if kind in (list, tuple) and lists == "comma":
             kwargs["type"] = comma_list_parser(item, item_type(annotation))
         elif kind in (list, tuple):

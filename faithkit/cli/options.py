@@ -8,28 +8,25 @@ from pathlib import Path
 
 from .. import precision
 from ..errors import ConfigError, OutputError
-from ..paths import PathArg
-from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
+from ..metrics.registry import METRIC_NAMES, MetricOptions, get_spec, load_metric
+from ..options import add_flags, field_of, flag_help
 
-# every metric option the command line knows, with its flag's help; a metric takes those its MetricSpec lists
-METRIC_OPTIONS = {
-    "model": "PMI-FAITH: causal LM, a hub id, a local folder or an offline name (smollm2-135m, gemma3-270m); "
-    "default bigscience/bloom-560m, the paper's judge, downloaded from the hub (without a network, name "
-    "an offline one)",
-    "preset": "Q²/e2e-NLI: 'offline' uses the offline LM backends",
-    "qg_model": "Q²: question-generation model",
-    "qa_model": "Q²: question-answering model",
-    "nli_model": "Q² / e2e-NLI: NLI model; claim checkers: the checkpoint (default: the checker's hub id)",
-    "batch_size": "rows per model call (default 8)",
-    "device": "torch device (default: cuda if available, else cpu)",
-    "dtype": precision.HELP,
-    "normalize": "PMI-FAITH: average (mean, default) or sum log-probabilities over response tokens",
-    "max_length": "PMI-FAITH: longest sequence in tokens (default: the model's)",
-    "window": "claim checkers: tokens of the document per window (default: the checker's)",
-    "stride": "claim checkers: tokens between the starts of two windows (default: the checker's)",
-}
-_METRIC_OPTION_TYPES = {"batch_size": "positive", "max_length": "positive", "window": "positive", "stride": "positive"}
-_METRIC_OPTION_CHOICES = {"preset": ["offline"], "normalize": ["mean", "sum"]}
+METRIC_FLAGS = (
+    "model",
+    "preset",
+    "qg_model",
+    "qa_model",
+    "nli_model",
+    "batch_size",
+    "device",
+    "dtype",
+    "normalize",
+    "max_length",
+    "window",
+    "stride",
+)
+"""The metric options (:class:`~faithkit.metrics.registry.MetricOptions`) the command line takes as flags; the
+others (``unconditional``, ``max_edits``, ``threshold``) are set in config files."""
 
 
 def is_main_process() -> bool:
@@ -189,28 +186,25 @@ def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "p
 
 
 def add_metric_option_flags(parser: argparse.ArgumentParser) -> None:
-    """A flag per metric option (``--model``, ``--preset``, …)."""
-    for name, text in METRIC_OPTIONS.items():
-        if name == "dtype":
-            add_dtype_option(parser)
-            continue
-        kind = _METRIC_OPTION_TYPES.get(name)
-        parser.add_argument(
-            f"--{name.replace('_', '-')}",
-            help=text,
-            choices=_METRIC_OPTION_CHOICES.get(name),
-            type=positive_int if kind == "positive" else PathArg("model") if name == "model" else str,
-        )
+    """A flag per metric option of :data:`METRIC_FLAGS` (``--model``, ``--preset``, …), as the registry declares it;
+    unset, each metric's own default applies."""
+    add_flags(parser, MetricOptions, names=[name for name in METRIC_FLAGS if name != "dtype"], unset=None)
+    add_dtype_option(parser)
+
+
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    """``--device``, where the models a command loads run (:class:`faithkit.precision.Placement`)."""
+    add_flags(parser, precision.Placement, names=("device",))
 
 
 def add_dtype_option(parser: argparse.ArgumentParser) -> None:
     """``--dtype``, the precision of the models a command loads (:data:`faithkit.precision.DTYPES`)."""
-    parser.add_argument("--dtype", choices=precision.DTYPES, help=precision.HELP)
+    parser.add_argument("--dtype", choices=precision.DTYPES, help=flag_help(field_of(precision.Placement, "dtype")))
 
 
 def given_metric_options(args: argparse.Namespace) -> dict:
     """Every metric option given on the command line."""
-    return {name: getattr(args, name) for name in METRIC_OPTIONS if getattr(args, name, None) is not None}
+    return {name: getattr(args, name) for name in METRIC_FLAGS if getattr(args, name, None) is not None}
 
 
 def metric_options(args: argparse.Namespace, name: str | None = None) -> dict:

@@ -6,6 +6,7 @@ import logging
 
 from ..paths import PathArg
 from .options import (
+    add_device_option,
     add_dtype_option,
     add_input_columns,
     add_job_options,
@@ -57,7 +58,7 @@ def register(subparsers) -> None:
         "--output", required=True, type=PathArg("output file"), help="the choices, one JSON object per row (.jsonl)"
     )
     add_rerank_options(parser)
-    parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    add_device_option(parser)
     add_dtype_option(parser)
     add_job_options(parser, chunk_size=8)
     add_input_columns(parser, response=False)

@@ -26,7 +26,7 @@ from typing import NamedTuple
 from ..errors import ConfigError
 from ..numbers import finite_float
 from ..options import FlagError, OptionError, base_type, flag, flag_help, from_mapping, value_parser
-from .base import Plain, Sampling, Strategy, parameter_text
+from .base import Plain, Sampling, Strategy
 from .cad import CAD, AdaCAD
 from .pmi_decode import PMI
 from .rerank import Rerank
