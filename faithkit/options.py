@@ -64,8 +64,8 @@ def option(
 
     ``meaning`` explains the range's ends in messages ("0 = plain decoding"); ``grid`` is the
     values a sweep tries when none are given; ``path`` a :class:`~faithkit.paths.PathArg` kind
-    its flag checks; ``flag_item`` parses one item of a list flag. A list or dict default is
-    copied for every instance.
+    its flag checks; ``flag_item`` is the argparse type of each word of a list flag (an item, or
+    the whole comma-separated text). A list or dict default is copied for every instance.
     """
     metadata = {
         "help": help,
@@ -281,26 +281,29 @@ def shown(value) -> str:
 
 def flag_help(item: dataclasses.Field, default=dataclasses.MISSING) -> str:
     """A flag's help rendered from its declaration: the help (which names the choices), the range and the default
-    (the declared one unless given; None, booleans and empty lists show none, their help says what unset means)."""
+    (the declared one unless given; None shows the grid if the field has one; None, booleans and empty values show
+    none, their help says what unset means)."""
     allowed = range_text(item)
     text = item.metadata.get("help", "") + (f"; {allowed}" if allowed else "")
     default = declared_default(item) if default is dataclasses.MISSING else default
-    if default is None or isinstance(default, bool) or default in ((), []):
+    if default is None:
+        default = item.metadata.get("grid")  # a grid flag left out: the grid
+    if default is None or isinstance(default, bool) or default in ((), [], ""):
         return text
     return f"{text} (default {shown(default)})"
 
 
-def value_parser(item: dataclasses.Field, kind, optional: bool = False):
+def value_parser(item: dataclasses.Field, kind, unsets: bool = False):
     """The argparse type of one value of the field: parsed as ``kind``, checked against its declaration, so a bad
-    value is ``argument --X: must be …`` from every command; ``none`` unsets an optional field."""
+    value is ``argument --X: must be …`` from every command; with ``unsets``, ``none`` gives None."""
     path = item.metadata.get("path")
     if path is not None:
         from .paths import PathArg
 
-        return PathArg(path, unset=optional)
+        return PathArg(path, unset=unsets)
 
     def parse(text: str):
-        if optional and text.lower() in ("none", "null"):
+        if unsets and text.lower() in ("none", "null"):
             return None
         if kind is float:
             value = finite_float(text)
@@ -346,6 +349,7 @@ def add_flags(
     lists: str = "words",
     dest_prefix: str = "",
     flag_names: Mapping[str, str] | None = None,
+    none_unsets: bool = False,
 ) -> None:
     """One command-line flag per field of ``cls`` (``--max-new-tokens``), typed and range-checked, with the help of
     :func:`flag_help` (mappings are left to files).
@@ -355,7 +359,8 @@ def add_flags(
     (for flags that override a config file). Booleans are switches (``--x``, or ``--x/--no-x`` when the default is
     None or True, or ``unset`` is given), or with ``switches=False`` take ``true``/``false``. List fields take
     several words (``lists="words"``) or one comma-separated value (``lists="comma"``). ``dest_prefix`` prefixes the
-    namespace names (``training.``); ``flag_names`` renames flags (``{"name": "model"}``).
+    namespace names (``training.``); ``flag_names`` renames flags (``{"name": "model"}``); with ``none_unsets``,
+    ``none`` sets an optional field to None (elsewhere it is a value: ``--history-column none``).
     """
     hints = typing.get_type_hints(cls)
     for item in dataclasses.fields(cls):
@@ -374,14 +379,15 @@ def add_flags(
             switch = default is False and unset is dataclasses.MISSING
             group.add_argument(name, action="store_true" if switch else argparse.BooleanOptionalAction, **kwargs)
             continue
-        choices = item.metadata.get("choices")
-        kwargs["metavar"] = "{" + ",".join(choices) + "}" if choices else item.name.upper()
+        choices = item.metadata.get("choices") or ()
+        few = 0 < len(choices) <= 6  # a long list is for the help to name
+        kwargs["metavar"] = "{" + ",".join(choices) + "}" if few else item.name.upper()
         if kind in (list, tuple) and lists == "comma":
-            kwargs["type"] = comma_list_parser(item, item_type(annotation))
+            kwargs["type"] = item.metadata.get("flag_item") or comma_list_parser(item, item_type(annotation))
         elif kind in (list, tuple):
             kwargs.update(nargs="*", type=item.metadata.get("flag_item") or value_parser(item, item_type(annotation)))
         else:
-            kwargs["type"] = value_parser(item, kind, optional)
+            kwargs["type"] = value_parser(item, kind, unsets=optional and none_unsets)
         group.add_argument(name, **kwargs)
 
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import fields
 from pathlib import Path
 
 from .. import precision
+from ..data.rows import InputOptions
 from ..errors import ConfigError, OutputError
 from ..metrics.registry import METRIC_NAMES, MetricOptions, get_spec, load_metric
 from ..options import add_flags, field_of, flag_help
@@ -119,24 +121,8 @@ def add_input_columns(parser: argparse.ArgumentParser, response: bool = True) ->
         "input: JSONL, CSV, TSV, Parquet, a save_to_disk folder or hf:OWNER/NAME "
         "(columns are found by their usual names when not given)"
     )
-    group.add_argument("--document-column", help="column with the grounding document (default: document/knowledge/…)")
-    group.add_argument(
-        "--history-column",
-        help="column with the history: a string or a JSON list of turns "
-        "(default: history/message/…; none: empty histories)",
-    )
-    if response:
-        group.add_argument("--response-column", help="column with the response (default: response/…)")
-    group.add_argument("--id-column", help="column with a unique row id (default: id, else the line number)")
-    group.add_argument(
-        "--split", help="the split to read from a hub dataset (--input hf:OWNER/NAME) or a saved DatasetDict folder"
-    )
-    group.add_argument(
-        "--quoting",
-        choices=["none", "csv"],
-        help="CSV/TSV quoting: 'csv' lets quoted fields hold delimiters and newlines, 'none' reads "
-        "every character literally (default: none for .tsv, as BEGIN needs; csv for .csv)",
-    )
+    names = [field.name for field in fields(InputOptions) if response or field.name != "response_column"]
+    add_flags(group, InputOptions, names=names)
 
 
 def columns_from_args(args: argparse.Namespace, required: tuple[str, ...] = ("document", "response")):

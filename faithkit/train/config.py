@@ -256,6 +256,7 @@ def add_override_arguments(parser: argparse.ArgumentParser) -> None:
             cls,
             unset=argparse.SUPPRESS,
             switches=False,
+            none_unsets=True,
             dest_prefix=f"{section}.",
             flag_names={"name": "model"} if section == "model" else None,
         )
