@@ -25,7 +25,7 @@ import typing
 from collections.abc import Mapping, Sequence
 
 from .errors import ConfigError
-from .numbers import check_finite, finite_float
+from .numbers import check_finite, finite_float, is_non_finite
 
 
 class OptionError(ConfigError):
@@ -58,6 +58,7 @@ def option(
     choices: Sequence[str] | None = None,
     path: str | None = None,
     flag_item=None,
+    metavar: str | None = None,
 ):
     """A dataclass field with its help, allowed range (``[low, high]``; ``low_open``/``high_open`` exclude an end),
     choices and grid.
@@ -65,7 +66,8 @@ def option(
     ``meaning`` explains the range's ends in messages ("0 = plain decoding"); ``grid`` is the
     values a sweep tries when none are given; ``path`` a :class:`~faithkit.paths.PathArg` kind
     its flag checks; ``flag_item`` is the argparse type of each word of a list flag (an item, or
-    the whole comma-separated text). A list or dict default is copied for every instance.
+    the whole comma-separated text), ``metavar`` its value's name in usage lines. A list or dict
+    default is copied for every instance.
     """
     metadata = {
         "help": help,
@@ -78,6 +80,7 @@ def option(
         "grid": tuple(grid) if grid is not None else None,
         "path": path,
         "flag_item": flag_item,
+        "metavar": metavar,
     }
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
@@ -120,6 +123,8 @@ def range_text(item: dataclasses.Field) -> str:
 def refusal(item: dataclasses.Field, value) -> str | None:
     """Why the field refuses ``value`` (``must be in [0, 1], got 2 (0 = plain decoding)``), or None if it takes it."""
     meta = item.metadata
+    if is_non_finite(value):
+        return f"{value} is not a usable number; give a finite value"
     if value is None or isinstance(value, bool):
         return None
     choices = meta.get("choices")
@@ -151,7 +156,6 @@ def check_values(cls, values: Mapping, where: str = "") -> None:
     declared = {item.name: item for item in dataclasses.fields(cls)}
     for name, value in values.items():
         for one in value if isinstance(value, (list, tuple)) else [value]:
-            check_finite(one, f"{where}{name}")
             reason = refusal(declared[name], one)
             if reason is not None:
                 raise OptionError(name, reason, where)
@@ -381,7 +385,9 @@ def add_flags(
             continue
         choices = item.metadata.get("choices") or ()
         few = 0 < len(choices) <= 6  # a long list is for the help to name
-        kwargs["metavar"] = "{" + ",".join(choices) + "}" if few else item.name.upper()
+        kwargs["metavar"] = item.metadata.get("metavar") or (
+            "{" + ",".join(choices) + "}" if few else item.name.upper()
+        )
         if kind in (list, tuple) and lists == "comma":
             kwargs["type"] = item.metadata.get("flag_item") or comma_list_parser(item, item_type(annotation))
         elif kind in (list, tuple):

@@ -134,8 +134,11 @@ class SweepConfig:
         "measure best.json maximises and Table 5 shows first (unset: faith_judge when faith-judge is measured, "
         f"else pmi_faith), one of {', '.join(MEASURES)}",
         choices=tuple(MEASURES),
+        metavar="MEASURE",
     )
-    relevance: str = option("bleu", "measure bounded by the baseline's and shown second", choices=tuple(MEASURES))
+    relevance: str = option(
+        "bleu", "measure bounded by the baseline's and shown second", choices=tuple(MEASURES), metavar="MEASURE"
+    )
     tolerance: float = option(
         1.0, "how far below the baseline's relevance the chosen cell may fall, in the measure's units", low=0
     )
@@ -144,6 +147,7 @@ class SweepConfig:
         "measure bounded by the baseline's, so degenerate cells are not chosen (unset: fluency when pmi-faith "
         "is measured)",
         choices=tuple(MEASURES),
+        metavar="MEASURE",
     )
     fluency_tolerance: float = option(  # word salad sits 3.4 nats below (benchmarks/fluency_guard.py)
         1.0, "how far below the baseline's fluency the chosen cell may fall, in nats per token", low=0
