@@ -381,7 +381,8 @@ def add_flags(
         name = f"--{(flag_names or {}).get(item.name, flag(item.name))}"
         if kind is bool and switches:
             switch = default is False and unset is dataclasses.MISSING
-            group.add_argument(name, action="store_true" if switch else argparse.BooleanOptionalAction, **kwargs)
+            kwargs["action"] = "store_true" if switch else argparse.BooleanOptionalAction
+            mark_declared(group.add_argument(name, **kwargs), [(cls, item)], default)
             continue
         choices = item.metadata.get("choices") or ()
         few = 0 < len(choices) <= 6  # a long list is for the help to name
@@ -394,7 +395,14 @@ def add_flags(
             kwargs.update(nargs="*", type=item.metadata.get("flag_item") or value_parser(item, item_type(annotation)))
         else:
             kwargs["type"] = value_parser(item, kind, unsets=optional and none_unsets)
-        group.add_argument(name, **kwargs)
+        mark_declared(group.add_argument(name, **kwargs), [(cls, item)], default)
+
+
+def mark_declared(action: argparse.Action, owners: list, default) -> argparse.Action:
+    """Note on a flag the declarations it is made from (``[(class, field)]``) and the default its help shows, so
+    tests/test_options.py can tell it from a flag typed by hand."""
+    action.declared = (owners, default)  # type: ignore[attr-defined]
+    return action
 
 
 def default_grid(cls) -> dict[str, tuple]:

@@ -11,7 +11,7 @@ from .. import precision
 from ..data.rows import InputOptions
 from ..errors import ConfigError, OutputError
 from ..metrics.registry import METRIC_NAMES, MetricOptions, get_spec, load_metric
-from ..options import add_flags, field_of, flag_help
+from ..options import add_flags, field_of, flag_help, mark_declared
 
 METRIC_FLAGS = (
     "model",
@@ -185,7 +185,9 @@ def add_device_option(parser: argparse.ArgumentParser) -> None:
 
 def add_dtype_option(parser: argparse.ArgumentParser) -> None:
     """``--dtype``, the precision of the models a command loads (:data:`faithkit.precision.DTYPES`)."""
-    parser.add_argument("--dtype", choices=precision.DTYPES, help=flag_help(field_of(precision.Placement, "dtype")))
+    declaration = field_of(precision.Placement, "dtype")
+    action = parser.add_argument("--dtype", choices=precision.DTYPES, help=flag_help(declaration))
+    mark_declared(action, [(precision.Placement, declaration)], None)
 
 
 def given_metric_options(args: argparse.Namespace) -> dict:

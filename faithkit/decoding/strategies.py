@@ -25,7 +25,7 @@ from typing import NamedTuple
 
 from ..errors import ConfigError
 from ..numbers import finite_float
-from ..options import FlagError, OptionError, base_type, flag, flag_help, from_mapping, value_parser
+from ..options import FlagError, OptionError, base_type, flag, flag_help, from_mapping, mark_declared, value_parser
 from .base import Plain, Sampling, Strategy
 from .cad import CAD, AdaCAD
 from .pmi_decode import PMI
@@ -152,7 +152,8 @@ def add_parameter_flags(group) -> None:
             parse = value_parser(owners[0][1], kind)
         else:
             parse = finite_float if kind in (int, float) else str
-        group.add_argument(f"--{flag(name)}", type=parse, default=None, metavar=name.upper(), help=described)
+        action = group.add_argument(f"--{flag(name)}", type=parse, default=None, metavar=name.upper(), help=described)
+        mark_declared(action, owners, None)
 
 
 def _checked_part(item: dataclasses.Field) -> tuple:
