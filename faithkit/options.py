@@ -56,17 +56,16 @@ def option(
     grid: Sequence | None = None,
     meaning: str = "",
     choices: Sequence[str] | None = None,
-    path: str | None = None,
-    flag_item=None,
+    flag_type=None,
     metavar: str | None = None,
 ):
     """A dataclass field with its help, allowed range (``[low, high]``; ``low_open``/``high_open`` exclude an end),
     choices and grid.
 
     ``meaning`` explains the range's ends in messages ("0 = plain decoding"); ``grid`` is the
-    values a sweep tries when none are given; ``path`` a :class:`~faithkit.paths.PathArg` kind
-    its flag checks; ``flag_item`` is the argparse type of each word of a list flag (an item, or
-    the whole comma-separated text), ``metavar`` its value's name in usage lines. A list or dict
+    values a sweep tries when none are given; ``flag_type`` replaces the argparse type of each
+    word of its flag (a :class:`~faithkit.paths.PathArg` that checks a path; a list flag's item, or
+    its whole comma-separated text), ``metavar`` its value's name in usage lines. A list or dict
     default is copied for every instance.
     """
     metadata = {
@@ -78,8 +77,7 @@ def option(
         "meaning": meaning,
         "choices": tuple(choices) if choices is not None else None,
         "grid": tuple(grid) if grid is not None else None,
-        "path": path,
-        "flag_item": flag_item,
+        "flag_type": flag_type,
         "metavar": metavar,
     }
     if isinstance(default, (list, dict)):
@@ -299,12 +297,10 @@ def flag_help(item: dataclasses.Field, default=dataclasses.MISSING) -> str:
 
 def value_parser(item: dataclasses.Field, kind, unsets: bool = False):
     """The argparse type of one value of the field: parsed as ``kind``, checked against its declaration, so a bad
-    value is ``argument --X: must be …`` from every command; with ``unsets``, ``none`` gives None."""
-    path = item.metadata.get("path")
-    if path is not None:
-        from .paths import PathArg
-
-        return PathArg(path, unset=unsets)
+    value is ``argument --X: must be …`` from every command; with ``unsets``, ``none`` gives None. A declared
+    ``flag_type`` parses it instead."""
+    if item.metadata.get("flag_type") is not None:
+        return item.metadata["flag_type"]
 
     def parse(text: str):
         if unsets and text.lower() in ("none", "null"):
@@ -390,9 +386,9 @@ def add_flags(
             "{" + ",".join(choices) + "}" if few else item.name.upper()
         )
         if kind in (list, tuple) and lists == "comma":
-            kwargs["type"] = item.metadata.get("flag_item") or comma_list_parser(item, item_type(annotation))
+            kwargs["type"] = item.metadata.get("flag_type") or comma_list_parser(item, item_type(annotation))
         elif kind in (list, tuple):
-            kwargs.update(nargs="*", type=item.metadata.get("flag_item") or value_parser(item, item_type(annotation)))
+            kwargs.update(nargs="*", type=value_parser(item, item_type(annotation)))
         else:
             kwargs["type"] = value_parser(item, kind, unsets=optional and none_unsets)
         mark_declared(group.add_argument(name, **kwargs), [(cls, item)], default)

@@ -19,7 +19,8 @@ from faithkit.decoding import PMI, GenerationOptions, PMIDecode
 from faithkit.decoding.strategies import STRATEGIES, Strategy
 from faithkit.errors import ConfigError
 from faithkit.metrics.pmi_faith import PMIFaith
-from faithkit.metrics.registry import METRICS, MetricOptions
+from faithkit.metrics.options import MetricOptions
+from faithkit.metrics.registry import METRICS
 from faithkit.options import base_type, declared_default, flag, flag_help, range_text
 from faithkit.paths import PathArg
 from faithkit.precision import Placement

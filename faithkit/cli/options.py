@@ -10,7 +10,8 @@ from pathlib import Path
 from .. import precision
 from ..data.rows import InputOptions
 from ..errors import ConfigError, OutputError
-from ..metrics.registry import METRIC_NAMES, MetricOptions, get_spec, load_metric
+from ..metrics.options import MetricOptions
+from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
 from ..options import add_flags, field_of, flag_help, mark_declared
 
 METRIC_FLAGS = (
@@ -27,7 +28,7 @@ METRIC_FLAGS = (
     "window",
     "stride",
 )
-"""The metric options (:class:`~faithkit.metrics.registry.MetricOptions`) the command line takes as flags; the
+"""The metric options (:class:`~faithkit.metrics.options.MetricOptions`) the command line takes as flags; the
 others (``unconditional``, ``max_edits``, ``threshold``) are set in config files."""
 
 

@@ -1,7 +1,7 @@
 """What every decoding strategy is: a frozen dataclass of its parameters plus what generate needs to run it.
 
 A strategy's parameters are its dataclass fields, each declared once with
-:func:`~faithkit.decoding.options.option` (default, range, grid, help); constructing one checks
+:func:`~faithkit.options.option` (default, range, grid, help); constructing one checks
 them. Its class says how many prompt views per context it decodes from (1: the conditioned
 view; 2: conditioned and history-only, as PMI-FAITH scores them), which search modes it
 supports, and builds its logits processors. Each two-view strategy lives beside its processor

@@ -28,7 +28,7 @@ from scipy import optimize
 
 from .. import files
 from .base import Metric
-from .registry import check_option_values
+from .options import check_option_values
 from .lexical import knowledge_precision, token_f1_overlap
 from .token_evidence import AGGREGATE_KEYS
 

@@ -1,7 +1,8 @@
 """Every metric by name: how to build it, which scores it gives, which options it takes.
 
 The command line, report tables, meta-evaluations, sweeps and training hooks all read this
-table, so adding a metric is one entry here. A metric's :class:`Measure` entries are the
+table, so adding a metric is one entry here (and any option it adds, one field of
+:class:`~faithkit.metrics.options.MetricOptions`). A metric's :class:`Measure` entries are the
 corpus-level numbers it gives (title, direction, aggregate): a sweep's columns, tables,
 heatmaps and choice of operating point are made of them and nothing else.
 """
@@ -16,52 +17,8 @@ from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..numbers import check_finite
-from ..options import check_values, option, option_like
-from ..precision import Placement
 from .base import Metric
-
-
-@dataclass(frozen=True)
-class MetricOptions:
-    """Every option a metric may take, declared once: the command line's flags, config files' ``metric_options``
-    and the metrics' constructors check them here. A metric takes those its :class:`MetricSpec` lists; a default
-    here is the constructors' (None: each metric's own)."""
-
-    model: str | None = option(
-        "bigscience/bloom-560m",
-        "PMI-FAITH, faith-judge, minimal-edit: causal LM, a hub id, a local folder or an offline name "
-        "(smollm2-135m, gemma3-270m); the default is the paper's judge, downloaded from the hub (without a "
-        "network, name an offline one)",
-        path="model",
-    )
-    preset: str | None = option(None, "Q²/e2e-NLI: 'offline' uses the offline LM backends", choices=("offline",))
-    qg_model: str | None = option(None, "Q²: question-generation model")
-    qa_model: str | None = option(None, "Q²: question-answering model")
-    nli_model: str | None = option(
-        None, "Q² / e2e-NLI: NLI model; claim checkers: the checkpoint (default: the checker's hub id)"
-    )
-    batch_size: int = option(8, "rows per model call", low=1)
-    device: str | None = option_like(Placement, "device")
-    dtype: str | None = option_like(Placement, "dtype")
-    normalize: str = option(
-        "mean", "PMI-FAITH: average (mean) or sum log-probabilities over response tokens", choices=("mean", "sum")
-    )
-    max_length: int | None = option(None, "PMI-FAITH: longest sequence in tokens (default: the model's)", low=1)
-    unconditional: bool = option(True, "PMI-FAITH: also score the unconditional views (mean_uncond_pmi)")
-    window: int | None = option(
-        None, "claim checkers: tokens of the document per window (default: the checker's)", low=1
-    )
-    stride: int | None = option(
-        None, "claim checkers: tokens between the starts of two windows (default: the checker's)", low=1
-    )
-    max_edits: int = option(8, "minimal-edit: most spans swapped per response", low=1)
-    threshold: float = option(1.0, "minimal-edit: log-probability margin a swap must lose by to count", low=0)
-
-
-def check_option_values(where: str = "", **values) -> None:
-    """A metric's option values against their declarations (:class:`MetricOptions`): an
-    :class:`~faithkit.options.OptionError` naming the parameter (``batch_size must be at least 1, got 0``)."""
-    check_values(MetricOptions, values, where)
+from .options import check_option_values
 
 
 @dataclass(frozen=True)
@@ -248,7 +205,7 @@ def option_defaults(name: str) -> dict:
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:
     """The metric's spec; a ConfigError if it is unknown, does not take one of ``options`` or (given as a mapping) one
-    of their values is NaN, infinite or refused by its declaration (:class:`MetricOptions`)."""
+    of their values is NaN, infinite or refused by its declaration (:class:`~faithkit.metrics.options.MetricOptions`)."""
     spec = get_spec(name)
     for key, value in options.items() if isinstance(options, Mapping) else ():
         check_finite(value, f"metric '{name}' option {key}")

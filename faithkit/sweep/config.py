@@ -20,6 +20,7 @@ from ..decoding import PMI, SEARCHES, Cell, GenerationOptions, Plain, get_strate
 from ..decoding.strategies import strategy_from_text, written_forms
 from ..errors import ConfigError
 from ..metrics.registry import MEASURES
+from ..paths import PathArg
 from ..options import check, coerce, default_grid, from_mapping, option, option_like
 from ..precision import Placement
 
@@ -77,23 +78,27 @@ class SweepConfig:
     the sweep loads.
     """
 
-    generator: str = option("", "model to decode with: hub id, local folder or offline name", path="model")
+    generator: str = option(
+        "", "model to decode with: hub id, local folder or offline name", flag_type=PathArg("model")
+    )
     judge: str = option(
-        "bigscience/bloom-560m", "causal LM for PMI-FAITH (from the hub; offline: gemma3-270m)", path="model"
+        "bigscience/bloom-560m",
+        "causal LM for PMI-FAITH (from the hub; offline: gemma3-270m)",
+        flag_type=PathArg("model"),
     )
     input: str = option(
         "",
         "dev rows with a document and a history (.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or "
         "hf:OWNER/NAME with --split)",
-        path="rows",
+        flag_type=PathArg("rows"),
     )
-    out: str = option("", "output folder; rerunning with the same folder resumes", path="output folder")
+    out: str = option("", "output folder; rerunning with the same folder resumes", flag_type=PathArg("output folder"))
     strategies: tuple[dict, ...] | None = option(
         None,
         "comma-separated strategies, each over its default grid but for the parameters written, e.g. "
         f"plain,pmi,cad:alpha=1,pmi:alpha=0.5,top_p=0.9 (unset: pmi), of {written_forms()}; a config's "
         "'strategies:' gives each its own grid",
-        flag_item=str,  # commas also part parameters: strategies_from_flag reads it
+        flag_type=str,  # commas also part parameters: strategies_from_flag reads it
     )
     chosen: tuple[str, ...] | None = option(
         None,

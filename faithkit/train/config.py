@@ -25,6 +25,7 @@ from ..decoding.options import GenerationOptions
 from ..decoding.strategies import Strategy, strategy_from_dict, strategy_from_text, written_forms
 from ..errors import ConfigError
 from ..metrics.registry import check_options
+from ..paths import PathArg
 from ..options import OptionError, add_flags, coerce, option, option_like
 from ..options import check as check_declared
 from ..precision import DTYPES
@@ -35,7 +36,7 @@ class ModelSection:
     name: str | None = option(
         None,
         "hub id, local folder or offline name (smollm2-135m, gemma3-270m) of the model to fine-tune",
-        path="model",
+        flag_type=PathArg("model", unset=True),
     )
     init: str = option(
         "pretrained",
@@ -61,7 +62,9 @@ class DataSection:
     corpus: str | None = option(
         None, "training corpus for faithkit.data.corpora.load_corpus: topicalchat, faithdial, multidoc2dial"
     )
-    corpus_path: str | None = option(None, "the corpus folder, if not the default", path="input folder")
+    corpus_path: str | None = option(
+        None, "the corpus folder, if not the default", flag_type=PathArg("input folder", unset=True)
+    )
     train_split: str = option(
         "train", "split to train on, of the corpus or of a train_file holding several (hub dataset, DatasetDict)"
     )
@@ -72,9 +75,9 @@ class DataSection:
         None,
         "instead of a corpus: rows (document, history, response) as JSONL/CSV/TSV, Parquet, a "
         "save_to_disk folder or hf:OWNER/NAME",
-        path="rows",
+        flag_type=PathArg("rows", unset=True),
     )
-    dev_file: str | None = option(None, "instead of a corpus: the dev rows file", path="rows")
+    dev_file: str | None = option(None, "instead of a corpus: the dev rows file", flag_type=PathArg("rows", unset=True))
     history_turns: int = option(2, "dialogue turns kept before each response", low=0)
     max_train_rows: int | None = option(None, "use only the first N training rows", low=1)
     max_dev_rows: int | None = option(None, "use only the first N dev rows", low=1)
@@ -145,7 +148,7 @@ class EvaluationSection:
         "PARAMETER: VALUE}; as flags NAME or NAME:PARAMETER=VALUE,… (e.g. --strategies plain cad:alpha=1), "
         f"of {written_forms()} (missing parameters: the strategy's defaults); logged under their labels, "
         "e.g. plain/mean_bleu, cad_a1/mean_pmi",
-        flag_item=lambda text: _strategy_flag(text),
+        flag_type=lambda text: _strategy_flag(text),
     )
     max_new_tokens: int = option_like(GenerationOptions, "max_new_tokens")
     metrics: list[str] = option(
