@@ -87,7 +87,8 @@ def option(
 
 def option_like(cls, name: str, **changes):
     """The field ``name`` of ``cls`` again, for another dataclass that takes the same option (same default, help,
-    range); ``changes`` replace parts of its declaration (``default=None`` where None means "the first's")."""
+    range); ``changes`` replace parts of it (``default=None, help=…``: the sweep's ``alpha``, a list of PMI's values,
+    each in PMI's range). The copy notes whose field it is (``metadata["like"]``)."""
     item = field_of(cls, name)
     metadata = {**item.metadata, **{key: value for key, value in changes.items() if key != "default"}}
     metadata["like"] = f"{cls.__name__}.{name}"
