@@ -9,11 +9,24 @@ would silently become NaN scores and empty responses, so the scorer and the deco
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from .options import option
+
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 HELP = (
     "precision of the model: auto (the checkpoint's own dtype), float32, bfloat16 or float16 "
     "(default: auto on a GPU, float32 on a CPU)"
 )
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where and in what precision a command runs its models: the ``--device`` and ``--dtype`` of every command,
+    config and metric that loads one."""
+
+    device: str | None = option(None, "torch device (default: cuda if available, else cpu)")
+    dtype: str | None = option(None, HELP, choices=DTYPES)
 
 
 def dtype_name(value) -> str | None:

@@ -342,13 +342,13 @@ def test_options_give_generate_its_arguments(tiny_gpt2, gpt2_tokenizer):
 @pytest.mark.parametrize(
     "settings,message",
     [
-        ({"num_beams": 0}, "--num-beams 0 is out of range"),
-        ({"batch_size": 0}, "--batch-size 0 is out of range"),
-        ({"max_new_tokens": 0}, "--max-new-tokens 0 is out of range"),
+        ({"num_beams": 0}, "num_beams must be at least 1, got 0"),
+        ({"batch_size": 0}, "batch_size must be at least 1, got 0"),
+        ({"max_new_tokens": 0}, "max_new_tokens must be at least 1, got 0"),
         ({"num_return_sequences": 2}, "--num-return-sequences 2 is more than --num-beams 1"),
         ({"seed": 1}, "--seed applies to sampling only: add --do-sample"),
         ({"temperature": 0.7, "top_k": 5}, "--temperature, --top-k apply to sampling only"),
-        ({"do_sample": True, "temperature": 0.0}, "--temperature 0 is out of range"),
+        ({"do_sample": True, "temperature": 0.0}, "temperature must be above 0, got 0"),
     ],
 )
 def test_options_validate_names_the_flag(settings, message):
@@ -442,10 +442,10 @@ def test_top_p_set_is_the_warpers_set():
 @pytest.mark.parametrize(
     "kwargs,message",
     [
-        ({"alpha": -0.1}, r"pmi: --alpha -0.1 is out of range: use a value in \[0, 1\]"),
-        ({"alpha": 1.5}, r"pmi: --alpha 1.5 is out of range: use a value in \[0, 1\]"),
-        ({"top_p": 0.0}, r"pmi: --top-p 0 is out of range: use a value in \(0, 1\]"),
-        ({"top_p": 1.2}, r"pmi: --top-p 1.2 is out of range: use a value in \(0, 1\]"),
+        ({"alpha": -0.1}, r"^alpha must be in \[0, 1\], got -0.1 "),
+        ({"alpha": 1.5}, r"^alpha must be in \[0, 1\], got 1.5 "),
+        ({"top_p": 0.0}, r"^top_p must be in \(0, 1\], got 0 "),
+        ({"top_p": 1.2}, r"^top_p must be in \(0, 1\], got 1.2 "),
         ({"temperature": 0.7}, "pass do_sample=True"),
         ({"do_sample": True, "temperature": 0.0}, "temperature must be > 0"),
         ({"do_sample": True, "top_k": -1}, "top_k must be a non-negative integer"),

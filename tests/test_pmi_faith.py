@@ -132,7 +132,7 @@ def test_bad_input_gets_clear_errors(tiny_gpt2, gpt2_tokenizer):
         )
     with pytest.raises(ValueError, match="also needs tokenizer"):
         PMIFaith(model=tiny_gpt2)
-    with pytest.raises(ValueError, match="normalize must be 'mean' or 'sum'"):
+    with pytest.raises(ValueError, match="^normalize must be one of mean, sum, got 'max'$"):
         PMIFaith(model=tiny_gpt2, tokenizer=gpt2_tokenizer, normalize="max")
 
 

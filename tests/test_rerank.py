@@ -47,7 +47,7 @@ def test_parameters_are_declared_once_and_checked():
     assert Cell(Rerank()).option_searches == ("greedy", "sample")
     with pytest.raises(ConfigError, match=r"^rerank: --search 'nucleus' is unknown; choose one of sample, beam$"):
         Rerank(search="nucleus")
-    with pytest.raises(ConfigError, match=r"^rerank: --n 0 is out of range: use a value of at least 1$"):
+    with pytest.raises(ConfigError, match=r"^rerank: n must be at least 1, got 0$"):
         strategy_from_dict({"name": "rerank", "n": 0})
     with pytest.raises(ConfigError, match="strategy rerank does not support beam search"):
         Cell(Rerank(), "beam").check()

@@ -170,7 +170,9 @@ def test_strategies_entries_and_flags():
         SweepConfig(strategies=({"name": "plain", "alpha": [0.5]},)).cells()
     with pytest.raises(ConfigError, match=r"strategies\[0\]: search 'bem' is unknown"):
         SweepConfig(strategies=({"name": "pmi", "decoding": "bem"},)).cells()
-    with pytest.raises(ConfigError, match=r"strategies\[1\]: pmi: --alpha 2 is out of range: use a value in \[0, 1\]"):
+    with pytest.raises(
+        ConfigError, match=r"strategies\[1\]: pmi: alpha must be in \[0, 1\], got 2 \(0 = plain decoding"
+    ):
         SweepConfig(strategies=({"name": "plain"}, {"name": "pmi", "alpha": [0.5, 2]})).cells()
     with pytest.raises(ConfigError, match=r"strategies\[0\]: strategy cad does not support beam_sample search"):
         SweepConfig(strategies=({"name": "cad", "decoding": "beam_sample"},)).cells()
@@ -196,35 +198,52 @@ def no_model_loads(monkeypatch):
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["--alpha", "0,1.5"], r"--alpha 1.5 is out of range: use a value in \[0, 1\]"),
-        (["--top-p", "0"], r"--top-p 0 is out of range: use a value in \(0, 1\]"),
-        (["--alpha", "0,x"], "alpha: expected numbers, got '0,x'"),
         (["--decoding", "greedy", "--temperature", "0.7"], "--temperature applies to sampling only"),
         (["--decoding", "beam", "--num-beams", "1"], "beam search needs --num-beams of at least 2, got 1"),
-        (
-            ["--metrics", "pmi-faith,rouge"],
-            "--metrics rouge: a sweep computes pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, "
-            "nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, "
-            "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, overlap-f1, bleu, "
-            "lexical",
-        ),
         (
             ["--fluency", "fluency", "--metrics", "lexical", "--faithfulness", "knowledge_precision"],
             "--fluency fluency needs the metric pmi-faith",
         ),
-        (["--significance", "1"], r"--significance 1 is out of range: use a level in \(0, 1\)"),
         (["--metrics", "pmi-faith", "--relevance", "bleu"], "--relevance bleu needs the metric lexical"),
         (
             ["--metrics", "lexical"],
             "no faithfulness measure: add faith-judge or pmi-faith to --metrics, or name the measure",
         ),
-        (["--max-new-tokens", "0"], "--max-new-tokens 0 is out of range"),
     ],
 )
 def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_path, argv, message):
     args = parse(["--generator", "g", "--input", str(rows_file), "--out", str(tmp_path / "o"), *argv])
     with pytest.raises(ConfigError, match=message):
         sweep_cli.run(args)
+
+
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (
+            ["--alpha", "0,1.5"],
+            "argument --alpha: must be in [0, 1], got 1.5 (0 = plain decoding, 1 = rank by PMI alone)",
+        ),
+        (["--top-p", "0"], "argument --top-p: must be in (0, 1], got 0 (1 keeps every token)"),
+        (["--alpha", "0,x"], "argument --alpha: expected a number, got 'x'"),
+        (
+            ["--metrics", "pmi-faith,rouge"],
+            "argument --metrics: must be one of pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, "
+            "nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, "
+            "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, overlap-f1, bleu, "
+            "lexical, got 'rouge'",
+        ),
+        (["--significance", "1"], "argument --significance: must be in (0, 1), got 1"),
+        (["--max-new-tokens", "0"], "argument --max-new-tokens: must be at least 1, got 0"),
+    ],
+)
+def test_bad_flag_values_fail_as_they_parse(no_model_loads, rows_file, tmp_path, capsys, argv, message):
+    from faithkit.cli import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["sweep", "--generator", "g", "--input", str(rows_file), "--out", str(tmp_path / "o"), *argv])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err == f"error: faithkit sweep: {message}\n"
 
 
 def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, monkeypatch):
@@ -239,12 +258,15 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
         load_config(path)
     with pytest.raises(ConfigError, match=r"sweep settings: unknown key top_pp; valid keys are generator"):
         load_config(None, {"generator": "g", "top_pp": 0.6})
+    path.with_name("bad.yaml").write_text("generator: g\ninput: x\nout: o\ntop_p: 0\n")
     path.write_text("generator: g\ninput: x\nout: o\n")  # the flags given win; the file keeps the rest
-    with pytest.raises(ConfigError, match="--top-p 0 is out of range"):
-        sweep_cli.run(parse(["--config", str(path), "--top-p", "0"]))
+    with pytest.raises(ConfigError, match=r"^top_p must be in \(0, 1\], got 0"):  # the file's value, named as its key
+        sweep_cli.run(parse(["--config", str(path.with_name("bad.yaml"))]))
+    with pytest.raises(SystemExit):  # the flag: as it parses (test_bad_flag_values_fail_as_they_parse)
+        parse(["--config", str(path), "--top-p", "0"])
     path.write_text("generator: g\ninput: x\nout: o\ndtype: bfloat16\n")
     assert load_config(path).dtype == "bfloat16"
-    with pytest.raises(ConfigError, match=r"--dtype 'half' is unknown; use auto, float32, bfloat16, float16"):
+    with pytest.raises(ConfigError, match=r"^dtype must be one of auto, float32, bfloat16, float16, got 'half'"):
         load_config(path, {"dtype": "half"})
     path.write_text("generator: g\ninput: x\nout: o\nlimit: 2.5\n")
     with pytest.raises(ConfigError, match="limit must be an integer, got 2.5"):
@@ -595,7 +617,7 @@ def test_quoting_reaches_the_reader(tmp_path, quoting, document):
 
 
 def test_unknown_quoting_is_a_config_error(tmp_path):
-    with pytest.raises(ConfigError, match="--quoting 'tsv' is unknown; use none or csv"):
+    with pytest.raises(ConfigError, match="^quoting must be one of none, csv, got 'tsv'"):
         SweepConfig(generator="g", input="dev.tsv", out=str(tmp_path), quoting="tsv").validate()
 
 

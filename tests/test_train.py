@@ -368,7 +368,7 @@ def test_strategies_flag_takes_names_parameters_and_mappings():
         ),
         (
             "pmi:alpha=2",
-            "argument --strategies: pmi:alpha=2: pmi: --alpha 2 is out of range: use a value in [0, 1] "
+            "argument --strategies: pmi:alpha=2: pmi: alpha must be in [0, 1], got 2 "
             "(0 = plain decoding, 1 = rank by PMI alone)",
         ),
         ("cad:alpha", "argument --strategies: cad:alpha: 'alpha' is no PARAMETER=VALUE; write e.g. cad:alpha=1"),
@@ -443,8 +443,7 @@ def test_train_from_the_command_line_logs_each_flag_strategy_under_its_label(tmp
         ({"evaluation": {"best_metric": "beam/mean_pmi"}}, "evaluation.best_metric must be dev_loss or DECODER/KEY"),
         (
             {"evaluation": {"strategies": ["plain", {"name": "pmi", "alpha": 2}]}},
-            "evaluation.strategies[1]: pmi: --alpha 2 is out of range: use a value in [0, 1] "
-            "(0 = plain decoding, 1 = rank by PMI alone)",
+            "evaluation.strategies[1]: pmi: alpha must be in [0, 1], got 2 (0 = plain decoding, 1 = rank by PMI alone)",
         ),
         ({"evaluation": {"strategies": [{"name": "beam"}]}}, "unknown strategy 'beam'; choose one of plain, pmi, cad"),
         ({"evaluation": {"strategies": ["cad", {"name": "cad", "alpha": 0.5}]}}, "lists a strategy twice"),
@@ -454,7 +453,7 @@ def test_train_from_the_command_line_logs_each_flag_strategy_under_its_label(tmp
         ),
         (
             {"evaluation": {"max_new_tokens": 0}},
-            "evaluation.max_new_tokens: --max-new-tokens 0 is out of range: use a value of at least 1",
+            "evaluation.max_new_tokens must be at least 1, got 0",
         ),
         ({"evaluation": {"metrics": ["rouge"]}}, "evaluation.metrics: unknown metric 'rouge'; choose one of pmi-faith"),
         (

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 
 from .. import __version__
 from ..errors import FaithkitError
+from ..options import FlagError
 from .options import is_main_process
 
 COMMANDS = ("score", "generate", "rerank", "sweep", "meta_eval", "explain", "data", "train", "annotate", "launch")
@@ -136,6 +137,8 @@ def main(argv: list[str] | None = None) -> int:
                 if is_main_process():
                     print(error, file=sys.stderr)
                 return 143 if terminated else 130
+            if isinstance(error, FlagError):  # as the parser says a bad value
+                return _say_the_mistake(f"faithkit {args.command}: {error}")
             return _say_the_mistake(error)
         except OSError as error:
             if error.errno not in WRITE_FAILURES:

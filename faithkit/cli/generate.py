@@ -7,6 +7,7 @@ import logging
 
 from ..paths import PathArg
 from .options import (
+    add_device_option,
     add_dtype_option,
     add_input_columns,
     add_job_options,
@@ -49,7 +50,7 @@ def register(subparsers) -> None:
         "--output", required=True, type=PathArg("output file"), help="responses, one JSON object per row (.jsonl)"
     )
     add_generation_options(parser)
-    parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    add_device_option(parser)
     add_dtype_option(parser)
     add_job_options(parser, chunk_size=8)
     add_input_columns(parser)
@@ -58,7 +59,8 @@ def register(subparsers) -> None:
 
 def add_generation_options(parser: argparse.ArgumentParser) -> None:
     """--strategy, one flag per strategy parameter and per generation option, all from their dataclass fields."""
-    from ..decoding.options import GenerationOptions, add_flags
+    from ..decoding.options import GenerationOptions
+    from ..options import add_flags
     from ..decoding.strategies import STRATEGIES, add_parameter_flags
 
     group = parser.add_argument_group("decoding")

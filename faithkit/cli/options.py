@@ -4,32 +4,32 @@ from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import fields
 from pathlib import Path
 
 from .. import precision
+from ..data.rows import InputOptions
 from ..errors import ConfigError, OutputError
-from ..paths import PathArg
+from ..metrics.options import MetricOptions
 from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
+from ..options import add_flags, field_of, flag_help, mark_declared
 
-# every metric option the command line knows, with its flag's help; a metric takes those its MetricSpec lists
-METRIC_OPTIONS = {
-    "model": "PMI-FAITH: causal LM, a hub id, a local folder or an offline name (smollm2-135m, gemma3-270m); "
-    "default bigscience/bloom-560m, the paper's judge, downloaded from the hub (without a network, name "
-    "an offline one)",
-    "preset": "Q²/e2e-NLI: 'offline' uses the offline LM backends",
-    "qg_model": "Q²: question-generation model",
-    "qa_model": "Q²: question-answering model",
-    "nli_model": "Q² / e2e-NLI: NLI model; claim checkers: the checkpoint (default: the checker's hub id)",
-    "batch_size": "rows per model call (default 8)",
-    "device": "torch device (default: cuda if available, else cpu)",
-    "dtype": precision.HELP,
-    "normalize": "PMI-FAITH: average (mean, default) or sum log-probabilities over response tokens",
-    "max_length": "PMI-FAITH: longest sequence in tokens (default: the model's)",
-    "window": "claim checkers: tokens of the document per window (default: the checker's)",
-    "stride": "claim checkers: tokens between the starts of two windows (default: the checker's)",
-}
-_METRIC_OPTION_TYPES = {"batch_size": "positive", "max_length": "positive", "window": "positive", "stride": "positive"}
-_METRIC_OPTION_CHOICES = {"preset": ["offline"], "normalize": ["mean", "sum"]}
+METRIC_FLAGS = (
+    "model",
+    "preset",
+    "qg_model",
+    "qa_model",
+    "nli_model",
+    "batch_size",
+    "device",
+    "dtype",
+    "normalize",
+    "max_length",
+    "window",
+    "stride",
+)
+"""The metric options (:class:`~faithkit.metrics.options.MetricOptions`) the command line takes as flags; the
+others (``unconditional``, ``max_edits``, ``threshold``) are set in config files."""
 
 
 def is_main_process() -> bool:
@@ -122,24 +122,8 @@ def add_input_columns(parser: argparse.ArgumentParser, response: bool = True) ->
         "input: JSONL, CSV, TSV, Parquet, a save_to_disk folder or hf:OWNER/NAME "
         "(columns are found by their usual names when not given)"
     )
-    group.add_argument("--document-column", help="column with the grounding document (default: document/knowledge/…)")
-    group.add_argument(
-        "--history-column",
-        help="column with the history: a string or a JSON list of turns "
-        "(default: history/message/…; none: empty histories)",
-    )
-    if response:
-        group.add_argument("--response-column", help="column with the response (default: response/…)")
-    group.add_argument("--id-column", help="column with a unique row id (default: id, else the line number)")
-    group.add_argument(
-        "--split", help="the split to read from a hub dataset (--input hf:OWNER/NAME) or a saved DatasetDict folder"
-    )
-    group.add_argument(
-        "--quoting",
-        choices=["none", "csv"],
-        help="CSV/TSV quoting: 'csv' lets quoted fields hold delimiters and newlines, 'none' reads "
-        "every character literally (default: none for .tsv, as BEGIN needs; csv for .csv)",
-    )
+    names = [field.name for field in fields(InputOptions) if response or field.name != "response_column"]
+    add_flags(group, InputOptions, names=names)
 
 
 def columns_from_args(args: argparse.Namespace, required: tuple[str, ...] = ("document", "response")):
@@ -189,28 +173,27 @@ def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "p
 
 
 def add_metric_option_flags(parser: argparse.ArgumentParser) -> None:
-    """A flag per metric option (``--model``, ``--preset``, …)."""
-    for name, text in METRIC_OPTIONS.items():
-        if name == "dtype":
-            add_dtype_option(parser)
-            continue
-        kind = _METRIC_OPTION_TYPES.get(name)
-        parser.add_argument(
-            f"--{name.replace('_', '-')}",
-            help=text,
-            choices=_METRIC_OPTION_CHOICES.get(name),
-            type=positive_int if kind == "positive" else PathArg("model") if name == "model" else str,
-        )
+    """A flag per metric option of :data:`METRIC_FLAGS` (``--model``, ``--preset``, …), as the registry declares it;
+    unset, each metric's own default applies."""
+    add_flags(parser, MetricOptions, names=[name for name in METRIC_FLAGS if name != "dtype"], unset=None)
+    add_dtype_option(parser)
+
+
+def add_device_option(parser: argparse.ArgumentParser) -> None:
+    """``--device``, where the models a command loads run (:class:`faithkit.precision.Placement`)."""
+    add_flags(parser, precision.Placement, names=("device",))
 
 
 def add_dtype_option(parser: argparse.ArgumentParser) -> None:
     """``--dtype``, the precision of the models a command loads (:data:`faithkit.precision.DTYPES`)."""
-    parser.add_argument("--dtype", choices=precision.DTYPES, help=precision.HELP)
+    declaration = field_of(precision.Placement, "dtype")
+    action = parser.add_argument("--dtype", choices=precision.DTYPES, help=flag_help(declaration))
+    mark_declared(action, [(precision.Placement, declaration)], None)
 
 
 def given_metric_options(args: argparse.Namespace) -> dict:
     """Every metric option given on the command line."""
-    return {name: getattr(args, name) for name in METRIC_OPTIONS if getattr(args, name, None) is not None}
+    return {name: getattr(args, name) for name in METRIC_FLAGS if getattr(args, name, None) is not None}
 
 
 def metric_options(args: argparse.Namespace, name: str | None = None) -> dict:

@@ -6,6 +6,7 @@ import logging
 
 from ..paths import PathArg
 from .options import (
+    add_device_option,
     add_dtype_option,
     add_input_columns,
     add_job_options,
@@ -57,7 +58,7 @@ def register(subparsers) -> None:
         "--output", required=True, type=PathArg("output file"), help="the choices, one JSON object per row (.jsonl)"
     )
     add_rerank_options(parser)
-    parser.add_argument("--device", help="torch device (default: cuda if available, else cpu)")
+    add_device_option(parser)
     add_dtype_option(parser)
     add_job_options(parser, chunk_size=8)
     add_input_columns(parser, response=False)
@@ -68,19 +69,12 @@ def add_rerank_options(parser) -> None:
     """--judge and --fluency-tolerance as the rerank strategy declares them, and the greedy decode's options."""
     import argparse
 
-    from ..decoding.options import GenerationOptions, add_flags, flag, range_text
+    from ..decoding.options import GenerationOptions
     from ..decoding.rerank import Rerank
+    from ..options import add_flags
 
     group = parser.add_argument_group("reranking")
-    for item in Rerank.__dataclass_fields__.values():
-        if item.name in ("judge", "fluency_tolerance"):
-            allowed = f", {range_text(item)}" if range_text(item) else ""
-            group.add_argument(
-                f"--{flag(item.name)}",
-                type=type(item.default),
-                default=argparse.SUPPRESS,
-                help=f"{item.metadata['help']}{allowed} (default {item.default})",
-            )
+    add_flags(group, Rerank, names=("judge", "fluency_tolerance"), unset=argparse.SUPPRESS)
     add_flags(group, GenerationOptions, names=GENERATION_FLAGS)
 
 

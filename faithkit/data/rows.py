@@ -22,6 +22,7 @@ from typing import Literal
 from collections.abc import Iterable, Iterator
 
 from ..errors import InputError
+from ..options import option
 from .arrow import dataset_records, is_dataset_source
 from .results import content_digest
 
@@ -106,6 +107,29 @@ QUOTING: dict[str, Literal[0, 1, 2, 3]] = {"none": csv.QUOTE_NONE, "csv": csv.QU
 """How CSV/TSV fields are quoted: ``none`` reads every character literally (BEGIN's TSVs hold bare
 quotes), ``csv`` lets a quoted field hold the delimiter, quotes and newlines. Default: ``none``
 for .tsv, ``csv`` for .csv."""
+
+
+@dataclass(frozen=True)
+class InputOptions:
+    """How a command reads its rows file: the columns (found by their usual names when not given), the split and
+    the CSV quoting; each command's input flags and the sweep's config keys are these fields."""
+
+    document_column: str | None = option(None, "column with the grounding document (unset: document/knowledge/…)")
+    history_column: str | None = option(
+        None,
+        "column with the history: a string or a JSON list of turns (unset: history/message/…; none: empty histories)",
+    )
+    response_column: str | None = option(None, "column with the response (unset: response/…)")
+    id_column: str | None = option(None, "column with a unique row id (unset: id, else the line number)")
+    split: str | None = option(
+        None, "the split to read from a hub dataset (--input hf:OWNER/NAME) or a saved DatasetDict folder"
+    )
+    quoting: str | None = option(
+        None,
+        "CSV/TSV quoting: 'csv' lets quoted fields hold delimiters and newlines, 'none' reads every character "
+        "literally (unset: none for .tsv, as BEGIN needs; csv for .csv)",
+        choices=tuple(QUOTING),
+    )
 
 
 def _records(path: Path, quoting: str | None) -> Iterator[tuple[int, int, dict | None, str | None]]:

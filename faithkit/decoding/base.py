@@ -1,7 +1,7 @@
 """What every decoding strategy is: a frozen dataclass of its parameters plus what generate needs to run it.
 
 A strategy's parameters are its dataclass fields, each declared once with
-:func:`~faithkit.decoding.options.option` (default, range, grid, help); constructing one checks
+:func:`~faithkit.options.option` (default, range, grid, help); constructing one checks
 them. Its class says how many prompt views per context it decodes from (1: the conditioned
 view; 2: conditioned and history-only, as PMI-FAITH scores them), which search modes it
 supports, and builds its logits processors. Each two-view strategy lives beside its processor
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
 from ..errors import ConfigError
-from .options import SEARCHES, check
+from ..options import check
+from .options import SEARCHES
 from .two_view import RowSampler
 
 
@@ -48,7 +49,7 @@ class Strategy:
     summary: ClassVar[str]
 
     def __post_init__(self):
-        check(self, where=f"{self.name}: ")
+        check(self)
 
     def parameters(self) -> dict:
         """``{parameter: value}``, as in a config entry (without ``name``)."""

@@ -27,7 +27,7 @@ import torch
 from transformers import ClassifierFreeGuidanceLogitsProcessor
 
 from .base import Sampling, Strategy, sampling_kwargs
-from .options import option
+from ..options import option
 from .two_view import TwoViewProcessor, log_probs_pair
 
 

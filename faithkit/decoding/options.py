@@ -1,27 +1,19 @@
-"""Decoding options declared once: each is one dataclass field whose metadata holds its help, range and grid.
+"""The decoding options besides the strategy: search modes, :class:`GenerationOptions`, the prompt layout, row seeds.
 
-:func:`option` makes such a field. Everything else reads it: :func:`check` (the one range
-check, with the message that names the option and the fix), :func:`add_flags` (the
-command-line flags), :func:`from_mapping` (YAML keys and ``{name: value}`` dicts, unknown
-keys rejected) and :func:`default_grid`. Strategy parameters
-(:mod:`faithkit.decoding.strategies`) and :class:`GenerationOptions` are declared this way,
-so ``faithkit generate``, the sweep, training hooks and fingerprints cannot disagree on a
-name, default or range.
+:class:`GenerationOptions` is declared with :func:`faithkit.options.option` like the
+strategies' parameters, so ``faithkit generate``, the sweep, training hooks and fingerprints
+cannot disagree on a name, default or range.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import difflib
 import hashlib
-import types
-import typing
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..numbers import check_finite, finite_float
+from ..options import check, flag, option
 from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate
 
 SEARCHES = ("greedy", "beam", "sample", "beam_sample")
@@ -33,217 +25,6 @@ def search_of(num_beams: int = 1, do_sample: bool = False) -> str:
     if do_sample:
         return "beam_sample" if num_beams > 1 else "sample"
     return "beam" if num_beams > 1 else "greedy"
-
-
-def option(
-    default, help: str, *, low=None, high=None, low_open: bool = False, grid: Sequence | None = None, meaning: str = ""
-):
-    """A dataclass field with its help, allowed range (``[low, high]``, ``(low, high]`` with ``low_open``) and grid.
-
-    ``meaning`` explains the range's ends in messages ("0 = plain decoding"); ``grid`` is the
-    values a sweep tries when none are given.
-    """
-    metadata = {
-        "help": help,
-        "low": low,
-        "high": high,
-        "low_open": low_open,
-        "meaning": meaning,
-        "grid": tuple(grid) if grid is not None else None,
-    }
-    return dataclasses.field(default=default, metadata=metadata)
-
-
-def option_like(cls, name: str):
-    """The field ``name`` of ``cls`` again, for another dataclass that takes the same option (same default, help, range)."""
-    item = next(item for item in dataclasses.fields(cls) if item.name == name)
-    return dataclasses.field(default=item.default, metadata=item.metadata)
-
-
-def range_text(item: dataclasses.Field) -> str:
-    """``[0, 1]``, ``(0, 1]``, ``at least 1``, ``above 0`` from the field's metadata."""
-    low, high, low_open = item.metadata.get("low"), item.metadata.get("high"), item.metadata.get("low_open")
-    if low is not None and high is not None:
-        return f"{'(' if low_open else '['}{low:g}, {high:g}]"
-    if low is not None:
-        return f"above {low:g}" if low_open else f"at least {low:g}"
-    return f"at most {high:g}" if high is not None else ""
-
-
-def check(instance, where: str = "") -> None:
-    """Raise :class:`ConfigError` for the first field of ``instance`` that is NaN, infinite or outside its declared
-    range.
-
-    The message names the option as a flag (``--alpha``, which is also its YAML key with
-    underscores) and says which values are allowed; ``where`` prefixes it (``pmi: ``).
-    """
-    for item in dataclasses.fields(instance):
-        value = getattr(instance, item.name)
-        check_finite(value, f"{where}--{flag(item.name)}")
-        if value is None or isinstance(value, bool) or "low" not in item.metadata:
-            continue
-        low, high, low_open = item.metadata["low"], item.metadata["high"], item.metadata["low_open"]
-        below = low is not None and (value <= low if low_open else value < low)
-        above = high is not None and value > high
-        if below or above:
-            meaning = f" ({item.metadata['meaning']})" if item.metadata.get("meaning") else ""
-            allowed = range_text(item)
-            preposition = "in " if allowed[0] in "[(" else "" if allowed.startswith("above") else "of "
-            raise ConfigError(
-                f"{where}--{flag(item.name)} {value:g} is out of range: use a value {preposition}{allowed}{meaning}"
-            )
-
-
-def flag(name: str) -> str:
-    return name.replace("_", "-")
-
-
-def _without_none(annotation):
-    """``X`` out of ``X | None``."""
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        return args[0]
-    return annotation
-
-
-def base_type(annotation):
-    """The type inside ``X | None``; ``list[X]`` and ``dict[K, V]`` give ``list`` and ``dict``."""
-    inner = _without_none(annotation)
-    return typing.get_origin(inner) or inner
-
-
-def is_optional(annotation) -> bool:
-    return type(None) in typing.get_args(annotation)
-
-
-def coerce(value, annotation, where: str):
-    """``value`` (from YAML, a dict or the command line's text) as the field's type, or a ConfigError naming it.
-
-    Numbers may come as text (YAML reads ``1e-4`` as a string); a ``list[dict]`` item may be a
-    name alone (a strategy's, say).
-    """
-    if value is None:
-        if is_optional(annotation):
-            return None
-        raise ConfigError(f"{where} cannot be empty; give a value or leave it out for the default")
-    kind = base_type(annotation)
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in ("true", "yes", "false", "no"):
-            return text in ("true", "yes")
-    elif kind is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return int(value)
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-    elif kind is float:
-        number = None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            number = float(value)
-        elif isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                pass
-        if number is not None:
-            check_finite(number, where)
-            return number
-    elif kind is str:
-        if isinstance(value, str):
-            return value
-    elif kind is list:
-        items = _list_item_types(annotation)
-        if isinstance(value, list) and all(isinstance(item, items) for item in value):
-            return value
-    elif kind is dict:
-        if isinstance(value, dict):
-            return value
-    raise ConfigError(f"{where} must be {_expected(annotation)}, got {value!r}")
-
-
-def _list_item_types(annotation) -> tuple:
-    item = (typing.get_args(_without_none(annotation)) or (str,))[0]
-    return (str, dict) if item is dict else (str,)
-
-
-def _expected(annotation) -> str:
-    kind = base_type(annotation)
-    if kind is list:
-        return "a list of names or mappings" if dict in _list_item_types(annotation) else "a list of strings"
-    return {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a mapping"}.get(
-        kind, str(kind)
-    )
-
-
-def from_mapping(cls, values: Mapping, where: str = ""):
-    """``cls(**values)`` with unknown keys rejected (with the closest name) and values coerced to the fields' types."""
-    known = {item.name: item for item in dataclasses.fields(cls) if item.init}
-    types_ = typing.get_type_hints(cls)
-    for key in values:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), list(known), n=1)
-            hint = (
-                f"did you mean '{close[0]}'?"
-                if close
-                else (f"its keys are {', '.join(known)}" if known else "it takes no parameters")
-            )
-            raise ConfigError(f"{where}unknown key '{key}'; {hint}")
-    return cls(**{key: coerce(value, types_[key], f"{where}{key}") for key, value in values.items()})
-
-
-def add_flags(group, cls, defaults: bool = True, names: Sequence[str] | None = None) -> None:
-    """One command-line flag per field of ``cls`` (``--max-new-tokens``), typed, with the field's help and default.
-
-    ``defaults=False`` leaves unset flags out of the namespace (``argparse.SUPPRESS``), for
-    commands where a flag overrides a config file; ``names`` keeps only those fields. Booleans
-    whose default is None or True get ``--x/--no-x``; a False one is a switch.
-    """
-    types_ = typing.get_type_hints(cls)
-    for item in dataclasses.fields(cls):
-        if names is not None and item.name not in names:
-            continue
-        kind = base_type(types_[item.name])
-        default = item.default if defaults else argparse.SUPPRESS
-        help_text = item.metadata.get("help", "")
-        if defaults and item.default is not None and kind is not bool:
-            help_text += (
-                f" (default {item.default:g})" if isinstance(item.default, float) else f" (default {item.default})"
-            )
-        if kind is bool:
-            action = "store_true" if item.default is False and defaults else argparse.BooleanOptionalAction
-            group.add_argument(f"--{flag(item.name)}", action=action, default=default, help=help_text)
-        else:
-            group.add_argument(
-                f"--{flag(item.name)}",
-                type=_parser(kind, item.name),
-                default=default,
-                help=help_text,
-                metavar=item.name.upper(),
-            )
-
-
-def _parser(kind, name):
-    def parse(text: str):
-        if kind is float:
-            return finite_float(text)
-        try:
-            return kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"expected {'a whole number' if kind is int else 'a number'}, got '{text}'"
-            ) from None
-
-    parse.__name__ = name
-    return parse
-
-
-def default_grid(cls) -> dict[str, tuple]:
-    """``{parameter: values}`` a sweep tries for ``cls`` when the config gives none (fields without a grid: the default)."""
-    return {item.name: item.metadata.get("grid") or (item.default,) for item in dataclasses.fields(cls)}
 
 
 @dataclass(frozen=True)
@@ -266,20 +47,20 @@ class GenerationOptions:
     seed: int | None = option(
         None,
         "random seed for sampling; each row's draw depends only on the seed and its "
-        "id, so a resumed run writes what an uninterrupted one would (default 0)",
+        "id, so a resumed run writes what an uninterrupted one would (unset: seed 0)",
     )
     max_new_tokens: int = option(40, "longest response in tokens", low=1)
     batch_size: int = option(8, "contexts per generate call", low=1)
     max_context_tokens: int | None = option(
         None,
-        "cut longer contexts, keeping their end (default and most: what "
+        "cut longer contexts, keeping their end (unset, and at most: what "
         "the model's context window leaves beside --max-new-tokens)",
         low=1,
     )
     chat: bool | None = option(
         None,
         "use the tokenizer's chat template with the document in the system turn "
-        "(default: when the tokenizer has one and the model is decoder-only)",
+        "(unset: when the tokenizer has one and the model is decoder-only)",
     )
 
     @property
@@ -288,7 +69,8 @@ class GenerationOptions:
         return search_of(self.num_beams, self.do_sample)
 
     def validate(self, searches: Sequence[str] | None = None) -> GenerationOptions:
-        """Raise :class:`ConfigError` naming the flag and the fix for the first bad value; return self.
+        """Raise :class:`ConfigError` for the first bad value (``batch_size must be at least 1, got 0``) or
+        combination (naming the flags and the fix); return self.
 
         ``searches``: the modes the cells will run (default: :attr:`search`); sampling options
         need a sampling mode, beam modes need ``num_beams`` of at least 2.

@@ -19,7 +19,7 @@ import torch
 from transformers import TopPLogitsWarper
 
 from .base import Sampling, Strategy, sampling_kwargs
-from .options import option
+from ..options import option
 from .two_view import TwoViewProcessor, log_probs_pair
 
 

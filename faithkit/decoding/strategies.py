@@ -25,9 +25,9 @@ from typing import NamedTuple
 
 from ..errors import ConfigError
 from ..numbers import finite_float
-from .base import Plain, Sampling, Strategy, parameter_text
+from ..options import FlagError, OptionError, base_type, flag, flag_help, from_mapping, mark_declared, value_parser
+from .base import Plain, Sampling, Strategy
 from .cad import CAD, AdaCAD
-from .options import base_type, flag, from_mapping, range_text
 from .pmi_decode import PMI
 from .rerank import Rerank
 
@@ -139,21 +139,31 @@ def parameter_fields() -> dict[str, list[tuple[type[Strategy], dataclasses.Field
 
 
 def add_parameter_flags(group) -> None:
-    """One command-line flag per strategy parameter (``--alpha``, ``--top-p``); unset, each strategy's default applies."""
+    """One command-line flag per strategy parameter (``--alpha``, ``--top-p``); unset, each strategy's default applies.
+
+    A flag whose strategies declare one range checks it as it parses; ``--alpha`` (pmi: [0, 1], cad: at least 0)
+    is checked against the chosen strategy's, by :func:`strategy_from_args`, in the same words.
+    """
     for name, owners in parameter_fields().items():
-        described = "; ".join(
-            f"{cls.name}: {item.metadata['help']}{', ' + range_text(item) if range_text(item) else ''}"
-            f" (default {parameter_text(item.default)})"
-            for cls, item in owners
-        )
-        numeric = base_type(typing.get_type_hints(owners[0][0])[name]) in (int, float)
-        group.add_argument(
-            f"--{flag(name)}", type=finite_float if numeric else str, default=None, metavar=name.upper(), help=described
-        )
+        described = "; ".join(f"{cls.name}: {flag_help(item)}" for cls, item in owners)
+        kind = base_type(typing.get_type_hints(owners[0][0])[name])
+        declarations = {_checked_part(item) for _, item in owners}
+        if len(declarations) == 1:
+            parse = value_parser(owners[0][1], kind)
+        else:
+            parse = finite_float if kind in (int, float) else str
+        action = group.add_argument(f"--{flag(name)}", type=parse, default=None, metavar=name.upper(), help=described)
+        mark_declared(action, owners, None)
+
+
+def _checked_part(item: dataclasses.Field) -> tuple:
+    """What a flag checks of a declaration: its range and choices."""
+    return tuple(item.metadata.get(key) for key in ("low", "high", "low_open", "high_open", "meaning", "choices"))
 
 
 def strategy_from_args(name: str, args) -> Strategy:
-    """The strategy ``name`` with the parameter flags given on the command line; a flag it does not take is an error."""
+    """The strategy ``name`` with the parameter flags given on the command line; a flag it does not take, or a value
+    out of its range, is an error naming the flag (:class:`~faithkit.options.FlagError`)."""
     cls = get_strategy(name)
     given = {key: getattr(args, key) for key in parameter_fields() if getattr(args, key, None) is not None}
     own = {item.name for item in dataclasses.fields(cls)}
@@ -163,7 +173,10 @@ def strategy_from_args(name: str, args) -> Strategy:
             f"{', '.join(foreign)} {'do' if len(foreign) > 1 else 'does'} not apply to --strategy "
             f"{name}; its parameters are {', '.join('--' + flag(k) for k in own) or 'none'}"
         )
-    return from_mapping(cls, given, where=f"{name}: ")
+    try:
+        return from_mapping(cls, given, where=f"{name}: ")
+    except OptionError as error:
+        raise FlagError(flag(error.name), error.reason) from None
 
 
 class Cell(NamedTuple):

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, cast
 from .. import precision
 from ..errors import ConfigError
 from .base import Metric, check_columns
+from .options import check_option_values
 
 if TYPE_CHECKING:
     import torch
@@ -340,6 +341,7 @@ class ClaimChecker(Metric):
     ):
         if preset not in PRESETS:
             raise ValueError(f"unknown claim checker {preset!r}; choose one of {', '.join(PRESETS)}")
+        check_option_values(batch_size=batch_size, window=window, stride=stride)
         self.preset = PRESETS[preset]
         self.window, self.stride = window or self.preset.window, stride or self.preset.stride
         if self.window < 1 or not 1 <= self.stride <= self.window:

@@ -37,6 +37,7 @@ from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
 from ..scoring import Request, TokenScorer
 from .base import Metric, check_columns
+from .options import check_option_values
 
 MAX_EDITS = 8
 """Edits scored per response at most (each costs two response-length passes past the span)."""
@@ -329,6 +330,7 @@ class MinimalEdit(Metric):
         scorer: TokenScorer | None = None,
         dtype=None,
     ):
+        check_option_values(batch_size=batch_size, max_edits=max_edits, threshold=threshold)
         model, tokenizer = models.causal_lm(model, tokenizer, "the minimal-edit contrast", "MinimalEdit", device, dtype)
         self.tokenizer, self.template = tokenizer, template
         self.policy = EditPolicy(max_edits, threshold)

@@ -28,6 +28,7 @@ from scipy import optimize
 
 from .. import files
 from .base import Metric
+from .options import check_option_values
 from .lexical import knowledge_precision, token_f1_overlap
 from .token_evidence import AGGREGATE_KEYS
 
@@ -146,6 +147,7 @@ class FaithJudge(Metric):
     ):
         from .pmi_faith import PMIFaith
 
+        check_option_values(batch_size=batch_size, max_length=max_length)
         self.weights = JudgeWeights.load(weights)
         model = self.weights.model if model is None else model
         if model != self.weights.model:

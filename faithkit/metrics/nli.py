@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .base import Metric, check_columns
+from .options import check_option_values
 from .q2 import FALLBACK_SCORES, HUB_DEFAULTS, OFFLINE_DEFAULTS, _documents
 from .q2_backends import build_backend
 
@@ -22,6 +23,7 @@ class E2ENLI(Metric):
     def __init__(self, nli_model=None, preset=None, device=None, batch_size=8, dtype=None):
         if preset not in (None, "offline"):
             raise ValueError(f"preset must be None (the hub NLI model) or 'offline', got {preset!r}")
+        check_option_values(batch_size=batch_size)
         spec = nli_model or (OFFLINE_DEFAULTS if preset == "offline" else HUB_DEFAULTS)["nli"]
         self.nli = build_backend("nli", spec, device=device, batch_size=batch_size, dtype=dtype)
 

@@ -22,6 +22,7 @@ from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
 from ..scoring import Request, TokenScorer
 from . import token_evidence
 from .base import Metric, aggregate, check_columns
+from .options import check_option_values
 
 logger = logging.getLogger(__name__)
 
@@ -74,8 +75,7 @@ class PMIFaith(Metric):
         dtype=None,
         evidence: bool = False,
     ):
-        if normalize not in ("mean", "sum"):
-            raise ValueError(f"normalize must be 'mean' or 'sum', got {normalize!r}")
+        check_option_values(batch_size=batch_size, normalize=normalize, max_length=max_length)
         self.model, self.tokenizer = models.causal_lm(model, tokenizer, "PMI-FAITH", "PMIFaith", device, dtype)
         self.template = template
         self.normalize = normalize

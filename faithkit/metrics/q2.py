@@ -70,6 +70,7 @@ from dataclasses import dataclass
 
 from .. import models
 from .base import Metric, check_columns
+from .options import check_option_values
 from .lexical import normalize_answer, token_f1
 from .q2_backends import NO_ANSWER, Candidate, _CausalLM, build_backend
 
@@ -179,8 +180,7 @@ class Q2(Metric):
     ):
         if preset not in PRESETS:
             raise ValueError(f"preset must be None (the paper's hub models) or 'offline', got {preset!r}")
-        if batch_size < 1:
-            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        check_option_values(batch_size=batch_size)
         defaults = PRESETS[preset]
         self.nlp = load_spacy(spacy_model)
         self._lms: dict[str, _CausalLM] = {}

@@ -1,7 +1,8 @@
 """Every metric by name: how to build it, which scores it gives, which options it takes.
 
 The command line, report tables, meta-evaluations, sweeps and training hooks all read this
-table, so adding a metric is one entry here. A metric's :class:`Measure` entries are the
+table, so adding a metric is one entry here (and any option it adds, one field of
+:class:`~faithkit.metrics.options.MetricOptions`). A metric's :class:`Measure` entries are the
 corpus-level numbers it gives (title, direction, aggregate): a sweep's columns, tables,
 heatmaps and choice of operating point are made of them and nothing else.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from ..errors import ConfigError
 from ..numbers import check_finite
 from .base import Metric
+from .options import check_option_values
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,7 @@ def option_defaults(name: str) -> dict:
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:
     """The metric's spec; a ConfigError if it is unknown, does not take one of ``options`` or (given as a mapping) one
-    of their values is NaN or infinite."""
+    of their values is NaN, infinite or refused by its declaration (:class:`~faithkit.metrics.options.MetricOptions`)."""
     spec = get_spec(name)
     for key, value in options.items() if isinstance(options, Mapping) else ():
         check_finite(value, f"metric '{name}' option {key}")
@@ -212,6 +214,8 @@ def check_options(name: str, options: Iterable[str]) -> MetricSpec:
         raise ConfigError(
             f"metric '{name}' takes no option {', '.join(unknown)}; its options are {', '.join(spec.options) or 'none'}"
         )
+    if isinstance(options, Mapping):
+        check_option_values(f"metric '{name}' option ", **options)
     return spec
 
 

@@ -15,13 +15,14 @@ from itertools import product
 from pathlib import Path
 
 from ..data import data_root
-from ..data.rows import QUOTING
-from ..decoding import SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
-from ..decoding.strategies import strategy_from_text
-from ..decoding.options import coerce, default_grid, from_mapping
+from ..data.rows import InputOptions
+from ..decoding import PMI, SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
+from ..decoding.strategies import strategy_from_text, written_forms
 from ..errors import ConfigError
 from ..metrics.registry import MEASURES
-from ..precision import DTYPES
+from ..paths import PathArg
+from ..options import check, coerce, default_grid, from_mapping, option, option_like
+from ..precision import Placement
 
 ALWAYS = ("form",)
 """Metrics every sweep computes (no model needed): words, empty and repeated responses."""
@@ -77,43 +78,100 @@ class SweepConfig:
     the sweep loads.
     """
 
-    generator: str = ""  # required, as input and out: validate() names the one missing
-    judge: str = "bigscience/bloom-560m"
-    input: str = ""
-    out: str = ""
-    strategies: tuple[dict, ...] | None = None
-    chosen: tuple[str, ...] | None = None
-    alpha: tuple[float, ...] | None = None
-    top_p: tuple[float, ...] | None = None
-    decoding: str = "greedy"
+    generator: str = option(
+        "", "model to decode with: hub id, local folder or offline name", flag_type=PathArg("model")
+    )
+    judge: str = option(
+        "bigscience/bloom-560m",
+        "causal LM for PMI-FAITH (from the hub; offline: gemma3-270m)",
+        flag_type=PathArg("model"),
+    )
+    input: str = option(
+        "",
+        "dev rows with a document and a history (.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or "
+        "hf:OWNER/NAME with --split)",
+        flag_type=PathArg("rows"),
+    )
+    out: str = option("", "output folder; rerunning with the same folder resumes", flag_type=PathArg("output folder"))
+    strategies: tuple[dict, ...] | None = option(
+        None,
+        "comma-separated strategies, each over its default grid but for the parameters written, e.g. "
+        f"plain,pmi,cad:alpha=1,pmi:alpha=0.5,top_p=0.9 (unset: pmi), of {written_forms()}; a config's "
+        "'strategies:' gives each its own grid",
+        flag_type=str,  # commas also part parameters: strategies_from_flag reads it
+    )
+    chosen: tuple[str, ...] | None = option(
+        None,
+        "comma-separated best.json files of earlier sweeps: each one's chosen cell joins the strategies "
+        "(choose on dev rows, decode other rows)",
+    )
+    alpha: tuple[float, ...] | None = option_like(
+        PMI, "alpha", default=None, help="PMI-DECODE weights, comma-separated"
+    )
+    top_p: tuple[float, ...] | None = option_like(
+        PMI, "top_p", default=None, help="PMI-DECODE nucleus sizes, comma-separated"
+    )
+    decoding: str = option(
+        "greedy",
+        "search of the baseline and of every strategy that names none: greedy, beam, sample or beam_sample",
+        choices=SEARCHES,
+    )
     generation: GenerationOptions = GenerationOptions(num_beams=4)
-    limit: int | None = None
-    metrics: tuple[str, ...] = ("faith-judge", "pmi-faith", "lexical")
-    q2_preset: str | None = None
-    gold_column: str | None = None
-    document_column: str | None = None
-    history_column: str | None = None
-    id_column: str | None = None
-    quoting: str | None = None
-    split: str | None = None
-    faithfulness: str | None = None
-    relevance: str = "bleu"
-    tolerance: float = 1.0
-    fluency: str | None = None
-    fluency_tolerance: float = 1.0  # word salad sits 3.4 nats below (benchmarks/fluency_guard.py)
-    significance: float = 0.05
-    resamples: int = 1000
-    report_contexts: int = 8
-    device: str | None = None
-    dtype: str | None = None
+    limit: int | None = option(None, "use only the first N rows of --input", low=1)
+    metrics: tuple[str, ...] = option(
+        ("faith-judge", "pmi-faith", "lexical"),
+        f"comma-separated, of {', '.join(METRICS)} (words, empty and repeated are always measured)",
+        choices=METRICS,
+    )
+    q2_preset: str | None = option(
+        None, "'offline': Q² on the offline models instead of the paper's hub models", choices=("offline",)
+    )
+    gold_column: str | None = option(
+        None, "column with the gold response (unset: gold/reference, else the response column)"
+    )
+    document_column: str | None = option_like(InputOptions, "document_column")
+    history_column: str | None = option_like(InputOptions, "history_column")
+    id_column: str | None = option_like(InputOptions, "id_column")
+    quoting: str | None = option_like(InputOptions, "quoting")
+    split: str | None = option_like(InputOptions, "split")
+    faithfulness: str | None = option(
+        None,
+        "measure best.json maximises and Table 5 shows first (unset: faith_judge when faith-judge is measured, "
+        f"else pmi_faith), one of {', '.join(MEASURES)}",
+        choices=tuple(MEASURES),
+        metavar="MEASURE",
+    )
+    relevance: str = option(
+        "bleu", "measure bounded by the baseline's and shown second", choices=tuple(MEASURES), metavar="MEASURE"
+    )
+    tolerance: float = option(
+        1.0, "how far below the baseline's relevance the chosen cell may fall, in the measure's units", low=0
+    )
+    fluency: str | None = option(
+        None,
+        "measure bounded by the baseline's, so degenerate cells are not chosen (unset: fluency when pmi-faith "
+        "is measured)",
+        choices=tuple(MEASURES),
+        metavar="MEASURE",
+    )
+    fluency_tolerance: float = option(  # word salad sits 3.4 nats below (benchmarks/fluency_guard.py)
+        1.0, "how far below the baseline's fluency the chosen cell may fall, in nats per token", low=0
+    )
+    significance: float = option(
+        0.05, "level of the paired test best.json reports", low=0, high=1, low_open=True, high_open=True
+    )
+    resamples: int = option(1000, "bootstrap resamples and permutations", low=100)
+    report_contexts: int = option(8, "contexts shown in report.html", low=0)
+    device: str | None = option_like(Placement, "device")
+    dtype: str | None = option_like(Placement, "dtype")
 
     def validate(self) -> SweepConfig:
-        """Raise :class:`ConfigError` naming the option and the fix; return self."""
+        """Raise :class:`ConfigError` naming the option and the fix; return self. The fields' declarations check
+        each value (``resamples must be at least 100, got 50``); here are the rules between them."""
         for name in ("generator", "input", "out"):
             if not getattr(self, name):
                 raise ConfigError(f"no {name}: give --{name} or '{name}:' in the --config file")
-        if self.decoding not in SEARCHES:
-            raise ConfigError(f"--decoding {self.decoding!r} is unknown; choose one of {', '.join(SEARCHES)}")
+        check(self)
         for name in ("alpha", "top_p"):
             if getattr(self, name) is not None and not getattr(self, name):
                 raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one value, or leave it out")
@@ -123,40 +181,18 @@ class SweepConfig:
         self.generation.validate(searches=sorted({search for cell in cells for search in cell.option_searches}))
         for cell in cells:
             check_judge(cell.strategy)
-        unknown = [m for m in self.metrics if m not in METRICS]
-        if unknown:
-            raise ConfigError(f"--metrics {','.join(unknown)}: a sweep computes {', '.join(METRICS)}")
         if self.faithfulness_measure is None:
             raise ConfigError(
                 "no faithfulness measure: add faith-judge or pmi-faith to --metrics, or name the "
                 "measure with --faithfulness"
             )
         chosen = {"faithfulness": self.faithfulness_measure, "relevance": self.relevance, "fluency": self.fluency}
-        for option, measure in chosen.items():
+        for option_name, measure in chosen.items():
             if measure is None:
                 continue
-            if measure not in MEASURES:
-                raise ConfigError(f"--{option} {measure!r} is not a measure; choose one of {', '.join(MEASURES)}")
             metric = MEASURES[measure][0].name
             if metric not in (*self.metrics, *ALWAYS):
-                raise ConfigError(f"--{option} {measure} needs the metric {metric}: add it to --metrics")
-        if self.q2_preset not in (None, "offline"):
-            raise ConfigError(
-                f"--q2-preset {self.q2_preset!r} is unknown; use 'offline' or leave it out (the paper's hub models)"
-            )
-        for name in ("tolerance", "fluency_tolerance", "report_contexts"):
-            if getattr(self, name) < 0:
-                raise ConfigError(f"--{name.replace('_', '-')} {getattr(self, name)} is negative; use 0 or more")
-        if not 0 < self.significance < 1:
-            raise ConfigError(f"--significance {self.significance:g} is out of range: use a level in (0, 1), e.g. 0.05")
-        if self.resamples < 100:
-            raise ConfigError(f"--resamples {self.resamples}: use at least 100 (default 1000)")
-        if self.quoting not in (None, *QUOTING):
-            raise ConfigError(f"--quoting {self.quoting!r} is unknown; use {' or '.join(QUOTING)}, or leave it out")
-        if self.dtype not in (None, *DTYPES):
-            raise ConfigError(f"--dtype {self.dtype!r} is unknown; use {', '.join(DTYPES)}, or leave it out")
-        if self.limit is not None and self.limit < 1:
-            raise ConfigError(f"--limit {self.limit}: use at least 1, or leave it out for every row")
+                raise ConfigError(f"--{option_name} {measure} needs the metric {metric}: add it to --metrics")
         return self
 
     @property
@@ -193,7 +229,7 @@ class SweepConfig:
         """The baseline first, then every strategy's grid in order (search mode, then parameters), each once.
 
         Each strategy checks its values and search modes (:func:`~faithkit.decoding.strategy_from_dict`), so a
-        bad entry stops with a message naming it (``strategies[1]: pmi: --alpha 2 is out of range …``).
+        bad entry stops with a message naming it (``strategies[1]: pmi: alpha must be in [0, 1], got 2 …``).
         """
         cells = [self.baseline.check()]
         for index, entry in enumerate(self.strategy_grids()):

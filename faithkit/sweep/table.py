@@ -277,13 +277,16 @@ def best_by_strategy(table: Sequence[dict], **rule) -> dict[str, dict]:
 def choose_best(
     table: Sequence[dict],
     faithfulness: str = "pmi_faith",
-    relevance: str = "bleu",
-    tolerance: float = 1.0,
-    fluency: str | None = None,
-    fluency_tolerance: float = 1.0,
-    significance: float = 0.05,
+    relevance: str = SweepConfig.relevance,
+    tolerance: float = SweepConfig.tolerance,
+    fluency: str | None = SweepConfig.fluency,
+    fluency_tolerance: float = SweepConfig.fluency_tolerance,
+    significance: float = SweepConfig.significance,
 ) -> dict:
     """The most faithful cell whose relevance and fluency are at least the baseline's minus their tolerances.
+
+    The defaults are :class:`SweepConfig`'s; ``faithfulness`` is PMI-FAITH's measure unless named (a sweep names
+    its :attr:`~SweepConfig.faithfulness_measure`).
 
     The baseline is the table's first row. Ties go to higher relevance, then to the earlier
     cell. A bound whose measure the baseline lacks (no gold responses, no fluency measure)

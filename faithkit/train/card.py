@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..decoding.options import flag
+from ..options import flag
 from ..decoding.base import parameter_text
 from ..decoding.strategies import PMI
 from ..files import write_text

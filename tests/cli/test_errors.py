@@ -123,15 +123,21 @@ def test_unknown_model(faithkit, rows, tmp_path, command):
 @pytest.mark.parametrize(
     "flags, message",
     [
-        (["--alpha", "2"], "pmi: --alpha 2 is out of range: use a value in [0, 1]"),
-        (["--alpha", "-0.1"], "pmi: --alpha -0.1 is out of range: use a value in [0, 1]"),
-        (["--top-p", "0"], "pmi: --top-p 0 is out of range: use a value in (0, 1]"),
+        (
+            ["--alpha", "2"],
+            "faithkit generate: argument --alpha: must be in [0, 1], got 2 (0 = plain decoding, 1 = rank by PMI alone)",
+        ),
+        (
+            ["--alpha", "-0.1"],
+            "faithkit generate: argument --alpha: must be in [0, 1], got -0.1 (0 = plain decoding, 1 = rank by PMI alone)",
+        ),
+        (["--top-p", "0"], "faithkit generate: argument --top-p: must be in (0, 1], got 0 (1 keeps every token)"),
         (["--strategy", "cad", "--top-p", "0.5"], "--top-p does not apply to --strategy cad"),
         (["--seed", "1"], "--seed applies to sampling only: add --do-sample, or drop them"),
         (["--num-return-sequences", "2"], "--num-return-sequences 2 is more than --num-beams 1"),
         (["--do-sample", "--num-beams", "2"], "strategy pmi does not support beam_sample search"),
-        (["--num-beams", "0"], "--num-beams 0 is out of range: use a value of at least 1"),
-        (["--batch-size", "0"], "--batch-size 0 is out of range: use a value of at least 1"),
+        (["--num-beams", "0"], "faithkit generate: argument --num-beams: must be at least 1, got 0"),
+        (["--batch-size", "0"], "faithkit generate: argument --batch-size: must be at least 1, got 0"),
     ],
 )
 def test_bad_decoding_settings(faithkit, rows, tmp_path, flags, message):

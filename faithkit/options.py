@@ -1,0 +1,407 @@
+"""Options declared once: each is one dataclass field whose metadata holds its help, range, choices and grid.
+
+:func:`option` makes such a field. Everything else reads it: :func:`check` (the one range
+check), :func:`add_flags` (the command-line flags, which check the same range as they parse),
+:func:`from_mapping` (YAML keys and ``{name: value}`` dicts, unknown keys rejected),
+:func:`flag_help` (a flag's help, with its default) and :func:`default_grid`. Decoding
+strategies and :class:`~faithkit.decoding.GenerationOptions`, the sweep's
+:class:`~faithkit.sweep.SweepConfig`, the training config's sections and the metrics' options
+(:mod:`faithkit.metrics.registry`) are declared this way, so a command, a config file and a
+Python caller cannot disagree on a name, default or range.
+
+One message style: a value outside its range is ``NAME must be in [0, 1], got 2`` (plus the
+field's ``meaning``), where NAME is the parameter for a Python caller, the key for a config file
+(``training.batch_size``), and the command line says ``argument --alpha: must be in [0, 1], got 2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import difflib
+import types
+import typing
+from collections.abc import Mapping, Sequence
+
+from .errors import ConfigError
+from .numbers import check_finite, finite_float, is_non_finite
+
+
+class OptionError(ConfigError):
+    """A value its option's declaration refuses. ``name`` is the option, ``reason`` the message without it
+    (``must be in [0, 1], got 2``), so the command line can name the flag instead."""
+
+    def __init__(self, name: str, reason: str, where: str = ""):
+        super().__init__(f"{where}{name} {reason}")
+        self.name, self.reason = name, reason
+
+
+class FlagError(ConfigError):
+    """A flag's value its option refuses, found after parsing (``--alpha``'s range is the chosen strategy's): said
+    as argparse says a bad value, ``faithkit CMD: argument --alpha: must be in [0, 1], got 2``."""
+
+    def __init__(self, flag: str, reason: str):
+        super().__init__(f"argument --{flag}: {reason}")
+
+
+def option(
+    default,
+    help: str,
+    *,
+    low=None,
+    high=None,
+    low_open: bool = False,
+    high_open: bool = False,
+    grid: Sequence | None = None,
+    meaning: str = "",
+    choices: Sequence[str] | None = None,
+    flag_type=None,
+    metavar: str | None = None,
+):
+    """A dataclass field with its help, allowed range (``[low, high]``; ``low_open``/``high_open`` exclude an end),
+    choices and grid.
+
+    ``meaning`` explains the range's ends in messages ("0 = plain decoding"); ``grid`` is the
+    values a sweep tries when none are given; ``flag_type`` replaces the argparse type of each
+    word of its flag (a :class:`~faithkit.paths.PathArg` that checks a path; a list flag's item, or
+    its whole comma-separated text), ``metavar`` its value's name in usage lines. A list or dict
+    default is copied for every instance.
+    """
+    metadata = {
+        "help": help,
+        "low": low,
+        "high": high,
+        "low_open": low_open,
+        "high_open": high_open,
+        "meaning": meaning,
+        "choices": tuple(choices) if choices is not None else None,
+        "grid": tuple(grid) if grid is not None else None,
+        "flag_type": flag_type,
+        "metavar": metavar,
+    }
+    if isinstance(default, (list, dict)):
+        return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def option_like(cls, name: str, **changes):
+    """The field ``name`` of ``cls`` again, for another dataclass that takes the same option (same default, help,
+    range); ``changes`` replace parts of it (``default=None, help=…``: the sweep's ``alpha``, a list of PMI's values,
+    each in PMI's range). The copy notes whose field it is (``metadata["like"]``)."""
+    item = field_of(cls, name)
+    metadata = {**item.metadata, **{key: value for key, value in changes.items() if key != "default"}}
+    metadata["like"] = f"{cls.__name__}.{name}"
+    return dataclasses.field(default=changes.get("default", item.default), metadata=metadata)
+
+
+def field_of(cls, name: str) -> dataclasses.Field:
+    return next(item for item in dataclasses.fields(cls) if item.name == name)
+
+
+def declared_default(item: dataclasses.Field):
+    """The field's default, made by its factory when it has one."""
+    if item.default_factory is not dataclasses.MISSING:
+        return item.default_factory()
+    return None if item.default is dataclasses.MISSING else item.default
+
+
+def range_text(item: dataclasses.Field) -> str:
+    """``[0, 1]``, ``(0, 1]``, ``[0, 1)``, ``at least 1``, ``above 0``, ``at most 1`` from the field's metadata."""
+    meta = item.metadata
+    low, high = meta.get("low"), meta.get("high")
+    if low is not None and high is not None:
+        return f"{'(' if meta.get('low_open') else '['}{low:g}, {high:g}{')' if meta.get('high_open') else ']'}"
+    if low is not None:
+        return f"above {low:g}" if meta.get("low_open") else f"at least {low:g}"
+    if high is not None:
+        return f"below {high:g}" if meta.get("high_open") else f"at most {high:g}"
+    return ""
+
+
+def refusal(item: dataclasses.Field, value) -> str | None:
+    """Why the field refuses ``value`` (``must be in [0, 1], got 2 (0 = plain decoding)``), or None if it takes it."""
+    meta = item.metadata
+    if is_non_finite(value):
+        return f"{value} is not a usable number; give a finite value"
+    if value is None or isinstance(value, bool):
+        return None
+    choices = meta.get("choices")
+    if choices is not None and value not in choices:
+        return f"must be one of {', '.join(choices)}, got {value!r}"
+    if not isinstance(value, (int, float)) or not range_text(item):
+        return None
+    low, high = meta.get("low"), meta.get("high")
+    below = low is not None and (value <= low if meta.get("low_open") else value < low)
+    above = high is not None and (value >= high if meta.get("high_open") else value > high)
+    if not (below or above):
+        return None
+    allowed = range_text(item)
+    meaning = f" ({meta['meaning']})" if meta.get("meaning") else ""
+    return f"must be {'in ' if allowed[0] in '[(' else ''}{allowed}, got {value:g}{meaning}"
+
+
+def check(instance, where: str = "") -> None:
+    """Raise :class:`OptionError` for the first field of ``instance`` that is NaN, infinite, outside its declared
+    range or not one of its choices (items of a list each); ``where`` prefixes the field's name (``training.``)."""
+    check_values(
+        type(instance), {item.name: getattr(instance, item.name) for item in dataclasses.fields(instance)}, where
+    )
+
+
+def check_values(cls, values: Mapping, where: str = "") -> None:
+    """:func:`check` for values given apart from an instance (a constructor's arguments): each against the field of
+    ``cls`` it names."""
+    declared = {item.name: item for item in dataclasses.fields(cls)}
+    for name, value in values.items():
+        for one in value if isinstance(value, (list, tuple)) else [value]:
+            reason = refusal(declared[name], one)
+            if reason is not None:
+                raise OptionError(name, reason, where)
+
+
+def flag(name: str) -> str:
+    return name.replace("_", "-")
+
+
+def _without_none(annotation):
+    """``X`` out of ``X | None``."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        return args[0]
+    return annotation
+
+
+def base_type(annotation):
+    """The type inside ``X | None``; ``list[X]``, ``tuple[X, ...]`` and ``dict[K, V]`` give ``list``, ``tuple``,
+    ``dict``."""
+    inner = _without_none(annotation)
+    return typing.get_origin(inner) or inner
+
+
+def item_type(annotation):
+    """``X`` of ``list[X]`` or ``tuple[X, ...]`` (``str`` when unsaid)."""
+    return (typing.get_args(_without_none(annotation)) or (str,))[0]
+
+
+def is_optional(annotation) -> bool:
+    return type(None) in typing.get_args(annotation)
+
+
+def coerce(value, annotation, where: str):
+    """``value`` (from YAML, a dict or the command line's text) as the field's type, or a ConfigError naming it.
+
+    Numbers may come as text (YAML reads ``1e-4`` as a string); a ``list[dict]`` item may be a
+    name alone (a strategy's, say).
+    """
+    if value is None:
+        if is_optional(annotation):
+            return None
+        raise ConfigError(f"{where} cannot be empty; give a value or leave it out for the default")
+    kind = base_type(annotation)
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "yes", "false", "no"):
+            return text in ("true", "yes")
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            return int(value)
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+    elif kind is float:
+        number = None
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+        elif isinstance(value, str):
+            try:
+                number = float(value)
+            except ValueError:
+                pass
+        if number is not None:
+            check_finite(number, where)
+            return number
+    elif kind is str:
+        if isinstance(value, str):
+            return value
+    elif kind is list:
+        items = _list_item_types(annotation)
+        if isinstance(value, list) and all(isinstance(item, items) for item in value):
+            return value
+    elif kind is dict:
+        if isinstance(value, dict):
+            return value
+    raise ConfigError(f"{where} must be {_expected(annotation)}, got {value!r}")
+
+
+def _list_item_types(annotation) -> tuple:
+    return (str, dict) if item_type(annotation) is dict else (str,)
+
+
+def _expected(annotation) -> str:
+    kind = base_type(annotation)
+    if kind is list:
+        return "a list of names or mappings" if dict in _list_item_types(annotation) else "a list of strings"
+    return {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a mapping"}.get(
+        kind, str(kind)
+    )
+
+
+def from_mapping(cls, values: Mapping, where: str = ""):
+    """``cls(**values)`` with unknown keys rejected (with the closest name) and values coerced to the fields' types;
+    ``where`` prefixes every message (``pmi: ``)."""
+    known = {item.name: item for item in dataclasses.fields(cls) if item.init}
+    types_ = typing.get_type_hints(cls)
+    for key in values:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            hint = (
+                f"did you mean '{close[0]}'?"
+                if close
+                else (f"its keys are {', '.join(known)}" if known else "it takes no parameters")
+            )
+            raise ConfigError(f"{where}unknown key '{key}'; {hint}")
+    coerced = {key: coerce(value, types_[key], f"{where}{key}") for key, value in values.items()}
+    try:
+        return cls(**coerced)
+    except OptionError as error:
+        raise OptionError(error.name, error.reason, where) from None
+
+
+def shown(value) -> str:
+    """A default as help texts show it: numbers in their shortest form, lists comma-separated, strategies by name."""
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(shown(item) for item in value)
+    if isinstance(value, dict) and set(value) == {"name"}:
+        return str(value["name"])
+    return str(value)
+
+
+def flag_help(item: dataclasses.Field, default=dataclasses.MISSING) -> str:
+    """A flag's help rendered from its declaration: the help (which names the choices), the range and the default
+    (the declared one unless given; None shows the grid if the field has one; None, booleans and empty values show
+    none, their help says what unset means)."""
+    allowed = range_text(item)
+    text = item.metadata.get("help", "") + (f"; {allowed}" if allowed else "")
+    default = declared_default(item) if default is dataclasses.MISSING else default
+    if default is None:
+        default = item.metadata.get("grid")  # a grid flag left out: the grid
+    if default is None or isinstance(default, bool) or default in ((), [], ""):
+        return text
+    return f"{text} (default {shown(default)})"
+
+
+def value_parser(item: dataclasses.Field, kind, unsets: bool = False):
+    """The argparse type of one value of the field: parsed as ``kind``, checked against its declaration, so a bad
+    value is ``argument --X: must be …`` from every command; with ``unsets``, ``none`` gives None. A declared
+    ``flag_type`` parses it instead."""
+    if item.metadata.get("flag_type") is not None:
+        return item.metadata["flag_type"]
+
+    def parse(text: str):
+        if unsets and text.lower() in ("none", "null"):
+            return None
+        if kind is float:
+            value = finite_float(text)
+        elif kind is int:
+            try:
+                value = int(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
+        elif kind is bool:
+            if text.lower() not in ("true", "false"):
+                raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+            value = text.lower() == "true"
+        else:
+            value = kind(text)
+        reason = refusal(item, value)
+        if reason is not None:
+            raise argparse.ArgumentTypeError(reason)
+        return value
+
+    parse.__name__ = item.name
+    return parse
+
+
+def comma_list_parser(item: dataclasses.Field, kind):
+    """The argparse type of a list flag written as one comma-separated value (``--alpha 0,0.5``), each item checked."""
+    one = value_parser(item, kind)
+
+    def parse(text: str) -> tuple:
+        return tuple(one(part.strip()) for part in text.split(",") if part.strip())
+
+    parse.__name__ = item.name
+    return parse
+
+
+def add_flags(
+    group,
+    cls,
+    *,
+    names: Sequence[str] | None = None,
+    defaults=None,
+    unset=dataclasses.MISSING,
+    switches: bool = True,
+    lists: str = "words",
+    dest_prefix: str = "",
+    flag_names: Mapping[str, str] | None = None,
+    none_unsets: bool = False,
+) -> None:
+    """One command-line flag per field of ``cls`` (``--max-new-tokens``), typed and range-checked, with the help of
+    :func:`flag_help` (mappings are left to files).
+
+    ``names`` keeps only those fields; ``defaults`` (an instance of ``cls``) replaces the declared defaults; ``unset``
+    is what a flag not given leaves in the namespace: by default its default, ``None``, or ``argparse.SUPPRESS``
+    (for flags that override a config file). Booleans are switches (``--x``, or ``--x/--no-x`` when the default is
+    None or True, or ``unset`` is given), or with ``switches=False`` take ``true``/``false``. List fields take
+    several words (``lists="words"``) or one comma-separated value (``lists="comma"``). ``dest_prefix`` prefixes the
+    namespace names (``training.``); ``flag_names`` renames flags (``{"name": "model"}``); with ``none_unsets``,
+    ``none`` sets an optional field to None (elsewhere it is a value: ``--history-column none``).
+    """
+    hints = typing.get_type_hints(cls)
+    for item in dataclasses.fields(cls):
+        if (names is not None and item.name not in names) or base_type(hints[item.name]) is dict:
+            continue
+        annotation = hints[item.name]
+        kind, optional = base_type(annotation), is_optional(annotation)
+        default = getattr(defaults, item.name) if defaults is not None else declared_default(item)
+        kwargs: dict = {
+            "dest": f"{dest_prefix}{item.name}",
+            "default": default if unset is dataclasses.MISSING else unset,
+            "help": flag_help(item, default),
+        }
+        name = f"--{(flag_names or {}).get(item.name, flag(item.name))}"
+        if kind is bool and switches:
+            switch = default is False and unset is dataclasses.MISSING
+            kwargs["action"] = "store_true" if switch else argparse.BooleanOptionalAction
+            mark_declared(group.add_argument(name, **kwargs), [(cls, item)], default)
+            continue
+        choices = item.metadata.get("choices") or ()
+        few = 0 < len(choices) <= 6  # a long list is for the help to name
+        kwargs["metavar"] = item.metadata.get("metavar") or (
+            "{" + ",".join(choices) + "}" if few else item.name.upper()
+        )
+        if kind in (list, tuple) and lists == "comma":
+            kwargs["type"] = item.metadata.get("flag_type") or comma_list_parser(item, item_type(annotation))
+        elif kind in (list, tuple):
+            kwargs.update(nargs="*", type=value_parser(item, item_type(annotation)))
+        else:
+            kwargs["type"] = value_parser(item, kind, unsets=optional and none_unsets)
+        mark_declared(group.add_argument(name, **kwargs), [(cls, item)], default)
+
+
+def mark_declared(action: argparse.Action, owners: list, default) -> argparse.Action:
+    """Note on a flag the declarations it is made from (``[(class, field)]``) and the default its help shows, so
+    tests/test_options.py can tell it from a flag typed by hand."""
+    action.declared = (owners, default)  # type: ignore[attr-defined]
+    return action
+
+
+def default_grid(cls) -> dict[str, tuple]:
+    """``{parameter: values}`` a sweep tries for ``cls`` when the config gives none (fields without a grid: the default)."""
+    return {item.name: item.metadata.get("grid") or (item.default,) for item in dataclasses.fields(cls)}
