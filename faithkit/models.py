@@ -137,7 +137,7 @@ def load(
 
     ``kind`` picks the head: ``"causal"`` (decoder-only LM), ``"seq2seq"`` (BART, T5),
     ``"question-answering"`` or ``"sequence-classification"``; by default the model's own config
-    decides between seq2seq and causal (:func:`model_kind`), and a ``"causal"`` or ``"seq2seq"``
+    decides between seq2seq and causal (``causal`` when it has no readable config), and a ``"causal"`` or ``"seq2seq"``
     that contradicts the config is a :class:`ConfigError` (a causal head on an encoder-decoder
     checkpoint would silently drop its encoder). A local folder without model weights or
     tokenizer files fails before anything loads (:func:`~faithkit.paths.check_model_folder`). Hub ids
@@ -262,11 +262,6 @@ def check_head(model) -> None:
 def _described(model) -> str:
     source = model.config.name_or_path
     return f"{type(model).__name__} ({source})" if source else type(model).__name__
-
-
-def model_kind(name: str, cache: str | Path | None = None) -> str:
-    """``"seq2seq"`` for encoder-decoder models, else ``"causal"``; an unreadable config is left to :func:`load`."""
-    return _config_kind(resolve(name, cache)) or "causal"
 
 
 def _config_kind(path: str) -> str | None:

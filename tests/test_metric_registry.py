@@ -2,7 +2,7 @@
 
 from faithkit.metrics.corpus import AGGREGATES
 from faithkit.metrics.lexical import ResponseForm
-from faithkit.metrics.registry import MEASURES, METRICS, load_metric
+from faithkit.metrics.registry import MEASURES, METRICS, load_metric, metric_fingerprint
 
 
 def test_every_measure_is_named_once_and_aggregates_a_score_of_its_metric():
@@ -23,3 +23,13 @@ def test_response_form_measures():
         {"words": 5, "empty": 0.0, "repeated": 0.0},
     ]
     assert isinstance(load_metric("form"), ResponseForm)
+
+
+def test_a_metric_fingerprint_holds_the_settings_that_change_a_score():
+    given = {"normalize": "mean", "unconditional": False, "device": "cpu", "batch_size": 4, "model": "smollm2-135m"}
+    fingerprint = metric_fingerprint("pmi-faith", given)
+    assert fingerprint["metric"] == "pmi-faith"
+    assert sorted(fingerprint["metric_options"]) == ["model", "unconditional"]  # mean is the default
+    assert fingerprint["metric_options"]["unconditional"] is False
+    assert fingerprint["metric_options"]["model"]["name"] == "smollm2-135m"
+    assert metric_fingerprint("lexical", {}) == {"metric": "lexical", "metric_options": {}}

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 
 from .. import __version__
 from ..errors import FaithkitError
-from .options import is_main_process
+from ..jobs import is_main_process
 
 COMMANDS = ("score", "generate", "rerank", "sweep", "meta_eval", "explain", "data", "train", "annotate", "launch")
 """Modules of this package, one per command, in the order ``--help`` lists them."""

@@ -32,11 +32,6 @@ _METRIC_OPTION_TYPES = {"batch_size": "positive", "max_length": "positive", "win
 _METRIC_OPTION_CHOICES = {"preset": ["offline"], "normalize": ["mean", "sum"]}
 
 
-def is_main_process() -> bool:
-    """False in the other processes of ``accelerate launch``, which neither log progress nor print results."""
-    return int(os.environ.get("RANK", "0")) == 0
-
-
 def positive_int(text: str) -> int:
     """argparse type for counts: a clear message instead of a crash deep inside a job."""
     try:
@@ -226,23 +221,12 @@ def metric_options(args: argparse.Namespace, name: str | None = None) -> dict:
     return given
 
 
-def metric_fingerprint(args: argparse.Namespace, name: str | None = None) -> dict:
-    """The metric part of a job fingerprint: its name, options (those at their default left out, as when not
-    given), and the model it runs, by identity; ``name`` as for :func:`metric_options`."""
-    from ..metrics.registry import option_defaults
+def metric_fingerprint_from_args(args: argparse.Namespace, name: str | None = None) -> dict:
+    """The metric part of a job fingerprint (:func:`faithkit.metrics.registry.metric_fingerprint`) of the options
+    given on the command line; ``name`` as for :func:`metric_options`."""
+    from ..metrics.registry import metric_fingerprint
 
-    defaults = option_defaults(name or args.metric)
-    options = {
-        key: value for key, value in metric_options(args, name).items() if key not in defaults or value != defaults[key]
-    }
-    for key in ("model", "qg_model", "qa_model", "nli_model"):
-        if key in options:
-            from .. import models  # imports torch: only when a model is named
-
-            options[key] = models.identity(options[key])
-    options.pop("device", None)  # where it runs does not change a score
-    options.pop("batch_size", None)
-    return {"metric": name or args.metric, "metric_options": options}
+    return metric_fingerprint(name or args.metric, metric_options(args, name))
 
 
 def metric_from_args(args: argparse.Namespace):

@@ -23,6 +23,7 @@ from .strategies import (
     Cell,
     Plain,
     Strategy,
+    decoded_by,
     get_strategy,
     strategy_from_dict,
 )

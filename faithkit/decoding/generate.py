@@ -22,7 +22,7 @@ from ..errors import ConfigError
 from ..prompts import PromptTemplate
 from .options import GenerationOptions, default_template, search_of
 from .rerank import Judge, Rerank, candidate_seeds, rerank
-from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, strategy_from_dict
+from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, decoded_by, strategy_from_dict
 from .two_view import FiniteLogits
 
 logger = logging.getLogger(__name__)
@@ -514,8 +514,7 @@ def _runs(
             run = _cell_run(Cell(Plain(), strategy.search), strategy.n, strategy.n, temperature, top_k)
             runs.setdefault(strategy.candidates_key(), run._replace(own_seeds=True))
         elif cell.decode_key not in runs:
-            decoded = Cell(Plain(), cell.search) if strategy.decodes_as_plain(cell.search) else cell
-            runs[cell.decode_key] = _cell_run(decoded, num_beams, num_return_sequences, temperature, top_k)
+            runs[cell.decode_key] = _cell_run(decoded_by(cell), num_beams, num_return_sequences, temperature, top_k)
     return runs
 
 

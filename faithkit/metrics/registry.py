@@ -193,12 +193,37 @@ def option_defaults(name: str) -> dict:
     """The metric's options with their constructor defaults, so a setting given at its default is the setting
     left out (job fingerprints compare them)."""
     spec = get_spec(name)
-    parameters = inspect.signature(spec.build.target()).parameters
+    builder = spec.build.target() if isinstance(spec.build, _Lazy) else spec.build  # a plain callable: its own
+    parameters = inspect.signature(builder).parameters
     return {
         key: parameters[key].default
         for key in spec.options
         if key in parameters and parameters[key].default is not inspect.Parameter.empty
     }
+
+
+MODEL_OPTIONS = ("model", "qg_model", "qa_model", "nli_model")
+"""Metric options that name a model: a fingerprint holds the model's identity (:func:`faithkit.models.identity`)."""
+RUN_OPTIONS = ("device", "batch_size")
+"""Metric options that change where and how fast a metric runs, not its scores: no part of a fingerprint."""
+
+
+def metric_fingerprint(name: str, options: Mapping) -> dict:
+    """The metric part of a job fingerprint: ``{"metric": name, "metric_options": ...}`` with the options that change
+    a score. An option at its default is left out (given or not, it is the same setting), a model is its identity,
+    and the :data:`RUN_OPTIONS` are dropped."""
+    defaults = option_defaults(name)
+    kept = {
+        key: value
+        for key, value in options.items()
+        if key not in RUN_OPTIONS and (key not in defaults or value != defaults[key])
+    }
+    for key in MODEL_OPTIONS:
+        if key in kept:
+            from .. import models  # imports torch: only when a model is named
+
+            kept[key] = models.identity(kept[key])
+    return {"metric": name, "metric_options": kept}
 
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:
