@@ -235,15 +235,15 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
         for number, (batch, pending) in enumerate(todo, start=1):
             started = time.monotonic()
             sampled = any(cell.sampled for cell in pending)
-            kwargs = config.generation.grid_kwargs(model, tokenizer, ids=[c.id for c in batch], sampled=sampled)
             grid = iter_grid(
                 model,
                 tokenizer,
                 [c.document for c in batch],
                 [c.history for c in batch],
                 pending,
+                config.generation,
+                seeds=config.generation.row_seeds([c.id for c in batch]) if sampled else None,
                 judge=judges,
-                **kwargs,
             )
             seconds = {}  # per cell: the time from the previous cell's yield (cells that share a decode: ~0)
             last = time.monotonic()
