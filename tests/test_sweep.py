@@ -204,7 +204,7 @@ def no_model_loads(monkeypatch):
             ["--metrics", "pmi-faith,rouge"],
             "--metrics rouge: a sweep computes pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, "
             "nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, "
-            "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, overlap-f1, bleu, "
+            "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, overlap-f1, document-bleu, "
             "lexical",
         ),
         (

@@ -19,6 +19,7 @@ from .options import (
     job_options,
     metric_fingerprint_from_args,
     metric_from_args,
+    metric_name,
     metric_options,
     positive_int,
     refuse_writing_inputs,
@@ -298,7 +299,7 @@ def _register_labels(benchmarks) -> None:
 def _metric_names(text: str) -> list[str]:
     import argparse
 
-    names = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    names = list(dict.fromkeys(metric_name(name.strip()) for name in text.split(",") if name.strip()))
     unknown = [name for name in names if name not in METRIC_NAMES]
     if unknown or not names:
         raise argparse.ArgumentTypeError(

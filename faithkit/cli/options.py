@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from .. import precision
 from ..errors import ConfigError, OutputError
 from ..paths import PathArg
-from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
+from ..jobs import is_main_process
+from ..metrics.registry import METRIC_NAMES, RENAMED_METRICS, get_spec, load_metric, rename_notice
 
 # every metric option the command line knows, with its flag's help; a metric takes those its MetricSpec lists
 METRIC_OPTIONS = {
@@ -178,9 +180,19 @@ def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "p
         "--metric",
         default=default_metric,
         choices=METRIC_NAMES,
+        type=metric_name,
         help=f"which metric to compute (default {default_metric}): {described}",
     )
     add_metric_option_flags(parser)
+
+
+def metric_name(text: str) -> str:
+    """argparse type of metric names: a renamed metric's old name (``bleu``) is its name now, with a warning line."""
+    if text not in RENAMED_METRICS:
+        return text
+    if is_main_process():
+        print(f"warning: {rename_notice(text)}", file=sys.stderr)
+    return RENAMED_METRICS[text]
 
 
 def add_metric_option_flags(parser: argparse.ArgumentParser) -> None:

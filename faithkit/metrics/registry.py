@@ -11,12 +11,16 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import logging
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from ..errors import ConfigError
 from ..numbers import check_finite
 from .base import Metric
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -49,9 +53,16 @@ class MetricSpec:
     measures: tuple[Measure, ...] = ()
 
     @property
-    def needs_model(self) -> bool:
-        """Whether it runs a model (and so is worth scoring into a resumable file)."""
+    def runs_on_device(self) -> bool:
+        """Whether it takes a ``device`` option: it runs a model there (and so is worth scoring into a resumable
+        file), where the lexical metrics run in a moment on the CPU."""
         return "device" in self.options
+
+    @property
+    def needs_model(self) -> bool:
+        """Deprecated spelling of :attr:`runs_on_device`."""
+        warnings.warn("MetricSpec.needs_model is deprecated; use runs_on_device", DeprecationWarning, stacklevel=2)
+        return self.runs_on_device
 
 
 class _Lazy:
@@ -145,10 +156,10 @@ METRICS: dict[str, MetricSpec] = {
             measures=(Measure("overlap_f1", "overlap_f1", "overlap F1 with the document"),),
         ),
         MetricSpec(
-            "bleu",
+            "document-bleu",
             _Lazy("lexical", "TextOverlap", kind="bleu"),
             ("bleu",),
-            summary="BLEU of the response against the document (baseline)",
+            summary="BLEU of the response against the document (baseline; not lexical's bleu, against the gold)",
             measures=(Measure("knowledge_bleu", "bleu", "BLEU vs document"),),
         ),
         MetricSpec(
@@ -183,7 +194,36 @@ MEASURES: dict[str, tuple[MetricSpec, Measure]] = {
 """Every measure by its (unique) name, with the metric that gives it."""
 
 
+RENAMED_METRICS = {"bleu": "document-bleu"}
+"""Old metric names that still work, with a warning line, and their names now."""
+FINGERPRINT_NAMES = {new: old for old, new in RENAMED_METRICS.items()}
+"""The name a renamed metric's job fingerprints keep, so outputs written before the rename resume."""
+_warned: set[str] = set()
+
+
+def rename_notice(name: str) -> str:
+    """What a warning says about the renamed metric ``name``."""
+    new = RENAMED_METRICS[name]
+    return (
+        f"metric '{name}' is now '{new}' (BLEU of the response against the document; lexical's measure bleu is "
+        f"BLEU against the gold response); the old name is deprecated: use '{new}'"
+    )
+
+
+def current_name(name: str) -> str:
+    """``name``, or the name now of a renamed metric (:data:`RENAMED_METRICS`; a warning line the first time)."""
+    if name not in RENAMED_METRICS:
+        return name
+    if name not in _warned:
+        _warned.add(name)
+        logger.warning(rename_notice(name))
+    return RENAMED_METRICS[name]
+
+
 def get_spec(name: str) -> MetricSpec:
+    """The metric ``name`` (a renamed metric's old name too, with a warning); a ConfigError naming the metrics for
+    an unknown one."""
+    name = current_name(name)
     if name not in METRICS:
         raise ConfigError(f"unknown metric '{name}'; choose one of {', '.join(METRIC_NAMES)}")
     return METRICS[name]
@@ -223,7 +263,8 @@ def metric_fingerprint(name: str, options: Mapping) -> dict:
             from .. import models  # imports torch: only when a model is named
 
             kept[key] = models.identity(kept[key])
-    return {"metric": name, "metric_options": kept}
+    spec = get_spec(name)
+    return {"metric": FINGERPRINT_NAMES.get(spec.name, spec.name), "metric_options": kept}
 
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:

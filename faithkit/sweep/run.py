@@ -134,7 +134,7 @@ def judge(
     files: dict[str, dict] = {}  # model-backed metric -> its records by score id
     for name in dict.fromkeys((*config.metrics, *ALWAYS)):
         spec = get_spec(name)
-        if spec.needs_model:
+        if spec.runs_on_device:
             if name == "pmi-faith":
                 _warn_if_self_judged(config)
             files[name] = score_responses(score_path(out, name), config, spec, contexts, runs, responses)
@@ -194,7 +194,7 @@ def _prepare(out: Path, restart: bool) -> None:
     process = current_process()
     if process.is_main:
         if restart:
-            scores = [score_path(out, spec.name).name for spec in METRICS.values() if spec.needs_model]
+            scores = [score_path(out, spec.name).name for spec in METRICS.values() if spec.runs_on_device]
             for name in (*OUTPUTS, *scores):
                 target = out / name
                 shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
