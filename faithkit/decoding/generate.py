@@ -445,36 +445,15 @@ def iter_grid(
         **generate_kwargs,
     }
     context_room(model, tokenizer, options.max_new_tokens)  # too many new tokens fail before any batch runs
+    runner = _GridRunner(model, tokenizer, template, plan, options, extra, generate_kwargs)
     order = length_order(documents, histories)
     for start in range(0, len(order), options.batch_size):
         chunk = order[start : start + options.batch_size]
-        chosen_documents, chosen_histories = [documents[i] for i in chunk], [histories[i] for i in chunk]
-        inputs = build_inputs(
-            model,
-            tokenizer,
-            chosen_documents,
-            chosen_histories,
-            template,
-            options.max_context_tokens,
-            options.max_new_tokens,
-            views=plan.views,
-        )
-        batch = _GridBatch(
-            model,
-            tokenizer,
-            template,
-            plan,
-            PreparedBatch(model, inputs, plan.views),
-            None if seeds is None else [seeds[i] for i in chunk],
-            extra,
-            generate_kwargs,
-        )
-        for index, cell in enumerate(plan.cells):
-            if isinstance(cell.strategy, Rerank):
-                assert judge is not None  # checked above: rerank cells need a judge
-                yield index, chunk, batch.reranked(cell, judge, chosen_documents, chosen_histories)
-            else:
-                yield index, chunk, batch.responses(cell.decode_key)
+        chunk_seeds = None if seeds is None else [seeds[i] for i in chunk]
+        for index, responses in runner.decode(
+            [documents[i] for i in chunk], [histories[i] for i in chunk], chunk_seeds, judge
+        ):
+            yield index, chunk, responses
 
 
 def _check_grid_inputs(documents, histories, plan: GridPlan, seeds, judge, generate_kwargs: dict) -> None:
@@ -573,40 +552,53 @@ def plan_grid(model, cells: Sequence, options: GenerationOptions) -> GridPlan:
     return GridPlan(cells, runs)
 
 
-class _GridBatch:
-    """One batch of a grid: each of its decodes made on first request and kept for the other cells that need it."""
+class _GridRunner:
+    """A grid's fixed settings; :meth:`decode` runs one batch, each decode of the plan once for all its cells."""
 
-    def __init__(self, model, tokenizer, template, plan: GridPlan, batch: PreparedBatch, seeds, extra, generate_kwargs):
-        self.model, self.tokenizer, self.template, self.plan, self.batch = model, tokenizer, template, plan, batch
-        self.seeds, self.extra, self.generate_kwargs = seeds, extra, generate_kwargs
-        self.done: dict[tuple, list] = {}
+    def __init__(self, model, tokenizer, template, plan: GridPlan, options, extra: list, generate_kwargs: dict):
+        self.model, self.tokenizer, self.template, self.plan, self.options = model, tokenizer, template, plan, options
+        self.extra, self.generate_kwargs = extra, generate_kwargs
 
-    def responses(self, key: tuple) -> list:
-        """The responses of the decode ``key`` (a cell's :attr:`~Cell.decode_key`) to this batch's contexts."""
-        if key not in self.done:
+    def decode(self, documents: list, histories: list, seeds, judge) -> Iterator[tuple[int, list]]:
+        """``(cell index, responses)`` for every cell, in order, on one batch of contexts."""
+        inputs = build_inputs(
+            self.model,
+            self.tokenizer,
+            documents,
+            histories,
+            self.template,
+            self.options.max_context_tokens,
+            self.options.max_new_tokens,
+            views=self.plan.views,
+        )
+        batch = PreparedBatch(self.model, inputs, self.plan.views)
+        done: dict[tuple, list] = {}  # this batch's decodes by key
+        for index, cell in enumerate(self.plan.cells):
+            if isinstance(cell.strategy, Rerank):
+                if cell.decode_key not in done:  # equal rerank cells are judged once
+                    greedy = self._responses(batch, done, _GREEDY.decode_key, seeds)
+                    candidates = self._responses(batch, done, cell.strategy.candidates_key(), seeds)
+                    choices = rerank(cell.strategy, judge, documents, histories, greedy, candidates)
+                    done[cell.decode_key] = [choice.response for choice in choices]
+                yield index, done[cell.decode_key]
+            else:
+                yield index, self._responses(batch, done, cell.decode_key, seeds)
+
+    def _responses(self, batch: PreparedBatch, done: dict, key: tuple, seeds) -> list:
+        """The responses of the decode ``key`` (a cell's :attr:`~Cell.decode_key`), made on first request."""
+        if key not in done:
             run = self.plan.runs[key]
-            seeds = self.seeds if run.sampled else None
-            outputs = _decode(self.model, self.batch, run, seeds, self.extra, self.generate_kwargs)
-            self.done[key] = decode_responses(
+            outputs = _decode(self.model, batch, run, seeds if run.sampled else None, self.extra, self.generate_kwargs)
+            done[key] = decode_responses(
                 self.model,
                 self.tokenizer,
                 outputs,
-                self.batch.rows(run.views),
+                batch.rows(run.views),
                 run.kwargs["num_return_sequences"],
                 self.template,
                 views=run.views,
             )
-        return self.done[key]
-
-    def reranked(self, cell: Cell, judge: Judge, documents: list, histories: list) -> list:
-        """The responses a rerank cell picks among its candidates (judged once per batch for equal cells)."""
-        key, strategy = cell.decode_key, cell.strategy
-        assert isinstance(strategy, Rerank)
-        if key not in self.done:
-            greedy, candidates = self.responses(_GREEDY.decode_key), self.responses(strategy.candidates_key())
-            choices = rerank(strategy, judge, documents, histories, greedy, candidates)
-            self.done[key] = [choice.response for choice in choices]
-        return self.done[key]
+        return done[key]
 
 
 def _cell_run(cell: Cell, num_beams: int, num_return_sequences: int, temperature: float, top_k: int | None):
