@@ -126,6 +126,8 @@ def run_job(
     again. ``restart`` discards an existing output; ``retry_errors=False``
     keeps earlier error records instead of retrying their rows. ``flag`` is the command's option
     for ``output``, which messages name.
+
+    It takes many parameters because each keyword is a job option that the commands expose as a flag.
     """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")

@@ -60,6 +60,9 @@ def build_inputs(
     are the encoder inputs (the decoder starts identically for both halves). Over-long
     contexts keep their end: at most ``max_context_tokens``, and never more than the model's
     context window leaves beside ``max_new_tokens`` (a warning counts the contexts that limit cut).
+
+    It takes many parameters because it is the one place a batch's layout is decided: the contexts, the prompt
+    template, both token budgets and the views.
     """
     if len(documents) != len(histories):
         raise ValueError(
@@ -302,6 +305,9 @@ def generate(
     it is in; without them, draws come from torch's global RNG. The ``rerank`` strategy needs
     a ``judge`` (:class:`faithkit.reranking.Judges`). The pre-strategy keywords
     ``alpha=``/``top_p=`` still mean ``PMI(alpha, top_p)``, with a DeprecationWarning.
+
+    It takes many parameters because it is the public keyword API of a decode: ``model.generate``'s keywords plus
+    the strategy, prompt, batching, seeds and judge.
     """
     strategy = _pmi_of_old_keywords(strategy, generate_kwargs)
     search = search_of(generate_kwargs.get("num_beams", 1), generate_kwargs.pop("do_sample", False))
@@ -370,6 +376,8 @@ def generate_grid(
     :func:`iter_grid`, which yields them as they finish). ``keywords``: the :data:`GRID_KEYWORDS`
     and ``max_new_tokens`` (default: the model's generation config's, else 40) as
     :class:`GenerationOptions`; the others go to ``model.generate``.
+
+    It takes many parameters because it is :func:`generate`'s keyword API for a grid of cells.
     """
     options, generate_kwargs = _options_of_keywords(model, keywords)
     searches = [search for cell in cells for search in as_cell(cell).option_searches]
@@ -433,6 +441,9 @@ def iter_grid(
     it serves. Rerank cells (:mod:`~faithkit.decoding.rerank`) take the plain greedy decode and
     their candidates' decode, then one ``judge`` call per cell and batch. ``generate_kwargs``
     (``logits_processor``, …) go to ``model.generate``.
+
+    It takes many parameters because beside the grid and its options it passes ``model.generate``'s own keywords
+    through.
     """
     options = options or GenerationOptions()
     plan = plan_grid(model, cells, options)

@@ -70,6 +70,9 @@ def meta_eval_q2_wow(
     file, for a quick look. Scores are resumable; ``fingerprint`` (see
     :func:`faithkit.jobs.job_fingerprint`) guards them, and ``job`` holds
     :func:`faithkit.jobs.run_job`'s options (``restart``, ``retry_errors``, ``chunk_size``).
+
+    It takes many parameters because beside the two sets, the metric and the output it passes the job options
+    (``**job``) through.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

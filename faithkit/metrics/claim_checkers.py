@@ -338,6 +338,8 @@ class ClaimChecker(Metric):
         support: Callable[[Sequence[str], Sequence[str]], list[float]] | None = None,
         tokenizer=None,
     ):
+        """The checker ``preset`` (a name of :data:`PRESETS`); it takes many parameters because each is a metric option
+        that the command line and ``evaluate.load`` pass by name (:data:`faithkit.metrics.registry.METRICS`)."""
         if preset not in PRESETS:
             raise ValueError(f"unknown claim checker {preset!r}; choose one of {', '.join(PRESETS)}")
         self.preset = PRESETS[preset]

@@ -74,6 +74,8 @@ class PMIFaith(Metric):
         dtype=None,
         evidence: bool = False,
     ):
+        """The judge LM (a name, or a loaded model with its tokenizer) and how to score with it; it takes many parameters because each is a metric option that the command line and
+        ``evaluate.load`` pass by name (:data:`faithkit.metrics.registry.METRICS`)."""
         if normalize not in ("mean", "sum"):
             raise ValueError(f"normalize must be 'mean' or 'sum', got {normalize!r}")
         self.model, self.tokenizer = models.causal_lm(model, tokenizer, "PMI-FAITH", "PMIFaith", device, dtype)
