@@ -161,28 +161,50 @@ def sign_test(levels: np.ndarray) -> dict:
 
 def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) -> dict:
     """Every statistic of the report (see the module docstring), intervals from ``resamples`` bootstrap draws."""
-    from ..eval.stats import correlation_interval, spearman
-
     ratings = annotations.ratings
     levels = len(ANSWERS) - 1 - ratings  # higher is better (agree 2, neutral 1, disagree 0): for wins and correlations
-    n_items = ratings.shape[1]
-    shares, wins, agreements = [], [], []
+    return {
+        "task": annotations.key["task"],
+        "systems": annotations.systems,
+        "items": ratings.shape[1],
+        "annotators": _annotator_counts(annotations),
+        "shares": _answer_shares(ratings, resamples, seed),
+        "wins": _wins(levels, resamples, seed),
+        "agreement": _agreements(ratings),
+        "correlations": _correlations(annotations, levels),
+        "bootstrap": {"resamples": resamples, "seed": seed},
+    }
+
+
+def _answer_shares(ratings: np.ndarray, resamples: int, seed: int) -> list[dict]:
+    """Per dimension and system: the share of each answer, with its interval."""
+    return [
+        {
+            "dimension": dimension,
+            "system": system,
+            **_shares(_answer_counts(ratings[:, :, index, column]), ANSWERS, resamples, seed),
+        }
+        for column, dimension in enumerate(DIMENSIONS)
+        for index, system in enumerate(SYSTEMS)
+    ]
+
+
+def _wins(levels: np.ndarray, resamples: int, seed: int) -> list[dict]:
+    """Per dimension: the shares of A wins, ties and B wins, with their intervals, and the sign test."""
+    return [
+        {
+            "dimension": dimension,
+            **_shares(_outcome_counts(levels[:, :, :, column]), ("a_wins", "ties", "b_wins"), resamples, seed),
+            "sign_test": sign_test(levels[:, :, :, column]),
+        }
+        for column, dimension in enumerate(DIMENSIONS)
+    ]
+
+
+def _agreements(ratings: np.ndarray) -> list[dict]:
+    """Per dimension: the annotators' agreement over every (item, system) unit (NaN with one annotator)."""
+    agreements = []
     for column, dimension in enumerate(DIMENSIONS):
-        for index, system in enumerate(SYSTEMS):
-            shares.append(
-                {
-                    "dimension": dimension,
-                    "system": system,
-                    **_shares(_answer_counts(ratings[:, :, index, column]), ANSWERS, resamples, seed),
-                }
-            )
-        wins.append(
-            {
-                "dimension": dimension,
-                **_shares(_outcome_counts(levels[:, :, :, column]), ("a_wins", "ties", "b_wins"), resamples, seed),
-                "sign_test": sign_test(levels[:, :, :, column]),
-            }
-        )
         units = ratings[:, :, :, column].reshape(len(ratings), -1).T  # (item, system) x annotator
         agreements.append(
             {
@@ -194,6 +216,12 @@ def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) ->
                 ),
             }
         )
+    return agreements
+
+
+def _correlations(annotations: Annotations, levels: np.ndarray) -> list[dict]:
+    """Per metric measure the key holds: its Spearman correlation with the mean human faithfulness level."""
+    from ..eval.stats import correlation_interval, spearman
 
     human = levels[:, :, :, list(DIMENSIONS).index("faithfulness")].mean(axis=0)  # item x system
     correlations = []
@@ -216,12 +244,17 @@ def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) ->
                     "spearman_ci": correlation_interval(r, int(known.sum())),
                 }
             )
+    return correlations
 
-    counts = [
+
+def _annotator_counts(annotations: Annotations) -> list[dict]:
+    """Per annotator: the file, the items, and how often each answer was given per dimension."""
+    ratings = annotations.ratings
+    return [
         {
             "annotator": name,
             "file": str(path),
-            "items": n_items,
+            "items": ratings.shape[1],
             **{
                 dimension: [int(c) for c in np.bincount(ratings[number, :, :, column].ravel(), minlength=len(ANSWERS))]
                 for column, dimension in enumerate(DIMENSIONS)
@@ -229,17 +262,6 @@ def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) ->
         }
         for number, (name, path) in enumerate(zip(annotations.annotators, annotations.files))
     ]
-    return {
-        "task": annotations.key["task"],
-        "systems": annotations.systems,
-        "items": n_items,
-        "annotators": counts,
-        "shares": shares,
-        "wins": wins,
-        "agreement": agreements,
-        "correlations": correlations,
-        "bootstrap": {"resamples": resamples, "seed": seed},
-    }
 
 
 def _number(value: float, digits: int = 3) -> str:
