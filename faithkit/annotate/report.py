@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..files import replacing, save_figure
+from ..report import markdown_table
 from .agreement import agreement
 from .task import ANSWERS, DIMENSIONS, SYSTEMS, read_document
 
@@ -273,66 +274,88 @@ def _with_interval(value: float, ci: tuple[float, float]) -> str:
 
 
 def markdown(summary: dict) -> str:
-    """The report as markdown tables."""
+    """The report as markdown tables: answer shares, wins, agreement, annotators and, when the key holds metric
+    scores, their correlation with the human faithfulness judgements."""
     names = summary["systems"]
-    lines = [
+    sections = [
         f"## Human evaluation: a = {names['a']}, b = {names['b']}",
-        "",
         f"{summary['items']} items, {len(summary['annotators'])} annotators; intervals: 95% bootstrap over items "
         f"({summary['bootstrap']['resamples']} draws); Spearman intervals: Fisher z (Bonett-Wright).",
-        "",
-        "| dimension | system | Agree | Neutral | Disagree |",
-        "|---|---|---|---|---|",
-    ]
-    for row in summary["shares"]:
-        lines.append(
-            f"| {row['dimension']} | {names[row['system']]} | "
-            + " | ".join(_with_interval(row[a], row[f"{a}_ci"]) for a in ANSWERS)
-            + " |"
-        )
-    lines += [
-        "",
-        f"| dimension | {names['a']} wins | tie | {names['b']} wins | sign test over items "
-        f"({names['a']} better / worse / tied) |",
-        "|---|---|---|---|---|",
-    ]
-    for row in summary["wins"]:
-        test = row["sign_test"]
-        lines.append(
-            f"| {row['dimension']} | "
-            + " | ".join(_with_interval(row[o], row[f"{o}_ci"]) for o in ("a_wins", "ties", "b_wins"))
-            + f" | {test['a_better']} / {test['b_better']} / {test['tied']}, p = {test['p']:.3g} |"
-        )
-    if len(summary["annotators"]) > 1:
-        lines += ["", "| dimension | Krippendorff's alpha (ordinal) | Fleiss' kappa |", "|---|---|---|"]
-        lines += [
-            f"| {row['dimension']} | {_number(row['krippendorff_alpha'])} | {_number(row['fleiss_kappa'])} |"
-            for row in summary["agreement"]
-        ]
-    else:
-        lines += [
-            "",
-            "Agreement (Krippendorff's alpha, Fleiss' kappa) is not shown: it compares annotators, and "
-            "there is one; give two or more annotators' exports to measure it.",
-        ]
-    lines += [
-        "",
-        "| annotator | file | items | " + " | ".join(f"{d} A/N/D" for d in DIMENSIONS) + " |",
-        "|---|---|---|" + "---|" * len(DIMENSIONS),
-    ]
-    lines += [
-        f"| {row['annotator']} | {row['file']} | {row['items']} | "
-        + " | ".join("/".join(map(str, row[d])) for d in DIMENSIONS)
-        + " |"
-        for row in summary["annotators"]
+        _shares_table(summary),
+        _wins_table(summary),
+        _agreement_section(summary),
+        _annotators_table(summary),
     ]
     if summary["correlations"]:
-        lines += ["", "| human faithfulness vs | responses | Spearman [95%] |", "|---|---|---|"]
-        lines += [
-            f"| {MEASURES[row['measure']]} | {row['responses']} | {_with_interval(row['spearman'], row['spearman_ci'])} |"
-            for row in summary["correlations"]
-        ]
-    return "\n".join(lines)
+        sections.append(
+            markdown_table(
+                ["human faithfulness vs", "responses", "Spearman [95%]"],
+                [
+                    [MEASURES[row["measure"]], row["responses"], _with_interval(row["spearman"], row["spearman_ci"])]
+                    for row in summary["correlations"]
+                ],
+            )
+        )
+    return "\n\n".join(sections)
+
+
+def _shares_table(summary: dict) -> str:
+    names = summary["systems"]
+    return markdown_table(
+        ["dimension", "system", "Agree", "Neutral", "Disagree"],
+        [
+            [row["dimension"], names[row["system"]], *(_with_interval(row[a], row[f"{a}_ci"]) for a in ANSWERS)]
+            for row in summary["shares"]
+        ],
+    )
+
+
+def _wins_table(summary: dict) -> str:
+    names = summary["systems"]
+    header = [
+        "dimension",
+        f"{names['a']} wins",
+        "tie",
+        f"{names['b']} wins",
+        f"sign test over items ({names['a']} better / worse / tied)",
+    ]
+    rows = []
+    for row in summary["wins"]:
+        test = row["sign_test"]
+        rows.append(
+            [
+                row["dimension"],
+                *(_with_interval(row[o], row[f"{o}_ci"]) for o in ("a_wins", "ties", "b_wins")),
+                f"{test['a_better']} / {test['b_better']} / {test['tied']}, p = {test['p']:.3g}",
+            ]
+        )
+    return markdown_table(header, rows)
+
+
+def _agreement_section(summary: dict) -> str:
+    """The agreement table, or with one annotator why there is none."""
+    if len(summary["annotators"]) < 2:
+        return (
+            "Agreement (Krippendorff's alpha, Fleiss' kappa) is not shown: it compares annotators, and "
+            "there is one; give two or more annotators' exports to measure it."
+        )
+    return markdown_table(
+        ["dimension", "Krippendorff's alpha (ordinal)", "Fleiss' kappa"],
+        [
+            [row["dimension"], _number(row["krippendorff_alpha"]), _number(row["fleiss_kappa"])]
+            for row in summary["agreement"]
+        ],
+    )
+
+
+def _annotators_table(summary: dict) -> str:
+    return markdown_table(
+        ["annotator", "file", "items", *(f"{d} A/N/D" for d in DIMENSIONS)],
+        [
+            [row["annotator"], row["file"], row["items"], *("/".join(map(str, row[d])) for d in DIMENSIONS)]
+            for row in summary["annotators"]
+        ],
+    )
 
 
 def csv_rows(summary: dict) -> list[dict]:
