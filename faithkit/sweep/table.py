@@ -294,15 +294,7 @@ def choose_best(
     "baseline", "significant", "eligible", …}``.
     """
     baseline = table[0]
-    clauses, bounds = [], {}
-    for measure, slack in ((relevance, tolerance), (fluency, fluency_tolerance)):
-        if measure is None:
-            continue
-        if baseline.get(measure) is None:
-            clauses.append(f"no {measure} for the baseline, so no {measure} bound")
-            continue
-        bounds[measure] = baseline[measure] - slack
-        clauses.append(f"{measure} >= baseline {measure} - {slack:g} = {bounds[measure]:.4g}")
+    bounds, clauses = baseline_bounds(baseline, ((relevance, tolerance), (fluency, fluency_tolerance)))
     eligible = [row for row in table if exclusion(row, faithfulness, bounds) is None]
     rule = (
         f"highest {faithfulness} among cells with " + " and ".join(clauses)
@@ -338,6 +330,21 @@ def choose_best(
         "baseline": baseline,
         "eligible": [row["cell"] for row in eligible],
     }
+
+
+def baseline_bounds(baseline: dict, tolerances: Sequence[tuple[str | None, float]]) -> tuple[dict, list[str]]:
+    """``(bounds, clauses)``: each ``(measure, tolerance)``'s lower bound, the baseline's value minus the tolerance
+    (a measure None or that the baseline lacks gets none), and the rule's clause saying so."""
+    clauses, bounds = [], {}
+    for measure, slack in tolerances:
+        if measure is None:
+            continue
+        if baseline.get(measure) is None:
+            clauses.append(f"no {measure} for the baseline, so no {measure} bound")
+            continue
+        bounds[measure] = baseline[measure] - slack
+        clauses.append(f"{measure} >= baseline {measure} - {slack:g} = {bounds[measure]:.4g}")
+    return bounds, clauses
 
 
 def exclusion(row: dict, faithfulness: str, bounds: dict) -> str | None:
