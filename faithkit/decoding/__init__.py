@@ -10,6 +10,7 @@ from .generate import (
     iter_grid,
     length_order,
     pad_token_id,
+    plan_grid,
     prompt_cache,
 )
 from .options import SEARCHES, GenerationOptions, row_seed
