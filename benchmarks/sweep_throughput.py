@@ -37,9 +37,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 
 from faithkit import models
-from faithkit.decoding import generate
+from faithkit.decoding import decoded_by, generate
 from faithkit.metrics import PMIFaith
-from faithkit.sweep import decoded_by, load_config, run_sweep
+from faithkit.sweep import load_config, run_sweep
 from faithkit.sweep import run as sweep_run
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "sweep" / "smollm2-q2wow.yaml"

@@ -2,17 +2,7 @@
 
 from __future__ import annotations
 
-from .data import Row
-
-REFERENCE_FIELDS = ("gold", "reference")
-
-
-def reference_of(row: Row) -> str | None:
-    """The row's reference response: a ``gold``/``reference`` column, else its ``response`` column."""
-    for name in REFERENCE_FIELDS:
-        if row.extras.get(name):
-            return str(row.extras[name])
-    return row.response or None
+from .data import Row, reference_of
 
 
 class GeneratorJob:

@@ -85,6 +85,12 @@ class Process:
             self.state.wait_for_everyone()
 
 
+def is_main_process() -> bool:
+    """Whether this is the main process of ``accelerate launch`` (rank 0) or the only one: the process that logs
+    progress and prints results. Read from the launcher's ``RANK``, so it imports neither torch nor accelerate."""
+    return int(os.environ.get("RANK", "0")) == 0
+
+
 def current_process() -> Process:
     """This process's place under ``accelerate launch`` (one process otherwise)."""
     if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
@@ -120,6 +126,8 @@ def run_job(
     again. ``restart`` discards an existing output; ``retry_errors=False``
     keeps earlier error records instead of retrying their rows. ``flag`` is the command's option
     for ``output``, which messages name.
+
+    It takes many parameters because each keyword is a job option that the commands expose as a flag.
     """
     if chunk_size < 1:
         raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")

@@ -137,7 +137,7 @@ def load(
 
     ``kind`` picks the head: ``"causal"`` (decoder-only LM), ``"seq2seq"`` (BART, T5),
     ``"question-answering"`` or ``"sequence-classification"``; by default the model's own config
-    decides between seq2seq and causal (:func:`model_kind`), and a ``"causal"`` or ``"seq2seq"``
+    decides between seq2seq and causal (``causal`` when it has no readable config), and a ``"causal"`` or ``"seq2seq"``
     that contradicts the config is a :class:`ConfigError` (a causal head on an encoder-decoder
     checkpoint would silently drop its encoder). A local folder without model weights or
     tokenizer files fails before anything loads (:func:`~faithkit.paths.check_model_folder`). Hub ids
@@ -146,33 +146,43 @@ def load(
     where it was loaded, in train mode and float32 unless ``dtype`` says otherwise, so that
     accelerate places it and handles mixed precision.
     """
-    from transformers import (
-        AutoModelForCausalLM,
-        AutoModelForQuestionAnswering,
-        AutoModelForSeq2SeqLM,
-        AutoModelForSequenceClassification,
-        AutoTokenizer,
-    )
-
-    auto_classes = {
-        "causal": AutoModelForCausalLM,
-        "seq2seq": AutoModelForSeq2SeqLM,
-        "question-answering": AutoModelForQuestionAnswering,
-        "sequence-classification": AutoModelForSequenceClassification,
-    }
-    if kind is not None and kind not in auto_classes:
-        raise ValueError(f"kind must be one of {sorted(auto_classes)}, got {kind!r}")
+    if kind is not None and kind not in HEADS:
+        raise ValueError(f"kind must be one of {sorted(HEADS)}, got {kind!r}")
     dtype = _asked_dtype(dtype, torch_dtype)
     path = resolve(name, cache)
     check_model_folder(path)
+    model, tokenizer = _from_pretrained(name, path, _head(name, path, kind), dtype, for_training)
+    if for_training:
+        return model.train(), tokenizer
+    return _for_inference(name, model, device or default_device(), dtype), tokenizer
+
+
+HEADS = {
+    "causal": "AutoModelForCausalLM",
+    "seq2seq": "AutoModelForSeq2SeqLM",
+    "question-answering": "AutoModelForQuestionAnswering",
+    "sequence-classification": "AutoModelForSequenceClassification",
+}
+"""The ``kind`` of :func:`load`: the transformers auto class of each head."""
+
+
+def _head(name: str, path: str, kind: str | None) -> str:
+    """The head to load: ``kind``, else the one the config describes (causal without a readable config); a
+    ``causal``/``seq2seq`` that contradicts the config is a ConfigError."""
     actual = _config_kind(path)
     if kind in ("causal", "seq2seq") and actual is not None and kind != actual:
         raise ConfigError(_head_mismatch(name, actual, f"kind={kind!r}"))
-    kind = kind or actual or "causal"
+    return kind or actual or "causal"
+
+
+def _from_pretrained(name: str, path: str, head: str, dtype: str | None, for_training: bool):
+    """``(model, tokenizer)`` as transformers loads them, with what to do when the model is unavailable or unsafe."""
+    import transformers
+
     try:  # the tokenizer first: an unreachable hub then fails once, not twice
-        tokenizer = AutoTokenizer.from_pretrained(path)
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         loaded_as = precision.torch_dtype(dtype or ("float32" if for_training else "auto"))
-        model = auto_classes[kind].from_pretrained(path, dtype=loaded_as)
+        model = getattr(transformers, HEADS[head]).from_pretrained(path, dtype=loaded_as)
     except pickle.UnpicklingError:
         raise ModelNotAvailableError(
             f"{name}: its weights are a pickle holding more than tensors, which could run code when read, so "
@@ -189,9 +199,12 @@ def load(
             f"(`hf download {name}`) and copy the cache, pass a local folder, "
             f"or use an offline model ({offline})."
         ) from error
-    if for_training:
-        return model.train(), tokenizer
-    device = device or default_device()
+    return model, tokenizer
+
+
+def _for_inference(name: str, model, device, dtype: str | None):
+    """The model on ``device`` in eval mode; a half-precision checkpoint runs in float32 on a CPU unless a dtype
+    was asked for (a log line says so)."""
     if dtype is None and model.dtype in (torch.float16, torch.bfloat16) and torch.device(device).type == "cpu":
         logger.info(
             "%s: running its %s checkpoint in float32 on the CPU (half precision there is slow and not "
@@ -201,8 +214,7 @@ def load(
             precision.dtype_name(model.dtype),
         )
         model = model.float()
-    model.to(device).eval()
-    return model, tokenizer
+    return model.to(device).eval()
 
 
 def _asked_dtype(dtype, torch_dtype) -> str | None:
@@ -262,11 +274,6 @@ def check_head(model) -> None:
 def _described(model) -> str:
     source = model.config.name_or_path
     return f"{type(model).__name__} ({source})" if source else type(model).__name__
-
-
-def model_kind(name: str, cache: str | Path | None = None) -> str:
-    """``"seq2seq"`` for encoder-decoder models, else ``"causal"``; an unreadable config is left to :func:`load`."""
-    return _config_kind(resolve(name, cache)) or "causal"
 
 
 def _config_kind(path: str) -> str | None:

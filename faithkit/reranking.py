@@ -131,7 +131,7 @@ def load_generator(name: str, options, device=None, dtype=None):
     """``(model, tokenizer, judges)``: the generator ``name`` and :func:`generator_judges` for it."""
     from . import models
 
-    model, tokenizer = models.load(name, kind=models.model_kind(name), device=device, dtype=dtype)
+    model, tokenizer = models.load(name, device=device, dtype=dtype)  # the head its config describes
     return model, tokenizer, generator_judges(model, tokenizer, options, device)
 
 

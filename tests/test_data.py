@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from faithkit.data import Columns, InputError, ResultWriter, read_results, read_rows, unique_ids
+from faithkit.data import Columns, InputError, ResultWriter, Row, read_results, read_rows, reference_of, unique_ids
 
 
 def test_jsonl_csv_and_tsv_give_the_same_rows(tmp_path):
@@ -135,3 +135,10 @@ def test_unwritable_text_in_any_field_is_a_row_error_naming_it(tmp_path):
     assert rows[1].error.startswith("row line-2: field 'id' is not valid UTF-8 text")
     assert rows[2].error.startswith("row c: field 'meta' is not valid UTF-8 text")
     assert rows[3].error is None and rows[3].response == "R \U0001f600"  # a surrogate pair is one real character
+
+
+def test_the_reference_is_a_gold_or_reference_column_else_the_response():
+    assert reference_of(Row("1", response="said", extras={"reference": "ref", "gold": "gold"})) == "gold"
+    assert reference_of(Row("1", response="said", extras={"reference": "ref", "gold": ""})) == "ref"
+    assert reference_of(Row("1", response="said", extras={"other": "x"})) == "said"
+    assert reference_of(Row("1")) is None

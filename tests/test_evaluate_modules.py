@@ -99,3 +99,9 @@ def test_loads_from_the_folder_path_with_the_hub_offline(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "{'knowledge_precision': [1.0], 'mean_knowledge_precision': 1.0}"
+
+
+def test_the_knowledge_precision_module_gives_knowledge_precision_only():
+    module = evaluate.load(evaluate_path("knowledge-precision"))
+    result = module.compute(documents=COLUMNS["documents"], responses=COLUMNS["responses"])
+    assert sorted(result) == ["knowledge_precision", "mean_knowledge_precision"]

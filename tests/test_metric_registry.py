@@ -1,8 +1,10 @@
 """The metric registry's measures: the one vocabulary sweeps tabulate, plot and choose by."""
 
+import pytest
+
 from faithkit.metrics.corpus import AGGREGATES
 from faithkit.metrics.lexical import ResponseForm
-from faithkit.metrics.registry import MEASURES, METRICS, load_metric
+from faithkit.metrics.registry import MEASURES, METRICS, load_metric, metric_fingerprint
 
 
 def test_every_measure_is_named_once_and_aggregates_a_score_of_its_metric():
@@ -23,3 +25,29 @@ def test_response_form_measures():
         {"words": 5, "empty": 0.0, "repeated": 0.0},
     ]
     assert isinstance(load_metric("form"), ResponseForm)
+
+
+def test_a_metric_fingerprint_holds_the_settings_that_change_a_score():
+    given = {"normalize": "mean", "unconditional": False, "device": "cpu", "batch_size": 4, "model": "smollm2-135m"}
+    fingerprint = metric_fingerprint("pmi-faith", given)
+    assert fingerprint["metric"] == "pmi-faith"
+    assert sorted(fingerprint["metric_options"]) == ["model", "unconditional"]  # mean is the default
+    assert fingerprint["metric_options"]["unconditional"] is False
+    assert fingerprint["metric_options"]["model"]["name"] == "smollm2-135m"
+    assert metric_fingerprint("lexical", {}) == {"metric": "lexical", "metric_options": {}}
+
+
+def test_the_metric_bleu_against_the_document_is_document_bleu_and_its_old_name_still_reads():
+    from faithkit.metrics.registry import get_spec
+
+    assert get_spec("bleu") is METRICS["document-bleu"]
+    assert "bleu" not in METRICS
+    assert [measure.name for measure in METRICS["document-bleu"].measures] == ["knowledge_bleu"]
+    assert metric_fingerprint("bleu", {})["metric"] == metric_fingerprint("document-bleu", {})["metric"] == "bleu"
+
+
+def test_a_metric_runs_on_a_device_when_it_takes_one():
+    assert METRICS["pmi-faith"].runs_on_device and METRICS["q2"].runs_on_device
+    assert not METRICS["lexical"].runs_on_device and not METRICS["document-bleu"].runs_on_device
+    with pytest.warns(DeprecationWarning, match="use runs_on_device"):
+        assert METRICS["pmi-faith"].needs_model

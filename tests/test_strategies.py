@@ -628,3 +628,28 @@ def test_llama_cad_alpha_1_equals_pmi_decode_alpha_half_on_q2_wow(tiny_llama, da
         max_new_tokens=20,
     )
     assert grid[0] == grid[1] != grid[2]  # and they are not plain decoding
+
+
+def test_the_grid_plan_runs_each_decode_once_and_drops_sampling_options_without_a_sampling_cell(tiny_gpt2):
+    from faithkit.decoding.generate import plan_grid
+
+    cells = [Cell(Plain()), Cell(PMI(0.0, 1.0)), Cell(PMI(0.5, 0.9)), Cell(Plain(), "beam")]
+    plan = plan_grid(tiny_gpt2, cells, GenerationOptions(num_beams=3, temperature=0.7))
+    assert list(plan.runs) == [
+        ("plain", "greedy"),
+        ("pmi", (("alpha", 0.5), ("top_p", 0.9)), "greedy"),
+        ("plain", "beam"),
+    ]
+    assert plan.runs[("plain", "beam")].kwargs == {"num_beams": 3, "num_return_sequences": 1, "do_sample": False}
+    assert plan.views == 2 and not plan.sampled
+    with pytest.raises(ConfigError, match="beam search needs --num-beams of at least 2, got 1"):
+        plan_grid(tiny_gpt2, cells, GenerationOptions())
+
+
+def test_iter_grid_takes_its_generation_options_as_options_not_keywords(tiny_gpt2, gpt2_tokenizer):
+    from faithkit.decoding import iter_grid
+
+    with pytest.raises(
+        ValueError, match=r"iter_grid takes num_beams in its options: pass options=GenerationOptions\(num_beams=…\)"
+    ):
+        next(iter_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, [Cell(Plain())], num_beams=2))

@@ -18,13 +18,12 @@ import torch
 
 from faithkit.cli import sweep as sweep_cli
 from faithkit.data import ResultWriter, read_results
-from faithkit.decoding import PMI, Cell, GenerationOptions, Plain, generate
+from faithkit.decoding import PMI, Cell, GenerationOptions, Plain, decoded_by, generate
 from faithkit.errors import ConfigError, OutputError
 from faithkit.explain import highlight_tokens, is_explained, token_texts, write_explain_html
 from faithkit.prompts import DEFAULT_TEMPLATE
 from faithkit.metrics.lexical import is_repeated
-from faithkit.sweep import SweepConfig, choose_best, decoded_by, load_config, run_sweep
-from faithkit.sweep import markdown_table as sweep_markdown
+from faithkit.sweep import SweepConfig, choose_best, load_config, run_sweep, sweep_markdown
 from tests.conftest import save_gpt2_folder
 
 ROWS = [
@@ -230,7 +229,7 @@ def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_pat
             ["--metrics", "pmi-faith,rouge"],
             "argument --metrics: must be one of pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, "
             "nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, "
-            "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, overlap-f1, bleu, "
+            "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, overlap-f1, document-bleu, "
             "lexical, got 'rouge'",
         ),
         (["--significance", "1"], "argument --significance: must be in (0, 1), got 1"),
@@ -819,3 +818,14 @@ def test_explain_page_colours_pmi_faith_tokens(tmp_path):
     scores = tmp_path / "scores.jsonl"  # faithkit explain renders a PMI-FAITH scores file as it is
     scores.write_text("".join(json.dumps(record) + "\n" for record in records[::-1]))
     assert is_explained(scores)
+
+
+def test_the_old_names_of_the_sweeps_table_and_of_decoded_by_still_work_with_a_warning():
+    import faithkit.sweep
+
+    with pytest.warns(
+        DeprecationWarning, match="faithkit.sweep.markdown_table is deprecated; use faithkit.sweep.sweep_markdown"
+    ):
+        assert faithkit.sweep.markdown_table is sweep_markdown
+    with pytest.warns(DeprecationWarning, match="use faithkit.decoding.decoded_by"):
+        assert faithkit.sweep.decoded_by is decoded_by

@@ -33,6 +33,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..files import replacing, save_figure
+from ..report import markdown_table
 from .agreement import agreement
 from .task import ANSWERS, DIMENSIONS, SYSTEMS, read_document
 
@@ -161,28 +162,50 @@ def sign_test(levels: np.ndarray) -> dict:
 
 def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) -> dict:
     """Every statistic of the report (see the module docstring), intervals from ``resamples`` bootstrap draws."""
-    from ..stats import correlation_interval, spearman
-
     ratings = annotations.ratings
     levels = len(ANSWERS) - 1 - ratings  # higher is better (agree 2, neutral 1, disagree 0): for wins and correlations
-    n_items = ratings.shape[1]
-    shares, wins, agreements = [], [], []
+    return {
+        "task": annotations.key["task"],
+        "systems": annotations.systems,
+        "items": ratings.shape[1],
+        "annotators": _annotator_counts(annotations),
+        "shares": _answer_shares(ratings, resamples, seed),
+        "wins": _wins(levels, resamples, seed),
+        "agreement": _agreements(ratings),
+        "correlations": _correlations(annotations, levels),
+        "bootstrap": {"resamples": resamples, "seed": seed},
+    }
+
+
+def _answer_shares(ratings: np.ndarray, resamples: int, seed: int) -> list[dict]:
+    """Per dimension and system: the share of each answer, with its interval."""
+    return [
+        {
+            "dimension": dimension,
+            "system": system,
+            **_shares(_answer_counts(ratings[:, :, index, column]), ANSWERS, resamples, seed),
+        }
+        for column, dimension in enumerate(DIMENSIONS)
+        for index, system in enumerate(SYSTEMS)
+    ]
+
+
+def _wins(levels: np.ndarray, resamples: int, seed: int) -> list[dict]:
+    """Per dimension: the shares of A wins, ties and B wins, with their intervals, and the sign test."""
+    return [
+        {
+            "dimension": dimension,
+            **_shares(_outcome_counts(levels[:, :, :, column]), ("a_wins", "ties", "b_wins"), resamples, seed),
+            "sign_test": sign_test(levels[:, :, :, column]),
+        }
+        for column, dimension in enumerate(DIMENSIONS)
+    ]
+
+
+def _agreements(ratings: np.ndarray) -> list[dict]:
+    """Per dimension: the annotators' agreement over every (item, system) unit (NaN with one annotator)."""
+    agreements = []
     for column, dimension in enumerate(DIMENSIONS):
-        for index, system in enumerate(SYSTEMS):
-            shares.append(
-                {
-                    "dimension": dimension,
-                    "system": system,
-                    **_shares(_answer_counts(ratings[:, :, index, column]), ANSWERS, resamples, seed),
-                }
-            )
-        wins.append(
-            {
-                "dimension": dimension,
-                **_shares(_outcome_counts(levels[:, :, :, column]), ("a_wins", "ties", "b_wins"), resamples, seed),
-                "sign_test": sign_test(levels[:, :, :, column]),
-            }
-        )
         units = ratings[:, :, :, column].reshape(len(ratings), -1).T  # (item, system) x annotator
         agreements.append(
             {
@@ -194,6 +217,12 @@ def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) ->
                 ),
             }
         )
+    return agreements
+
+
+def _correlations(annotations: Annotations, levels: np.ndarray) -> list[dict]:
+    """Per metric measure the key holds: its Spearman correlation with the mean human faithfulness level."""
+    from ..stats import correlation_interval, spearman
 
     human = levels[:, :, :, list(DIMENSIONS).index("faithfulness")].mean(axis=0)  # item x system
     correlations = []
@@ -216,12 +245,17 @@ def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) ->
                     "spearman_ci": correlation_interval(r, int(known.sum())),
                 }
             )
+    return correlations
 
-    counts = [
+
+def _annotator_counts(annotations: Annotations) -> list[dict]:
+    """Per annotator: the file, the items, and how often each answer was given per dimension."""
+    ratings = annotations.ratings
+    return [
         {
             "annotator": name,
             "file": str(path),
-            "items": n_items,
+            "items": ratings.shape[1],
             **{
                 dimension: [int(c) for c in np.bincount(ratings[number, :, :, column].ravel(), minlength=len(ANSWERS))]
                 for column, dimension in enumerate(DIMENSIONS)
@@ -229,17 +263,6 @@ def summarize(annotations: Annotations, resamples: int = 1000, seed: int = 0) ->
         }
         for number, (name, path) in enumerate(zip(annotations.annotators, annotations.files))
     ]
-    return {
-        "task": annotations.key["task"],
-        "systems": annotations.systems,
-        "items": n_items,
-        "annotators": counts,
-        "shares": shares,
-        "wins": wins,
-        "agreement": agreements,
-        "correlations": correlations,
-        "bootstrap": {"resamples": resamples, "seed": seed},
-    }
 
 
 def _number(value: float, digits: int = 3) -> str:
@@ -251,66 +274,88 @@ def _with_interval(value: float, ci: tuple[float, float]) -> str:
 
 
 def markdown(summary: dict) -> str:
-    """The report as markdown tables."""
+    """The report as markdown tables: answer shares, wins, agreement, annotators and, when the key holds metric
+    scores, their correlation with the human faithfulness judgements."""
     names = summary["systems"]
-    lines = [
+    sections = [
         f"## Human evaluation: a = {names['a']}, b = {names['b']}",
-        "",
         f"{summary['items']} items, {len(summary['annotators'])} annotators; intervals: 95% bootstrap over items "
         f"({summary['bootstrap']['resamples']} draws); Spearman intervals: Fisher z (Bonett-Wright).",
-        "",
-        "| dimension | system | Agree | Neutral | Disagree |",
-        "|---|---|---|---|---|",
-    ]
-    for row in summary["shares"]:
-        lines.append(
-            f"| {row['dimension']} | {names[row['system']]} | "
-            + " | ".join(_with_interval(row[a], row[f"{a}_ci"]) for a in ANSWERS)
-            + " |"
-        )
-    lines += [
-        "",
-        f"| dimension | {names['a']} wins | tie | {names['b']} wins | sign test over items "
-        f"({names['a']} better / worse / tied) |",
-        "|---|---|---|---|---|",
-    ]
-    for row in summary["wins"]:
-        test = row["sign_test"]
-        lines.append(
-            f"| {row['dimension']} | "
-            + " | ".join(_with_interval(row[o], row[f"{o}_ci"]) for o in ("a_wins", "ties", "b_wins"))
-            + f" | {test['a_better']} / {test['b_better']} / {test['tied']}, p = {test['p']:.3g} |"
-        )
-    if len(summary["annotators"]) > 1:
-        lines += ["", "| dimension | Krippendorff's alpha (ordinal) | Fleiss' kappa |", "|---|---|---|"]
-        lines += [
-            f"| {row['dimension']} | {_number(row['krippendorff_alpha'])} | {_number(row['fleiss_kappa'])} |"
-            for row in summary["agreement"]
-        ]
-    else:
-        lines += [
-            "",
-            "Agreement (Krippendorff's alpha, Fleiss' kappa) is not shown: it compares annotators, and "
-            "there is one; give two or more annotators' exports to measure it.",
-        ]
-    lines += [
-        "",
-        "| annotator | file | items | " + " | ".join(f"{d} A/N/D" for d in DIMENSIONS) + " |",
-        "|---|---|---|" + "---|" * len(DIMENSIONS),
-    ]
-    lines += [
-        f"| {row['annotator']} | {row['file']} | {row['items']} | "
-        + " | ".join("/".join(map(str, row[d])) for d in DIMENSIONS)
-        + " |"
-        for row in summary["annotators"]
+        _shares_table(summary),
+        _wins_table(summary),
+        _agreement_section(summary),
+        _annotators_table(summary),
     ]
     if summary["correlations"]:
-        lines += ["", "| human faithfulness vs | responses | Spearman [95%] |", "|---|---|---|"]
-        lines += [
-            f"| {MEASURES[row['measure']]} | {row['responses']} | {_with_interval(row['spearman'], row['spearman_ci'])} |"
-            for row in summary["correlations"]
-        ]
-    return "\n".join(lines)
+        sections.append(
+            markdown_table(
+                ["human faithfulness vs", "responses", "Spearman [95%]"],
+                [
+                    [MEASURES[row["measure"]], row["responses"], _with_interval(row["spearman"], row["spearman_ci"])]
+                    for row in summary["correlations"]
+                ],
+            )
+        )
+    return "\n\n".join(sections)
+
+
+def _shares_table(summary: dict) -> str:
+    names = summary["systems"]
+    return markdown_table(
+        ["dimension", "system", "Agree", "Neutral", "Disagree"],
+        [
+            [row["dimension"], names[row["system"]], *(_with_interval(row[a], row[f"{a}_ci"]) for a in ANSWERS)]
+            for row in summary["shares"]
+        ],
+    )
+
+
+def _wins_table(summary: dict) -> str:
+    names = summary["systems"]
+    header = [
+        "dimension",
+        f"{names['a']} wins",
+        "tie",
+        f"{names['b']} wins",
+        f"sign test over items ({names['a']} better / worse / tied)",
+    ]
+    rows = []
+    for row in summary["wins"]:
+        test = row["sign_test"]
+        rows.append(
+            [
+                row["dimension"],
+                *(_with_interval(row[o], row[f"{o}_ci"]) for o in ("a_wins", "ties", "b_wins")),
+                f"{test['a_better']} / {test['b_better']} / {test['tied']}, p = {test['p']:.3g}",
+            ]
+        )
+    return markdown_table(header, rows)
+
+
+def _agreement_section(summary: dict) -> str:
+    """The agreement table, or with one annotator why there is none."""
+    if len(summary["annotators"]) < 2:
+        return (
+            "Agreement (Krippendorff's alpha, Fleiss' kappa) is not shown: it compares annotators, and "
+            "there is one; give two or more annotators' exports to measure it."
+        )
+    return markdown_table(
+        ["dimension", "Krippendorff's alpha (ordinal)", "Fleiss' kappa"],
+        [
+            [row["dimension"], _number(row["krippendorff_alpha"]), _number(row["fleiss_kappa"])]
+            for row in summary["agreement"]
+        ],
+    )
+
+
+def _annotators_table(summary: dict) -> str:
+    return markdown_table(
+        ["annotator", "file", "items", *(f"{d} A/N/D" for d in DIMENSIONS)],
+        [
+            [row["annotator"], row["file"], row["items"], *("/".join(map(str, row[d])) for d in DIMENSIONS)]
+            for row in summary["annotators"]
+        ],
+    )
 
 
 def csv_rows(summary: dict) -> list[dict]:

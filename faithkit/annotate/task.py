@@ -187,9 +187,6 @@ def _balanced_coins(count: int, rng: random.Random) -> list[bool]:
 
 def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: int = 0) -> Task:
     """Sample ``contexts`` rows where ``a`` and ``b`` answer differently; write the page and the key into ``out``."""
-    from ..metrics.lexical import knowledge_precision
-    from .page import render_page
-
     if contexts < 1:
         raise InputError(f"--contexts {contexts}: use at least 1")
     rows, differing = differing_rows(a, b)
@@ -205,34 +202,11 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
     rng = random.Random(seed)
     chosen = rng.sample(differing, min(contexts, len(differing)))
     a_first = _balanced_coins(len(chosen), rng)
-
     items, key_items = [], []
     for number, (row, first) in enumerate(zip(chosen, a_first), start=1):
         sides = ("a", "b") if first else ("b", "a")
-        systems = {"a": a, "b": b}
-        record = a.records[row]
-        history = record.get("history") or []
-        responses = [systems[side].records[row]["response"] for side in sides]
-        items.append(
-            {
-                "item": str(number),
-                "document": record["document"],
-                "history": [
-                    turn for turn in ([history] if isinstance(history, str) else history) if str(turn).strip()
-                ],  # a blank turn would be an empty bubble
-                "responses": responses,
-                "cut": [ends_mid_sentence(text) for text in responses],
-            }
-        )
-        scores = {}
-        for name, system in systems.items():
-            measures = dict(system.scores.get(row, {}))
-            precision = knowledge_precision(record["document"], system.records[row]["response"])
-            if precision is not None:
-                measures["knowledge_precision"] = precision
-            scores[name] = measures
-        key_items.append({"item": str(number), "row": row, "sides": list(sides), "scores": scores})
-
+        items.append(_page_item(str(number), a.records[row], [{"a": a, "b": b}[side].records[row] for side in sides]))
+        key_items.append({"item": str(number), "row": row, "sides": list(sides), "scores": _item_scores(row, a, b)})
     task_id = hashlib.sha256(json.dumps(items, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:12]
     public = {
         "format": "faithkit-annotation-task",
@@ -253,12 +227,48 @@ def build_task(a: System, b: System, out: str | Path, contexts: int = 50, seed: 
         "differing_rows": len(differing),
         "items": key_items,
     }
+    return _write_task(Path(out), public, key)
 
-    out = Path(out)
+
+def _page_item(item: str, record: dict, shown: list[dict]) -> dict:
+    """One item of the page: the context of ``record`` and the responses of the ``shown`` records, in page order."""
+    history = record.get("history") or []
+    responses = [shown_record["response"] for shown_record in shown]
+    return {
+        "item": item,
+        "document": record["document"],
+        "history": [
+            turn for turn in ([history] if isinstance(history, str) else history) if str(turn).strip()
+        ],  # a blank turn would be an empty bubble
+        "responses": responses,
+        "cut": [ends_mid_sentence(text) for text in responses],
+    }
+
+
+def _item_scores(row: str, a: System, b: System) -> dict:
+    """Each system's scores of its response to ``row``, with its knowledge precision (the report correlates them)."""
+    from ..metrics.lexical import knowledge_precision
+
+    document = a.records[row]["document"]  # the same in b's records (differing_rows checks it)
+    scores = {}
+    for name, system in {"a": a, "b": b}.items():
+        measures = dict(system.scores.get(row, {}))
+        precision = knowledge_precision(document, system.records[row]["response"])
+        if precision is not None:
+            measures["knowledge_precision"] = precision
+        scores[name] = measures
+    return scores
+
+
+def _write_task(out: Path, public: dict, key: dict) -> Task:
+    """The key and the page in ``out``; a folder holding another task is an OutputError (its answers would not
+    match)."""
+    from .page import render_page
+
     key_path = out / KEY_FILE
     if key_path.is_file():
         earlier = read_key(out)["task"]
-        if earlier != task_id:
+        if earlier != key["task"]:
             raise OutputError(
                 f"{out} already holds annotation task {earlier}, whose answers would no longer match; "
                 "choose another --out, or delete the folder to start over"

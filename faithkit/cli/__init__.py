@@ -23,8 +23,8 @@ from contextlib import contextmanager
 
 from .. import __version__
 from ..errors import FaithkitError
+from ..jobs import is_main_process
 from ..options import FlagError
-from .options import is_main_process
 
 COMMANDS = ("score", "generate", "rerank", "sweep", "meta_eval", "explain", "data", "train", "annotate", "launch")
 """Modules of this package, one per command, in the order ``--help`` lists them."""

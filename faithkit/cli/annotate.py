@@ -12,6 +12,8 @@ logger = logging.getLogger(__name__)
 
 
 def register(subparsers) -> None:
+    """``faithkit annotate`` and its subcommands ``build`` and ``report``; it is long because it declares each of
+    their flags."""
     parser = subparsers.add_parser(
         "annotate",
         help="human evaluation: a blind A/B annotation page and its report",

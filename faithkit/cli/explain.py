@@ -14,7 +14,7 @@ from .options import (
     add_metric_options,
     columns_from_args,
     job_options,
-    metric_fingerprint,
+    metric_fingerprint_from_args,
     metric_from_args,
     refuse_shared_outputs,
     refuse_writing_inputs,
@@ -80,7 +80,7 @@ def run(args) -> int:
     else:
         rows = list(read_rows(source, columns_from_args(args), quoting=args.quoting, split=args.split))
         unique_ids(rows)
-        fingerprint = job_fingerprint("score", **metric_fingerprint(args))
+        fingerprint = job_fingerprint("score", **metric_fingerprint_from_args(args))
         score_rows(
             LazyMetric(lambda: metric_from_args(args)),
             rows,

@@ -17,8 +17,9 @@ from .options import (
     columns_from_args,
     given_metric_options,
     job_options,
-    metric_fingerprint,
+    metric_fingerprint_from_args,
     metric_from_args,
+    metric_name,
     metric_options,
     positive_int,
     refuse_writing_inputs,
@@ -66,7 +67,7 @@ def _run_begin(args) -> int:
     from ..jobs import job_fingerprint
 
     refuse_writing_inputs([*args.dev, *(args.test or [])], "--out", folder=args.out)
-    fingerprint = job_fingerprint("meta-eval begin", **metric_fingerprint(args))
+    fingerprint = job_fingerprint("meta-eval begin", **metric_fingerprint_from_args(args))
     meta_eval_begin(
         metric=LazyMetric(lambda: metric_from_args(args)),
         metric_name=args.metric,
@@ -129,7 +130,7 @@ def _run_q2_wow(args) -> int:
     from ..jobs import job_fingerprint
 
     refuse_writing_inputs([args.consistent, args.inconsistent], "--out", folder=args.out)
-    fingerprint = job_fingerprint("meta-eval q2-wow", **metric_fingerprint(args))
+    fingerprint = job_fingerprint("meta-eval q2-wow", **metric_fingerprint_from_args(args))
     meta_eval_q2_wow(
         args.consistent,
         args.inconsistent,
@@ -298,7 +299,7 @@ def _register_labels(benchmarks) -> None:
 def _metric_names(text: str) -> list[str]:
     import argparse
 
-    names = list(dict.fromkeys(name.strip() for name in text.split(",") if name.strip()))
+    names = list(dict.fromkeys(metric_name(name.strip()) for name in text.split(",") if name.strip()))
     unknown = [name for name in names if name not in METRIC_NAMES]
     if unknown or not names:
         raise argparse.ArgumentTypeError(
@@ -329,7 +330,7 @@ def _run_labels(args) -> int:
         name: LazyMetric(lambda name=name: load_metric(name, **metric_options(args, name))) for name in args.metrics
     }
     fingerprints = {
-        name: job_fingerprint("meta-eval labels", **metric_fingerprint(args, name)) for name in args.metrics
+        name: job_fingerprint("meta-eval labels", **metric_fingerprint_from_args(args, name)) for name in args.metrics
     }
     meta_eval_labels(
         metrics, labelled, args.out, fingerprints, resamples=args.resamples, seed=args.seed, **job_options(args)

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 from dataclasses import fields
+import sys
 from pathlib import Path
 
 from .. import precision
 from ..data.rows import InputOptions
 from ..errors import ConfigError, OutputError
+from ..jobs import is_main_process
 from ..metrics.options import MetricOptions
-from ..metrics.registry import METRIC_NAMES, get_spec, load_metric
+from ..metrics.registry import METRIC_NAMES, RENAMED_METRICS, get_spec, load_metric, rename_notice
 from ..options import add_flags, field_of, flag_help, mark_declared
 
 METRIC_FLAGS = (
@@ -30,11 +32,6 @@ METRIC_FLAGS = (
 )
 """The metric options (:class:`~faithkit.metrics.options.MetricOptions`) the command line takes as flags; the
 others (``unconditional``, ``max_edits``, ``threshold``) are set in config files."""
-
-
-def is_main_process() -> bool:
-    """False in the other processes of ``accelerate launch``, which neither log progress nor print results."""
-    return int(os.environ.get("RANK", "0")) == 0
 
 
 def positive_int(text: str) -> int:
@@ -167,9 +164,19 @@ def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "p
         "--metric",
         default=default_metric,
         choices=METRIC_NAMES,
+        type=metric_name,
         help=f"which metric to compute (default {default_metric}): {described}",
     )
     add_metric_option_flags(parser)
+
+
+def metric_name(text: str) -> str:
+    """argparse type of metric names: a renamed metric's old name (``bleu``) is its name now, with a warning line."""
+    if text not in RENAMED_METRICS:
+        return text
+    if is_main_process():
+        print(f"warning: {rename_notice(text)}", file=sys.stderr)
+    return RENAMED_METRICS[text]
 
 
 def add_metric_option_flags(parser: argparse.ArgumentParser) -> None:
@@ -209,23 +216,12 @@ def metric_options(args: argparse.Namespace, name: str | None = None) -> dict:
     return given
 
 
-def metric_fingerprint(args: argparse.Namespace, name: str | None = None) -> dict:
-    """The metric part of a job fingerprint: its name, options (those at their default left out, as when not
-    given), and the model it runs, by identity; ``name`` as for :func:`metric_options`."""
-    from ..metrics.registry import option_defaults
+def metric_fingerprint_from_args(args: argparse.Namespace, name: str | None = None) -> dict:
+    """The metric part of a job fingerprint (:func:`faithkit.metrics.registry.metric_fingerprint`) of the options
+    given on the command line; ``name`` as for :func:`metric_options`."""
+    from ..metrics.registry import metric_fingerprint
 
-    defaults = option_defaults(name or args.metric)
-    options = {
-        key: value for key, value in metric_options(args, name).items() if key not in defaults or value != defaults[key]
-    }
-    for key in ("model", "qg_model", "qa_model", "nli_model"):
-        if key in options:
-            from .. import models  # imports torch: only when a model is named
-
-            options[key] = models.identity(options[key])
-    options.pop("device", None)  # where it runs does not change a score
-    options.pop("batch_size", None)
-    return {"metric": name or args.metric, "metric_options": options}
+    return metric_fingerprint(name or args.metric, metric_options(args, name))
 
 
 def metric_from_args(args: argparse.Namespace):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 
+from ..jobs import is_main_process
 from ..paths import PathArg
 from .options import (
     LazyMetric,
@@ -11,9 +12,8 @@ from .options import (
     add_job_options,
     add_metric_options,
     columns_from_args,
-    is_main_process,
     job_options,
-    metric_fingerprint,
+    metric_fingerprint_from_args,
     metric_from_args,
     refuse_writing_inputs,
 )
@@ -53,7 +53,7 @@ def run(args) -> int:
     refuse_writing_inputs([args.input], "--output", outputs=[args.output])
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
-    fingerprint = job_fingerprint("score", **metric_fingerprint(args))
+    fingerprint = job_fingerprint("score", **metric_fingerprint_from_args(args))
     metric = LazyMetric(lambda: metric_from_args(args))
     counts = score_rows(metric, rows, args.output, fingerprint=fingerprint, desc=args.metric, **job_options(args))
     if is_main_process():

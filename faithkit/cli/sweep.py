@@ -7,7 +7,8 @@ import logging
 from dataclasses import fields
 
 from ..paths import PathArg
-from .options import add_dtype_option, add_input_columns, is_main_process, refuse_writing_inputs
+from ..jobs import is_main_process
+from .options import add_dtype_option, add_input_columns, refuse_writing_inputs
 
 logger = logging.getLogger(__name__)
 

@@ -45,8 +45,7 @@ def register(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Train, then print the summary as one JSON line (main process only); errors propagate as FaithkitError."""
-    from accelerate import PartialState
-
+    from ..jobs import is_main_process
     from ..train import load_config, train
     from ..train.config import overrides_from_args
     from .options import refuse_writing_inputs
@@ -55,6 +54,6 @@ def run(args: argparse.Namespace) -> int:
     output_dir = Path(args.output_dir) if args.output_dir else Path("runs/train") / Path(args.config).stem
     refuse_writing_inputs([config.data.train_file, config.data.dev_file], "--output-dir", folder=output_dir)
     summary = train(config, output_dir, resume=args.resume)
-    if PartialState().is_main_process:
+    if is_main_process():
         print(to_json(summary), flush=True)
     return 0

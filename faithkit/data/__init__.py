@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from .results import ResultWriter, read_results
-from .rows import Columns, Row, read_rows, unique_ids
+from .rows import Columns, Row, read_rows, reference_of, unique_ids
 
 
 def data_root() -> Path:
@@ -24,4 +24,14 @@ def data_root() -> Path:
     return Path(configured) if configured else Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
-__all__ = ["Columns", "InputError", "ResultWriter", "Row", "data_root", "read_results", "read_rows", "unique_ids"]
+__all__ = [
+    "Columns",
+    "InputError",
+    "ResultWriter",
+    "Row",
+    "data_root",
+    "read_results",
+    "read_rows",
+    "reference_of",
+    "unique_ids",
+]

@@ -87,6 +87,19 @@ class Row:
         return content_digest([self.id, self.document, self.history, self.response, self.extras, self.error])
 
 
+REFERENCE_COLUMNS = ("gold", "reference")
+"""Columns that hold a row's reference response, before its ``response`` column."""
+
+
+def reference_of(row: Row) -> str | None:
+    """The row's reference response (what relevance is measured against): a ``gold``/``reference`` column, else
+    its ``response`` column; None when it has none."""
+    for name in REFERENCE_COLUMNS:
+        if row.extras.get(name):
+            return str(row.extras[name])
+    return row.response or None
+
+
 def _split_history(value) -> list[str]:
     if value is None:
         return []

@@ -10,6 +10,7 @@ from .generate import (
     iter_grid,
     length_order,
     pad_token_id,
+    plan_grid,
     prompt_cache,
 )
 from .options import SEARCHES, GenerationOptions, row_seed
@@ -23,6 +24,7 @@ from .strategies import (
     Cell,
     Plain,
     Strategy,
+    decoded_by,
     get_strategy,
     strategy_from_dict,
 )

@@ -9,6 +9,7 @@ with the prompts' work done once for all of them.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import logging
 import warnings
@@ -22,7 +23,7 @@ from ..errors import ConfigError
 from ..prompts import PromptTemplate
 from .options import GenerationOptions, default_template, search_of
 from .rerank import Judge, Rerank, candidate_seeds, rerank
-from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, strategy_from_dict
+from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, decoded_by, strategy_from_dict
 from .two_view import FiniteLogits
 
 logger = logging.getLogger(__name__)
@@ -59,6 +60,9 @@ def build_inputs(
     are the encoder inputs (the decoder starts identically for both halves). Over-long
     contexts keep their end: at most ``max_context_tokens``, and never more than the model's
     context window leaves beside ``max_new_tokens`` (a warning counts the contexts that limit cut).
+
+    It takes many parameters because it is the one place a batch's layout is decided: the contexts, the prompt
+    template, both token budgets and the views.
     """
     if len(documents) != len(histories):
         raise ValueError(
@@ -301,6 +305,9 @@ def generate(
     it is in; without them, draws come from torch's global RNG. The ``rerank`` strategy needs
     a ``judge`` (:class:`faithkit.reranking.Judges`). The pre-strategy keywords
     ``alpha=``/``top_p=`` still mean ``PMI(alpha, top_p)``, with a DeprecationWarning.
+
+    It takes many parameters because it is the public keyword API of a decode: ``model.generate``'s keywords plus
+    the strategy, prompt, batching, seeds and judge.
     """
     strategy = _pmi_of_old_keywords(strategy, generate_kwargs)
     search = search_of(generate_kwargs.get("num_beams", 1), generate_kwargs.pop("do_sample", False))
@@ -343,21 +350,66 @@ def _pmi_of_old_keywords(strategy, generate_kwargs: dict):
     return replacement
 
 
+GRID_KEYWORDS = ("num_beams", "num_return_sequences", "temperature", "top_k", "batch_size", "max_context_tokens")
+"""The :class:`GenerationOptions` that :func:`generate` and :func:`generate_grid` take as keywords (and
+``max_new_tokens``); the other options name the search (``do_sample``: each cell names its own), seed the rows
+(``seed``: pass ``seeds``) or choose the prompt layout (``chat``: pass ``template``)."""
+
+
 def generate_grid(
-    model, tokenizer, documents: Sequence[str], histories: Sequence, cells: Sequence, **options
+    model,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    cells: Sequence,
+    *,
+    template: PromptTemplate | None = None,
+    seeds: Sequence[int] | None = None,
+    judge: Judge | None = None,
+    **keywords,
 ) -> list[list]:
     """Responses for every cell: ``responses[cell][context]``.
 
     Each cell's responses equal :func:`generate` with that cell's strategy and search, token
     for token, but a context's prompt work is paid once per batch rather than once per cell,
     and cells that decode identically (:meth:`Cell.decode_key`) are decoded once (see
-    :func:`iter_grid`, which yields them as they finish). ``options`` as in :func:`iter_grid`.
+    :func:`iter_grid`, which yields them as they finish). ``keywords``: the :data:`GRID_KEYWORDS`
+    and ``max_new_tokens`` (default: the model's generation config's, else 40) as
+    :class:`GenerationOptions`; the others go to ``model.generate``.
+
+    It takes many parameters because it is :func:`generate`'s keyword API for a grid of cells.
     """
+    options, generate_kwargs = _options_of_keywords(model, keywords)
+    searches = [search for cell in cells for search in as_cell(cell).option_searches]
+    options.validate(searches)  # sampling options without a sampling cell are a mistake here (iter_grid drops them)
     results: list[list] = [[None] * len(documents) for _ in cells]
-    for cell, indices, responses in iter_grid(model, tokenizer, documents, histories, cells, **options):
+    grid = iter_grid(
+        model,
+        tokenizer,
+        documents,
+        histories,
+        cells,
+        options,
+        template=template,
+        seeds=seeds,
+        judge=judge,
+        **generate_kwargs,
+    )
+    for cell, indices, responses in grid:
         for i, response in zip(indices, responses):
             results[cell][i] = response
     return results
+
+
+def _options_of_keywords(model, keywords: dict) -> tuple[GenerationOptions, dict]:
+    """``(options, generate_kwargs)``: the keywords that are :data:`GRID_KEYWORDS` or ``max_new_tokens`` as
+    :class:`GenerationOptions`, and the rest."""
+    given = {name: keywords.pop(name) for name in GRID_KEYWORDS if name in keywords}
+    given = {name: value for name, value in given.items() if value is not None}
+    max_new_tokens = keywords.pop("max_new_tokens", None) or model.generation_config.max_new_tokens
+    if max_new_tokens:
+        given["max_new_tokens"] = max_new_tokens
+    return GenerationOptions(**given), keywords
 
 
 @torch.no_grad()
@@ -367,40 +419,63 @@ def iter_grid(
     documents: Sequence[str],
     histories: Sequence,
     cells: Sequence,
+    options: GenerationOptions | None = None,
+    *,
     template: PromptTemplate | None = None,
-    batch_size: int = 8,
-    max_context_tokens: int | None = None,
     seeds: Sequence[int] | None = None,
-    num_beams: int = 1,
-    num_return_sequences: int = 1,
-    temperature: float | None = None,
-    top_k: int | None = None,
     judge: Judge | None = None,
     **generate_kwargs,
 ) -> Iterator[tuple[int, list[int], list]]:
     """Yield ``(cell index, context indices, responses)`` as each cell finishes each batch of contexts.
 
     ``cells``: :class:`~faithkit.decoding.strategies.Cell` ``(strategy, search)`` pairs (a
-    strategy or its dict alone means greedy search). ``num_beams`` is the beams of the beam
-    and beam_sample cells; ``temperature`` and ``top_k`` apply to the sampling cells; sampling
-    cells draw each context from its own generator when ``seeds`` are given. Batches are made
-    as :func:`generate` makes them (:func:`length_order`, ``batch_size`` contexts); each
-    batch's prompts are prepared once for all cells (:class:`PreparedBatch`), and cells with
-    the same :meth:`~Cell.decode_key` (PMI-DECODE at alpha 0 is plain greedy, …) are decoded
-    once and yielded under each index. Rerank cells (:mod:`~faithkit.decoding.rerank`) take the
-    plain greedy decode and their candidates' decode (shared by rerank cells that draw the same
-    candidates), then one ``judge`` call per cell and batch. Other ``generate_kwargs`` go to
-    ``model.generate``.
+    strategy or its dict alone means greedy search). ``options`` (:class:`GenerationOptions`, default its defaults):
+    ``num_beams`` is the beams of the beam and beam_sample cells, ``temperature`` and ``top_k``
+    apply to the sampling cells (a grid without one ignores them), ``num_return_sequences``,
+    ``max_new_tokens``, ``batch_size``, ``max_context_tokens`` and, unless ``template`` is
+    given, ``chat`` apply to all; ``do_sample`` and ``seed`` are not read (each cell names its
+    search; ``seeds``, one per context, give each sampled context its own generator). Batches
+    are made as :func:`generate` makes them (:func:`length_order`, ``batch_size`` contexts);
+    each batch's prompts are prepared once for all cells (:class:`PreparedBatch`), and each
+    decode of the plan (:func:`plan_grid`) runs once per batch and is yielded under every cell
+    it serves. Rerank cells (:mod:`~faithkit.decoding.rerank`) take the plain greedy decode and
+    their candidates' decode, then one ``judge`` call per cell and batch. ``generate_kwargs``
+    (``logits_processor``, …) go to ``model.generate``.
+
+    It takes many parameters because beside the grid and its options it passes ``model.generate``'s own keywords
+    through.
     """
-    cells = [as_cell(cell) for cell in cells]  # bad cells fail before any batch runs
+    options = options or GenerationOptions()
+    plan = plan_grid(model, cells, options)
+    _check_grid_inputs(documents, histories, plan, seeds, judge, generate_kwargs)
+    extra = list(generate_kwargs.pop("logits_processor", None) or [])
+    template = template or options.template(model, tokenizer)
+    generate_kwargs = {
+        "pad_token_id": pad_token_id(tokenizer),
+        "max_new_tokens": options.max_new_tokens,
+        **generate_kwargs,
+    }
+    context_room(model, tokenizer, options.max_new_tokens)  # too many new tokens fail before any batch runs
+    runner = _GridRunner(model, tokenizer, template, plan, options, extra, generate_kwargs)
+    order = length_order(documents, histories)
+    for start in range(0, len(order), options.batch_size):
+        chunk = order[start : start + options.batch_size]
+        chunk_seeds = None if seeds is None else [seeds[i] for i in chunk]
+        for index, responses in runner.decode(
+            [documents[i] for i in chunk], [histories[i] for i in chunk], chunk_seeds, judge
+        ):
+            yield index, chunk, responses
+
+
+def _check_grid_inputs(documents, histories, plan: GridPlan, seeds, judge, generate_kwargs: dict) -> None:
+    """Raise for inputs the grid cannot run, before any batch does."""
     if len(documents) != len(histories):
         raise ValueError(
             f"documents and histories must have the same length, got {len(documents)} and {len(histories)}"
         )
-    if judge is None and any(isinstance(cell.strategy, Rerank) for cell in cells):
+    if judge is None and any(isinstance(cell.strategy, Rerank) for cell in plan.cells):
         raise ValueError("rerank cells need a judge: pass judge=faithkit.reranking.Judges(model, tokenizer)")
-    sampled = any(cell.sampled for cell in cells)
-    if seeds is not None and not sampled:
+    if seeds is not None and not plan.sampled:
         raise ValueError("seeds apply to sampling only; pass do_sample=True as well, or no seeds")
     if seeds is not None and len(seeds) != len(documents):
         raise ValueError(f"seeds need one per context, got {len(seeds)} for {len(documents)} contexts")
@@ -421,72 +496,12 @@ def iter_grid(
             "iter_grid takes neither cache (it prefills each batch itself) nor do_sample (each cell "
             "names its search: Cell(strategy, 'sample'))"
         )
-    GenerationOptions(
-        num_beams=num_beams,
-        num_return_sequences=num_return_sequences,
-        temperature=temperature,
-        top_k=top_k,
-        batch_size=batch_size,
-        max_context_tokens=max_context_tokens,
-    ).validate([search for cell in cells for search in cell.option_searches])
-    extra = list(generate_kwargs.pop("logits_processor", None) or [])
-    config = model.generation_config
-    temperature = temperature or config.temperature or 1.0
-    top_k = (top_k if top_k is not None else config.top_k) or None
-    runs = _runs(cells, num_beams, num_return_sequences, temperature, top_k)
-    template = template or default_template(model, tokenizer)
-    generate_kwargs = {"pad_token_id": pad_token_id(tokenizer), **generate_kwargs}
-    max_new_tokens = generate_kwargs.get("max_new_tokens") or config.max_new_tokens or 0
-    context_room(model, tokenizer, max_new_tokens)  # too many new tokens fail before any batch runs
-    views = max(run.views for run in runs.values())
-    order = length_order(documents, histories)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        inputs = build_inputs(
-            model,
-            tokenizer,
-            [documents[i] for i in chunk],
-            [histories[i] for i in chunk],
-            template,
-            max_context_tokens,
-            max_new_tokens,
-            views=views,
+    options = [name for name in (*GRID_KEYWORDS, "max_new_tokens") if name in generate_kwargs]
+    if options:
+        raise ValueError(
+            f"iter_grid takes {', '.join(options)} in its options: pass "
+            f"options=GenerationOptions({', '.join(f'{name}=…' for name in options)})"
         )
-        batch = PreparedBatch(model, inputs, views)
-        done: dict[tuple, list] = {}
-
-        def decoded(key, done=done, batch=batch, chunk=chunk):  # this batch's decodes, each made once
-            if key not in done:
-                run = runs[key]
-                cell_seeds = None if seeds is None or not run.sampled else [seeds[i] for i in chunk]
-                outputs = _decode(model, batch, run, cell_seeds, extra, generate_kwargs)
-                done[key] = decode_responses(
-                    model,
-                    tokenizer,
-                    outputs,
-                    batch.rows(run.views),
-                    run.kwargs["num_return_sequences"],
-                    template,
-                    views=run.views,
-                )
-            return done[key]
-
-        for index, cell in enumerate(cells):
-            if isinstance(cell.strategy, Rerank) and cell.decode_key not in done:
-                assert judge is not None  # checked above: rerank cells need a judge
-                choices = rerank(
-                    cell.strategy,
-                    judge,
-                    [documents[i] for i in chunk],
-                    [histories[i] for i in chunk],
-                    decoded(_GREEDY.decode_key),
-                    decoded(cell.strategy.candidates_key()),
-                )
-                done[cell.decode_key] = [choice.response for choice in choices]
-            yield index, chunk, decoded(cell.decode_key)
-
-
-_GREEDY = Cell(Plain(), "greedy")
 
 
 class _CellRun(NamedTuple):
@@ -501,22 +516,100 @@ class _CellRun(NamedTuple):
     own_seeds: bool = False  # every copy from its own generator (rerank candidates), not in turn from its context's
 
 
-def _runs(
-    cells: list[Cell], num_beams: int, num_return_sequences: int, temperature: float, top_k: int | None
-) -> dict[tuple, _CellRun]:
-    """Decode key -> how to run it. Cells that decode as plain run as plain (one view); a rerank cell needs plain
-    greedy and its candidates: plain sampling with n returns, each from its own seed, or beam search with n beams."""
+class GridPlan(NamedTuple):
+    """What a grid decodes: its cells, and how each decode key runs (cells that decode alike share one run)."""
+
+    cells: list[Cell]
+    runs: dict[tuple, _CellRun]
+
+    @property
+    def views(self) -> int:
+        """The views every batch needs: 2 if any run is a two-view strategy, else 1."""
+        return max(run.views for run in self.runs.values())
+
+    @property
+    def sampled(self) -> bool:
+        return any(cell.sampled for cell in self.cells)
+
+
+_GREEDY = Cell(Plain(), "greedy")
+
+
+def plan_grid(model, cells: Sequence, options: GenerationOptions) -> GridPlan:
+    """The runs a grid of ``cells`` needs under ``options``: each decode key once, run as the cell it decodes as
+    (:func:`~faithkit.decoding.strategies.decoded_by`: plain decoding under the same search when the strategy
+    decodes as plain); a rerank cell needs plain greedy and its candidates (plain sampling with n returns, each
+    from its own seed, or beam search with n beams). Bad cells and options raise here, before any batch runs.
+
+    Sampling options apply to sampling cells only: without one they are dropped. ``temperature`` and ``top_k``
+    unset are the model's generation config's."""
+    cells = [as_cell(cell) for cell in cells]
+    if not any(cell.sampled for cell in cells):
+        options = dataclasses.replace(options, temperature=None, top_k=None, seed=None)
+    options.validate([search for cell in cells for search in cell.option_searches])
+    config = model.generation_config
+    temperature = options.temperature or config.temperature or 1.0
+    top_k = (options.top_k if options.top_k is not None else config.top_k) or None
+    beams, returns = options.num_beams, options.num_return_sequences
     runs: dict[tuple, _CellRun] = {}
     for cell in cells:
         strategy = cell.strategy
         if isinstance(strategy, Rerank):
-            runs.setdefault(_GREEDY.decode_key, _cell_run(_GREEDY, num_beams, 1, temperature, top_k))
+            runs.setdefault(_GREEDY.decode_key, _cell_run(_GREEDY, beams, 1, temperature, top_k))
             run = _cell_run(Cell(Plain(), strategy.search), strategy.n, strategy.n, temperature, top_k)
             runs.setdefault(strategy.candidates_key(), run._replace(own_seeds=True))
         elif cell.decode_key not in runs:
-            decoded = Cell(Plain(), cell.search) if strategy.decodes_as_plain(cell.search) else cell
-            runs[cell.decode_key] = _cell_run(decoded, num_beams, num_return_sequences, temperature, top_k)
-    return runs
+            runs[cell.decode_key] = _cell_run(decoded_by(cell), beams, returns, temperature, top_k)
+    return GridPlan(cells, runs)
+
+
+class _GridRunner:
+    """A grid's fixed settings; :meth:`decode` runs one batch, each decode of the plan once for all its cells."""
+
+    def __init__(self, model, tokenizer, template, plan: GridPlan, options, extra: list, generate_kwargs: dict):
+        self.model, self.tokenizer, self.template, self.plan, self.options = model, tokenizer, template, plan, options
+        self.extra, self.generate_kwargs = extra, generate_kwargs
+
+    def decode(self, documents: list, histories: list, seeds, judge) -> Iterator[tuple[int, list]]:
+        """``(cell index, responses)`` for every cell, in order, on one batch of contexts."""
+        inputs = build_inputs(
+            self.model,
+            self.tokenizer,
+            documents,
+            histories,
+            self.template,
+            self.options.max_context_tokens,
+            self.options.max_new_tokens,
+            views=self.plan.views,
+        )
+        batch = PreparedBatch(self.model, inputs, self.plan.views)
+        done: dict[tuple, list] = {}  # this batch's decodes by key
+        for index, cell in enumerate(self.plan.cells):
+            if isinstance(cell.strategy, Rerank):
+                if cell.decode_key not in done:  # equal rerank cells are judged once
+                    greedy = self._responses(batch, done, _GREEDY.decode_key, seeds)
+                    candidates = self._responses(batch, done, cell.strategy.candidates_key(), seeds)
+                    choices = rerank(cell.strategy, judge, documents, histories, greedy, candidates)
+                    done[cell.decode_key] = [choice.response for choice in choices]
+                yield index, done[cell.decode_key]
+            else:
+                yield index, self._responses(batch, done, cell.decode_key, seeds)
+
+    def _responses(self, batch: PreparedBatch, done: dict, key: tuple, seeds) -> list:
+        """The responses of the decode ``key`` (a cell's :attr:`~Cell.decode_key`), made on first request."""
+        if key not in done:
+            run = self.plan.runs[key]
+            outputs = _decode(self.model, batch, run, seeds if run.sampled else None, self.extra, self.generate_kwargs)
+            done[key] = decode_responses(
+                self.model,
+                self.tokenizer,
+                outputs,
+                batch.rows(run.views),
+                run.kwargs["num_return_sequences"],
+                self.template,
+                views=run.views,
+            )
+        return done[key]
 
 
 def _cell_run(cell: Cell, num_beams: int, num_return_sequences: int, temperature: float, top_k: int | None):

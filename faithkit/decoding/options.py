@@ -123,11 +123,15 @@ class GenerationOptions:
         if self.do_sample if sampled is None else sampled:
             if ids is None:
                 raise ValueError("sampling options need the rows' ids to seed each row's generator")
-            kwargs["seeds"] = [row_seed(self.seed or 0, row_id) for row_id in ids]
+            kwargs["seeds"] = self.row_seeds(ids)
             kwargs.update(
                 {name: getattr(self, name) for name in ("temperature", "top_k") if getattr(self, name) is not None}
             )
         return kwargs
+
+    def row_seeds(self, ids: Sequence) -> list[int]:
+        """Each row's own seed (:func:`row_seed` of ``seed``, default 0, and the row's id), for sampling."""
+        return [row_seed(self.seed or 0, row_id) for row_id in ids]
 
     def generate_kwargs(self, model, tokenizer, ids: Sequence | None = None, sampled: bool | None = None) -> dict:
         """Keyword arguments of :func:`~faithkit.decoding.generate`: :meth:`grid_kwargs` and ``do_sample``."""

@@ -44,6 +44,7 @@ __all__ = [
     "Strategy",
     "add_parameter_flags",
     "as_cell",
+    "decoded_by",
     "get_strategy",
     "parameter_fields",
     "strategy_from_args",
@@ -207,6 +208,15 @@ class Cell(NamedTuple):
     def check(self) -> Cell:
         self.strategy.check_search(self.search)
         return self
+
+
+def decoded_by(cell: Cell) -> Cell:
+    """The cell whose decode ``cell`` repeats token for token: plain decoding under the same search when the
+    strategy says it decodes as plain (:meth:`~faithkit.decoding.Strategy.decodes_as_plain`), else itself.
+
+    The grid decodes such cells once (:func:`~faithkit.decoding.iter_grid`), and the sweep writes and
+    scores them once."""
+    return Cell(Plain(), cell.search) if cell.strategy.decodes_as_plain(cell.search) else cell
 
 
 def as_cell(cell) -> Cell:

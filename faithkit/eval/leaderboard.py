@@ -245,12 +245,6 @@ def group_table(
     aurocs = [stats.auroc(row, labels) if both else math.nan for row in matrix]
     results = []
     for name, row, auroc, draws in zip(names, matrix, aurocs, drawn):
-        threshold = stats.best_f1_threshold(row, labels)
-        predicted = row >= threshold
-        rates = [
-            float((predicted[labels == value] == bool(value)).mean()) if (labels == value).any() else math.nan
-            for value in (0, 1)
-        ]
         results.append(
             {
                 "group": group,
@@ -259,9 +253,7 @@ def group_table(
                 "n_positive": int(labels.sum()),
                 "auroc": auroc,
                 **dict(zip(("auroc_low", "auroc_high"), _percentiles(draws, confidence))),
-                "threshold": threshold,
-                "f1": stats.classification(row, labels, threshold)["f1"],
-                "balanced_accuracy": float(np.mean(rates)),
+                **_at_best_f1_threshold(row, labels),
             }
         )
     paired = []
@@ -283,6 +275,21 @@ def group_table(
                 }
             )
     return results, paired
+
+
+def _at_best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> dict:
+    """The threshold of the best F1, that F1, and the balanced accuracy there (NaN for a class the labels lack)."""
+    threshold = stats.best_f1_threshold(scores, labels)
+    predicted = scores >= threshold
+    rates = [
+        float((predicted[labels == value] == bool(value)).mean()) if (labels == value).any() else math.nan
+        for value in (0, 1)
+    ]
+    return {
+        "threshold": threshold,
+        "f1": stats.classification(scores, labels, threshold)["f1"],
+        "balanced_accuracy": float(np.mean(rates)),
+    }
 
 
 def leaderboard(

@@ -71,6 +71,9 @@ def meta_eval_q2_wow(
     file, for a quick look. Scores are resumable; ``fingerprint`` (see
     :func:`faithkit.jobs.job_fingerprint`) guards them, and ``job`` holds
     :func:`faithkit.jobs.run_job`'s options (``restart``, ``retry_errors``, ``chunk_size``).
+
+    It takes many parameters because beside the two sets, the metric and the output it passes the job options
+    (``**job``) through.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -90,31 +93,29 @@ def meta_eval_q2_wow(
         names.append(BASELINE_KEY)
     labels = [SETS[set_of(r["id"])] for r in scored]
 
-    results = []
-    for name in names:
-        values = [float(r[name]) for r in scored]
-        summary = stats.summarize(values, labels, threshold)
-        results.append(
-            {
-                "score": name,
-                "mean_consistent": summary["mean_positive"],
-                "mean_inconsistent": summary["mean_negative"],
-                **summary,
-            }
-        )
-    coverage = _coverage(scored)
     summary = {
         "threshold": threshold,
         "rows": {name: sum(1 for r in records if set_of(r["id"]) == name) for name in SETS},
         "unscored": len(records) - len(scored),
         "newly_scored": counts["done"],
-        "coverage": coverage,
-        "results": results,
+        "coverage": _coverage(scored),
+        "results": [_score_result(name, [float(r[name]) for r in scored], labels, threshold) for name in names],
     }
     if current_process().is_main:  # under accelerate launch the other processes only score
         _write_outputs(out, summary, scored, labels, names)
         _print_table(summary)
     return summary
+
+
+def _score_result(name: str, values: list[float], labels: list[int], threshold: float) -> dict:
+    """One score's row of the table: its means on both sets and :func:`faithkit.stats.summarize`'s figures."""
+    summary = stats.summarize(values, labels, threshold)
+    return {
+        "score": name,
+        "mean_consistent": summary["mean_positive"],
+        "mean_inconsistent": summary["mean_negative"],
+        **summary,
+    }
 
 
 def _no_score_message(records: list[dict], key: str) -> str:

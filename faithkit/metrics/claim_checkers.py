@@ -339,6 +339,8 @@ class ClaimChecker(Metric):
         support: Callable[[Sequence[str], Sequence[str]], list[float]] | None = None,
         tokenizer=None,
     ):
+        """The checker ``preset`` (a name of :data:`PRESETS`); it takes many parameters because each is a metric option
+        that the command line and ``evaluate.load`` pass by name (:data:`faithkit.metrics.registry.METRICS`)."""
         if preset not in PRESETS:
             raise ValueError(f"unknown claim checker {preset!r}; choose one of {', '.join(PRESETS)}")
         check_option_values(batch_size=batch_size, window=window, stride=stride)

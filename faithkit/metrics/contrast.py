@@ -230,6 +230,9 @@ def contrast_features(
 
     For a caller that already holds the judge LM (its ``scorer``, ``tokenizer`` and ``template``);
     ``nlp`` is a loaded spaCy pipeline (default: :func:`faithkit.metrics.q2.load_spacy`).
+
+    It takes many parameters because the caller's judge comes in parts (scorer, tokenizer, template) beside the rows
+    and the edit policy.
     """
     documents, histories, responses, _ = check_columns(documents, histories, responses)
     for i, (document, response) in enumerate(zip(documents, responses)):
@@ -330,6 +333,8 @@ class MinimalEdit(Metric):
         scorer: TokenScorer | None = None,
         dtype=None,
     ):
+        """The judge LM (a name, or a loaded model with its tokenizer) and the edits to try; it takes many parameters because each is a metric option that the command line and
+        ``evaluate.load`` pass by name (:data:`faithkit.metrics.registry.METRICS`)."""
         check_option_values(batch_size=batch_size, max_edits=max_edits, threshold=threshold)
         model, tokenizer = models.causal_lm(model, tokenizer, "the minimal-edit contrast", "MinimalEdit", device, dtype)
         self.tokenizer, self.template = tokenizer, template

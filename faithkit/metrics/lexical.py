@@ -35,7 +35,7 @@ from functools import lru_cache
 
 from .base import Metric, check_columns
 
-KINDS = {"overlap-f1": "overlap_f1", "bleu": "bleu"}  # CLI name: output key
+KINDS = {"overlap-f1": "overlap_f1", "bleu": "bleu"}  # kind: output key (metrics overlap-f1 and document-bleu)
 REPEAT_RUN = 3
 """A response is *repeated* when one word comes this many times in a row ("no no no"), or one
 three-word sequence this many times anywhere ("i love it. i love it. i love it."): the loops

@@ -23,10 +23,11 @@ class MetricOptions:
     here is the constructors' (None: each metric's own)."""
 
     model: str | None = option(
-        "bigscience/bloom-560m",
+        None,
         "PMI-FAITH, faith-judge, minimal-edit: causal LM, a hub id, a local folder or an offline name "
-        "(smollm2-135m, gemma3-270m); the default is the paper's judge, downloaded from the hub (without a "
-        "network, name an offline one)",
+        "(smollm2-135m, gemma3-270m); default: for PMI-FAITH and minimal-edit the paper's judge "
+        "bigscience/bloom-560m, downloaded from the hub (without a network, name an offline one), for "
+        "faith-judge the LM its weights were fitted with",
         flag_type=PathArg("model"),
     )
     preset: str | None = option(None, "Q²/e2e-NLI: 'offline' uses the offline LM backends", choices=("offline",))

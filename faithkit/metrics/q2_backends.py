@@ -73,6 +73,8 @@ class T5QuestionGenerator:
         model=None,
         tokenizer=None,
     ):
+        """Load the backend model, or take a loaded one; it takes many parameters because each is a setting
+        :class:`~faithkit.metrics.q2.Q2` passes through."""
         if model is None:
             model, tokenizer = models.load(model_name, device=device, dtype=dtype)
         if not model.config.is_encoder_decoder:
@@ -137,6 +139,8 @@ class ExtractiveQA:
         model=None,
         tokenizer=None,
     ):
+        """Load the backend model, or take a loaded one; it takes many parameters because each is a setting
+        :class:`~faithkit.metrics.q2.Q2` passes through."""
         if model is None:
             model, tokenizer = models.load(model_name, kind="question-answering", device=device, dtype=dtype)
         if not getattr(tokenizer, "is_fast", False):

@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 import inspect
 import json
+import logging
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -19,6 +21,8 @@ from ..errors import ConfigError
 from ..numbers import check_finite
 from .base import Metric
 from .options import check_option_values
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -51,9 +55,16 @@ class MetricSpec:
     measures: tuple[Measure, ...] = ()
 
     @property
-    def needs_model(self) -> bool:
-        """Whether it runs a model (and so is worth scoring into a resumable file)."""
+    def runs_on_device(self) -> bool:
+        """Whether it takes a ``device`` option: it runs a model there (and so is worth scoring into a resumable
+        file), where the lexical metrics run in a moment on the CPU."""
         return "device" in self.options
+
+    @property
+    def needs_model(self) -> bool:
+        """Deprecated spelling of :attr:`runs_on_device`."""
+        warnings.warn("MetricSpec.needs_model is deprecated; use runs_on_device", DeprecationWarning, stacklevel=2)
+        return self.runs_on_device
 
 
 class _Lazy:
@@ -147,10 +158,10 @@ METRICS: dict[str, MetricSpec] = {
             measures=(Measure("overlap_f1", "overlap_f1", "overlap F1 with the document"),),
         ),
         MetricSpec(
-            "bleu",
+            "document-bleu",
             _Lazy("lexical", "TextOverlap", kind="bleu"),
             ("bleu",),
-            summary="BLEU of the response against the document (baseline)",
+            summary="BLEU of the response against the document (baseline; not lexical's bleu, against the gold)",
             measures=(Measure("knowledge_bleu", "bleu", "BLEU vs document"),),
         ),
         MetricSpec(
@@ -185,7 +196,36 @@ MEASURES: dict[str, tuple[MetricSpec, Measure]] = {
 """Every measure by its (unique) name, with the metric that gives it."""
 
 
+RENAMED_METRICS = {"bleu": "document-bleu"}
+"""Old metric names that still work, with a warning line, and their names now."""
+FINGERPRINT_NAMES = {new: old for old, new in RENAMED_METRICS.items()}
+"""The name a renamed metric's job fingerprints keep, so outputs written before the rename resume."""
+_warned: set[str] = set()
+
+
+def rename_notice(name: str) -> str:
+    """What a warning says about the renamed metric ``name``."""
+    new = RENAMED_METRICS[name]
+    return (
+        f"metric '{name}' is now '{new}' (BLEU of the response against the document; lexical's measure bleu is "
+        f"BLEU against the gold response); the old name is deprecated: use '{new}'"
+    )
+
+
+def current_name(name: str) -> str:
+    """``name``, or the name now of a renamed metric (:data:`RENAMED_METRICS`; a warning line the first time)."""
+    if name not in RENAMED_METRICS:
+        return name
+    if name not in _warned:
+        _warned.add(name)
+        logger.warning(rename_notice(name))
+    return RENAMED_METRICS[name]
+
+
 def get_spec(name: str) -> MetricSpec:
+    """The metric ``name`` (a renamed metric's old name too, with a warning); a ConfigError naming the metrics for
+    an unknown one."""
+    name = current_name(name)
     if name not in METRICS:
         raise ConfigError(f"unknown metric '{name}'; choose one of {', '.join(METRIC_NAMES)}")
     return METRICS[name]
@@ -195,12 +235,38 @@ def option_defaults(name: str) -> dict:
     """The metric's options with their constructor defaults, so a setting given at its default is the setting
     left out (job fingerprints compare them)."""
     spec = get_spec(name)
-    parameters = inspect.signature(spec.build.target()).parameters
+    builder = spec.build.target() if isinstance(spec.build, _Lazy) else spec.build  # a plain callable: its own
+    parameters = inspect.signature(builder).parameters
     return {
         key: parameters[key].default
         for key in spec.options
         if key in parameters and parameters[key].default is not inspect.Parameter.empty
     }
+
+
+MODEL_OPTIONS = ("model", "qg_model", "qa_model", "nli_model")
+"""Metric options that name a model: a fingerprint holds the model's identity (:func:`faithkit.models.identity`)."""
+RUN_OPTIONS = ("device", "batch_size")
+"""Metric options that change where and how fast a metric runs, not its scores: no part of a fingerprint."""
+
+
+def metric_fingerprint(name: str, options: Mapping) -> dict:
+    """The metric part of a job fingerprint: ``{"metric": name, "metric_options": ...}`` with the options that change
+    a score. An option at its default is left out (given or not, it is the same setting), a model is its identity,
+    and the :data:`RUN_OPTIONS` are dropped."""
+    defaults = option_defaults(name)
+    kept = {
+        key: value
+        for key, value in options.items()
+        if key not in RUN_OPTIONS and (key not in defaults or value != defaults[key])
+    }
+    for key in MODEL_OPTIONS:
+        if key in kept:
+            from .. import models  # imports torch: only when a model is named
+
+            kept[key] = models.identity(kept[key])
+    spec = get_spec(name)
+    return {"metric": FINGERPRINT_NAMES.get(spec.name, spec.name), "metric_options": kept}
 
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:

@@ -10,8 +10,23 @@ resumes where an interrupted run stopped. Settings: :class:`SweepConfig` /
 :func:`load_config` (YAML plus command-line overrides).
 """
 
-from .config import SweepConfig, decoded_by, load_config
-from .run import SweepResult, run_sweep
-from .table import choose_best, markdown_table
+import importlib
+import warnings
 
-__all__ = ["SweepConfig", "SweepResult", "choose_best", "decoded_by", "load_config", "markdown_table", "run_sweep"]
+from .config import SweepConfig, load_config
+from .run import SweepResult, run_sweep
+from .table import choose_best, sweep_markdown
+
+__all__ = ["SweepConfig", "SweepResult", "choose_best", "load_config", "run_sweep", "sweep_markdown"]
+
+_MOVED = {"markdown_table": ("faithkit.sweep", "sweep_markdown"), "decoded_by": ("faithkit.decoding", "decoded_by")}
+"""Names this package had, and where they are now."""
+
+
+def __getattr__(name: str):
+    """A name that moved, with a DeprecationWarning naming where it is now."""
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, new = _MOVED[name]
+    warnings.warn(f"faithkit.sweep.{name} is deprecated; use {module}.{new}", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(module), new)

@@ -37,12 +37,6 @@ PARAMETER_COLUMNS = {"n": "candidates"}
 """Table columns of strategy parameters whose own name the table uses already (``n``: the contexts measured)."""
 
 
-def decoded_by(cell: Cell) -> Cell:
-    """The cell whose decode ``cell`` repeats token for token: plain decoding under the same search when the
-    strategy says it decodes as plain (:meth:`~faithkit.decoding.Strategy.decodes_as_plain`), else itself."""
-    return Cell(Plain(), cell.search) if cell.strategy.decodes_as_plain(cell.search) else cell
-
-
 @dataclass(frozen=True)
 class SweepConfig:
     """A grid of decoding strategies over a dev set and how to judge it (field names are the config keys).

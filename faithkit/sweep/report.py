@@ -90,7 +90,11 @@ def write_report(
     best: dict,
 ) -> Path:
     """Write the page (see the module docstring); ``responses`` maps a cell label to ``{row id: response}`` and
-    ``pmi``/``q2`` map ``<cell>/<row id>`` to score records."""
+    ``pmi``/``q2`` map ``<cell>/<row id>`` to score records.
+
+    It takes many parameters because the page shows each of the sweep's results: its contexts, responses, scores,
+    table and pick.
+    """
     parameters, shown = parameter_names(table), folded_rows(table)
     rows = {row["cell"]: row for row in table}
     cards = []

@@ -15,7 +15,7 @@ stops saying what changed, and a rerun with the same ones resumes where it stopp
 generation batch by batch and cell by cell, scoring group by group. Batches are the same in
 every run (contexts sorted by length, then cut every ``batch_size``), so a resumed sweep
 writes the responses an uninterrupted one would. Cells that decode alike
-(:func:`~faithkit.sweep.config.decoded_by`) are generated and scored once and reported under
+(:func:`~faithkit.decoding.decoded_by`) are generated and scored once and reported under
 each name. Under ``accelerate launch`` the processes share the batches and the scoring
 groups, and the files end the same as with one process (records in input order).
 """
@@ -29,19 +29,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..data import Columns, Row, read_results, read_rows, unique_ids
+from ..data import Columns, Row, read_results, read_rows, reference_of, unique_ids
 from ..data.results import DIGEST_KEY, content_digest
-from ..decoding import Cell
+from ..decoding import Cell, decoded_by
 from ..errors import InputError
 from ..files import write_json
 from ..jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
-from ..metrics.registry import METRICS, get_spec
-from .config import ALWAYS, SweepConfig, decoded_by
-from .table import active_measures, best_by_strategy, cell_row, choose_best, markdown_table, statistics, write_csv
+from ..metrics.registry import METRICS, get_spec, metric_fingerprint
+from .config import ALWAYS, SweepConfig
+from .table import active_measures, best_by_strategy, cell_row, choose_best, statistics, sweep_markdown, write_csv
 
 logger = logging.getLogger(__name__)
 
-GOLD_COLUMNS = ("gold", "reference")
 SCORE_GROUP = 16
 """Contexts per scorer call: each call holds every cell's responses to its contexts, so the
 judge's prefix tree runs each context once for the whole grid and each distinct response once;
@@ -120,7 +119,7 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
             table,
             best,
         )
-    return SweepResult(table, best, markdown_table(table, config, best), out)
+    return SweepResult(table, best, sweep_markdown(table, config, best), out)
 
 
 def judge(
@@ -135,7 +134,7 @@ def judge(
     files: dict[str, dict] = {}  # model-backed metric -> its records by score id
     for name in dict.fromkeys((*config.metrics, *ALWAYS)):
         spec = get_spec(name)
-        if spec.needs_model:
+        if spec.runs_on_device:
             if name == "pmi-faith":
                 _warn_if_self_judged(config)
             files[name] = score_responses(score_path(out, name), config, spec, contexts, runs, responses)
@@ -175,12 +174,8 @@ def read_contexts(config: SweepConfig) -> list[Context]:
         if row.error:
             logger.warning("row %s skipped: %s", row.id, row.error)
             continue
-        gold = (
-            row.response
-            if config.gold_column
-            else next((str(row.extras[name]) for name in GOLD_COLUMNS if row.extras.get(name)), row.response)
-        )
-        contexts.append(Context(row.id, row.document, tuple(row.history), gold or None))
+        gold = (row.response or None) if config.gold_column else reference_of(row)  # --gold-column is the response
+        contexts.append(Context(row.id, row.document, tuple(row.history), gold))
     if not contexts:
         raise InputError(f"{config.input_path()}: no usable row to generate for (see the warnings above)")
     if "lexical" in config.metrics and not all(c.gold for c in contexts):
@@ -199,7 +194,7 @@ def _prepare(out: Path, restart: bool) -> None:
     process = current_process()
     if process.is_main:
         if restart:
-            scores = [score_path(out, spec.name).name for spec in METRICS.values() if spec.needs_model]
+            scores = [score_path(out, spec.name).name for spec in METRICS.values() if spec.runs_on_device]
             for name in (*OUTPUTS, *scores):
                 target = out / name
                 shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
@@ -233,22 +228,22 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
         ]
         todo = [(batch, pending) for batch, pending in todo if pending][process.rank :: process.world]
         if todo:
-            from ..reranking import generator_judges
+            from ..reranking import load_generator
 
-            model, tokenizer = _load_generator(config)
-            judges = generator_judges(model, tokenizer, config.generation, config.device)
+            logger.info("loading generator %s…", config.generator)
+            model, tokenizer, judges = load_generator(config.generator, config.generation, config.device, config.dtype)
         for number, (batch, pending) in enumerate(todo, start=1):
             started = time.monotonic()
             sampled = any(cell.sampled for cell in pending)
-            kwargs = config.generation.grid_kwargs(model, tokenizer, ids=[c.id for c in batch], sampled=sampled)
             grid = iter_grid(
                 model,
                 tokenizer,
                 [c.document for c in batch],
                 [c.history for c in batch],
                 pending,
+                config.generation,
+                seeds=config.generation.row_seeds([c.id for c in batch]) if sampled else None,
                 judge=judges,
-                **kwargs,
             )
             seconds = {}  # per cell: the time from the previous cell's yield (cells that share a decode: ~0)
             last = time.monotonic()
@@ -281,15 +276,6 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
     return {cell: {r["id"]: r["response"] for r in read_results(paths[cell]) if r["id"] in wanted} for cell in cells}
 
 
-def _load_generator(config: SweepConfig):
-    from .. import models
-
-    logger.info("loading generator %s…", config.generator)
-    return models.load(
-        config.generator, kind=models.model_kind(config.generator), device=config.device, dtype=config.dtype
-    )
-
-
 def metric_options(config: SweepConfig, spec) -> dict:
     """The constructor options the sweep gives a model-backed metric: the judge, the Q² preset, device and dtype.
 
@@ -306,14 +292,10 @@ def metric_options(config: SweepConfig, spec) -> dict:
 
 
 def _scoring_fingerprint(config: SweepConfig, spec) -> dict:
-    from .. import models
-
-    options = metric_options(config, spec)
-    options.pop("device", None)  # where it runs does not change a score
-    if "model" in options:
-        options["model"] = models.identity(options["model"])
     return job_fingerprint(
-        "sweep", metric=spec.name, metric_options=options, generation=config.generation_fingerprint()
+        "sweep",
+        **metric_fingerprint(spec.name, metric_options(config, spec)),
+        generation=config.generation_fingerprint(),
     )
 
 

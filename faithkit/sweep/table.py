@@ -20,10 +20,11 @@ import numpy as np
 from ..stats import bootstrap_interval, paired_permutation_test
 from ..metrics.corpus import AGGREGATES
 from ..metrics.registry import MEASURES, Measure
-from ..decoding import Cell
+from ..decoding import Cell, decoded_by
 from ..decoding.base import parameter_text
 from ..files import replacing
-from .config import ALWAYS, PARAMETER_COLUMNS, SweepConfig, decoded_by
+from ..report import markdown_table
+from .config import ALWAYS, PARAMETER_COLUMNS, SweepConfig
 
 SEED = 0
 """Seed of every interval and test: a rerun reports the same numbers."""
@@ -176,44 +177,45 @@ def status(row: dict, best: dict | None, folded: Sequence[dict] = ()) -> str:
     return f"excluded: {reason}" if reason else ""
 
 
-def markdown_table(table: Sequence[dict], config: SweepConfig, best: dict | None = None) -> str:
-    """Every cell with each measure's value and 95% interval (the key measures with p against the baseline and a
-    mark), cells that decode alike on one line, and whether the rule chose or excluded it; the PMI-DECODE grid in
-    the paper's Table-5 layout (alpha rows x top_p columns, "faithfulness / relevance") when it has one; then the
-    baseline, the pick and its trade-offs."""
+def sweep_markdown(table: Sequence[dict], config: SweepConfig, best: dict | None = None) -> str:
+    """The sweep's tables as markdown: every cell with each measure's value and 95% interval (the key measures with p
+    against the baseline and a mark), cells that decode alike on one line, and whether the rule chose or excluded
+    it; the PMI-DECODE grid in the paper's Table-5 layout (alpha rows x top_p columns, "faithfulness / relevance")
+    when it has one; then the baseline, the pick and its trade-offs."""
     measures = [measure.name for _, measure in active_measures(config)]
     keys, parameters, baseline, level = key_measures(config), parameter_names(table), table[0], config.significance
-    lines = ["| cell | " + " | ".join(measures) + " | choice |", "|---|" + "---|" * (len(measures) + 1)]
     rows = {row["cell"]: row for row in table}
-    for cell, folded in folded_rows(table).items():
-        row = rows[cell]
-        values = [format_tested(row, baseline, m, level) if m in keys else format_interval(row, m) for m in measures]
-        lines.append(
-            f"| {shown_label(row, folded, parameters)} | " + " | ".join(values) + f" | {status(row, best, folded)} |"
-        )
+    shown = [
+        [
+            shown_label(rows[cell], folded, parameters),
+            *(
+                format_tested(rows[cell], baseline, m, level) if m in keys else format_interval(rows[cell], m)
+                for m in measures
+            ),
+            status(rows[cell], best, folded),
+        ]
+        for cell, folded in folded_rows(table).items()
+    ]
+    lines = [markdown_table(["cell", *measures, "choice"], shown)]
     faith, relevance = config.faithfulness_measure, config.relevance
     assert faith is not None  # SweepConfig.validate requires a faithfulness measure
     grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
     alphas = sorted({alpha for search, alpha, _ in grid if search == config.decoding and alpha is not None})
     top_ps = sorted({top_p for search, _, top_p in grid if search == config.decoding and top_p is not None})
     if len(alphas) > 1 and len(top_ps) > 1:
-        lines += [
-            "",
-            f"PMI-DECODE, {config.decoding}: {faith} / {relevance}",
-            "",
-            "| alpha \\ top_p | " + " | ".join(f"{p:g}" for p in top_ps) + " |",
-            "|---|" + "---|" * len(top_ps),
-        ]
-        for alpha in alphas:
-            cells = [grid.get((config.decoding, alpha, p)) for p in top_ps]
-            lines.append(
-                f"| {alpha:g} | "
-                + " | ".join(
+        cells = [[grid.get((config.decoding, alpha, p)) for p in top_ps] for alpha in alphas]
+        pairs = [
+            [
+                f"{alpha:g}",
+                *(
                     f"{format_value(faith, c[faith])} / {format_value(relevance, c[relevance])}" if c else "—"
-                    for c in cells
-                )
-                + " |"
-            )
+                    for c in row
+                ),
+            ]
+            for alpha, row in zip(alphas, cells)
+        ]
+        header = ["alpha \\ top_p", *(f"{p:g}" for p in top_ps)]
+        lines += ["", f"PMI-DECODE, {config.decoding}: {faith} / {relevance}", "", markdown_table(header, pairs)]
     lines.append("")
     lines.append(
         f"intervals: 95% bootstrap over {baseline['n']} contexts; p: paired permutation test against the "
@@ -295,15 +297,7 @@ def choose_best(
     "baseline", "significant", "eligible", …}``.
     """
     baseline = table[0]
-    clauses, bounds = [], {}
-    for measure, slack in ((relevance, tolerance), (fluency, fluency_tolerance)):
-        if measure is None:
-            continue
-        if baseline.get(measure) is None:
-            clauses.append(f"no {measure} for the baseline, so no {measure} bound")
-            continue
-        bounds[measure] = baseline[measure] - slack
-        clauses.append(f"{measure} >= baseline {measure} - {slack:g} = {bounds[measure]:.4g}")
+    bounds, clauses = baseline_bounds(baseline, ((relevance, tolerance), (fluency, fluency_tolerance)))
     eligible = [row for row in table if exclusion(row, faithfulness, bounds) is None]
     rule = (
         f"highest {faithfulness} among cells with " + " and ".join(clauses)
@@ -339,6 +333,21 @@ def choose_best(
         "baseline": baseline,
         "eligible": [row["cell"] for row in eligible],
     }
+
+
+def baseline_bounds(baseline: dict, tolerances: Sequence[tuple[str | None, float]]) -> tuple[dict, list[str]]:
+    """``(bounds, clauses)``: each ``(measure, tolerance)``'s lower bound, the baseline's value minus the tolerance
+    (a measure None or that the baseline lacks gets none), and the rule's clause saying so."""
+    clauses, bounds = [], {}
+    for measure, slack in tolerances:
+        if measure is None:
+            continue
+        if baseline.get(measure) is None:
+            clauses.append(f"no {measure} for the baseline, so no {measure} bound")
+            continue
+        bounds[measure] = baseline[measure] - slack
+        clauses.append(f"{measure} >= baseline {measure} - {slack:g} = {bounds[measure]:.4g}")
+    return bounds, clauses
 
 
 def exclusion(row: dict, faithfulness: str, bounds: dict) -> str | None:

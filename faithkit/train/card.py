@@ -22,13 +22,23 @@ TASK = "text-generation"
 
 def model_card(config: TrainConfig, name: str, step: int, values: dict, evaluations: list[dict]) -> str:
     """The card of a checkpoint saved at ``step`` whose dev values are ``values``; ``evaluations`` is the run so far."""
-    import accelerate
-    import torch
-    import transformers
-    from huggingface_hub import EvalResult, ModelCard, ModelCardData
+    from huggingface_hub import ModelCard
+
+    body = (
+        _summary(config, name, step, values)
+        + _intended_uses(config)
+        + _data_section(config)
+        + _procedure(config, step, evaluations)
+    )
+    return str(ModelCard(f"---\n{_card_data(config, name, values).to_yaml()}\n---\n{body}"))
+
+
+def _card_data(config: TrainConfig, name: str, values: dict):
+    """The front matter: library, base model and datasets when the hub can link them, tags, and the dev results."""
+    from huggingface_hub import EvalResult, ModelCardData
 
     base, dataset, split = _base_model(config), _dataset(config), _dev_split(config)
-    data = ModelCardData(
+    return ModelCardData(
         model_name=name,
         base_model=base if _is_hub_id(base) else None,
         datasets=[dataset] if _is_hub_id(dataset) else None,
@@ -47,6 +57,11 @@ def model_card(config: TrainConfig, name: str, step: int, values: dict, evaluati
             for key, value in values.items()
         ],
     )
+
+
+def _summary(config: TrainConfig, name: str, step: int, values: dict) -> str:
+    """The title, what the model was fine-tuned from and on with its dev results, and the model description."""
+    base, d = _base_model(config), config.data
     origin = (
         f"a fine-tuned version of [{base}](https://huggingface.co/{base})"
         if _is_hub_id(base)
@@ -55,18 +70,11 @@ def model_card(config: TrainConfig, name: str, step: int, values: dict, evaluati
         else "trained from a random initialisation"
     )
     results = "\n".join(f"- {key}: {value:.4f}" for key, value in values.items())
-    e, d = config.evaluation, config.data
-    decoders = evaluation_decoders(e)
-    strategy = next((s for s in decoders.values() if s.name != "plain"), PMI())  # the card shows a faithful decoder
-    flags = " ".join(f"--{flag(key)} {parameter_text(value)}" for key, value in strategy.parameters().items())
-    settings = {**_hyperparameters(config), "steps": step}
-    hyperparameters = "\n".join(f"- {key}: {value}" for key, value in settings.items())
-    lines = results_table(evaluations) if evaluations else "No evaluation yet."
-    body = f"""
+    return f"""
 # {name}
 
 This model is {origin} on {_data_text(config)}.
-It achieves the following results on the evaluation set ({dataset}, {split}) at step {step}:
+It achieves the following results on the evaluation set ({_dataset(config)}, {_dev_split(config)}) at step {step}:
 {results}
 
 ## Model description
@@ -75,7 +83,16 @@ A document-grounded dialogue model fine-tuned with faithkit: its input is faithk
 document and the last {d.history_turns} dialogue turns (`faithkit.prompts`), cut to {d.max_length} tokens as at
 decoding time, and it learns the response tokens only.
 
-## Intended uses & limitations
+"""
+
+
+def _intended_uses(config: TrainConfig) -> str:
+    """How to decode it, in Python and with ``faithkit generate``, with the evaluation's faithful strategy."""
+    e = config.evaluation
+    decoders = evaluation_decoders(e)
+    strategy = next((s for s in decoders.values() if s.name != "plain"), PMI())  # the card shows a faithful decoder
+    flags = " ".join(f"--{flag(key)} {parameter_text(value)}" for key, value in strategy.parameters().items())
+    return f"""## Intended uses & limitations
 
 Decode it with {strategy.summary}:
 
@@ -93,11 +110,29 @@ or `faithkit generate --model path/to/this/folder --input rows.jsonl --output ou
 rows decoded greedily with each of those strategies. It can still state what the document
 does not support; measure faithfulness (e.g. `faithkit score --metric pmi-faith`) before relying on it.
 
-## Training and evaluation data
+"""
 
-Training: {_data_text(config)}; dev: {dataset}, {split}{f", the first {d.max_dev_rows} rows" if d.max_dev_rows else ""}.
 
-## Training procedure
+def _data_section(config: TrainConfig) -> str:
+    d = config.data
+    dev_rows = f", the first {d.max_dev_rows} rows" if d.max_dev_rows else ""
+    return f"""## Training and evaluation data
+
+Training: {_data_text(config)}; dev: {_dataset(config)}, {_dev_split(config)}{dev_rows}.
+
+"""
+
+
+def _procedure(config: TrainConfig, step: int, evaluations: list[dict]) -> str:
+    """The hyperparameters, the whole config, every evaluation so far and the framework versions."""
+    import accelerate
+    import torch
+    import transformers
+
+    settings = {**_hyperparameters(config), "steps": step}
+    hyperparameters = "\n".join(f"- {key}: {value}" for key, value in settings.items())
+    lines = results_table(evaluations) if evaluations else "No evaluation yet."
+    return f"""## Training procedure
 
 ### Training hyperparameters
 
@@ -120,7 +155,6 @@ The whole configuration:
 - Pytorch {torch.__version__}
 - Accelerate {accelerate.__version__}
 """
-    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n{body}"))
 
 
 def results_table(evaluations: list[dict]) -> str:

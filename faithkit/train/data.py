@@ -93,7 +93,6 @@ def encode_rows(
     of tokenizing again.
     """
     import datasets
-    from datasets.fingerprint import Hasher
 
     if tokenizer.eos_token_id is None:
         raise ConfigError(
@@ -113,10 +112,7 @@ def encode_rows(
         "max_length": max_length,
         "max_response_length": max_response_length,
     }
-    code = [Path(file).read_bytes() for file in (prompts.__file__, __file__) if file]  # what the ids follow
-    fingerprint = Hasher.hash([table._fingerprint, code, options])
-    cache = Path(datasets.config.HF_DATASETS_CACHE) / "faithkit_train"
-    cache.mkdir(parents=True, exist_ok=True)
+    cache, fingerprint = _cache_of(table, options)
     if any(cache.glob(f"{fingerprint}*.arrow")):  # one file, or one per process with num_proc
         logger.info("%d rows: tokenized ids read from the cache (%s)", len(rows), cache / fingerprint)
     encoded = table.map(
@@ -137,6 +133,18 @@ def encode_rows(
     )
     kept = [index for index, fitting in enumerate(fits) if fitting]
     return encoded.select(kept).select_columns(["input_ids", "labels"]), stats
+
+
+def _cache_of(table, options: dict) -> tuple[Path, str]:
+    """The cache folder of tokenized rows (created), and the fingerprint that names this table's file there: a hash
+    of the rows, the options and the code of this module and of :mod:`faithkit.prompts`."""
+    import datasets
+    from datasets.fingerprint import Hasher
+
+    code = [Path(file).read_bytes() for file in (prompts.__file__, __file__) if file]  # what the ids follow
+    cache = Path(datasets.config.HF_DATASETS_CACHE) / "faithkit_train"
+    cache.mkdir(parents=True, exist_ok=True)
+    return cache, Hasher.hash([table._fingerprint, code, options])
 
 
 def encode_example(

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numbers
 from collections.abc import Callable
 
-from ..data import Row
+from ..data import Row, reference_of
 from ..decoding import default_template
 from ..decoding.generate import generate_grid
 from ..decoding.options import row_seed
@@ -59,7 +59,7 @@ class GenerationHook:
         """``(scalars, responses)``: ``{"DECODER/KEY": value}`` and each decoder's responses, in row order."""
         documents = [row.document for row in self.rows]
         histories = [row.history for row in self.rows]
-        references = [row.response for row in self.rows]
+        references = [reference_of(row) for row in self.rows]
         grid = generate_grid(
             model,
             tokenizer,

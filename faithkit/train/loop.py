@@ -96,150 +96,235 @@ class RunState:
 
 def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> dict:
     """Run (or with ``resume``, continue) training; return the summary that train.py prints as JSON."""
-    output_dir = Path(output_dir)
-    t, e, d = config.training, config.evaluation, config.data
-    accelerator = make_accelerator(config, output_dir)
-    train_rows, dev_rows = load_rows(d, "train"), load_rows(d, "dev")
-    record = run_record(config, train_rows, dev_rows)
-    check_output_dir(output_dir, record, resume)
-    accelerator.wait_for_everyone()
-    if accelerator.is_main_process:
-        output_dir.mkdir(parents=True, exist_ok=True)
-        write_text(output_dir / RUN_CONFIG, yaml.safe_dump(record, sort_keys=False))
-    set_seed(t.seed)
-    if t.map_large_allocations:
-        map_large_allocations()
+    return TrainingRun(config, Path(output_dir), resume).run()
 
-    model, tokenizer = build_model(config.model, t.seed)
-    if t.activation_checkpointing:
-        enable_activation_checkpointing(model)
-    seq2seq = model.config.is_encoder_decoder
-    template = default_template(model, tokenizer)
-    with accelerator.main_process_first():  # the main process tokenizes into the cache, the others read it
-        encoded = {
-            split: _encode(split, rows, tokenizer, template, seq2seq, d)
-            for split, rows in (("train", train_rows), ("dev", dev_rows))
-        }
-    # only the main process decodes and scores; the metrics' judge models load for each evaluation and are freed
-    # after it, so that they never sit beside a training step's gradients, optimizer state and activations
-    hook = (
-        build_hook(e, dev_rows, lambda: load_hook_metrics(e), model, tokenizer, d.max_length)
-        if accelerator.is_main_process
-        else None
-    )
 
-    rows_per_step = t.batch_size * t.gradient_accumulation_steps
-    steps_per_epoch = len(encoded["train"]) // rows_per_step
-    if not steps_per_epoch:
-        raise ConfigError(
-            f"{len(encoded['train'])} training rows make no full optimizer step of "
-            f"batch_size x gradient_accumulation_steps = {rows_per_step} rows; lower them"
+class TrainingRun:
+    """One run of :func:`train`. Built ready to train: the output folder claimed, the model, data, optimizer and
+    trackers prepared, the state restored with ``resume``. :meth:`run` then takes optimizer steps
+    (:meth:`step`), evaluating (:meth:`evaluate`) and saving the resumable state when they are due."""
+
+    def __init__(self, config: TrainConfig, output_dir: Path, resume: bool):
+        self.config, self.output_dir = config, output_dir
+        t = config.training
+        self.accelerator = make_accelerator(config, output_dir)
+        train_rows, dev_rows = load_rows(config.data, "train"), load_rows(config.data, "dev")
+        self._claim_output_dir(train_rows, dev_rows, resume)
+        set_seed(t.seed)
+        if t.map_large_allocations:
+            map_large_allocations()
+        self.model, self.tokenizer = build_model(config.model, t.seed)
+        if t.activation_checkpointing:
+            enable_activation_checkpointing(self.model)
+        encoded = self._encode_splits(train_rows, dev_rows)
+        # only the main process decodes and scores; the metrics' judge models load for each evaluation and are
+        # freed after it, so that they never sit beside a training step's gradients, optimizer state and activations
+        self.hook = (
+            build_hook(
+                config.evaluation,
+                dev_rows,
+                lambda: load_hook_metrics(config.evaluation),
+                self.model,
+                self.tokenizer,
+                config.data.max_length,
+            )
+            if self.accelerator.is_main_process
+            else None
         )
-    total_steps = t.max_steps or t.num_epochs * steps_per_epoch
-    eval_every = e.eval_steps or steps_per_epoch
-    save_every = t.save_steps or eval_every
+        self._schedule(len(encoded["train"]))
+        self.token_loss = TokenLoss.for_model(self.model)
+        self._prepare_training(encoded)
+        self.state = RunState()
+        if resume:
+            load_state(self.accelerator, output_dir / "state", self.state)
+            logger.info("resumed at step %d of %d", self.state.step, self.total_steps)
+        self.log = RunLog(output_dir, self.accelerator, keep_until=self.state.step if resume else -1)
+        self._start_trackers()
+        self.progress: tqdm | None = None
 
-    token_loss = TokenLoss.for_model(model)
-    collator = Collator(pad_token_id(tokenizer), model.config.decoder_start_token_id if seq2seq else None)
-    train_loader = DataLoader(
-        encoded["train"],
-        batch_size=t.batch_size,
-        shuffle=True,
-        drop_last=True,
-        collate_fn=collator,
-        generator=torch.Generator().manual_seed(t.seed),
-    )
-    dev_loader = DataLoader(encoded["dev"], batch_size=e.eval_batch_size, collate_fn=collator)
-    optimizer = torch.optim.AdamW(_parameter_groups(model, t.weight_decay), lr=t.learning_rate)
-    scheduler = get_scheduler(
-        "linear", optimizer, num_warmup_steps=math.ceil(t.warmup_ratio * total_steps), num_training_steps=total_steps
-    )
-    model, optimizer, train_loader, dev_loader, scheduler = accelerator.prepare(
-        model, optimizer, train_loader, dev_loader, scheduler
-    )
-    state = RunState()
-    if resume:
-        load_state(accelerator, output_dir / "state", state)
-        logger.info("resumed at step %d of %d", state.step, total_steps)
-    log = RunLog(output_dir, accelerator, keep_until=state.step if resume else -1)
-    name = run_name(config, output_dir)
-    accelerator.init_trackers(
-        TRACKER_PROJECT,
-        config=_flat_config(config),
-        init_kwargs={"wandb": {"name": name}, "mlflow": {"run_name": name}},
-    )
-    logger.info(
-        "training %d steps (%d per epoch) of %d rows each, on %d process(es); evaluating every %d steps",
-        total_steps,
-        steps_per_epoch,
-        rows_per_step,
-        accelerator.num_processes,
-        eval_every,
-    )
+    def _claim_output_dir(self, train_rows: list, dev_rows: list, resume: bool) -> None:
+        """Check that the output folder is this run's (or free), then record the config and rows in it."""
+        record = run_record(self.config, train_rows, dev_rows)
+        check_output_dir(self.output_dir, record, resume)
+        self.accelerator.wait_for_everyone()
+        if self.accelerator.is_main_process:
+            self.output_dir.mkdir(parents=True, exist_ok=True)
+            write_text(self.output_dir / RUN_CONFIG, yaml.safe_dump(record, sort_keys=False))
 
-    def evaluate() -> None:
+    def _encode_splits(self, train_rows: list, dev_rows: list) -> dict:
+        """Both splits' token ids, in the prompt layout decoding picks for the model."""
+        template = default_template(self.model, self.tokenizer)
+        seq2seq = self.model.config.is_encoder_decoder
+        with self.accelerator.main_process_first():  # the main process tokenizes into the cache, the others read it
+            return {
+                split: _encode(split, rows, self.tokenizer, template, seq2seq, self.config.data)
+                for split, rows in (("train", train_rows), ("dev", dev_rows))
+            }
+
+    def _schedule(self, train_examples: int) -> None:
+        """Steps per epoch, in all, and between evaluations and saves; no full step is a ConfigError."""
+        t, e = self.config.training, self.config.evaluation
+        self.rows_per_step = t.batch_size * t.gradient_accumulation_steps
+        self.steps_per_epoch = train_examples // self.rows_per_step
+        if not self.steps_per_epoch:
+            raise ConfigError(
+                f"{train_examples} training rows make no full optimizer step of "
+                f"batch_size x gradient_accumulation_steps = {self.rows_per_step} rows; lower them"
+            )
+        self.total_steps = t.max_steps or t.num_epochs * self.steps_per_epoch
+        self.eval_every = e.eval_steps or self.steps_per_epoch
+        self.save_every = t.save_steps or self.eval_every
+
+    def _prepare_training(self, encoded: dict) -> None:
+        """The loaders, optimizer and scheduler, placed by accelerate with the model."""
+        t, e = self.config.training, self.config.evaluation
+        seq2seq = self.model.config.is_encoder_decoder
+        collator = Collator(pad_token_id(self.tokenizer), self.model.config.decoder_start_token_id if seq2seq else None)
+        train_loader = DataLoader(
+            encoded["train"],
+            batch_size=t.batch_size,
+            shuffle=True,
+            drop_last=True,
+            collate_fn=collator,
+            generator=torch.Generator().manual_seed(t.seed),
+        )
+        dev_loader = DataLoader(encoded["dev"], batch_size=e.eval_batch_size, collate_fn=collator)
+        optimizer = torch.optim.AdamW(_parameter_groups(self.model, t.weight_decay), lr=t.learning_rate)
+        scheduler = get_scheduler(
+            "linear",
+            optimizer,
+            num_warmup_steps=math.ceil(t.warmup_ratio * self.total_steps),
+            num_training_steps=self.total_steps,
+        )
+        self.model, self.optimizer, self.train_loader, self.dev_loader, self.scheduler = self.accelerator.prepare(
+            self.model, optimizer, train_loader, dev_loader, scheduler
+        )
+
+    def _start_trackers(self) -> None:
+        name = run_name(self.config, self.output_dir)
+        self.accelerator.init_trackers(
+            TRACKER_PROJECT,
+            config=_flat_config(self.config),
+            init_kwargs={"wandb": {"name": name}, "mlflow": {"run_name": name}},
+        )
+        logger.info(
+            "training %d steps (%d per epoch) of %d rows each, on %d process(es); evaluating every %d steps",
+            self.total_steps,
+            self.steps_per_epoch,
+            self.rows_per_step,
+            self.accelerator.num_processes,
+            self.eval_every,
+        )
+
+    @property
+    def finished(self) -> bool:
+        return self.state.step >= self.total_steps or self.state.stopped
+
+    def run(self) -> dict:
+        """Train to the last step (or an early stop), save ``last/``, and return the summary."""
+        state = self.state
+        if self.config.evaluation.eval_at_start and state.step == 0:
+            self.evaluate()
+        self.progress = tqdm(
+            total=self.total_steps, initial=state.step, disable=not self.accelerator.is_main_process, desc="training"
+        )
+        self.model.train()
+        while not self.finished:
+            for window in self._remaining_windows():
+                self.step(window)
+                if self.finished:
+                    break
+        self.progress.close()
+        if state.stopped:
+            logger.info(
+                "early stop at step %d: %s did not improve for %d evaluations",
+                state.step,
+                self.config.evaluation.best_metric,
+                self.config.training.patience,
+            )
+        self._save_checkpoint("last", state.last_eval_values)
+        self.accelerator.end_training()
+        return {
+            "checkpoint": str(self.output_dir / "best"),
+            "last_checkpoint": str(self.output_dir / "last"),
+            "steps": state.step,
+            "train_loss_first": state.train_loss_first,
+            "train_loss_last": state.train_loss_last,
+            "dev_loss_first": state.dev_loss_first,
+            "dev_loss_best": state.dev_loss_best,
+            "dev_metrics": state.best_values,
+        }
+
+    def _remaining_windows(self):
+        """The optimizer steps' batches left in the current epoch (the epoch's order, the batches seen skipped)."""
+        accumulation = self.config.training.gradient_accumulation_steps
+        self.train_loader.set_epoch(self.state.step // self.steps_per_epoch)
+        seen = (self.state.step % self.steps_per_epoch) * accumulation
+        loader = self.accelerator.skip_first_batches(self.train_loader, seen) if seen else self.train_loader
+        return _windows(loader, accumulation)
+
+    def step(self, window: list) -> float:
+        """One optimizer step on ``window`` (its accumulated batches), logged; then an evaluation and a save of the
+        resumable state when they are due. Returns the step's loss."""
+        state = self.state
+        learning_rate = self.scheduler.get_last_lr()[0]  # the rate this step uses
+        loss = train_step(
+            self.accelerator,
+            self.model,
+            self.optimizer,
+            self.scheduler,
+            window,
+            self.token_loss,
+            self.config.training.max_grad_norm,
+        )
+        state.step += 1
+        state.train_loss_first = loss if state.train_loss_first is None else state.train_loss_first
+        state.train_loss_last = loss
+        self.log.values(
+            state.step, {"train_loss": loss, "learning_rate": learning_rate, "epoch": state.step / self.steps_per_epoch}
+        )
+        if self.progress is not None:
+            self.progress.update(1)
+            self.progress.set_postfix(loss=f"{loss:.4f}")
+        last = state.step == self.total_steps
+        if state.step % self.eval_every == 0 or last:
+            self.evaluate()
+        if state.step % self.save_every == 0 or last or state.stopped:
+            self._save_state()
+        return loss
+
+    def evaluate(self) -> None:
+        """Dev loss and, on the main process, the hook's decoded responses and scores; logged, the best kept in
+        ``best/``, the same decisions (best, early stop) on every process."""
+        accelerator, state = self.accelerator, self.state
         release_memory()  # what the training steps freed, before evaluation allocates its own
-        values = {"dev_loss": dev_loss(accelerator, model, dev_loader, token_loss)}
-        if hook is not None:
-            unwrapped = accelerator.unwrap_model(model).eval()
+        values = {"dev_loss": dev_loss(accelerator, self.model, self.dev_loader, self.token_loss)}
+        if self.hook is not None:
+            unwrapped = accelerator.unwrap_model(self.model).eval()
             with accelerator.autocast():
-                scalars, responses = hook(unwrapped, tokenizer)
+                scalars, responses = self.hook(unwrapped, self.tokenizer)
             unwrapped.train()
             release_memory()  # the judges, before training goes on
             values.update(scalars)
-            log.generations(state.step, hook.rows, responses)
+            self.log.generations(state.step, self.hook.rows, responses)
         values = broadcast_object_list([values])[0]  # every process takes the same best/stop decisions
-        log.values(state.step, values)
+        self.log.values(state.step, values)
         state.evaluations.append({"step": state.step, **values})
-        _update_best(config, state, values)
+        _update_best(self.config, state, values)
         if state.best_step == state.step:
-            save_checkpoint(accelerator, model, tokenizer, output_dir / "best", state, values, config)
+            self._save_checkpoint("best", values)
         state.last_eval_values = values
         logger.info("step %d: %s", state.step, ", ".join(f"{k} {v:.4f}" for k, v in values.items()))
 
-    if e.eval_at_start and state.step == 0:
-        evaluate()
-    progress = tqdm(total=total_steps, initial=state.step, disable=not accelerator.is_main_process, desc="training")
-    model.train()
-    while state.step < total_steps and not state.stopped:
-        epoch = state.step // steps_per_epoch
-        train_loader.set_epoch(epoch)
-        seen = (state.step % steps_per_epoch) * t.gradient_accumulation_steps
-        loader = accelerator.skip_first_batches(train_loader, seen) if seen else train_loader
-        for window in _windows(loader, t.gradient_accumulation_steps):
-            learning_rate = scheduler.get_last_lr()[0]  # the rate this step uses
-            loss = train_step(accelerator, model, optimizer, scheduler, window, token_loss, t.max_grad_norm)
-            state.step += 1
-            state.train_loss_first = loss if state.train_loss_first is None else state.train_loss_first
-            state.train_loss_last = loss
-            log.values(
-                state.step, {"train_loss": loss, "learning_rate": learning_rate, "epoch": state.step / steps_per_epoch}
-            )
-            progress.update(1)
-            progress.set_postfix(loss=f"{loss:.4f}")
-            if state.step % eval_every == 0 or state.step == total_steps:
-                evaluate()
-            if state.step % save_every == 0 or state.step == total_steps or state.stopped:
-                save_state(accelerator, output_dir / "state", state)
-            if state.step >= total_steps or state.stopped:
-                break
-    progress.close()
-    if state.stopped:
-        logger.info(
-            "early stop at step %d: %s did not improve for %d evaluations", state.step, e.best_metric, t.patience
+    def _save_state(self) -> None:
+        """The resumable state (model, optimizer, scheduler, RNG and counters) in ``state/``."""
+        save_state(self.accelerator, self.output_dir / "state", self.state)
+
+    def _save_checkpoint(self, folder: str, values: dict) -> None:
+        """The model and tokenizer as a ``save_pretrained`` folder (``best``, ``last``) with its model card."""
+        save_checkpoint(
+            self.accelerator, self.model, self.tokenizer, self.output_dir / folder, self.state, values, self.config
         )
-    save_checkpoint(accelerator, model, tokenizer, output_dir / "last", state, state.last_eval_values, config)
-    accelerator.end_training()
-    return {
-        "checkpoint": str(output_dir / "best"),
-        "last_checkpoint": str(output_dir / "last"),
-        "steps": state.step,
-        "train_loss_first": state.train_loss_first,
-        "train_loss_last": state.train_loss_last,
-        "dev_loss_first": state.dev_loss_first,
-        "dev_loss_best": state.dev_loss_best,
-        "dev_metrics": state.best_values,
-    }
 
 
 def make_accelerator(config: TrainConfig, output_dir: Path) -> Accelerator:

@@ -21,8 +21,7 @@ def build_model(section: ModelSection, seed: int):
     device (accelerate places it)."""
     if section.init == "pretrained":
         assert section.name, "the config check requires model.name for a pretrained model"
-        kind = models.model_kind(section.name)
-        return models.load(section.name, kind=kind, for_training=True, dtype=section.dtype)
+        return models.load(section.name, for_training=True, dtype=section.dtype)
     model, tokenizer = _random_model(section, seed)
     return model.to(precision.torch_dtype(section.dtype or "float32")), tokenizer
 

@@ -254,3 +254,14 @@ def test_a_mistake_or_a_commands_help_is_answered_before_torch_or_transformers_l
         timeout=120,
     )
     assert run.stdout.splitlines()[-1] == f"{status} []", run.stderr
+
+
+@pytest.mark.parametrize("rank, main", [(None, True), ("0", True), ("1", False)])
+def test_the_main_process_is_rank_0_of_accelerate_launch(monkeypatch, rank, main):
+    from faithkit.jobs import is_main_process
+
+    if rank is None:
+        monkeypatch.delenv("RANK", raising=False)
+    else:
+        monkeypatch.setenv("RANK", rank)
+    assert is_main_process() is main

@@ -90,22 +90,8 @@ def load_topicalchat(
                     counts["skipped_no_source"] += 1
                 else:
                     counts["kept"] += 1
-                    extras = {
-                        "conversation_id": conversation_id,
-                        "turn": index,
-                        "config": conversation["config"],
-                        **{key: value for key, value in turn.items() if key != "message"},
-                        "entities": list(dict.fromkeys(entities[name] for name in named if name in entities)),
-                    }
-                    rows.append(
-                        Row(
-                            id=f"{conversation_id}:{index}",
-                            document=document,
-                            history=last_turns(messages[:index], history_turns),
-                            response=turn["message"],
-                            extras=extras,
-                        )
-                    )
+                    history = last_turns(messages[:index], history_turns)
+                    rows.append(_turn_row(conversation_id, conversation, index, document, history, entities))
     summary = {
         "corpus": "topicalchat",
         "split": split,
@@ -114,6 +100,23 @@ def load_topicalchat(
         **counts,
     }
     return corpus_dataset(rows, summary, FEATURES)
+
+
+def _turn_row(conversation_id: str, conversation: dict, index: int, document: str, history: list, entities: dict):
+    """The row of a conversation's turn ``index``: its document, history and message, the turn's fields as
+    extras, and the entities of the knowledge it names."""
+    turn = conversation["content"][index]
+    named = turn["knowledge_source"]
+    extras = {
+        "conversation_id": conversation_id,
+        "turn": index,
+        "config": conversation["config"],
+        **{key: value for key, value in turn.items() if key != "message"},
+        "entities": list(dict.fromkeys(entities[name] for name in named if name in entities)),
+    }
+    return Row(
+        id=f"{conversation_id}:{index}", document=document, history=history, response=turn["message"], extras=extras
+    )
 
 
 def _files(folder: Path, split: str) -> tuple[Path, Path, Path]:
