@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import torch
+from transformers import LogitsProcessor
 
 from .. import models
 from ..errors import ConfigError
@@ -454,21 +455,27 @@ def iter_grid(
         )
         batch = PreparedBatch(model, inputs, views)
         done: dict[tuple, list] = {}
+        joint = _joint_runs(batch, runs, extra)
 
-        def decoded(key, done=done, batch=batch, chunk=chunk):  # this batch's decodes, each made once
+        def decoded(key, done=done, batch=batch, chunk=chunk, joint=joint):  # this batch's decodes, each made once
             if key not in done:
-                run = runs[key]
-                cell_seeds = None if seeds is None or not run.sampled else [seeds[i] for i in chunk]
-                outputs = _decode(model, batch, run, cell_seeds, extra, generate_kwargs)
-                done[key] = decode_responses(
-                    model,
-                    tokenizer,
-                    outputs,
-                    batch.rows(run.views),
-                    run.kwargs["num_return_sequences"],
-                    template,
-                    views=run.views,
-                )
+                keys = joint.get(key, [key])
+                if len(keys) > 1:
+                    outputs = _decode_jointly(model, batch, [runs[k] for k in keys], generate_kwargs)
+                else:
+                    run = runs[key]
+                    cell_seeds = None if seeds is None or not run.sampled else [seeds[i] for i in chunk]
+                    outputs = [_decode(model, batch, run, cell_seeds, extra, generate_kwargs)]
+                for k, output in zip(keys, outputs):
+                    done[k] = decode_responses(
+                        model,
+                        tokenizer,
+                        output,
+                        batch.rows(runs[k].views),
+                        runs[k].kwargs["num_return_sequences"],
+                        template,
+                        views=runs[k].views,
+                    )
             return done[key]
 
         for index, cell in enumerate(cells):
@@ -566,6 +573,63 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
     return model.generate(
         **kwargs, logits_processor=[FiniteLogits(model.dtype), *extra, *processors], **search_kwargs, **generate_kwargs
     )
+
+
+def _joint_runs(batch: PreparedBatch, runs: dict[tuple, _CellRun], extra: list) -> dict[tuple, list[tuple]]:
+    """Decode key -> the keys decoded with it in one generate call: the batch's greedy runs whose rows are as wide.
+
+    Greedy search treats every row on its own, so the rows of several cells (plain greedy and each
+    two-view cell's 2B rows) can go through one generate call, one forward pass per step for all
+    of them, each cell's processors applied to its own rows: every forward pass reads the weights
+    once for every cell instead of once per cell, and the tokens are each cell's own. Not with
+    ``extra`` processors (one instance would see every cell's rows) nor for encoder-decoder models.
+    """
+    if extra or batch.blocks is None:
+        return {}
+    groups: dict[int, list[tuple]] = {}
+    for key, run in runs.items():
+        if run.cell.search == "greedy" and run.copies == 1:
+            groups.setdefault(batch.rows(run.views)["input_ids"].shape[1], []).append(key)
+    return {key: keys for keys in groups.values() if len(keys) > 1 for key in keys}
+
+
+def _decode_jointly(model, batch: PreparedBatch, runs: list[_CellRun], generate_kwargs: dict) -> list[torch.Tensor]:
+    """Greedy decodes of several cells as one generate call (see :func:`_joint_runs`); one output per run."""
+    parts = [batch.for_cell(run.views, 1) for run in runs]
+    cache = parts[0]["cache"]
+    for index, layer in enumerate(cache.layers):  # the merged caches are new tensors: extending the first is safe
+        layer.keys = torch.cat([part["cache"].layers[index].keys for part in parts])
+        layer.values = torch.cat([part["cache"].layers[index].values for part in parts])
+    ends = torch.tensor([part["input_ids"].shape[0] for part in parts]).cumsum(0).tolist()
+    segments = _RowSegments(
+        [(end - part["input_ids"].shape[0], end) for end, part in zip(ends, parts)],
+        [[FiniteLogits(model.dtype), *run.cell.strategy.processors(None)] for run in runs],
+    )
+    outputs = model.generate(
+        input_ids=torch.cat([part["input_ids"] for part in parts]),
+        attention_mask=torch.cat([part["attention_mask"] for part in parts]),
+        cache=cache,
+        logits_processor=[segments],
+        **runs[0].kwargs,
+        **generate_kwargs,
+    )
+    return [outputs[start:end] for start, end in segments.spans]
+
+
+class _RowSegments(LogitsProcessor):
+    """Applies each cell's processors to that cell's rows of a joint batch (``spans``: each cell's row range)."""
+
+    def __init__(self, spans: list[tuple[int, int]], processors: list[list]):
+        self.spans, self.processors = spans, processors
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        parts = []
+        for (start, end), processors in zip(self.spans, self.processors):
+            part = scores[start:end]
+            for processor in processors:
+                part = processor(input_ids[start:end], part)
+            parts.append(part)
+        return torch.cat(parts)
 
 
 def _beam_sample_per_context(model, kwargs: dict, run: _CellRun, seeds, extra: list, generate_kwargs: dict):
