@@ -3,7 +3,7 @@
 The conditioned and history-only views come from :class:`faithkit.prompts.PromptTemplate`,
 the same views PMI-FAITH scores, so decoding and measuring agree on what "the document's
 effect" is. :func:`iter_grid` runs several (strategy, search) cells per batch of contexts
-with the prompts' work done once for all of them.
+with the prompts' work done once for all of them, and its greedy cells' steps in one forward pass.
 """
 
 from __future__ import annotations
@@ -388,7 +388,8 @@ def iter_grid(
     as :func:`generate` makes them (:func:`length_order`, ``batch_size`` contexts); each
     batch's prompts are prepared once for all cells (:class:`PreparedBatch`), and cells with
     the same :meth:`~Cell.decode_key` (PMI-DECODE at alpha 0 is plain greedy, …) are decoded
-    once and yielded under each index. Rerank cells (:mod:`~faithkit.decoding.rerank`) take the
+    once and yielded under each index. A batch's greedy decodes (plain and two-view alike) run
+    as one generate call, each cell's processors on its own rows (:func:`_joint_runs`). Rerank cells (:mod:`~faithkit.decoding.rerank`) take the
     plain greedy decode and their candidates' decode (shared by rerank cells that draw the same
     candidates), then one ``judge`` call per cell and batch. Other ``generate_kwargs`` go to
     ``model.generate``.
