@@ -220,6 +220,8 @@ class PreparedBatch:
         self.contexts = inputs["input_ids"].shape[0] // views
         self.blocks = None
         self.encoder_outputs = None
+        self.joint: dict[tuple, list] = {}  # decode key -> the runs decoded together with it (see _joint_runs)
+        self.jointly_decoded: dict[tuple, torch.Tensor] = {}  # a joint decode's outputs not yet taken
         if model.config.is_encoder_decoder:
             encoder = model.get_encoder()
             with torch.no_grad():
@@ -455,28 +457,23 @@ def iter_grid(
             views=views,
         )
         batch = PreparedBatch(model, inputs, views)
+        batch.joint = _joint_runs(batch, runs, extra)
         done: dict[tuple, list] = {}
-        joint = _joint_runs(batch, runs, extra)
 
-        def decoded(key, done=done, batch=batch, chunk=chunk, joint=joint):  # this batch's decodes, each made once
+        def decoded(key, done=done, batch=batch, chunk=chunk):  # this batch's decodes, each made once
             if key not in done:
-                keys = joint.get(key, [key])
-                if len(keys) > 1:
-                    outputs = _decode_jointly(model, batch, [runs[k] for k in keys], generate_kwargs)
-                else:
-                    run = runs[key]
-                    cell_seeds = None if seeds is None or not run.sampled else [seeds[i] for i in chunk]
-                    outputs = [_decode(model, batch, run, cell_seeds, extra, generate_kwargs)]
-                for k, output in zip(keys, outputs):
-                    done[k] = decode_responses(
-                        model,
-                        tokenizer,
-                        output,
-                        batch.rows(runs[k].views),
-                        runs[k].kwargs["num_return_sequences"],
-                        template,
-                        views=runs[k].views,
-                    )
+                run = runs[key]
+                cell_seeds = None if seeds is None or not run.sampled else [seeds[i] for i in chunk]
+                outputs = _decode(model, batch, run, cell_seeds, extra, generate_kwargs)
+                done[key] = decode_responses(
+                    model,
+                    tokenizer,
+                    outputs,
+                    batch.rows(run.views),
+                    run.kwargs["num_return_sequences"],
+                    template,
+                    views=run.views,
+                )
             return done[key]
 
         for index, cell in enumerate(cells):
@@ -550,7 +547,14 @@ def _generate_warpers(temperature: float, top_k: int | None) -> dict:
 
 
 def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, generate_kwargs: dict) -> torch.Tensor:
-    """Run generate for one cell on one prepared batch."""
+    """Run generate for one cell on one prepared batch (or take its rows of the joint decode it belongs to)."""
+    key = run.cell.decode_key
+    if key in batch.joint:
+        if key not in batch.jointly_decoded:
+            group = batch.joint[key]
+            outputs = _decode_jointly(model, batch, group, generate_kwargs)
+            batch.jointly_decoded.update(zip((member.cell.decode_key for member in group), outputs))
+        return batch.jointly_decoded.pop(key)
     kwargs = batch.for_cell(run.views, run.copies)
     strategy, returns = run.cell.strategy, run.kwargs["num_return_sequences"]
     if run.cell.search == "beam_sample" and seeds is not None:
@@ -576,8 +580,8 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
     )
 
 
-def _joint_runs(batch: PreparedBatch, runs: dict[tuple, _CellRun], extra: list) -> dict[tuple, list[tuple]]:
-    """Decode key -> the keys decoded with it in one generate call: the batch's greedy runs whose rows are as wide.
+def _joint_runs(batch: PreparedBatch, runs: dict[tuple, _CellRun], extra: list) -> dict[tuple, list[_CellRun]]:
+    """Decode key -> the runs decoded with it in one generate call: the batch's greedy runs whose rows are as wide.
 
     Greedy search treats every row on its own, so the rows of several cells (plain greedy and each
     two-view cell's 2B rows) can go through one generate call, one forward pass per step for all
@@ -587,11 +591,11 @@ def _joint_runs(batch: PreparedBatch, runs: dict[tuple, _CellRun], extra: list) 
     """
     if extra or batch.blocks is None:
         return {}
-    groups: dict[int, list[tuple]] = {}
-    for key, run in runs.items():
+    groups: dict[int, list[_CellRun]] = {}
+    for run in runs.values():
         if run.cell.search == "greedy" and run.copies == 1:
-            groups.setdefault(batch.rows(run.views)["input_ids"].shape[1], []).append(key)
-    return {key: keys for keys in groups.values() if len(keys) > 1 for key in keys}
+            groups.setdefault(batch.rows(run.views)["input_ids"].shape[1], []).append(run)
+    return {run.cell.decode_key: group for group in groups.values() if len(group) > 1 for run in group}
 
 
 def _decode_jointly(model, batch: PreparedBatch, runs: list[_CellRun], generate_kwargs: dict) -> list[torch.Tensor]:
