@@ -8,7 +8,7 @@ dodeca_consistent.csv:
 
 * sweep: :func:`faithkit.sweep.run_sweep` end to end into a fresh folder: model loading,
   grid generation (each batch's prompts prefilled once for all cells, cells that decode alike
-  once), one judge call over every cell's responses, lexical measures, intervals and paired
+  once, the greedy cells' decodes in one generate call), one judge call over every cell's responses, lexical measures, intervals and paired
   tests, sweep.csv, heatmaps and report.html;
 * per cell: with both models already loaded (not timed), one ``generate()`` and one
   ``PMIFaith.compute`` per cell, as a user running ``faithkit generate --strategy …`` and

@@ -8,8 +8,11 @@ import torch
 from transformers import LogitsProcessor, TopPLogitsWarper
 
 from faithkit.decoding import (
+    CAD,
     PMI,
+    Cell,
     GenerationOptions,
+    Plain,
     PMIDecode,
     build_inputs,
     decode_responses,
@@ -235,6 +238,25 @@ def test_grid_prefills_each_batch_once(tiny_gpt2, gpt2_tokenizer, monkeypatch):
     monkeypatch.setattr(module, "prefill_blocks", lambda *a, **k: calls.append(1) or real(*a, **k))
     generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, CELLS, batch_size=2, max_new_tokens=3)
     assert len(calls) == 2  # two batches, four cells
+
+
+def test_grid_decodes_its_greedy_cells_in_one_generate_call_per_batch(tiny_gpt2, gpt2_tokenizer, monkeypatch):
+    calls = []
+    real = tiny_gpt2.generate
+    monkeypatch.setattr(
+        tiny_gpt2, "generate", lambda **kwargs: calls.append(kwargs["input_ids"].shape[0]) or real(**kwargs)
+    )
+    cells = [Plain(), *CELLS, CAD(1.0), Cell(Plain(), "beam")]
+    options = {"template": DEFAULT_TEMPLATE, "batch_size": 2, "max_new_tokens": 4, "num_beams": 2}
+    grid = generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, cells, **options)
+    # per batch of 2 contexts: plain (2 rows), PMI at alpha 0 decodes as plain, three PMI cells and CAD (4 rows
+    # each) in one call; the beam cell in its own
+    assert calls == [18, 2, 9, 1]
+    monkeypatch.setattr(tiny_gpt2, "generate", real)
+    greedy = {key: value for key, value in options.items() if key != "num_beams"}
+    alone = [generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, cell, **greedy) for cell in cells[:-1]]
+    assert grid[:-1] == alone
+    assert len(set(map(tuple, grid[:-1]))) > 2  # the cells did differ
 
 
 def test_grid_sampling_equals_generate_per_cell(tiny_gpt2, gpt2_tokenizer):

@@ -3,7 +3,7 @@
 The conditioned and history-only views come from :class:`faithkit.prompts.PromptTemplate`,
 the same views PMI-FAITH scores, so decoding and measuring agree on what "the document's
 effect" is. :func:`iter_grid` runs several (strategy, search) cells per batch of contexts
-with the prompts' work done once for all of them.
+with the prompts' work done once for all of them, and its greedy cells' steps in one forward pass.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
 import torch
+from transformers import LogitsProcessor
 
 from .. import models
 from ..errors import ConfigError
@@ -223,6 +224,8 @@ class PreparedBatch:
         self.contexts = inputs["input_ids"].shape[0] // views
         self.blocks = None
         self.encoder_outputs = None
+        self.joint: dict[tuple, list] = {}  # decode key -> the runs decoded together with it (see _joint_runs)
+        self.jointly_decoded: dict[tuple, torch.Tensor] = {}  # a joint decode's outputs not yet taken
         if model.config.is_encoder_decoder:
             encoder = model.get_encoder()
             with torch.no_grad():
@@ -438,7 +441,8 @@ def iter_grid(
     are made as :func:`generate` makes them (:func:`length_order`, ``batch_size`` contexts);
     each batch's prompts are prepared once for all cells (:class:`PreparedBatch`), and each
     decode of the plan (:func:`plan_grid`) runs once per batch and is yielded under every cell
-    it serves. Rerank cells (:mod:`~faithkit.decoding.rerank`) take the plain greedy decode and
+    it serves; a batch's greedy decodes (plain and two-view alike) run as one generate call, each
+    cell's processors on its own rows (:func:`_joint_runs`). Rerank cells (:mod:`~faithkit.decoding.rerank`) take the plain greedy decode and
     their candidates' decode, then one ``judge`` call per cell and batch. ``generate_kwargs``
     (``logits_processor``, …) go to ``model.generate``.
 
@@ -583,6 +587,7 @@ class _GridRunner:
             views=self.plan.views,
         )
         batch = PreparedBatch(self.model, inputs, self.plan.views)
+        batch.joint = _joint_runs(batch, self.plan.runs, self.extra)
         done: dict[tuple, list] = {}  # this batch's decodes by key
         for index, cell in enumerate(self.plan.cells):
             if isinstance(cell.strategy, Rerank):
@@ -635,7 +640,14 @@ def _generate_warpers(temperature: float, top_k: int | None) -> dict:
 
 
 def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, generate_kwargs: dict) -> torch.Tensor:
-    """Run generate for one cell on one prepared batch."""
+    """Run generate for one cell on one prepared batch (or take its rows of the joint decode it belongs to)."""
+    key = run.cell.decode_key
+    if key in batch.joint:
+        if key not in batch.jointly_decoded:
+            group = batch.joint[key]
+            outputs = _decode_jointly(model, batch, group, generate_kwargs)
+            batch.jointly_decoded.update(zip((member.cell.decode_key for member in group), outputs))
+        return batch.jointly_decoded.pop(key)
     kwargs = batch.for_cell(run.views, run.copies)
     strategy, returns = run.cell.strategy, run.kwargs["num_return_sequences"]
     if run.cell.search == "beam_sample" and seeds is not None:
@@ -659,6 +671,63 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
     return model.generate(
         **kwargs, logits_processor=[FiniteLogits(model.dtype), *extra, *processors], **search_kwargs, **generate_kwargs
     )
+
+
+def _joint_runs(batch: PreparedBatch, runs: dict[tuple, _CellRun], extra: list) -> dict[tuple, list[_CellRun]]:
+    """Decode key -> the runs decoded with it in one generate call: the batch's greedy runs whose rows are as wide.
+
+    Greedy search treats every row on its own, so the rows of several cells (plain greedy and each
+    two-view cell's 2B rows) can go through one generate call, one forward pass per step for all
+    of them, each cell's processors applied to its own rows: every forward pass reads the weights
+    once for every cell instead of once per cell, and the tokens are each cell's own. Not with
+    ``extra`` processors (one instance would see every cell's rows) nor for encoder-decoder models.
+    """
+    if extra or batch.blocks is None:
+        return {}
+    groups: dict[int, list[_CellRun]] = {}
+    for run in runs.values():
+        if run.cell.search == "greedy" and run.copies == 1:
+            groups.setdefault(batch.rows(run.views)["input_ids"].shape[1], []).append(run)
+    return {run.cell.decode_key: group for group in groups.values() if len(group) > 1 for run in group}
+
+
+def _decode_jointly(model, batch: PreparedBatch, runs: list[_CellRun], generate_kwargs: dict) -> list[torch.Tensor]:
+    """Greedy decodes of several cells as one generate call (see :func:`_joint_runs`); one output per run."""
+    parts = [batch.for_cell(run.views, 1) for run in runs]
+    cache = parts[0]["cache"]
+    for index, layer in enumerate(cache.layers):  # the merged caches are new tensors: extending the first is safe
+        layer.keys = torch.cat([part["cache"].layers[index].keys for part in parts])
+        layer.values = torch.cat([part["cache"].layers[index].values for part in parts])
+    ends = torch.tensor([part["input_ids"].shape[0] for part in parts]).cumsum(0).tolist()
+    segments = _RowSegments(
+        [(end - part["input_ids"].shape[0], end) for end, part in zip(ends, parts)],
+        [[FiniteLogits(model.dtype), *run.cell.strategy.processors(None)] for run in runs],
+    )
+    outputs = model.generate(
+        input_ids=torch.cat([part["input_ids"] for part in parts]),
+        attention_mask=torch.cat([part["attention_mask"] for part in parts]),
+        cache=cache,
+        logits_processor=[segments],
+        **runs[0].kwargs,
+        **generate_kwargs,
+    )
+    return [outputs[start:end] for start, end in segments.spans]
+
+
+class _RowSegments(LogitsProcessor):
+    """Applies each cell's processors to that cell's rows of a joint batch (``spans``: each cell's row range)."""
+
+    def __init__(self, spans: list[tuple[int, int]], processors: list[list]):
+        self.spans, self.processors = spans, processors
+
+    def __call__(self, input_ids: torch.Tensor, scores: torch.Tensor) -> torch.Tensor:
+        parts = []
+        for (start, end), processors in zip(self.spans, self.processors):
+            part = scores[start:end]
+            for processor in processors:
+                part = processor(input_ids[start:end], part)
+            parts.append(part)
+        return torch.cat(parts)
 
 
 def _beam_sample_per_context(model, kwargs: dict, run: _CellRun, seeds, extra: list, generate_kwargs: dict):
