@@ -66,7 +66,8 @@ def option(
     values a sweep tries when none are given; ``flag_type`` replaces the argparse type of each
     word of its flag (a :class:`~faithkit.paths.PathArg` that checks a path; a list flag's item, or
     its whole comma-separated text), ``metavar`` its value's name in usage lines. A list or dict
-    default is copied for every instance.
+    default is copied for every instance. It takes many parameters because each is one piece of an option's
+    declaration, keyword-only, and most declarations name two or three of them.
     """
     metadata = {
         "help": help,
@@ -361,7 +362,9 @@ def add_flags(
     None or True, or ``unset`` is given), or with ``switches=False`` take ``true``/``false``. List fields take
     several words (``lists="words"``) or one comma-separated value (``lists="comma"``). ``dest_prefix`` prefixes the
     namespace names (``training.``); ``flag_names`` renames flags (``{"name": "model"}``); with ``none_unsets``,
-    ``none`` sets an optional field to None (elsewhere it is a value: ``--history-column none``).
+    ``none`` sets an optional field to None (elsewhere it is a value: ``--history-column none``). It takes many
+    parameters because the commands differ in exactly these ways (a config file under the flags, a training
+    section's prefix, a renamed flag), and each is keyword-only with the common case as its default.
     """
     hints = typing.get_type_hints(cls)
     for item in dataclasses.fields(cls):

@@ -245,24 +245,7 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
                 seeds=config.generation.row_seeds([c.id for c in batch]) if sampled else None,
                 judge=judges,
             )
-            seconds = {}  # per cell: the time from the previous cell's yield (cells that share a decode: ~0)
-            last = time.monotonic()
-            for index, positions, texts in grid:
-                cell = pending[index]
-                seconds[cell.label], last = time.monotonic() - last, time.monotonic()
-                for position, text in zip(positions, texts):
-                    context = batch[position]
-                    if context.id not in shared.done[cell]:
-                        shared.writers[cell].write(
-                            {
-                                "id": context.id,
-                                "document": context.document,
-                                "history": list(context.history),
-                                "gold": context.gold,
-                                "response": text,
-                                DIGEST_KEY: expected[context.id],
-                            }
-                        )
+            seconds = _write_batch(grid, batch, pending, shared, expected)
             logger.info(
                 "generate: batch %d/%d (%d contexts x %d cells) in %.0f s (%s)",
                 number,
@@ -274,6 +257,30 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
             )
     wanted = {c.id for c in contexts}
     return {cell: {r["id"]: r["response"] for r in read_results(paths[cell]) if r["id"] in wanted} for cell in cells}
+
+
+def _write_batch(grid, batch: list[Context], pending: list[Cell], shared, expected: dict) -> dict[str, float]:
+    """Write each cell's responses on ``batch`` as ``grid`` yields them (rows already done are kept); return the
+    seconds from each cell's previous yield (cells that share a decode: about 0)."""
+    seconds = {}
+    last = time.monotonic()
+    for index, positions, texts in grid:
+        cell = pending[index]
+        seconds[cell.label], last = time.monotonic() - last, time.monotonic()
+        for position, text in zip(positions, texts):
+            context = batch[position]
+            if context.id not in shared.done[cell]:
+                shared.writers[cell].write(
+                    {
+                        "id": context.id,
+                        "document": context.document,
+                        "history": list(context.history),
+                        "gold": context.gold,
+                        "response": text,
+                        DIGEST_KEY: expected[context.id],
+                    }
+                )
+    return seconds
 
 
 def metric_options(config: SweepConfig, spec) -> dict:
