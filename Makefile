@@ -15,7 +15,8 @@ demo: install
 		--output demo_scores.jsonl --restart
 
 test: install
-	$(PYTHON) -m pytest -q -n $(TEST_WORKERS)
+	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) -m "not serial"
+	$(PYTHON) -m pytest -q -n 0 -m serial
 
 test-fast: install
 	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) -m "not slow"
