@@ -284,7 +284,8 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, object]:
 # ---- consistency -------------------------------------------------------------------------------
 def check(config: TrainConfig, source: str = "config") -> None:
     """Reject values their fields' declarations refuse (``training.batch_size must be at least 1, got 0``) and
-    settings that cannot work together, naming the key and the fix."""
+    settings that cannot work together, naming the key and the fix. It is long because it is the list of those
+    rules, one ``if`` each, read top to bottom in the order of the config's sections."""
     m, d, e = config.model, config.data, config.evaluation
 
     def fail(message: str):
