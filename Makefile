@@ -15,8 +15,7 @@ demo: install
 		--output demo_scores.jsonl --restart
 
 test: install
-	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) -m "not serial"
-	$(PYTHON) -m pytest -q -n 0 -m serial
+	$(PYTHON) -m pytest -q -n $(TEST_WORKERS)
 
 test-fast: install
 	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) -m "not slow"

@@ -69,12 +69,12 @@ def free_port() -> int:
 
 
 def start_faithkit(*argv, prelude: str = "") -> subprocess.Popen:
-    """``python -m faithkit ARGV`` in its own process; ``prelude`` is Python run first (e.g. to slow a metric down)."""
+    """``faithkit ARGV`` in its own process; ``prelude`` is Python run first (e.g. to slow a metric down)."""
     argv = [str(arg) for arg in argv]
-    if prelude:
-        command = ["-c", f"{prelude}\nimport sys\nfrom faithkit.cli import main\nsys.exit(main({argv!r}))"]
-    else:
-        command = ["-m", "faithkit", *argv]
+    # Ctrl-C as from a terminal: a shell's background job (`pytest … &`) starts with SIGINT ignored, which the
+    # child would inherit, and then no Ctrl-C test could stop it
+    restore = "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)"
+    command = ["-c", f"{restore}\n{prelude}\nimport sys\nfrom faithkit.cli import main\nsys.exit(main({argv!r}))"]
     return subprocess.Popen(
         [sys.executable, *command],
         env=subprocess_env(),

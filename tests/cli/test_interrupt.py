@@ -148,7 +148,6 @@ def _wait_for_records(process, output, count: int, timeout: float = 120.0):
 
 
 @pytest.mark.slow  # faithkit subprocesses
-@pytest.mark.serial  # in a full parallel run its Ctrl-C'd process sometimes outlived the 60 s wait (cause not found)
 def test_ctrl_c_or_kill_9_loses_nothing_and_the_rerun_completes(faithkit, model_folder, rows, never_stopped, tmp_path):
     # two real processes, started together to share their start-up time: one gets Ctrl-C, the other kill -9
     stopped, killed = tmp_path / "ctrl-c.jsonl", tmp_path / "kill-9.jsonl"
