@@ -18,7 +18,7 @@
 # usual place), TRAIN_CONFIG (this folder's train.yaml), SPLIT (valid_rare: the split halved for dev and test),
 # TEST_SPLIT (unset: SPLIT's test half; set: that whole split), FAMILIES (pmi cad adacad rerank), GENERATOR
 # (skip step 1 and decode with this model), DEV_LIMIT / TEST_LIMIT (the first N rows of each half instead of the
-# configs' 80 and 200: a shorter run, as docs/table4.md's measured one).
+# configs' 32 and 80, sized for a CPU run as docs/table4.md's measured one; larger on a GPU, e.g. 80 and 200).
 set -eu
 HERE=$(dirname "$0")
 OUT=${OUT:-runs/table4}
