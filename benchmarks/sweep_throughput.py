@@ -40,6 +40,7 @@ from faithkit import models
 from faithkit.decoding import decoded_by, generate
 from faithkit.metrics import PMIFaith
 from faithkit.sweep import load_config, run_sweep
+from faithkit.sweep import judging
 from faithkit.sweep import run as sweep_run
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "sweep" / "smollm2-q2wow.yaml"
@@ -134,7 +135,7 @@ def main(argv=None) -> None:
 
     sweep_totals: dict = {}
     sweep_run.generate_cells = timed(sweep_run.generate_cells, sweep_totals, "generate")
-    sweep_run.score_responses = timed(sweep_run.score_responses, sweep_totals, "score")
+    judging.run_pass = timed(judging.run_pass, sweep_totals, "score")
     clock = Clock()
     result = run_sweep(config, restart=True)
     sweep_seconds, sweep_cpu = clock.read()

@@ -14,21 +14,16 @@ class GeneratorJob:
     """
 
     def __init__(self, model: str, strategy, options, device=None, dtype=None):
-        self.model_name, self.strategy, self.options, self.device, self.dtype = model, strategy, options, device, dtype
-        self._loaded = None
+        from .reranking import LazyGenerator
 
-    def _load(self):
-        if self._loaded is None:
-            from .reranking import load_generator
-
-            self._loaded = load_generator(self.model_name, self.options, self.device, self.dtype)
-        return self._loaded
+        self.strategy, self.options = strategy, options
+        self.generator = LazyGenerator(model, options, device, dtype)
 
     def __call__(self, rows: list[Row]) -> list[dict]:
         from .decoding.generate import generate
         from .decoding.strategies import Cell
 
-        model, tokenizer, judges = self._load()
+        model, tokenizer, judges = self.generator()
         sampled = Cell(self.strategy, self.options.search).sampled
         options = self.options.generate_kwargs(model, tokenizer, ids=[row.id for row in rows], sampled=sampled)
         responses = generate(

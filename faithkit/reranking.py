@@ -17,6 +17,7 @@ greedy response from the file's ``greedy`` field or else from the generator, and
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 from .data import Row
 from .decoding.rerank import Rerank, rerank
@@ -127,12 +128,37 @@ def generator_judges(model, tokenizer, options, device=None) -> Judges:
     return Judges(model, tokenizer, options.template(model, tokenizer), batch_size=options.batch_size, device=device)
 
 
-def load_generator(name: str, options, device=None, dtype=None):
-    """``(model, tokenizer, judges)``: the generator ``name`` and :func:`generator_judges` for it."""
-    from . import models
+class Generator(NamedTuple):
+    model: Any
+    tokenizer: Any
+    judges: Judges
 
-    model, tokenizer = models.load(name, device=device, dtype=dtype)  # the head its config describes
-    return model, tokenizer, generator_judges(model, tokenizer, options, device)
+
+class LazyGenerator:
+    """The generator ``name``, loaded on the first call as a :class:`Generator` (model, tokenizer and
+    :func:`generator_judges` for it) and kept until :meth:`release`."""
+
+    def __init__(self, name: str, options, device=None, dtype=None):
+        self.name, self.options, self.device, self.dtype = name, options, device, dtype
+        self._loaded: Generator | None = None
+
+    def __call__(self) -> Generator:
+        if self._loaded is None:
+            from . import models
+
+            model, tokenizer = models.load(self.name, device=self.device, dtype=self.dtype)  # its config's head
+            self._loaded = Generator(model, tokenizer, generator_judges(model, tokenizer, self.options, self.device))
+        return self._loaded
+
+    def chat_layout(self) -> bool:
+        """Whether the generator decodes (and its PMI-FAITH judge scores) in the chat layout."""
+        from .prompts import CHAT_TEMPLATE
+
+        return self().judges.template == CHAT_TEMPLATE
+
+    def release(self) -> None:
+        """Drop the loaded model (the next call loads it again)."""
+        self._loaded = None
 
 
 class CandidatesJob:
@@ -144,14 +170,8 @@ class CandidatesJob:
     """
 
     def __init__(self, model: str, strategy: Rerank, options, candidates: dict[str, dict], device=None, dtype=None):
-        self.model_name, self.strategy, self.options, self.candidates = model, strategy, options, candidates
-        self.device, self.dtype = device, dtype
-        self._loaded = None
-
-    def _load(self):
-        if self._loaded is None:
-            self._loaded = load_generator(self.model_name, self.options, self.device, self.dtype)
-        return self._loaded
+        self.strategy, self.options, self.candidates = strategy, options, candidates
+        self.generator = LazyGenerator(model, options, device, dtype)
 
     def __call__(self, rows: list[Row]) -> list[dict]:
         from .decoding import generate
@@ -161,7 +181,7 @@ class CandidatesJob:
             raise ValueError(
                 'no candidates for this id in --candidates; add a record {"id": ..., "responses": [...]} for it'
             )
-        model, tokenizer, judges = self._load()
+        model, tokenizer, judges = self.generator()
         records = [self.candidates[row.id] for row in rows]
         unknown = [i for i, record in enumerate(records) if "greedy" not in record]
         greedy: list[str] = [record.get("greedy", "") for record in records]  # the unknown ones decoded below

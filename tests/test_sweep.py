@@ -829,3 +829,56 @@ def test_the_old_names_of_the_sweeps_table_and_of_decoded_by_still_work_with_a_w
         assert faithkit.sweep.markdown_table is sweep_markdown
     with pytest.warns(DeprecationWarning, match="use faithkit.decoding.decoded_by"):
         assert faithkit.sweep.decoded_by is decoded_by
+
+
+# ---- rerank cells in the judge pass --------------------------------------------------------------
+@pytest.mark.parametrize("judge", ["generator", "judge"])
+def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
+    config, models_dir, tmp_path, monkeypatch, judge
+):
+    """With the generator as the sweep's judge its candidates are scored in the sweep's own pass: one scorer call for
+    the grid's responses and every candidate; with another judge they get a pass of their own under the generator.
+    Either way each rerank cell picks what ``generate(strategy=rerank)`` picks, and a rerun scores nothing again."""
+    from faithkit.generation import GeneratorJob
+    from faithkit.data import Row
+    from faithkit.metrics.pmi_faith import PMIFaith
+
+    strategies = ({"name": "rerank", "n": [3], "search": ["sample", "beam"], "fluency_tolerance": [0.5, 50]},)
+    config = replace(
+        config,
+        judge=str(models_dir / judge),
+        alpha=None,
+        top_p=None,
+        strategies=strategies,
+        generation=replace(config.generation, seed=3),
+    ).validate()
+    calls = []
+    real = PMIFaith.compute_rows
+
+    def counting(self, documents, histories, responses, *args, **kwargs):
+        calls.append((Path(self.model.name_or_path).name, len(responses)))
+        return real(self, documents, histories, responses, *args, **kwargs)
+
+    monkeypatch.setattr(PMIFaith, "compute_rows", counting)
+    result = run_sweep(config)
+    candidates = read_jsonl(tmp_path / "sweep" / "candidates" / "rerank_n3_sample.jsonl")
+    assert [len(r["responses"]) for r in candidates] == [3] * len(ROWS)
+    shared = judge == "generator"
+    assert (tmp_path / "sweep" / "candidates" / "pmi-faith.jsonl").exists() is not shared
+    judged = {r["id"] for r in read_jsonl(tmp_path / "sweep" / "scores.jsonl")}
+    assert any("#" in i for i in judged) is shared  # the candidates' records are in the sweep's own scores
+    assert [name for name, _ in calls] == (["generator"] if shared else ["generator", "judge"])
+
+    rows = [Row(id=r["id"], document=r["knowledge"], history=r["history"]) for r in ROWS]
+    moved = 0
+    greedy = replace(config.generation, num_beams=1)  # the rerank cell's own search
+    for cell in config.cells()[1:]:
+        expected = [record["response"] for record in GeneratorJob(config.generator, cell.strategy, greedy)(rows)]
+        got = {r["id"]: r for r in read_jsonl(tmp_path / "sweep" / "cells" / f"{cell.label}.jsonl")}
+        assert [got[r.id]["response"] for r in rows] == expected, cell.label
+        moved += sum(got[r.id]["candidate"] is not None for r in rows)
+    assert moved  # some context left the greedy response: the test can tell a choice from the fallback
+
+    calls.clear()
+    assert run_sweep(config).table == result.table
+    assert calls == []

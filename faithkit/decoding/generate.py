@@ -382,6 +382,8 @@ def generate_grid(
 
     It takes many parameters because it is :func:`generate`'s keyword API for a grid of cells.
     """
+    if judge is None and any(isinstance(as_cell(cell).strategy, Rerank) for cell in cells):
+        raise ValueError("rerank cells need a judge: pass judge=faithkit.reranking.Judges(model, tokenizer)")
     options, generate_kwargs = _options_of_keywords(model, keywords)
     searches = [search for cell in cells for search in as_cell(cell).option_searches]
     options.validate(searches)  # sampling options without a sampling cell are a mistake here (iter_grid drops them)
@@ -443,7 +445,8 @@ def iter_grid(
     decode of the plan (:func:`plan_grid`) runs once per batch and is yielded under every cell
     it serves; a batch's greedy decodes (plain and two-view alike) run as one generate call, each
     cell's processors on its own rows (:func:`_joint_runs`). Rerank cells (:mod:`~faithkit.decoding.rerank`) take the plain greedy decode and
-    their candidates' decode, then one ``judge`` call per cell and batch. ``generate_kwargs``
+    their candidates' decode, then one ``judge`` call per cell and batch; without a ``judge`` they yield each
+    context's ``[greedy, *candidates]`` for the caller to judge (the sweep does, in its judge pass). ``generate_kwargs``
     (``logits_processor``, …) go to ``model.generate``.
 
     It takes many parameters because beside the grid and its options it passes ``model.generate``'s own keywords
@@ -477,8 +480,6 @@ def _check_grid_inputs(documents, histories, plan: GridPlan, seeds, judge, gener
         raise ValueError(
             f"documents and histories must have the same length, got {len(documents)} and {len(histories)}"
         )
-    if judge is None and any(isinstance(cell.strategy, Rerank) for cell in plan.cells):
-        raise ValueError("rerank cells need a judge: pass judge=faithkit.reranking.Judges(model, tokenizer)")
     if seeds is not None and not plan.sampled:
         raise ValueError("seeds apply to sampling only; pass do_sample=True as well, or no seeds")
     if seeds is not None and len(seeds) != len(documents):
@@ -594,8 +595,13 @@ class _GridRunner:
                 if cell.decode_key not in done:  # equal rerank cells are judged once
                     greedy = self._responses(batch, done, _GREEDY.decode_key, seeds)
                     candidates = self._responses(batch, done, cell.strategy.candidates_key(), seeds)
-                    choices = rerank(cell.strategy, judge, documents, histories, greedy, candidates)
-                    done[cell.decode_key] = [choice.response for choice in choices]
+                    done[cell.decode_key] = (
+                        [[first, *rest] for first, rest in zip(greedy, candidates)]
+                        if judge is None
+                        else [
+                            c.response for c in rerank(cell.strategy, judge, documents, histories, greedy, candidates)
+                        ]
+                    )
                 yield index, done[cell.decode_key]
             else:
                 yield index, self._responses(batch, done, cell.decode_key, seeds)
