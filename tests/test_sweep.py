@@ -882,3 +882,32 @@ def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
     calls.clear()
     assert run_sweep(config).table == result.table
     assert calls == []
+
+
+def test_pmi_faith_is_read_off_the_judges_rows_with_one_lm_pass(config, tmp_path, monkeypatch):
+    """faith-judge's rows carry PMI-FAITH's under the same judge LM: measuring both runs the LM once per group, and
+    scores.jsonl holds what a sweep measuring PMI-FAITH alone writes (within float noise, the fields alike)."""
+    from faithkit.metrics.pmi_faith import PMIFaith
+
+    config = replace(config, alpha=(0.5,), top_p=(0.6,))
+    alone = run_sweep(replace(config, out=str(tmp_path / "alone"), metrics=("pmi-faith", "lexical")))
+    calls = []
+    real = PMIFaith.compute_rows
+
+    def counting(self, *args, **kwargs):
+        calls.append(self.evidence)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(PMIFaith, "compute_rows", counting)
+    both = run_sweep(replace(config, out=str(tmp_path / "both"), metrics=("pmi-faith", "faith-judge", "lexical")))
+    assert calls == [True]  # one group, one LM pass: the judge's (with its evidence)
+    expected = {r["id"]: r for r in read_jsonl(tmp_path / "alone" / "scores.jsonl")}
+    got = {r["id"]: r for r in read_jsonl(tmp_path / "both" / "scores.jsonl")}
+    assert got.keys() == expected.keys()
+    for key, record in expected.items():
+        assert got[key].keys() == record.keys(), key
+        if "pmi" in record:  # an empty response has no score
+            assert got[key]["pmi"] == pytest.approx(record["pmi"], abs=1e-6)
+    for row_alone, row_both in zip(alone.table, both.table):
+        assert row_both["pmi_faith"] == pytest.approx(row_alone["pmi_faith"], abs=1e-6)
+        assert row_both["fluency"] == pytest.approx(row_alone["fluency"], abs=1e-6)

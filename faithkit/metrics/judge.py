@@ -30,7 +30,7 @@ from .. import files
 from .base import Metric
 from .options import check_option_values
 from .lexical import knowledge_precision, token_f1_overlap
-from .token_evidence import AGGREGATE_KEYS
+from .token_evidence import AGGREGATE_KEYS, PER_TOKEN_KEYS
 
 logger = logging.getLogger(__name__)
 
@@ -185,4 +185,13 @@ class FaithJudge(Metric):
         return judged
 
 
-__all__ = ["CANDIDATES", "FaithJudge", "JudgeWeights", "fit_judge", "fit_logistic", "signals"]
+_NOT_PMI_FAITH = {"faith_judge", "uncond_pmi", "logp_doc", "logp_none", *AGGREGATE_KEYS, *PER_TOKEN_KEYS}
+
+
+def pmi_faith_part(row: dict) -> dict:
+    """The fields of a faith-judge row that PMI-FAITH under the same judge LM gives (without its unconditional
+    views): a sweep that measures both reads PMI-FAITH off the judge's rows instead of running the LM again."""
+    return {key: value for key, value in row.items() if key not in _NOT_PMI_FAITH and not key.startswith("signal_")}
+
+
+__all__ = ["CANDIDATES", "FaithJudge", "JudgeWeights", "fit_judge", "fit_logistic", "pmi_faith_part", "signals"]

@@ -51,6 +51,10 @@ def js_divergence(doc_top_logprobs: torch.Tensor, history_top_logprobs: torch.Te
     return (kl(p) + kl(q)) / 2
 
 
+PER_TOKEN_KEYS = ("token_js", "token_prefers_other", "token_top_margin", "token_top_raise")
+"""The fields :func:`per_token` gives."""
+
+
 def per_token(target_ids: Sequence[int], doc, history) -> dict[str, list]:
     """The per-token fields above from the document view's and the history view's :class:`TokenEvidence`.
 

@@ -38,6 +38,9 @@ SCORE_GROUP = 16
 """Contexts per scorer call: each call holds every response a pass scores for its contexts, so the
 judge's prefix tree runs each context once for the whole grid and each distinct response once;
 a pass's file grows group by group, and groups are what processes share under accelerate."""
+READ_FROM = {"pmi-faith": "faith-judge"}
+"""Metrics whose rows another's carry under the same judge LM: faith-judge's rows hold PMI-FAITH's, so a sweep that
+measures both runs the LM once and writes ``scores.jsonl`` from faith-judge's records."""
 FLUENCY_KEY = "logp_history"
 """The PMI-FAITH field that is a rerank candidate's fluency (mean token log P(r | h))."""
 
@@ -53,6 +56,7 @@ class Pass:
     metric: str
     texts: dict[str, dict[str, str]] = field(default_factory=dict)
     records: dict[str, dict] = field(default_factory=dict)
+    source: Pass | None = None  # the pass whose records this one's are read from (:data:`READ_FROM`)
 
     def add(self, context_id: str, score_id: str, text: str) -> None:
         self.texts.setdefault(context_id, {})[score_id] = text
@@ -81,6 +85,9 @@ def judge(
     sweep_passes = {name: _sweep_pass(config, out, name) for name in names if get_spec(name).runs_on_device}
     if "pmi-faith" in sweep_passes:
         _warn_if_self_judged(config)
+    for name, source in READ_FROM.items():
+        if name in sweep_passes and source in sweep_passes:
+            _read_from(sweep_passes[name], sweep_passes[source])
     passes = {json.dumps(p.fingerprint, sort_keys=True): p for p in sweep_passes.values()}
     needs = {cell: _rerank_scorers(config, out, cell, generator, passes) for cell in reranked}
     decodes = list(responses)
@@ -90,7 +97,7 @@ def judge(
             for c in contexts:
                 for k, text in enumerate(candidates[drawn_by(cell)][c.id]):
                     p.add(c.id, _candidate_id(cell, k, c), text)
-    first = list({id(p): p for cell in reranked for p in needs[cell]}.values())  # the passes that score candidates
+    first = _with_sources([p for cell in reranked for p in needs[cell]], sweep_passes)  # they score the candidates
     own = [p for p in first if p not in sweep_passes.values()]
     for p in own:  # under the generator, released before the judge loads
         run_pass(p, contexts)
@@ -102,11 +109,49 @@ def judge(
     for cell in reranked:
         responses[cell] = {c.id: candidates[drawn_by(cell)][c.id][chosen[cell][c.id]] for c in contexts}
         _write_chosen(out, cell, contexts, responses[cell], chosen[cell])
-    later = [p for p in sweep_passes.values() if p not in first]  # they score the chosen responses too
+    later = _with_sources([p for p in sweep_passes.values() if p not in first], sweep_passes)  # and the chosen ones
     _add_responses(later, {cell: responses[cell] for cell in reranked}, contexts)
     for p in later:
         run_pass(p, contexts)
     return _results(names, contexts, [*decodes, *reranked], responses, sweep_passes, chosen, golds)
+
+
+def _read_from(p: Pass, source: Pass) -> None:
+    """Make ``p`` read its records off ``source``'s: the same responses, scored once, by ``source``."""
+    from ..metrics.judge import pmi_faith_part
+
+    p.source, p.texts = source, source.texts  # one dict: whatever either scores, both do
+
+    def build():
+        by_text = {(r["document"], tuple(r["history"]), r["response"]): r for r in source.records.values()}
+        return _ReadOff(by_text, pmi_faith_part)
+
+    p.build, p.models = build, f"{source.metric}'s records"
+
+
+class _ReadOff:
+    """A metric whose rows are another pass's records, cut to this metric's fields."""
+
+    def __init__(self, by_text: dict, part: Callable[[dict], dict]):
+        self.by_text, self.part = by_text, part
+
+    def compute_rows(self, documents, histories, responses) -> list[dict]:
+        records = [self.by_text[(d, tuple(h), r)] for d, h, r in zip(documents, histories, responses)]
+        return [self.part({k: v for k, v in r.items() if k not in _RECORD_KEYS}) for r in records]
+
+
+_RECORD_KEYS = {"id", "cell", "row", "document", "history", "response", DIGEST_KEY}
+"""What :func:`run_pass` adds to a metric's row in a record."""
+
+
+def _with_sources(passes: list[Pass], sweep_passes: dict) -> list[Pass]:
+    """``passes`` without repeats and with the passes they read from, or that read from them, sources first."""
+    chosen = {id(p): p for p in passes}
+    for p in sweep_passes.values():
+        if p.source is not None and (id(p) in chosen or id(p.source) in chosen):
+            chosen[id(p)] = p
+            chosen[id(p.source)] = p.source
+    return sorted(chosen.values(), key=lambda p: p.source is not None)
 
 
 def _add_responses(passes, responses: dict, contexts: list) -> None:
