@@ -327,9 +327,14 @@ def test_greedy_and_beam_cad_equal_pmi_decode_at_alpha_over_one_plus_alpha(tiny,
 def test_cells_that_decode_alike_run_once(tiny_gpt2, gpt2_tokenizer, monkeypatch):
     module = importlib.import_module("faithkit.decoding.generate")
     calls = []
-    real = module._decode
+    real, real_jointly = module._decode, module._decode_jointly
     monkeypatch.setattr(
         module, "_decode", lambda model, batch, run, *a: calls.append(run.cell) or real(model, batch, run, *a)
+    )
+    monkeypatch.setattr(  # the greedy decodes of equal prompt width go through one generate call
+        module,
+        "_decode_jointly",
+        lambda model, batch, runs, *a: calls.extend(run.cell for run in runs) or real_jointly(model, batch, runs, *a),
     )
     cells = [
         Cell(Plain()),
@@ -342,7 +347,7 @@ def test_cells_that_decode_alike_run_once(tiny_gpt2, gpt2_tokenizer, monkeypatch
     ]
     grid = generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, cells, num_beams=3, max_new_tokens=4)
     # plain greedy x3, plain beam x2, PMI alpha 0 top_p 0.6 under beam (a beam may not leave the top-p set), PMI 0.5
-    assert calls == [Cell(Plain()), Cell(Plain(), "beam"), Cell(PMI(0.0, 0.6), "beam"), Cell(PMI(0.5, 0.6))]
+    assert calls == [Cell(Plain()), Cell(PMI(0.5, 0.6)), Cell(Plain(), "beam"), Cell(PMI(0.0, 0.6), "beam")]
     assert grid[0] == grid[1] == grid[2] and grid[3] == grid[4]
     # and the shared decode is each cell's own
     assert grid[1] == generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.0, 0.6), max_new_tokens=4)

@@ -224,8 +224,6 @@ class PreparedBatch:
         self.contexts = inputs["input_ids"].shape[0] // views
         self.blocks = None
         self.encoder_outputs = None
-        self.joint: dict[tuple, list] = {}  # decode key -> the runs decoded together with it (see _joint_runs)
-        self.jointly_decoded: dict[tuple, torch.Tensor] = {}  # a joint decode's outputs not yet taken
         if model.config.is_encoder_decoder:
             encoder = model.get_encoder()
             with torch.no_grad():
@@ -588,13 +586,13 @@ class _GridRunner:
             views=self.plan.views,
         )
         batch = PreparedBatch(self.model, inputs, self.plan.views)
-        batch.joint = _joint_runs(batch, self.plan.runs, self.extra)
+        joint = _joint_runs(batch, self.plan.runs, self.extra)
         done: dict[tuple, list] = {}  # this batch's decodes by key
         for index, cell in enumerate(self.plan.cells):
             if isinstance(cell.strategy, Rerank):
                 if cell.decode_key not in done:  # equal rerank cells are judged once
-                    greedy = self._responses(batch, done, _GREEDY.decode_key, seeds)
-                    candidates = self._responses(batch, done, cell.strategy.candidates_key(), seeds)
+                    greedy = self._responses(batch, done, joint, _GREEDY.decode_key, seeds)
+                    candidates = self._responses(batch, done, joint, cell.strategy.candidates_key(), seeds)
                     done[cell.decode_key] = (
                         [[first, *rest] for first, rest in zip(greedy, candidates)]
                         if judge is None
@@ -604,22 +602,29 @@ class _GridRunner:
                     )
                 yield index, done[cell.decode_key]
             else:
-                yield index, self._responses(batch, done, cell.decode_key, seeds)
+                yield index, self._responses(batch, done, joint, cell.decode_key, seeds)
 
-    def _responses(self, batch: PreparedBatch, done: dict, key: tuple, seeds) -> list:
-        """The responses of the decode ``key`` (a cell's :attr:`~Cell.decode_key`), made on first request."""
+    def _responses(self, batch: PreparedBatch, done: dict, joint: dict, key: tuple, seeds) -> list:
+        """The responses of the decode ``key`` (a cell's :attr:`~Cell.decode_key`), made on first request: with every
+        run of its joint group (:func:`_joint_runs`) in one generate call if it has one, else alone."""
         if key not in done:
-            run = self.plan.runs[key]
-            outputs = _decode(self.model, batch, run, seeds if run.sampled else None, self.extra, self.generate_kwargs)
-            done[key] = decode_responses(
-                self.model,
-                self.tokenizer,
-                outputs,
-                batch.rows(run.views),
-                run.kwargs["num_return_sequences"],
-                self.template,
-                views=run.views,
-            )
+            if key in joint:
+                outputs = _decode_jointly(self.model, batch, joint[key], self.generate_kwargs)
+                decoded = [(run.cell.decode_key, run, output) for run, output in zip(joint[key], outputs)]
+            else:
+                run = self.plan.runs[key]  # a rerank cell's candidates run under its candidates_key
+                seeded = seeds if run.sampled else None
+                decoded = [(key, run, _decode(self.model, batch, run, seeded, self.extra, self.generate_kwargs))]
+            for decoded_key, run, output in decoded:
+                done[decoded_key] = decode_responses(
+                    self.model,
+                    self.tokenizer,
+                    output,
+                    batch.rows(run.views),
+                    run.kwargs["num_return_sequences"],
+                    self.template,
+                    views=run.views,
+                )
         return done[key]
 
 
@@ -646,14 +651,7 @@ def _generate_warpers(temperature: float, top_k: int | None) -> dict:
 
 
 def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, generate_kwargs: dict) -> torch.Tensor:
-    """Run generate for one cell on one prepared batch (or take its rows of the joint decode it belongs to)."""
-    key = run.cell.decode_key
-    if key in batch.joint:
-        if key not in batch.jointly_decoded:
-            group = batch.joint[key]
-            outputs = _decode_jointly(model, batch, group, generate_kwargs)
-            batch.jointly_decoded.update(zip((member.cell.decode_key for member in group), outputs))
-        return batch.jointly_decoded.pop(key)
+    """Run generate for one cell on one prepared batch."""
     kwargs = batch.for_cell(run.views, run.copies)
     strategy, returns = run.cell.strategy, run.kwargs["num_return_sequences"]
     if run.cell.search == "beam_sample" and seeds is not None:
