@@ -159,6 +159,17 @@ class SweepConfig:
     device: str | None = option_like(Placement, "device")
     dtype: str | None = option_like(Placement, "dtype")
 
+    def choice_rule(self) -> dict[str, typing.Any]:
+        """The keywords of :func:`~faithkit.sweep.table.choose_best`: which measures best.json weighs, and how."""
+        return {
+            "faithfulness": self.faithfulness_measure,
+            "relevance": self.relevance,
+            "tolerance": self.tolerance,
+            "fluency": self.fluency_measure,
+            "fluency_tolerance": self.fluency_tolerance,
+            "significance": self.significance,
+        }
+
     def validate(self) -> SweepConfig:
         """Raise :class:`ConfigError` naming the option and the fix; return self. The fields' declarations check
         each value (``resamples must be at least 100, got 50``); here are the rules between them."""

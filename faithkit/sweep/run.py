@@ -29,7 +29,6 @@ import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ..data import Columns, read_results, read_rows, reference_of, unique_ids
 from ..data.results import DIGEST_KEY, content_digest
@@ -98,34 +97,23 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     baseline = measured(config.baseline)
     parameters = list(dict.fromkeys(key for cell in cells for key in cell.strategy.parameters()))
     table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
-    rule: dict[str, Any] = {
-        "faithfulness": config.faithfulness_measure,
-        "relevance": config.relevance,
-        "tolerance": config.tolerance,
-        "fluency": config.fluency_measure,
-        "fluency_tolerance": config.fluency_tolerance,
-        "significance": config.significance,
-    }
+    rule = config.choice_rule()
     best = {**choose_best(table, **rule), "by_strategy": best_by_strategy(table, **rule)}
     if current_process().is_main:
-        write_csv(table, out / "sweep.csv")
-        write_json(out / "best.json", best)
-
-        from .plots import heatmaps
-        from .report import write_report
-
-        heatmaps(table, config, out / "heatmaps", best)
-        write_report(
-            out / "report.html",
-            config,
-            contexts,
-            {cell.label: responses[cell] for cell in cells},
-            files.get("pmi-faith"),
-            files.get("q2"),
-            table,
-            best,
-        )
+        _write_outputs(config, contexts, {cell.label: responses[cell] for cell in cells}, files, table, best)
     return SweepResult(table, best, sweep_markdown(table, config, best), out)
+
+
+def _write_outputs(config: SweepConfig, contexts: list, responses: dict, files: dict, table: list, best: dict) -> None:
+    """sweep.csv, best.json, the heatmaps and report.html."""
+    from .plots import heatmaps
+    from .report import write_report
+
+    out = Path(config.out)
+    write_csv(table, out / "sweep.csv")
+    write_json(out / "best.json", best)
+    heatmaps(table, config, out / "heatmaps", best)
+    write_report(out / "report.html", config, contexts, responses, files.get("pmi-faith"), files.get("q2"), table, best)
 
 
 def read_contexts(config: SweepConfig) -> list[Context]:
