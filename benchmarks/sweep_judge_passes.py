@@ -11,13 +11,13 @@ side on the same decodes:
 * **PMI-FAITH read off faith-judge's rows**: faith-judge's rows carry PMI-FAITH's under the same
   judge LM, so a sweep measuring both runs the LM once. Without it (``lm_twice``) each runs its own.
 
-The sweep: SmolLM2-135M-Instruct in the plain prompt layout (``chat: false``) generating and judging
-itself (the judge LM faith-judge's weights were fitted with), plain greedy, PMI-DECODE (0.25, 0.6)
-and rerank (n = 8 sampled candidates), faith-judge, PMI-FAITH and the lexical measures, on the first
-``--contexts`` rows of the Q² WoW dodeca set. Generation runs once; each comparison resumes a copy
-of the folder without its score files, and only judging is timed. All three must choose the same
-candidates and give the same PMI-FAITH and faith-judge within 1e-5. The last line printed is one
-JSON object.
+The sweeps: SmolLM2-135M-Instruct in the plain prompt layout (``chat: false``) generating and judging
+itself (the judge LM faith-judge's weights were fitted with) on the first ``--contexts`` rows of the
+Q² WoW dodeca set; plain greedy, PMI-DECODE (0.25, 0.6) and rerank (n = 8 sampled candidates) with
+PMI-FAITH and the lexical measures for the first comparison, the same without rerank and with
+faith-judge added (the default metrics) for the second. Each grid is generated once; each sweep resumes a
+copy of its folder without the score files, and only judging is timed. Each pair must choose the
+same candidates and give the same measures within 1e-5. The last line printed is one JSON object.
 
     python benchmarks/sweep_judge_passes.py --contexts 16 --threads 2
 """
@@ -52,14 +52,19 @@ SETTINGS = {
     "seed": 0,
     "max_new_tokens": 40,
     "batch_size": 8,
+    "metrics": ["pmi-faith", "lexical"],
+}
+WITHOUT_RERANK = {
+    "strategies": SETTINGS["strategies"][:2],
     "metrics": ["faith-judge", "pmi-faith", "lexical"],
+    "seed": None,
 }
 SCORE_FILES = ("scores.jsonl*", "faith-judge.jsonl*", "candidates/pmi-faith.jsonl*")
 
 
-def judged(folder: Path, contexts: int, calls: list) -> dict:
+def judged(folder: Path, contexts: int, calls: list, settings: dict = SETTINGS) -> dict:
     """Run (or resume) the sweep into ``folder``: its judging's wall and CPU seconds, LM calls and table."""
-    config = load_config(None, {**SETTINGS, "limit": contexts, "out": str(folder)})
+    config = load_config(None, {**settings, "limit": contexts, "out": str(folder)})
     seconds = [0.0, 0.0]
     real_judge, real_compute = sweep_run.judge, PMIFaith.compute_rows
 
@@ -80,8 +85,8 @@ def judged(folder: Path, contexts: int, calls: list) -> dict:
         result = run_sweep(config)
     finally:
         sweep_run.judge, PMIFaith.compute_rows = real_judge, real_compute
-    rerank = next(row["cell"] for row in result.table if row["cell"].startswith("rerank"))
-    lines = (folder / "cells" / f"{rerank}.jsonl").read_text().splitlines()
+    reranked = [row["cell"] for row in result.table if row["cell"].startswith("rerank")]
+    lines = (folder / "cells" / f"{reranked[0]}.jsonl").read_text().splitlines() if reranked else []
     return {
         "wall": seconds[0],
         "cpu": seconds[1],
@@ -111,31 +116,37 @@ def main(argv=None) -> None:
 
     generation_calls: list = []
     judged(root / "decoded", args.contexts, generation_calls)  # decodes, then judges: the copies' starting point
+    judged(root / "decoded_without_rerank", args.contexts, generation_calls, {**SETTINGS, **WITHOUT_RERANK})
     runs = {}
     real_options, real_read_from = judging._rerank_options, dict(judging.READ_FROM)
-    for name in ("shared", "rerank_apart", "lm_twice"):
-        copy_decodes(root / "decoded", root / name)
+    for name in ("shared", "rerank_apart", "lm_once", "lm_twice"):
+        lm = name in ("lm_once", "lm_twice")
+        copy_decodes(root / ("decoded_without_rerank" if lm else "decoded"), root / name)
         if name == "rerank_apart":
             judging._rerank_options = lambda *a: {**real_options(*a), "benchmark": "apart"}  # another identity
         if name == "lm_twice":
             judging.READ_FROM.clear()
         try:
-            runs[name] = judged(root / name, args.contexts, [])
+            settings = {**SETTINGS, **WITHOUT_RERANK} if lm else SETTINGS
+            runs[name] = judged(root / name, args.contexts, [], settings)
         finally:
             judging._rerank_options = real_options
             judging.READ_FROM.update(real_read_from)
     assert not (root / "shared" / "candidates" / "pmi-faith.jsonl").exists()
     assert (root / "rerank_apart" / "candidates" / "pmi-faith.jsonl").exists()
 
-    shared = runs["shared"]
+    shared, once = runs["shared"], runs["lm_once"]
+    assert runs["rerank_apart"]["chosen"] == shared["chosen"], "the rerank sweeps chose other candidates"
     largest = 0.0
-    for name, run in runs.items():
-        assert run["chosen"] == shared["chosen"], f"{name} chose other candidates"
-        for a, b in zip(shared["table"], run["table"]):
-            largest = max(largest, abs(a["pmi_faith"] - b["pmi_faith"]), abs(a["faith_judge"] - b["faith_judge"]))
+    for first, second, measures in (
+        (shared, runs["rerank_apart"], ("pmi_faith",)),
+        (once, runs["lm_twice"], ("pmi_faith", "faith_judge")),
+    ):
+        for a, b in zip(first["table"], second["table"]):
+            largest = max(largest, *(abs(a[m] - b[m]) for m in measures))
     assert largest <= 1e-5, f"the measures differ by {largest:.2e}"
     shutil.rmtree(root)
-    print(shared["markdown"])
+    print(shared["markdown"], once["markdown"], sep="\n")
     for name, run in runs.items():
         print(
             f"judging, {name}: {run['wall']:.1f} s wall, {run['cpu']:.1f} s CPU, {run['calls']} LM scorer calls over "
@@ -144,8 +155,8 @@ def main(argv=None) -> None:
     figures = {
         "rerank_speedup": round(runs["rerank_apart"]["wall"] / shared["wall"], 3),
         "rerank_cpu_speedup": round(runs["rerank_apart"]["cpu"] / shared["cpu"], 3),
-        "lm_once_speedup": round(runs["lm_twice"]["wall"] / shared["wall"], 3),
-        "lm_once_cpu_speedup": round(runs["lm_twice"]["cpu"] / shared["cpu"], 3),
+        "lm_once_speedup": round(runs["lm_twice"]["wall"] / once["wall"], 3),
+        "lm_once_cpu_speedup": round(runs["lm_twice"]["cpu"] / once["cpu"], 3),
         "identical_choices": True,
         "max_measure_difference": largest,
         **{f"{name}_seconds": round(run["wall"], 1) for name, run in runs.items()},
