@@ -838,8 +838,10 @@ def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
 ):
     """With the generator as the sweep's judge its candidates are scored in the sweep's own pass: one scorer call for
     the grid's responses and every candidate; with another judge they get a pass of their own under the generator.
-    Either way each rerank cell picks what ``generate(strategy=rerank)`` picks, and a rerun scores nothing again."""
+    Either way each rerank cell picks what ``generate(strategy=rerank)`` picks, and what ``faithkit rerank`` picks from
+    the candidates file the sweep keeps; a rerun scores nothing again."""
     from faithkit.generation import GeneratorJob
+    from faithkit.reranking import CandidatesJob, read_candidates
     from faithkit.data import Row
     from faithkit.metrics.pmi_faith import PMIFaith
 
@@ -876,6 +878,9 @@ def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
         expected = [record["response"] for record in GeneratorJob(config.generator, cell.strategy, greedy)(rows)]
         got = {r["id"]: r for r in read_jsonl(tmp_path / "sweep" / "cells" / f"{cell.label}.jsonl")}
         assert [got[r.id]["response"] for r in rows] == expected, cell.label
+        drawn = read_candidates(tmp_path / "sweep" / "candidates" / f"rerank_n3_{cell.strategy.search}.jsonl")
+        reranked = CandidatesJob(config.generator, cell.strategy, greedy, drawn)(rows)  # faithkit rerank on them
+        assert [record["response"] for record in reranked] == expected, cell.label
         moved += sum(got[r.id]["candidate"] is not None for r in rows)
     assert moved  # some context left the greedy response: the test can tell a choice from the fallback
 

@@ -47,7 +47,7 @@ def register(subparsers) -> None:
         "--gold-column, else a gold/reference column, else the input's response column; without one "
         "the relevance columns stay empty and a warning says so. Writes to --out: cells/<cell>.jsonl "
         "(responses), scores.jsonl (per-response PMI-FAITH with token contributions; 'faithkit explain "
-        "--metric pmi-faith --input' draws it), q2.jsonl, sweep.csv, best.json, heatmaps/<measure>.png "
+        "--metric pmi-faith --input' draws it), q2.jsonl, candidates/ (rerank cells' candidates), sweep.csv, best.json, heatmaps/<measure>.png "
         "and report.html; prints every cell's measures (faithfulness, relevance and fluency with p "
         "against the baseline and ▲/▼ when significant; cells that decode alike on one line; the cells "
         "the rule excluded, and why; docs/reports.md tells how to read them) and the PMI-DECODE grid in "
