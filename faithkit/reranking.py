@@ -129,6 +129,8 @@ def generator_judges(model, tokenizer, options, device=None) -> Judges:
 
 
 class Generator(NamedTuple):
+    """A loaded generator: the model, its tokenizer and its rerank judges."""
+
     model: Any
     tokenizer: Any
     judges: Judges
