@@ -256,20 +256,26 @@ def from_mapping(cls, values: Mapping, where: str = ""):
     ``where`` prefixes every message (``pmi: ``)."""
     known = {item.name: item for item in dataclasses.fields(cls) if item.init}
     types_ = typing.get_type_hints(cls)
-    for key in values:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), list(known), n=1)
-            hint = (
-                f"did you mean '{close[0]}'?"
-                if close
-                else (f"its keys are {', '.join(known)}" if known else "it takes no parameters")
-            )
-            raise ConfigError(f"{where}unknown key '{key}'; {hint}")
+    reject_unknown(values, known, where)
     coerced = {key: coerce(value, types_[key], f"{where}{key}") for key, value in values.items()}
     try:
         return cls(**coerced)
     except OptionError as error:
         raise OptionError(error.name, error.reason, where) from None
+
+
+def reject_unknown(keys, known, where: str = "", prefix: str = "") -> None:
+    """A :class:`~faithkit.errors.ConfigError` for the first of ``keys`` not in ``known``, with the closest known
+    name; ``where`` prefixes the message (``train.yaml: ``), ``prefix`` the keys (``training.``)."""
+    for key in keys:
+        if key not in known:
+            close = difflib.get_close_matches(str(key), list(known), n=1)
+            hint = (
+                f"did you mean '{prefix}{close[0]}'?"
+                if close
+                else (f"its keys are {', '.join(prefix + k for k in known)}" if known else "it takes no parameters")
+            )
+            raise ConfigError(f"{where}unknown key '{prefix}{key}'; {hint}")
 
 
 def shown(value) -> str:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import difflib
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,7 @@ from ..decoding.strategies import Strategy, strategy_from_dict, strategy_from_te
 from ..errors import ConfigError
 from ..metrics.registry import check_options
 from ..paths import PathArg
-from ..options import OptionError, add_flags, coerce, option, option_like
+from ..options import OptionError, add_flags, coerce, option, option_like, reject_unknown
 from ..options import check as check_declared
 from ..precision import DTYPES
 
@@ -218,7 +217,7 @@ def config_from_dict(raw: dict, source: str = "config") -> TrainConfig:
     """Build a :class:`TrainConfig` from nested mappings, rejecting unknown keys and wrong types."""
     if isinstance(raw.get("model"), str):
         raw = {**raw, "model": {"name": raw["model"]}}
-    _reject_unknown(raw, SECTIONS, source, "")
+    reject_unknown(raw, SECTIONS, f"{source}: ")
     sections = {}
     for section, cls in SECTIONS.items():
         values = raw.get(section) or {}
@@ -231,21 +230,9 @@ def config_from_dict(raw: dict, source: str = "config") -> TrainConfig:
                 f"{source}: evaluation.{' and evaluation.'.join(moved)} are now parameters of a "
                 "strategy: write evaluation.strategies: [plain, {name: pmi, alpha: 0.25, top_p: 0.6}]"
             )
-        _reject_unknown(values, hints, source, f"{section}.")
+        reject_unknown(values, hints, f"{source}: ", f"{section}.")
         sections[section] = cls(**{k: coerce(v, hints[k], f"{source}: {section}.{k}") for k, v in values.items()})
     return TrainConfig(**sections)
-
-
-def _reject_unknown(values: dict, known, source: str, prefix: str) -> None:
-    for key in values:
-        if key not in known:
-            close = difflib.get_close_matches(str(key), list(known), n=1)
-            hint = (
-                f"did you mean '{prefix}{close[0]}'?"
-                if close
-                else f"known keys: {', '.join(prefix + k for k in known)}"
-            )
-            raise ConfigError(f"{source}: unknown key '{prefix}{key}'; {hint}")
 
 
 # ---- command line ------------------------------------------------------------------------------
