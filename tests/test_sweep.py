@@ -916,3 +916,37 @@ def test_pmi_faith_is_read_off_the_judges_rows_with_one_lm_pass(config, tmp_path
     for row_alone, row_both in zip(alone.table, both.table):
         assert row_both["pmi_faith"] == pytest.approx(row_alone["pmi_faith"], abs=1e-6)
         assert row_both["fluency"] == pytest.approx(row_alone["fluency"], abs=1e-6)
+
+
+def test_rerank_cells_resume_after_crashes_to_the_uninterrupted_table(config, models_dir, tmp_path, monkeypatch):
+    """A crash while the candidates are drawn, and another while the generator judges them, then a rerun: the same
+    candidates, candidate scores, choices and table as a sweep that ran through, every record once."""
+    strategies = ({"name": "rerank", "n": [3], "search": ["sample", "beam"], "fluency_tolerance": [0.5, 50]},)
+    config = replace(
+        config, alpha=None, top_p=None, strategies=strategies, generation=replace(config.generation, seed=3)
+    ).validate()
+    whole = run_sweep(replace(config, out=str(tmp_path / "whole")))
+    crashed = replace(config, out=str(tmp_path / "crashed"))
+    real_write = ResultWriter.write
+    calls = [0]
+
+    def crashing_write(self, record):
+        calls[0] += 1
+        if calls[0] in (9, 40):  # the second batch of candidates; the candidates' scores of the first group
+            raise RuntimeError("simulated crash")
+        real_write(self, record)
+
+    monkeypatch.setattr(ResultWriter, "write", crashing_write)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="simulated crash"):
+            run_sweep(crashed)
+    assert len(read_jsonl(tmp_path / "crashed" / "candidates" / "pmi-faith.jsonl")) < 2 * 4 * len(ROWS)
+    resumed = run_sweep(crashed)
+    assert resumed.table == whole.table
+    for name in ("candidates/rerank_n3_sample", "candidates/rerank_n3_beam", "candidates/pmi-faith", "scores"):
+        records = read_jsonl(tmp_path / "crashed" / f"{name}.jsonl")
+        assert len({r["id"] for r in records}) == len(records), name  # every record once
+        assert records == read_jsonl(tmp_path / "whole" / f"{name}.jsonl"), name
+    for cell in config.cells()[1:]:
+        path = f"cells/{cell.label}.jsonl"
+        assert read_jsonl(tmp_path / "crashed" / path) == read_jsonl(tmp_path / "whole" / path)
