@@ -184,6 +184,17 @@ def parse(argv):
     return parser.parse_args(["sweep", *argv])
 
 
+def test_the_old_name_of_document_bleu_reads(capsys):
+    """As ``faithkit score --metric bleu``: the flag and the config key both take it, as document-bleu."""
+    assert parse(["--metrics", "bleu,lexical"]).metrics == ("document-bleu", "lexical")
+    given = {"generator": "g", "input": "i", "out": "o"}
+    metrics = ["bleu", "pmi-faith", "lexical"]
+    assert load_config(None, {**given, "metrics": metrics}).metrics == ("document-bleu", "pmi-faith", "lexical")
+    with pytest.raises(SystemExit):
+        parse(["--metrics", "blue"])
+    assert "argument --metrics: must be one of pmi-faith, " in capsys.readouterr().err
+
+
 @pytest.fixture
 def no_model_loads(monkeypatch):
     from faithkit import models

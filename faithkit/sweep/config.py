@@ -19,7 +19,7 @@ from ..data.rows import InputOptions
 from ..decoding import PMI, SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
 from ..decoding.strategies import strategy_from_text, written_forms
 from ..errors import ConfigError
-from ..metrics.registry import MEASURES
+from ..metrics.registry import MEASURES, current_name
 from ..paths import PathArg
 from ..options import check, coerce, default_grid, from_mapping, option, option_like
 from ..precision import Placement
@@ -33,6 +33,20 @@ GENERATION = ("num_beams", "temperature", "top_k", "seed", "max_new_tokens", "ba
 """The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags (each cell names its search)."""
 STRATEGY_KEYS = ("name", "decoding")
 """The keys of a ``strategies`` entry besides the strategy's own parameters."""
+
+
+def metric_names(names) -> tuple[str, ...]:
+    """``metrics``, each a name of :data:`METRICS`; a renamed metric's old name (``bleu``) is its name now, with a
+    warning line, as for ``faithkit score --metric``. An unknown name is ``argument --metrics: must be one of …``."""
+    import argparse
+
+    current = tuple(current_name(str(name).strip()) for name in names)
+    unknown = [name for name in current if name not in METRICS]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(METRICS)}, got {unknown[0]!r}")
+    return current
+
+
 PARAMETER_COLUMNS = {"n": "candidates"}
 """Table columns of strategy parameters whose own name the table uses already (``n``: the contexts measured)."""
 
@@ -116,6 +130,7 @@ class SweepConfig:
         ("faith-judge", "pmi-faith", "lexical"),
         f"comma-separated, of {', '.join(METRICS)} (words, empty and repeated are always measured)",
         choices=METRICS,
+        flag_type=lambda text: metric_names(text.split(",")),
     )
     q2_preset: str | None = option(
         None, "'offline': Q² on the offline models instead of the paper's hub models", choices=("offline",)
@@ -316,6 +331,9 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
     if isinstance(overrides.get("strategies"), str):
         overrides["strategies"] = strategies_from_flag(overrides["strategies"])
     values.update(overrides)
+    if isinstance(values.get("metrics"), (str, list, tuple)):  # a renamed metric's old name: its name now
+        given = values["metrics"].split(",") if isinstance(values["metrics"], str) else values["metrics"]
+        values["metrics"] = [current_name(str(name).strip()) for name in given]
     values = {key: value for key, value in values.items() if value is not None}  # YAML null: the default
     own = [f.name for f in fields(SweepConfig) if f.name != "generation"]
     valid = [*own, *GENERATION]
