@@ -204,7 +204,7 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
                 config.generation,
                 seeds=config.generation.row_seeds([c.id for c in batch]) if sampled else None,
             )  # no judge: rerank cells give their candidates, judged in the judge passes
-            seconds = _write_batch(grid, batch, pending, shared, expected)
+            seconds = _write_batch(grid, batch, pending, shared, expected, paths)
             logger.info(
                 "generate: batch %d/%d (%d contexts x %d cells) in %.0f s (%s)",
                 number,
@@ -223,14 +223,17 @@ def _decoded(record: dict) -> str | list[str]:
     return [record["greedy"], *record["responses"]] if "responses" in record else record["response"]
 
 
-def _write_batch(grid, batch: list[Context], pending: list[Cell], shared, expected: dict) -> dict[str, float]:
-    """Write each cell's responses on ``batch`` as ``grid`` yields them (rows already done are kept); return the
-    seconds from each cell's previous yield (cells that share a decode: about 0)."""
+def _write_batch(
+    grid, batch: list[Context], pending: list[Cell], shared, expected: dict, paths: dict
+) -> dict[str, float]:
+    """Write each cell's responses on ``batch`` as ``grid`` yields them (rows already done are kept) into its file of
+    ``paths``; return the seconds from each cell's previous yield by that file's name (``rerank_n8_beam`` for a rerank
+    cell's candidates; cells that share a decode: about 0)."""
     seconds = {}
     last = time.monotonic()
     for index, positions, texts in grid:
         cell = pending[index]
-        seconds[cell.label], last = time.monotonic() - last, time.monotonic()
+        seconds[paths[cell].stem], last = time.monotonic() - last, time.monotonic()
         for position, text in zip(positions, texts):
             context = batch[position]
             if context.id not in shared.done[cell]:
