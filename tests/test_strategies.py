@@ -356,6 +356,29 @@ def test_cells_that_decode_alike_run_once(tiny_gpt2, gpt2_tokenizer, monkeypatch
     )
 
 
+@pytest.mark.parametrize("joint_rows", [64, 8])
+def test_joint_greedy_decodes_hold_at_most_joint_rows(tiny_gpt2, gpt2_tokenizer, monkeypatch, joint_rows):
+    """The greedy cells of a batch go through generate together, at most JOINT_ROWS rows a call (a run alone may
+    hold more), and each cell's texts are its own decode's."""
+    module = importlib.import_module("faithkit.decoding.generate")
+    monkeypatch.setattr(module, "JOINT_ROWS", joint_rows)
+    rows = []
+    real = module._decode_jointly
+    monkeypatch.setattr(
+        module,
+        "_decode_jointly",
+        lambda model, batch, runs, *a: (
+            rows.append(sum(batch.contexts * r.views for r in runs)) or real(model, batch, runs, *a)
+        ),
+    )
+    cells = [Cell(Plain()), Cell(PMI(0.5, 0.6)), Cell(CAD(1.0)), Cell(AdaCAD())]  # 2 + 4 + 4 + 4 rows a batch
+    options = {"template": DEFAULT_TEMPLATE, "max_new_tokens": 4, "batch_size": 2}
+    grid = generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS[:2], HISTORIES[:2], cells, **options)
+    assert rows == ([14] if joint_rows == 64 else [6, 8])  # one call; or plain + PMI, then CAD + AdaCAD (8 rows)
+    for cell, responses in zip(cells, grid):
+        assert responses == generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS[:2], HISTORIES[:2], cell.strategy, **options)
+
+
 def test_a_mixed_grid_equals_each_cell_alone(tiny):
     """Every strategy and search in one grid: the same texts as one generate call per cell."""
     model, tokenizer = tiny

@@ -677,6 +677,12 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
     )
 
 
+JOINT_ROWS = 64
+"""The most rows one joint greedy decode holds (:func:`_joint_runs`). Every row keeps a cache as long as the
+prompt and the response: the Table-4 dev grid's ten greedy cells on 8 contexts (152 rows in one call) took
+SmolLM2's sweep to a 6.4 GB peak (``benchmarks/sweep_throughput.py`` measures what the cap costs in speed)."""
+
+
 def _joint_runs(batch: PreparedBatch, runs: dict[tuple, _CellRun], extra: list) -> dict[tuple, list[_CellRun]]:
     """Decode key -> the runs decoded with it in one generate call: the batch's greedy runs whose rows are as wide.
 
@@ -685,14 +691,25 @@ def _joint_runs(batch: PreparedBatch, runs: dict[tuple, _CellRun], extra: list) 
     of them, each cell's processors applied to its own rows: every forward pass reads the weights
     once for every cell instead of once per cell, and the tokens are each cell's own. Not with
     ``extra`` processors (one instance would see every cell's rows) nor for encoder-decoder models.
+    A group holds at most :data:`JOINT_ROWS` rows (a run alone may hold more), since every row
+    keeps its own cache until the call ends.
     """
     if extra or batch.blocks is None:
         return {}
-    groups: dict[int, list[_CellRun]] = {}
+    by_width: dict[int, list[_CellRun]] = {}
     for run in runs.values():
         if run.cell.search == "greedy" and run.copies == 1:
-            groups.setdefault(batch.rows(run.views)["input_ids"].shape[1], []).append(run)
-    return {run.cell.decode_key: group for group in groups.values() if len(group) > 1 for run in group}
+            by_width.setdefault(batch.rows(run.views)["input_ids"].shape[1], []).append(run)
+    groups: list[list[_CellRun]] = []
+    for same_width in by_width.values():
+        rows = JOINT_ROWS  # start a new group at the first run
+        for run in same_width:
+            if rows + batch.contexts * run.views > JOINT_ROWS:
+                groups.append([])
+                rows = 0
+            groups[-1].append(run)
+            rows += batch.contexts * run.views
+    return {run.cell.decode_key: group for group in groups if len(group) > 1 for run in group}
 
 
 def _decode_jointly(model, batch: PreparedBatch, runs: list[_CellRun], generate_kwargs: dict) -> list[torch.Tensor]:
