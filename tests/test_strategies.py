@@ -356,12 +356,22 @@ def test_cells_that_decode_alike_run_once(tiny_gpt2, gpt2_tokenizer, monkeypatch
     )
 
 
+def test_a_joint_decode_takes_the_rows_whose_cache_fits_its_budget(tiny_gpt2):
+    from faithkit.decoding.generate import JOINT_CACHE_BYTES, cache_bytes_per_token, joint_row_budget
+
+    config = tiny_gpt2.config  # GPT-2: one key and one value per head and layer, float32
+    per_token = 2 * config.n_layer * config.n_head * (config.n_embd // config.n_head) * 4
+    assert cache_bytes_per_token(tiny_gpt2) == per_token
+    assert joint_row_budget(tiny_gpt2, 100) == JOINT_CACHE_BYTES // (per_token * 100)
+    assert joint_row_budget(tiny_gpt2, 10**12) == 1  # a row alone always decodes
+
+
 @pytest.mark.parametrize("joint_rows", [64, 8])
-def test_joint_greedy_decodes_hold_at_most_joint_rows(tiny_gpt2, gpt2_tokenizer, monkeypatch, joint_rows):
-    """The greedy cells of a batch go through generate together, at most JOINT_ROWS rows a call (a run alone may
-    hold more), and each cell's texts are its own decode's."""
+def test_joint_greedy_decodes_hold_at_most_their_row_budget(tiny_gpt2, gpt2_tokenizer, monkeypatch, joint_rows):
+    """The greedy cells of a batch go through generate together, at most the rows whose cache fits the budget in a
+    call (a run alone may hold more), and each cell's texts are its own decode's."""
     module = importlib.import_module("faithkit.decoding.generate")
-    monkeypatch.setattr(module, "JOINT_ROWS", joint_rows)
+    monkeypatch.setattr(module, "joint_row_budget", lambda model, length: joint_rows)
     rows = []
     real = module._decode_jointly
     monkeypatch.setattr(

@@ -586,7 +586,7 @@ class _GridRunner:
             views=self.plan.views,
         )
         batch = PreparedBatch(self.model, inputs, self.plan.views)
-        joint = _joint_runs(batch, self.plan.runs, self.extra)
+        joint = _joint_runs(batch, self.plan.runs, self.extra, self.generate_kwargs["max_new_tokens"])
         done: dict[tuple, list] = {}  # this batch's decodes by key
         for index, cell in enumerate(self.plan.cells):
             if isinstance(cell.strategy, Rerank):
@@ -677,14 +677,30 @@ def _decode(model, batch: PreparedBatch, run: _CellRun, seeds, extra: list, gene
     )
 
 
-JOINT_ROWS = 64
-"""The most rows one joint greedy decode holds (:func:`_joint_runs`). Every row keeps a cache as long as the
-prompt and the response: the Table-4 dev grid's ten greedy cells on 8 contexts, 152 rows in one call, took
-SmolLM2's sweep to a 6.41 GB peak and 74 s of generation; in calls of at most 64 rows, 3.28 GB and 64 s, the same
-responses (docs/measurements.md)."""
+JOINT_CACHE_BYTES = 2**30
+"""The most key/value cache one joint greedy decode may hold (:func:`_joint_runs`), as its rows' prompt width plus
+``max_new_tokens`` times :func:`cache_bytes_per_token`. Every row keeps its cache until the call ends: the Table-4
+dev grid's ten greedy cells on 8 contexts, 152 rows in one call, took SmolLM2's sweep to a 6.41 GB peak
+(docs/measurements.md)."""
 
 
-def _joint_runs(batch: PreparedBatch, runs: dict[tuple, _CellRun], extra: list) -> dict[tuple, list[_CellRun]]:
+def cache_bytes_per_token(model) -> int:
+    """The key/value cache one token takes in every layer of ``model`` (at its dtype)."""
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    heads = getattr(config, "num_key_value_heads", None) or config.num_attention_heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads
+    return 2 * config.num_hidden_layers * heads * head_dim * model.dtype.itemsize
+
+
+def joint_row_budget(model, length: int) -> int:
+    """How many rows of ``length`` tokens (prompt and response) a joint decode takes: :data:`JOINT_CACHE_BYTES` of
+    cache, at least one."""
+    return max(1, JOINT_CACHE_BYTES // (cache_bytes_per_token(model) * length))
+
+
+def _joint_runs(
+    batch: PreparedBatch, runs: dict[tuple, _CellRun], extra: list, new_tokens: int
+) -> dict[tuple, list[_CellRun]]:
     """Decode key -> the runs decoded with it in one generate call: the batch's greedy runs whose rows are as wide.
 
     Greedy search treats every row on its own, so the rows of several cells (plain greedy and each
@@ -692,8 +708,8 @@ def _joint_runs(batch: PreparedBatch, runs: dict[tuple, _CellRun], extra: list) 
     of them, each cell's processors applied to its own rows: every forward pass reads the weights
     once for every cell instead of once per cell, and the tokens are each cell's own. Not with
     ``extra`` processors (one instance would see every cell's rows) nor for encoder-decoder models.
-    A group holds at most :data:`JOINT_ROWS` rows (a run alone may hold more), since every row
-    keeps its own cache until the call ends.
+    A group's cache (its rows' width plus ``new_tokens``) stays within :data:`JOINT_CACHE_BYTES`
+    (a run alone may hold more), since every row keeps its own cache until the call ends.
     """
     if extra or batch.blocks is None:
         return {}
@@ -702,10 +718,11 @@ def _joint_runs(batch: PreparedBatch, runs: dict[tuple, _CellRun], extra: list) 
         if run.cell.search == "greedy" and run.copies == 1:
             by_width.setdefault(batch.rows(run.views)["input_ids"].shape[1], []).append(run)
     groups: list[list[_CellRun]] = []
-    for same_width in by_width.values():
-        rows = JOINT_ROWS  # start a new group at the first run
+    for width, same_width in by_width.items():
+        most = joint_row_budget(batch.model, width + new_tokens)
+        rows = most  # start a new group at the first run
         for run in same_width:
-            if rows + batch.contexts * run.views > JOINT_ROWS:
+            if rows + batch.contexts * run.views > most:
                 groups.append([])
                 rows = 0
             groups[-1].append(run)
