@@ -6,8 +6,9 @@ AdaCAD) with the models and data of configs/sweep/smollm2-q2wow.yaml (SmolLM2-13
 generating, PMI-FAITH under gemma3-270m judging) on the first ``--contexts`` rows of
 dodeca_consistent.csv:
 
-* sweep: :func:`faithkit.sweep.run_sweep` end to end into a fresh folder: model loading,
-  grid generation (each batch's prompts prefilled once for all cells, cells that decode alike
+* sweep: :func:`faithkit.sweep.run_sweep` end to end into a fresh folder: model loading
+  (after one untimed load of each model, so that neither side pays the process's first imports
+  of their model code), grid generation (each batch's prompts prefilled once for all cells, cells that decode alike
   once, the greedy cells' decodes in one generate call), one judge call over every cell's responses, lexical measures, intervals and paired
   tests, sweep.csv, heatmaps and report.html;
 * per cell: with both models already loaded (not timed), one ``generate()`` and one
@@ -133,6 +134,8 @@ def main(argv=None) -> None:
     config = load_config(None, {**settings, "limit": args.contexts, "out": str(folder), "strategies": GRID})
     contexts = sweep_run.read_contexts(config)
 
+    for name in (config.generator, config.judge):  # the first load imports the model code: neither side's work
+        models.load(name)
     sweep_totals: dict = {}
     sweep_run.generate_cells = timed(sweep_run.generate_cells, sweep_totals, "generate")
     judging.run_pass = timed(judging.run_pass, sweep_totals, "score")
