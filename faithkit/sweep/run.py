@@ -6,6 +6,7 @@ The output folder ``DIR`` holds::
     candidates/           a rerank cell's candidates (greedy, responses: faithkit rerank's input form) and, when
                           its judge is no scorer of the sweep, their scores under that judge (sweep/judging.py)
     scores.jsonl          PMI-FAITH under the judge per response (id "<cell>/<row id>"): pmi, tokens, token_pmi, …
+                          (read off faith-judge.jsonl's rows when both are measured: one judge-LM pass)
     <metric>.jsonl        any other model-backed metric asked for, e.g. q2.jsonl (Q² with its explanations)
     sweep.csv             one row per cell: each measure with its 95% interval and paired p against the baseline
     best.json             the chosen operating point, the rule that chose it, and whether it beats the baseline
