@@ -89,7 +89,8 @@ def judge(
         if name in sweep_passes and source in sweep_passes:
             _read_from(sweep_passes[name], sweep_passes[source])
     passes = {json.dumps(p.fingerprint, sort_keys=True): p for p in sweep_passes.values()}
-    needs = {cell: _rerank_scorers(config, out, cell, generator, passes) for cell in reranked}
+    by_judge = {judge: _rerank_scorers(config, out, judge, generator, passes) for judge in _judges(reranked)}
+    needs = {cell: by_judge[_rerank(cell).judge] for cell in reranked}
     decodes = list(responses)
     _add_responses(sweep_passes.values(), responses, contexts)
     for cell in reranked:
@@ -198,9 +199,14 @@ def drawn_by(cell: Cell) -> Cell:
     return Cell(Rerank(n=_rerank(cell).n, search=_rerank(cell).search), "greedy")
 
 
+def candidates_label(cell: Cell) -> str:
+    """``rerank_n8_beam``: the name of a rerank cell's candidates, the same for the cells that draw the same ones."""
+    return f"rerank_n{_rerank(cell).n}_{_rerank(cell).search}"
+
+
 def candidates_path(out: Path, cell: Cell) -> Path:
     """Where a rerank cell's candidates go, ``{"id", "greedy", "responses"}`` per row: ``faithkit rerank``'s input form."""
-    return out / "candidates" / f"rerank_n{_rerank(cell).n}_{_rerank(cell).search}.jsonl"
+    return out / "candidates" / f"{candidates_label(cell)}.jsonl"
 
 
 def _sweep_pass(config: SweepConfig, out: Path, name: str) -> Pass:
@@ -216,11 +222,16 @@ def _sweep_pass(config: SweepConfig, out: Path, name: str) -> Pass:
     )
 
 
-def _rerank_scorers(config: SweepConfig, out: Path, cell: Cell, generator, passes: dict) -> tuple[Pass, Pass]:
-    """``(judge pass, fluency pass)`` of a rerank cell, each the sweep's own pass when it is the same scorer; new
-    passes join ``passes``. The fluency is PMI-FAITH's under the generator in its decoding layout, as the strategy's."""
+def _judges(reranked: list[Cell]) -> list[str]:
+    return list(dict.fromkeys(_rerank(cell).judge for cell in reranked))
+
+
+def _rerank_scorers(config: SweepConfig, out: Path, judge: str, generator, passes: dict) -> tuple[Pass, Pass]:
+    """``(judge pass, fluency pass)`` of the rerank cells judged by ``judge``, each the sweep's own pass when it is
+    the same scorer; new passes join ``passes``. The fluency is PMI-FAITH's under the generator in its decoding
+    layout, as the strategy's."""
     found = []
-    for name in (_rerank(cell).judge, "pmi-faith"):
+    for name in (judge, "pmi-faith"):
         options = _rerank_options(config, name, generator)
         fingerprint = job_fingerprint(
             "sweep", **metric_fingerprint(name, options), generation=config.generation_fingerprint()
@@ -323,7 +334,7 @@ def _score_id(cell: Cell, context) -> str:
 
 def _candidate_id(cell: Cell, k: int, context) -> str:
     """Candidate ``k`` of a context (0: the greedy response), shared by the rerank cells that draw the same ones."""
-    return f"{candidates_path(Path(), cell).stem}#{k}/{context.id}"
+    return f"{candidates_label(cell)}#{k}/{context.id}"
 
 
 def run_pass(p: Pass, contexts: list) -> None:
