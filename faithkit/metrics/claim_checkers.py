@@ -57,7 +57,9 @@ class CheckerPreset:
     logits). ``supported``: the index of "supported" in those probabilities. ``input_format``: ``pair`` (the
     tokenizer's sentence pair), ``eos-joined`` (``document + eos + claim`` as one text, as MiniCheck does),
     ``t5-predict`` (``"predict: " + document + eos + claim``) or ``hhem-prompt`` (:data:`HHEM_PROMPT`).
-    ``sentences``: how sentence scores combine, ``min`` or ``mean``.
+    ``sentences``: how sentence scores combine, ``min`` or ``mean``. ``three_way``: the classes are (supported,
+    generic, unsupported), as faithkit's own checker gives them (:mod:`.checker`); its rows then also hold
+    ``<key>_generic`` and ``<key>_hallucination``, and sentences combine by :func:`.checker.combine`.
     """
 
     name: str
@@ -71,6 +73,7 @@ class CheckerPreset:
     sentences: str = "min"
     label_tokens: tuple[int, int] | None = None
     note: str = ""
+    three_way: bool = False
 
     @property
     def score_key(self) -> str:
@@ -152,10 +155,23 @@ PRESETS: dict[str, CheckerPreset] = {
             "chunk, the response the mean of its sentences; on an NLI classifier, since AlignScore's own "
             "checkpoints are Lightning files with their own heads, not a transformers model",
         ),
+        CheckerPreset(
+            "faithkit-checker",
+            "faithkit/metrics/checker_adapter",
+            "causal-lm-label-words",
+            0,
+            "checker-prompt",
+            window=200,
+            stride=150,
+            max_length=None,
+            three_way=True,
+            note="faithkit's own checker: a LoRA adapter on smollm2-135m trained on synthetic contradictions "
+            "(docs/checker.md); reads the history too; offline",
+        ),
     )
 }
-ARCHITECTURES = ("sequence-classification", "seq2seq-label-tokens", "t5-token-classification")
-INPUT_FORMATS = ("pair", "eos-joined", "t5-predict", "hhem-prompt")
+ARCHITECTURES = ("sequence-classification", "seq2seq-label-tokens", "t5-token-classification", "causal-lm-label-words")
+INPUT_FORMATS = ("pair", "eos-joined", "t5-predict", "hhem-prompt", "checker-prompt")
 
 
 def document_windows(document: str, tokenizer, window: int, stride: int) -> list[str]:
@@ -202,17 +218,17 @@ def format_pairs(preset: CheckerPreset, tokenizer, premises: Sequence[str], clai
 
 
 class SupportModel:
-    """P(supported) for (window, claim) pairs from a loaded checker model, batched."""
+    """Class probabilities for (window, claim) pairs from a loaded hub checker, batched (histories unread)."""
 
     def __init__(self, preset: CheckerPreset, model, tokenizer, batch_size: int = 8):
         self.preset, self.model, self.tokenizer, self.batch_size = preset, model, tokenizer, batch_size
 
-    def __call__(self, premises: Sequence[str], claims: Sequence[str]) -> list[float]:
+    def __call__(self, premises: Sequence[str], claims: Sequence[str], histories=None) -> list[list[float]]:
         import torch
 
         from .. import models
 
-        scores: list[float] = []
+        scores: list[list[float]] = []
         for start in range(0, len(premises), self.batch_size):
             encoded = format_pairs(
                 self.preset,
@@ -222,7 +238,7 @@ class SupportModel:
             ).to(models.input_device(self.model))
             with torch.no_grad():
                 probabilities = torch.softmax(self._logits(encoded).float(), dim=-1)
-            scores += probabilities[:, self.preset.supported].tolist()
+            scores += probabilities.tolist()
         return scores
 
     def _logits(self, encoded):
@@ -283,10 +299,15 @@ def load_hhem(name: str, device=None, dtype=None):
     return placed.eval(), AutoTokenizer.from_pretrained(foundation)
 
 
-def load_support_model(preset: CheckerPreset, name: str, device=None, batch_size: int = 8, dtype=None) -> SupportModel:
-    """The preset's model from ``name`` (a hub id or a local folder), ready to score pairs."""
+def load_support_model(preset: CheckerPreset, name: str | None, device=None, batch_size: int = 8, dtype=None):
+    """The preset's model from ``name`` (a hub id or a local folder; None: the preset's own), ready to score pairs."""
     from .. import models
 
+    if preset.architecture == "causal-lm-label-words":
+        from .checker import load_checker
+
+        return load_checker(name, device, dtype, batch_size)
+    name = name or preset.hub_id
     if preset.architecture == "t5-token-classification":
         model, tokenizer = load_hhem(name, device, dtype)
     else:
@@ -319,7 +340,8 @@ class ClaimChecker(Metric):
     ``preset`` names the checker (:data:`PRESETS`); ``nli_model`` replaces its hub id (e.g. a local copy);
     ``window`` and ``stride`` its token windows. Per row: the score (key: the preset's name with ``_``), and
     ``sentence_scores``, each sentence's best-window support. ``support`` (tests, other backends) replaces the
-    model: a function from (windows, claims) to support probabilities, with ``tokenizer`` cutting the windows.
+    model: a function from (windows, claims, histories) to class probabilities, with ``tokenizer`` cutting the
+    windows. A sentence's best window is the one where "supported" is likeliest.
 
     Example (downloads the checkpoint)::
 
@@ -336,7 +358,7 @@ class ClaimChecker(Metric):
         batch_size: int = 8,
         device=None,
         dtype=None,
-        support: Callable[[Sequence[str], Sequence[str]], list[float]] | None = None,
+        support: Callable[[Sequence[str], Sequence[str], Sequence[Sequence[str]]], list[list[float]]] | None = None,
         tokenizer=None,
     ):
         """The checker ``preset`` (a name of :data:`PRESETS`); it takes many parameters because each is a metric option
@@ -351,30 +373,45 @@ class ClaimChecker(Metric):
                 f"window must be at least 1 and stride between 1 and window, got window={self.window}, "
                 f"stride={self.stride}"
             )
-        self.score_keys = (self.preset.score_key,)
+        key = self.preset.score_key
+        self.score_keys = (key, f"{key}_generic", f"{key}_hallucination") if self.preset.three_way else (key,)
         if support is None:
-            support = load_support_model(self.preset, nli_model or self.preset.hub_id, device, batch_size, dtype)
+            support = load_support_model(self.preset, nli_model, device, batch_size, dtype)
             tokenizer = support.tokenizer
         self.support, self.tokenizer = support, tokenizer
 
     def compute_rows(
         self, documents: Sequence[str], histories, responses: Sequence[str], references=None
     ) -> list[dict]:
-        """One dict per row: the response's score and each sentence's best-window score; histories are ignored."""
-        documents, _, responses, _ = check_columns(documents, histories, responses)
+        """One dict per row: the response's score(s) and each sentence's best-window P(supported); histories are
+        read by the presets that take them (``faithkit-checker``)."""
+        documents, histories, responses, _ = check_columns(documents, histories, responses)
         cases = [
-            (document_windows(d, self.tokenizer, self.window, self.stride), response_sentences(r))
-            for d, r in zip(documents, responses)
+            (document_windows(d, self.tokenizer, self.window, self.stride), response_sentences(r), h)
+            for d, h, r in zip(documents, histories, responses)
         ]
-        premises = [w for windows, sentences in cases for _ in sentences for w in windows]
-        claims = [s for windows, sentences in cases for s in sentences for _ in windows]
-        scores = iter(self.support(premises, claims) if premises else [])
+        premises = [w for windows, sentences, _ in cases for _ in sentences for w in windows]
+        claims = [s for windows, sentences, _ in cases for s in sentences for _ in windows]
+        contexts = [h for windows, sentences, h in cases for _ in sentences for _ in windows]
+        probabilities = iter(self.support(premises, claims, contexts) if premises else [])
+        supported = self.preset.supported
         rows = []
-        for windows, sentences in cases:
-            per_sentence = [max(next(scores) for _ in windows) for _ in sentences]
-            combined = min(per_sentence) if self.preset.sentences == "min" else sum(per_sentence) / len(per_sentence)
-            rows.append({self.preset.score_key: combined, "sentence_scores": per_sentence})
+        for windows, sentences, _ in cases:
+            best = [max((next(probabilities) for _ in windows), key=lambda row: row[supported]) for _ in sentences]
+            per_sentence = [row[supported] for row in best]
+            rows.append({**self._combine(best, per_sentence), "sentence_scores": per_sentence})
         return rows
+
+    def _combine(self, best: list[list[float]], per_sentence: list[float]) -> dict:
+        key = self.preset.score_key
+        if self.preset.three_way:
+            from .checker import combine
+
+            supported, generic, unsupported = combine(best)
+            return {key: supported, f"{key}_generic": generic, f"{key}_hallucination": unsupported}
+        if self.preset.sentences == "min":
+            return {key: min(per_sentence)}
+        return {key: sum(per_sentence) / len(per_sentence)}
 
 
 __all__ = ["ClaimChecker", "CheckerPreset", "PRESETS", "document_windows", "load_hhem", "response_sentences"]

@@ -87,14 +87,26 @@ def _claim_checker_specs() -> tuple[MetricSpec, ...]:
     """One metric per claim-checker preset (:mod:`.claim_checkers`, which imports nothing heavy)."""
     from .claim_checkers import PRESETS
 
+    def keys(preset) -> tuple[str, ...]:
+        key = preset.score_key
+        return (key, f"{key}_generic", f"{key}_hallucination") if preset.three_way else (key,)
+
+    def summary(preset) -> str:
+        if preset.three_way:
+            return (
+                "faithkit's offline claim checker (LoRA on smollm2-135m): P(supported), P(generic), "
+                "P(unsupported) from each sentence's best window and the response's worst sentence"
+            )
+        combined = "the worst sentence" if preset.sentences == "min" else "sentences averaged"
+        return f"claim checker {preset.hub_id}: each sentence's best document window, {combined}"
+
     return tuple(
         MetricSpec(
             name,
             _Lazy("claim_checkers", "ClaimChecker", preset=name),
-            (preset.score_key,),
+            keys(preset),
             ("nli_model", "window", "stride", *_LM_OPTIONS),
-            summary=f"claim checker {preset.hub_id}: each sentence's best document window, "
-            f"{'the worst sentence' if preset.sentences == 'min' else 'sentences averaged'}",
+            summary=summary(preset),
             measures=(Measure(preset.score_key, preset.score_key, f"claim checker: {name}"),),
         )
         for name, preset in PRESETS.items()

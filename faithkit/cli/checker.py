@@ -1,0 +1,63 @@
+"""``faithkit checker data|train``: rebuild the claim checker's training data and its LoRA adapter.
+
+Both read one recipe file (``configs/checker/smollm2.yaml``: a ``data:`` and a ``training:`` section);
+flags override its keys. The adapter that ships with faithkit was made by exactly these two commands.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..files import to_json
+
+
+def register(subparsers) -> None:
+    from ..checker.synthetic import CheckerData
+    from ..checker.training import CheckerTraining
+    from ..options import add_flags
+
+    parser = subparsers.add_parser(
+        "checker",
+        help="make the claim checker's training data and train its adapter",
+        description="Rebuild faithkit's offline claim checker (metric faithkit-checker): 'data' makes synthetic "
+        "supported / generic / unsupported examples from Topical-Chat, 'train' fine-tunes a LoRA adapter on them.",
+    )
+    actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, cls, helptext, run in (
+        ("data", CheckerData, "write train.jsonl, test.jsonl and a data card", run_data),
+        ("train", CheckerTraining, "fine-tune the adapter (resumes a stopped run)", run_train),
+    ):
+        action = actions.add_parser(name, help=helptext, description=helptext)
+        action.add_argument("--config", help=f"recipe YAML; its '{name if name == 'data' else 'training'}:' section")
+        add_flags(action, cls, unset=argparse.SUPPRESS)
+        action.set_defaults(run=run, recipe=cls)
+
+
+def _recipe(args, section: str):
+    from ..configfile import read_yaml
+    from ..errors import ConfigError
+    from ..options import from_mapping
+
+    values: dict = {}
+    if args.config:
+        document = read_yaml(args.config) or {}
+        if not isinstance(document, dict) or not isinstance(document.get(section, {}), dict):
+            raise ConfigError(f"{args.config}: expected a mapping with a '{section}:' section")
+        values.update(document.get(section) or {})
+    names = {field for field in args.recipe.__dataclass_fields__}
+    values.update({key: value for key, value in vars(args).items() if key in names})
+    return from_mapping(args.recipe, values, f"{args.config}: {section}." if args.config else "")
+
+
+def run_data(args) -> int:
+    from ..checker.synthetic import build_from_corpora
+
+    print(to_json(build_from_corpora(_recipe(args, "data"))))
+    return 0
+
+
+def run_train(args) -> int:
+    from ..checker.training import train
+
+    print(to_json(train(_recipe(args, "training"))))
+    return 0

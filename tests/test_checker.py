@@ -1,0 +1,208 @@
+"""faithkit's own claim checker: its synthetic data rules, its three-way scores against a slow reference, and its
+training recipe (reproducible to the byte, resumable)."""
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from faithkit.checker import synthetic
+from faithkit.checker.training import CheckerTraining, train
+from faithkit.metrics import checker
+from faithkit.metrics.claim_checkers import ClaimChecker, document_windows, response_sentences
+from faithkit.metrics.registry import get_spec
+
+CORPUS = Path(__file__).parent / "data" / "corpora" / "topicalchat"
+SECTIONS = [
+    "Elvis Presley was an American singer. He recorded his first songs at Sun Records in Memphis in 1954, where "
+    "Sam Phillips was his producer. Scotty Moore played guitar and Bill Black played bass. His first RCA single, "
+    "Heartbreak Hotel, was released in January 1956 and became a number one hit in the United States.",
+    "The National Football League is a professional American football league of 32 teams. The NFL's 17-week "
+    "regular season runs from early September to late December. The Super Bowl was first played in 1967 in Los "
+    "Angeles, and the Green Bay Packers won it.",
+    "Mount Everest is Earth's highest mountain above sea level, located in the Himalayas. Its elevation of 8,849 "
+    "metres was most recently established in 2020 by the Chinese and Nepali authorities. Tenzing Norgay and Edmund "
+    "Hillary first reached the summit in 1953.",
+]
+
+
+def contexts():
+    """The Topical-Chat fixture's turns, and three longer sections, each with one of the turns' histories."""
+    turns = synthetic.topicalchat_contexts(CORPUS, "valid_freq")
+    sections = [synthetic.Context(f"s{i}", [text], turns[i].history, "", False, False) for i, text in enumerate(SECTIONS)]
+    return turns, sections
+
+
+@pytest.fixture(scope="module")
+def nlp():
+    from faithkit.metrics.q2 import load_spacy
+
+    return load_spacy()
+
+
+def sentence(nlp, text):
+    return next(nlp(text).sents)
+
+
+def test_negation_flips_both_ways(nlp):
+    assert synthetic.negation_flip(sentence(nlp, "The museum is open on Mondays."))[0] == "The museum is not open on Mondays."
+    assert synthetic.negation_flip(sentence(nlp, "The museum is not open on Mondays."))[0] == "The museum is open on Mondays."
+    assert synthetic.negation_flip(sentence(nlp, "He signed with Sun Records."))[0] == "He did not sign with Sun Records."
+    assert synthetic.negation_flip(sentence(nlp, "Penguins can't fly."))[0] == "Penguins can fly."
+
+
+def test_swaps_change_one_fact_and_reuse_the_pool(nlp):
+    text = "Elvis Presley recorded at Sun Records with Sam Phillips in Memphis."
+    parsed = sentence(nlp, text)
+    pool = list(nlp("Scotty Moore played guitar.").ents)
+    swapped, detail = synthetic.entity_swap(parsed, pool, random.Random(0))
+    assert swapped.count("Scotty Moore") == 1 and swapped.replace("Scotty Moore", "X") in {
+        text.replace(name, "X") for name in ("Elvis Presley", "Sam Phillips")
+    }
+    assert detail.startswith("PERSON")
+    assert synthetic.role_swap(parsed)[0] == "Sam Phillips recorded at Sun Records with Elvis Presley in Memphis."
+    changed, _ = synthetic.number_change(sentence(nlp, "The tower was finished in 1889."), random.Random(0))
+    year = int(changed.split()[-1].rstrip("."))
+    assert changed.startswith("The tower was finished in ") and year != 1889 and abs(year - 1889) <= 12
+
+
+def test_build_is_deterministic_and_splits_by_section(nlp):
+    turns, sections = contexts()
+    assert len(turns) == 4 and synthetic.wiki_contexts(CORPUS, turns, "valid_rare", seed=0) == []  # rare reads all
+    first = synthetic.build(turns, sections, nlp, size=40, seed=3, test_share=0.5)
+    second = synthetic.build(turns, sections, nlp, size=40, seed=3, test_share=0.5)
+    assert [vars(e) for e in first] == [vars(e) for e in second] and len(first) >= 10
+    train_sections = {e.section for e in first if e.split == "train"}
+    assert not train_sections & {e.section for e in first if e.split == "test"}
+    assert all(e.label == synthetic.KINDS[e.kind][0] for e in first)
+
+
+def test_written_data_reads_back_and_bad_lines_name_the_file(tmp_path, nlp):
+    examples = synthetic.build(*contexts(), nlp, size=20, seed=0, test_share=0.0)
+    paths = synthetic.write(examples, tmp_path, synthetic.card(examples, ["fixture"], 0))
+    assert [vars(e) for e in synthetic.read(paths["train"])] == [vars(e) for e in examples]
+    assert "| extractive | supported |" in (tmp_path / "README.md").read_text()
+    paths["train"].write_text('{"label": "maybe"}\n')
+    with pytest.raises(Exception, match=r"train.jsonl:1: not a checker example"):
+        synthetic.read(paths["train"])
+
+
+def test_combine_is_the_worst_sentence_rule():
+    assert checker.combine([[0.7, 0.2, 0.1]]) == [0.7, 0.2, 0.1]
+    supported, generic, unsupported = checker.combine([[0.1, 0.85, 0.05], [0.8, 0.1, 0.1]])
+    assert unsupported == 0.1
+    assert supported == pytest.approx(0.9 * 0.8 / 0.9)
+    assert generic == pytest.approx(1 - 0.1 - supported)
+
+
+@pytest.fixture(scope="module")
+def checker_folders(tmp_path_factory, tiny_llama):
+    """The tiny Llama saved as a folder, and a random (non-zero) LoRA adapter on it saved as faithkit ships one."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    model, tokenizer = tiny_llama
+    base = tmp_path_factory.mktemp("tiny-llama")
+    model.save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    torch.manual_seed(1)
+    lora = LoraConfig(r=4, target_modules=["q_proj", "v_proj", "down_proj"], init_lora_weights=False)
+    adapted = get_peft_model(model, lora)
+    adapted.peft_config["default"].base_model_name_or_path = str(base)
+    adapter = tmp_path_factory.mktemp("adapter")
+    adapted.save_pretrained(adapter)
+    adapted.unload()
+    return base, adapter
+
+
+def slow_reference(model, tokenizer, document, history, response, window, stride):
+    """One forward per (window, sentence), the label words' next-token probabilities from the full vocabulary's logits."""
+    import torch
+
+    ids = checker.label_token_ids(tokenizer)
+    rows = []
+    for claim in response_sentences(response):
+        best = None
+        for part in document_windows(document, tokenizer, window, stride):
+            encoded = tokenizer(checker.prompt(part, history, claim), return_tensors="pt")
+            with torch.no_grad():
+                logits = model(**encoded).logits[0, -1, ids]
+            probabilities = torch.softmax(logits, dim=-1).tolist()
+            best = probabilities if best is None or probabilities[0] > best[0] else best
+        rows.append(best)
+    return checker.combine(rows)
+
+
+def test_checker_metric_equals_slow_reference(checker_folders):
+    from peft import PeftModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    base, adapter = checker_folders
+    metric = ClaimChecker("faithkit-checker", nli_model=str(adapter), window=8, stride=6, batch_size=3)
+    documents = ["Sam Phillips produced Elvis at Sun Records in Memphis. Bill Black played bass.", "Short one."]
+    histories = [["Who produced Elvis?"], []]
+    responses = ["It was Sam Phillips. He worked at Sun Records in 1954.", "That's cool!"]
+    rows = metric.compute_rows(documents, histories, responses)
+    model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), str(adapter)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    for row, document, history, response in zip(rows, documents, histories, responses):
+        expected = slow_reference(model, tokenizer, document, history, response, 8, 6)
+        got = [row["faithkit_checker"], row["faithkit_checker_generic"], row["faithkit_checker_hallucination"]]
+        assert got == pytest.approx(expected, abs=1e-5)
+    assert get_spec("faithkit-checker").score_keys == (
+        "faithkit_checker", "faithkit_checker_generic", "faithkit_checker_hallucination"
+    )
+
+
+def tiny_data(folder: Path, nlp) -> Path:
+    examples = synthetic.build(*contexts(), nlp, size=30, seed=0, test_share=0.0)[:24]
+    for label in ("supported", "unsupported"):
+        for example in [e for e in examples if e.label == label][:2]:
+            example.split = "test"
+    synthetic.write(examples, folder, synthetic.card(examples, ["fixture"], 0))
+    return folder
+
+
+def adapter_bytes(run: Path) -> bytes:
+    return (run / "adapter" / "adapter_model.safetensors").read_bytes()
+
+
+def test_training_reruns_to_the_same_adapter_and_resumes(tmp_path, checker_folders, nlp, monkeypatch):
+    base, _ = checker_folders
+    data = tiny_data(tmp_path / "data", nlp)
+    recipe = dict(model=str(base), data=str(data), layers=1, rank=2, batch_size=4, mixed_precision="no", save_every=2)
+    first = train(CheckerTraining(**recipe, output=str(tmp_path / "a")))
+    second = train(CheckerTraining(**recipe, output=str(tmp_path / "b")))
+    assert adapter_bytes(tmp_path / "a") == adapter_bytes(tmp_path / "b") and first["steps"] == 5
+    assert {k: v for k, v in first.items() if k != "train_seconds"} == {k: v for k, v in second.items() if k != "train_seconds"}
+    assert json.loads((tmp_path / "a" / "adapter" / "adapter_config.json").read_text())["base_model_name_or_path"] == str(base)
+
+    real, calls = checker.label_logits, []
+
+    def crash_at_step_four(*args):
+        calls.append(1)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return real(*args)
+
+    monkeypatch.setattr(checker, "label_logits", crash_at_step_four)
+    with pytest.raises(KeyboardInterrupt):
+        train(CheckerTraining(**recipe, output=str(tmp_path / "c")))
+    monkeypatch.setattr(checker, "label_logits", real)
+    assert (tmp_path / "c" / "checkpoint" / "state.pt").exists()
+    train(CheckerTraining(**recipe, output=str(tmp_path / "c")))
+    assert adapter_bytes(tmp_path / "c") == adapter_bytes(tmp_path / "a")
+
+
+@pytest.mark.slow
+def test_shipped_checker_loads_offline_and_tells_a_swap(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    metric = ClaimChecker("faithkit-checker")
+    document = "Elvis Presley's producer at Sun Records was Sam Phillips; Scotty Moore played guitar."
+    rows = metric.compute_rows([document] * 3, [["Who produced Elvis?"]] * 3, [
+        "His producer was Sam Phillips.", "His producer was Scotty Moore.", "Haha, I love that!"
+    ])
+    assert rows[0]["faithkit_checker"] > rows[1]["faithkit_checker"]
+    assert rows[1]["faithkit_checker_hallucination"] > rows[0]["faithkit_checker_hallucination"]
+    assert rows[2]["faithkit_checker_generic"] == max(rows[i]["faithkit_checker_generic"] for i in range(3))
