@@ -82,19 +82,45 @@ FEATURE_SETS = {
         "conflict_max",
         "js_weighted_negative_pmi",
     ),
+    "checker": ("checker_supported",),
+    "checker+hall": ("checker_supported", "checker_hallucination"),
+    "kp+checker": ("knowledge_precision", "checker_supported"),
+    "kp+pmi+checker": ("knowledge_precision", "pmi", "checker_supported"),
+    "kp+pmi+checker+hall": ("knowledge_precision", "pmi", "checker_supported", "checker_hallucination"),
+    "kp+pmi+softmin+checker+hall": ("knowledge_precision", "pmi", "pmi_softmin", "checker_supported", "checker_hallucination"),
+    "kp+pmi+fluency+length+checker+hall": (
+        "knowledge_precision",
+        "pmi",
+        "logp_history",
+        "log_words",
+        "checker_supported",
+        "checker_hallucination",
+    ),
+    "kp+pmi+js_mean+fluency+length+checker": (
+        "knowledge_precision",
+        "pmi",
+        "js_mean",
+        "logp_history",
+        "log_words",
+        "checker_supported",
+    ),
     "all": CANDIDATES,
 }
 
 
-def load(folders: list[str]) -> tuple[list[dict], np.ndarray, np.ndarray, dict]:
-    """Signal dicts, labels and dev-set names of every scored row; and how many rows had no score."""
+
+def load(folders: list[str], checker: str | None = None) -> tuple[list[dict], np.ndarray, np.ndarray, dict]:
+    """Signal dicts, labels and dev-set names of every scored row (with the claim checker's scores from ``checker``,
+    ``benchmarks/checker_eval.py``'s dev file, where given); and how many rows had no score."""
+    checked = {record["id"]: record for record in read_results(checker)} if checker else {}
     table, labels, sets, unscored = [], [], [], 0
     for folder in folders:
         assigned = json.loads((Path(folder) / "labels.json").read_text())
         for record in read_results(Path(folder) / "features.jsonl"):
-            if "error" in record or record["id"] not in assigned:
+            if "error" in record or record["id"] not in assigned or (checker and record["id"] not in checked):
                 unscored += 1
                 continue
+            record = {**record, **checked.get(record["id"], {})}
             name, label = assigned[record["id"]]
             table.append(signals(record, record["document"], record["response"]))
             table[-1]["kp_defined"] = knowledge_precision(record["document"], record["response"]) is not None
@@ -175,7 +201,7 @@ def single_signals(table, labels, sets) -> dict:
     """AUROC of each signal alone (higher = more faithful; the sign as is) on every dev set; ``knowledge_precision``
     as the ``lexical`` metric reports it (rows without content words left out), ``kp_as_0`` with them as 0."""
     result = {}
-    for key in CANDIDATES:
+    for key in (key for key in CANDIDATES if key in table[0]):
         result["kp_as_0" if key == "knowledge_precision" else key] = {
             name: auroc_with_interval([table[i][key] for i in np.flatnonzero(sets == name)], labels[sets == name])
             for name in SETS
@@ -194,14 +220,17 @@ def main() -> None:
     parser.add_argument("--write", help="save the chosen judge, fitted on all BEGIN dev rows, to this JSON file")
     parser.add_argument("--markdown", help="also write the tables docs/judge.md shows to this file")
     parser.add_argument("--model", default="smollm2-135m", help="the judge LM the features were computed with")
+    parser.add_argument("--checker", help="the claim checker's scores of the dev rows (checker_eval.py's dev_checker.jsonl)")
     args = parser.parse_args()
-    table, labels, sets, counts = load(args.folders)
+    table, labels, sets, counts = load(args.folders, args.checker)
     counts.update({name: int((sets == name).sum()) for name in SETS})
     print("rows:", counts)
     figures = {"rows": counts, "signals": single_signals(table, labels, sets), "judges": {}}
     for key, per_set in figures["signals"].items():
         print(f"signal {key:28s}", "  ".join(f"{n} {v['auroc']:.3f}" for n, v in per_set.items()))
     for name, features in FEATURE_SETS.items():
+        if not all(feature in table[0] for feature in features):
+            continue  # the checker's judges without --checker; "all" without uncond_pmi
         x = matrix(table, features)
         for l2 in L2:
             result = evaluate_judge(x, labels, sets, l2)

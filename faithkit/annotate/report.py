@@ -37,7 +37,12 @@ from ..report import markdown_table
 from .agreement import agreement
 from .task import ANSWERS, DIMENSIONS, SYSTEMS, read_document
 
-MEASURES = {"pmi_faith": "PMI-FAITH", "q2": "Q²", "knowledge_precision": "knowledge precision"}
+MEASURES = {
+    "pmi_faith": "PMI-FAITH",
+    "q2": "Q²",
+    "faithkit_checker": "faithkit-checker",
+    "knowledge_precision": "knowledge precision",
+}
 
 
 @dataclass

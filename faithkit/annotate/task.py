@@ -52,7 +52,7 @@ KEY_FILE, PAGE_FILE = "key.json", "annotate.html"
 SYSTEMS = ("a", "b")
 SWEEP_SCORES = {"pmi_faith": ("scores.jsonl", "pmi"), "q2": ("q2.jsonl", "q2")}
 """Per-response automatic scores a sweep folder holds: measure -> (file, field)."""
-RECORD_SCORES = {"pmi_faith": "pmi", "q2": "q2"}
+RECORD_SCORES = {"pmi_faith": "pmi", "q2": "q2", "faithkit_checker": "faithkit_checker"}
 """The same scores when a responses file carries them itself (a ``faithkit score`` output)."""
 
 

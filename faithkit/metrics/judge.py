@@ -37,18 +37,22 @@ logger = logging.getLogger(__name__)
 WEIGHTS = Path(__file__).with_name("judge_weights.json")
 LM_SIGNALS = ("pmi", "uncond_pmi", "logp_doc_history", "logp_history", *AGGREGATE_KEYS)
 """The signals PMI-FAITH with ``evidence=True`` gives under the judge LM."""
-CANDIDATES = (*LM_SIGNALS, "knowledge_precision", "overlap_f1", "log_words")
-"""Every signal a judge may use: the LM's, and three from the words alone."""
+CHECKER_SIGNALS = {"checker_supported": "faithkit_checker", "checker_hallucination": "faithkit_checker_hallucination"}
+"""The claim checker's signals (:mod:`.checker`) and the keys of its rows they are read from."""
+CANDIDATES = (*LM_SIGNALS, "knowledge_precision", "overlap_f1", "log_words", *CHECKER_SIGNALS)
+"""Every signal a judge may use: the LM's, three from the words alone, and the claim checker's."""
 
 
 def signals(row: dict, document: str, response: str) -> dict[str, float]:
-    """Every :data:`CANDIDATES` value of one response, from its PMI-FAITH row (with evidence) and its text.
+    """Every :data:`CANDIDATES` value of one response, from its PMI-FAITH row (with evidence; with the claim
+    checker's keys too where it ran) and its text.
 
     A response without content words has no knowledge precision; it counts as 0 here (none of
     its words is shown to come from the document), which is how BEGIN labels such generic replies.
     """
     precision = knowledge_precision(document, response)
     values = {key: float(row[key]) for key in LM_SIGNALS if key in row}  # uncond_pmi: if its views ran
+    values.update({name: float(row[key]) for name, key in CHECKER_SIGNALS.items() if key in row})
     values.update(
         knowledge_precision=0.0 if precision is None else precision,
         overlap_f1=token_f1_overlap(document, response),
@@ -125,12 +129,14 @@ def fit_judge(table: list[dict], labels, features, l2: float, model: str, fitted
 
 
 class FaithJudge(Metric):
-    """The fitted judge over PMI-FAITH's token-level evidence and word overlap; ``faith_judge`` in (0, 1).
+    """The fitted judge over PMI-FAITH's token-level evidence, word overlap and, where its weights use it, faithkit's
+    claim checker (``faithkit-checker``); ``faith_judge`` in (0, 1).
 
     ``model`` is the judge LM as for :class:`faithkit.metrics.PMIFaith`; by default the one the weights were
     fitted with (``smollm2-135m`` for the shipped weights, which runs offline), since another LM's signals are
     on other scales.
-    Each row also carries PMI-FAITH's fields, the evidence (``token_js``, ...) and the signals used.
+    Each row also carries PMI-FAITH's fields, the evidence (``token_js``, ...), the checker's scores and the
+    signals used.
     """
 
     score_keys = ("faith_judge", "pmi")
@@ -167,10 +173,18 @@ class FaithJudge(Metric):
             dtype=dtype,
             unconditional="uncond_pmi" in self.weights.features,
         )
+        self.checker = None
+        if set(CHECKER_SIGNALS) & set(self.weights.features):
+            from .claim_checkers import ClaimChecker
+
+            self.checker = ClaimChecker("faithkit-checker", batch_size=batch_size, device=device, dtype=dtype)
 
     def compute_rows(self, documents, histories, responses, references=None, progress=None) -> list[dict]:
         """PMI-FAITH's rows (with evidence), each with ``faith_judge`` first and the ``signal_<name>`` values used."""
         rows = self.pmi_faith.compute_rows(documents, histories, responses, progress=progress)
+        if self.checker is not None:
+            checked = self.checker.compute_rows(documents, histories, responses)
+            rows = [{**row, **{k: v for k, v in check.items() if k != "sentence_scores"}} for row, check in zip(rows, checked)]
         judged = []
         for row, document, response in zip(rows, documents, responses):
             values = signals(row, document, response)
@@ -185,7 +199,17 @@ class FaithJudge(Metric):
         return judged
 
 
-_NOT_PMI_FAITH = {"faith_judge", "uncond_pmi", "logp_doc", "logp_none", *AGGREGATE_KEYS, *PER_TOKEN_KEYS}
+_NOT_PMI_FAITH = {
+    "faith_judge",
+    "uncond_pmi",
+    "logp_doc",
+    "logp_none",
+    *AGGREGATE_KEYS,
+    *PER_TOKEN_KEYS,
+    "faithkit_checker",
+    "faithkit_checker_generic",
+    *CHECKER_SIGNALS.values(),
+}
 
 
 def pmi_faith_part(row: dict) -> dict:
