@@ -13,7 +13,8 @@ The checker's and faith-judge's scores of the synthetic and pair rows are comput
 under ``--out`` (rerun to resume). Per set: AUROC with a 95% bootstrap interval and paired bootstrap p-values
 against the checker (:func:`faithkit.eval.leaderboard.group_table`, 1,000 resamples). The refitted faith-judge
 (``--weights``, written by ``benchmarks/judge_fit.py``) is scored from the cached features and the checker's
-scores; on BEGIN its figure is cross-source (fitted on the other two sources), as judge_fit.py reports it.
+scores on the sets it was not fitted on (dodeca, synthetic, pairs); its BEGIN figures are judge_fit.py's
+cross-source ones (fitted on the other two sources).
 The last line is one JSON object with every figure.
 
     OMP_NUM_THREADS=1 python benchmarks/checker_eval.py --out runs/checker_eval --features runs/judge_features \\
@@ -33,7 +34,7 @@ from faithkit.data import Row, read_results
 from faithkit.eval.leaderboard import group_table
 from faithkit.jobs import job_fingerprint, score_rows
 from faithkit.metrics.claim_checkers import ClaimChecker
-from faithkit.metrics.judge import FaithJudge, JudgeWeights, signals
+from faithkit.metrics.judge import WEIGHTS, FaithJudge, JudgeWeights, signals
 from faithkit.metrics.lexical import knowledge_precision
 
 from judge_features import dev_rows
@@ -80,6 +81,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, help="the checker data folder (its test.jsonl is the synthetic set)")
     parser.add_argument("--adapter", help="checker adapter folder (default: the one faithkit ships)")
     parser.add_argument("--weights", help="refitted faith-judge weights (judge_fit.py --write)")
+    parser.add_argument("--baseline-weights", help="today's faith-judge weights (default: the shipped file)")
     parser.add_argument("--dtype", default=None, help="checker dtype (default float32 on a CPU)")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -92,16 +94,22 @@ def main() -> None:
 
     checked = scored(checker, [row for _, _, row in dev], args.out / "dev_checker.jsonl", "checker-dev")
     checked |= scored(checker, [row for _, _, row in extra], args.out / "extra_checker.jsonl", "checker-extra")
-    judged = scored(lambda: FaithJudge(model="smollm2-135m"), [row for _, _, row in extra], args.out / "extra_judge.jsonl", "judge-extra")
+    baseline = args.baseline_weights or WEIGHTS
+    judged = scored(
+        lambda: FaithJudge(model="smollm2-135m", weights=baseline),
+        [row for _, _, row in extra],
+        args.out / "extra_judge.jsonl",
+        "judge-extra",
+    )
     features = {r["id"]: r for r in read_results(args.features / "features.jsonl")} if args.features else {}
-    today = JudgeWeights.load()
+    today = JudgeWeights.load(baseline)
     refit = JudgeWeights.load(args.weights) if args.weights else None
 
     figures: dict = {}
     for name in ("wow", "cmu", "tc", "dodeca", "synthetic", "pairs"):
         labelled = [(s, y, r) for s, y, r in (dev + extra) if s == name or (name == "pairs" and r.id.split(":")[0] in PAIR_FILES)]
         columns: dict[str, list[float]] = {k: [] for k in ("checker", "checker_not_unsupported", "knowledge_precision", "pmi_faith", "faith_judge")}
-        if refit:
+        if refit and name not in ("wow", "cmu", "tc"):  # fitted on BEGIN: judge_fit.py reports its transfer figures
             columns["faith_judge_refit"] = []
         labels = []
         for _, label, row in labelled:
@@ -115,7 +123,7 @@ def main() -> None:
             columns["knowledge_precision"].append(knowledge_precision(row.document, row.response) or 0.0)
             columns["pmi_faith"].append(lm["pmi"])
             columns["faith_judge"].append(today.logit(values) if values else lm["faith_judge"])
-            if refit:
+            if "faith_judge_refit" in columns:
                 columns["faith_judge_refit"].append(refit.logit({**values, **checker_signals(check)}) if values else math.nan)
             labels.append(label)
         if not labels:

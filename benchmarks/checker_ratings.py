@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -32,11 +33,15 @@ from faithkit.metrics.lexical import knowledge_precision
 from faithkit.metrics.pmi_faith import PMIFaith
 
 
-def rated_responses(key: dict, annotations) -> tuple[list[dict], np.ndarray]:
+def rated_responses(task: str, key: dict, annotations) -> tuple[list[dict], np.ndarray]:
     """Every rated response's record (document, history, response; read from the systems' files the key names)
     and its faithfulness ratings (annotator x response, the page's answer index: 0 agree … 2 disagree)."""
     column = list(DIMENSIONS).index("faithfulness")
-    systems = {side: System.from_file(key["systems"][side]["source"]) for side in SYSTEMS}
+    def source(side: str) -> Path:  # as given to build: relative to where it ran, usually the task's parent
+        path = Path(key["systems"][side]["source"])
+        return path if path.exists() else Path(task).parent / path
+
+    systems = {side: System.from_file(source(side)) for side in SYSTEMS}
     responses, ratings = [], []
     for index, entry in enumerate(key["items"]):
         for number, side in enumerate(SYSTEMS):
@@ -52,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     key = read_key(args.task)
     annotations = read_annotations(key, args.answers)
-    responses, ratings = rated_responses(key, annotations)
+    responses, ratings = rated_responses(args.task, key, annotations)
     documents = [r["document"] for r in responses]
     histories = [r["history"] for r in responses]
     texts = [r["response"] for r in responses]

@@ -29,7 +29,7 @@ SECTIONS = [
 
 def contexts():
     """The Topical-Chat fixture's turns, and three longer sections, each with one of the turns' histories."""
-    turns = synthetic.topicalchat_contexts(CORPUS, "valid_freq")
+    turns = synthetic.topicalchat_contexts(CORPUS, "valid_freq", min_chars=40)  # the fixture's sections are short
     sections = [synthetic.Context(f"s{i}", [text], turns[i].history, "", False, False) for i, text in enumerate(SECTIONS)]
     return turns, sections
 
@@ -69,7 +69,7 @@ def test_swaps_change_one_fact_and_reuse_the_pool(nlp):
 
 def test_build_is_deterministic_and_splits_by_section(nlp):
     turns, sections = contexts()
-    assert len(turns) == 4 and synthetic.wiki_contexts(CORPUS, turns, "valid_rare", seed=0) == []  # rare reads all
+    assert len(turns) == 4 and synthetic.wiki_contexts(CORPUS, turns, "valid_rare", seed=0, min_chars=40) == []  # rare reads all
     first = synthetic.build(turns, sections, nlp, size=40, seed=3, test_share=0.5)
     second = synthetic.build(turns, sections, nlp, size=40, seed=3, test_share=0.5)
     assert [vars(e) for e in first] == [vars(e) for e in second] and len(first) >= 10

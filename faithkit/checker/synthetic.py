@@ -330,7 +330,13 @@ class Context:
     factual: bool
 
 
-def wiki_contexts(folder: str | Path, histories: Sequence[Context], exclude_split: str, seed: int) -> list[Context]:
+MIN_SECTION_CHARS = 80
+"""Shorter paragraphs (headings, one-liners) are not used as documents."""
+
+
+def wiki_contexts(
+    folder: str | Path, histories: Sequence[Context], exclude_split: str, seed: int, min_chars: int = MIN_SECTION_CHARS
+) -> list[Context]:
     """One context per Topical-Chat Wikipedia section (``wiki.json``) that no conversation of ``exclude_split``
     reads (keep the split you evaluate dialogue models on out), each with the history of a random turn."""
     from ..data.corpora.topicalchat import _files
@@ -360,11 +366,11 @@ def wiki_contexts(folder: str | Path, histories: Sequence[Context], exclude_spli
     return [
         Context(f"wiki:{hashlib.sha256(text.encode()).hexdigest()[:12]}", [text], rng.choice(histories).history, "", False, False)
         for text in texts
-        if len(text) > 40
+        if len(text) > min_chars
     ]
 
 
-def topicalchat_contexts(folder: str | Path, split: str) -> list[Context]:
+def topicalchat_contexts(folder: str | Path, split: str, min_chars: int = MIN_SECTION_CHARS) -> list[Context]:
     """Every turn of a Topical-Chat split with a Wikipedia document, personal-knowledge turns included."""
     from ..data.corpora.topicalchat import PERSONAL, load_topicalchat
 
@@ -372,7 +378,7 @@ def topicalchat_contexts(folder: str | Path, split: str) -> list[Context]:
     contexts = []
     for row in rows:
         named = row["knowledge_source"]
-        sections = [s.strip() for s in row["document"].split("\n") if len(s.strip()) > 40]
+        sections = [s.strip() for s in row["document"].split("\n") if len(s.strip()) > min_chars]
         if sections and row["history"]:
             contexts.append(
                 Context(
