@@ -8,7 +8,8 @@ from dataclasses import fields
 
 from ..paths import PathArg
 from ..jobs import is_main_process
-from .options import add_dtype_option, add_input_columns, refuse_writing_inputs
+from .declared_files import Files, Output, declare_files
+from .options import add_dtype_option, add_input_columns
 
 logger = logging.getLogger(__name__)
 
@@ -76,17 +77,29 @@ def register(subparsers) -> None:
     add_dtype_option(parser)
     add_input_columns(parser, response=False)
     parser.set_defaults(run=run)
+    declare_files(
+        parser,
+        Files(
+            reads=lambda args: [args.config, *_config(args).reads()],
+            writes=lambda args: [Output("--out", _config(args).out, folder=True)],
+        ),
+    )
+
+
+def _config(args):
+    """The sweep's settings: --config's, with the options given winning."""
+    from ..sweep import SweepConfig, load_config
+    from ..sweep.config import GENERATION
+
+    names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
+    return load_config(args.config, {name: getattr(args, name, None) for name in names})
 
 
 def run(args) -> int:
     from ..paths import check_model_folder
-    from ..sweep import SweepConfig, load_config, run_sweep
-    from ..sweep.config import GENERATION
+    from ..sweep import run_sweep
 
-    names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
-    overrides = {name: getattr(args, name, None) for name in names}
-    config = load_config(args.config, overrides)
-    refuse_writing_inputs([config.input_path()], "--out", folder=config.out)
+    config = _config(args)
     for model in filter(None, (config.generator, config.judge)):  # from the config file too, before any row
         check_model_folder(model)
     result = run_sweep(config, restart=args.restart)

@@ -280,6 +280,10 @@ class SweepConfig:
             return data_root() / text[len(DATA_PREFIX) :].lstrip("/")
         return Path(text)
 
+    def reads(self) -> list[Path | str]:
+        """What the sweep reads, which its outputs may not replace: the rows, the chosen files and the models."""
+        return [self.input_path(), *(self.chosen or ()), self.generator, self.judge]
+
     def generation_fingerprint(self) -> dict:
         """What every cell's responses depend on besides the cell (its label names its file): not the grid, not
         batching. The generator by :func:`faithkit.models.identity`."""
