@@ -62,6 +62,7 @@ def _register_begin(benchmarks) -> None:
         "--test", nargs="+", type=PathArg("rows"), help="BEGIN test TSV file(s), evaluated at the dev thresholds"
     )
     parser.add_argument("--out", required=True, type=PathArg("output folder"), help="output folder")
+    add_strict_labels_option(parser)
     add_job_options(parser)
     parser.set_defaults(run=_run_begin)
     declare_files(parser, Files(reads=lambda args: [*args.dev, *(args.test or []), args.model], writes=_out_folder))
@@ -79,9 +80,18 @@ def _run_begin(args) -> int:
         test=args.test or [],
         out_dir=args.out,
         fingerprint=fingerprint,
+        strict_labels=args.strict_labels,
         **job_options(args),
     )
     return 0
+
+
+def add_strict_labels_option(parser) -> None:
+    parser.add_argument(
+        "--strict-labels",
+        action="store_true",
+        help="refuse rows whose label is NaN, infinite, empty or null (default: leave them out, counted in a warning)",
+    )
 
 
 def _register_q2_wow(benchmarks) -> None:
@@ -293,6 +303,7 @@ def _register_labels(benchmarks) -> None:
         help=f"comma-separated metrics to rank, of {', '.join(METRIC_NAMES)}",
     )
     parser.add_argument("--group-by", metavar="COLUMN", help="also report each value of this column on its own")
+    add_strict_labels_option(parser)
     parser.add_argument(
         "--out",
         required=True,
@@ -339,7 +350,7 @@ def _run_labels(args) -> int:
         raise ConfigError(f"{', '.join(unused)} apply to none of --metrics {','.join(args.metrics)}; drop them")
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
-    labelled = label_rows(rows, args.label_column, args.positive, args.group_by)
+    labelled = label_rows(rows, args.label_column, args.positive, args.group_by, strict=args.strict_labels)
     metrics = {
         name: LazyMetric(lambda name=name: load_metric(name, **metric_options(args, name))) for name in args.metrics
     }
