@@ -17,8 +17,8 @@ from pathlib import Path
 from ..data import data_root
 from ..data.rows import InputOptions
 from ..decoding import PMI, SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
-from ..decoding.strategies import strategy_from_text, written_forms
-from ..errors import ConfigError
+from ..decoding.strategies import STRATEGIES, strategy_from_text, written_forms
+from ..errors import ConfigError, InputError
 from ..metrics.registry import MEASURES, current_name
 from ..paths import PathArg
 from ..options import check, coerce, default_grid, from_mapping, option, option_like
@@ -111,7 +111,7 @@ class SweepConfig:
     chosen: tuple[str, ...] | None = option(
         None,
         "comma-separated best.json files of earlier sweeps: each one's chosen cell joins the strategies "
-        "(choose on dev rows, decode other rows)",
+        "as chosen (choose on dev rows, decode other rows); --alpha/--top-p then add a PMI-DECODE grid beside it",
     )
     alpha: tuple[float, ...] | None = option_like(
         PMI, "alpha", default=None, help="PMI-DECODE weights, comma-separated"
@@ -235,15 +235,14 @@ class SweepConfig:
     def strategy_grids(self) -> list[dict]:
         """The ``strategies`` entries with the ``--alpha/--top-p`` flags applied (PMI-DECODE alone without entries)."""
         entries = [dict(entry) for entry in (self.strategies or ([] if self.chosen else [{"name": "pmi"}]))]
-        entries += [entry for path in self.chosen or () for entry in chosen_entries(Path(path))]
         flags = {key: getattr(self, key) for key in ("alpha", "top_p") if getattr(self, key) is not None}
-        if flags:
+        if flags:  # the sweep's own PMI-DECODE grid; a chosen cell keeps its values and runs beside it
             if not any(entry.get("name") == "pmi" for entry in entries):
                 entries.append({"name": "pmi"})
             for entry in entries:
                 if entry.get("name") == "pmi":
                     entry.update(flags)
-        return entries
+        return entries + [entry for path in self.chosen or () for entry in chosen_entries(Path(path))]
 
     def cells(self) -> list[Cell]:
         """The baseline first, then every strategy's grid in order (search mode, then parameters), each once.
@@ -300,26 +299,45 @@ class SweepConfig:
 
 def chosen_entries(path: Path) -> list[dict]:
     """The ``strategies`` entries of each strategy's pick in an earlier sweep's ``best.json`` (its strategy, search
-    and parameters)."""
-    import json
+    and parameters); a file not in the shape a sweep writes is one InputError naming the field."""
+    from ..schema import TEXT, MapOf, Object, check_schema, read_json_file
 
-    try:
-        picks = json.loads(path.read_text(encoding="utf-8"))["by_strategy"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ConfigError(
-            f"chosen: cannot read the picks of {path} ({error!r}); give the best.json of a finished sweep"
-        ) from None
+    fix = "give the best.json of a finished sweep (or rerun that sweep to write it again)"
+    picks = read_json_file(path, Object({"by_strategy": MapOf(Object({"strategy": TEXT, "decoding": TEXT}))}), fix)
     entries = []
-    for pick in picks.values():
-        cls = get_strategy(pick["strategy"])
+    for name, pick in picks["by_strategy"].items():
+        cls = STRATEGIES.get(pick["strategy"])
+        if cls is None:
+            raise InputError(
+                f"{path}: by_strategy.{name}.strategy is {pick['strategy']!r} where one of "
+                f"{', '.join(STRATEGIES)} is expected; {fix}"
+            )
+        own = {PARAMETER_COLUMNS.get(f.name, f.name): _parameter_schema(f.default) for f in fields(cls)}
+        check_schema(pick, Object(own), path, fix, path=f"by_strategy.{name}")
+        values = {f.name: pick[PARAMETER_COLUMNS.get(f.name, f.name)] for f in fields(cls)}
+        try:
+            Cell(strategy_from_dict({"name": cls.name, **values}), pick["decoding"]).check()
+        except ConfigError as error:
+            raise InputError(f"{path}: by_strategy.{name}: {error}; {fix}") from None
         entries.append(
-            {
-                "name": cls.name,
-                "decoding": pick["decoding"],
-                **{f.name: [pick[PARAMETER_COLUMNS.get(f.name, f.name)]] for f in fields(cls)},
-            }
+            {"name": cls.name, "decoding": pick["decoding"], **{key: [value] for key, value in values.items()}}
         )
     return entries
+
+
+def _parameter_schema(default):
+    """A strategy parameter's value in best.json: of its default's kind (a number for a float one)."""
+    from ..schema import BOOLEAN, NUMBER, TEXT, WHOLE
+
+    return (
+        BOOLEAN
+        if isinstance(default, bool)
+        else WHOLE
+        if isinstance(default, int)
+        else TEXT
+        if isinstance(default, str)
+        else NUMBER
+    )
 
 
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> SweepConfig:
