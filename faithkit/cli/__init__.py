@@ -132,6 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             from .declared_files import check_declared_files
 
             check_declared_files(args)
+            args.command_line = list(argv)  # what a command says to rerun to continue
             return args.run(args)
         except FaithkitError as error:
             from ..jobs import JobInterrupted

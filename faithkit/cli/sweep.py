@@ -70,7 +70,13 @@ def register(subparsers) -> None:
         grid, SweepConfig, names=("strategies", "chosen", "alpha", "top_p", "decoding"), unset=None, lists="comma"
     )
     add_flags(grid, GenerationOptions, names=GENERATION, defaults=SweepConfig.generation, unset=argparse.SUPPRESS)
-    add_flags(grid, SweepConfig, names=("limit",), unset=None)
+    add_flags(grid, SweepConfig, names=("limit", "max_cells"), unset=None)
+    grid.add_argument(
+        "--allow-large-grid",
+        action="store_true",
+        default=None,
+        help="run a grid of more than --max-cells cells (refused otherwise, before any work)",
+    )
     judging = parser.add_argument_group("judging")
     add_flags(judging, SweepConfig, names=JUDGING, unset=None, lists="comma")
     add_flags(parser, SweepConfig, names=("device",), unset=None)
@@ -97,12 +103,19 @@ def _config(args):
 
 def run(args) -> int:
     from ..paths import check_model_folder
+    import shlex
+
+    from ..jobs import JobInterrupted
     from ..sweep import run_sweep
 
     config = _config(args)
     for model in filter(None, (config.generator, config.judge)):  # from the config file too, before any row
         check_model_folder(model)
-    result = run_sweep(config, restart=args.restart)
+    try:
+        result = run_sweep(config, restart=args.restart)
+    except JobInterrupted as interrupted:  # say the command that continues it (--restart would start over)
+        argv = [arg for arg in getattr(args, "command_line", None) or () if arg != "--restart"]
+        raise JobInterrupted(f"{interrupted}: faithkit {shlex.join(argv)}" if argv else str(interrupted)) from None
     if is_main_process():
         print(result.markdown)
     logger.info("sweep.csv, best.json, heatmaps/ and report.html -> %s", result.out)

@@ -171,6 +171,13 @@ class SweepConfig:
     )
     resamples: int = option(1000, "bootstrap resamples and permutations", low=100)
     report_contexts: int = option(8, "contexts shown in report.html", low=0)
+    max_cells: int = option(
+        500,
+        "the most cells a grid may have before the sweep refuses it (each cell decodes every row); "
+        "allow_large_grid runs a larger one",
+        low=1,
+    )
+    allow_large_grid: bool = option(False, "run a grid of more than max_cells cells")
     device: str | None = option_like(Placement, "device")
     dtype: str | None = option_like(Placement, "dtype")
 
@@ -197,6 +204,13 @@ class SweepConfig:
                 raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one value, or leave it out")
         from ..reranking import check_judge
 
+        size = self.grid_size()
+        if size > self.max_cells and not self.allow_large_grid:
+            raise ConfigError(
+                f"the grid has {size:,} cells, more than --max-cells {self.max_cells} (each cell decodes every row "
+                f"and is judged on each): give fewer values (--alpha, --top-p, --strategies, --decoding), or "
+                f"--allow-large-grid to run it"
+            )
         cells = self.cells()
         self.generation.validate(searches=sorted({search for cell in cells for search in cell.option_searches}))
         for cell in cells:
@@ -243,6 +257,19 @@ class SweepConfig:
                 if entry.get("name") == "pmi":
                     entry.update(flags)
         return entries + [entry for path in self.chosen or () for entry in chosen_entries(Path(path))]
+
+    def grid_size(self) -> int:
+        """How many cells :meth:`cells` gives at most (the baseline, then each strategy's searches x parameter
+        values), counted without building one, so a 10,000-cell grid is refused at once."""
+        size = 1
+        for entry in self.strategy_grids():
+            cls = STRATEGIES.get(str(entry.get("name")))
+            values = {**default_grid(cls), **entry} if cls is not None else entry  # cells() names an unknown one
+            cells = len(_items(entry.get("decoding", self.decoding)))
+            for key, value in values.items():
+                cells *= len(_items(value)) if key not in STRATEGY_KEYS else 1
+            size += cells
+        return size
 
     def cells(self) -> list[Cell]:
         """The baseline first, then every strategy's grid in order (search mode, then parameters), each once.

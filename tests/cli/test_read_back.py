@@ -109,3 +109,33 @@ def test_chosen_with_alpha_runs_both_the_chosen_cell_and_the_grid(tmp_path):
     cells = load_config(None, settings).cells()
     pmi = sorted((cell.strategy.alpha, cell.strategy.top_p) for cell in cells if cell.strategy.name == "pmi")
     assert pmi == [(0.25, 0.9), (0.5, 0.9)]
+
+
+def _grid(values: int) -> str:
+    return ",".join(f"{(i + 1) / values:g}" for i in range(values))
+
+
+def test_a_grid_over_max_cells_is_refused_before_any_work(faithkit, tmp_path):
+    """10,000 cells (alpha x top_p, 100 values each) once created empty job files for thousands of cells and said
+    nothing for minutes; now one line, before a model loads or a file is written."""
+    rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "1", "document": "d", "history": ["h"], "response": "r"}])
+    argv = ["sweep", "--input", rows, "--out", tmp_path / "out", "--generator", "x"]
+    run = faithkit(*argv, "--alpha", _grid(100), "--top-p", _grid(100))
+    assert run.code == 2 and run.err == (
+        "error: the grid has 10,001 cells, more than --max-cells 500 (each cell decodes every row and is judged on "
+        "each): give fewer values (--alpha, --top-p, --strategies, --decoding), or --allow-large-grid to run it\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["rows.jsonl"]
+    run = faithkit(*argv, "--alpha", _grid(5), "--top-p", _grid(5), "--max-cells", "20")
+    assert run.code == 2 and run.err.startswith("error: the grid has 26 cells, more than --max-cells 20")
+
+
+def test_a_large_grid_runs_when_allowed_and_is_counted_as_built():
+    from faithkit.sweep import load_config
+
+    settings = {"alpha": _grid(30), "top_p": _grid(20), "input": "x", "out": "o", "generator": "x"}
+    config = load_config(None, {**settings, "allow_large_grid": True})
+    assert config.grid_size() == len(config.cells()) == 601
+    strategies = "plain,cad,pmi:alpha=0.5"
+    config = load_config(None, {"strategies": strategies, "decoding": "greedy", **settings, "allow_large_grid": True})
+    assert config.grid_size() >= len(config.cells())  # cells that decode alike are counted, then merged
