@@ -94,7 +94,7 @@ def run(args) -> int:
     from ..decoding.options import GenerationOptions
     from ..decoding.rerank import Rerank
     from ..jobs import job_fingerprint, run_job
-    from ..reranking import CandidatesJob, check_judge, read_candidates
+    from ..reranking import CandidatesJob, check_judge, read_candidates, report_missing_ids
 
     given = {name: getattr(args, name) for name in ("judge", "fluency_tolerance") if hasattr(args, name)}
     strategy = Rerank(**given)
@@ -107,6 +107,7 @@ def run(args) -> int:
     )
     unique_ids(rows)
     candidates = read_candidates(args.candidates)
+    report_missing_ids(candidates, [row.id for row in rows], args.candidates)
     settings = {
         "judge": strategy.judge,
         "fluency_tolerance": strategy.fluency_tolerance,

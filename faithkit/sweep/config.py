@@ -21,7 +21,7 @@ from ..decoding.strategies import STRATEGIES, strategy_from_text, written_forms
 from ..errors import ConfigError, InputError
 from ..metrics.registry import MEASURES, current_name
 from ..paths import PathArg
-from ..options import check, coerce, default_grid, from_mapping, option, option_like
+from ..options import OptionError, check, coerce, default_grid, from_mapping, option, option_like
 from ..precision import Placement
 
 ALWAYS = ("form",)
@@ -377,6 +377,21 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
     if path is not None:
         values = _read_yaml(Path(path))
     overrides = {key: value for key, value in (overrides or {}).items() if value is not None}  # None: not given
+    from_file = set(values) - set(overrides)
+    try:
+        return _load(values, overrides, path)
+    except OptionError as error:  # a value the file gave: the message names the file, as training's do
+        if error.name.split("[")[0].split(".")[0] in from_file:
+            raise OptionError(error.name, error.reason, f"config file {path}: ") from None
+        raise
+    except ConfigError as error:
+        if str(error).split(":")[0].split(" ")[0] in from_file:
+            raise ConfigError(f"config file {path}: {error}") from None
+        raise
+
+
+def _load(values: dict, overrides: dict, path) -> SweepConfig:
+    """:func:`load_config` of the file's ``values`` and the ``overrides``."""
     if isinstance(overrides.get("strategies"), str):
         overrides["strategies"] = strategies_from_flag(overrides["strategies"])
     values.update(overrides)

@@ -139,3 +139,76 @@ def test_a_large_grid_runs_when_allowed_and_is_counted_as_built():
     strategies = "plain,cad,pmi:alpha=0.5"
     config = load_config(None, {"strategies": strategies, "decoding": "greedy", **settings, "allow_large_grid": True})
     assert config.grid_size() >= len(config.cells())  # cells that decode alike are counted, then merged
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def test_a_bom_is_read_past_in_every_jsonl_faithkit_reads(faithkit, tmp_path):
+    """Rows files took a BOM; candidates, score files and sidecars refused it (``Unexpected UTF-8 BOM``)."""
+    from faithkit.data import read_results
+    from faithkit.reranking import read_candidates
+
+    candidates = tmp_path / "candidates.jsonl"
+    candidates.write_bytes(BOM + b'{"id": "1", "responses": ["a", "b"]}\n')
+    assert read_candidates(candidates) == {"1": {"id": "1", "responses": ["a", "b"]}}
+    scores = tmp_path / "scores.jsonl"
+    scores.write_bytes(BOM + b'{"id": "1", "overlap_f1": 0.5}\n{"id": "2", "overlap_f1": 0.25}\n')
+    assert read_results(scores) == [{"id": "1", "overlap_f1": 0.5}, {"id": "2", "overlap_f1": 0.25}]
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(BOM + b'{"id": "1", "overlap_f1": 0.75}\n{"id": "2", "overlap_f1": 0.5}\n')
+    run = faithkit(
+        "meta-eval", "system-level", "--consistent-scores", other, "--inconsistent-scores", scores,
+        "--samples", "2", "--repetitions", "10",
+    )  # fmt: skip
+    assert run.code == 0 and "| overlap_f1 |" in run.out, run.err
+
+
+def test_a_lone_surrogate_in_a_candidate_is_that_rows_error_naming_the_field(tmp_path):
+    """It reached the tokenizer as ``TextEncodeInput must be Union[...]``, naming no field."""
+    from faithkit.data import Row
+    from faithkit.decoding.options import GenerationOptions
+    from faithkit.decoding.rerank import Rerank
+    from faithkit.reranking import CandidatesJob, read_candidates
+
+    candidates = tmp_path / "candidates.jsonl"
+    candidates.write_text('{"id": "1", "responses": ["fine", "bad \\ud800 text"]}\n{"id": "2", "responses": ["ok"]}\n')
+    records = read_candidates(candidates)
+    message = (
+        f"{candidates}, line 1: field 'responses' item 2 holds text that is not valid Unicode (a lone surrogate such "
+        "as \\ud800); fix that text"
+    )
+    assert records["1"] == {"id": "1", "error": message} and records["2"] == {"id": "2", "responses": ["ok"]}
+    job = CandidatesJob("no-model-loads", Rerank(), GenerationOptions(), records)
+    with pytest.raises(ValueError) as raised:
+        job([Row(id="1", document="d")])
+    assert str(raised.value) == message
+
+
+def test_candidate_ids_that_no_row_has_are_counted_and_named(caplog):
+    from faithkit.reranking import report_missing_ids
+
+    candidates = {key: {"id": key, "responses": ["a"]} for key in ("1", "x1", "x2", "x3", "x4")}
+    with caplog.at_level("WARNING", logger="faithkit"):
+        report_missing_ids(candidates, ["1", "2"], "cands.jsonl")
+        report_missing_ids({"1": candidates["1"]}, ["1", "2"], "cands.jsonl")
+    assert [record.getMessage() for record in caplog.records] == [
+        "cands.jsonl: 4 of 5 candidates records have an id no row of --input has ('x1', 'x2', 'x3', …); they are "
+        "not reranked"
+    ]
+
+
+@pytest.mark.parametrize(
+    "yaml, message",
+    [
+        ("alpha: nan\n", "alpha nan is not a usable number; give a finite value"),
+        ("dtype: int8\n", "dtype must be one of auto, float32, bfloat16, float16, got 'int8'"),
+        ("top_p: [0.5, 2]\n", "top_p must be in (0, 1], got 2 (1 keeps every token)"),
+    ],
+)
+def test_a_sweep_config_files_mistake_names_the_file(faithkit, tmp_path, yaml, message):
+    config = tmp_path / "sweep.yaml"
+    config.write_text(yaml)
+    rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "1", "document": "d", "history": ["h"], "response": "r"}])
+    run = faithkit("sweep", "--config", config, "--input", rows, "--out", tmp_path / "out", "--generator", "x")
+    assert run.code == 2 and run.err == f"error: config file {config}: {message}\n"
