@@ -451,7 +451,8 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys, caplog):
     plans = [record.getMessage() for record in caplog.records if record.getMessage().startswith("plan: ")]
     assert plans == [  # said before the first batch: 5 cells, alpha 0 decoded once as plain
         f"plan: 5 cells (3 distinct decodes) on {len(ROWS)} contexts: {3 * len(ROWS)} generations (3 decodes x "
-        f"{len(ROWS)}), then {3 * len(ROWS)} responses judged by pmi-faith ({3 * len(ROWS)} judge passes) -> {out}"
+        f"{len(ROWS)}), then {3 * len(ROWS)} responses judged by pmi-faith, faith-judge ({6 * len(ROWS)} scorings) "
+        f"-> {out}"
     ]
     assert caplog.records.index(next(r for r in caplog.records if r.getMessage().startswith("plan: "))) < next(
         i for i, r in enumerate(caplog.records) if r.getMessage().startswith("generate: batch")

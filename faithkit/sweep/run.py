@@ -117,7 +117,7 @@ def plan(config: SweepConfig, cells: list[Cell], decodes: list[Cell], runs: list
         f"plan: {len(cells)} cells ({len(runs)} distinct decodes) on {contexts} contexts: "
         f"{len(decodes) * contexts:,} generations ({len(decodes)} decodes x {contexts}), then "
         f"{len(runs) * contexts:,} responses judged by {', '.join(judged) or 'the model-free measures'} "
-        f"({len(runs) * contexts * len(judged):,} judge passes) -> {config.out}"
+        f"({len(runs) * contexts * len(judged):,} scorings) -> {config.out}"
     )
 
 
