@@ -288,7 +288,7 @@ def is_explained(path) -> bool:
 
     if Path(path).suffix.lower() != ".jsonl":
         return False
-    with open(path, encoding="utf-8", errors="replace") as lines:
+    with open(path, encoding="utf-8-sig", errors="replace") as lines:
         for line in lines:
             if not line.strip():
                 continue

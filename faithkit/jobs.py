@@ -315,11 +315,13 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
                     continue
                 writer.write(_record(row, result))
                 counts["done"] += 1
-                if result.get("truncated_tokens"):
+                if result.get("truncated_tokens") or result.get("truncated_chars"):
+                    chars = result.get("truncated_chars")
                     logger.warning(
-                        "row %s: context cut by %d tokens to fit the model; the document keeps its end",
+                        "row %s: context cut by %s%d tokens to fit the model; the document keeps its end",
                         row.id,
-                        result["truncated_tokens"],
+                        f"{chars} characters and " if chars else "",
+                        result.get("truncated_tokens", 0),
                     )
             writer.sync()  # once per chunk: see the crash guarantee in faithkit.data.results
             start += len(chunk)

@@ -30,10 +30,31 @@ def as_history(history: str | Sequence[str] | None) -> list[str]:
 
 @dataclass
 class Context:
-    """Token ids of one view of a context, with what truncation removed."""
+    """Token ids of one view of a context, with what truncation removed: ``truncated_chars`` characters of the
+    document (and history) before tokenising (:func:`within_budget`), then ``truncated_tokens`` tokens."""
 
     ids: list[int]
     truncated_tokens: int = 0
+    truncated_chars: int = 0
+
+
+CHARS_PER_TOKEN = 8
+"""Characters of a text kept per token of room before it is tokenised: more than a token of text usually spans, so
+the kept end still fills the room and the exact cut is then made on tokens; a longer text (a 50 MB document) is never
+tokenised whole, which took minutes and gigabytes and held off Ctrl-C."""
+
+
+def within_budget(tokenizer, text: str | None, max_tokens: int | None) -> tuple[str | None, int]:
+    """``text``'s end within ``CHARS_PER_TOKEN * max_tokens`` characters (more, when those hold no more than
+    ``max_tokens`` tokens, so no cut is made that tokens would not make), and how many characters were left out."""
+    if text is None or max_tokens is None:
+        return text, 0
+    budget = CHARS_PER_TOKEN * max(max_tokens, 1)
+    while len(text) > budget:
+        if len(_encode(tokenizer, text[-budget:])) > max_tokens:  # the kept end alone fills the room
+            return text[-budget:], len(text) - budget
+        budget *= 2
+    return text, 0
 
 
 @dataclass(frozen=True)
@@ -89,10 +110,16 @@ class PromptTemplate:
         max_tokens: int | None = None,
     ) -> Context:
         """Token ids of one view. Over ``max_tokens``, the document keeps its end, then the history its end."""
+        document, cut_chars = within_budget(tokenizer, document, max_tokens)
         if self.chat:
-            return self._chat_context(tokenizer, document, history, max_tokens)
+            context = self._chat_context(tokenizer, document, history, max_tokens)
+            context.truncated_chars = cut_chars
+            return context
         start = start_ids(tokenizer)
-        turns = "".join(self.turn.format(turn=turn) for turn in as_history(history))
+        turns, cut_turns = within_budget(
+            tokenizer, "".join(self.turn.format(turn=turn) for turn in as_history(history)), max_tokens
+        )
+        cut_chars += cut_turns
         prefix_ids = _encode(tokenizer, self.response_prefix)
 
         def build(document_text, turns_text) -> list[int]:
@@ -111,7 +138,7 @@ class PromptTemplate:
             else:
                 raise ValueError(f"the context cannot fit in {max_tokens} tokens even without document and history")
             ids = build(document, turns)
-        return Context(ids, truncated_tokens=full_length - len(ids))
+        return Context(ids, truncated_tokens=full_length - len(ids), truncated_chars=cut_chars)
 
     def encoder_context(
         self,
@@ -125,11 +152,16 @@ class PromptTemplate:
         Over ``max_tokens`` the text keeps its end (the history and the response prefix) and
         its leading special tokens.
         """
+        document, cut_chars = within_budget(tokenizer, document, max_tokens)
         ids = list(tokenizer(self.context_text(document, history))["input_ids"])
         if max_tokens is None or len(ids) <= max_tokens:
-            return Context(ids)
+            return Context(ids, truncated_chars=cut_chars)
         head = len(start_ids(tokenizer))
-        return Context(ids[:head] + ids[len(ids) - (max_tokens - head) :], truncated_tokens=len(ids) - max_tokens)
+        return Context(
+            ids[:head] + ids[len(ids) - (max_tokens - head) :],
+            truncated_tokens=len(ids) - max_tokens,
+            truncated_chars=cut_chars,
+        )
 
     def view(
         self,
@@ -171,8 +203,15 @@ class PromptTemplate:
     def _system_turn(self, document: str | None) -> str:
         return self.system + (self.system_document.format(document=document) if document else "")
 
-    def response_ids(self, tokenizer, response: str) -> list[int]:
-        return _encode(tokenizer, self.response_text(response))
+    def response_ids(self, tokenizer, response: str, max_tokens: int | None = None) -> list[int]:
+        """The response's tokens; past ``CHARS_PER_TOKEN * max_tokens`` characters only its head is tokenised when
+        that alone has more than ``max_tokens`` (the caller refuses it then: it cannot fit)."""
+        text = self.response_text(response)
+        if max_tokens is not None and len(text) > CHARS_PER_TOKEN * max_tokens:
+            head = _encode(tokenizer, text[: CHARS_PER_TOKEN * max_tokens])
+            if len(head) > max_tokens:
+                return head
+        return _encode(tokenizer, text)
 
 
 def _drop_leading_tokens(tokenizer, text: str, count: int) -> str:

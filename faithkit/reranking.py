@@ -16,6 +16,7 @@ greedy response from the file's ``greedy`` field or else from the generator, and
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -23,6 +24,8 @@ from .data import Row
 from .decoding.rerank import Rerank, rerank
 from .errors import ConfigError, InputError
 from .metrics.registry import get_spec, load_metric
+
+logger = logging.getLogger(__name__)
 
 FLUENCY_KEY = "logp_history"
 """The PMI-FAITH row field that is the sweep's fluency measure (mean token log P(r | h))."""
@@ -89,11 +92,13 @@ def check_judge(strategy) -> None:
 
 def read_candidates(path) -> dict[str, dict]:
     """``{id: record}`` of a candidates file: JSON lines ``{"id": …, "responses": [text, …], "greedy": text}``
-    (``greedy`` optional). A malformed line is an :class:`~faithkit.errors.InputError` naming its line and the fix."""
+    (``greedy`` optional). A malformed line is an :class:`~faithkit.errors.InputError` naming its line and the fix; a
+    text that is not valid Unicode (a lone surrogate such as ``\ud800``) makes its record an ``error`` naming the
+    field, which becomes that row's error. A UTF-8 BOM at the start is read past, as in rows files."""
     import json
 
     records: dict[str, dict] = {}
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
@@ -119,8 +124,37 @@ def read_candidates(path) -> dict[str, dict]:
                 raise InputError(f"{where}: field 'greedy' must be the greedy response's text")
             if str(record["id"]) in records:
                 raise InputError(f"{where}: id {record['id']!r} appears twice; give each row's candidates once")
+            bad = _field_with_bad_text(record)
+            if bad is not None:
+                record = {"id": record["id"], "error": f"{where}: field {bad} holds text that is not valid Unicode "
+                          f"(a lone surrogate such as \\ud800); fix that text"}  # fmt: skip
             records[str(record["id"])] = record
     return records
+
+
+def _field_with_bad_text(record: dict) -> str | None:
+    """The field of a candidates record (``'responses' item 2``) whose text cannot be written as UTF-8, if any."""
+    from .data.rows import has_bad_text
+
+    if has_bad_text(record.get("greedy", "")):
+        return "'greedy'"
+    return next((f"'responses' item {i}" for i, text in enumerate(record["responses"], 1) if has_bad_text(text)), None)
+
+
+def report_missing_ids(candidates: dict[str, dict], ids: list[str], path) -> None:
+    """A warning counting (and naming the first few of) the candidates records whose id no row of the input has: they
+    are never reranked, which is most often ids from another file."""
+    wanted = set(ids)
+    unused = [key for key in candidates if key not in wanted]
+    if unused:
+        shown = ", ".join(repr(key) for key in unused[:3]) + (", …" if len(unused) > 3 else "")
+        logger.warning(
+            "%s: %d of %d candidates records have an id no row of --input has (%s); they are not reranked",
+            path,
+            len(unused),
+            len(candidates),
+            shown,
+        )
 
 
 def generator_judges(model, tokenizer, options, device=None) -> Judges:
@@ -183,6 +217,9 @@ class CandidatesJob:
             raise ValueError(
                 'no candidates for this id in --candidates; add a record {"id": ..., "responses": [...]} for it'
             )
+        bad = next((self.candidates[row.id]["error"] for row in rows if "error" in self.candidates[row.id]), None)
+        if bad is not None:
+            raise ValueError(bad)
         model, tokenizer, judges = self.generator()
         records = [self.candidates[row.id] for row in rows]
         unknown = [i for i, record in enumerate(records) if "greedy" not in record]

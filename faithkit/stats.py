@@ -19,7 +19,6 @@ from collections.abc import Callable
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats as scipy_stats
 
 
 def _check(scores: ArrayLike, labels: ArrayLike, binary: bool = True) -> tuple[np.ndarray, np.ndarray]:
@@ -58,7 +57,9 @@ def auroc(scores: ArrayLike, labels: ArrayLike) -> float:
     """
     scores, labels = _check(scores, labels)
     _both_classes(labels, "AUROC")
-    ranks = scipy_stats.rankdata(scores)
+    from scipy.stats import rankdata  # scipy on first use: a sweep refused on its command line never loads it
+
+    ranks = rankdata(scores)
     n_pos = int(labels.sum())
     n_neg = len(labels) - n_pos
     u = ranks[labels == 1].sum() - n_pos * (n_pos + 1) / 2
@@ -121,12 +122,16 @@ def _correlation(function, scores, labels) -> float:
 
 def spearman(scores: ArrayLike, labels: ArrayLike) -> float:
     """Spearman rank correlation of scores with labels (NaN when either is constant)."""
-    return _correlation(scipy_stats.spearmanr, scores, labels)
+    from scipy.stats import spearmanr
+
+    return _correlation(spearmanr, scores, labels)
 
 
 def pearson(scores: ArrayLike, labels: ArrayLike) -> float:
     """Pearson correlation of scores with labels (NaN when either is constant)."""
-    return _correlation(scipy_stats.pearsonr, scores, labels)
+    from scipy.stats import pearsonr
+
+    return _correlation(pearsonr, scores, labels)
 
 
 def correlation_interval(r: float, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -136,7 +141,9 @@ def correlation_interval(r: float, n: int, confidence: float = 0.95) -> tuple[fl
         return math.nan, math.nan
     if abs(r) == 1:
         return r, r
-    half = scipy_stats.norm.ppf(0.5 + confidence / 2) * math.sqrt((1 + r * r / 2) / (n - 3))
+    from scipy.stats import norm
+
+    half = norm.ppf(0.5 + confidence / 2) * math.sqrt((1 + r * r / 2) / (n - 3))
     return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
 
 

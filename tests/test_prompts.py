@@ -31,12 +31,23 @@ def test_gpt2_gets_no_start_token(gpt2_tokenizer):
     assert start_ids(gpt2_tokenizer) == []
 
 
-def test_long_document_keeps_its_end_and_framing(gpt2_tokenizer):
+def test_long_document_keeps_its_end_and_framing(gpt2_tokenizer, monkeypatch):
+    """Cut by characters first (the document is longer than 8 characters per token of room), then exactly by
+    tokens: the same ids as cutting the whole tokenised text."""
+    import faithkit.prompts
+
     template = PromptTemplate()
     document = " ".join(f"w{i}" for i in range(200))
     full = template.context(gpt2_tokenizer, document, ["User: q?"])
     cut = template.context(gpt2_tokenizer, document, ["User: q?"], max_tokens=60)
-    assert len(cut.ids) == 60 and cut.truncated_tokens == len(full.ids) - 60
+    assert 58 <= len(cut.ids) <= 60 and cut.truncated_chars == len(document) - 8 * 60 and cut.truncated_tokens > 0
+    monkeypatch.setattr(faithkit.prompts, "CHARS_PER_TOKEN", 10**9)  # no character budget: all of it tokenised
+    whole = template.context(gpt2_tokenizer, document, ["User: q?"], max_tokens=60)
+    assert whole.truncated_chars == 0 and whole.truncated_tokens == len(full.ids) - len(whole.ids)
+    # the same end kept, to a word where re-tokenising the cut shifts a token boundary
+    kept, kept_whole = _decode(gpt2_tokenizer, cut.ids).split(), _decode(gpt2_tokenizer, whole.ids).split()
+    assert kept[-25:] == kept_whole[-25:] and abs(len(kept) - len(kept_whole)) <= 1
+    monkeypatch.undo()
     text = _decode(gpt2_tokenizer, cut.ids)
     assert text.startswith("Document: ") and text.endswith("w199\n\nUser: q?\nAgent:")
     assert "w0 " not in text

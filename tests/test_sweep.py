@@ -8,6 +8,7 @@ loads them by name as a user's would.
 import argparse
 import csv
 import json
+import logging
 import re
 from dataclasses import replace
 from html import unescape
@@ -363,7 +364,7 @@ resamples: 200
 """
 
 
-def test_all_four_strategies_resume_after_ctrl_c_to_the_same_table(config, tmp_path, monkeypatch):
+def test_all_four_strategies_resume_after_ctrl_c_to_the_same_table(config, tmp_path, monkeypatch, capsys):
     """One config with plain (three searches), PMI-DECODE, CAD and AdaCAD: Ctrl-C during generation and again during
     scoring, then a rerun of the same command ends with the sweep.csv of an uninterrupted run, CI and p columns
     included; CAD alpha 0 is decoded once, as plain greedy."""
@@ -407,14 +408,20 @@ def test_all_four_strategies_resume_after_ctrl_c_to_the_same_table(config, tmp_p
         real_write(self, record)
 
     monkeypatch.setattr(ResultWriter, "write", interrupted_write)
+    capsys.readouterr()
     assert run_main(*command("stopped")) == 130
+    said = capsys.readouterr().err.splitlines()[-1]  # what is saved, and the command that continues
+    assert said == (
+        f"interrupted: 11 of 35 generations and 0 scores are saved in {tmp_path / 'stopped'}; rerun the same "
+        f"command to continue: faithkit -q sweep --config {tmp_path / 'stopped.yaml'}"
+    )
     assert run_main(*command("stopped")) == 130
     assert len(read_jsonl(tmp_path / "stopped" / "scores.jsonl")) == 18  # 11 + 24 responses, then 18 scores
     assert run_main(*command("stopped")) == 0
     assert (tmp_path / "stopped" / "sweep.csv").read_text() == table
 
 
-def test_sweep_outputs(config, models_dir, tmp_path, capsys):
+def test_sweep_outputs(config, models_dir, tmp_path, capsys, caplog):
     args = parse(
         [
             "--generator",
@@ -437,9 +444,19 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys):
             "10",
         ]
     )
-    assert sweep_cli.run(args) == 0
+    with caplog.at_level(logging.INFO, logger="faithkit"):
+        assert sweep_cli.run(args) == 0
     out = Path(config.out)
     printed = capsys.readouterr().out
+    plans = [record.getMessage() for record in caplog.records if record.getMessage().startswith("plan: ")]
+    assert plans == [  # said before the first batch: 5 cells, alpha 0 decoded once as plain
+        f"plan: 5 cells (3 distinct decodes) on {len(ROWS)} contexts: {3 * len(ROWS)} generations (3 decodes x "
+        f"{len(ROWS)}), then {3 * len(ROWS)} responses judged by pmi-faith, faith-judge ({6 * len(ROWS)} scorings) "
+        f"-> {out}"
+    ]
+    assert caplog.records.index(next(r for r in caplog.records if r.getMessage().startswith("plan: "))) < next(
+        i for i, r in enumerate(caplog.records) if r.getMessage().startswith("generate: batch")
+    )
     assert "| alpha \\ top_p | 0.6 | 1 |" in printed and "\n| 0.5 | " in printed and "best: " in printed
     plain = "| plain greedy (= pmi greedy alpha=0 top_p=0.6; pmi greedy alpha=0 top_p=1) | "
     assert plain in printed and "| pmi greedy alpha=0.5 top_p=0.6 | " in printed  # alpha 0 folded into plain

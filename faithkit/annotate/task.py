@@ -333,7 +333,7 @@ def read_document(path: Path, kind: str, description: str, fix: str) -> dict:
     if not path.is_file():
         raise InputError(f"{path} not found; {fix}")
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        document = json.loads(path.read_text(encoding="utf-8-sig"))
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise InputError(f"{path} is not valid JSON ({error}); {fix}") from None
     if not isinstance(document, dict) or document.get("format") != kind:

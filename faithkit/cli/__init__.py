@@ -131,6 +131,10 @@ def main(argv: list[str] | None = None) -> int:
     configure_logging(args.quiet, args.verbose)
     with _sigterm_as_interrupt() as terminated:
         try:
+            from .declared_files import check_declared_files
+
+            check_declared_files(args)
+            args.command_line = list(argv)  # what a command says to rerun to continue
             return args.run(args)
         except FaithkitError as error:
             from ..jobs import JobInterrupted

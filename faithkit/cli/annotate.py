@@ -6,7 +6,8 @@ import logging
 from pathlib import Path
 
 from ..paths import PathArg
-from .options import positive_int, refuse_writing_inputs
+from .declared_files import Files, Output, declare_files
+from .options import positive_int
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +50,13 @@ def register(subparsers) -> None:
     build.add_argument("--seed", type=int, default=0, help="seed of the sample and the sides (default 0)")
     build.add_argument("--out", required=True, type=PathArg("output folder"), help="task folder to write")
     build.set_defaults(run=run_build)
+    declare_files(
+        build,
+        Files(
+            reads=lambda args: [args.sweep, args.a_file, args.b_file],
+            writes=lambda args: [Output("--out", args.out, folder=True)],
+        ),
+    )
 
     report = actions.add_parser(
         "report",
@@ -67,6 +75,13 @@ def register(subparsers) -> None:
     report.add_argument("--bootstrap", type=positive_int, default=1000, help="bootstrap draws (default 1000)")
     report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     report.set_defaults(run=run_report)
+    declare_files(
+        report,
+        Files(
+            reads=lambda args: [*args.answers, Path(args.task) / "key.json"],
+            writes=lambda args: [Output("TASK", Path(args.task) / name) for name in ("report.csv", "report.png")],
+        ),
+    )
 
 
 def run_build(args) -> int:
@@ -87,7 +102,6 @@ def run_build(args) -> int:
         systems = [System.from_file(path, name) for path, name in zip(files, names)]
     else:
         raise ConfigError("name the two systems: --sweep DIR --a CELL --b CELL, or --a-file FILE --b-file FILE")
-    refuse_writing_inputs([system.source for system in systems], "--out", folder=args.out)
     a, b = systems
     task = build_task(a, b, out=args.out, contexts=args.contexts, seed=args.seed)
     logger.info(
@@ -102,10 +116,6 @@ def run_build(args) -> int:
 def run_report(args) -> int:
     from ..annotate import read_annotations, read_key, summarize, write_report
 
-    task = Path(args.task)
-    refuse_writing_inputs(
-        [*args.answers, task / "key.json"], "TASK", outputs=[task / "report.csv", task / "report.png"]
-    )
     annotations = read_annotations(read_key(args.task), args.answers)
     print(write_report(args.task, summarize(annotations, resamples=args.bootstrap, seed=args.seed)))
     return 0

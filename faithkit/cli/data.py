@@ -55,6 +55,24 @@ def register(subparsers) -> None:
         "dev and report on test",
     )
     export.set_defaults(run=run_export)
+    from .declared_files import Files, Output, declare_files
+
+    declare_files(
+        export,
+        Files(
+            reads=export_reads,
+            writes=lambda args: [Output("--output", args.output, folder=args.format == "arrow")],
+        ),
+    )
+
+
+def export_reads(args) -> list:
+    """The corpus folder (--path, else its default one) and the whole data root, where the benchmarks live."""
+    from ..data import data_root
+    from ..data.corpora import CORPORA
+
+    folder = CORPORA[args.name].folder
+    return [args.path or (folder and data_root() / folder), data_root()]
 
 
 def run_export(args) -> int:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..numbers import finite_float
 from ..paths import PathArg
+from .declared_files import Files, Output, declare_files
 from .options import (
     LazyMetric,
     add_input_columns,
@@ -16,8 +17,6 @@ from .options import (
     job_options,
     metric_fingerprint_from_args,
     metric_from_args,
-    refuse_shared_outputs,
-    refuse_writing_inputs,
 )
 
 logger = logging.getLogger(__name__)
@@ -59,6 +58,18 @@ def register(subparsers) -> None:
     add_input_columns(parser)
     add_job_options(parser, chunk_size=16)
     parser.set_defaults(run=run)
+    declare_files(
+        parser,
+        Files(
+            reads=lambda args: [args.input, args.model],
+            writes=lambda args: [Output("--html", args.html), Output("--scores-output", scores_output(args))],
+        ),
+    )
+
+
+def scores_output(args) -> Path:
+    """--scores-output, else beside --html."""
+    return Path(args.scores_output or Path(args.html).with_suffix(".scores.jsonl"))
 
 
 def run(args) -> int:
@@ -70,10 +81,7 @@ def run(args) -> int:
     from .meta_eval import score_keys
 
     source = Path(args.input)
-    scores_path = Path(args.scores_output or Path(args.html).with_suffix(".scores.jsonl"))
-    refuse_shared_outputs({"--html": args.html, "--scores-output": scores_path})
-    refuse_writing_inputs([source], "--html", outputs=[args.html])
-    refuse_writing_inputs([source], "--scores-output", outputs=[scores_path])
+    scores_path = scores_output(args)
     explained = is_explained(source)
     if explained:
         records = read_results(source)

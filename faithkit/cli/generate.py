@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from ..paths import PathArg
+from .declared_files import Files, Output, declare_files
 from .options import (
     add_device_option,
     add_dtype_option,
@@ -13,7 +14,6 @@ from .options import (
     add_job_options,
     columns_from_args,
     job_options,
-    refuse_writing_inputs,
 )
 
 logger = logging.getLogger(__name__)
@@ -55,6 +55,13 @@ def register(subparsers) -> None:
     add_job_options(parser, chunk_size=8)
     add_input_columns(parser)
     parser.set_defaults(run=run)
+    declare_files(
+        parser,
+        Files(
+            reads=lambda args: [args.input, args.model, getattr(args, "judge", None)],
+            writes=lambda args: [Output("--output", args.output)],
+        ),
+    )
 
 
 def add_generation_options(parser: argparse.ArgumentParser) -> None:
@@ -82,7 +89,6 @@ def run(args) -> int:
     from ..jobs import job_fingerprint, run_job
 
     strategy, options = decoding_from_args(args)
-    refuse_writing_inputs([args.input], "--output", outputs=[args.output])
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
     )

@@ -34,6 +34,9 @@ def register(subparsers) -> None:
     )
     parser.add_argument("arguments", nargs=argparse.REMAINDER, help="arguments of accelerate launch")
     parser.set_defaults(run=run)
+    from .declared_files import WRITES_NOTHING, declare_files
+
+    declare_files(parser, WRITES_NOTHING)  # the program it launches checks its own
 
 
 def run(args) -> int:

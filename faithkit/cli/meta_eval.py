@@ -8,6 +8,7 @@ from pathlib import Path
 from ..metrics.registry import METRIC_NAMES
 from ..numbers import finite_float
 from ..paths import PathArg
+from .declared_files import Files, Output, declare_files
 from .options import (
     LazyMetric,
     add_input_columns,
@@ -22,7 +23,6 @@ from .options import (
     metric_name,
     metric_options,
     positive_int,
-    refuse_writing_inputs,
 )
 
 logger = logging.getLogger(__name__)
@@ -39,6 +39,10 @@ def register(subparsers) -> None:
     _register_q2_wow(benchmarks)
     _register_system_level(benchmarks)
     _register_labels(benchmarks)
+
+
+def _out_folder(args) -> list[Output]:
+    return [Output("--out", args.out, folder=True)]
 
 
 def _register_begin(benchmarks) -> None:
@@ -58,15 +62,16 @@ def _register_begin(benchmarks) -> None:
         "--test", nargs="+", type=PathArg("rows"), help="BEGIN test TSV file(s), evaluated at the dev thresholds"
     )
     parser.add_argument("--out", required=True, type=PathArg("output folder"), help="output folder")
+    add_strict_labels_option(parser)
     add_job_options(parser)
     parser.set_defaults(run=_run_begin)
+    declare_files(parser, Files(reads=lambda args: [*args.dev, *(args.test or []), args.model], writes=_out_folder))
 
 
 def _run_begin(args) -> int:
     from ..eval.begin import meta_eval_begin
     from ..jobs import job_fingerprint
 
-    refuse_writing_inputs([*args.dev, *(args.test or [])], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval begin", **metric_fingerprint_from_args(args))
     meta_eval_begin(
         metric=LazyMetric(lambda: metric_from_args(args)),
@@ -75,9 +80,18 @@ def _run_begin(args) -> int:
         test=args.test or [],
         out_dir=args.out,
         fingerprint=fingerprint,
+        strict_labels=args.strict_labels,
         **job_options(args),
     )
     return 0
+
+
+def add_strict_labels_option(parser) -> None:
+    parser.add_argument(
+        "--strict-labels",
+        action="store_true",
+        help="refuse rows whose label is NaN, infinite, empty or null (default: leave them out, counted in a warning)",
+    )
 
 
 def _register_q2_wow(benchmarks) -> None:
@@ -116,6 +130,9 @@ def _register_q2_wow(benchmarks) -> None:
     )
     add_job_options(parser, chunk_size=16)
     parser.set_defaults(run=_run_q2_wow)
+    declare_files(
+        parser, Files(reads=lambda args: [args.consistent, args.inconsistent, args.model], writes=_out_folder)
+    )
 
 
 def score_keys(args) -> tuple[str, ...]:
@@ -129,7 +146,6 @@ def _run_q2_wow(args) -> int:
     from ..eval.q2_wow import meta_eval_q2_wow
     from ..jobs import job_fingerprint
 
-    refuse_writing_inputs([args.consistent, args.inconsistent], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval q2-wow", **metric_fingerprint_from_args(args))
     meta_eval_q2_wow(
         args.consistent,
@@ -204,6 +220,21 @@ def _register_system_level(benchmarks) -> None:
         "--out", type=PathArg("output folder"), help="folder to also write system_level.json and system_level.csv to"
     )
     parser.set_defaults(run=_run_system_level)
+    declare_files(
+        parser,
+        Files(
+            reads=lambda args: [
+                args.consistent_scores,
+                args.inconsistent_scores,
+                args.scores and Path(args.scores) / "scores.jsonl",
+            ],
+            # it writes two files only, so --out may be the --scores folder
+            writes=lambda args: [
+                Output("--out", args.out and Path(args.out) / name)
+                for name in ("system_level.json", "system_level.csv")
+            ],
+        ),
+    )
 
 
 def _run_system_level(args) -> int:
@@ -211,13 +242,6 @@ def _run_system_level(args) -> int:
     from ..eval.system_level import SYSTEM_LEVEL_COLUMNS, load_score_pools, system_level_table, write_system_level
     from ..report import markdown_table
 
-    if args.out:  # it writes two files only, so --out may be the --scores folder
-        written = [Path(args.out) / name for name in ("system_level.json", "system_level.csv")]
-        refuse_writing_inputs(
-            [args.consistent_scores, args.inconsistent_scores, args.scores and Path(args.scores) / "scores.jsonl"],
-            "--out",
-            outputs=written,
-        )
     consistent, inconsistent = load_score_pools(args.scores, args.consistent_scores, args.inconsistent_scores)
     try:
         results = system_level_table(
@@ -279,6 +303,7 @@ def _register_labels(benchmarks) -> None:
         help=f"comma-separated metrics to rank, of {', '.join(METRIC_NAMES)}",
     )
     parser.add_argument("--group-by", metavar="COLUMN", help="also report each value of this column on its own")
+    add_strict_labels_option(parser)
     parser.add_argument(
         "--out",
         required=True,
@@ -294,6 +319,7 @@ def _register_labels(benchmarks) -> None:
     add_job_options(parser)
     add_input_columns(parser)
     parser.set_defaults(run=_run_labels)
+    declare_files(parser, Files(reads=lambda args: [args.input, args.model], writes=_out_folder))
 
 
 def _metric_names(text: str) -> list[str]:
@@ -322,10 +348,9 @@ def _run_labels(args) -> int:
     ]
     if unused:
         raise ConfigError(f"{', '.join(unused)} apply to none of --metrics {','.join(args.metrics)}; drop them")
-    refuse_writing_inputs([args.input], "--out", folder=args.out)
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
-    labelled = label_rows(rows, args.label_column, args.positive, args.group_by)
+    labelled = label_rows(rows, args.label_column, args.positive, args.group_by, strict=args.strict_labels)
     metrics = {
         name: LazyMetric(lambda name=name: load_metric(name, **metric_options(args, name))) for name in args.metrics
     }

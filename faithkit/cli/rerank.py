@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from ..paths import PathArg
+from .declared_files import Files, Output, declare_files
 from .options import (
     add_device_option,
     add_dtype_option,
@@ -12,7 +13,6 @@ from .options import (
     add_job_options,
     columns_from_args,
     job_options,
-    refuse_writing_inputs,
 )
 
 logger = logging.getLogger(__name__)
@@ -63,6 +63,13 @@ def register(subparsers) -> None:
     add_job_options(parser, chunk_size=8)
     add_input_columns(parser, response=False)
     parser.set_defaults(run=run)
+    declare_files(
+        parser,
+        Files(
+            reads=lambda args: [args.input, args.candidates, args.model, getattr(args, "judge", None)],
+            writes=lambda args: [Output("--output", args.output)],
+        ),
+    )
 
 
 def add_rerank_options(parser) -> None:
@@ -87,7 +94,7 @@ def run(args) -> int:
     from ..decoding.options import GenerationOptions
     from ..decoding.rerank import Rerank
     from ..jobs import job_fingerprint, run_job
-    from ..reranking import CandidatesJob, check_judge, read_candidates
+    from ..reranking import CandidatesJob, check_judge, read_candidates, report_missing_ids
 
     given = {name: getattr(args, name) for name in ("judge", "fluency_tolerance") if hasattr(args, name)}
     strategy = Rerank(**given)
@@ -95,12 +102,12 @@ def run(args) -> int:
     options = GenerationOptions(
         **{f.name: getattr(args, f.name) for f in fields(GenerationOptions) if f.name in GENERATION_FLAGS}
     ).validate()
-    refuse_writing_inputs([args.input, args.candidates], "--output", outputs=[args.output])
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
     )
     unique_ids(rows)
     candidates = read_candidates(args.candidates)
+    report_missing_ids(candidates, [row.id for row in rows], args.candidates)
     settings = {
         "judge": strategy.judge,
         "fluency_tolerance": strategy.fluency_tolerance,

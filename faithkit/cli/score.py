@@ -6,6 +6,7 @@ import logging
 
 from ..jobs import is_main_process
 from ..paths import PathArg
+from .declared_files import Files, Output, declare_files
 from .options import (
     LazyMetric,
     add_input_columns,
@@ -15,7 +16,6 @@ from .options import (
     job_options,
     metric_fingerprint_from_args,
     metric_from_args,
-    refuse_writing_inputs,
 )
 
 logger = logging.getLogger(__name__)
@@ -43,6 +43,10 @@ def register(subparsers) -> None:
     add_job_options(parser)
     add_input_columns(parser)
     parser.set_defaults(run=run)
+    declare_files(
+        parser,
+        Files(reads=lambda args: [args.input, args.model], writes=lambda args: [Output("--output", args.output)]),
+    )
 
 
 def run(args) -> int:
@@ -50,7 +54,6 @@ def run(args) -> int:
     from ..jobs import job_fingerprint, score_rows
     from ..report import print_score_table
 
-    refuse_writing_inputs([args.input], "--output", outputs=[args.output])
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
     fingerprint = job_fingerprint("score", **metric_fingerprint_from_args(args))

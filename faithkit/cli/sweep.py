@@ -8,7 +8,8 @@ from dataclasses import fields
 
 from ..paths import PathArg
 from ..jobs import is_main_process
-from .options import add_dtype_option, add_input_columns, refuse_writing_inputs
+from .declared_files import Files, Output, declare_files
+from .options import add_dtype_option, add_input_columns
 
 logger = logging.getLogger(__name__)
 
@@ -69,27 +70,52 @@ def register(subparsers) -> None:
         grid, SweepConfig, names=("strategies", "chosen", "alpha", "top_p", "decoding"), unset=None, lists="comma"
     )
     add_flags(grid, GenerationOptions, names=GENERATION, defaults=SweepConfig.generation, unset=argparse.SUPPRESS)
-    add_flags(grid, SweepConfig, names=("limit",), unset=None)
+    add_flags(grid, SweepConfig, names=("limit", "max_cells"), unset=None)
+    grid.add_argument(
+        "--allow-large-grid",
+        action="store_true",
+        default=None,
+        help="run a grid of more than --max-cells cells (refused otherwise, before any work)",
+    )
     judging = parser.add_argument_group("judging")
     add_flags(judging, SweepConfig, names=JUDGING, unset=None, lists="comma")
     add_flags(parser, SweepConfig, names=("device",), unset=None)
     add_dtype_option(parser)
     add_input_columns(parser, response=False)
     parser.set_defaults(run=run)
+    declare_files(
+        parser,
+        Files(
+            reads=lambda args: [args.config, *_config(args).reads()],
+            writes=lambda args: [Output("--out", _config(args).out, folder=True)],
+        ),
+    )
+
+
+def _config(args):
+    """The sweep's settings: --config's, with the options given winning."""
+    from ..sweep import SweepConfig, load_config
+    from ..sweep.config import GENERATION
+
+    names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
+    return load_config(args.config, {name: getattr(args, name, None) for name in names})
 
 
 def run(args) -> int:
     from ..paths import check_model_folder
-    from ..sweep import SweepConfig, load_config, run_sweep
-    from ..sweep.config import GENERATION
+    import shlex
 
-    names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
-    overrides = {name: getattr(args, name, None) for name in names}
-    config = load_config(args.config, overrides)
-    refuse_writing_inputs([config.input_path()], "--out", folder=config.out)
+    from ..jobs import JobInterrupted
+    from ..sweep import run_sweep
+
+    config = _config(args)
     for model in filter(None, (config.generator, config.judge)):  # from the config file too, before any row
         check_model_folder(model)
-    result = run_sweep(config, restart=args.restart)
+    try:
+        result = run_sweep(config, restart=args.restart)
+    except JobInterrupted as interrupted:  # say the command that continues it (--restart would start over)
+        argv = [arg for arg in getattr(args, "command_line", None) or () if arg != "--restart"]
+        raise JobInterrupted(f"{interrupted}: faithkit {shlex.join(argv)}" if argv else str(interrupted)) from None
     if is_main_process():
         print(result.markdown)
     logger.info("sweep.csv, best.json, heatmaps/ and report.html -> %s", result.out)

@@ -41,19 +41,44 @@ def register(subparsers) -> None:
     )
     add_arguments(parser)
     parser.set_defaults(run=run)
+    from .declared_files import Files, Output, declare_files
+
+    declare_files(
+        parser,
+        Files(reads=reads, writes=lambda args: [Output("--output-dir", output_dir(args), folder=True)]),
+    )
+
+
+def _config(args: argparse.Namespace):
+    from ..train import load_config
+    from ..train.config import overrides_from_args
+
+    return load_config(args.config, overrides_from_args(args))
+
+
+def output_dir(args: argparse.Namespace) -> Path:
+    """--output-dir, else runs/train/CONFIG_NAME."""
+    return Path(args.output_dir) if args.output_dir else Path("runs/train") / Path(args.config).stem
+
+
+def reads(args: argparse.Namespace) -> list:
+    """The config, the rows or corpus folder (a corpus's default one under the data root) and the model."""
+    from ..data import data_root
+    from ..data.corpora import CORPORA
+
+    config = _config(args)
+    data = config.data
+    corpus = CORPORA.get(data.corpus or "")
+    default_folder = corpus and corpus.folder and data_root() / corpus.folder
+    return [args.config, data.train_file, data.dev_file, data.corpus_path or default_folder, config.model.name]
 
 
 def run(args: argparse.Namespace) -> int:
     """Train, then print the summary as one JSON line (main process only); errors propagate as FaithkitError."""
     from ..jobs import is_main_process
-    from ..train import load_config, train
-    from ..train.config import overrides_from_args
-    from .options import refuse_writing_inputs
+    from ..train import train
 
-    config = load_config(args.config, overrides_from_args(args))
-    output_dir = Path(args.output_dir) if args.output_dir else Path("runs/train") / Path(args.config).stem
-    refuse_writing_inputs([config.data.train_file, config.data.dev_file], "--output-dir", folder=output_dir)
-    summary = train(config, output_dir, resume=args.resume)
+    summary = train(_config(args), output_dir(args), resume=args.resume)
     if is_main_process():
         print(to_json(summary), flush=True)
     return 0

@@ -123,7 +123,7 @@ class ResultWriter:
                 f"({self.meta_path.name} is missing); {restart_hint(self.flag)}"
             )
         try:
-            recorded = json.loads(self.meta_path.read_text(encoding="utf-8"))
+            recorded = json.loads(self.meta_path.read_text(encoding="utf-8-sig"))
         except (json.JSONDecodeError, UnicodeDecodeError):
             recorded = None
         if not isinstance(recorded, dict):
@@ -259,7 +259,7 @@ def read_results(path: str | Path) -> list[dict]:
     """Every record of a result file; a damaged line is an :class:`OutputError` naming it."""
     path = Path(path)
     try:
-        lines = path.read_text(encoding="utf-8").split("\n")  # JSON escapes every newline; U+2028 may stay raw
+        lines = path.read_text(encoding="utf-8-sig").split("\n")  # JSON escapes every newline; U+2028 may stay raw
     except UnicodeDecodeError as error:
         raise OutputError(f"{path} is not UTF-8 text (byte {error.start}); save it as UTF-8") from None
     return [_parse(line, number, path) for number, line in enumerate(lines, start=1) if line.strip()]

@@ -82,7 +82,7 @@ def build_inputs(
     room = context_room(model, tokenizer, max_new_tokens)
     limit = min(max_context_tokens or room, room)
     contexts = [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in pairs]
-    cut = sum(1 for context in contexts[: len(documents)] if context.truncated_tokens)
+    cut = sum(1 for context in contexts[: len(documents)] if context.truncated_tokens or context.truncated_chars)
     if cut and limit == room and max_context_tokens != room:  # the model's room cut them, not the caller's limit
         logger.warning(
             "%d of %d contexts cut to the %d tokens the model has room for (their end kept); "

@@ -21,6 +21,7 @@ from ..metrics.registry import get_spec
 from ..report import markdown_table
 from .. import stats
 from . import plots
+from .labels import without_missing_labels
 
 BASELINES = {"overlap_f1": token_f1_overlap, "bleu": bleu_vs_knowledge}
 REPORTED = ("n", "threshold", "accuracy", "precision", "recall", "f1", "auroc", "spearman", "pearson")
@@ -42,6 +43,20 @@ def _scored_records(metric, rows, path: Path, fingerprint: dict | None, job: dic
     return records
 
 
+def _with_labels(rows: list, strict: bool) -> list:
+    """The rows but those whose begin_label is missing (:func:`~faithkit.eval.labels.without_missing_labels`); rows
+    that cannot be read stay, to become error records as before."""
+    labelled = without_missing_labels(
+        [row for row in rows if not row.error],
+        lambda row: row.extras.get("begin_label"),
+        "column 'begin_label'",
+        lambda row: row.id,
+        strict,
+    )
+    kept = {id(row) for row in labelled}
+    return [row for row in rows if row.error or id(row) in kept]
+
+
 def _need_both_classes(records: list[dict], split: str, files: list[str]) -> None:
     """Thresholds, AUROC and ROC curves compare the two classes: a split with one of them has nothing to compare."""
     labels = {record["label"] for record in records}
@@ -54,18 +69,27 @@ def _need_both_classes(records: list[dict], split: str, files: list[str]) -> Non
 
 
 def meta_eval_begin(
-    metric, metric_name: str, dev: list[str], test: list[str], out_dir: str, fingerprint: dict | None = None, **job
+    metric,
+    metric_name: str,
+    dev: list[str],
+    test: list[str],
+    out_dir: str,
+    fingerprint: dict | None = None,
+    strict_labels: bool = False,
+    **job,
 ) -> list[dict]:
     """Score, threshold on dev, report dev and test; return the result rows (also written to ``out_dir``).
 
     Scores are resumable; ``fingerprint`` (see :func:`faithkit.jobs.job_fingerprint`) guards them, and
-    ``job`` holds :func:`faithkit.jobs.run_job`'s options (``restart``, ``retry_errors``, ``chunk_size``).
+    ``job`` holds :func:`faithkit.jobs.run_job`'s options (``restart``, ``retry_errors``, ``chunk_size``). A row
+    without a label (NaN, empty, ...) is left out with a warning, or refused with ``strict_labels``.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    splits = {"dev": _scored_records(metric, load_begin(dev), out / "scores_dev.jsonl", fingerprint, job)}
+    rows = {split: _with_labels(load_begin(files), strict_labels) for split, files in (("dev", dev), ("test", test))}
+    splits = {"dev": _scored_records(metric, rows["dev"], out / "scores_dev.jsonl", fingerprint, job)}
     if test:
-        splits["test"] = _scored_records(metric, load_begin(test), out / "scores_test.jsonl", fingerprint, job)
+        splits["test"] = _scored_records(metric, rows["test"], out / "scores_test.jsonl", fingerprint, job)
     if not splits["dev"]:
         raise InputError("no dev row could be scored; see the 'error' records in scores_dev.jsonl")
     for split, records in splits.items():

@@ -35,6 +35,7 @@ from ..metrics.registry import get_spec
 from ..report import markdown_table
 from .. import files
 from .. import stats
+from .labels import without_missing_labels
 from . import plots
 
 logger = logging.getLogger(__name__)
@@ -74,11 +75,14 @@ class Labelled:
     groups: list[str] | None = None
 
 
-def label_rows(rows: Sequence[Row], label_column: str, positive: str, group_by: str | None = None) -> Labelled:
+def label_rows(
+    rows: Sequence[Row], label_column: str, positive: str, group_by: str | None = None, strict: bool = False
+) -> Labelled:
     """Each readable row's 0/1 label; an unknown column, a ``positive`` no row has or one class only is an InputError.
 
     A label matches ``positive`` when its text (a JSON value as JSON writes it: ``true``, ``1``) equals it. Rows
-    that cannot be read or have an empty label are left out, with a warning.
+    that cannot be read or have no label (NaN, infinity, empty, null: :mod:`.labels`) are left out, with a warning;
+    with ``strict`` a row without a label is an InputError.
     """
     readable = [row for row in rows if not row.error]
     if not readable:
@@ -89,10 +93,10 @@ def label_rows(rows: Sequence[Row], label_column: str, positive: str, group_by: 
     columns = sorted({column for row in readable for column in row.extras})
     for column, flag in ((label_column, "--label-column"), (group_by, "--group-by")):
         if column is not None and column not in columns:
-            raise InputError(f"{flag} '{column}' is not a column of the input; its other columns are {columns}")
-    kept = [row for row in readable if _label_text(row.extras.get(label_column)) != ""]
-    if len(kept) < len(readable):
-        logger.warning("%d rows have no %s; they are left out", len(readable) - len(kept), label_column)
+            raise InputError(f"{flag} '{column}' is not a column of the input holding labels; {_columns_hint(columns)}")
+    kept = without_missing_labels(
+        readable, lambda row: row.extras.get(label_column), f"column '{label_column}'", lambda row: row.id, strict
+    )
     positive = positive.strip()  # as the labels are read
     values = [_label_text(row.extras[label_column]) for row in kept]
     seen = sorted(set(values))
@@ -108,6 +112,14 @@ def label_rows(rows: Sequence[Row], label_column: str, positive: str, group_by: 
         )
     groups = [_label_text(row.extras.get(group_by)) or "(none)" for row in kept] if group_by else None
     return Labelled(kept, np.array([value == positive for value in values], dtype=int), groups)
+
+
+def _columns_hint(columns: list[str]) -> str:
+    """The columns a label can come from; the document, history, response and id columns are read as those."""
+    read = "the document, history, response and id columns are read as such"
+    if not columns:
+        return f"the input has no other column ({read}): add a label column"
+    return f"its other columns are {', '.join(repr(column) for column in columns)} ({read})"
 
 
 def _label_text(value) -> str:

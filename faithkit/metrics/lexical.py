@@ -68,13 +68,48 @@ def _tokenizer():
     return spacy.blank("en")
 
 
+SPACY_PIECE = 100_000
+"""Characters spaCy tokenises at once: a longer text goes in pieces cut at whitespace, which spaCy splits on first,
+so the tokens are the same; a whole 50 MB document would pass spaCy's ``max_length`` (1,000,000) and hold a Doc of
+it in memory."""
+
+
 def content_tokens(text: str) -> list[str]:
     """Lowercased spaCy tokens of ``text`` without stop words, punctuation or whitespace."""
     return [
         token.text.lower()
-        for token in _tokenizer()(text)
+        for piece in _pieces(text)
+        for token in _tokenizer()(piece)
         if not token.is_stop and not token.is_punct and not token.is_space
     ]
+
+
+LEXICAL_MAX_CHARS = 5_000_000
+"""The longest text (document, response or reference) the lexical measures read: spaCy tokenises about a megabyte a
+second, so a longer one is a row error in a few milliseconds instead of minutes of work."""
+
+
+def check_lexical_lengths(**fields: Sequence[str] | None) -> None:
+    """A ValueError naming the example and the field when a text is longer than :data:`LEXICAL_MAX_CHARS`."""
+    for name, texts in fields.items():
+        for index, text in enumerate(texts or ()):
+            if isinstance(text, str) and len(text) > LEXICAL_MAX_CHARS:
+                raise ValueError(
+                    f"example {index}: field '{name}' has {len(text):,} characters, more than the "
+                    f"{LEXICAL_MAX_CHARS:,} the lexical measures read; shorten it (pmi-faith and the other model "
+                    f"metrics keep its end)"
+                )
+
+
+def _pieces(text: str, size: int = SPACY_PIECE):
+    """``text`` in pieces of at most about ``size`` characters, each ending at whitespace where there is some."""
+    start = 0
+    while len(text) - start > size:
+        cut = max(text.rfind(" ", start, start + size), text.rfind("\n", start, start + size))
+        end = cut + 1 if cut > start else start + size  # one unbroken run of size characters: cut inside it
+        yield text[start:end]
+        start = end
+    yield text[start:]
 
 
 def token_f1_overlap(knowledge: str, response: str) -> float:
@@ -133,6 +168,7 @@ class TextOverlap(Metric):
     ) -> list[dict]:
         """One ``{score_key: value}`` per example."""
         documents, _, responses, _ = check_columns(documents, histories, responses)
+        check_lexical_lengths(document=documents, response=responses)
         return [
             {self.score_key: self._function(document, response)} for document, response in zip(documents, responses)
         ]
@@ -157,6 +193,7 @@ class Lexical(Metric):
         references: Sequence[str] | None = None,
     ) -> list[dict]:
         documents, _, responses, references = check_columns(documents, histories, responses, references)
+        check_lexical_lengths(document=documents, response=responses, reference=references)
         rows = [{"knowledge_precision": knowledge_precision(d, r)} for d, r in zip(documents, responses)]
         for row, response, reference in zip(rows, responses, references or []):
             row["token_f1"] = token_f1(reference, response)

@@ -56,7 +56,9 @@ class PMIFaith(Metric):
     (:data:`faithkit.precision.DTYPES`). ``normalize="mean"`` averages
     log-probabilities over the response's tokens as the authors' code does; ``"sum"``
     uses total log-probabilities. A document that does not fit in ``max_length``
-    tokens keeps its end and the row reports ``truncated_tokens`` (with a warning).
+    tokens keeps its end and the row reports ``truncated_tokens`` (with a warning), and ``truncated_chars`` when
+    the document was long enough to be cut by characters before tokenising
+    (:func:`faithkit.prompts.within_budget`).
     """
 
     score_keys = ("pmi", "uncond_pmi")
@@ -118,7 +120,7 @@ class PMIFaith(Metric):
         for i, (document, history, response) in enumerate(zip(documents, histories, responses)):
             _check_text(i, "document", document)
             _check_text(i, "response", response)
-            target = self.template.response_ids(self.tokenizer, response)
+            target = self.template.response_ids(self.tokenizer, response, self.max_length)
             if len(target) >= self.max_length:
                 raise ValueError(
                     f"example {i}: field 'response' has {len(target)} tokens, "
@@ -137,6 +139,8 @@ class PMIFaith(Metric):
                     max_tokens=self.max_length - len(target),
                 )
                 row["truncated_tokens"] = max(row["truncated_tokens"], context.truncated_tokens)
+                if context.truncated_chars:  # the document's start, left out before tokenising (a huge one)
+                    row["truncated_chars"] = max(row.get("truncated_chars", 0), context.truncated_chars)
                 requests.append((context.ids, target))
             rows.append(row)
         per_views = self._score(requests, len(rows), progress)

@@ -17,11 +17,11 @@ from pathlib import Path
 from ..data import data_root
 from ..data.rows import InputOptions
 from ..decoding import PMI, SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
-from ..decoding.strategies import strategy_from_text, written_forms
-from ..errors import ConfigError
+from ..decoding.strategies import STRATEGIES, strategy_from_text, written_forms
+from ..errors import ConfigError, InputError
 from ..metrics.registry import MEASURES, current_name
 from ..paths import PathArg
-from ..options import check, coerce, default_grid, from_mapping, option, option_like
+from ..options import OptionError, check, coerce, default_grid, from_mapping, option, option_like
 from ..precision import Placement
 
 ALWAYS = ("form",)
@@ -111,7 +111,7 @@ class SweepConfig:
     chosen: tuple[str, ...] | None = option(
         None,
         "comma-separated best.json files of earlier sweeps: each one's chosen cell joins the strategies "
-        "(choose on dev rows, decode other rows)",
+        "as chosen (choose on dev rows, decode other rows); --alpha/--top-p then add a PMI-DECODE grid beside it",
     )
     alpha: tuple[float, ...] | None = option_like(
         PMI, "alpha", default=None, help="PMI-DECODE weights, comma-separated"
@@ -171,6 +171,13 @@ class SweepConfig:
     )
     resamples: int = option(1000, "bootstrap resamples and permutations", low=100)
     report_contexts: int = option(8, "contexts shown in report.html", low=0)
+    max_cells: int = option(
+        500,
+        "the most cells a grid may have before the sweep refuses it (each cell decodes every row); "
+        "allow_large_grid runs a larger one",
+        low=1,
+    )
+    allow_large_grid: bool = option(False, "run a grid of more than max_cells cells")
     device: str | None = option_like(Placement, "device")
     dtype: str | None = option_like(Placement, "dtype")
 
@@ -197,6 +204,13 @@ class SweepConfig:
                 raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one value, or leave it out")
         from ..reranking import check_judge
 
+        size = self.grid_size()
+        if size > self.max_cells and not self.allow_large_grid:
+            raise ConfigError(
+                f"the grid has {size:,} cells, more than --max-cells {self.max_cells} (each cell decodes every row "
+                f"and is judged on each): give fewer values (--alpha, --top-p, --strategies, --decoding), or "
+                f"--allow-large-grid to run it"
+            )
         cells = self.cells()
         self.generation.validate(searches=sorted({search for cell in cells for search in cell.option_searches}))
         for cell in cells:
@@ -235,15 +249,27 @@ class SweepConfig:
     def strategy_grids(self) -> list[dict]:
         """The ``strategies`` entries with the ``--alpha/--top-p`` flags applied (PMI-DECODE alone without entries)."""
         entries = [dict(entry) for entry in (self.strategies or ([] if self.chosen else [{"name": "pmi"}]))]
-        entries += [entry for path in self.chosen or () for entry in chosen_entries(Path(path))]
         flags = {key: getattr(self, key) for key in ("alpha", "top_p") if getattr(self, key) is not None}
-        if flags:
+        if flags:  # the sweep's own PMI-DECODE grid; a chosen cell keeps its values and runs beside it
             if not any(entry.get("name") == "pmi" for entry in entries):
                 entries.append({"name": "pmi"})
             for entry in entries:
                 if entry.get("name") == "pmi":
                     entry.update(flags)
-        return entries
+        return entries + [entry for path in self.chosen or () for entry in chosen_entries(Path(path))]
+
+    def grid_size(self) -> int:
+        """How many cells :meth:`cells` gives at most (the baseline, then each strategy's searches x parameter
+        values), counted without building one, so a 10,000-cell grid is refused at once."""
+        size = 1
+        for entry in self.strategy_grids():
+            cls = STRATEGIES.get(str(entry.get("name")))
+            values = {**default_grid(cls), **entry} if cls is not None else entry  # cells() names an unknown one
+            cells = len(_items(entry.get("decoding", self.decoding)))
+            for key, value in values.items():
+                cells *= len(_items(value)) if key not in STRATEGY_KEYS else 1
+            size += cells
+        return size
 
     def cells(self) -> list[Cell]:
         """The baseline first, then every strategy's grid in order (search mode, then parameters), each once.
@@ -280,6 +306,10 @@ class SweepConfig:
             return data_root() / text[len(DATA_PREFIX) :].lstrip("/")
         return Path(text)
 
+    def reads(self) -> list[Path | str]:
+        """What the sweep reads, which its outputs may not replace: the rows, the chosen files and the models."""
+        return [self.input_path(), *(self.chosen or ()), self.generator, self.judge]
+
     def generation_fingerprint(self) -> dict:
         """What every cell's responses depend on besides the cell (its label names its file): not the grid, not
         batching. The generator by :func:`faithkit.models.identity`."""
@@ -296,26 +326,45 @@ class SweepConfig:
 
 def chosen_entries(path: Path) -> list[dict]:
     """The ``strategies`` entries of each strategy's pick in an earlier sweep's ``best.json`` (its strategy, search
-    and parameters)."""
-    import json
+    and parameters); a file not in the shape a sweep writes is one InputError naming the field."""
+    from ..schema import TEXT, MapOf, Object, check_schema, read_json_file
 
-    try:
-        picks = json.loads(path.read_text(encoding="utf-8"))["by_strategy"]
-    except (OSError, ValueError, KeyError, TypeError) as error:
-        raise ConfigError(
-            f"chosen: cannot read the picks of {path} ({error!r}); give the best.json of a finished sweep"
-        ) from None
+    fix = "give the best.json of a finished sweep (or rerun that sweep to write it again)"
+    picks = read_json_file(path, Object({"by_strategy": MapOf(Object({"strategy": TEXT, "decoding": TEXT}))}), fix)
     entries = []
-    for pick in picks.values():
-        cls = get_strategy(pick["strategy"])
+    for name, pick in picks["by_strategy"].items():
+        cls = STRATEGIES.get(pick["strategy"])
+        if cls is None:
+            raise InputError(
+                f"{path}: by_strategy.{name}.strategy is {pick['strategy']!r} where one of "
+                f"{', '.join(STRATEGIES)} is expected; {fix}"
+            )
+        own = {PARAMETER_COLUMNS.get(f.name, f.name): _parameter_schema(f.default) for f in fields(cls)}
+        check_schema(pick, Object(own), path, fix, path=f"by_strategy.{name}")
+        values = {f.name: pick[PARAMETER_COLUMNS.get(f.name, f.name)] for f in fields(cls)}
+        try:
+            Cell(strategy_from_dict({"name": cls.name, **values}), pick["decoding"]).check()
+        except ConfigError as error:
+            raise InputError(f"{path}: by_strategy.{name}: {error}; {fix}") from None
         entries.append(
-            {
-                "name": cls.name,
-                "decoding": pick["decoding"],
-                **{f.name: [pick[PARAMETER_COLUMNS.get(f.name, f.name)]] for f in fields(cls)},
-            }
+            {"name": cls.name, "decoding": pick["decoding"], **{key: [value] for key, value in values.items()}}
         )
     return entries
+
+
+def _parameter_schema(default):
+    """A strategy parameter's value in best.json: of its default's kind (a number for a float one)."""
+    from ..schema import BOOLEAN, NUMBER, TEXT, WHOLE
+
+    return (
+        BOOLEAN
+        if isinstance(default, bool)
+        else WHOLE
+        if isinstance(default, int)
+        else TEXT
+        if isinstance(default, str)
+        else NUMBER
+    )
 
 
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> SweepConfig:
@@ -328,6 +377,21 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
     if path is not None:
         values = _read_yaml(Path(path))
     overrides = {key: value for key, value in (overrides or {}).items() if value is not None}  # None: not given
+    from_file = set(values) - set(overrides)
+    try:
+        return _load(values, overrides, path)
+    except OptionError as error:  # a value the file gave: the message names the file, as training's do
+        if error.name.split("[")[0].split(".")[0] in from_file:
+            raise OptionError(error.name, error.reason, f"config file {path}: ") from None
+        raise
+    except ConfigError as error:
+        if str(error).split(":")[0].split(" ")[0] in from_file:
+            raise ConfigError(f"config file {path}: {error}") from None
+        raise
+
+
+def _load(values: dict, overrides: dict, path) -> SweepConfig:
+    """:func:`load_config` of the file's ``values`` and the ``overrides``."""
     if isinstance(overrides.get("strategies"), str):
         overrides["strategies"] = strategies_from_flag(overrides["strategies"])
     values.update(overrides)

@@ -37,7 +37,7 @@ from ..decoding import Cell, decoded_by
 from ..decoding.rerank import Rerank
 from ..errors import InputError
 from ..files import write_json
-from ..jobs import current_process, job_fingerprint, shared_outputs
+from ..jobs import JobInterrupted, current_process, job_fingerprint, shared_outputs
 from ..metrics.registry import METRICS
 from ..reranking import LazyGenerator
 from .config import SweepConfig
@@ -80,12 +80,17 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     decodes = [cell for cell in runs if cell not in reranked]
     generator = LazyGenerator(config.generator, config.generation, config.device, config.dtype)
     drawn = list(dict.fromkeys(drawn_by(cell) for cell in reranked))
-    responses = generate_cells(config, contexts, [*decodes, *drawn], out, generator)
-    candidates = {cell: responses.pop(cell) for cell in drawn}
-    golds = [c.gold for c in contexts if c.gold]
-    golds = golds if len(golds) == len(contexts) else None  # relevance needs every context's gold
+    if current_process().is_main:
+        logger.info("%s", plan(config, cells, [*decodes, *drawn], runs, len(contexts)))
+    try:
+        responses = generate_cells(config, contexts, [*decodes, *drawn], out, generator)
+        candidates = {cell: responses.pop(cell) for cell in drawn}
+        golds = [c.gold for c in contexts if c.gold]
+        golds = golds if len(golds) == len(contexts) else None  # relevance needs every context's gold
 
-    rows, files = judge(config, out, contexts, responses, candidates, reranked, golds, generator)
+        rows, files = judge(config, out, contexts, responses, candidates, reranked, golds, generator)
+    except KeyboardInterrupt:
+        raise JobInterrupted(f"interrupted: {saved(out, len([*decodes, *drawn]) * len(contexts))}") from None
     responses.update({cell: responses[decoded_by(cell)] for cell in cells})
 
     def measured(cell: Cell) -> dict:
@@ -103,6 +108,32 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     if current_process().is_main:
         _write_outputs(config, contexts, {cell.label: responses[cell] for cell in cells}, files, table, best)
     return SweepResult(table, best, sweep_markdown(table, config, best), out)
+
+
+def plan(config: SweepConfig, cells: list[Cell], decodes: list[Cell], runs: list[Cell], contexts: int) -> str:
+    """What the sweep is about to do, said before it starts: its cells, the decodes they need, the judging."""
+    judged = [spec.name for spec in METRICS.values() if spec.runs_on_device and spec.name in config.metrics]
+    return (
+        f"plan: {len(cells)} cells ({len(runs)} distinct decodes) on {contexts} contexts: "
+        f"{len(decodes) * contexts:,} generations ({len(decodes)} decodes x {contexts}), then "
+        f"{len(runs) * contexts:,} responses judged by {', '.join(judged) or 'the model-free measures'} "
+        f"({len(runs) * contexts * len(judged):,} scorings) -> {config.out}"
+    )
+
+
+def saved(out: Path, generations: int) -> str:
+    """How much of an interrupted sweep is on disk: the responses of ``generations`` and the scores."""
+
+    def lines(path: Path) -> int:
+        with open(path, "rb") as handle:
+            return sum(1 for _ in handle)
+
+    responses = sum(lines(path) for folder in ("cells", "candidates") for path in (out / folder).glob("*.jsonl"))
+    scored = sum(lines(path) for path in out.glob("*.jsonl"))
+    return (
+        f"{responses:,} of {generations:,} generations and {scored:,} scores are saved in {out}; "
+        f"rerun the same command to continue"
+    )
 
 
 def _write_outputs(config: SweepConfig, contexts: list, responses: dict, files: dict, table: list, best: dict) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
+import warnings
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -106,13 +107,15 @@ def _safe_loads():
     def load(file, map_location=None, **kwargs):
         kwargs["weights_only"] = True
         try:
-            return original(file, map_location=map_location, **kwargs)
+            with warnings.catch_warnings():  # torch's and accelerate's notes on weights_only: faithkit asks for it
+                warnings.simplefilter("ignore")
+                return original(file, map_location=map_location, **kwargs)
         except pickle.UnpicklingError as error:
             refused.append(
                 ConfigError(
                     f"{file} holds objects other than tensors and plain values, which could run code when read, so "
-                    f"faithkit does not load it (torch's safe loader: {str(error).splitlines()[0][:120]}); resume only "
-                    f"a run folder you trust and made with faithkit, or start the run again"
+                    f"faithkit does not load it (torch's safe loader: {_refusal_reason(error)}); resume only a run "
+                    f"folder you trust and made with faithkit, or start the run again"
                 )
             )
             raise refused[-1] from None
@@ -122,6 +125,14 @@ def _safe_loads():
         yield refused
     finally:
         checkpointing.load = original
+
+
+def _refusal_reason(error: pickle.UnpicklingError) -> str:
+    """The line of torch's refusal that names what it would not load (``Trying to load unsupported GLOBAL
+    posix.system …``), whole; else its first line."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    named = [line for line in lines if "GLOBAL" in line or "Unsupported" in line or "unsupported" in line]
+    return (named or lines or ["no reason given"])[0].rstrip(".")
 
 
 def remove(path: Path) -> None:

@@ -111,7 +111,8 @@ def test_bad_label_column_positive_value_or_one_class_is_one_error_line(faithkit
     path = _labelled(tmp_path, ["yes", "no", "yes", "no"])
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "label", "--positive", "yes")
     assert run.code == 2 and run.error_lines == [
-        "error: --label-column 'label' is not a column of the input; its other columns are ['verdict']"
+        "error: --label-column 'label' is not a column of the input holding labels; its other columns are "
+        "'verdict' (the document, history, response and id columns are read as such)"
     ]
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "Yes")
     assert run.code == 2 and run.error_lines == [
@@ -125,7 +126,8 @@ def test_bad_label_column_positive_value_or_one_class_is_one_error_line(faithkit
     ]
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "yes", "--group-by", "src")
     assert run.code == 2 and run.error_lines == [
-        "error: --group-by 'src' is not a column of the input; its other columns are ['verdict']"
+        "error: --group-by 'src' is not a column of the input holding labels; its other columns are 'verdict' "
+        "(the document, history, response and id columns are read as such)"
     ]
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "yes", "--model", "x")
     assert run.code == 2 and run.error_lines == ["error: --model apply to none of --metrics overlap-f1; drop them"]
@@ -141,7 +143,10 @@ def test_json_labels_match_as_json_writes_them_and_rows_left_out_are_said(faithk
     # overlap F1 with the document: 6/7 and 1/2 (true) against 0 and 2/5 (false): every pair is won
     assert "| all | overlap_f1 | 4 | 2 | 1.0000 |" in run.out
     assert "warning: 1 rows cannot be read and are left out (the first: line 6 is not valid JSON" in run.err
-    assert "warning: 1 rows have no verdict; they are left out" in run.err
+    assert (
+        "warning: 1 rows have no usable label in column 'verdict' (NaN, infinity, empty or null) and are left out, e.g. 5"
+        in run.err
+    )
 
 
 def test_the_bootstrap_is_each_resample_s_auroc_on_the_same_draws():
@@ -172,3 +177,114 @@ def test_paired_p_value():
     assert paired_p_value(np.zeros(99)) == 1.0  # the same score twice
     assert paired_p_value(np.ones(99)) == pytest.approx(2 / 100)  # never 0: 99 resamples show no p below 0.02
     assert paired_p_value(np.array([-1.0] * 10 + [1.0] * 89)) == pytest.approx(2 * 11 / 100)
+
+
+def test_the_id_column_is_no_label_column_and_the_hint_says_why(faithkit, tmp_path):
+    path = write_jsonl(tmp_path / "rows.jsonl", [{"id": "1", "document": "d", "response": "r"}])
+    run = _labels_run(faithkit, path, tmp_path, "--label-column", "id", "--positive", "1")
+    assert run.code == 2 and run.error_lines == [
+        "error: --label-column 'id' is not a column of the input holding labels; the input has no other column "
+        f"{HINT_TEXT}: add a label column"
+    ]
+
+
+HINT_TEXT = "(the document, history, response and id columns are read as such)"
+LABELLED = [  # overlap F1 with "Red apples grow on trees.": 6/7, 1/2 (positive) against 0, 2/5 (negative)
+    ("red apples grow", "yes"),
+    ("apples", "yes"),
+    ("blue cars", "no"),
+    ("trees fly", "no"),
+]
+NO_LABEL = [("red apples", "no"), ("on trees", "no"), ("grow", "no")]  # scores that would lose to the positives
+
+
+def _with_missing_labels(tmp_path, kind: str, missing: list):
+    """LABELLED and NO_LABEL rows, the latter with ``missing`` labels, as a ``kind`` file."""
+    rows = [
+        {"id": str(n), "document": "Red apples grow on trees.", "response": text, "verdict": label}
+        for n, (text, label) in enumerate(LABELLED + [(text, value) for (text, _), value in zip(NO_LABEL, missing)])
+    ]
+    path = tmp_path / f"rows.{kind}"
+    if kind == "jsonl":
+        path.write_text("".join(json.dumps(row) + "\n" for row in rows))  # NaN and Infinity as JSON has them
+    elif kind == "parquet":
+        import pandas
+
+        pandas.DataFrame(rows).to_parquet(path)
+    else:
+        with open(path, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, fieldnames=list(rows[0]), delimiter="\t" if kind == "tsv" else ",")
+            writer.writeheader()
+            writer.writerows(rows)
+    return path
+
+
+@pytest.mark.parametrize(
+    "kind, missing",
+    [
+        ("jsonl", [float("nan"), float("inf"), None]),
+        ("jsonl", ["NaN", "", "null"]),
+        ("csv", ["NaN", "nan", ""]),
+        ("tsv", ["NaN", "-inf", " "]),
+        ("parquet", [float("nan"), float("nan"), float("nan")]),
+    ],
+)
+def test_rows_without_a_label_are_left_out_never_negatives(faithkit, tmp_path, kind, missing):
+    """The AUROC with rows whose label is NaN/inf/empty/null is the AUROC without those rows, with one warning."""
+    if kind == "parquet":
+        missing = [float("nan")] * 3  # a float column: parquet holds NaN, not text
+        rows = _with_missing_labels(tmp_path, kind, missing)
+        path = tmp_path / "numeric.parquet"
+        import pandas
+
+        frame = pandas.read_parquet(rows)
+        frame["verdict"] = [1.0, 1.0, 0.0, 0.0, *missing]
+        frame.to_parquet(path)
+        positive = "1.0"
+    else:
+        path, positive = _with_missing_labels(tmp_path, kind, missing), "yes"
+    run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", positive)
+    assert run.code == 0, run.err
+    scores = [token_f1_overlap("Red apples grow on trees.", text) for text, _ in LABELLED]
+    expected = mann_whitney(scores, [label == "yes" for _, label in LABELLED])
+    assert expected == 1.0
+    assert f"| all | overlap_f1 | 4 | 2 | {expected:.4f} |" in run.out
+    warnings = [line for line in run.err.splitlines() if line.startswith("warning:") and "usable label" in line]
+    assert warnings == [
+        "warning: 3 rows have no usable label in column 'verdict' (NaN, infinity, empty or null) and are left out, "
+        "e.g. 4, 5, 6 (--strict-labels refuses them instead)"
+    ]
+    strict = _labels_run(
+        faithkit, path, tmp_path, "--label-column", "verdict", "--positive", positive, "--strict-labels", "--restart"
+    )
+    assert strict.code == 2 and strict.error_lines == [
+        "error: 3 rows have no usable label in column 'verdict' (NaN, infinity, empty or null), e.g. 4, 5, 6; give "
+        "them a label or remove them, or drop --strict-labels to leave them out"
+    ]
+
+
+def test_begin_rows_without_a_label_are_left_out_or_refused(faithkit, tmp_path):
+    header = "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n"
+    lines = [
+        ("Red apples grow on trees.", "red apples grow", POSITIVE),
+        ("Red apples grow on trees.", "apples", POSITIVE),
+        ("Red apples grow on trees.", "blue cars", "Not fully attributable"),
+        ("Red apples grow on trees.", "trees fly", "Generic"),
+        ("Red apples grow on trees.", "red apples", "NaN"),
+        ("Red apples grow on trees.", "on trees", ""),
+    ]
+    path = tmp_path / "begin.tsv"
+    path.write_text(header + "".join(f"m\twow\t{k}\thi\t{r}\t{label}\n" for k, r, label in lines))
+    run = faithkit("meta-eval", "begin", "--metric", "overlap-f1", "--dev", path, "--out", tmp_path / "out")
+    assert run.code == 0, run.err
+    assert "warning: 2 rows have no usable label in column 'begin_label' (NaN, infinity, empty or null)" in run.err
+    records = [json.loads(line) for line in (tmp_path / "out" / "scores_dev.jsonl").read_text().splitlines()]
+    assert sorted(record["id"] for record in records) == ["begin:1", "begin:2", "begin:3", "begin:4"]
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    overall = next(r for r in results if r["score"] == "overlap_f1" and r["source"] == "all")
+    scores = [token_f1_overlap(k, r) for k, r, _ in lines[:4]]
+    assert overall["auroc"] == pytest.approx(mann_whitney(scores, [label == POSITIVE for *_, label in lines[:4]]))
+    strict = faithkit(
+        "meta-eval", "begin", "--metric", "overlap-f1", "--dev", path, "--out", tmp_path / "o2", "--strict-labels"
+    )
+    assert strict.code == 2 and strict.error_lines[0].startswith("error: 2 rows have no usable label")

@@ -19,6 +19,7 @@
 # TEST_SPLIT (unset: SPLIT's test half; set: that whole split), FAMILIES (pmi cad adacad rerank), GENERATOR
 # (skip step 1 and decode with this model), DEV_LIMIT / TEST_LIMIT (the first N rows of each half instead of the
 # configs' 32 and 80, sized for a CPU run as docs/table4.md's measured one; larger on a GPU, e.g. 80 and 200).
+# Each is checked before any work (exit 2 with one `error:` line); OUT may not lie inside a data folder.
 set -eu
 HERE=$(dirname "$0")
 OUT=${OUT:-runs/table4}
@@ -27,6 +28,29 @@ TRAIN_CONFIG=${TRAIN_CONFIG:-$HERE/train.yaml}
 SPLIT=${SPLIT:-valid_rare}
 FAMILIES=${FAMILIES:-pmi cad adacad rerank}
 PATH_FLAG=${CORPUS_PATH:+--path $CORPUS_PATH}
+
+# Every variable is checked before any work: a mistake found after training would cost its hours.
+fail() { echo "error: run.sh: $*" >&2; exit 2; }
+for name in DEV_LIMIT TEST_LIMIT; do
+  eval "value=\${$name:-}"
+  case $value in
+    '') ;;
+    *[!0-9]* | 0 | 0*) fail "$name must be a whole number of rows, at least 1, got '$value'" ;;
+  esac
+done
+for family in $FAMILIES; do
+  [ -f "$HERE/dev-$family.yaml" ] || fail "FAMILIES: no strategy family '$family'; choose from pmi cad adacad rerank"
+done
+[ -f "$TRAIN_CONFIG" ] || [ -n "${GENERATOR:-}" ] || fail "TRAIN_CONFIG: file not found: $TRAIN_CONFIG"
+[ -z "${CORPUS_PATH:-}" ] || [ -d "$CORPUS_PATH" ] || fail "CORPUS_PATH: folder not found: $CORPUS_PATH"
+DATA=${FAITHKIT_DATA:-$HERE/../../../../shared/data}
+for data in "$DATA" ${CORPUS_PATH:+"$CORPUS_PATH"}; do
+  [ -d "$data" ] || continue
+  data=$(realpath "$data")
+  case "$(realpath -m "$OUT")/" in
+    "$data"/*) fail "OUT $OUT is inside the data folder $data, whose files it would sit among; choose another OUT" ;;
+  esac
+done
 DEV_LIMIT_FLAG=${DEV_LIMIT:+--limit $DEV_LIMIT}
 TEST_LIMIT_FLAG=${TEST_LIMIT:+--limit $TEST_LIMIT}
 

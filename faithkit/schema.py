@@ -1,0 +1,116 @@
+"""Files faithkit reads back (a sweep's ``best.json``, …) checked against the shape faithkit wrote them in.
+
+A hand-edited file would otherwise fail deep inside the code that uses it (``KeyError: 'alpha'``).
+:func:`read_json_file` reads one and checks it against a schema built from the pieces below; a
+mismatch is one :class:`~faithkit.errors.InputError` naming the file, the path to the field
+(``by_strategy.pmi.alpha``) and what was expected, then the fix::
+
+    PICK = Object({"strategy": TEXT, "decoding": TEXT})
+    best = read_json_file(path, Object({"by_strategy": MapOf(PICK)}), fix="give the best.json of a finished sweep")
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from .errors import InputError
+
+
+class SchemaMismatch(Exception):
+    """Where (``path``) a value differs from its schema, and what was ``expected`` there."""
+
+    def __init__(self, path: str, expected: str, value=None, missing: bool = False):
+        super().__init__(path)
+        self.path, self.expected, self.value, self.missing = path, expected, value, missing
+
+    def describe(self) -> str:
+        if self.missing:
+            return f"{self.path} is missing (expected {self.expected})"
+        shown = json.dumps(self.value, ensure_ascii=False, default=str)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return f"{self.path or 'the top level'} is {shown} where {self.expected} is expected"
+
+
+class Schema:
+    """What a JSON value must be: :meth:`check` raises :class:`SchemaMismatch` at the first difference."""
+
+    expected = "a value"
+
+    def check(self, value, path: str) -> None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Kind(Schema):
+    """A JSON scalar of one of ``types`` (booleans are never numbers)."""
+
+    types: tuple[type, ...]
+    expected: str = "a value"
+
+    def check(self, value, path: str) -> None:
+        if isinstance(value, bool) and bool not in self.types or not isinstance(value, self.types):
+            raise SchemaMismatch(path, self.expected, value)
+
+
+TEXT = Kind((str,), "text")
+NUMBER = Kind((int, float), "a number")
+WHOLE = Kind((int,), "a whole number")
+BOOLEAN = Kind((bool,), "true or false")
+
+
+@dataclass(frozen=True)
+class Object(Schema):
+    """A JSON object with at least the keys of ``fields``, each matching its schema (other keys are free)."""
+
+    fields: dict[str, Schema]
+    expected: str = "an object"
+
+    def check(self, value, path: str) -> None:
+        if not isinstance(value, dict):
+            raise SchemaMismatch(path, self.expected if self.fields else "an object", value)
+        for key, schema in self.fields.items():
+            where = f"{path}.{key}" if path else key
+            if key not in value:
+                raise SchemaMismatch(where, schema.expected, missing=True)
+            schema.check(value[key], where)
+
+
+@dataclass(frozen=True)
+class MapOf(Schema):
+    """A JSON object whose every value matches ``values`` (keys are names: strategies, systems)."""
+
+    values: Schema
+    expected: str = "an object of named entries"
+
+    def check(self, value, path: str) -> None:
+        if not isinstance(value, dict):
+            raise SchemaMismatch(path, self.expected, value)
+        for key, item in value.items():
+            self.values.check(item, f"{path}.{key}" if path else key)
+
+
+def check_schema(value, schema: Schema, source: str | Path, fix: str, path: str = "") -> None:
+    """:meth:`Schema.check` of ``value`` (read from ``source``; ``path`` where in it), a mismatch as one
+    InputError ending with ``fix``."""
+    try:
+        schema.check(value, path)
+    except SchemaMismatch as mismatch:
+        raise InputError(f"{source}: {mismatch.describe()}; {fix}") from None
+
+
+def read_json_file(path: str | Path, schema: Schema, fix: str):
+    """The JSON value of ``path`` checked against ``schema``: a missing, unreadable, invalid or mismatched file is
+    one InputError naming it (and the field) and ending with ``fix``."""
+    path = Path(path)
+    try:
+        value = json.loads(path.read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise InputError(f"{path} not found; {fix}") from None
+    except OSError as error:
+        raise InputError(f"cannot read {path}: {error.strerror or error}; {fix}") from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise InputError(f"{path} is not valid JSON ({error}); {fix}") from None
+    check_schema(value, schema, path, fix)
+    return value
