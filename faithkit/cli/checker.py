@@ -15,6 +15,7 @@ def register(subparsers) -> None:
     from ..checker.synthetic import CheckerData
     from ..checker.training import CheckerTraining
     from ..options import add_flags
+    from .declared_files import Files, Output, declare_files
 
     parser = subparsers.add_parser(
         "checker",
@@ -31,6 +32,21 @@ def register(subparsers) -> None:
         action.add_argument("--config", help=f"recipe YAML; its '{name if name == 'data' else 'training'}:' section")
         add_flags(action, cls, unset=argparse.SUPPRESS)
         action.set_defaults(run=run, recipe=cls)
+        declare_files(action, Files(reads=_reads, writes=lambda args: [Output("--output", _resolved(args).output, folder=True)]))
+
+
+def _resolved(args):
+    return _recipe(args, "data" if args.action == "data" else "training")
+
+
+def _reads(args) -> list:
+    """The recipe file and what the recipe reads: the corpus folder (data) or the model and the examples (train)."""
+    from ..data import data_root
+
+    recipe = _resolved(args)
+    if args.action == "data":
+        return [args.config, recipe.topicalchat or data_root() / "topicalchat"]
+    return [args.config, recipe.model, recipe.data]
 
 
 def _recipe(args, section: str):
