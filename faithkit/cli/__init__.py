@@ -26,7 +26,19 @@ from ..errors import FaithkitError
 from ..jobs import is_main_process
 from ..options import FlagError
 
-COMMANDS = ("score", "generate", "rerank", "sweep", "meta_eval", "explain", "data", "train", "annotate", "launch")
+COMMANDS = (
+    "score",
+    "generate",
+    "candidates",
+    "rerank",
+    "sweep",
+    "meta_eval",
+    "explain",
+    "data",
+    "train",
+    "annotate",
+    "launch",
+)
 """Modules of this package, one per command, in the order ``--help`` lists them."""
 
 
