@@ -41,7 +41,9 @@ class EngineSampling:
 
     n: int = option(8, "sampled candidates per row besides the greedy response", low=1)
     temperature: float = option(1.0, "sampling temperature of the candidates", low=0, low_open=True)
-    top_p: float = option(1.0, "nucleus of the candidates' sampling", low=0, high=1, low_open=True)
+    top_p: float = option(
+        1.0, "nucleus of the candidates' sampling", low=0, high=1, low_open=True, meaning="1 keeps every token"
+    )
     seed: int = option(0, "seed of the run; candidate k of a row is asked with a seed from it, the row id and k")
     endpoint: str = option("completions", "the API to ask", choices=ENDPOINTS)
     prompt: str = option(
