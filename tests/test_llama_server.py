@@ -20,7 +20,7 @@ from faithkit.data import read_results
 from faithkit.decoding.generate import response_text
 from faithkit.prompts import CHAT_TEMPLATE
 
-from .cli.helpers import free_port, run_main, write_jsonl
+from tests.cli.helpers import free_port, run_main, write_jsonl
 
 llama_cpp = pytest.importorskip("llama_cpp", reason="llama.cpp's server is the serve extra: pip install -e .[serve]")
 
