@@ -27,3 +27,7 @@ class OutputError(FaithkitError, OSError):
 
 class PrecisionError(FaithkitError, ValueError):
     """The model's logits are NaN or infinite: its precision overflowed (float16 does for some models)."""
+
+
+class ServerError(FaithkitError, RuntimeError):
+    """A serving engine cannot be reached, refuses the request or does not answer as OpenAI's API does."""

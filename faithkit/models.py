@@ -391,8 +391,29 @@ def default_device() -> str:
 
 def context_window(model, tokenizer) -> int:
     """The longest sequence the model takes: its position table, else a sane tokenizer limit, else 2048."""
+    return config_window(model.config, tokenizer)
+
+
+def load_tokenizer(name: str):
+    """``(tokenizer, context window)`` of a causal LM, without its weights: for prompts a serving engine decodes."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    path = resolve(name)
+    check_model_folder(path)
+    try:
+        config = AutoConfig.from_pretrained(path)
+        tokenizer = AutoTokenizer.from_pretrained(path)
+    except OSError as error:
+        raise ModelNotAvailableError(f"model '{name}': {error}") from None
+    if config.is_encoder_decoder:
+        raise ConfigError(f"model '{name}' is an encoder-decoder model; serving engines decode causal LMs")
+    return tokenizer, config_window(config, tokenizer)
+
+
+def config_window(config, tokenizer) -> int:
+    """:func:`context_window` from the model's config alone (a served model: no weights here)."""
     for attribute in ("max_position_embeddings", "n_positions", "max_sequence_length"):
-        value = getattr(model.config, attribute, None)
+        value = getattr(config, attribute, None)
         if isinstance(value, int) and value > 0:
             return value
     limit = getattr(tokenizer, "model_max_length", None)

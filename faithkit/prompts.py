@@ -183,13 +183,7 @@ class PromptTemplate:
     def _chat_context(self, tokenizer, document, history, max_tokens) -> Context:
         if getattr(tokenizer, "chat_template", None) is None:
             raise ValueError("PromptTemplate(chat=True) needs a tokenizer with a chat template")
-        turns = as_history(history)
-        messages = [{"role": "system", "content": self._system_turn(document)}]
-        first_role = "user" if len(turns) % 2 == 1 else "assistant"
-        roles = [first_role, "assistant" if first_role == "user" else "user"]
-        messages += [{"role": roles[i % 2], "content": turn} for i, turn in enumerate(turns)]
-        if not turns:
-            messages.append({"role": "user", "content": ""})
+        messages = self.messages(document, history)
         ids = _chat_ids(tokenizer, messages)
         full_length = len(ids)
         while max_tokens is not None and len(ids) > max_tokens:
@@ -199,6 +193,18 @@ class PromptTemplate:
             messages[0]["content"] = self._system_turn(document)
             ids = _chat_ids(tokenizer, messages)
         return Context(ids, truncated_tokens=full_length - len(ids))
+
+    def messages(self, document: str | None, history: str | History | None) -> list[dict[str, str]]:
+        """The chat layout's messages: the system turn (with the document), then the history's turns, the last
+        one the user's (an empty user turn without a history). What a chat API renders with its own template."""
+        turns = as_history(history)
+        messages = [{"role": "system", "content": self._system_turn(document)}]
+        first_role = "user" if len(turns) % 2 == 1 else "assistant"
+        roles = [first_role, "assistant" if first_role == "user" else "user"]
+        messages += [{"role": roles[i % 2], "content": turn} for i, turn in enumerate(turns)]
+        if not turns:
+            messages.append({"role": "user", "content": ""})
+        return messages
 
     def _system_turn(self, document: str | None) -> str:
         return self.system + (self.system_document.format(document=document) if document else "")

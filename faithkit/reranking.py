@@ -110,6 +110,8 @@ def read_candidates(path) -> dict[str, dict]:
                     f"{where}: not JSON ({error.msg}); write one object per line: "
                     '{"id": "r1", "responses": ["...", "..."]}'
                 ) from None
+            if isinstance(record, dict) and "error" in record and "responses" not in record:
+                continue  # a row the engine gave no candidates for (faithkit candidates' error record)
             responses = record.get("responses") if isinstance(record, dict) else None
             if (
                 not isinstance(record, dict)

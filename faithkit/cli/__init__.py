@@ -27,7 +27,18 @@ from ..jobs import is_main_process
 from ..options import FlagError
 
 COMMANDS = (
-    "score", "generate", "rerank", "sweep", "meta_eval", "explain", "data", "train", "checker", "annotate", "launch",
+    "score",
+    "generate",
+    "candidates",
+    "rerank",
+    "sweep",
+    "meta_eval",
+    "explain",
+    "data",
+    "train",
+    "checker",
+    "annotate",
+    "launch",
 )
 """Modules of this package, one per command, in the order ``--help`` lists them."""
 

@@ -86,15 +86,24 @@ def add_rerank_options(parser) -> None:
 
 
 def run(args) -> int:
+    from ..data import read_rows, unique_ids
+
+    strategy, options = rerank_settings(args)
+    rows = list(
+        read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
+    )
+    unique_ids(rows)
+    rerank_file(args, rows, args.candidates, args.output, strategy, options)
+    return 0
+
+
+def rerank_settings(args):
+    """The checked (rerank strategy, generation options) of the reranking flags, before any model loads."""
     from dataclasses import fields
 
-    from .. import models
-    from ..data import read_rows, unique_ids
-    from ..data.results import content_digest
     from ..decoding.options import GenerationOptions
     from ..decoding.rerank import Rerank
-    from ..jobs import job_fingerprint, run_job
-    from ..reranking import CandidatesJob, check_judge, read_candidates, report_missing_ids
+    from ..reranking import check_judge
 
     given = {name: getattr(args, name) for name in ("judge", "fluency_tolerance") if hasattr(args, name)}
     strategy = Rerank(**given)
@@ -102,12 +111,19 @@ def run(args) -> int:
     options = GenerationOptions(
         **{f.name: getattr(args, f.name) for f in fields(GenerationOptions) if f.name in GENERATION_FLAGS}
     ).validate()
-    rows = list(
-        read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
-    )
-    unique_ids(rows)
-    candidates = read_candidates(args.candidates)
-    report_missing_ids(candidates, [row.id for row in rows], args.candidates)
+    return strategy, options
+
+
+def rerank_file(args, rows, candidates_path, output, strategy, options) -> dict:
+    """Rerank ``rows`` over the candidates file into ``output`` with ``args.model`` (``faithkit rerank``'s job,
+    also run by ``faithkit candidates --rerank-output``); returns the job's counts."""
+    from .. import models
+    from ..data.results import content_digest
+    from ..jobs import job_fingerprint, run_job
+    from ..reranking import CandidatesJob, read_candidates, report_missing_ids
+
+    candidates = read_candidates(candidates_path)
+    report_missing_ids(candidates, [row.id for row in rows], candidates_path)
     settings = {
         "judge": strategy.judge,
         "fluency_tolerance": strategy.fluency_tolerance,
@@ -116,12 +132,12 @@ def run(args) -> int:
     }
     fingerprint = job_fingerprint("rerank", model=models.identity(args.model), reranking=settings, dtype=args.dtype)
     job = CandidatesJob(args.model, strategy, options, candidates, device=args.device, dtype=args.dtype)
-    counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="rerank", **job_options(args))
+    counts = run_job(job, rows, output, fingerprint=fingerprint, desc="rerank", **job_options(args))
     logger.info(
         "%d reranked, %d already done, %d errors -> %s",
         counts["done"],
         counts["skipped"],
         counts["errors"],
-        args.output,
+        output,
     )
-    return 0
+    return counts

@@ -134,13 +134,16 @@ def decode_responses(
     contexts = inputs["input_ids"].shape[0] // views
     generated = outputs if model.config.is_encoder_decoder else outputs[:, inputs["input_ids"].shape[1] :]
     rows = generated[: contexts * num_return_sequences]
-    texts = [_without_prefix(text.strip(), template) for text in tokenizer.batch_decode(rows, skip_special_tokens=True)]
+    texts = [response_text(text, template) for text in tokenizer.batch_decode(rows, skip_special_tokens=True)]
     if num_return_sequences == 1:
         return texts
     return [texts[i * num_return_sequences : (i + 1) * num_return_sequences] for i in range(contexts)]
 
 
-def _without_prefix(text: str, template: PromptTemplate | None) -> str:
+def response_text(text: str, template: PromptTemplate | None) -> str:
+    """A decoded continuation as a response: stripped, without the ``template``'s speaker prefix (``Agent:``)
+    that models often repeat (it belongs to the prompt). Engine candidates are cleaned the same way."""
+    text = text.strip()
     prefix = template.response_prefix.strip() if template is not None else ""
     return text[len(prefix) :].strip() if prefix and text.startswith(prefix) else text
 

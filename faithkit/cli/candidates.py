@@ -1,0 +1,151 @@
+"""``faithkit candidates``: rerank candidates from a running serving engine, over its OpenAI-compatible API."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from ..paths import PathArg
+from .options import (
+    add_device_option,
+    add_dtype_option,
+    add_input_columns,
+    add_job_options,
+    columns_from_args,
+    job_options,
+    refuse_shared_outputs,
+    refuse_writing_inputs,
+)
+
+logger = logging.getLogger(__name__)
+
+PROMPT_FLAGS = ("max_new_tokens", "max_context_tokens", "chat")
+"""The generation options that shape the prompt and the responses (as ``faithkit generate`` has them)."""
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "candidates",
+        help="draw rerank candidates from a serving engine (vLLM, SGLang, llama.cpp, TGI) and rerank them",
+        description="For each (document, history) row of --input, ask the OpenAI-compatible server at --server for "
+        "the greedy response and --n sampled ones, with the prompt faithkit decodes from (--model's tokenizer "
+        "and chat template), and write the candidates file 'faithkit rerank' reads: one record "
+        '{"id", "greedy", "responses"} per row. With --rerank-output, rerank them in the same command, as '
+        "'faithkit rerank' does. Requests run --concurrency at a time; failed ones (429, 5xx, timeouts, "
+        "refused connections) are retried with backoff. Rerunning the same command asks only for the rows "
+        "not yet written. The API key (--api-key or OPENAI_API_KEY) is sent to the server only.",
+    )
+    parser.add_argument(
+        "--server",
+        required=True,
+        help="the API's base URL, e.g. http://127.0.0.1:8000/v1 (vLLM) or :8080/v1 (llama.cpp)",
+    )
+    parser.add_argument(
+        "--model",
+        required=True,
+        type=PathArg("model"),
+        help="the served model as faithkit loads it (hub id, folder or offline name): its tokenizer and chat "
+        "template build the prompts, and --rerank-output's judge is this model",
+    )
+    parser.add_argument(
+        "--served-model", help="the model's name on the server (default: the server's only model, from GET /models)"
+    )
+    parser.add_argument(
+        "--api-key", help="the server's API key (default: $OPENAI_API_KEY; local servers need none); never written"
+    )
+    parser.add_argument(
+        "--input", required=True, type=PathArg("rows"), help="rows with an id, a document and a history"
+    )
+    parser.add_argument(
+        "--output", required=True, type=PathArg("output file"), help="the candidates, one JSON object per row (.jsonl)"
+    )
+    parser.add_argument(
+        "--rerank-output",
+        type=PathArg("output file"),
+        help="also rerank the candidates into this file, as 'faithkit rerank --candidates OUTPUT' would",
+    )
+    add_engine_options(parser)
+    add_rerank_flags(parser)
+    add_device_option(parser)
+    add_dtype_option(parser)
+    add_job_options(parser, chunk_size=16)
+    add_input_columns(parser, response=False)
+    parser.set_defaults(run=run)
+
+
+def add_engine_options(parser) -> None:
+    """The sampling flags (part of the output's fingerprint), how to reach the server, and the prompt's options."""
+    from ..decoding.options import GenerationOptions
+    from ..engine import EngineOptions, EngineSampling
+    from ..options import add_flags
+
+    group = parser.add_argument_group("candidates")
+    add_flags(group, EngineSampling)
+    add_flags(group, GenerationOptions, names=PROMPT_FLAGS)
+    add_flags(parser.add_argument_group("server"), EngineOptions)
+
+
+def add_rerank_flags(parser) -> None:
+    """--judge, --fluency-tolerance and the judge's --batch-size, for --rerank-output."""
+    from ..decoding.options import GenerationOptions
+    from ..decoding.rerank import Rerank
+    from ..options import add_flags
+
+    group = parser.add_argument_group("reranking (with --rerank-output)")
+    add_flags(group, Rerank, names=("judge", "fluency_tolerance"), unset=argparse.SUPPRESS)
+    add_flags(group, GenerationOptions, names=("batch_size",))
+
+
+def run(args) -> int:
+    from dataclasses import asdict, fields
+
+    from .. import models
+    from ..data import read_rows, unique_ids
+    from ..decoding.options import GenerationOptions
+    from ..engine import Engine, EngineOptions, EngineSampling, api_key
+    from ..engine_candidates import EngineCandidatesJob, engine_template
+    from ..jobs import job_fingerprint, run_job
+    from .rerank import rerank_settings
+
+    sampling = EngineSampling(**{f.name: getattr(args, f.name) for f in fields(EngineSampling)})
+    server = EngineOptions(**{f.name: getattr(args, f.name) for f in fields(EngineOptions)})
+    options = GenerationOptions(**{name: getattr(args, name) for name in PROMPT_FLAGS}).validate()
+    rerank = rerank_settings(args) if args.rerank_output else None
+    refuse_shared_outputs({"--output": args.output, "--rerank-output": args.rerank_output})
+    refuse_writing_inputs([args.input], "--output", outputs=[args.output, args.rerank_output])
+    rows = list(
+        read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
+    )
+    unique_ids(rows)
+    tokenizer, window = models.load_tokenizer(args.model)
+    template = engine_template(tokenizer, options.chat)
+    limit = min(options.max_context_tokens or window, window - options.max_new_tokens)
+    engine = Engine(args.server, args.served_model, api_key(args.api_key), server)
+    settings = {
+        **asdict(sampling),
+        "max_new_tokens": options.max_new_tokens,
+        "max_context_tokens": limit,
+        "chat": template.chat,
+    }
+    fingerprint = job_fingerprint(
+        "candidates", served_model=engine.model, model=models.identity(args.model), sampling=settings
+    )
+    job = EngineCandidatesJob(engine, tokenizer, template, sampling, options.max_new_tokens, limit)
+    try:
+        counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="candidates", **job_options(args))
+    finally:
+        job.close()
+    logger.info(
+        "%d rows' candidates from %s (%s), %d already done, %d errors -> %s",
+        counts["done"],
+        args.server,
+        engine.model,
+        counts["skipped"],
+        counts["errors"],
+        args.output,
+    )
+    if rerank is not None:
+        from .rerank import rerank_file
+
+        rerank_file(args, rows, args.output, args.rerank_output, *rerank)
+    return 0

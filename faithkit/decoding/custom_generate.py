@@ -1,0 +1,122 @@
+"""PMI-DECODE as transformers' ``custom_generate``: a decoding loop to pass as a callable, and a folder to share.
+
+transformers' ``generate(custom_generate=...)`` (since 4.56) takes either
+
+* a callable: generate prepares the inputs, the processors and the stopping criteria as usual and hands them
+  to it in place of its own decoding loop. :func:`pmi_decoding` is that loop for inputs that are two views of
+  each context (:func:`~faithkit.decoding.build_inputs`): greedy, beam search or sampling, with
+  :class:`~faithkit.decoding.PMIDecode` put among the processors where ``logits_processor=[PMIDecode(...)]``
+  would be, so both give the same tokens;
+* a folder (a hub repository or a local path) holding ``custom_generate/generate.py``, which replaces generate
+  whole. :data:`PMI_DECODE_FOLDER`, shipped in this package, is such a folder, ready to upload as it is; its
+  ``generate`` is :func:`pmi_generate`, which builds the two views from ``documents`` and ``histories`` and
+  decodes with :func:`pmi_decoding`::
+
+      model.generate(custom_generate=str(PMI_DECODE_FOLDER), trust_remote_code=True, tokenizer=tokenizer,
+                     documents=documents, histories=histories, alpha=0.25, top_p=0.6, max_new_tokens=40)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from transformers import (
+    LogitsProcessorList,
+    TemperatureLogitsWarper,
+    TopKLogitsWarper,
+    TopPLogitsWarper,
+)
+
+from ..prompts import PromptTemplate
+from .pmi_decode import PMI, PMIDecode
+
+PMI_DECODE_FOLDER = Path(__file__).resolve().parents[1] / "hub" / "pmi_decode"
+"""The folder ``generate(custom_generate=str(PMI_DECODE_FOLDER), trust_remote_code=True, ...)`` loads."""
+
+_WARPERS = (TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
+"""Where generate's sampling warpers begin in its prepared processors: a user's processors go before them."""
+
+
+def pmi_decoding(
+    model,
+    input_ids,
+    logits_processor: LogitsProcessorList,
+    stopping_criteria,
+    generation_config,
+    synced_gpus: bool = False,
+    streamer=None,
+    alpha: float = PMI.alpha,
+    top_p: float = PMI.top_p,
+    **model_kwargs,
+):
+    """generate's decoding loop with PMI-DECODE: ``model.generate(**build_inputs(...), custom_generate=pmi_decoding,
+    alpha=0.25, top_p=0.6)``. Returns what generate returns: both halves' rows, the conditioned ones first.
+
+    Sampling follows generate's ``do_sample``, ``temperature`` and ``top_k``, applied to the PMI-DECODE scores as
+    ``PMIDecode(do_sample=True, temperature=..., top_k=...)`` applies them (``top_p`` is PMI-DECODE's own)."""
+    sampled = bool(generation_config.do_sample)
+    processor = PMIDecode(
+        alpha,
+        top_p,
+        do_sample=sampled,
+        **({"temperature": generation_config.temperature or 1.0, "top_k": generation_config.top_k} if sampled else {}),
+    )
+    processors = list(logits_processor)
+    first_warper = next((i for i, p in enumerate(processors) if isinstance(p, _WARPERS)), len(processors))
+    processors.insert(first_warper, processor)
+    loop = type(model)._beam_search if generation_config.num_beams > 1 else type(model)._sample
+    extra = {"streamer": streamer} if generation_config.num_beams == 1 and streamer is not None else {}
+    return loop(
+        model,
+        input_ids,
+        logits_processor=LogitsProcessorList(processors),
+        stopping_criteria=stopping_criteria,
+        generation_config=generation_config,
+        synced_gpus=synced_gpus,
+        **extra,
+        **model_kwargs,
+    )
+
+
+def pmi_generate(
+    model,
+    documents: Sequence[str] | None = None,
+    histories: Sequence | None = None,
+    tokenizer=None,
+    alpha: float = PMI.alpha,
+    top_p: float = PMI.top_p,
+    template: PromptTemplate | None = None,
+    max_context_tokens: int | None = None,
+    **generate_arguments,
+):
+    """The folder's ``generate``: the two views of each (document, history) context, decoded with PMI-DECODE.
+
+    ``generate_arguments`` are the rest of what generate was given (``max_new_tokens``, ``num_beams``,
+    ``do_sample``, ...). Returns the conditioned rows only: ``B x num_return_sequences`` sequences (or generate's
+    output object holding them, with ``return_dict_in_generate``), prompt included, as generate returns them.
+    """
+    from .generate import build_inputs
+
+    if documents is None or histories is None or tokenizer is None:
+        raise ValueError(
+            "PMI-DECODE's custom_generate needs documents=, histories= and tokenizer= "
+            "(one document and one history, a list of turns, per context)"
+        )
+    given = {key: value for key, value in generate_arguments.items() if value is not None}
+    inputs = build_inputs(
+        model,
+        tokenizer,
+        documents,
+        histories,
+        template,
+        max_context_tokens,
+        max_new_tokens=given.get("max_new_tokens") or 0,
+    )
+    outputs = model.generate(**inputs, **given, custom_generate=pmi_decoding, alpha=alpha, top_p=top_p)
+    returned = max(given.get("num_return_sequences") or 1, 1)
+    keep = len(documents) * returned
+    if hasattr(outputs, "sequences"):
+        outputs.sequences = outputs.sequences[:keep]
+        return outputs
+    return outputs[:keep]
