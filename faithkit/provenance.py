@@ -39,6 +39,11 @@ def note_invocation(argv: Sequence[str], options: Mapping[str, object]) -> None:
     _invocation.update(command=shlex.join(["faithkit", *argv]), options=dict(options))
 
 
+def record_options() -> dict:
+    """The options of the ``faithkit`` command line being run that differ from their defaults (empty from Python)."""
+    return dict(_invocation.get("options", {}))
+
+
 def record(
     models: Mapping[str, object],
     data: str | Path | Sequence[str | Path] | None = None,
@@ -56,8 +61,32 @@ def record(
         "command": _invocation.get("command") or shlex.join(sys.argv),
         "models": {role: model_identity(name) for role, name in models.items() if name is not None},
         "data": [data_identity(path) for path in paths],
-        "options": _plain(dict(_invocation.get("options", {}) if options is None else options)),
+        "options": _plain(dict(record_options() if options is None else options)),
     }
+
+
+def changed_fields(settings, defaults=None) -> dict:
+    """The fields of a settings dataclass (e.g. a sweep's config, read from a file and flags) that differ from their
+    defaults (those of ``defaults``, an instance, when given); a nested settings dataclass by its changed fields."""
+    import dataclasses
+
+    changed = {}
+    for item in dataclasses.fields(settings):
+        value = getattr(settings, item.name)
+        if defaults is not None:
+            default = getattr(defaults, item.name)
+        elif item.default is not dataclasses.MISSING:
+            default = item.default
+        elif item.default_factory is not dataclasses.MISSING:
+            default = item.default_factory()
+        else:  # a required field: always the caller's choice
+            default = dataclasses.MISSING
+        if dataclasses.is_dataclass(value) and type(value) is type(default):
+            if nested := changed_fields(value, default):
+                changed[item.name] = nested
+        elif value != default:
+            changed[item.name] = value
+    return changed
 
 
 def model_identity(name) -> dict:

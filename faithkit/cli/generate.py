@@ -76,7 +76,7 @@ def add_generation_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from .. import models
+    from .. import models, provenance
     from ..data import read_rows, unique_ids
     from ..generation import GeneratorJob
     from ..jobs import job_fingerprint, run_job
@@ -91,6 +91,7 @@ def run(args) -> int:
     fingerprint = job_fingerprint("generate", model=models.identity(args.model), decoding=decoding, dtype=args.dtype)
     job = GeneratorJob(args.model, strategy, options, device=args.device, dtype=args.dtype)
     counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="generate", **job_options(args))
+    provenance.write_sidecar(args.output, provenance.record({"generator": args.model}, args.input))
     logger.info(
         "%d generated, %d already done, %d errors -> %s",
         counts["done"],

@@ -19,6 +19,7 @@ from .options import (
     job_options,
     metric_fingerprint_from_args,
     metric_from_args,
+    metric_models,
     metric_name,
     metric_options,
     positive_int,
@@ -309,6 +310,7 @@ def _metric_names(text: str) -> list[str]:
 
 
 def _run_labels(args) -> int:
+    from .. import provenance
     from ..data import read_rows, unique_ids
     from ..errors import ConfigError
     from ..eval.leaderboard import label_rows, meta_eval_labels
@@ -332,7 +334,19 @@ def _run_labels(args) -> int:
     fingerprints = {
         name: job_fingerprint("meta-eval labels", **metric_fingerprint_from_args(args, name)) for name in args.metrics
     }
+    made_by = provenance.record(
+        metric_models(args, args.metrics),
+        args.input,
+        {**provenance.record_options(), "resamples": args.resamples, "seed": args.seed},
+    )
     meta_eval_labels(
-        metrics, labelled, args.out, fingerprints, resamples=args.resamples, seed=args.seed, **job_options(args)
+        metrics,
+        labelled,
+        args.out,
+        fingerprints,
+        resamples=args.resamples,
+        seed=args.seed,
+        made_by=made_by,
+        **job_options(args),
     )
     return 0

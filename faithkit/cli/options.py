@@ -91,8 +91,9 @@ def refuse_shared_outputs(outputs: dict) -> None:
 
 
 def with_sidecars(output: Path) -> list[Path]:
-    """A result file and the files that a job writes beside it: its fingerprint, its lock and its part files."""
-    sidecars = [output.with_name(output.name + suffix) for suffix in (".meta.json", ".lock")]
+    """A result file and the files that a job writes beside it: its fingerprint, its lock, its provenance and its part
+    files."""
+    sidecars = [output.with_name(output.name + suffix) for suffix in (".meta.json", ".lock", ".provenance.json")]
     parts = sorted(output.parent.glob(f"{output.name}.part*")) if output.parent.is_dir() else []
     return [output, *sidecars, *parts]
 
@@ -222,6 +223,18 @@ def metric_fingerprint_from_args(args: argparse.Namespace, name: str | None = No
     from ..metrics.registry import metric_fingerprint
 
     return metric_fingerprint(name or args.metric, metric_options(args, name))
+
+
+def metric_models(args: argparse.Namespace, names) -> dict:
+    """The models each of the metrics ``names`` reads (given, else its default), by role ``"<metric> <option>"``
+    (``"pmi-faith model"``), for :mod:`faithkit.provenance`."""
+    from ..metrics.registry import MODEL_OPTIONS, option_defaults
+
+    found = {}
+    for name in names:
+        options = {**option_defaults(name), **metric_options(args, name)}
+        found.update({f"{name} {key}": options[key] for key in MODEL_OPTIONS if options.get(key) is not None})
+    return found
 
 
 def metric_from_args(args: argparse.Namespace):

@@ -81,7 +81,7 @@ def add_rerank_options(parser) -> None:
 def run(args) -> int:
     from dataclasses import fields
 
-    from .. import models
+    from .. import models, provenance
     from ..data import read_rows, unique_ids
     from ..data.results import content_digest
     from ..decoding.options import GenerationOptions
@@ -110,6 +110,8 @@ def run(args) -> int:
     fingerprint = job_fingerprint("rerank", model=models.identity(args.model), reranking=settings, dtype=args.dtype)
     job = CandidatesJob(args.model, strategy, options, candidates, device=args.device, dtype=args.dtype)
     counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="rerank", **job_options(args))
+    judged_by = {"generator": args.model, f"judge ({strategy.judge} under the generator)": args.model}
+    provenance.write_sidecar(args.output, provenance.record(judged_by, [args.input, args.candidates]))
     logger.info(
         "%d reranked, %d already done, %d errors -> %s",
         counts["done"],
