@@ -17,6 +17,7 @@ import logging
 import re
 import signal
 import sys
+import textwrap
 import threading
 import time
 from contextlib import contextmanager
@@ -37,11 +38,33 @@ scores the six hand-written responses of examples/demo.jsonl for faithfulness; t
 """The end of ``faithkit --help``: the demo command, as the README's quick start runs it."""
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, but an option's help keeps its line breaks, each line wrapped on its own (an indented
+    line's continuation indented two more), so a help can list choices one per line."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        lines = []
+        for line in text.splitlines():
+            indent = " " * (len(line) - len(line.lstrip()))
+            words = " ".join(line.split())
+            wrapped = textwrap.wrap(
+                words,
+                width,
+                initial_indent=indent,
+                subsequent_indent=indent + "  " * bool(indent),
+                break_on_hyphens=False,
+            )
+            lines += wrapped or [""]
+        return lines
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with faithkit's error contract: a mistake is one ``error: …`` line (no usage block) and exit 2,
-    and a value such as ``-1e-3`` is a negative number, not an option."""
+    and a value such as ``-1e-3`` is a negative number, not an option. Helps keep their line breaks
+    (:class:`HelpFormatter`)."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf$|^-nan$")
 

@@ -11,6 +11,7 @@ from .options import (
     add_dtype_option,
     add_input_columns,
     add_job_options,
+    check_models,
     columns_from_args,
     job_options,
     refuse_writing_inputs,
@@ -82,6 +83,7 @@ def run(args) -> int:
     from ..jobs import job_fingerprint, run_job
 
     strategy, options = decoding_from_args(args)
+    check_models({"--model": args.model})
     refuse_writing_inputs([args.input], "--output", outputs=[args.output])
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)

@@ -14,6 +14,7 @@ from .options import (
     add_job_options,
     add_metric_option_flags,
     add_metric_options,
+    check_models,
     columns_from_args,
     given_metric_options,
     job_options,
@@ -67,6 +68,7 @@ def _run_begin(args) -> int:
     from ..eval.begin import meta_eval_begin
     from ..jobs import job_fingerprint
 
+    check_models(metric_models(args, [args.metric]))
     refuse_writing_inputs([*args.dev, *(args.test or [])], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval begin", **metric_fingerprint_from_args(args))
     meta_eval_begin(
@@ -130,6 +132,7 @@ def _run_q2_wow(args) -> int:
     from ..eval.q2_wow import meta_eval_q2_wow
     from ..jobs import job_fingerprint
 
+    check_models(metric_models(args, [args.metric]))
     refuse_writing_inputs([args.consistent, args.inconsistent], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval q2-wow", **metric_fingerprint_from_args(args))
     meta_eval_q2_wow(
@@ -324,6 +327,8 @@ def _run_labels(args) -> int:
     ]
     if unused:
         raise ConfigError(f"{', '.join(unused)} apply to none of --metrics {','.join(args.metrics)}; drop them")
+    judged_by = metric_models(args, args.metrics)
+    check_models(judged_by)
     refuse_writing_inputs([args.input], "--out", folder=args.out)
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
@@ -335,7 +340,7 @@ def _run_labels(args) -> int:
         name: job_fingerprint("meta-eval labels", **metric_fingerprint_from_args(args, name)) for name in args.metrics
     }
     made_by = provenance.record(
-        metric_models(args, args.metrics),
+        judged_by,
         args.input,
         {**provenance.record_options(), "resamples": args.resamples, "seed": args.seed},
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from dataclasses import fields
 import sys
 from pathlib import Path
@@ -160,13 +161,14 @@ def job_options(args: argparse.Namespace) -> dict:
 def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "pmi-faith") -> None:
     from ..metrics.registry import METRICS
 
-    described = "; ".join(f"{name}: {spec.summary}" for name, spec in METRICS.items())
+    described = "\n".join(f"  {name}: {spec.summary}" for name, spec in METRICS.items())
     parser.add_argument(
         "--metric",
         default=default_metric,
         choices=METRIC_NAMES,
         type=metric_name,
-        help=f"which metric to compute (default {default_metric}): {described}",
+        metavar="METRIC",
+        help=f"which metric to compute (default {default_metric}), one of:\n{described}",
     )
     add_metric_option_flags(parser)
 
@@ -226,15 +228,27 @@ def metric_fingerprint_from_args(args: argparse.Namespace, name: str | None = No
 
 
 def metric_models(args: argparse.Namespace, names) -> dict:
-    """The models each of the metrics ``names`` reads (given, else its default), by role ``"<metric> <option>"``
-    (``"pmi-faith model"``), for :mod:`faithkit.provenance`."""
+    """The models each of the metrics ``names`` reads (given, else its default), by role ``"<metric> --<option>"``
+    (``"pmi-faith --model"``), for :func:`check_models` and :mod:`faithkit.provenance`."""
     from ..metrics.registry import MODEL_OPTIONS, option_defaults
 
     found = {}
     for name in names:
         options = {**option_defaults(name), **metric_options(args, name)}
-        found.update({f"{name} {key}": options[key] for key in MODEL_OPTIONS if options.get(key) is not None})
+        found.update(
+            {f"{name} --{key.replace('_', '-')}": options[key] for key in MODEL_OPTIONS if options.get(key) is not None}
+        )
     return found
+
+
+def check_models(roles: Mapping[str, str | None]) -> None:
+    """Each model named (role -> name, e.g. ``{"--judge": "gemma3-270m"}``) can be loaded, or one error naming it,
+    before the command reads a row or writes a file (:func:`faithkit.model_names.check_model_name`)."""
+    from ..model_names import check_model_name
+
+    for role, name in roles.items():
+        if isinstance(name, str):
+            check_model_name(name, role)
 
 
 def metric_from_args(args: argparse.Namespace):

@@ -10,6 +10,7 @@ from .options import (
     add_dtype_option,
     add_input_columns,
     add_job_options,
+    check_models,
     columns_from_args,
     job_options,
     refuse_writing_inputs,
@@ -95,6 +96,7 @@ def run(args) -> int:
     options = GenerationOptions(
         **{f.name: getattr(args, f.name) for f in fields(GenerationOptions) if f.name in GENERATION_FLAGS}
     ).validate()
+    check_models({"--model": args.model})
     refuse_writing_inputs([args.input, args.candidates], "--output", outputs=[args.output])
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)

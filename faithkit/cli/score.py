@@ -11,10 +11,12 @@ from .options import (
     add_input_columns,
     add_job_options,
     add_metric_options,
+    check_models,
     columns_from_args,
     job_options,
     metric_fingerprint_from_args,
     metric_from_args,
+    metric_models,
     refuse_writing_inputs,
 )
 
@@ -46,16 +48,20 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from .. import provenance
     from ..data import read_results, read_rows, unique_ids
     from ..jobs import job_fingerprint, score_rows
     from ..report import print_score_table
 
+    judged_by = metric_models(args, [args.metric])
+    check_models(judged_by)
     refuse_writing_inputs([args.input], "--output", outputs=[args.output])
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
     fingerprint = job_fingerprint("score", **metric_fingerprint_from_args(args))
     metric = LazyMetric(lambda: metric_from_args(args))
     counts = score_rows(metric, rows, args.output, fingerprint=fingerprint, desc=args.metric, **job_options(args))
+    provenance.write_sidecar(args.output, provenance.record(judged_by, args.input))
     if is_main_process():
         print_score_table(read_results(args.output), args.metric)
     logger.info(

@@ -48,9 +48,20 @@ def run(args: argparse.Namespace) -> int:
     from ..jobs import is_main_process
     from ..train import load_config, train
     from ..train.config import overrides_from_args
-    from .options import refuse_writing_inputs
+    from ..metrics.registry import MODEL_OPTIONS
+    from .options import check_models, refuse_writing_inputs
 
     config = load_config(args.config, overrides_from_args(args))
+    judges = {
+        f"evaluation.metric_options.{metric}.{key}": options[key]
+        for metric, options in (config.evaluation.metric_options or {}).items()
+        for key in MODEL_OPTIONS
+        if isinstance(options, dict) and key in options
+    }
+    if config.model.init == "pretrained":  # a random model loads no weights by name
+        check_models({"model.name (--model)": config.model.name, **judges})
+    else:
+        check_models(judges)
     output_dir = Path(args.output_dir) if args.output_dir else Path("runs/train") / Path(args.config).stem
     refuse_writing_inputs([config.data.train_file, config.data.dev_file], "--output-dir", folder=output_dir)
     summary = train(config, output_dir, resume=args.resume)
