@@ -77,13 +77,17 @@ def add_generation_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
+    strategy, options = decoding_from_args(args)
+    check_models({"--model": args.model})  # before torch loads: an unknown name is an error within a second
+    return _generate(args, strategy, options)
+
+
+def _generate(args, strategy, options) -> int:
     from .. import models, provenance
     from ..data import read_rows, unique_ids
     from ..generation import GeneratorJob
     from ..jobs import job_fingerprint, run_job
 
-    strategy, options = decoding_from_args(args)
-    check_models({"--model": args.model})
     refuse_writing_inputs([args.input], "--output", outputs=[args.output])
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)

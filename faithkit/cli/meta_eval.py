@@ -14,13 +14,12 @@ from .options import (
     add_job_options,
     add_metric_option_flags,
     add_metric_options,
-    check_models,
+    check_metric_models,
     columns_from_args,
     given_metric_options,
     job_options,
     metric_fingerprint_from_args,
     metric_from_args,
-    metric_models,
     metric_name,
     metric_options,
     positive_int,
@@ -65,10 +64,11 @@ def _register_begin(benchmarks) -> None:
 
 
 def _run_begin(args) -> int:
-    from ..eval.begin import meta_eval_begin
     from ..jobs import job_fingerprint
 
-    check_models(metric_models(args, [args.metric]))
+    check_metric_models(args, [args.metric])
+    from ..eval.begin import meta_eval_begin  # numpy, scipy: after the check
+
     refuse_writing_inputs([*args.dev, *(args.test or [])], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval begin", **metric_fingerprint_from_args(args))
     meta_eval_begin(
@@ -129,10 +129,11 @@ def score_keys(args) -> tuple[str, ...]:
 
 
 def _run_q2_wow(args) -> int:
-    from ..eval.q2_wow import meta_eval_q2_wow
     from ..jobs import job_fingerprint
 
-    check_models(metric_models(args, [args.metric]))
+    check_metric_models(args, [args.metric])
+    from ..eval.q2_wow import meta_eval_q2_wow  # numpy, scipy: after the check
+
     refuse_writing_inputs([args.consistent, args.inconsistent], "--out", folder=args.out)
     fingerprint = job_fingerprint("meta-eval q2-wow", **metric_fingerprint_from_args(args))
     meta_eval_q2_wow(
@@ -316,7 +317,6 @@ def _run_labels(args) -> int:
     from .. import provenance
     from ..data import read_rows, unique_ids
     from ..errors import ConfigError
-    from ..eval.leaderboard import label_rows, meta_eval_labels
     from ..jobs import job_fingerprint
     from ..metrics.registry import get_spec, load_metric
 
@@ -327,8 +327,9 @@ def _run_labels(args) -> int:
     ]
     if unused:
         raise ConfigError(f"{', '.join(unused)} apply to none of --metrics {','.join(args.metrics)}; drop them")
-    judged_by = metric_models(args, args.metrics)
-    check_models(judged_by)
+    judged_by = check_metric_models(args, args.metrics)
+    from ..eval.leaderboard import label_rows, meta_eval_labels  # numpy, scipy: after the check
+
     refuse_writing_inputs([args.input], "--out", folder=args.out)
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)

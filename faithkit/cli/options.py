@@ -227,18 +227,28 @@ def metric_fingerprint_from_args(args: argparse.Namespace, name: str | None = No
     return metric_fingerprint(name or args.metric, metric_options(args, name))
 
 
-def metric_models(args: argparse.Namespace, names) -> dict:
-    """The models each of the metrics ``names`` reads (given, else its default), by role ``"<metric> --<option>"``
-    (``"pmi-faith --model"``), for :func:`check_models` and :mod:`faithkit.provenance`."""
+def metric_models(args: argparse.Namespace, names, defaults: bool = True) -> dict:
+    """The models each of the metrics ``names`` reads (given, else with ``defaults`` its default), by role
+    ``"<metric> --<option>"`` (``"pmi-faith --model"``), for :func:`check_models` and :mod:`faithkit.provenance`.
+    The defaults are read off the metrics' constructors, which imports them (and torch)."""
     from ..metrics.registry import MODEL_OPTIONS, option_defaults
 
     found = {}
     for name in names:
-        options = {**option_defaults(name), **metric_options(args, name)}
+        options = {**(option_defaults(name) if defaults else {}), **metric_options(args, name)}
         found.update(
             {f"{name} --{key.replace('_', '-')}": options[key] for key in MODEL_OPTIONS if options.get(key) is not None}
         )
     return found
+
+
+def check_metric_models(args: argparse.Namespace, names) -> dict:
+    """:func:`check_models` of the models the metrics ``names`` read: those given first (before torch loads, so a
+    mistyped name is an error within a second), then their defaults; returns them all (:func:`metric_models`)."""
+    check_models(metric_models(args, names, defaults=False))
+    models = metric_models(args, names)
+    check_models(models)
+    return models
 
 
 def check_models(roles: Mapping[str, str | None]) -> None:

@@ -82,7 +82,7 @@ def add_rerank_options(parser) -> None:
 def run(args) -> int:
     from dataclasses import fields
 
-    from .. import models, provenance
+    from .. import provenance
     from ..data import read_rows, unique_ids
     from ..data.results import content_digest
     from ..decoding.options import GenerationOptions
@@ -97,6 +97,8 @@ def run(args) -> int:
         **{f.name: getattr(args, f.name) for f in fields(GenerationOptions) if f.name in GENERATION_FLAGS}
     ).validate()
     check_models({"--model": args.model})
+    from .. import models  # torch: after the check, so an unknown name is an error within a second
+
     refuse_writing_inputs([args.input, args.candidates], "--output", outputs=[args.output])
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)

@@ -11,12 +11,11 @@ from .options import (
     add_input_columns,
     add_job_options,
     add_metric_options,
-    check_models,
+    check_metric_models,
     columns_from_args,
     job_options,
     metric_fingerprint_from_args,
     metric_from_args,
-    metric_models,
     refuse_writing_inputs,
 )
 
@@ -53,8 +52,7 @@ def run(args) -> int:
     from ..jobs import job_fingerprint, score_rows
     from ..report import print_score_table
 
-    judged_by = metric_models(args, [args.metric])
-    check_models(judged_by)
+    judged_by = check_metric_models(args, [args.metric])
     refuse_writing_inputs([args.input], "--output", outputs=[args.output])
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)

@@ -74,7 +74,7 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..sweep import SweepConfig, load_config, run_sweep
+    from ..sweep import SweepConfig, load_config
     from ..sweep.config import GENERATION
 
     names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
@@ -82,6 +82,8 @@ def run(args) -> int:
     config = load_config(args.config, overrides)
     check_models({"--generator": config.generator, "--judge": config.judge})  # from the config file too
     refuse_writing_inputs([config.input_path()], "--out", folder=config.out)
+    from ..sweep import run_sweep  # torch, scipy: after the checks
+
     result = run_sweep(config, restart=args.restart)
     if is_main_process():
         print(result.markdown)

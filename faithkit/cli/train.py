@@ -46,9 +46,9 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Train, then print the summary as one JSON line (main process only); errors propagate as FaithkitError."""
     from ..jobs import is_main_process
-    from ..train import load_config, train
-    from ..train.config import overrides_from_args
     from ..metrics.registry import MODEL_OPTIONS
+    from ..train import load_config
+    from ..train.config import overrides_from_args
     from .options import check_models, refuse_writing_inputs
 
     config = load_config(args.config, overrides_from_args(args))
@@ -64,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
         check_models(judges)
     output_dir = Path(args.output_dir) if args.output_dir else Path("runs/train") / Path(args.config).stem
     refuse_writing_inputs([config.data.train_file, config.data.dev_file], "--output-dir", folder=output_dir)
+    from ..train import train  # torch, accelerate: after the checks
+
     summary = train(config, output_dir, resume=args.resume)
     if is_main_process():
         print(to_json(summary), flush=True)
