@@ -80,8 +80,8 @@ def run(args) -> int:
     names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
     overrides = {name: getattr(args, name, None) for name in names}
     config = load_config(args.config, overrides)
-    check_models({"--generator": config.generator, "--judge": config.judge})  # from the config file too
     refuse_writing_inputs([config.input_path()], "--out", folder=config.out)
+    check_models({"--generator": config.generator, "--judge": config.judge})  # from the config file too
     from ..sweep import run_sweep  # torch, scipy: after the checks
 
     result = run_sweep(config, restart=args.restart)
