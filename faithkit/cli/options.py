@@ -134,6 +134,7 @@ def columns_from_args(args: argparse.Namespace, required: tuple[str, ...] = ("do
         response=getattr(args, "response_column", None),
         id=args.id_column,
         required=required,
+        naming="Name it with --{field}-column.",
     )
 
 

@@ -144,6 +144,7 @@ def read_contexts(config: SweepConfig) -> list[Context]:
         id=config.id_column,
         response=config.gold_column,
         required=("document",),
+        naming="Name it with --{field}-column (the config key {field}_column).",
     )
     rows = list(read_rows(config.input_path(), columns, quoting=config.quoting, split=config.split))[: config.limit]
     unique_ids(rows)
