@@ -86,7 +86,7 @@ def _generate(args, strategy, options) -> int:
     from .. import models, provenance
     from ..data import read_rows, unique_ids
     from ..generation import GeneratorJob
-    from ..jobs import job_fingerprint, run_job
+    from ..jobs import is_main_process, job_fingerprint, run_job
 
     refuse_writing_inputs([args.input], "--output", outputs=[args.output])
     rows = list(
@@ -97,7 +97,8 @@ def _generate(args, strategy, options) -> int:
     fingerprint = job_fingerprint("generate", model=models.identity(args.model), decoding=decoding, dtype=args.dtype)
     job = GeneratorJob(args.model, strategy, options, device=args.device, dtype=args.dtype)
     counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="generate", **job_options(args))
-    provenance.write_sidecar(args.output, provenance.record({"generator": args.model}, args.input))
+    if is_main_process():
+        provenance.write_sidecar(args.output, provenance.record({"generator": args.model}, args.input))
     logger.info(
         "%d generated, %d already done, %d errors -> %s",
         counts["done"],

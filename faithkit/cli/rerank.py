@@ -87,7 +87,7 @@ def run(args) -> int:
     from ..data.results import content_digest
     from ..decoding.options import GenerationOptions
     from ..decoding.rerank import Rerank
-    from ..jobs import job_fingerprint, run_job
+    from ..jobs import is_main_process, job_fingerprint, run_job
     from ..reranking import CandidatesJob, check_judge, read_candidates
 
     given = {name: getattr(args, name) for name in ("judge", "fluency_tolerance") if hasattr(args, name)}
@@ -115,7 +115,8 @@ def run(args) -> int:
     job = CandidatesJob(args.model, strategy, options, candidates, device=args.device, dtype=args.dtype)
     counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="rerank", **job_options(args))
     judged_by = {"generator": args.model, f"judge ({strategy.judge} under the generator)": args.model}
-    provenance.write_sidecar(args.output, provenance.record(judged_by, [args.input, args.candidates]))
+    if is_main_process():
+        provenance.write_sidecar(args.output, provenance.record(judged_by, [args.input, args.candidates]))
     logger.info(
         "%d reranked, %d already done, %d errors -> %s",
         counts["done"],

@@ -59,7 +59,8 @@ def run(args) -> int:
     fingerprint = job_fingerprint("score", **metric_fingerprint_from_args(args))
     metric = LazyMetric(lambda: metric_from_args(args))
     counts = score_rows(metric, rows, args.output, fingerprint=fingerprint, desc=args.metric, **job_options(args))
-    provenance.write_sidecar(args.output, provenance.record(judged_by, args.input))
+    if is_main_process():
+        provenance.write_sidecar(args.output, provenance.record(judged_by, args.input))
     if is_main_process():
         print_score_table(read_results(args.output), args.metric)
     logger.info(

@@ -120,7 +120,7 @@ def test_meta_eval_labels_results_and_table_say_what_made_them(faithkit, model_f
     shown(record, run.out)
 
 
-def test_generate_and_rerank_outputs_have_their_record_beside_them(faithkit, model_folder, tmp_path):
+def test_generate_score_and_rerank_outputs_have_their_record_beside_them(faithkit, model_folder, tmp_path):
     rows = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     candidates = write_jsonl(
         tmp_path / "candidates.jsonl", [{"id": "a", "responses": ["Red.", "Apples"]}, {"id": "b", "responses": ["P"]}]
@@ -135,6 +135,12 @@ def test_generate_and_rerank_outputs_have_their_record_beside_them(faithkit, mod
     assert run.code == 0, run.err
     record = json.loads((tmp_path / "generated.jsonl.provenance.json").read_text())["provenance"]
     check_record(record, "generate", {"generator": folder}, [rows], {"strategy": "plain", "max_new_tokens": 3})
+
+    scored = tmp_path / "scored.jsonl"
+    run = faithkit("score", "--metric", "pmi-faith", "--model", model_folder, "--input", generated, "--output", scored)
+    assert run.code == 0, run.err
+    record = json.loads((tmp_path / "scored.jsonl.provenance.json").read_text())["provenance"]
+    check_record(record, "score", {"pmi-faith --model": folder}, [generated], {"model": model_folder})
 
     reranked = tmp_path / "reranked.jsonl"
     run = faithkit(
