@@ -64,9 +64,10 @@ def _register_begin(benchmarks) -> None:
 
 
 def _run_begin(args) -> int:
-    from ..jobs import job_fingerprint
+    from .. import provenance
+    from ..jobs import is_main_process, job_fingerprint
 
-    check_metric_models(args, [args.metric])
+    judged_by = check_metric_models(args, [args.metric])
     from ..eval.begin import meta_eval_begin  # numpy, scipy: after the check
 
     refuse_writing_inputs([*args.dev, *(args.test or [])], "--out", folder=args.out)
@@ -80,6 +81,9 @@ def _run_begin(args) -> int:
         fingerprint=fingerprint,
         **job_options(args),
     )
+    if is_main_process():  # results.json is a list: what made it goes beside it
+        made_by = provenance.record(judged_by, [*args.dev, *(args.test or [])])
+        provenance.write_sidecar(Path(args.out) / "results.json", made_by)
     return 0
 
 
@@ -129,9 +133,10 @@ def score_keys(args) -> tuple[str, ...]:
 
 
 def _run_q2_wow(args) -> int:
-    from ..jobs import job_fingerprint
+    from .. import provenance
+    from ..jobs import is_main_process, job_fingerprint
 
-    check_metric_models(args, [args.metric])
+    judged_by = check_metric_models(args, [args.metric])
     from ..eval.q2_wow import meta_eval_q2_wow  # numpy, scipy: after the check
 
     refuse_writing_inputs([args.consistent, args.inconsistent], "--out", folder=args.out)
@@ -147,6 +152,9 @@ def _run_q2_wow(args) -> int:
         fingerprint=fingerprint,
         **job_options(args),
     )
+    if is_main_process():
+        made_by = provenance.record(judged_by, [args.consistent, args.inconsistent])
+        provenance.write_sidecar(Path(args.out) / "summary.json", made_by)
     return 0
 
 

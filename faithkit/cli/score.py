@@ -61,7 +61,6 @@ def run(args) -> int:
     counts = score_rows(metric, rows, args.output, fingerprint=fingerprint, desc=args.metric, **job_options(args))
     if is_main_process():
         provenance.write_sidecar(args.output, provenance.record(judged_by, args.input))
-    if is_main_process():
         print_score_table(read_results(args.output), args.metric)
     logger.info(
         "%d scored, %d already done, %d errors -> %s", counts["done"], counts["skipped"], counts["errors"], args.output

@@ -386,8 +386,8 @@ def meta_eval_labels(
     **job,
 ) -> tuple[list[dict], list[dict]]:
     """Score, rank and report (see the module's docstring); ``made_by`` is the run's :mod:`faithkit.provenance`
-    record (built here from the metrics' names when not given), ``job`` holds :func:`faithkit.jobs.run_job`'s
-    options."""
+    record for results.json and the printed table (not given: one naming the resamples and seed only), ``job``
+    holds :func:`faithkit.jobs.run_job`'s options."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     named_scores = score_metrics(metrics, labelled.rows, out, fingerprints, **job)

@@ -152,3 +152,19 @@ def test_generate_score_and_rerank_outputs_have_their_record_beside_them(faithki
     record = json.loads((tmp_path / "reranked.jsonl.provenance.json").read_text())["provenance"]
     roles = {"generator": folder, "judge (pmi-faith under the generator)": folder}
     check_record(record, "rerank", roles, [rows, candidates], {"max_new_tokens": 3})
+
+
+def test_meta_eval_begin_results_have_their_record_beside_them(faithkit, model_folder, tmp_path):
+    header = "model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\n"
+    dev = tmp_path / "dev.tsv"
+    dev.write_text(
+        header
+        + "t5\twow\tRed apples grow on trees.\tDo you like apples?\tred apples grow\tFully attributable\n"
+        + "t5\twow\tRed apples grow on trees.\tDo you like apples?\tblue cars\tNot fully attributable\n"
+    )
+    out = tmp_path / "out"
+    run = faithkit("meta-eval", "begin", "--metric", "pmi-faith", "--model", model_folder, "--dev", dev, "--out", out)
+    assert run.code == 0, run.err
+    record = json.loads((out / "results.json.provenance.json").read_text())["provenance"]
+    folder = str(Path(model_folder).resolve())
+    check_record(record, "meta-eval begin", {"pmi-faith --model": folder}, [dev], {"model": model_folder})
