@@ -7,6 +7,8 @@ set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 git clone --quiet "$here" "$work/faithkit"
 export FAITHKIT_DATA="${FAITHKIT_DATA:-$(cd "$here/.." && pwd)/shared/data}"
 export PYTHONPATH="$work/faithkit"
