@@ -116,7 +116,7 @@ def test_meta_eval_labels_results_and_table_say_what_made_them(faithkit, model_f
     metrics = ["overlap-f1", "pmi-faith"]
     options = {"label_column": "verdict", "positive": "yes", "metrics": metrics, "resamples": 50, "seed": 0}
     folder = str(Path(model_folder).resolve())
-    check_record(record, "meta-eval labels", {"pmi-faith model": folder}, [rows], options)
+    check_record(record, "meta-eval labels", {"pmi-faith --model": folder}, [rows], options)
     shown(record, run.out)
 
 
