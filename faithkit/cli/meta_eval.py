@@ -15,6 +15,7 @@ from .options import (
     add_job_options,
     add_metric_option_flags,
     add_metric_options,
+    check_metric_models,
     columns_from_args,
     given_metric_options,
     job_options,
@@ -69,8 +70,11 @@ def _register_begin(benchmarks) -> None:
 
 
 def _run_begin(args) -> int:
-    from ..eval.begin import meta_eval_begin
-    from ..jobs import job_fingerprint
+    from .. import provenance
+    from ..jobs import is_main_process, job_fingerprint
+
+    judged_by = check_metric_models(args, [args.metric])
+    from ..eval.begin import meta_eval_begin  # numpy, scipy: after the check
 
     fingerprint = job_fingerprint("meta-eval begin", **metric_fingerprint_from_args(args))
     meta_eval_begin(
@@ -83,6 +87,9 @@ def _run_begin(args) -> int:
         strict_labels=args.strict_labels,
         **job_options(args),
     )
+    if is_main_process():  # results.json is a list: what made it goes beside it
+        made_by = provenance.record(judged_by, [*args.dev, *(args.test or [])])
+        provenance.write_sidecar(Path(args.out) / "results.json", made_by)
     return 0
 
 
@@ -143,8 +150,11 @@ def score_keys(args) -> tuple[str, ...]:
 
 
 def _run_q2_wow(args) -> int:
-    from ..eval.q2_wow import meta_eval_q2_wow
-    from ..jobs import job_fingerprint
+    from .. import provenance
+    from ..jobs import is_main_process, job_fingerprint
+
+    judged_by = check_metric_models(args, [args.metric])
+    from ..eval.q2_wow import meta_eval_q2_wow  # numpy, scipy: after the check
 
     fingerprint = job_fingerprint("meta-eval q2-wow", **metric_fingerprint_from_args(args))
     meta_eval_q2_wow(
@@ -158,6 +168,9 @@ def _run_q2_wow(args) -> int:
         fingerprint=fingerprint,
         **job_options(args),
     )
+    if is_main_process():
+        made_by = provenance.record(judged_by, [args.consistent, args.inconsistent])
+        provenance.write_sidecar(Path(args.out) / "summary.json", made_by)
     return 0
 
 
@@ -335,9 +348,9 @@ def _metric_names(text: str) -> list[str]:
 
 
 def _run_labels(args) -> int:
+    from .. import provenance
     from ..data import read_rows, unique_ids
     from ..errors import ConfigError
-    from ..eval.leaderboard import label_rows, meta_eval_labels
     from ..jobs import job_fingerprint
     from ..metrics.registry import get_spec, load_metric
 
@@ -348,6 +361,9 @@ def _run_labels(args) -> int:
     ]
     if unused:
         raise ConfigError(f"{', '.join(unused)} apply to none of --metrics {','.join(args.metrics)}; drop them")
+    judged_by = check_metric_models(args, args.metrics)
+    from ..eval.leaderboard import label_rows, meta_eval_labels  # numpy, scipy: after the check
+
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
     labelled = label_rows(rows, args.label_column, args.positive, args.group_by, strict=args.strict_labels)
@@ -357,7 +373,19 @@ def _run_labels(args) -> int:
     fingerprints = {
         name: job_fingerprint("meta-eval labels", **metric_fingerprint_from_args(args, name)) for name in args.metrics
     }
+    made_by = provenance.record(
+        judged_by,
+        args.input,
+        {**provenance.record_options(), "resamples": args.resamples, "seed": args.seed},
+    )
     meta_eval_labels(
-        metrics, labelled, args.out, fingerprints, resamples=args.resamples, seed=args.seed, **job_options(args)
+        metrics,
+        labelled,
+        args.out,
+        fingerprints,
+        resamples=args.resamples,
+        seed=args.seed,
+        made_by=made_by,
+        **job_options(args),
     )
     return 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
 from dataclasses import fields
 import sys
 from pathlib import Path
@@ -91,8 +92,9 @@ def refuse_shared_outputs(outputs: dict) -> None:
 
 
 def with_sidecars(output: Path) -> list[Path]:
-    """A result file and the files that a job writes beside it: its fingerprint, its lock and its part files."""
-    sidecars = [output.with_name(output.name + suffix) for suffix in (".meta.json", ".lock")]
+    """A result file and the files that a job writes beside it: its fingerprint, its lock, its provenance and its part
+    files."""
+    sidecars = [output.with_name(output.name + suffix) for suffix in (".meta.json", ".lock", ".provenance.json")]
     parts = sorted(output.parent.glob(f"{output.name}.part*")) if output.parent.is_dir() else []
     return [output, *sidecars, *parts]
 
@@ -132,6 +134,7 @@ def columns_from_args(args: argparse.Namespace, required: tuple[str, ...] = ("do
         response=getattr(args, "response_column", None),
         id=args.id_column,
         required=required,
+        naming="Name it with --{field}-column.",
     )
 
 
@@ -159,13 +162,14 @@ def job_options(args: argparse.Namespace) -> dict:
 def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "pmi-faith") -> None:
     from ..metrics.registry import METRICS
 
-    described = "; ".join(f"{name}: {spec.summary}" for name, spec in METRICS.items())
+    described = "\n".join(f"  {name}: {spec.summary}" for name, spec in METRICS.items())
     parser.add_argument(
         "--metric",
         default=default_metric,
         choices=METRIC_NAMES,
         type=metric_name,
-        help=f"which metric to compute (default {default_metric}): {described}",
+        metavar="METRIC",
+        help=f"which metric to compute (default {default_metric}), one of:\n{described}",
     )
     add_metric_option_flags(parser)
 
@@ -222,6 +226,40 @@ def metric_fingerprint_from_args(args: argparse.Namespace, name: str | None = No
     from ..metrics.registry import metric_fingerprint
 
     return metric_fingerprint(name or args.metric, metric_options(args, name))
+
+
+def metric_models(args: argparse.Namespace, names, defaults: bool = True) -> dict:
+    """The models each of the metrics ``names`` reads (given, else with ``defaults`` its default), by role
+    ``"<metric> --<option>"`` (``"pmi-faith --model"``), for :func:`check_models` and :mod:`faithkit.provenance`.
+    The defaults are read off the metrics' constructors, which imports them (and torch)."""
+    from ..metrics.registry import MODEL_OPTIONS, option_defaults
+
+    found = {}
+    for name in names:
+        options = {**(option_defaults(name) if defaults else {}), **metric_options(args, name)}
+        found.update(
+            {f"{name} --{key.replace('_', '-')}": options[key] for key in MODEL_OPTIONS if options.get(key) is not None}
+        )
+    return found
+
+
+def check_metric_models(args: argparse.Namespace, names) -> dict:
+    """:func:`check_models` of the models the metrics ``names`` read: those given first (before torch loads, so a
+    mistyped name is an error within a second), then their defaults; returns them all (:func:`metric_models`)."""
+    check_models(metric_models(args, names, defaults=False))
+    models = metric_models(args, names)
+    check_models(models)
+    return models
+
+
+def check_models(roles: Mapping[str, str | None]) -> None:
+    """Each model named (role -> name, e.g. ``{"--judge": "gemma3-270m"}``) can be loaded, or one error naming it,
+    before the command reads a row or writes a file (:func:`faithkit.model_names.check_model_name`)."""
+    from ..model_names import check_model_name
+
+    for role, name in roles.items():
+        if isinstance(name, str):
+            check_model_name(name, role)
 
 
 def metric_from_args(args: argparse.Namespace):

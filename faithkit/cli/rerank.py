@@ -11,6 +11,7 @@ from .options import (
     add_dtype_option,
     add_input_columns,
     add_job_options,
+    check_models,
     columns_from_args,
     job_options,
 )
@@ -89,6 +90,7 @@ def run(args) -> int:
     from ..data import read_rows, unique_ids
 
     strategy, options = rerank_settings(args)
+    check_models({"--model": args.model})  # before torch loads: an unknown name is an error within a second
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
     )
@@ -117,9 +119,9 @@ def rerank_settings(args):
 def rerank_file(args, rows, candidates_path, output, strategy, options) -> dict:
     """Rerank ``rows`` over the candidates file into ``output`` with ``args.model`` (``faithkit rerank``'s job,
     also run by ``faithkit candidates --rerank-output``); returns the job's counts."""
-    from .. import models
+    from .. import models, provenance
     from ..data.results import content_digest
-    from ..jobs import job_fingerprint, run_job
+    from ..jobs import is_main_process, job_fingerprint, run_job
     from ..reranking import CandidatesJob, read_candidates, report_missing_ids
 
     candidates = read_candidates(candidates_path)
@@ -133,6 +135,9 @@ def rerank_file(args, rows, candidates_path, output, strategy, options) -> dict:
     fingerprint = job_fingerprint("rerank", model=models.identity(args.model), reranking=settings, dtype=args.dtype)
     job = CandidatesJob(args.model, strategy, options, candidates, device=args.device, dtype=args.dtype)
     counts = run_job(job, rows, output, fingerprint=fingerprint, desc="rerank", **job_options(args))
+    judged_by = {"generator": args.model, f"judge ({strategy.judge} under the generator)": args.model}
+    if is_main_process():
+        provenance.write_sidecar(output, provenance.record(judged_by, [args.input, candidates_path]))
     logger.info(
         "%d reranked, %d already done, %d errors -> %s",
         counts["done"],

@@ -12,6 +12,7 @@ from .options import (
     add_input_columns,
     add_job_options,
     add_metric_options,
+    check_metric_models,
     columns_from_args,
     job_options,
     metric_fingerprint_from_args,
@@ -50,16 +51,19 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from .. import provenance
     from ..data import read_results, read_rows, unique_ids
     from ..jobs import job_fingerprint, score_rows
     from ..report import print_score_table
 
+    judged_by = check_metric_models(args, [args.metric])
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
     fingerprint = job_fingerprint("score", **metric_fingerprint_from_args(args))
     metric = LazyMetric(lambda: metric_from_args(args))
     counts = score_rows(metric, rows, args.output, fingerprint=fingerprint, desc=args.metric, **job_options(args))
     if is_main_process():
+        provenance.write_sidecar(args.output, provenance.record(judged_by, args.input))
         print_score_table(read_results(args.output), args.metric)
     logger.info(
         "%d scored, %d already done, %d errors -> %s", counts["done"], counts["skipped"], counts["errors"], args.output

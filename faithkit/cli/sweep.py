@@ -9,7 +9,7 @@ from dataclasses import fields
 from ..paths import PathArg
 from ..jobs import is_main_process
 from .declared_files import Files, Output, declare_files
-from .options import add_dtype_option, add_input_columns
+from .options import add_dtype_option, add_input_columns, check_models
 
 logger = logging.getLogger(__name__)
 
@@ -37,34 +37,29 @@ def register(subparsers) -> None:
 
     parser = subparsers.add_parser(
         "sweep",
+        usage="faithkit sweep --generator MODEL --judge MODEL --input ROWS --out DIR [options]\n"
+        "       faithkit sweep --config FILE.yaml [options]",
         help="decoding strategies over a grid, judged for faithfulness, relevance and fluency",
-        description="Generate responses for every cell of a grid of decoding strategies (plain decoding, "
-        "PMI-DECODE's alpha x top_p, …), always with plain decoding as the baseline, and judge them: "
-        "PMI-FAITH and fluency (the judge's log P(response | history) per token) under --judge (best "
-        "another model than the generator, which PMI-DECODE steered towards its own PMI), Q² when "
-        "asked, knowledge precision, relevance to the gold response (sacrebleu corpus BLEU, token F1) "
-        "and the responses' length, empty and repeated shares; each with a 95% bootstrap interval over "
-        "contexts and a paired permutation test against the baseline. The gold response is "
-        "--gold-column, else a gold/reference column, else the input's response column; without one "
-        "the relevance columns stay empty and a warning says so. Writes to --out: cells/<cell>.jsonl "
-        "(responses), scores.jsonl (per-response PMI-FAITH with token contributions; 'faithkit explain "
-        "--metric pmi-faith --input' draws it), q2.jsonl, candidates/ (rerank cells' candidates), sweep.csv, best.json, heatmaps/<measure>.png "
-        "and report.html; prints every cell's measures (faithfulness, relevance and fluency with p "
-        "against the baseline and ▲/▼ when significant; cells that decode alike on one line; the cells "
-        "the rule excluded, and why; docs/reports.md tells how to read them) and the PMI-DECODE grid in "
-        "the layout of the paper's Table 5. Rerunning the same command resumes where it stopped. Settings come from "
-        "--config FILE.yaml (keys named like the options, e.g. top_p, gold_column; 'strategies:' a "
-        "list of strategies each with its own grid) and the options given, which win; without "
-        "--config the options alone define the sweep.",
+        description="Generate responses for every cell of a grid of decoding strategies, with plain decoding "
+        "as the baseline, and judge them under --judge (faith-judge, PMI-FAITH and fluency; Q² when asked), "
+        "for knowledge precision and for relevance to the gold response (BLEU, token F1): each measure with "
+        "a 95% bootstrap interval and a paired test against the baseline. Prints the table and writes "
+        "cells/, scores.jsonl, sweep.csv, best.json (the chosen cell), heatmaps/ and report.html to --out; "
+        "rerunning the same command resumes. Settings come from --config (keys named like the options; "
+        "'strategies:' gives each strategy its own grid) and the options given, which win. docs/sweeps.md "
+        "and docs/reports.md tell more.",
     )
-    parser.add_argument(
+    run_group = parser.add_argument_group("what to run")
+    run_group.add_argument(
         "--config",
         type=PathArg("text"),
+        metavar="FILE",
         help="YAML file of settings, e.g. configs/sweep/smollm2-q2wow.yaml; "
         "'${data}/…' paths start at the benchmark data root",
     )
-    add_flags(parser, SweepConfig, names=("generator", "judge", "input", "out"), unset=None)
-    parser.add_argument("--restart", action="store_true", help="delete the sweep's earlier outputs in --out first")
+    add_flags(run_group, SweepConfig, names=("generator", "judge", "input", "out"), unset=None)
+    run_group.add_argument("--restart", action="store_true", help="delete the sweep's earlier outputs in --out first")
+    add_flags(run_group, SweepConfig, names=("limit",), unset=None)
     grid = parser.add_argument_group("grid and decoding")
     add_flags(
         grid, SweepConfig, names=("strategies", "chosen", "alpha", "top_p", "decoding"), unset=None, lists="comma"
@@ -77,10 +72,11 @@ def register(subparsers) -> None:
         default=None,
         help="run a grid of more than --max-cells cells (refused otherwise, before any work)",
     )
-    judging = parser.add_argument_group("judging")
+    judging = parser.add_argument_group("judging and choosing")
     add_flags(judging, SweepConfig, names=JUDGING, unset=None, lists="comma")
-    add_flags(parser, SweepConfig, names=("device",), unset=None)
-    add_dtype_option(parser)
+    device = parser.add_argument_group("device")
+    add_flags(device, SweepConfig, names=("device",), unset=None)
+    add_dtype_option(device)
     add_input_columns(parser, response=False)
     parser.set_defaults(run=run)
     declare_files(
@@ -102,15 +98,14 @@ def _config(args):
 
 
 def run(args) -> int:
-    from ..paths import check_model_folder
     import shlex
 
     from ..jobs import JobInterrupted
-    from ..sweep import run_sweep
 
     config = _config(args)
-    for model in filter(None, (config.generator, config.judge)):  # from the config file too, before any row
-        check_model_folder(model)
+    check_models({"--generator": config.generator, "--judge": config.judge})  # from the config file too
+    from ..sweep import run_sweep  # torch, scipy: after the checks
+
     try:
         result = run_sweep(config, restart=args.restart)
     except JobInterrupted as interrupted:  # say the command that continues it (--restart would start over)

@@ -76,9 +76,23 @@ def reads(args: argparse.Namespace) -> list:
 def run(args: argparse.Namespace) -> int:
     """Train, then print the summary as one JSON line (main process only); errors propagate as FaithkitError."""
     from ..jobs import is_main_process
-    from ..train import train
+    from ..metrics.registry import MODEL_OPTIONS
+    from .options import check_models
 
-    summary = train(_config(args), output_dir(args), resume=args.resume)
+    config = _config(args)
+    judges = {
+        f"evaluation.metric_options.{metric}.{key}": options[key]
+        for metric, options in (config.evaluation.metric_options or {}).items()
+        for key in MODEL_OPTIONS
+        if isinstance(options, dict) and key in options
+    }
+    if config.model.init == "pretrained":  # a random model loads no weights by name
+        check_models({"model.name (--model)": config.model.name, **judges})
+    else:
+        check_models(judges)
+    from ..train import train  # torch, accelerate: after the checks
+
+    summary = train(config, output_dir(args), resume=args.resume)
     if is_main_process():
         print(to_json(summary), flush=True)
     return 0

@@ -50,7 +50,7 @@ class Columns:
     response: str | None = None
     id: str | None = None
     required: tuple[str, ...] = ("document", "response")
-    naming: str = "Name it with --{field}-column."
+    naming: str = "Name it with Columns({field}=...), or leave {field} out of Columns(required=...)."
 
     def resolve(self, header: Iterable[str], source: str) -> dict[str, str | None]:
         header = list(header)

@@ -1,30 +1,103 @@
-"""Faithfulness-aware decoding: strategies (plain, PMI-DECODE, CAD, AdaCAD) as transformers logits processors."""
+"""Faithfulness-aware decoding: strategies (plain, PMI-DECODE, CAD, AdaCAD) as transformers logits processors.
 
-from .cad import AdaptiveContextAwareDecode, ContextAwareDecode
-from .generate import (
-    build_inputs,
-    decode_responses,
-    default_template,
-    generate,
-    generate_grid,
-    iter_grid,
-    length_order,
-    pad_token_id,
-    plan_grid,
-    prompt_cache,
-)
-from .options import SEARCHES, GenerationOptions, row_seed
-from .pmi_decode import PMIDecode
-from .strategies import (
-    CAD,
-    PMI,
-    STRATEGIES,
-    STRATEGY_NAMES,
-    AdaCAD,
-    Cell,
-    Plain,
-    Strategy,
-    decoded_by,
-    get_strategy,
-    strategy_from_dict,
-)
+The names below load their module on first use (PEP 562): the strategies' and options' declarations import no
+torch, so the command line builds its flags from them quickly; the processors and ``generate`` import torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .cad import AdaptiveContextAwareDecode, ContextAwareDecode
+    from .generate import (
+        build_inputs,
+        decode_responses,
+        default_template,
+        generate,
+        generate_grid,
+        iter_grid,
+        length_order,
+        pad_token_id,
+        plan_grid,
+        prompt_cache,
+    )
+    from .options import SEARCHES, GenerationOptions, row_seed
+    from .pmi_decode import PMIDecode
+    from .strategies import (
+        CAD,
+        PMI,
+        STRATEGIES,
+        STRATEGY_NAMES,
+        AdaCAD,
+        Cell,
+        Plain,
+        Strategy,
+        decoded_by,
+        get_strategy,
+        strategy_from_dict,
+    )
+
+_MODULES = {
+    "cad": ("AdaptiveContextAwareDecode", "ContextAwareDecode"),
+    "generate": (
+        "build_inputs",
+        "decode_responses",
+        "default_template",
+        "generate",
+        "generate_grid",
+        "iter_grid",
+        "length_order",
+        "pad_token_id",
+        "plan_grid",
+        "prompt_cache",
+    ),
+    "options": ("SEARCHES", "GenerationOptions", "row_seed"),
+    "pmi_decode": ("PMIDecode",),
+    "strategies": (
+        "CAD",
+        "PMI",
+        "STRATEGIES",
+        "STRATEGY_NAMES",
+        "AdaCAD",
+        "Cell",
+        "Plain",
+        "Strategy",
+        "decoded_by",
+        "get_strategy",
+        "strategy_from_dict",
+    ),
+}
+_HOME = {name: module for module, names in _MODULES.items() for name in names}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    """A name of this package, importing its module on first use."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+
+
+def __dir__():
+    return sorted([*globals(), *_HOME])
+
+
+class _Package(types.ModuleType):
+    """This package, whose ``generate`` is the function although a submodule has that name too.
+
+    Python sets a submodule, once imported, as an attribute of its package, which would make
+    ``faithkit.decoding.generate`` the module; the function keeps the name, as when this package imported it eagerly.
+    """
+
+    def __setattr__(self, name: str, value) -> None:
+        if name == "generate" and isinstance(value, types.ModuleType):
+            value = value.generate
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

@@ -4,9 +4,9 @@ A strategy's parameters are its dataclass fields, each declared once with
 :func:`~faithkit.options.option` (default, range, grid, help); constructing one checks
 them. Its class says how many prompt views per context it decodes from (1: the conditioned
 view; 2: conditioned and history-only, as PMI-FAITH scores them), which search modes it
-supports, and builds its logits processors. Each two-view strategy lives beside its processor
-(:mod:`~faithkit.decoding.pmi_decode`, :mod:`~faithkit.decoding.cad`); the registry of all of
-them is :mod:`faithkit.decoding.strategies`.
+supports, and builds its logits processors, importing torch only then. The two-view strategies are declared in
+:mod:`~faithkit.decoding.two_view_strategies`, their processors in :mod:`~faithkit.decoding.pmi_decode` and
+:mod:`~faithkit.decoding.cad`; the registry of all of them is :mod:`faithkit.decoding.strategies`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ from typing import ClassVar, NamedTuple
 from ..errors import ConfigError
 from ..options import check
 from .options import SEARCHES
-from .two_view import RowSampler
 
 
 class Sampling(NamedTuple):
@@ -119,4 +118,6 @@ class Plain(Strategy):
         return True
 
     def processors(self, sampling: Sampling | None = None) -> list:
+        from .two_view import RowSampler
+
         return [] if sampling is None else [RowSampler(**sampling._asdict())]

@@ -20,59 +20,11 @@ classifier-free guidance; that is ``1 + alpha`` times PMI-DECODE's score at
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 import torch
 from transformers import ClassifierFreeGuidanceLogitsProcessor
 
-from .base import Sampling, Strategy, sampling_kwargs
-from ..options import option
 from .two_view import TwoViewProcessor, log_probs_pair
-
-
-@dataclass(frozen=True)
-class CAD(Strategy):
-    """Context-Aware Decoding (Shi et al., 2023, arXiv 2305.14739): see :class:`~faithkit.decoding.cad.ContextAwareDecode`.
-
-    Decode from ``softmax[(1 + alpha) logit(y | d, h) - alpha logit(y | h)]``.
-    """
-
-    name: ClassVar[str] = "cad"
-    views: ClassVar[int] = 2
-    searches: ClassVar[tuple[str, ...]] = ("greedy", "beam", "sample")
-    summary: ClassVar[str] = "CAD: (1 + alpha) logit(y | d, h) - alpha logit(y | h)"
-
-    alpha: float = option(
-        0.5,
-        "how far to push away from the history-only distribution",
-        low=0,
-        grid=(0.5, 1),
-        meaning="0 = plain decoding; the paper uses 0.5 and 1",
-    )
-
-    def decodes_as_plain(self, search: str) -> bool:
-        return self.alpha == 0
-
-    def processors(self, sampling: Sampling | None = None) -> list:
-        return [ContextAwareDecode(self.alpha, **sampling_kwargs(sampling))]
-
-
-@dataclass(frozen=True)
-class AdaCAD(Strategy):
-    """Adaptive CAD (Wang et al., 2024, arXiv 2409.07394): see :class:`~faithkit.decoding.cad.AdaptiveContextAwareDecode`.
-
-    CAD with ``alpha`` set at every step to the Jensen–Shannon divergence (nats) between
-    P(y | d, h, y<t) and P(y | h, y<t): no parameters.
-    """
-
-    name: ClassVar[str] = "adacad"
-    views: ClassVar[int] = 2
-    searches: ClassVar[tuple[str, ...]] = ("greedy", "beam", "sample")
-    summary: ClassVar[str] = "AdaCAD: CAD with alpha = JSD(P(y | d, h), P(y | h)) per token"
-
-    def processors(self, sampling: Sampling | None = None) -> list:
-        return [AdaptiveContextAwareDecode(**sampling_kwargs(sampling))]
+from .parameters import CADParameters
 
 
 class ContextAwareDecode(TwoViewProcessor):
@@ -106,13 +58,13 @@ class ContextAwareDecode(TwoViewProcessor):
 
     def __init__(
         self,
-        alpha: float = CAD.alpha,
+        alpha: float = CADParameters.alpha,
         do_sample: bool = False,
         temperature: float = 1.0,
         top_k: int | None = None,
         generators: list[torch.Generator] | None = None,
     ):
-        self.alpha = CAD(alpha=float(alpha)).alpha  # the one range check
+        self.alpha = CADParameters(alpha=float(alpha)).alpha  # the one range check
         super().__init__(do_sample, temperature, top_k, generators)
         self.guidance = ClassifierFreeGuidanceLogitsProcessor(1 + self.alpha) if self.alpha > 0 else None
 

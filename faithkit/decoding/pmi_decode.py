@@ -12,54 +12,11 @@ same tokens.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 import torch
 from transformers import TopPLogitsWarper
 
-from .base import Sampling, Strategy, sampling_kwargs
-from ..options import option
 from .two_view import TwoViewProcessor, log_probs_pair
-
-
-@dataclass(frozen=True)
-class PMI(Strategy):
-    """PMI-DECODE (Nandwani et al., EMNLP 2023, arXiv 2305.12191, §4.2): see :class:`~faithkit.decoding.PMIDecode`.
-
-    Inside the top-p set of P(y | d, h, y<t), rank by
-    ``alpha * [log P(y|d,h,y<t) - log P(y|h,y<t)] + (1 - alpha) * log P(y|d,h,y<t)``.
-    """
-
-    name: ClassVar[str] = "pmi"
-    views: ClassVar[int] = 2
-    searches: ClassVar[tuple[str, ...]] = ("greedy", "beam", "sample")
-    summary: ClassVar[str] = "PMI-DECODE: alpha * CPMI + (1 - alpha) * log P(y | d, h) inside the top-p set"
-
-    alpha: float = option(
-        0.25,
-        "weight of the PMI term",
-        low=0,
-        high=1,
-        grid=(0, 0.25, 0.5, 1),
-        meaning="0 = plain decoding, 1 = rank by PMI alone",
-    )
-    top_p: float = option(
-        0.6,
-        "nucleus of P(y | document, history) the token is chosen from",
-        low=0,
-        high=1,
-        low_open=True,
-        grid=(0.6, 0.75, 0.9, 1),
-        meaning="1 keeps every token",
-    )
-
-    def decodes_as_plain(self, search: str) -> bool:
-        # greedy: the best token is always in the top-p set; beam search may want tokens outside it
-        return self.alpha == 0 and (search == "greedy" or self.top_p == 1)
-
-    def processors(self, sampling: Sampling | None = None) -> list:
-        return [PMIDecode(self.alpha, self.top_p, **sampling_kwargs(sampling))]
+from .parameters import PMIParameters
 
 
 class PMIDecode(TwoViewProcessor):
@@ -138,14 +95,14 @@ class PMIDecode(TwoViewProcessor):
 
     def __init__(
         self,
-        alpha: float = PMI.alpha,
-        top_p: float = PMI.top_p,
+        alpha: float = PMIParameters.alpha,
+        top_p: float = PMIParameters.top_p,
         do_sample: bool = False,
         temperature: float = 1.0,
         top_k: int | None = None,
         generators: list[torch.Generator] | None = None,
     ):
-        params = PMI(alpha=float(alpha), top_p=float(top_p))  # the one range check
+        params = PMIParameters(alpha=float(alpha), top_p=float(top_p))  # the one range check
         super().__init__(do_sample, temperature, top_k, generators)
         self.alpha, self.top_p = params.alpha, params.top_p
 

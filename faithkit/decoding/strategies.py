@@ -27,8 +27,7 @@ from ..errors import ConfigError
 from ..numbers import finite_float
 from ..options import FlagError, OptionError, base_type, flag, flag_help, from_mapping, mark_declared, value_parser
 from .base import Plain, Sampling, Strategy
-from .cad import CAD, AdaCAD
-from .pmi_decode import PMI
+from .two_view_strategies import CAD, PMI, AdaCAD
 from .rerank import Rerank
 
 __all__ = [

@@ -33,7 +33,7 @@ from ..errors import InputError
 from ..jobs import current_process, score_rows
 from ..metrics.registry import get_spec
 from ..report import markdown_table
-from .. import files
+from .. import files, provenance
 from .. import stats
 from .labels import without_missing_labels
 from . import plots
@@ -317,7 +317,12 @@ def leaderboard(
 
 
 def write_leaderboard(
-    out: Path, results: list[dict], paired: list[dict], scores: Mapping[str, np.ndarray], labels: np.ndarray
+    out: Path,
+    results: list[dict],
+    paired: list[dict],
+    scores: Mapping[str, np.ndarray],
+    labels: np.ndarray,
+    made_by: dict | None = None,
 ) -> None:
     """``results.csv``, ``paired.csv``, ``results.json`` and ``roc.png``, the ROC curves over all rows."""
     for name, rows, columns in (("results.csv", results, RESULT_COLUMNS), ("paired.csv", paired, PAIRED_COLUMNS)):
@@ -325,7 +330,7 @@ def write_leaderboard(
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
-    files.write_json(out / "results.json", {"results": results, "paired": paired})
+    files.write_json(out / "results.json", {"results": results, "paired": paired, provenance.KEY: made_by})
     plots.roc_curves(
         {name: values.tolist() for name, values in scores.items()},
         labels.tolist(),
@@ -389,9 +394,12 @@ def meta_eval_labels(
     fingerprints: Mapping[str, dict],
     resamples: int = 1000,
     seed: int = 0,
+    made_by: dict | None = None,
     **job,
 ) -> tuple[list[dict], list[dict]]:
-    """Score, rank and report (see the module's docstring); ``job`` holds :func:`faithkit.jobs.run_job`'s options."""
+    """Score, rank and report (see the module's docstring); ``made_by`` is the run's :mod:`faithkit.provenance`
+    record for results.json and the printed table (not given: one naming the resamples and seed only), ``job``
+    holds :func:`faithkit.jobs.run_job`'s options."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     named_scores = score_metrics(metrics, labelled.rows, out, fingerprints, **job)
@@ -400,6 +408,8 @@ def meta_eval_labels(
     slices = row_slices(named_scores, labelled)
     results, paired = leaderboard(slices, resamples, seed)
     if current_process().is_main:  # under accelerate launch the other processes only score
-        write_leaderboard(out, results, paired, *slices[0][1:])
+        made_by = made_by or provenance.record({}, options={"resamples": resamples, "seed": seed})
+        write_leaderboard(out, results, paired, *slices[0][1:], made_by=made_by)
+        print("\n".join(provenance.header_lines(made_by)) + "\n")
         print_leaderboard(results, paired)
     return results, paired

@@ -10,21 +10,39 @@ resumes where an interrupted run stopped. Settings: :class:`SweepConfig` /
 :func:`load_config` (YAML plus command-line overrides).
 """
 
+from __future__ import annotations
+
 import importlib
 import warnings
+from typing import TYPE_CHECKING
 
-from .config import SweepConfig, load_config
-from .run import SweepResult, run_sweep
-from .table import choose_best, sweep_markdown
+if TYPE_CHECKING:
+    from .config import SweepConfig, load_config
+    from .run import SweepResult, run_sweep
+    from .table import choose_best, sweep_markdown
 
-__all__ = ["SweepConfig", "SweepResult", "choose_best", "load_config", "run_sweep", "sweep_markdown"]
+_HOME = {
+    "SweepConfig": "config",
+    "load_config": "config",
+    "SweepResult": "run",
+    "run_sweep": "run",
+    "choose_best": "table",
+    "sweep_markdown": "table",
+}
+"""Where each name lives: loaded on first use, so the command line reads the settings' declarations (config.py)
+without the run's imports (torch, scipy)."""
+
+__all__ = sorted(_HOME)
 
 _MOVED = {"markdown_table": ("faithkit.sweep", "sweep_markdown"), "decoded_by": ("faithkit.decoding", "decoded_by")}
 """Names this package had, and where they are now."""
 
 
 def __getattr__(name: str):
-    """A name that moved, with a DeprecationWarning naming where it is now."""
+    """A name of this package, importing its module on first use; a name that moved, with a DeprecationWarning
+    naming where it is now."""
+    if name in _HOME:
+        return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
     if name not in _MOVED:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, new = _MOVED[name]

@@ -87,20 +87,25 @@ class SweepConfig:
     """
 
     generator: str = option(
-        "", "model to decode with: hub id, local folder or offline name", flag_type=PathArg("model")
+        "", "model to decode with: hub id, local folder or offline name", flag_type=PathArg("model"), metavar="MODEL"
     )
     judge: str = option(
         "bigscience/bloom-560m",
-        "causal LM for PMI-FAITH (from the hub; offline: gemma3-270m)",
+        "causal LM that judges: it drives PMI-FAITH, fluency and faith-judge (whose weights were fitted "
+        "with smollm2-135m); a hub id, a folder or an offline name (smollm2-135m, gemma3-270m)",
         flag_type=PathArg("model"),
+        metavar="MODEL",
     )
     input: str = option(
         "",
         "dev rows with a document and a history (.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or "
         "hf:OWNER/NAME with --split)",
         flag_type=PathArg("rows"),
+        metavar="ROWS",
     )
-    out: str = option("", "output folder; rerunning with the same folder resumes", flag_type=PathArg("output folder"))
+    out: str = option(
+        "", "output folder; rerunning with the same folder resumes", flag_type=PathArg("output folder"), metavar="DIR"
+    )
     strategies: tuple[dict, ...] | None = option(
         None,
         "comma-separated strategies, each over its default grid but for the parameters written, e.g. "

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
+from .. import provenance
 from ..explain import CSS, highlight_tokens, pmi_colour, pmi_legend
 from ..files import write_text
 from .config import SweepConfig
@@ -88,6 +89,7 @@ def write_report(
     q2: dict | None,
     table: Sequence[dict],
     best: dict,
+    made_by: dict | None = None,
 ) -> Path:
     """Write the page (see the module docstring); ``responses`` maps a cell label to ``{row id: response}`` and
     ``pmi``/``q2`` map ``<cell>/<row id>`` to score records.
@@ -118,7 +120,9 @@ def write_report(
         f'<header><h1>faithkit sweep: {escape(str(config.generator))}</h1><div class="summary">'
         f"<span>contexts <b>{len(contexts)}</b></span><span>judge <b>{escape(str(config.judge))}</b></span>"
         f"<span>cells <b>{len(table)}</b></span></div>"
-        f'<div class="controls">{pmi_legend()} · the chosen cell is framed in red</div></header>'
+        f'<div class="controls">{pmi_legend()} · the chosen cell is framed in red</div>'
+        + (provenance.html(made_by) if made_by else "")
+        + "</header>"
     )
     page = (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>faithkit sweep</title>'

@@ -9,6 +9,8 @@ The output folder ``DIR`` holds::
                           (read off faith-judge.jsonl's rows when both are measured: one judge-LM pass)
     <metric>.jsonl        any other model-backed metric asked for, e.g. q2.jsonl (Q² with its explanations)
     sweep.csv             one row per cell: each measure with its 95% interval and paired p against the baseline
+    sweep.csv.provenance.json   what made the sweep (:mod:`faithkit.provenance`), which best.json, report.html and
+                          the printed table carry too
     best.json             the chosen operating point, the rule that chose it, and whether it beats the baseline
     heatmaps/<measure>.png, report.html
 
@@ -31,6 +33,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import provenance
 from ..data import Columns, read_results, read_rows, reference_of, unique_ids
 from ..data.results import DIGEST_KEY, content_digest
 from ..decoding import Cell, decoded_by
@@ -46,7 +49,7 @@ from .table import active_measures, best_by_strategy, cell_row, choose_best, sta
 
 logger = logging.getLogger(__name__)
 
-OUTPUTS = ("cells", "candidates", "sweep.csv", "best.json", "heatmaps", "report.html")
+OUTPUTS = ("cells", "candidates", "sweep.csv", "sweep.csv.provenance.json", "best.json", "heatmaps", "report.html")
 """What ``--restart`` deletes, besides the score files of every model-backed metric."""
 
 
@@ -105,9 +108,12 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
     rule = config.choice_rule()
     best = {**choose_best(table, **rule), "by_strategy": best_by_strategy(table, **rule)}
+    made_by = sweep_provenance(config)
     if current_process().is_main:
-        _write_outputs(config, contexts, {cell.label: responses[cell] for cell in cells}, files, table, best)
-    return SweepResult(table, best, sweep_markdown(table, config, best), out)
+        responses_by_label = {cell.label: responses[cell] for cell in cells}
+        _write_outputs(config, contexts, responses_by_label, files, table, best, made_by)
+    markdown = "\n".join([*provenance.header_lines(made_by), "", sweep_markdown(table, config, best)])
+    return SweepResult(table, {**best, provenance.KEY: made_by}, markdown, out)
 
 
 def plan(config: SweepConfig, cells: list[Cell], decodes: list[Cell], runs: list[Cell], contexts: int) -> str:
@@ -136,16 +142,29 @@ def saved(out: Path, generations: int) -> str:
     )
 
 
-def _write_outputs(config: SweepConfig, contexts: list, responses: dict, files: dict, table: list, best: dict) -> None:
-    """sweep.csv, best.json, the heatmaps and report.html."""
+def sweep_provenance(config: SweepConfig) -> dict:
+    """What made the sweep: its generator and judge, its input and every setting (file or flag) off its default."""
+    return provenance.record(
+        {"generator": config.generator, "judge": config.judge},
+        config.input_path(),
+        provenance.changed_fields(config),
+    )
+
+
+def _write_outputs(
+    config: SweepConfig, contexts: list, responses: dict, files: dict, table: list, best: dict, made_by: dict
+) -> None:
+    """sweep.csv (what made it beside it), best.json, the heatmaps and report.html."""
     from .plots import heatmaps
     from .report import write_report
 
     out = Path(config.out)
     write_csv(table, out / "sweep.csv")
-    write_json(out / "best.json", best)
+    provenance.write_sidecar(out / "sweep.csv", made_by)
+    write_json(out / "best.json", {**best, provenance.KEY: made_by})
     heatmaps(table, config, out / "heatmaps", best)
-    write_report(out / "report.html", config, contexts, responses, files.get("pmi-faith"), files.get("q2"), table, best)
+    pmi, q2 = files.get("pmi-faith"), files.get("q2")
+    write_report(out / "report.html", config, contexts, responses, pmi, q2, table, best, made_by)
 
 
 def read_contexts(config: SweepConfig) -> list[Context]:
@@ -156,6 +175,7 @@ def read_contexts(config: SweepConfig) -> list[Context]:
         id=config.id_column,
         response=config.gold_column,
         required=("document",),
+        naming="Name it with --{field}-column (the config key {field}_column).",
     )
     rows = list(read_rows(config.input_path(), columns, quoting=config.quoting, split=config.split))[: config.limit]
     unique_ids(rows)

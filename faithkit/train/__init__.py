@@ -11,7 +11,24 @@
 - :mod:`~faithkit.train.memory`: handing freed memory back to the OS between phases.
 """
 
-from .config import TrainConfig, load_config
-from .loop import train
+from __future__ import annotations
 
-__all__ = ["TrainConfig", "load_config", "train"]
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .config import TrainConfig, load_config
+    from .loop import train
+
+_HOME = {"TrainConfig": "config", "load_config": "config", "train": "loop"}
+"""Where each name lives: loaded on first use, so ``faithkit train --help`` reads the settings (config.py) without
+the loop's imports (torch, accelerate)."""
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str):
+    """A name of this package, importing its module on first use."""
+    if name not in _HOME:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)

@@ -112,12 +112,13 @@ def test_unknown_model(faithkit, rows, tmp_path, command):
     run = faithkit(
         command, *metric, "--model", "no-such-org/no-such-model", "--input", rows, "--output", tmp_path / "o.jsonl"
     )
+    role = "pmi-faith --model" if command == "score" else "--model"
     _assert_one_error_line(
         run,
-        "Model 'no-such-org/no-such-model' is not available: it is not a local folder, "
-        "not in the Hugging Face cache, and could not be downloaded.",
+        f"{role} 'no-such-org/no-such-model' is not an offline name (smollm2-135m, gemma3-270m), a local folder or "
+        "in the Hugging Face cache, and HF_HUB_OFFLINE is set, so the hub was not asked",
     )
-    assert "smollm2-135m" in run.err  # the fix: an offline model
+    assert "HF_HUB_OFFLINE=1 makes faithkit and transformers read only local folders" in run.err
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,7 @@
 """Every command's --help: complete, exits 0, and says what it writes."""
 
+import re
+
 import pytest
 
 from faithkit import __version__
@@ -40,11 +42,62 @@ def test_help_is_complete(faithkit, command, says):
     assert says in run.out if "\n" in says else says in " ".join(run.out.split())  # argparse wraps lines
 
 
-def test_sweep_usage_names_the_measures_once(faithkit):
+def test_sweep_help_is_short_names_the_measures_once_and_groups_its_options(faithkit):
     run = faithkit("sweep", "--help")
     usage = run.out.split("\n\n")[0]
-    assert "--faithfulness MEASURE" in usage and "pmi_faith" not in usage
+    assert usage == (
+        "usage: faithkit sweep --generator MODEL --judge MODEL --input ROWS --out DIR [options]\n"
+        "       faithkit sweep --config FILE.yaml [options]"
+    )
     assert " ".join(run.out.split()).count("pmi_faith, fluency, minimal_edit, faith_judge, q2") == 1
+    sections = [line for line in run.out.splitlines() if line and not line.startswith(" ") and line.endswith(":")]
+    assert sections[:5] == ["options:", "what to run:", "grid and decoding:", "judging and choosing:", "device:"]
+    assert len(run.out.splitlines()) <= 140  # 170 before the usage line and the description were cut
+
+
+def test_the_judge_s_help_says_it_drives_pmi_faith_and_faith_judge(faithkit):
+    help_text = " ".join(faithkit("sweep", "--help").out.split())
+    assert "--judge MODEL causal LM that judges: it drives PMI-FAITH, fluency and faith-judge" in help_text
+
+
+def test_score_help_lists_the_metrics_one_per_line(faithkit):
+    from faithkit.metrics.registry import METRICS
+
+    lines = faithkit("score", "--help").out.splitlines()
+    first = lines.index("  --metric METRIC       which metric to compute (default pmi-faith), one of:")
+    listed = [line[26:].partition(":")[0] for line in lines[first + 1 :] if re.match(r" {26}\S", line)]
+    assert listed[: len(METRICS)] == list(METRICS)  # each its line, its description wrapped below it indented more
+
+
+HEAVY = ("torch", "scipy", "transformers", "numpy", "accelerate", "matplotlib", "pandas", "datasets")
+"""Modules that take seconds to import: no command's --help may need them."""
+
+
+def test_no_help_imports_torch_scipy_or_transformers():
+    """Every command's --help (launch's is accelerate's own) in one fresh process, then the modules it imported:
+    the import graph, not a time, so the test holds on a busy machine."""
+    import subprocess
+    import sys
+
+    from .helpers import subprocess_env
+
+    commands = [[], *([c] for c in ("score", "generate", "rerank", "sweep", "explain", "train", "annotate"))]
+    commands += [["meta-eval", b] for b in ("begin", "q2-wow", "system-level", "labels")] + [["data", "export"]]
+    program = f"""
+import contextlib, io, sys
+from faithkit.cli import main
+for command in {commands!r}:
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        try:
+            main([*command, "--help"])
+        except SystemExit as stop:
+            assert stop.code == 0, command
+    assert out.getvalue().startswith("usage: faithkit"), command
+print(sorted({{name.partition(".")[0] for name in sys.modules}} & set({HEAVY!r})))
+"""
+    run = subprocess.run([sys.executable, "-c", program], env=subprocess_env(), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "[]\n"
 
 
 def test_launch_help_says_what_faithkit_adds_before_accelerates(faithkit):

@@ -55,6 +55,7 @@ def test_scores_every_row_and_reports_bad_ones(faithkit, model_folder, rows_file
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("scores")) == [
         "scores.jsonl",
         "scores.jsonl.meta.json",
+        "scores.jsonl.provenance.json",
     ]  # the finished writer took its lock file away
     assert "warning: row r3: field 'response' (response) is empty" in run.err
 

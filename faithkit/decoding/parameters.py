@@ -1,0 +1,54 @@
+"""PMI-DECODE's and CAD's parameters, declared once (default, range, grid, help) and checked when made.
+
+The strategies (:mod:`~faithkit.decoding.two_view_strategies`) are these parameters plus what decoding needs; the
+processors (:mod:`~faithkit.decoding.pmi_decode`, :mod:`~faithkit.decoding.cad`) check the values they are given
+against them too. Neither imports the other's module at import time, and this one imports no torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..options import check, option
+
+
+@dataclass(frozen=True)
+class PMIParameters:
+    """PMI-DECODE's weight of the PMI term and nucleus."""
+
+    alpha: float = option(
+        0.25,
+        "weight of the PMI term",
+        low=0,
+        high=1,
+        grid=(0, 0.25, 0.5, 1),
+        meaning="0 = plain decoding, 1 = rank by PMI alone",
+    )
+    top_p: float = option(
+        0.6,
+        "nucleus of P(y | document, history) the token is chosen from",
+        low=0,
+        high=1,
+        low_open=True,
+        grid=(0.6, 0.75, 0.9, 1),
+        meaning="1 keeps every token",
+    )
+
+    def __post_init__(self):
+        check(self)
+
+
+@dataclass(frozen=True)
+class CADParameters:
+    """CAD's push away from the history-only distribution."""
+
+    alpha: float = option(
+        0.5,
+        "how far to push away from the history-only distribution",
+        low=0,
+        grid=(0.5, 1),
+        meaning="0 = plain decoding; the paper uses 0.5 and 1",
+    )
+
+    def __post_init__(self):
+        check(self)

@@ -1,0 +1,78 @@
+"""The two-view strategies, PMI-DECODE, CAD and AdaCAD, apart from their processors.
+
+Their processors (:mod:`~faithkit.decoding.pmi_decode`, :mod:`~faithkit.decoding.cad`) need torch and
+transformers, which take seconds to import; the strategies do not, so the command line builds its flags from
+them (and ``--help`` answers) without those imports. A strategy imports its processor when it first decodes; both
+take their parameters from :mod:`~faithkit.decoding.parameters`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .base import Sampling, Strategy, sampling_kwargs
+from .parameters import CADParameters, PMIParameters
+
+
+@dataclass(frozen=True)
+class PMI(Strategy, PMIParameters):
+    """PMI-DECODE (Nandwani et al., EMNLP 2023, arXiv 2305.12191, §4.2): see :class:`~faithkit.decoding.PMIDecode`.
+
+    Inside the top-p set of P(y | d, h, y<t), rank by
+    ``alpha * [log P(y|d,h,y<t) - log P(y|h,y<t)] + (1 - alpha) * log P(y|d,h,y<t)``.
+    """
+
+    name: ClassVar[str] = "pmi"
+    views: ClassVar[int] = 2
+    searches: ClassVar[tuple[str, ...]] = ("greedy", "beam", "sample")
+    summary: ClassVar[str] = "PMI-DECODE: alpha * CPMI + (1 - alpha) * log P(y | d, h) inside the top-p set"
+
+    def decodes_as_plain(self, search: str) -> bool:
+        # greedy: the best token is always in the top-p set; beam search may want tokens outside it
+        return self.alpha == 0 and (search == "greedy" or self.top_p == 1)
+
+    def processors(self, sampling: Sampling | None = None) -> list:
+        from .pmi_decode import PMIDecode
+
+        return [PMIDecode(self.alpha, self.top_p, **sampling_kwargs(sampling))]
+
+
+@dataclass(frozen=True)
+class CAD(Strategy, CADParameters):
+    """Context-Aware Decoding (Shi et al., 2023, arXiv 2305.14739): see :class:`~faithkit.decoding.cad.ContextAwareDecode`.
+
+    Decode from ``softmax[(1 + alpha) logit(y | d, h) - alpha logit(y | h)]``.
+    """
+
+    name: ClassVar[str] = "cad"
+    views: ClassVar[int] = 2
+    searches: ClassVar[tuple[str, ...]] = ("greedy", "beam", "sample")
+    summary: ClassVar[str] = "CAD: (1 + alpha) logit(y | d, h) - alpha logit(y | h)"
+
+    def decodes_as_plain(self, search: str) -> bool:
+        return self.alpha == 0
+
+    def processors(self, sampling: Sampling | None = None) -> list:
+        from .cad import ContextAwareDecode
+
+        return [ContextAwareDecode(self.alpha, **sampling_kwargs(sampling))]
+
+
+@dataclass(frozen=True)
+class AdaCAD(Strategy):
+    """Adaptive CAD (Wang et al., 2024, arXiv 2409.07394): see :class:`~faithkit.decoding.cad.AdaptiveContextAwareDecode`.
+
+    CAD with ``alpha`` set at every step to the Jensen–Shannon divergence (nats) between
+    P(y | d, h, y<t) and P(y | h, y<t): no parameters.
+    """
+
+    name: ClassVar[str] = "adacad"
+    views: ClassVar[int] = 2
+    searches: ClassVar[tuple[str, ...]] = ("greedy", "beam", "sample")
+    summary: ClassVar[str] = "AdaCAD: CAD with alpha = JSD(P(y | d, h), P(y | h)) per token"
+
+    def processors(self, sampling: Sampling | None = None) -> list:
+        from .cad import AdaptiveContextAwareDecode
+
+        return [AdaptiveContextAwareDecode(**sampling_kwargs(sampling))]

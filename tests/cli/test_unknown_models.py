@@ -1,0 +1,135 @@
+"""An unknown model or judge name is one error line before any work: exit 2, the name and what HF_HUB_OFFLINE does,
+one question to the hub at most, nothing written to the outputs, and no torch imported on the way."""
+
+import subprocess
+import sys
+
+import huggingface_hub
+import pytest
+from huggingface_hub import constants
+
+from faithkit.model_names import OFFLINE_HINT, check_model_name
+
+from .helpers import ROOT, subprocess_env, write_jsonl
+
+ROWS = [{"id": "a", "document": "Apples grow on trees.", "history": ["Tell me about apples."], "response": "Yes."}]
+TRAIN_CONFIG = ROOT / "configs" / "train" / "smollm2-topicalchat.yaml"
+
+
+def commands(rows, out):
+    """Each command that loads a model, with an unknown name where a model goes, and the role its error names."""
+    return {
+        "generate": (["generate", "--model", "nosuch/model", "--input", rows, "--output", out / "g.jsonl"], "--model"),
+        "sweep generator": (
+            ["sweep", "--generator", "nosuch/model", "--judge", "smollm2-135m", "--input", rows, "--out", out],
+            "--generator",
+        ),
+        "sweep judge": (
+            ["sweep", "--generator", "smollm2-135m", "--judge", "nosuch/model", "--input", rows, "--out", out],
+            "--judge",
+        ),
+        "score": (
+            ["score", "--metric", "pmi-faith", "--model", "nosuch/model", "--input", rows, "--output", out / "s.jsonl"],
+            "pmi-faith --model",
+        ),
+        "rerank": (
+            ["rerank", "--model", "nosuch/model", "--input", rows, "--candidates", rows, "--output", out / "r.jsonl"],
+            "--model",
+        ),
+        "meta-eval labels": (
+            ["meta-eval", "labels", "--input", rows, "--label-column", "id", "--positive", "a"]
+            + ["--metrics", "overlap-f1,faith-judge", "--model", "nosuch/model", "--out", out],
+            "faith-judge --model",
+        ),
+        "meta-eval begin": (
+            ["meta-eval", "begin", "--metric", "pmi-faith", "--model", "nosuch/model", "--dev", rows, "--out", out],
+            "pmi-faith --model",
+        ),
+        "train": (
+            ["train", "--config", TRAIN_CONFIG, "--model", "nosuch/model", "--output-dir", out],
+            "model.name (--model)",
+        ),
+    }
+
+
+@pytest.fixture
+def hub_unreachable(monkeypatch):
+    """The hub asked (HF_HUB_OFFLINE unset) but unreachable, as on a machine without internet; the questions kept."""
+    asked = []
+
+    def unreachable(name, **options):
+        asked.append((name, options.get("timeout")))
+        raise OSError("[Errno -2] Name or service not known")
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "model_info", unreachable)
+    return asked
+
+
+@pytest.mark.parametrize("command", list(commands("rows", ROOT)))
+def test_an_unknown_name_is_one_line_after_one_hub_attempt_and_nothing_is_written(
+    faithkit, hub_unreachable, tmp_path, command
+):
+    rows, out = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "out"
+    argv, role = commands(rows, out)[command]
+    run = faithkit(*argv)
+    assert run.code == 2
+    assert run.err == (
+        f"error: {role} 'nosuch/model' is not an offline name (smollm2-135m, gemma3-270m), a local folder or in the "
+        "Hugging Face cache, and the hub could not be reached (one attempt: [Errno -2] Name or service not known); "
+        "use an offline name or a folder, or download it where the hub is reachable (`hf download nosuch/model`) "
+        f"and copy the cache ({OFFLINE_HINT})\n"
+    )
+    assert hub_unreachable == [("nosuch/model", 10.0)]  # one attempt, no retries
+    assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["rows.jsonl"]
+
+
+def test_under_hf_hub_offline_the_hub_is_not_asked(monkeypatch):
+    asked = []
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(huggingface_hub, "model_info", lambda *a, **k: asked.append(a))
+    with pytest.raises(Exception, match="HF_HUB_OFFLINE is set, so the hub was not asked") as error:
+        check_model_name("nosuch/model", "--judge")
+    assert str(error.value).startswith("--judge 'nosuch/model' is not an offline name") and asked == []
+
+
+def test_a_name_the_hub_has_not_a_folder_not_an_id_and_a_known_name(monkeypatch, model_folder, tmp_path):
+    from unittest import mock
+
+    from huggingface_hub.errors import RepositoryNotFoundError
+
+    def missing(name, **options):
+        raise RepositoryNotFoundError("Repository Not Found", response=mock.Mock(headers={}, status_code=404))
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setattr(huggingface_hub, "model_info", missing)
+    with pytest.raises(Exception, match="the hub has no model of that name"):
+        check_model_name("nosuch/model")
+    with pytest.raises(Exception, match=r"^model '\./no/such/folder': no such folder, and not a hub id"):
+        check_model_name("./no/such/folder")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(Exception, match="is not a model folder: it has no config.json"):
+        check_model_name(str(tmp_path / "empty"))
+    monkeypatch.setattr(huggingface_hub, "model_info", lambda *a, **k: pytest.fail("asked the hub"))
+    check_model_name("smollm2-135m")  # offline names and folders: no hub
+    check_model_name(model_folder)
+
+
+def test_no_torch_before_the_error(tmp_path):
+    """Every command above in one fresh process (HF_HUB_OFFLINE=1), then the modules it imported: the import graph,
+    not a time, so the test holds on a busy machine."""
+    rows, out = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "out"
+    argv = [[str(word) for word in words] for words, _ in commands(rows, out).values()]
+    program = f"""
+import contextlib, io, sys
+from faithkit.cli import main
+for words in {argv!r}:
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        assert main(words) == 2, words
+    assert err.getvalue().count("error: ") == 1 and "nosuch/model" in err.getvalue(), err.getvalue()
+print(sorted({{m.partition(".")[0] for m in sys.modules}} & {{"torch", "transformers", "scipy", "accelerate"}}))
+"""
+    run = subprocess.run([sys.executable, "-c", program], env=subprocess_env(), capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout == "[]\n"
+    assert not out.exists()
