@@ -277,8 +277,8 @@ def _chosen(cell: Cell, contexts: list, candidates: dict, needs: tuple[Pass, Pas
 
 
 def _write_chosen(out: Path, cell: Cell, contexts: list, responses: dict, chosen: dict) -> None:
-    """``cells/<rerank cell>.jsonl`` as the other cells' files, with ``candidate``: the index among the candidates
-    (None: the greedy response). Made again from the passes on every run, so written whole."""
+    """``cells/<rerank cell>.jsonl`` as the other cells' files, with ``candidate``: the index among
+    ``[greedy, *candidates]`` (0: the greedy response), as ``faithkit rerank`` writes it. Made again from the passes on every run, so written whole."""
     if not current_process().is_main:
         return
     (out / "cells").mkdir(exist_ok=True)
@@ -290,7 +290,7 @@ def _write_chosen(out: Path, cell: Cell, contexts: list, responses: dict, chosen
                 "history": list(c.history),
                 "gold": c.gold,
                 "response": responses[c.id],
-                "candidate": chosen[c.id] - 1 if chosen[c.id] else None,
+                "candidate": chosen[c.id],
                 DIGEST_KEY: content_digest([c.document, list(c.history)]),
             }
             handle.write(to_json(record) + "\n")
