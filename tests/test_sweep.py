@@ -900,6 +900,25 @@ def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
     assert calls == []
 
 
+def count_forwards(monkeypatch, folder: str) -> list:
+    """A list that gains an item at each forward call of a GPT-2 loaded from a folder named ``folder``."""
+    import functools
+
+    from transformers import GPT2LMHeadModel
+
+    calls: list = []
+    real = GPT2LMHeadModel.forward
+
+    @functools.wraps(real)
+    def counted(self, *args, **kwargs):
+        if Path(self.name_or_path).name == folder:
+            calls.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(GPT2LMHeadModel, "forward", counted)
+    return calls
+
+
 def test_pmi_faith_is_read_off_the_judges_rows_with_one_lm_pass(config, tmp_path, monkeypatch):
     """faith-judge's rows carry PMI-FAITH's under the same judge LM: measuring both runs the LM once per group, and
     scores.jsonl holds what a sweep measuring PMI-FAITH alone writes (within float noise, the fields alike)."""
@@ -915,8 +934,15 @@ def test_pmi_faith_is_read_off_the_judges_rows_with_one_lm_pass(config, tmp_path
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(PMIFaith, "compute_rows", counting)
+    judge_forwards = count_forwards(monkeypatch, "judge")
+    judge_only = run_sweep(replace(config, out=str(tmp_path / "judge"), metrics=("faith-judge", "lexical")))
+    assert judge_only.table and calls == [True] and judge_forwards
+    calls.clear()
+    forwards_of_the_judge_alone = len(judge_forwards)
+    judge_forwards.clear()
     both = run_sweep(replace(config, out=str(tmp_path / "both"), metrics=("pmi-faith", "faith-judge", "lexical")))
     assert calls == [True]  # one group, one LM pass: the judge's (with its evidence)
+    assert len(judge_forwards) == forwards_of_the_judge_alone  # PMI-FAITH costs no judge forward of its own
     expected = {r["id"]: r for r in read_jsonl(tmp_path / "alone" / "scores.jsonl")}
     got = {r["id"]: r for r in read_jsonl(tmp_path / "both" / "scores.jsonl")}
     assert got.keys() == expected.keys()

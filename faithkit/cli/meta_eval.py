@@ -313,6 +313,7 @@ def _run_labels(args) -> int:
     from ..errors import ConfigError
     from ..eval.leaderboard import label_rows, meta_eval_labels
     from ..jobs import job_fingerprint
+    from ..metrics.judge import shares_judge_lm
     from ..metrics.registry import get_spec, load_metric
 
     unused = [
@@ -332,7 +333,33 @@ def _run_labels(args) -> int:
     fingerprints = {
         name: job_fingerprint("meta-eval labels", **metric_fingerprint_from_args(args, name)) for name in args.metrics
     }
+    if {"faith-judge", "pmi-faith"} <= set(args.metrics) and shares_judge_lm(
+        metric_options(args, "faith-judge"), metric_options(args, "pmi-faith")
+    ):
+        metrics, fingerprints = _one_judge_pass(args, metrics, fingerprints)
     meta_eval_labels(
         metrics, labelled, args.out, fingerprints, resamples=args.resamples, seed=args.seed, **job_options(args)
     )
     return 0
+
+
+def _one_judge_pass(args, metrics: dict, fingerprints: dict) -> tuple[dict, dict]:
+    """faith-judge and pmi-faith under the same judge LM: faith-judge scores first, with PMI-FAITH's unconditional
+    views too (its fingerprint says so), and pmi-faith's rows are read off its records, so the LM runs once."""
+    from ..data import read_results
+    from ..eval.leaderboard import scores_path
+    from ..metrics.judge import PMIFaithOffJudge
+    from ..metrics.registry import get_spec, option_defaults
+
+    unconditional = option_defaults("pmi-faith")["unconditional"]
+    judged = scores_path(args.out, "faith-judge")
+    shared = {
+        "faith-judge": LazyMetric(
+            lambda: get_spec("faith-judge").build(**metric_options(args, "faith-judge"), unconditional=unconditional)
+        ),
+        "pmi-faith": LazyMetric(lambda: PMIFaithOffJudge(read_results(judged), unconditional=unconditional)),
+    }
+    ordered = {name: shared[name] for name in ("faith-judge", "pmi-faith")}
+    ordered.update((name, metric) for name, metric in metrics.items() if name not in shared)
+    prints = dict(fingerprints, **{"faith-judge": {**fingerprints["faith-judge"], "with": "pmi-faith's views"}})
+    return ordered, prints

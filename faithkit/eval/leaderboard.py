@@ -127,20 +127,29 @@ def score_metrics(
     """Every score of every metric per row, in row order: ``{score name: values}``; rows are scored into
     ``out/scores/<metric>.jsonl`` (resumable, guarded by that metric's fingerprint).
 
-    A score is named by its key (``knowledge_precision``); a key two metrics share is ``metric:key``.
-    A row whose record is an error has None for that metric's scores."""
-    keyed = {}
+    A score is named by its key (``knowledge_precision``); a key two metrics share is ``metric:key``, unless they
+    give the same values (pmi-faith read off faith-judge's rows: one score, reported once). A row whose record is
+    an error has None for that metric's scores."""
+    keyed: dict[tuple[str, str], list] = {}
     for name, metric in metrics.items():
-        path = out / "scores" / f"{name}.jsonl"
+        path = scores_path(out, name)
         path.parent.mkdir(parents=True, exist_ok=True)
         score_rows(metric, rows, path, fingerprint=fingerprints[name], desc=name, flag="--out", **job)
         by_id = {record["id"]: record for record in read_results(path)}
         records = [by_id[row.id] for row in rows]
         for key in get_spec(name).score_keys:
-            if any(record.get(key) is not None for record in records):
-                keyed[name, key] = [record.get(key) for record in records]
+            values = [record.get(key) for record in records]
+            if any(value is not None for value in values) and values not in (
+                v for (_, k), v in keyed.items() if k == key
+            ):
+                keyed[name, key] = values
     keys = [key for _, key in keyed]
     return {(key if keys.count(key) == 1 else f"{name}:{key}"): values for (name, key), values in keyed.items()}
+
+
+def scores_path(out: Path, metric: str) -> Path:
+    """Where ``meta-eval labels`` scores the rows with ``metric``: ``scores/<metric>.jsonl``."""
+    return Path(out) / "scores" / f"{metric}.jsonl"
 
 
 def row_slices(named_scores: Mapping[str, Sequence], labelled: Labelled) -> list[tuple[str, dict, np.ndarray]]:

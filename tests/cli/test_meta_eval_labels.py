@@ -172,3 +172,68 @@ def test_paired_p_value():
     assert paired_p_value(np.zeros(99)) == 1.0  # the same score twice
     assert paired_p_value(np.ones(99)) == pytest.approx(2 / 100)  # never 0: 99 resamples show no p below 0.02
     assert paired_p_value(np.array([-1.0] * 10 + [1.0] * 89)) == pytest.approx(2 * 11 / 100)
+
+
+JUDGED = [
+    ("Apples grow on tall trees in the north.", ["Where do apples grow?"], "On tall trees in the north.", "yes"),
+    ("Apples grow on tall trees in the north.", ["Where do apples grow?"], "Under the sea, mostly.", "no"),
+    ("Pears are sweet and green.", ["What are pears like?"], "Sweet and green.", "yes"),
+    ("Pears are sweet and green.", ["What are pears like?"], "Sour and blue, I think.", "no"),
+    ("Plums are purple.", ["Colour?"], "They are purple.", "yes"),
+    ("Plums are purple.", ["Colour?"], "Bright orange.", "no"),
+]
+
+
+def test_faith_judge_and_pmi_faith_under_one_lm_run_it_once_and_report_pmi_once(
+    faithkit, model_folder, tmp_path, monkeypatch
+):
+    import functools
+
+    from transformers import GPT2LMHeadModel
+
+    from faithkit.metrics.judge import FaithJudge
+    from faithkit.metrics.pmi_faith import PMIFaith
+
+    path = write_jsonl(
+        tmp_path / "judged.jsonl",
+        [
+            {"id": str(i), "document": d, "history": h, "response": r, "verdict": v}
+            for i, (d, h, r, v) in enumerate(JUDGED)
+        ],
+    )
+    forwards = []
+    real = GPT2LMHeadModel.forward
+
+    @functools.wraps(real)
+    def counted(self, *args, **kwargs):
+        forwards.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(GPT2LMHeadModel, "forward", counted)
+    out = tmp_path / "out"
+    run = faithkit(
+        "meta-eval", "labels", "--input", path, "--label-column", "verdict", "--positive", "yes",
+        "--metrics", "pmi-faith,faith-judge", "--model", model_folder, "--resamples", "100", "--out", out,
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    both = len(forwards)
+    documents, histories, responses = ([row[k] for row in JUDGED] for k in range(3))
+    forwards.clear()
+    judge = FaithJudge(model=model_folder, unconditional=True)  # one pass: the judge with PMI-FAITH's four views
+    judged = judge.compute_rows(documents, histories, responses)
+    assert both == len(forwards) > 0
+    forwards.clear()
+    alone = PMIFaith(model=model_folder).compute_rows(documents, histories, responses)
+    pmi_faith_alone = len(forwards)
+    forwards.clear()
+    FaithJudge(model=model_folder).compute_rows(documents, histories, responses)
+    assert both < pmi_faith_alone + len(forwards)  # what two passes cost
+
+    results = json.loads((out / "results.json").read_text())["results"]
+    assert [r["score"] for r in results] == ["faith_judge", "pmi", "uncond_pmi"]  # pmi once, not faith-judge:pmi
+    records = [json.loads(line) for line in (out / "scores" / "pmi-faith.jsonl").read_text().splitlines()]
+    for record, fresh, own in zip(records, judged, alone):
+        assert record["pmi"] == fresh["pmi"] and record["uncond_pmi"] == fresh["uncond_pmi"]
+        assert record["pmi"] == pytest.approx(own["pmi"], abs=1e-5)  # PMI-FAITH alone, within float noise
+        assert record["uncond_pmi"] == pytest.approx(own["uncond_pmi"], abs=1e-5)
+        assert set(record) - {"id", "document", "history", "response", "extras", "row_digest"} == set(own)
