@@ -255,9 +255,11 @@ def _register_labels(benchmarks) -> None:
         "labels",
         help="a leaderboard of metrics on any file of labelled responses",
         description="Score every row of a labelled file with each of --metrics and report, per score (and per "
-        "--group-by value): AUROC with a bootstrap interval, the best-F1 threshold (chosen on these "
-        "rows), F1 and balanced accuracy at it, and paired-bootstrap tests of the AUROC difference "
-        "between every two scores on the same rows. Prints the tables and writes "
+        "--group-by value): AUROC with a bootstrap interval, the label's base rate, the best-F1 threshold "
+        "(chosen on these rows), F1 and balanced accuracy at it beside the F1 of always answering positive, and "
+        "paired-bootstrap tests of the AUROC difference between every two scores on the same rows, with "
+        "Holm's correction over each group's pairs. Graded labels (no --positive): Spearman and Kendall with "
+        "bootstrap intervals, and paired tests of the Spearman difference. Prints the tables and writes "
         "scores/<metric>.jsonl (resumable), results.csv, paired.csv, results.json and roc.png to --out.",
     )
     parser.add_argument(
@@ -269,8 +271,9 @@ def _register_labels(benchmarks) -> None:
     parser.add_argument("--label-column", required=True, help="column holding each row's human label")
     parser.add_argument(
         "--positive",
-        required=True,
-        help="the label value of the positive class (faithful, supported, ...); every other value is negative",
+        help="the label value of the positive class (faithful, supported, ...); every other value is negative. "
+        "Unset: the labels are graded, numbers on a scale (e.g. 1-5), and each score gets Spearman and Kendall "
+        "correlations with intervals instead of AUROC and F1",
     )
     parser.add_argument(
         "--metrics",

@@ -99,7 +99,11 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     parameters = list(dict.fromkeys(key for cell in cells for key in cell.strategy.parameters()))
     table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
     rule = config.choice_rule()
-    best = {**choose_best(table, **rule), "by_strategy": best_by_strategy(table, **rule)}
+    best = {
+        **choose_best(table, **rule),
+        "faithfulness_note": config.faithfulness_note,
+        "by_strategy": best_by_strategy(table, **rule),
+    }
     if current_process().is_main:
         _write_outputs(config, contexts, {cell.label: responses[cell] for cell in cells}, files, table, best)
     return SweepResult(table, best, sweep_markdown(table, config, best), out)
