@@ -79,7 +79,7 @@ def score_rows(
             return metric.compute_rows(*columns(chunk))
         given = [r for r in chunk if r.id in references]
         lacking = [r for r in chunk if r.id not in references]
-        results = {}
+        results: dict[str, dict] = {}
         if given:
             scored = metric.compute_rows(*columns(given), [references[r.id] for r in given])
             results.update(zip((r.id for r in given), scored))
