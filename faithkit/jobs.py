@@ -58,11 +58,34 @@ def job_fingerprint(command: str, **settings) -> dict:
     return {"command": command, "faithkit": __version__, **{k: v for k, v in settings.items() if v is not None}}
 
 
-def score_rows(metric, rows: Sequence[Row], output: str | Path, fingerprint: dict | None = None, **options) -> dict:
-    """Score every row with ``metric.compute_rows`` into ``output``; options and counts as :func:`run_job`."""
+def score_rows(
+    metric,
+    rows: Sequence[Row],
+    output: str | Path,
+    fingerprint: dict | None = None,
+    references: Mapping[str, str] | None = None,
+    **options,
+) -> dict:
+    """Score every row with ``metric.compute_rows`` into ``output``; options and counts as :func:`run_job`.
+
+    ``references`` (row id: reference response) go to the metric with the rows that have one (relevance); the
+    rows without one are scored without."""
+
+    def columns(chunk: list[Row]) -> list:
+        return [[r.document for r in chunk], [r.history for r in chunk], [r.response for r in chunk]]
 
     def compute(chunk: list[Row]) -> list[dict]:
-        return metric.compute_rows([r.document for r in chunk], [r.history for r in chunk], [r.response for r in chunk])
+        if references is None:
+            return metric.compute_rows(*columns(chunk))
+        given = [r for r in chunk if r.id in references]
+        lacking = [r for r in chunk if r.id not in references]
+        results: dict[str, dict] = {}
+        if given:
+            scored = metric.compute_rows(*columns(given), [references[r.id] for r in given])
+            results.update(zip((r.id for r in given), scored))
+        if lacking:
+            results.update(zip((r.id for r in lacking), metric.compute_rows(*columns(lacking))))
+        return [results[r.id] for r in chunk]
 
     # rows under one document land in one chunk, where the scorer computes the document once
     return run_job(compute, rows, output, fingerprint=fingerprint, order=lambda row: row.document, **options)

@@ -20,8 +20,8 @@ import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .data import Row
-from .decoding.rerank import Rerank, rerank
+from .data import Row, reference_of
+from .decoding.rerank import Rerank, rerank, why_chosen
 from .errors import ConfigError, InputError
 from .metrics.registry import get_spec, load_metric
 
@@ -253,10 +253,63 @@ class CandidatesJob:
         return [
             {
                 "response": choice.response,
-                "candidate": choice.index - 1 if choice.index else None,
+                "candidate": choice.index,
+                **why_chosen(choice.scores, choice.fluencies, self.strategy.fluency_tolerance, choice.index),
                 "greedy": greedy_text,
                 "scores": choice.scores,
                 "fluencies": choice.fluencies,
+                **({"gold": gold} if (gold := reference_of(row)) is not None else {}),
             }
-            for choice, greedy_text in zip(choices, greedy)
+            for choice, greedy_text, row in zip(choices, greedy, rows)
         ]
+
+
+def rerank_summary(records: Sequence[dict]) -> list[str]:
+    """What ``faithkit rerank`` prints when done, from its output records: the rows, how many kept the greedy
+    response, the median score gain of the others over their greedy response, and how often the fluency bound
+    left out a higher-scoring candidate."""
+    import statistics
+
+    done = [r for r in records if "error" not in r]
+    kept = sum(r["candidate"] == 0 for r in done)
+    gains = [
+        r["scores"][r["candidate"]] - r["scores"][0]
+        for r in done
+        if r["candidate"] and r["scores"][r["candidate"]] is not None and r["scores"][0] is not None
+    ]
+    bounded = sum(r.get("excluded_by_bound", 0) > 0 for r in done)
+    median = f"{statistics.median(gains):+.3f}" if gains else "none"
+    return [
+        f"rerank: {len(done)} rows ({len(records) - len(done)} errors): {kept} kept their greedy response, "
+        f"{len(done) - kept} took a candidate (median score gain over greedy {median})",
+        f"the fluency bound left out a higher-scoring candidate in {bounded} rows "
+        "(per row: 'reason', 'fluency_bound'; 'candidate' indexes 'scores', 0 = greedy)",
+    ]
+
+
+def self_judging(judge: str, generator: str) -> str | None:
+    """A warning when rerank's ``judge`` is the generator itself (PMI-FAITH always is; faith-judge when its judge
+    LM is the generator), naming judges that are not; None otherwise."""
+    from . import models
+
+    def judge_lm(name: str) -> str | None:
+        if name == "pmi-faith":
+            return generator
+        if name == "faith-judge":
+            from .metrics.judge import JudgeWeights
+
+            return JudgeWeights.load().model
+        return None
+
+    def is_generator(name: str) -> bool:
+        model = judge_lm(name)
+        return model is not None and models.resolve(model) == models.resolve(generator)
+
+    if not is_generator(judge):
+        return None
+    others = [name for name in ("faith-judge", "e2e-nli", "q2") if name != judge and not is_generator(name)]
+    return (
+        f"rerank: the judge {judge} runs the generator {generator} itself; a model judging its own candidates "
+        "favours what it finds likely (its own phrasing) over what the document says, so self-judging is biased. "
+        f"Name a judge with a model of its own: --judge {' or --judge '.join(others)}"
+    )

@@ -147,6 +147,26 @@ def correlation_interval(r: float, n: int, confidence: float = 0.95) -> tuple[fl
     return math.tanh(math.atanh(r) - half), math.tanh(math.atanh(r) + half)
 
 
+def kendall(scores: ArrayLike, labels: ArrayLike) -> float:
+    """Kendall's tau-b of scores with labels (NaN when either is constant): ties, common in graded labels, count."""
+    return _correlation(scipy_stats.kendalltau, scores, labels)
+
+
+def holm(p_values: ArrayLike) -> np.ndarray:
+    """Holm's step-down adjustment of a family of p-values (NaN ones are no member and stay NaN): the i-th smallest
+    of m becomes ``max over j <= i of min(1, (m - j + 1) * p_(j))``, so comparing each with the level keeps the
+    chance of any false positive in the family below it."""
+    p = np.asarray(p_values, dtype=float)
+    adjusted = np.full_like(p, np.nan)
+    members = np.flatnonzero(~np.isnan(p))
+    order = members[np.argsort(p[members], kind="stable")]
+    running = 0.0
+    for rank, index in enumerate(order):
+        running = max(running, min(1.0, (len(order) - rank) * p[index]))
+        adjusted[index] = running
+    return adjusted
+
+
 def summarize(scores: ArrayLike, labels: ArrayLike, threshold: float) -> dict:
     """Every statistic at once: counts, class means, classification at ``threshold``, AUROC, correlations.
 

@@ -176,3 +176,21 @@ def test_corpus_bleu_from_summed_statistics_is_sacrebleus():
         sacrebleu.corpus_bleu([responses[i] for i in subset], [[references[i] for i in subset]]).score, abs=1e-12
     )
     assert corpus_value("corpus_bleu", None, responses, None) is None
+
+
+def test_holm_adjusts_step_down_by_rank_and_leaves_nan_out():
+    # m = 3 members: 0.01 x 3 = 0.03; 0.03 x 2 = 0.06; 0.04 x 1 = 0.04, raised to the 0.06 before it
+    adjusted = stats.holm([0.01, 0.04, 0.03, math.nan])
+    assert adjusted[:3].tolist() == pytest.approx([0.03, 0.06, 0.06]) and math.isnan(adjusted[3])
+    assert stats.holm([0.5, 0.9]).tolist() == [1.0, 1.0]  # capped at 1
+    rng = np.random.default_rng(0)  # the definition, written out slowly: max over j <= i of (m - j + 1) p_(j)
+    p = rng.uniform(0, 0.2, size=7)
+    ranked = np.sort(p)
+    slow = {value: min(1.0, max((7 - j) * ranked[j] for j in range(i + 1))) for i, value in enumerate(ranked)}
+    assert stats.holm(p).tolist() == pytest.approx([slow[value] for value in p])
+
+
+def test_kendall_is_tau_b_with_ties():
+    # of 6 pairs 4 concordant, none discordant, one tied in the scores, one in the labels: tau-b = 4 / sqrt(5 * 5)
+    scores, labels = [1, 2, 3, 3], [0, 1, 1, 2]
+    assert stats.kendall(scores, labels) == pytest.approx(4 / math.sqrt(5 * 5))

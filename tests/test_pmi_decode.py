@@ -381,17 +381,45 @@ def test_options_validate_names_the_flag(settings, message):
     assert GenerationOptions(do_sample=True, num_beams=2).validate().search == "beam_sample"
 
 
-def test_generate_sampling_without_telling_the_processor_fails_clearly(tiny_gpt2, gpt2_tokenizer):
+class CountSteps(LogitsProcessor):
+    def __init__(self):
+        self.steps = 0
+
+    def __call__(self, input_ids, scores):
+        self.steps += 1
+        return scores
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("processor", [PMIDecode, ContextAwareDecode])
+def test_generate_sampling_without_telling_the_processor_fails_at_the_first_step(
+    tiny_gpt2, gpt2_tokenizer, seed, processor
+):
+    # whatever the draws (seed 1 used to run through silently, 0 and 2 to fail steps later blaming padding)
     inputs = build_inputs(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
-    torch.manual_seed(0)
-    with pytest.raises(RuntimeError, match=r"PMIDecode\(alpha, top_p, do_sample=True"):
+    torch.manual_seed(seed)
+    steps = CountSteps()
+    with pytest.raises(
+        ValueError,
+        match=rf"{processor.__name__}: generate\(do_sample=True\) .* pass do_sample=True "
+        rf"\(and temperature/top_k\) to the processor itself",
+    ):
         tiny_gpt2.generate(
             **inputs,
             do_sample=True,
             max_new_tokens=8,
-            logits_processor=[PMIDecode(0.25, 0.6)],
+            logits_processor=[steps, processor()],
             pad_token_id=gpt2_tokenizer.pad_token_id,
         )
+    assert steps.steps == 1
+
+
+def test_a_processor_told_to_sample_or_greedy_generate_passes_the_sampling_check(tiny_gpt2, gpt2_tokenizer):
+    inputs = build_inputs(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
+    options = {"max_new_tokens": 3, "pad_token_id": gpt2_tokenizer.pad_token_id}
+    tiny_gpt2.generate(**inputs, do_sample=True, logits_processor=[PMIDecode(do_sample=True)], **options)
+    tiny_gpt2.generate(**inputs, logits_processor=[PMIDecode()], **options)
+    tiny_gpt2.generate(**inputs, num_beams=2, logits_processor=[PMIDecode()], **options)
 
 
 # ---- -inf from earlier processors ----------------------------------------------------------

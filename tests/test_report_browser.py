@@ -43,7 +43,7 @@ def test_report_shows_p_values_exclusions_and_alpha_zero_folded_into_plain(brows
             "--resamples",
             "200",
             "--metrics",
-            "pmi-faith,lexical",
+            "faith-judge,pmi-faith,lexical",
         ]
     )
     assert sweep_cli.run(args) == 0
@@ -66,13 +66,21 @@ def test_report_shows_p_values_exclusions_and_alpha_zero_folded_into_plain(brows
     assert [row.get_attribute("data-cell") for row in rows] == ["plain", "pmi_a0.5_p1"]  # alpha 0 has no line
     assert line("plain").find_element(By.TAG_NAME, "td").text == "plain greedy (= pmi greedy alpha=0 top_p=1)"
     pmi = line("pmi_a0.5_p1")
-    for measure in ("pmi_faith", "bleu", "fluency"):  # p against plain, as sweep.csv has it, with its mark
+    heads = [head.text for head in driver.find_elements(By.CSS_SELECTOR, "#cells thead th")]
+    measures = ("pmi_faith", "fluency", "faith_judge", "knowledge_precision", "bleu", "token_f1", "empty", "repeated")
+    assert heads == ["cell", *[h for m in measures[:-2] for h in (m, f"{m} p")], "words", "empty", "empty p",
+                     "repeated", "repeated p", "choice"]  # fmt: skip
+    for measure in measures:  # every measure, with p against plain as sweep.csv has it, with its mark
         mine, theirs = float(table["pmi_a0.5_p1"][measure]), float(table["plain"][measure])
         p = float(table["pmi_a0.5_p1"][f"{measure}_p"])
         mark = "" if p >= 0.05 or mine == theirs else " ▲" if mine > theirs else " ▼"
         assert shown(pmi, f"{measure}_p") == f"{p:.3g}{mark}", measure
         assert shown(line("plain"), f"{measure}_p") == "baseline"
         assert shown(pmi, measure).startswith(f"{mine:.{2 if measure == 'bleu' else 3}f} [")
+    # the judge is not the LM faith-judge's weights were fitted with: the choice fell back to PMI-FAITH, and says so
+    assert best["faithfulness"] == "pmi_faith"
+    assert driver.find_element(By.ID, "note").text == best["faithfulness_note"]
+    assert best["faithfulness_note"].endswith("the choice maximises pmi_faith instead")
     assert "excluded" in pmi.get_attribute("class").split() and "pmi_a0.5_p1" not in best["eligible"]
     bound = float(table["plain"]["fluency"])
     assert (

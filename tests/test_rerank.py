@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from faithkit.decoding import generate, generate_grid, row_seed
-from faithkit.decoding.rerank import Rerank, candidate_seeds, choose, rerank
+from faithkit.decoding.rerank import Rerank, candidate_seeds, choose, rerank, why_chosen
 from faithkit.decoding.strategies import Cell, strategy_from_dict
 from faithkit.decoding.two_view import RowSampler
 from faithkit.errors import ConfigError
@@ -37,6 +37,32 @@ def test_choose_takes_the_best_score_within_the_fluency_bound_of_the_greedy_resp
     assert choose([None, 0.2, 0.3], [None, -9.0, -1.0], 0.0) == 2  # empty greedy response: no bound
     assert choose([None, None], [None, None], 1.0) == 0
     assert choose([0.1, math.nan], [-1.0, -1.0], 1.0) == 0
+
+
+def test_why_chosen_gives_the_bound_and_the_reason_in_the_indexing_of_scores():
+    scores, fluencies = [0.1, 0.9, 0.5, 0.7], [-2.0, -3.5, -2.9, -3.2]  # bound -3 at tolerance 1
+    assert why_chosen(scores, fluencies, 1.0, choose(scores, fluencies, 1.0)) == {
+        "fluency_bound": -3.0,
+        "reason": "candidate 2: the highest score, 0.500 (greedy 0.100), of the 2 responses within the fluency "
+        "bound -3.000 (greedy -2.000 - 1); 2 scoring higher fell below the bound, the best candidate 1 "
+        "(0.900, fluency -3.500)",
+        "excluded_by_bound": 2,
+    }
+    scores, fluencies = [0.6, 0.9, 0.5], [-2.0, -3.5, -2.1]
+    assert why_chosen(scores, fluencies, 1.0, choose(scores, fluencies, 1.0)) == {
+        "fluency_bound": -3.0,
+        "reason": "greedy kept: no other of the 2 responses within the fluency bound -3.000 (greedy -2.000 - 1) "
+        "scores higher than its 0.600; 1 scoring higher fell below the bound, the best candidate 1 (0.900, "
+        "fluency -3.500)",
+        "excluded_by_bound": 1,
+    }
+    assert why_chosen([0.6, 0.2], [-2.0, -2.0], 1.0, 0)["excluded_by_bound"] == 0  # the bound changed nothing
+    assert why_chosen([None, 0.2, 0.3], [None, -9.0, -1.0], 0.0, 2) == {
+        "fluency_bound": None,
+        "reason": "candidate 2: the highest score, 0.300 (greedy no score), of the 2 responses",
+        "excluded_by_bound": 0,
+    }
+    assert why_chosen([None, None], [None, None], 1.0, 0)["reason"] == "greedy kept: no response has a score"
 
 
 def test_parameters_are_declared_once_and_checked():

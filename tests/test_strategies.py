@@ -691,3 +691,22 @@ def test_iter_grid_takes_its_generation_options_as_options_not_keywords(tiny_gpt
         ValueError, match=r"iter_grid takes num_beams in its options: pass options=GenerationOptions\(num_beams=…\)"
     ):
         next(iter_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, [Cell(Plain())], num_beams=2))
+
+
+def test_iter_grid_shares_a_joint_decodes_seconds_among_its_cells_by_rows(tiny_gpt2, gpt2_tokenizer, monkeypatch):
+    """Greedy plain and PMI-DECODE cells decode in one generate call: its time goes to each cell by its rows (PMI's
+    two views: twice plain's), not all to the first cell yielded; a cell that decodes as another costs nothing."""
+    from types import SimpleNamespace
+
+    from faithkit.decoding import iter_grid
+
+    clock = iter(range(0, 10_000, 3))  # every reading of the clock 3 s later: the joint call takes 3 s
+    generating = importlib.import_module("faithkit.decoding.generate")
+    monkeypatch.setattr(generating, "time", SimpleNamespace(monotonic=lambda: next(clock)))
+    cells = [Cell(Plain()), Cell(PMI(0.5, 0.6)), Cell(PMI(0.0, 0.6)), Cell(CAD(1.0))]
+    options = GenerationOptions(max_new_tokens=3, batch_size=len(DOCUMENTS))
+    seconds: dict[int, float] = {}
+    shown = {}
+    for index, _, _ in iter_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, cells, options, seconds=seconds):
+        shown[index] = seconds[index]
+    assert shown == {0: pytest.approx(3 / 5), 1: pytest.approx(6 / 5), 2: 0.0, 3: pytest.approx(6 / 5)}

@@ -458,11 +458,14 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys, caplog):
         i for i, r in enumerate(caplog.records) if r.getMessage().startswith("generate: batch")
     )
     assert "| alpha \\ top_p | 0.6 | 1 |" in printed and "\n| 0.5 | " in printed and "best: " in printed
-    plain = "| plain greedy (= pmi greedy alpha=0 top_p=0.6; pmi greedy alpha=0 top_p=1) | "
+    plain = "| plain greedy | "
     assert plain in printed and "| pmi greedy alpha=0.5 top_p=0.6 | " in printed  # alpha 0 folded into plain
+    assert (
+        "decoded alike, shown once: plain greedy = pmi greedy alpha=0 top_p=0.6; pmi greedy alpha=0 top_p=1" in printed
+    )
     assert "| pmi greedy alpha=0 top_p=0.6 |" not in printed
     assert "[" in printed.split(plain)[1].split("\n")[0]  # values with their intervals
-    assert " p=" in printed.split("| pmi greedy alpha=0.5 top_p=0.6 | ")[1].split("\n")[0]  # and p against plain
+    assert "| pmi_faith | pmi_faith p |" in printed and "| bleu | bleu p |" in printed  # and p against plain
     assert not list(out.rglob("*.lock"))  # every finished writer took its lock file away
 
     # every cell keeps the rows' ids, inputs and gold, and equals generate() with the cell's settings
@@ -544,7 +547,13 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys, caplog):
         if float(row["bleu"]) >= float(table[0]["bleu"]) - 1.0
         and float(row["fluency"]) >= float(table[0]["fluency"]) - 0.5
     ]
-    assert best["best"]["faith_judge"] == pytest.approx(max(float(row["faith_judge"]) for row in eligible), abs=1e-6)
+    # faith-judge's weights were fitted with smollm2-135m, not this judge: the choice fell back to PMI-FAITH, and says so
+    assert best["faithfulness"] == "pmi_faith" and best["faithfulness_note"] == (
+        f"faith-judge's weights were fitted with judge LM 'smollm2-135m', not {config.judge!r}, so faith_judge is on "
+        "another scale (refit it: docs/judge.md); the choice maximises pmi_faith instead"
+    )
+    assert f"note: {best['faithfulness_note']}" in printed
+    assert best["best"]["pmi_faith"] == pytest.approx(max(float(row["pmi_faith"]) for row in eligible), abs=1e-6)
     assert best["eligible"] == [row["cell"] for row in eligible] and isinstance(best["significant"], bool)
     assert sorted(p.name for p in (out / "heatmaps").iterdir()) == sorted(f"{m}.png" for m in measures)
 
@@ -576,10 +585,15 @@ class FakeQ2:
 
 
 def test_the_judge_is_the_default_faithfulness_and_pmi_faith_stays_in_the_table(config):
-    defaults = SweepConfig()
+    defaults = SweepConfig(judge="smollm2-135m")  # the judge LM faith-judge's weights were fitted with
     assert (
         defaults.metrics == ("faith-judge", "pmi-faith", "lexical") and defaults.faithfulness_measure == "faith_judge"
     )
+    assert defaults.faithfulness_note is None
+    other = replace(defaults, judge="gemma3-270m")  # its signals are on other scales: PMI-FAITH is chosen instead
+    assert other.faithfulness_measure == "pmi_faith" and other.faithfulness_note.endswith("maximises pmi_faith instead")
+    assert replace(other, faithfulness="faith_judge").faithfulness_note.endswith("still maximises faith_judge")
+    assert replace(other, metrics=("faith-judge", "lexical")).faithfulness_measure == "faith_judge"  # nothing else
     assert replace(defaults, metrics=("pmi-faith", "lexical")).faithfulness_measure == "pmi_faith"  # as before
     result = run_sweep(replace(config, alpha=(0.5,), top_p=(0.6,), metrics=defaults.metrics))
     judged = read_jsonl(Path(config.out) / "faith-judge.jsonl")
@@ -769,18 +783,22 @@ def test_the_table_tests_key_measures_folds_alike_cells_and_says_why_cells_are_o
     config = SweepConfig(alpha=(0.0, 0.5, 1.0), top_p=(1.0,), metrics=("pmi-faith", "lexical"))
     best = choose_best(table, fluency="fluency")
     lines = sweep_markdown(table, config, best).splitlines()
-    assert lines[2] == (
-        "| plain greedy (= pmi greedy alpha=0) | 0.426 [-0.074, 0.926] | -2.100 | — | 2.00 | — | — | — | — |  |"
-    )
-    assert lines[3] == (
-        "| pmi greedy alpha=0.5 | 1.239 [0.739, 1.739] p=0.002 ▲ | -2.690 p=0.007 ▼ | — | 2.00 p=1 "
-        "| — | — | — | — | best |"
-    )
-    assert lines[4] == (
-        "| pmi greedy alpha=1 | 2.000 [1.500, 2.500] p=0.001 ▲ | -5.300 p=0.001 ▼ | — | 2.00 p=1 "
-        "| — | — | — | — | excluded: fluency -5.300 < bound -3.100 |"
-    )
-    assert len(lines) == 5 + 3  # no line of its own for alpha 0; the notes follow
+    assert lines[:5] == [
+        "| cell | pmi_faith | pmi_faith p | fluency | fluency p | knowledge_precision | knowledge_precision p | choice |",
+        "|---|---|---|---|---|---|---|---|",
+        "| plain greedy | 0.426 [-0.07, 0.93] | baseline | -2.100 | baseline | — | baseline |  |",
+        "| pmi greedy alpha=0.5 | 1.239 [0.74, 1.74] | 0.002 ▲ | -2.690 | 0.007 ▼ | — | — | best |",
+        "| pmi greedy alpha=1 | 2.000 [1.50, 2.50] | 0.001 ▲ | -5.300 | 0.001 ▼ | — | — "
+        "| excluded: fluency -5.300 < bound -3.100 |",
+    ]  # no line of its own for alpha 0
+    assert lines[6:9] == [  # every measure with its p, MEASURES_PER_TABLE a table: relevance with its p too
+        "| cell | bleu | bleu p | token_f1 | token_f1 p | words |",
+        "|---|---|---|---|---|---|",
+        "| plain greedy | 2.00 | baseline | — | baseline | — |",
+    ]
+    assert lines[12].startswith("| cell | empty | empty p | repeated | repeated p |")
+    assert lines[17:19] == ["", "decoded alike, shown once: plain greedy = pmi greedy alpha=0"]
+    assert max(len(line) for line in lines[:17]) <= 122  # readable in a terminal; sweep.csv has the full numbers
     assert lines[-1].startswith(
         "best: pmi greedy alpha=0.5 (1.239 [0.739, 1.739] / 2.00), significantly more "
         "faithful than the baseline (p = 0.002); trade-offs: significantly worse than the "
@@ -909,12 +927,31 @@ def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
         drawn = read_candidates(tmp_path / "sweep" / "candidates" / f"rerank_n3_{cell.strategy.search}.jsonl")
         reranked = CandidatesJob(config.generator, cell.strategy, greedy, drawn)(rows)  # faithkit rerank on them
         assert [record["response"] for record in reranked] == expected, cell.label
-        moved += sum(got[r.id]["candidate"] is not None for r in rows)
+        moved += sum(got[r.id]["candidate"] != 0 for r in rows)
     assert moved  # some context left the greedy response: the test can tell a choice from the fallback
 
     calls.clear()
     assert run_sweep(config).table == result.table
     assert calls == []
+
+
+def count_forwards(monkeypatch, folder: str) -> list:
+    """A list that gains an item at each forward call of a GPT-2 loaded from a folder named ``folder``."""
+    import functools
+
+    from transformers import GPT2LMHeadModel
+
+    calls: list = []
+    real = GPT2LMHeadModel.forward
+
+    @functools.wraps(real)
+    def counted(self, *args, **kwargs):
+        if Path(self.name_or_path).name == folder:
+            calls.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(GPT2LMHeadModel, "forward", counted)
+    return calls
 
 
 def test_pmi_faith_is_read_off_the_judges_rows_with_one_lm_pass(config, tmp_path, monkeypatch):
@@ -932,8 +969,15 @@ def test_pmi_faith_is_read_off_the_judges_rows_with_one_lm_pass(config, tmp_path
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(PMIFaith, "compute_rows", counting)
+    judge_forwards = count_forwards(monkeypatch, "judge")
+    judge_only = run_sweep(replace(config, out=str(tmp_path / "judge"), metrics=("faith-judge", "lexical")))
+    assert judge_only.table and calls == [True] and judge_forwards
+    calls.clear()
+    forwards_of_the_judge_alone = len(judge_forwards)
+    judge_forwards.clear()
     both = run_sweep(replace(config, out=str(tmp_path / "both"), metrics=("pmi-faith", "faith-judge", "lexical")))
     assert calls == [True]  # one group, one LM pass: the judge's (with its evidence)
+    assert len(judge_forwards) == forwards_of_the_judge_alone  # PMI-FAITH costs no judge forward of its own
     expected = {r["id"]: r for r in read_jsonl(tmp_path / "alone" / "scores.jsonl")}
     got = {r["id"]: r for r in read_jsonl(tmp_path / "both" / "scores.jsonl")}
     assert got.keys() == expected.keys()

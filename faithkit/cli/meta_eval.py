@@ -292,9 +292,11 @@ def _register_labels(benchmarks) -> None:
         "labels",
         help="a leaderboard of metrics on any file of labelled responses",
         description="Score every row of a labelled file with each of --metrics and report, per score (and per "
-        "--group-by value): AUROC with a bootstrap interval, the best-F1 threshold (chosen on these "
-        "rows), F1 and balanced accuracy at it, and paired-bootstrap tests of the AUROC difference "
-        "between every two scores on the same rows. Prints the tables and writes "
+        "--group-by value): AUROC with a bootstrap interval, the label's base rate, the best-F1 threshold "
+        "(chosen on these rows), F1 and balanced accuracy at it beside the F1 of always answering positive, and "
+        "paired-bootstrap tests of the AUROC difference between every two scores on the same rows, with "
+        "Holm's correction over each group's pairs. Graded labels (no --positive): Spearman and Kendall with "
+        "bootstrap intervals, and paired tests of the Spearman difference. Prints the tables and writes "
         "scores/<metric>.jsonl (resumable), results.csv, paired.csv, results.json and roc.png to --out.",
     )
     parser.add_argument(
@@ -306,8 +308,9 @@ def _register_labels(benchmarks) -> None:
     parser.add_argument("--label-column", required=True, help="column holding each row's human label")
     parser.add_argument(
         "--positive",
-        required=True,
-        help="the label value of the positive class (faithful, supported, ...); every other value is negative",
+        help="the label value of the positive class (faithful, supported, ...); every other value is negative. "
+        "Unset: the labels are graded, numbers on a scale (e.g. 1-5), and each score gets Spearman and Kendall "
+        "correlations with intervals instead of AUROC and F1",
     )
     parser.add_argument(
         "--metrics",
@@ -352,6 +355,7 @@ def _run_labels(args) -> int:
     from ..data import read_rows, unique_ids
     from ..errors import ConfigError
     from ..jobs import job_fingerprint
+    from ..metrics.judge import shares_judge_lm
     from ..metrics.registry import get_spec, load_metric
 
     unused = [
@@ -373,6 +377,10 @@ def _run_labels(args) -> int:
     fingerprints = {
         name: job_fingerprint("meta-eval labels", **metric_fingerprint_from_args(args, name)) for name in args.metrics
     }
+    if {"faith-judge", "pmi-faith"} <= set(args.metrics) and shares_judge_lm(
+        metric_options(args, "faith-judge"), metric_options(args, "pmi-faith")
+    ):
+        metrics, fingerprints = _one_judge_pass(args, metrics, fingerprints)
     made_by = provenance.record(
         judged_by,
         args.input,
@@ -389,3 +397,25 @@ def _run_labels(args) -> int:
         **job_options(args),
     )
     return 0
+
+
+def _one_judge_pass(args, metrics: dict, fingerprints: dict) -> tuple[dict, dict]:
+    """faith-judge and pmi-faith under the same judge LM: faith-judge scores first, with PMI-FAITH's unconditional
+    views too (its fingerprint says so), and pmi-faith's rows are read off its records, so the LM runs once."""
+    from ..data import read_results
+    from ..eval.leaderboard import scores_path
+    from ..metrics.judge import PMIFaithOffJudge
+    from ..metrics.registry import get_spec, option_defaults
+
+    unconditional = option_defaults("pmi-faith")["unconditional"]
+    judged = scores_path(args.out, "faith-judge")
+    shared = {
+        "faith-judge": LazyMetric(
+            lambda: get_spec("faith-judge").build(**metric_options(args, "faith-judge"), unconditional=unconditional)
+        ),
+        "pmi-faith": LazyMetric(lambda: PMIFaithOffJudge(read_results(judged), unconditional=unconditional)),
+    }
+    ordered = {name: shared[name] for name in ("faith-judge", "pmi-faith")}
+    ordered.update((name, metric) for name, metric in metrics.items() if name not in shared)
+    prints = dict(fingerprints, **{"faith-judge": {**fingerprints["faith-judge"], "with": "pmi-faith's views"}})
+    return ordered, prints

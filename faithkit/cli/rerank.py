@@ -32,9 +32,12 @@ def register(subparsers) -> None:
         "least the greedy response's minus --fluency-tolerance; the greedy response is a candidate too, "
         "and is faithkit's greedy decode with --model when the record has none. The same choice as "
         "the 'rerank' strategy on the same candidates. Each output record keeps the row's id and has "
-        "the chosen 'response', its 'candidate' index (null: the greedy response), the 'greedy' "
-        "response, and every response's 'scores' and 'fluencies' (greedy first). Rerunning the same "
-        "command continues where it stopped; bad rows get an 'error' record.",
+        "the chosen 'response', its 'candidate' index into 'scores' (0: the greedy response), the "
+        "'fluency_bound', the 'reason' it won, the 'greedy' response, every response's 'scores' and "
+        "'fluencies' (greedy first) and the row's 'gold' response where the input has one. Prints how many "
+        "rows kept their greedy response, the median score gain and how often the bound left a "
+        "higher-scoring candidate out. Rerunning the same command continues where it stopped; bad rows get "
+        "an 'error' record.",
     )
     parser.add_argument(
         "--model",
@@ -87,7 +90,9 @@ def add_rerank_options(parser) -> None:
 
 
 def run(args) -> int:
-    from ..data import read_rows, unique_ids
+    from ..data import read_results, read_rows, unique_ids
+    from ..jobs import is_main_process
+    from ..reranking import rerank_summary
 
     strategy, options = rerank_settings(args)
     check_models({"--model": args.model})  # before torch loads: an unknown name is an error within a second
@@ -96,6 +101,8 @@ def run(args) -> int:
     )
     unique_ids(rows)
     rerank_file(args, rows, args.candidates, args.output, strategy, options)
+    if is_main_process():
+        print("\n".join(rerank_summary(read_results(args.output))))
     return 0
 
 
@@ -105,11 +112,14 @@ def rerank_settings(args):
 
     from ..decoding.options import GenerationOptions
     from ..decoding.rerank import Rerank
-    from ..reranking import check_judge
+    from ..reranking import check_judge, self_judging
 
     given = {name: getattr(args, name) for name in ("judge", "fluency_tolerance") if hasattr(args, name)}
     strategy = Rerank(**given)
     check_judge(strategy)
+    warning = self_judging(strategy.judge, args.model)
+    if warning:
+        logger.warning(warning)
     options = GenerationOptions(
         **{f.name: getattr(args, f.name) for f in fields(GenerationOptions) if f.name in GENERATION_FLAGS}
     ).validate()

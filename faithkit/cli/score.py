@@ -43,11 +43,55 @@ def register(subparsers) -> None:
     )
     add_job_options(parser)
     add_input_columns(parser)
+    parser.add_argument(
+        "--reference-column",
+        metavar="COLUMN",
+        help="column with each row's reference response, for the relevance scores of --metric lexical (token F1 "
+        "and BLEU against it; unset: a gold or reference column, as generate and rerank outputs have)",
+    )
     parser.set_defaults(run=run)
     declare_files(
         parser,
         Files(reads=lambda args: [args.input, args.model], writes=lambda args: [Output("--output", args.output)]),
     )
+
+
+def references_from_args(args, rows) -> dict[str, str] | None:
+    """Each row's reference response (row id: text) when --metric measures relevance and the rows have one; None
+    (with a warning) when the input has none, and a ConfigError for --reference-column with a metric that does not
+    measure relevance, or naming no column of the input."""
+    from ..data import gold_of
+    from ..data.rows import REFERENCE_COLUMNS
+    from ..errors import ConfigError, InputError
+    from ..metrics.registry import get_spec
+
+    column = args.reference_column
+    if not get_spec(args.metric).needs_references:
+        if column is not None:
+            raise ConfigError("--reference-column applies to --metric lexical (relevance) only; drop it")
+        return None
+    readable = [row for row in rows if not row.error]
+    columns = sorted({name for row in readable for name in row.extras})
+    if column is not None and column not in columns:
+        raise InputError(f"--reference-column '{column}' is not a column of the input; its other columns are {columns}")
+    references = {row.id: text for row in readable if (text := gold_of(row, column)) is not None}
+    named = f"column '{column}'" if column else f"a {' or '.join(REFERENCE_COLUMNS)} column"
+    if not references:
+        logger.warning(
+            "no row has a reference response in %s: %s gives knowledge precision only; name the column of "
+            "reference responses with --reference-column for token F1 and BLEU",
+            named,
+            args.metric,
+        )
+        return None
+    if len(references) < len(readable):
+        logger.warning(
+            "%d of %d rows have no reference response in %s: they get no token F1 or BLEU",
+            len(readable) - len(references),
+            len(readable),
+            named,
+        )
+    return references
 
 
 def run(args) -> int:
@@ -59,9 +103,16 @@ def run(args) -> int:
     judged_by = check_metric_models(args, [args.metric])
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
-    fingerprint = job_fingerprint("score", **metric_fingerprint_from_args(args))
+    references = references_from_args(args, rows)
+    fingerprint = job_fingerprint(
+        "score",
+        **metric_fingerprint_from_args(args),
+        references=None if references is None else (args.reference_column or "gold/reference"),
+    )
     metric = LazyMetric(lambda: metric_from_args(args))
-    counts = score_rows(metric, rows, args.output, fingerprint=fingerprint, desc=args.metric, **job_options(args))
+    counts = score_rows(
+        metric, rows, args.output, fingerprint=fingerprint, references=references, desc=args.metric, **job_options(args)
+    )
     if is_main_process():
         provenance.write_sidecar(args.output, provenance.record(judged_by, args.input))
         print_score_table(read_results(args.output), args.metric)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from .results import ResultWriter, read_results
-from .rows import Columns, Row, read_rows, reference_of, unique_ids
+from .rows import Columns, Row, gold_of, read_rows, reference_of, unique_ids
 
 
 def data_root() -> Path:
@@ -30,6 +30,7 @@ __all__ = [
     "ResultWriter",
     "Row",
     "data_root",
+    "gold_of",
     "read_results",
     "read_rows",
     "reference_of",

@@ -92,12 +92,20 @@ REFERENCE_COLUMNS = ("gold", "reference")
 
 
 def reference_of(row: Row) -> str | None:
-    """The row's reference response (what relevance is measured against): a ``gold``/``reference`` column, else
-    its ``response`` column; None when it has none."""
-    for name in REFERENCE_COLUMNS:
-        if row.extras.get(name):
-            return str(row.extras[name])
-    return row.response or None
+    """The row's reference response (what relevance is measured against) when it is to be answered: a
+    ``gold``/``reference`` column, else its ``response`` column; None when it has none."""
+    return gold_of(row) or row.response or None
+
+
+def gold_of(row: Row, column: str | None = None) -> str | None:
+    """The reference response beside a row's own response (what scoring that response for relevance compares it
+    with): the ``column`` named, else a ``gold``/``reference`` column (generate and rerank outputs have ``gold``);
+    None when empty or absent."""
+    for name in (column,) if column else REFERENCE_COLUMNS:
+        value = row.extras.get(name)
+        if value not in (None, ""):
+            return str(value)
+    return None
 
 
 def _split_history(value) -> list[str]:

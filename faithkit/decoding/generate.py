@@ -12,6 +12,7 @@ import copy
 import dataclasses
 import inspect
 import logging
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
@@ -430,9 +431,15 @@ def iter_grid(
     template: PromptTemplate | None = None,
     seeds: Sequence[int] | None = None,
     judge: Judge | None = None,
+    seconds: dict[int, float] | None = None,
     **generate_kwargs,
 ) -> Iterator[tuple[int, list[int], list]]:
     """Yield ``(cell index, context indices, responses)`` as each cell finishes each batch of contexts.
+
+    ``seconds``, when given, holds at each yield the cell's own decoding seconds on that batch (by cell index): a
+    joint decode's time is shared among its cells by their rows, a decode that serves several cells counts for the
+    first one yielded, a rerank cell has its candidates' decode (and judge call); the batch's prompt preparation
+    counts for none.
 
     ``cells``: :class:`~faithkit.decoding.strategies.Cell` ``(strategy, search)`` pairs (a
     strategy or its dict alone means greedy search). ``options`` (:class:`GenerationOptions`, default its defaults):
@@ -472,6 +479,8 @@ def iter_grid(
         for index, responses in runner.decode(
             [documents[i] for i in chunk], [histories[i] for i in chunk], chunk_seeds, judge
         ):
+            if seconds is not None:
+                seconds[index] = runner.charged[index]
             yield index, chunk, responses
 
 
@@ -575,9 +584,21 @@ class _GridRunner:
     def __init__(self, model, tokenizer, template, plan: GridPlan, options, extra: list, generate_kwargs: dict):
         self.model, self.tokenizer, self.template, self.plan, self.options = model, tokenizer, template, plan, options
         self.extra, self.generate_kwargs = extra, generate_kwargs
+        self.seconds: dict[tuple, float] = {}
+        """This batch's decoding seconds by decode key (a joint decode's shared by rows)."""
+        self.charged: dict[int, float] = {}
+        """This batch's seconds by cell index, each decode's counted once (see :func:`iter_grid`'s ``seconds``)."""
+        self._counted: set[tuple] = set()
+
+    def _charge(self, index: int, keys: Sequence[tuple], extra: float = 0.0) -> None:
+        """Count the seconds of the decodes ``keys`` not yet counted (and ``extra``) for cell ``index``."""
+        fresh = [key for key in dict.fromkeys(keys) if key not in self._counted]
+        self.charged[index] = extra + sum(self.seconds.get(key, 0.0) for key in fresh)
+        self._counted.update(fresh)
 
     def decode(self, documents: list, histories: list, seeds, judge) -> Iterator[tuple[int, list]]:
         """``(cell index, responses)`` for every cell, in order, on one batch of contexts."""
+        self.seconds, self.charged, self._counted = {}, {}, set()
         inputs = build_inputs(
             self.model,
             self.tokenizer,
@@ -593,9 +614,11 @@ class _GridRunner:
         done: dict[tuple, list] = {}  # this batch's decodes by key
         for index, cell in enumerate(self.plan.cells):
             if isinstance(cell.strategy, Rerank):
+                judged = 0.0
                 if cell.decode_key not in done:  # equal rerank cells are judged once
                     greedy = self._responses(batch, done, joint, _GREEDY.decode_key, seeds)
                     candidates = self._responses(batch, done, joint, cell.strategy.candidates_key(), seeds)
+                    started = time.monotonic()
                     done[cell.decode_key] = (
                         [[first, *rest] for first, rest in zip(greedy, candidates)]
                         if judge is None
@@ -603,14 +626,19 @@ class _GridRunner:
                             c.response for c in rerank(cell.strategy, judge, documents, histories, greedy, candidates)
                         ]
                     )
+                    judged = time.monotonic() - started
+                self._charge(index, [_GREEDY.decode_key, cell.strategy.candidates_key()], judged)
                 yield index, done[cell.decode_key]
             else:
-                yield index, self._responses(batch, done, joint, cell.decode_key, seeds)
+                responses = self._responses(batch, done, joint, cell.decode_key, seeds)
+                self._charge(index, [cell.decode_key])
+                yield index, responses
 
     def _responses(self, batch: PreparedBatch, done: dict, joint: dict, key: tuple, seeds) -> list:
         """The responses of the decode ``key`` (a cell's :attr:`~Cell.decode_key`), made on first request: with every
         run of its joint group (:func:`_joint_runs`) in one generate call if it has one, else alone."""
         if key not in done:
+            started = time.monotonic()
             if key in joint:
                 outputs = _decode_jointly(self.model, batch, joint[key], self.generate_kwargs)
                 decoded = [(run.cell.decode_key, run, output) for run, output in zip(joint[key], outputs)]
@@ -628,6 +656,9 @@ class _GridRunner:
                     self.template,
                     views=run.views,
                 )
+            elapsed, rows = time.monotonic() - started, sum(run.views for _, run, _ in decoded)
+            for decoded_key, run, _ in decoded:  # a joint decode's time by each run's share of its rows
+                self.seconds[decoded_key] = elapsed * run.views / rows
         return done[key]
 
 

@@ -129,6 +129,38 @@ def choose(scores: Sequence[float | None], fluencies: Sequence[float | None], to
     return max(eligible, key=lambda i: (scores[i], -i)) if eligible else 0
 
 
+def why_chosen(scores: Sequence[float | None], fluencies: Sequence[float | None], tolerance: float, index: int) -> dict:
+    """Why :func:`choose` picked ``index`` (0: the greedy response), for a reader of the output: ``fluency_bound``
+    (the greedy response's fluency minus ``tolerance``; None without it), ``reason`` (one sentence, responses
+    numbered as ``scores`` is, greedy 0) and ``excluded_by_bound`` (how many responses that score higher than the
+    pick the bound left out: when not 0, the bound changed the choice)."""
+    reference = fluencies[0]
+    bound = None if reference is None else reference - tolerance
+    scored = [i for i, score in enumerate(scores) if score is not None and not math.isnan(score)]
+    below = [i for i in scored if bound is not None and ((f := fluencies[i]) is None or f < bound)]
+    chosen = scores[index] if index in scored else None
+    better_below = [i for i in below if chosen is None or scores[i] > chosen]  # type: ignore[operator]
+    within = len(scored) - len(below)
+    where = "" if bound is None else f" within the fluency bound {bound:.3f} (greedy {reference:.3f} - {tolerance:g})"
+    if chosen is None:
+        reason = "greedy kept: no response has a score"
+    elif index == 0:
+        reason = f"greedy kept: no other of the {within} responses{where} scores higher than its {chosen:.3f}"
+    else:
+        greedy = "no score" if scores[0] is None else f"{scores[0]:.3f}"
+        reason = (
+            f"candidate {index}: the highest score, {chosen:.3f} (greedy {greedy}), of the {within} responses{where}"
+        )
+    if better_below:
+        top = max(better_below, key=lambda i: scores[i])  # type: ignore[arg-type,return-value]
+        fluency = fluencies[top]
+        reason += (
+            f"; {len(better_below)} scoring higher fell below the bound, the best candidate {top} "
+            f"({scores[top]:.3f}, fluency {'none' if fluency is None else f'{fluency:.3f}'})"
+        )
+    return {"fluency_bound": bound, "reason": reason, "excluded_by_bound": len(better_below)}
+
+
 def rerank(
     strategy: Rerank,
     judge: Judge,

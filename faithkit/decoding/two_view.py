@@ -11,6 +11,8 @@ generate a one-hot, which every later warper and the final argmax or multinomial
 
 from __future__ import annotations
 
+import sys
+
 import torch
 from transformers import LogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper
 
@@ -126,6 +128,7 @@ class TwoViewProcessor(LogitsProcessor):
         half = rows // 2
         if self._width is None or input_ids.shape[1] != self._width + 1:
             check_two_views(input_ids, self.method)
+            self._check_sampling_flag()
         self._width = input_ids.shape[1]
         check_finite(scores)
         if not torch.equal(input_ids[:half, -1], input_ids[half:, -1]):
@@ -146,6 +149,38 @@ class TwoViewProcessor(LogitsProcessor):
     def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
         """The conditioned rows' new scores from the conditioned and history-only rows' scores."""
         raise NotImplementedError
+
+    def _check_sampling_flag(self) -> None:
+        """At a generate run's first step: a ValueError when generate samples (``do_sample=True``) but this processor
+        was not told to. generate would draw each row on its own and the halves would drift apart some steps later,
+        or, by chance, not at all; a processor is never told generate's settings, so they are read off its frame."""
+        if self.do_sample or generate_samples() is not True:
+            return
+        raise ValueError(
+            f"{self.method}: generate(do_sample=True) draws every row on its own, so the history-only rows would "
+            f"drift from their conditioned rows; pass do_sample=True (and temperature/top_k) to the processor "
+            f"itself, e.g. {self.method}(..., do_sample=True, temperature=0.7), or drop do_sample=True from "
+            "generate for greedy or beam search"
+        )
+
+
+def generate_samples(depth: int = 8) -> bool | None:
+    """Whether the transformers ``generate`` run calling a logits processor samples: its ``generation_config``'s
+    ``do_sample``, found among the nearest ``depth`` caller frames (None when no such frame: called outside
+    generate)."""
+    frame = sys._getframe(1)
+    for _ in range(depth):
+        if frame is None:
+            return None
+        config = (
+            frame.f_locals.get("generation_config")
+            if frame.f_globals.get("__name__", "").startswith("transformers.")
+            else None
+        )
+        if config is not None and isinstance(getattr(config, "do_sample", None), bool):
+            return config.do_sample
+        frame = frame.f_back
+    return None
 
 
 def check_two_views(input_ids: torch.Tensor, method: str) -> None:

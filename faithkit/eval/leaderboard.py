@@ -41,17 +41,32 @@ from . import plots
 logger = logging.getLogger(__name__)
 
 ALL = "all"
+LEVEL = 0.05
+"""The level a paired difference must pass, after Holm's correction over its group's pairs, to count as real."""
 RESULT_COLUMNS = (
     "group",
     "score",
     "n",
     "n_positive",
+    "base_rate",
     "auroc",
     "auroc_low",
     "auroc_high",
     "threshold",
     "f1",
+    "f1_always_positive",
     "balanced_accuracy",
+)
+GRADED_COLUMNS = (
+    "group",
+    "score",
+    "n",
+    "spearman",
+    "spearman_low",
+    "spearman_high",
+    "kendall",
+    "kendall_low",
+    "kendall_high",
 )
 PAIRED_COLUMNS = (
     "group",
@@ -63,22 +78,29 @@ PAIRED_COLUMNS = (
     "difference_low",
     "difference_high",
     "p_value",
+    "p_holm",
 )
+"""A paired row: the AUROCs of two scores, their difference with its interval, its p-value and that p after Holm's
+correction over the group's pairs; graded labels have ``spearman_a``/``spearman_b`` in place of the AUROCs."""
 
 
 @dataclass
 class Labelled:
-    """The rows that have a label: 0/1 by ``--positive``, and each row's group (None without ``--group-by``)."""
+    """The rows that have a label: 0/1 by ``--positive`` (or graded numbers), and each row's group (None without
+    ``--group-by``)."""
 
     rows: list[Row]
     labels: np.ndarray
     groups: list[str] | None = None
+    graded: bool = False
+    """Labels are numbers on a scale (no ``--positive``): Spearman and Kendall instead of AUROC and F1."""
 
 
 def label_rows(
-    rows: Sequence[Row], label_column: str, positive: str, group_by: str | None = None, strict: bool = False
+    rows: Sequence[Row], label_column: str, positive: str | None, group_by: str | None = None, strict: bool = False
 ) -> Labelled:
-    """Each readable row's 0/1 label; an unknown column, a ``positive`` no row has or one class only is an InputError.
+    """Each readable row's 0/1 label, or without ``positive`` its graded label (a number); an unknown column, a
+    ``positive`` no row has, one class only or a graded label that is no number is an InputError.
 
     A label matches ``positive`` when its text (a JSON value as JSON writes it: ``true``, ``1``) equals it. Rows
     that cannot be read or have no label (NaN, infinity, empty, null: :mod:`.labels`) are left out, with a warning;
@@ -97,8 +119,11 @@ def label_rows(
     kept = without_missing_labels(
         readable, lambda row: row.extras.get(label_column), f"column '{label_column}'", lambda row: row.id, strict
     )
-    positive = positive.strip()  # as the labels are read
     values = [_label_text(row.extras[label_column]) for row in kept]
+    groups = [_label_text(row.extras.get(group_by)) or "(none)" for row in kept] if group_by else None
+    if positive is None:
+        return Labelled(kept, _graded(values, kept, label_column), groups, graded=True)
+    positive = positive.strip()  # as the labels are read
     seen = sorted(set(values))
     if positive not in seen:
         raise InputError(
@@ -110,7 +135,6 @@ def label_rows(
             f"every row of column '{label_column}' is '{positive}', so there is no negative class to "
             f"tell apart; a leaderboard needs rows of both classes"
         )
-    groups = [_label_text(row.extras.get(group_by)) or "(none)" for row in kept] if group_by else None
     return Labelled(kept, np.array([value == positive for value in values], dtype=int), groups)
 
 
@@ -120,6 +144,22 @@ def _columns_hint(columns: list[str]) -> str:
     if not columns:
         return f"the input has no other column ({read}): add a label column"
     return f"its other columns are {', '.join(repr(column) for column in columns)} ({read})"
+
+
+def _graded(values: list[str], rows: list[Row], label_column: str) -> np.ndarray:
+    """Graded labels as numbers; one that is none, or all alike, is an InputError saying what to do."""
+    numbers = []
+    for value, row in zip(values, rows):
+        try:
+            numbers.append(float(value))
+        except ValueError:
+            raise InputError(
+                f"row {row.id}: label '{value}' in column '{label_column}' is no number; without --positive the "
+                f"labels are graded (numbers on a scale): give --positive for the positive class of categories"
+            ) from None
+    if len(set(numbers)) < 2:
+        raise InputError(f"every row of column '{label_column}' has the label {values[0]}: nothing to correlate with")
+    return np.array(numbers)
 
 
 def _label_text(value) -> str:
@@ -139,20 +179,29 @@ def score_metrics(
     """Every score of every metric per row, in row order: ``{score name: values}``; rows are scored into
     ``out/scores/<metric>.jsonl`` (resumable, guarded by that metric's fingerprint).
 
-    A score is named by its key (``knowledge_precision``); a key two metrics share is ``metric:key``.
-    A row whose record is an error has None for that metric's scores."""
-    keyed = {}
+    A score is named by its key (``knowledge_precision``); a key two metrics share is ``metric:key``, unless they
+    give the same values (pmi-faith read off faith-judge's rows: one score, reported once). A row whose record is
+    an error has None for that metric's scores."""
+    keyed: dict[tuple[str, str], list] = {}
     for name, metric in metrics.items():
-        path = out / "scores" / f"{name}.jsonl"
+        path = scores_path(out, name)
         path.parent.mkdir(parents=True, exist_ok=True)
         score_rows(metric, rows, path, fingerprint=fingerprints[name], desc=name, flag="--out", **job)
         by_id = {record["id"]: record for record in read_results(path)}
         records = [by_id[row.id] for row in rows]
         for key in get_spec(name).score_keys:
-            if any(record.get(key) is not None for record in records):
-                keyed[name, key] = [record.get(key) for record in records]
+            values = [record.get(key) for record in records]
+            if any(value is not None for value in values) and values not in (
+                v for (_, k), v in keyed.items() if k == key
+            ):
+                keyed[name, key] = values
     keys = [key for _, key in keyed]
     return {(key if keys.count(key) == 1 else f"{name}:{key}"): values for (name, key), values in keyed.items()}
+
+
+def scores_path(out: Path, metric: str) -> Path:
+    """Where ``meta-eval labels`` scores the rows with ``metric``: ``scores/<metric>.jsonl``."""
+    return Path(out) / "scores" / f"{metric}.jsonl"
 
 
 def row_slices(named_scores: Mapping[str, Sequence], labelled: Labelled) -> list[tuple[str, dict, np.ndarray]]:
@@ -170,8 +219,9 @@ def row_slices(named_scores: Mapping[str, Sequence], labelled: Labelled) -> list
     keep = np.flatnonzero(present.all(axis=0))
     labels = labelled.labels[keep]
     if not len(keep) or labels.min() == labels.max():
+        needs = "different labels" if labelled.graded else "rows of both classes"
         raise InputError(
-            "the rows every score has a value for are none or of one class; a leaderboard needs rows of both classes"
+            f"the rows every score has a value for are none or all labelled alike; a leaderboard needs {needs}"
         )
     scores = {name: np.array([values[i] for i in keep.tolist()], dtype=float) for name, values in named_scores.items()}
     slices = [(ALL, scores, labels)]
@@ -179,7 +229,8 @@ def row_slices(named_scores: Mapping[str, Sequence], labelled: Labelled) -> list
     for group in sorted(set(groups)):
         inside = groups == group
         if labels[inside].min() == labels[inside].max():
-            logger.warning("group '%s' has rows of one class only: no AUROC for it", group)
+            what = "correlation" if labelled.graded else "AUROC"
+            logger.warning("group '%s' has rows labelled alike only: no %s for it", group, what)
         slices.append((group, {name: values[inside] for name, values in scores.items()}, labels[inside]))
     return slices
 
@@ -222,6 +273,21 @@ def _drawn_aurocs(scores: np.ndarray, labels: np.ndarray, draws: np.ndarray) -> 
     return np.where(pairs > 0, aurocs, np.nan)
 
 
+def bootstrap_correlations(
+    scores: np.ndarray, labels: np.ndarray, resamples: int, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Spearman and Kendall correlations of each score (rows of ``scores``) with graded ``labels`` on the same
+    ``resamples`` draws of the rows: two (scores, resamples) arrays, NaN for a draw whose labels are all alike."""
+    draws = np.random.default_rng(seed).integers(0, len(labels), size=(resamples, len(labels)))
+    spearmans = np.full((len(scores), resamples), np.nan)
+    kendalls = np.full((len(scores), resamples), np.nan)
+    for r, drawn in enumerate(draws):
+        for k, row in enumerate(scores):
+            spearmans[k, r] = stats.spearman(row[drawn], labels[drawn])
+            kendalls[k, r] = stats.kendall(row[drawn], labels[drawn])
+    return spearmans, kendalls
+
+
 def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
     if np.isnan(values).all():
         return math.nan, math.nan
@@ -249,25 +315,70 @@ def group_table(
     seed: int = 0,
     confidence: float = 0.95,
 ) -> tuple[list[dict], list[dict]]:
-    """One group's result rows (per score) and paired rows (per two scores); NaN where the group has one class."""
+    """One group's result rows (per score) and paired rows (per two scores, with Holm's correction over them);
+    NaN where the group has one class."""
     names = list(named_scores)
     both = labels.min() != labels.max()
     matrix = np.array([named_scores[name] for name in names], dtype=float)
     drawn = bootstrap_aurocs(matrix, labels, resamples, seed) if both else np.full((len(names), 1), np.nan)
     aurocs = [stats.auroc(row, labels) if both else math.nan for row in matrix]
+    base_rate = float(labels.mean())
     results = []
     for name, row, auroc, draws in zip(names, matrix, aurocs, drawn):
+        at_best = _at_best_f1_threshold(row, labels)
         results.append(
             {
                 "group": group,
                 "score": name,
                 "n": len(labels),
                 "n_positive": int(labels.sum()),
+                "base_rate": base_rate,
                 "auroc": auroc,
                 **dict(zip(("auroc_low", "auroc_high"), _percentiles(draws, confidence))),
-                **_at_best_f1_threshold(row, labels),
+                "threshold": at_best["threshold"],
+                "f1": at_best["f1"],
+                "f1_always_positive": 2 * base_rate / (1 + base_rate),  # recall 1, precision the base rate
+                "balanced_accuracy": at_best["balanced_accuracy"],
             }
         )
+    return results, _paired(group, names, aurocs, drawn, confidence, "auroc")
+
+
+def graded_table(
+    group: str,
+    named_scores: Mapping[str, np.ndarray],
+    labels: np.ndarray,
+    resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+) -> tuple[list[dict], list[dict]]:
+    """:func:`group_table` for graded labels: per score Spearman and Kendall with bootstrap intervals, per two
+    scores the paired bootstrap of their Spearman difference (Holm-corrected over the group's pairs)."""
+    names = list(named_scores)
+    matrix = np.array([named_scores[name] for name in names], dtype=float)
+    spearmans, kendalls = bootstrap_correlations(matrix, labels, resamples, seed)
+    values = [(stats.spearman(row, labels), stats.kendall(row, labels)) for row in matrix]
+    results = [
+        {
+            "group": group,
+            "score": name,
+            "n": len(labels),
+            "spearman": spearman,
+            **dict(zip(("spearman_low", "spearman_high"), _percentiles(spearman_draws, confidence))),
+            "kendall": kendall,
+            **dict(zip(("kendall_low", "kendall_high"), _percentiles(kendall_draws, confidence))),
+        }
+        for name, (spearman, kendall), spearman_draws, kendall_draws in zip(names, values, spearmans, kendalls)
+    ]
+    return results, _paired(group, names, [spearman for spearman, _ in values], spearmans, confidence, "spearman")
+
+
+def _paired(
+    group: str, names: list[str], values: list[float], drawn: np.ndarray, confidence: float, key: str
+) -> list[dict]:
+    """Every two scores' difference of ``values`` (``key``: what they are) with the percentile interval and paired
+    p of their ``drawn`` resampled differences, and that p after Holm's correction over the group's pairs
+    (:data:`PAIRED_COLUMNS`)."""
     paired = []
     for a in range(len(names)):
         for b in range(a + 1, len(names)):
@@ -278,15 +389,17 @@ def group_table(
                     "group": group,
                     "score_a": names[a],
                     "score_b": names[b],
-                    "auroc_a": aurocs[a],
-                    "auroc_b": aurocs[b],
-                    "difference": aurocs[a] - aurocs[b],
+                    f"{key}_a": values[a],
+                    f"{key}_b": values[b],
+                    "difference": values[a] - values[b],
                     "difference_low": low,
                     "difference_high": high,
                     "p_value": paired_p_value(differences),
                 }
             )
-    return results, paired
+    for row, adjusted in zip(paired, stats.holm([row["p_value"] for row in paired])):
+        row["p_holm"] = float(adjusted)
+    return paired
 
 
 def _at_best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> dict:
@@ -305,12 +418,13 @@ def _at_best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> dict:
 
 
 def leaderboard(
-    slices: Sequence[tuple[str, dict, np.ndarray]], resamples: int = 1000, seed: int = 0
+    slices: Sequence[tuple[str, dict, np.ndarray]], resamples: int = 1000, seed: int = 0, graded: bool = False
 ) -> tuple[list[dict], list[dict]]:
-    """Result and paired rows of each slice of :func:`row_slices`."""
+    """Result and paired rows of each slice of :func:`row_slices` (``graded``: by :func:`graded_table`)."""
     results, paired = [], []
+    table = graded_table if graded else group_table
     for group, scores, labels in slices:
-        more, more_paired = group_table(group, scores, labels, resamples, seed)
+        more, more_paired = table(group, scores, labels, resamples, seed)
         results += more
         paired += more_paired
     return results, paired
@@ -324,13 +438,19 @@ def write_leaderboard(
     labels: np.ndarray,
     made_by: dict | None = None,
 ) -> None:
-    """``results.csv``, ``paired.csv``, ``results.json`` and ``roc.png``, the ROC curves over all rows."""
-    for name, rows, columns in (("results.csv", results, RESULT_COLUMNS), ("paired.csv", paired, PAIRED_COLUMNS)):
+    """``results.csv``, ``paired.csv``, ``results.json`` and, for binary labels, ``roc.png``, the ROC curves over
+    all rows."""
+    graded = "spearman" in results[0]
+    shown = GRADED_COLUMNS if graded else RESULT_COLUMNS
+    pairs = tuple(column.replace("auroc", "spearman") for column in PAIRED_COLUMNS) if graded else PAIRED_COLUMNS
+    for name, rows, columns in (("results.csv", results, shown), ("paired.csv", paired, pairs)):
         with files.replacing(out / name, newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=columns)
             writer.writeheader()
             writer.writerows(rows)
     files.write_json(out / "results.json", {"results": results, "paired": paired, provenance.KEY: made_by})
+    if graded:
+        return
     plots.roc_curves(
         {name: values.tolist() for name, values in scores.items()},
         labels.tolist(),
@@ -340,42 +460,62 @@ def write_leaderboard(
 
 
 def print_leaderboard(results: list[dict], paired: list[dict]) -> None:
-    print(
-        markdown_table(
+    if "spearman" in results[0]:
+        heads = ["group", "score", "n", "Spearman", "95% interval", "Kendall", "95% interval"]
+        keys = ("spearman", "kendall")
+        rows = [
             [
-                "group",
-                "score",
-                "n",
-                "positive",
-                "AUROC",
-                "95% interval",
-                "best-F1 threshold",
-                "F1",
-                "balanced accuracy",
-            ],
+                r["group"],
+                r["score"],
+                r["n"],
+                r["spearman"],
+                _interval(r, "spearman"),
+                r["kendall"],
+                _interval(r, "kendall"),
+            ]
+            for r in results
+        ]
+    else:
+        heads = ["group", "score", "n", "positive", "base rate", "AUROC", "95% interval", "best-F1 threshold",
+                 "F1", "F1 always positive", "balanced accuracy"]  # fmt: skip
+        keys = ("auroc",)
+        rows = [
             [
-                [
-                    r["group"],
-                    r["score"],
-                    r["n"],
-                    r["n_positive"],
-                    r["auroc"],
-                    _interval(r, "auroc"),
-                    r["threshold"],
-                    r["f1"],
-                    r["balanced_accuracy"],
-                ]
-                for r in results
-            ],
-        )
-    )
+                r["group"],
+                r["score"],
+                r["n"],
+                r["n_positive"],
+                r["base_rate"],
+                r["auroc"],
+                _interval(r, "auroc"),
+                r["threshold"],
+                r["f1"],
+                r["f1_always_positive"],
+                r["balanced_accuracy"],
+            ]  # fmt: skip
+            for r in results
+        ]
+    print(markdown_table(heads, rows))
     if paired:
-        print("\npaired bootstrap of the AUROC difference (same resampled rows for both scores):\n")
+        what = "Spearman" if keys[0] == "spearman" else "AUROC"
+        print(
+            f"\npaired bootstrap of the {what} difference (same resampled rows for both scores); Holm: p corrected "
+            f"over each group's pairs, 'yes' where it stays below {LEVEL:g}:\n"
+        )
         print(
             markdown_table(
-                ["group", "A", "B", "AUROC A - B", "95% interval", "p"],
+                ["group", "A", "B", f"{what} A - B", "95% interval", "p", "p (Holm)", "survives Holm"],
                 [
-                    [p["group"], p["score_a"], p["score_b"], p["difference"], _interval(p, "difference"), p["p_value"]]
+                    [
+                        p["group"],
+                        p["score_a"],
+                        p["score_b"],
+                        p["difference"],
+                        _interval(p, "difference"),
+                        p["p_value"],
+                        p["p_holm"],
+                        "yes" if p["p_holm"] < LEVEL else "no",
+                    ]  # fmt: skip
                     for p in paired
                 ],
             )
@@ -406,7 +546,7 @@ def meta_eval_labels(
     if not named_scores:
         raise InputError(f"no row could be scored; see the 'error' records in {out / 'scores'}")
     slices = row_slices(named_scores, labelled)
-    results, paired = leaderboard(slices, resamples, seed)
+    results, paired = leaderboard(slices, resamples, seed, graded=labelled.graded)
     if current_process().is_main:  # under accelerate launch the other processes only score
         made_by = made_by or provenance.record({}, options={"resamples": resamples, "seed": seed})
         write_leaderboard(out, results, paired, *slices[0][1:], made_by=made_by)

@@ -150,7 +150,11 @@ class FaithJudge(Metric):
         max_length: int | None = None,
         weights: str | Path = WEIGHTS,
         dtype=None,
+        unconditional: bool | None = None,
     ):
+        """``unconditional``: whether PMI-FAITH's two unconditional views run too (None: when the weights use
+        ``uncond_pmi``); a meta-evaluation that also asks for pmi-faith under the same LM sets it, so that
+        PMI-FAITH's rows, ``uncond_pmi`` included, are read off the judge's (:class:`PMIFaithOffJudge`)."""
         from .pmi_faith import PMIFaith
 
         check_option_values(batch_size=batch_size, max_length=max_length)
@@ -171,7 +175,7 @@ class FaithJudge(Metric):
             max_length=max_length,
             evidence=True,
             dtype=dtype,
-            unconditional="uncond_pmi" in self.weights.features,
+            unconditional="uncond_pmi" in self.weights.features if unconditional is None else unconditional,
         )
         self.checker = None
         if set(CHECKER_SIGNALS) & set(self.weights.features):
@@ -201,21 +205,70 @@ class FaithJudge(Metric):
 
 _NOT_PMI_FAITH = {
     "faith_judge",
-    "uncond_pmi",
-    "logp_doc",
-    "logp_none",
     *AGGREGATE_KEYS,
     *PER_TOKEN_KEYS,
     "faithkit_checker",
     "faithkit_checker_generic",
     *CHECKER_SIGNALS.values(),
 }
+_UNCONDITIONAL = {"uncond_pmi", "logp_doc", "logp_none"}
+_RECORD_KEYS = {"id", "cell", "row", "document", "history", "response", "extras", "row_digest"}
+"""What jobs and the sweep write beside a metric's row in a record."""
 
 
-def pmi_faith_part(row: dict) -> dict:
-    """The fields of a faith-judge row that PMI-FAITH under the same judge LM gives (without its unconditional
-    views): a sweep that measures both reads PMI-FAITH off the judge's rows instead of running the LM again."""
-    return {key: value for key, value in row.items() if key not in _NOT_PMI_FAITH and not key.startswith("signal_")}
+def pmi_faith_part(row: dict, unconditional: bool = False) -> dict:
+    """The fields of a faith-judge row (or record) that PMI-FAITH under the same judge LM gives, with its
+    unconditional views when ``unconditional``: what a sweep or meta-evaluation that asks for both reads off the
+    judge's rows instead of running the LM again."""
+    dropped = _NOT_PMI_FAITH | _RECORD_KEYS | (set() if unconditional else _UNCONDITIONAL)
+    return {key: value for key, value in row.items() if key not in dropped and not key.startswith("signal_")}
 
 
-__all__ = ["CANDIDATES", "FaithJudge", "JudgeWeights", "fit_judge", "fit_logistic", "pmi_faith_part", "signals"]
+def shares_judge_lm(judge_options: dict, pmi_faith_options: dict) -> bool:
+    """Whether faith-judge and pmi-faith with these options (as their constructors take them) run the same judge LM
+    the same way, so that PMI-FAITH's rows can be read off the judge's (:class:`PMIFaithOffJudge`)."""
+    from .. import models
+    from .registry import option_defaults
+
+    defaults = option_defaults("pmi-faith")
+    lms = [judge_options.get("model") or JudgeWeights.load().model, pmi_faith_options.get("model") or defaults["model"]]
+    if not all(isinstance(lm, str) for lm in lms) or models.identity(lms[0]) != models.identity(lms[1]):
+        return False
+    same = ("max_length", "dtype")
+    return pmi_faith_options.get("normalize", defaults["normalize"]) == "mean" and all(
+        judge_options.get(key) == pmi_faith_options.get(key) for key in same
+    )
+
+
+class PMIFaithOffJudge(Metric):
+    """PMI-FAITH read off faith-judge's records under the same judge LM (:func:`pmi_faith_part`), by
+    (document, history, response), so asking for both runs the LM once. A response the records lack is a
+    ValueError (that row's error)."""
+
+    score_keys = ("pmi", "uncond_pmi")
+
+    def __init__(self, records, unconditional: bool = False):
+        self.by_text = {(r["document"], tuple(r.get("history", ())), r["response"]): r for r in records}
+        self.unconditional = unconditional
+
+    def compute_rows(self, documents, histories, responses, references=None) -> list[dict]:
+        rows = []
+        for document, history, response in zip(documents, histories or [()] * len(responses), responses):
+            record = self.by_text.get((document, tuple(history), response))
+            if record is None:
+                raise ValueError("faith-judge's records hold no score of this response, so neither does PMI-FAITH")
+            rows.append(pmi_faith_part(record, self.unconditional))
+        return rows
+
+
+__all__ = [
+    "CANDIDATES",
+    "FaithJudge",
+    "JudgeWeights",
+    "PMIFaithOffJudge",
+    "fit_judge",
+    "fit_logistic",
+    "pmi_faith_part",
+    "shares_judge_lm",
+    "signals",
+]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import types
 import typing
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from itertools import product
 from pathlib import Path
 
@@ -236,10 +237,35 @@ class SweepConfig:
 
     @property
     def faithfulness_measure(self) -> str | None:
-        """The measure best.json maximises: ``faithfulness`` if set, else the judge's if measured, else PMI-FAITH's."""
+        """The measure best.json maximises: ``faithfulness`` if set, else the judge's if measured and its weights fit
+        the judge LM (see :attr:`faithfulness_note`), else PMI-FAITH's."""
         if self.faithfulness:
             return self.faithfulness
-        return "faith_judge" if "faith-judge" in self.metrics else "pmi_faith" if "pmi-faith" in self.metrics else None
+        if "faith-judge" in self.metrics and (self.judge_fits_weights or "pmi-faith" not in self.metrics):
+            return "faith_judge"
+        return "pmi_faith" if "pmi-faith" in self.metrics else None
+
+    @property
+    def judge_fits_weights(self) -> bool:
+        """Whether ``judge`` is the LM faith-judge's weights were fitted with (another LM's signals are on other
+        scales, so its faith_judge is no valid score)."""
+        return _fitted_with(str(self.judge))
+
+    @property
+    def faithfulness_note(self) -> str | None:
+        """What the sweep's outputs say when faith_judge is measured under a judge LM its weights were not fitted
+        with: that the choice fell back to PMI-FAITH, or (``faithfulness`` set, or no pmi-faith) that it did not."""
+        if "faith-judge" not in self.metrics or self.judge_fits_weights:
+            return None
+        from ..metrics.judge import JudgeWeights
+
+        why = (
+            f"faith-judge's weights were fitted with judge LM {JudgeWeights.load().model!r}, not {self.judge!r}, so "
+            "faith_judge is on another scale (refit it: docs/judge.md)"
+        )
+        if self.faithfulness_measure == "pmi_faith":
+            return f"{why}; the choice maximises pmi_faith instead"
+        return f"{why}; the choice still maximises {self.faithfulness_measure}"
 
     @property
     def fluency_measure(self) -> str | None:
@@ -327,6 +353,14 @@ class SweepConfig:
             **{key: getattr(self, key) for key in keys},
         }
         return {**fingerprint, "dtype": self.dtype} if self.dtype else fingerprint  # unset: as before it existed
+
+
+@lru_cache(maxsize=8)
+def _fitted_with(judge: str) -> bool:
+    from .. import models
+    from ..metrics.judge import JudgeWeights
+
+    return models.identity(judge) == models.identity(JudgeWeights.load().model)
 
 
 def chosen_entries(path: Path) -> list[dict]:

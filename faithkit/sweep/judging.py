@@ -119,30 +119,10 @@ def judge(
 
 def _read_from(p: Pass, source: Pass) -> None:
     """Make ``p`` read its records off ``source``'s: the same responses, scored once, by ``source``."""
-    from ..metrics.judge import pmi_faith_part
+    from ..metrics.judge import PMIFaithOffJudge
 
     p.source, p.texts = source, source.texts  # one dict: whatever either scores, both do
-
-    def build():
-        by_text = {(r["document"], tuple(r["history"]), r["response"]): r for r in source.records.values()}
-        return _ReadOff(by_text, pmi_faith_part)
-
-    p.build, p.models = build, f"{source.metric}'s records"
-
-
-class _ReadOff:
-    """A metric whose rows are another pass's records, cut to this metric's fields."""
-
-    def __init__(self, by_text: dict, part: Callable[[dict], dict]):
-        self.by_text, self.part = by_text, part
-
-    def compute_rows(self, documents, histories, responses) -> list[dict]:
-        records = [self.by_text[(d, tuple(h), r)] for d, h, r in zip(documents, histories, responses)]
-        return [self.part({k: v for k, v in r.items() if k not in _RECORD_KEYS}) for r in records]
-
-
-_RECORD_KEYS = {"id", "cell", "row", "document", "history", "response", DIGEST_KEY}
-"""What :func:`run_pass` adds to a metric's row in a record."""
+    p.build, p.models = lambda: PMIFaithOffJudge(source.records.values()), f"{source.metric}'s records"
 
 
 def _with_sources(passes: list[Pass], sweep_passes: dict) -> list[Pass]:
@@ -277,8 +257,8 @@ def _chosen(cell: Cell, contexts: list, candidates: dict, needs: tuple[Pass, Pas
 
 
 def _write_chosen(out: Path, cell: Cell, contexts: list, responses: dict, chosen: dict) -> None:
-    """``cells/<rerank cell>.jsonl`` as the other cells' files, with ``candidate``: the index among the candidates
-    (None: the greedy response). Made again from the passes on every run, so written whole."""
+    """``cells/<rerank cell>.jsonl`` as the other cells' files, with ``candidate``: the index among
+    ``[greedy, *candidates]`` (0: the greedy response), as ``faithkit rerank`` writes it. Made again from the passes on every run, so written whole."""
     if not current_process().is_main:
         return
     (out / "cells").mkdir(exist_ok=True)
@@ -290,7 +270,7 @@ def _write_chosen(out: Path, cell: Cell, contexts: list, responses: dict, chosen
                 "history": list(c.history),
                 "gold": c.gold,
                 "response": responses[c.id],
-                "candidate": chosen[c.id] - 1 if chosen[c.id] else None,
+                "candidate": chosen[c.id],
                 DIGEST_KEY: content_digest([c.document, list(c.history)]),
             }
             handle.write(to_json(record) + "\n")

@@ -1,11 +1,12 @@
 """``report.html``: one self-contained page to read a sweep's cells and responses side by side.
 
-The page opens with the cell table: per cell its faithfulness, relevance and fluency with their
-95% intervals, paired p against the baseline and a mark when that difference is significant,
-then the response form; cells that decode alike share one line (``plain greedy = pmi greedy
+The page opens with the cell table, the one the sweep prints (:func:`~faithkit.sweep.table.shown_table`): per
+cell every measure with its 95% interval and, where it has a direction, its paired p against the baseline and a
+mark when that difference is significant; cells that decode alike share one line (``plain greedy = pmi greedy
 alpha=0 …``), cells the rule left out are greyed with the reason, and a click on a column head
 sorts by it. Beside it, the chosen cell with its trade-offs (each measure significantly worse
-than the baseline). Then a collapsible sample of contexts: each with its document, history and
+than the baseline), and a note when faith_judge's weights do not fit the judge LM, so that the choice fell back to
+PMI-FAITH. Then a collapsible sample of contexts: each with its document, history and
 gold response, and every distinct decode's response beside its name, its tokens coloured by
 their PMI-FAITH contribution under the judge (:func:`faithkit.explain.highlight_tokens`, the
 colouring of ``faithkit explain``). No external assets; a few lines of script sort the table.
@@ -21,18 +22,7 @@ from .. import provenance
 from ..explain import CSS, highlight_tokens, pmi_colour, pmi_legend
 from ..files import write_text
 from .config import SweepConfig
-from .table import (
-    best_sentence,
-    folded_rows,
-    format_interval,
-    format_p,
-    format_value,
-    key_measures,
-    parameter_names,
-    shown_label,
-    significance_mark,
-    status,
-)
+from .table import best_sentence, folded_rows, parameter_names, shown_columns, shown_label, shown_table, status
 
 SWEEP_CSS = """
 table.grid { border-collapse: collapse; width: 100%; table-layout: fixed; margin-top: 8px; }
@@ -48,6 +38,7 @@ table.cells tr.best td { background: #fdecea; }
 tr.excluded td, tr.excluded th { color: #999; background: #f4f4f4; }
 tr.excluded .badge, tr.excluded span.tok { filter: grayscale(1); opacity: .6; }
 .pick { margin: 8px 0 0; font-size: 14px; }
+.note { margin: 8px 0 0; font-size: 14px; color: #8a5a00; background: #fff4e0; padding: 4px 8px; }
 .scores { font-size: 11px; color: #555; margin-bottom: 3px; }
 .gold { font-size: 14px; margin: 4px 0; }
 .gold b, .history b { color: #555; }
@@ -130,7 +121,8 @@ def write_report(
         f'<section class="card" id="cells"><div class="head">every cell: value [95% interval] and paired p against '
         f"the baseline; ▲/▼ significantly higher/lower at p &lt; {config.significance:g}; click a column to sort"
         f"</div>{_cells_table(table, config, best)}"
-        f'<p class="pick" id="pick">{escape(best_sentence(best, config, parameters))}</p></section>\n'
+        + (f'<p class="note" id="note">{escape(config.faithfulness_note)}</p>' if config.faithfulness_note else "")
+        + f'<p class="pick" id="pick">{escape(best_sentence(best, config, parameters))}</p></section>\n'
         f'<details open id="contexts"><summary>responses to {len(cards)} of {len(contexts)} contexts</summary>\n'
         + "\n".join(cards)
         + "\n</details>\n</main><script>"
@@ -142,27 +134,24 @@ def write_report(
 
 
 def _cells_table(table: Sequence[dict], config: SweepConfig, best: dict) -> str:
-    """The sortable cell table: a line per distinct decode, with its key measures tested and the rule's verdict."""
-    parameters, keys, baseline = parameter_names(table), key_measures(config), table[0]
-    form = ("words", "empty", "repeated")
-    heads = ["cell", *[column for m in keys for column in (m, f"{m} p")], *form, "choice"]
-    rows = {row["cell"]: row for row in table}
+    """The sortable cell table: :func:`~faithkit.sweep.table.shown_table`, the stdout table's entries in full."""
+    shown = shown_table(table, config, best)
+    heads = [
+        "cell",
+        *(column.removesuffix("_p") + " p" if column != m else m for column, m in shown_columns(config)),
+        "choice",
+    ]
     lines = []
-    for cell, folded in folded_rows(table).items():
-        row = rows[cell]
-        choice = status(row, best, folded)
-        tested = "".join(
-            f'<td data-value="{_number(row.get(m))}" data-measure="{escape(m)}">'
-            f"{escape(format_interval(row, m))}</td>"
-            f'<td data-value="{_number(row.get(f"{m}_p"))}" data-measure="{escape(m)}_p">'
-            f"{_p_text(row, baseline, m, config.significance)}</td>"
-            for m in keys
-        )
-        plain = "".join(f'<td data-value="{_number(row.get(m))}">{format_value(m, row.get(m))}</td>' for m in form)
+    for cell, entries in shown.items():
+        choice = entries[-1].text
         kind = "best" if choice == "best" else "excluded" if choice else ""
+        measured = "".join(
+            f'<td data-value="{_number(entry.value)}" data-measure="{escape(str(entry.column))}">{escape(entry.text)}</td>'
+            for entry in entries[1:-1]
+        )
         lines.append(
             f'<tr data-cell="{escape(cell)}"{f" class={kind}" if kind else ""}>'
-            f"<td>{escape(shown_label(row, folded, parameters))}</td>{tested}{plain}"
+            f"<td>{escape(entries[0].text)}</td>{measured}"
             f'<td class="choice">{escape(choice)}</td></tr>'
         )
     head = "".join(f"<th>{escape(name)}</th>" for name in heads)
@@ -170,13 +159,6 @@ def _cells_table(table: Sequence[dict], config: SweepConfig, best: dict) -> str:
         f'<div class="wide"><table class="cells"><thead><tr>{head}</tr></thead><tbody>{"".join(lines)}</tbody>'
         "</table></div>"
     )
-
-
-def _p_text(row: dict, baseline: dict, measure: str, level: float) -> str:
-    if row["cell"] == baseline["cell"]:
-        return "baseline"
-    mark = significance_mark(row, baseline, measure, level)
-    return format_p(row.get(f"{measure}_p")) + (f" {mark}" if mark else "")
 
 
 def _number(value) -> str:

@@ -107,7 +107,11 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     parameters = list(dict.fromkeys(key for cell in cells for key in cell.strategy.parameters()))
     table = [cell_row(config, cell, parameters, measured(cell), baseline) for cell in cells]
     rule = config.choice_rule()
-    best = {**choose_best(table, **rule), "by_strategy": best_by_strategy(table, **rule)}
+    best = {
+        **choose_best(table, **rule),
+        "faithfulness_note": config.faithfulness_note,
+        "by_strategy": best_by_strategy(table, **rule),
+    }
     made_by = sweep_provenance(config)
     if current_process().is_main:
         responses_by_label = {cell.label: responses[cell] for cell in cells}
@@ -247,6 +251,7 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
         for number, (batch, pending) in enumerate(todo, start=1):
             started = time.monotonic()
             sampled = any(cell.sampled for cell in pending)
+            seconds: dict[int, float] = {}
             grid = iter_grid(
                 model,
                 tokenizer,
@@ -255,16 +260,19 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
                 pending,
                 config.generation,
                 seeds=config.generation.row_seeds([c.id for c in batch]) if sampled else None,
+                seconds=seconds,
             )  # no judge: rerank cells give their candidates, judged in the judge passes
-            seconds = _write_batch(grid, batch, pending, shared, expected, paths)
+            _write_batch(grid, batch, pending, shared, expected, paths)
+            total = time.monotonic() - started
             logger.info(
-                "generate: batch %d/%d (%d contexts x %d cells) in %.0f s (%s)",
+                "generate: batch %d/%d (%d contexts x %d cells) in %.0f s (prompts and writing %.1f s, %s)",
                 number,
                 len(todo),
                 len(batch),
                 len(pending),
-                time.monotonic() - started,
-                ", ".join(f"{label} {value:.1f} s" for label, value in seconds.items()),
+                total,
+                total - sum(seconds.values()),
+                ", ".join(f"{paths[pending[index]].stem} {value:.1f} s" for index, value in seconds.items()),
             )
     wanted = {c.id for c in contexts}
     return {cell: {r["id"]: _decoded(r) for r in read_results(paths[cell]) if r["id"] in wanted} for cell in cells}
@@ -275,17 +283,11 @@ def _decoded(record: dict) -> str | list[str]:
     return [record["greedy"], *record["responses"]] if "responses" in record else record["response"]
 
 
-def _write_batch(
-    grid, batch: list[Context], pending: list[Cell], shared, expected: dict, paths: dict
-) -> dict[str, float]:
+def _write_batch(grid, batch: list[Context], pending: list[Cell], shared, expected: dict, paths: dict) -> None:
     """Write each cell's responses on ``batch`` as ``grid`` yields them (rows already done are kept) into its file of
-    ``paths``; return the seconds from each cell's previous yield by that file's name (``rerank_n8_beam`` for a rerank
-    cell's candidates; cells that share a decode: about 0)."""
-    seconds = {}
-    last = time.monotonic()
+    ``paths``."""
     for index, positions, texts in grid:
         cell = pending[index]
-        seconds[paths[cell].stem], last = time.monotonic() - last, time.monotonic()
         for position, text in zip(positions, texts):
             context = batch[position]
             if context.id not in shared.done[cell]:
@@ -300,4 +302,3 @@ def _write_batch(
                         DIGEST_KEY: expected[context.id],
                     }
                 )
-    return seconds

@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -91,33 +92,27 @@ def write_csv(table: Sequence[dict], path: Path) -> Path:
     return path
 
 
-def format_value(measure: str, value) -> str:
+def format_value(measure: str, value, fewer: int = 0) -> str:
+    """A measure's value to its usual decimals (BLEU 2, words 1, others 3), ``fewer`` less; ``—`` for none."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
-    if measure == "bleu":
-        return f"{value:.2f}"
-    if measure == "words":
-        return f"{value:.1f}"
-    return f"{value:.3f}"
+    digits = {"bleu": 2, "words": 1}.get(measure, 3)
+    return f"{value:.{max(0, digits - fewer)}f}"
 
 
-def format_interval(row: dict, measure: str) -> str:
-    """``value [low, high]`` as the markdown table and the report show it."""
+def format_interval(row: dict, measure: str, compact: bool = False) -> str:
+    """``value [low, high]`` as the tables show it; ``compact``: the bounds to one decimal less."""
     low, high = row.get(f"{measure}_ci_low"), row.get(f"{measure}_ci_high")
-    value = format_value(measure, row.get(measure))
-    return value if low is None else f"{value} [{format_value(measure, low)}, {format_value(measure, high)}]"
+    value, fewer = format_value(measure, row.get(measure)), int(compact)
+    return (
+        value if low is None else f"{value} [{format_value(measure, low, fewer)}, {format_value(measure, high, fewer)}]"
+    )
 
 
 def label(row: dict, parameters: Sequence[str]) -> str:
     """A cell as people read it: ``pmi greedy alpha=0.25 top_p=0.6``."""
     values = [f"{key}={parameter_text(row[key])}" for key in parameters if row.get(key) is not None]
     return " ".join([row["strategy"], row["decoding"], *values])
-
-
-def key_measures(config: SweepConfig) -> list[str]:
-    """The measures a reader weighs a cell by, each shown with its p against the baseline and a significance mark:
-    the faithfulness, relevance and fluency measures (the ones that are set)."""
-    return list(dict.fromkeys(m for m in (config.faithfulness_measure, config.relevance, config.fluency_measure) if m))
 
 
 def significance_mark(row: dict, baseline: dict, measure: str, level: float) -> str:
@@ -130,12 +125,65 @@ def significance_mark(row: dict, baseline: dict, measure: str, level: float) -> 
 
 
 def format_tested(row: dict, baseline: dict, measure: str, level: float) -> str:
-    """``value [low, high] p=0.002 ▲``: the interval, the paired p against the baseline and the mark."""
-    p = row.get(f"{measure}_p")
-    shown_p = p is not None and row["cell"] != baseline["cell"]
-    tested = format_interval(row, measure) + (f" p={format_p(p)}" if shown_p else "")
+    """The paired p against the baseline with its mark (``0.002 ▲``), or ``baseline`` on the baseline's row."""
+    if row["cell"] == baseline["cell"]:
+        return "baseline"
     mark = significance_mark(row, baseline, measure, level)
-    return f"{tested} {mark}" if mark else tested
+    return format_p(row.get(f"{measure}_p")) + (f" {mark}" if mark else "")
+
+
+def tested(measure: str) -> bool:
+    """Whether a measure has a direction, so its paired p against the baseline is shown (not words per response)."""
+    return MEASURES[measure][1].higher_is_better is not None
+
+
+@dataclass(frozen=True)
+class Shown:
+    """One entry of the cell table as every output shows it: its text, the number a click in the report sorts it by
+    (None: none), and the measure column it belongs to (``pmi_faith``, ``pmi_faith_p``; None: label or choice)."""
+
+    text: str
+    value: float | None = None
+    column: str | None = None
+
+
+def shown_columns(config: SweepConfig) -> list[tuple[str, str]]:
+    """The cell table's measure columns as ``(column, measure)``: each measure (``pmi_faith``), then its p
+    (``pmi_faith_p``) when it has a direction."""
+    return [
+        (column, measure.name)
+        for _, measure in active_measures(config)
+        for column in ((measure.name, f"{measure.name}_p") if tested(measure.name) else (measure.name,))
+    ]
+
+
+def shown_table(
+    table: Sequence[dict], config: SweepConfig, best: dict | None, compact: bool = False
+) -> dict[str, list[Shown]]:
+    """The one cell table the sweep's stdout and report.html show (sweep.csv holds its full numbers): per shown
+    row (cells that decode alike on one, see :func:`folded_rows`) its label, then per :func:`shown_columns` column
+    the value with its 95% interval or the paired p against the baseline with its mark, then whether the rule chose
+    or excluded it. ``compact``: the label without the folded cells, intervals to a decimal less."""
+    parameters, baseline, level = parameter_names(table), table[0], config.significance
+    rows = {row["cell"]: row for row in table}
+    shown = {}
+    for cell, folded in folded_rows(table).items():
+        row = rows[cell]
+        entries = [Shown(label(row, parameters) if compact else shown_label(row, folded, parameters))]
+        for column, measure in shown_columns(config):
+            text = (
+                format_interval(row, measure, compact)
+                if column == measure
+                else format_tested(row, baseline, measure, level)
+            )
+            entries.append(Shown(text, row.get(column), column))
+        entries.append(Shown(status(row, best, folded)))
+        shown[cell] = entries
+    return shown
+
+
+MEASURES_PER_TABLE = 3
+"""Measures in one printed table: more would make lines too long to read in a terminal."""
 
 
 def trade_offs(chosen: dict, baseline: dict, config: SweepConfig) -> list[str]:
@@ -178,25 +226,35 @@ def status(row: dict, best: dict | None, folded: Sequence[dict] = ()) -> str:
 
 
 def sweep_markdown(table: Sequence[dict], config: SweepConfig, best: dict | None = None) -> str:
-    """The sweep's tables as markdown: every cell with each measure's value and 95% interval (the key measures with p
-    against the baseline and a mark), cells that decode alike on one line, and whether the rule chose or excluded
-    it; the PMI-DECODE grid in the paper's Table-5 layout (alpha rows x top_p columns, "faithfulness / relevance")
+    """The sweep's tables as markdown: :func:`shown_table` in its compact form, :data:`MEASURES_PER_TABLE` measures
+    a table (each with its 95% interval and, with a direction, its paired p against the baseline and a mark), the
+    first with whether the rule chose or excluded each cell; the cells that decode alike; the PMI-DECODE grid in the paper's Table-5 layout (alpha rows x top_p columns, "faithfulness / relevance")
     when it has one; then the baseline, the pick and its trade-offs."""
-    measures = [measure.name for _, measure in active_measures(config)]
-    keys, parameters, baseline, level = key_measures(config), parameter_names(table), table[0], config.significance
-    rows = {row["cell"]: row for row in table}
-    shown = [
-        [
-            shown_label(rows[cell], folded, parameters),
-            *(
-                format_tested(rows[cell], baseline, m, level) if m in keys else format_interval(rows[cell], m)
-                for m in measures
-            ),
-            status(rows[cell], best, folded),
+    parameters, baseline = parameter_names(table), table[0]
+    shown = shown_table(table, config, best, compact=True)
+    columns = shown_columns(config)
+    measures = list(dict.fromkeys(measure for _, measure in columns))
+    lines: list[str] = []
+    for start in range(0, len(measures), MEASURES_PER_TABLE):
+        group, first = measures[start : start + MEASURES_PER_TABLE], start == 0
+        wanted = [index for index, (_, measure) in enumerate(columns) if measure in group]
+        heads = [
+            "cell",
+            *(measure if column == measure else f"{measure} p" for column, measure in map(columns.__getitem__, wanted)),
         ]
-        for cell, folded in folded_rows(table).items()
+        body = [
+            [entries[0].text, *(entries[1 + i].text for i in wanted), *([entries[-1].text] if first else [])]
+            for entries in shown.values()
+        ]
+        lines += [*([""] if lines else []), markdown_table([*heads, *(["choice"] if first else [])], body)]
+    rows = {row["cell"]: row for row in table}
+    folded = [
+        f"{label(rows[cell], parameters)} = {'; '.join(label(r, parameters) for r in alike)}"
+        for cell, alike in folded_rows(table).items()
+        if alike
     ]
-    lines = [markdown_table(["cell", *measures, "choice"], shown)]
+    if folded:
+        lines += ["", "decoded alike, shown once: " + " | ".join(folded)]
     faith, relevance = config.faithfulness_measure, config.relevance
     assert faith is not None  # SweepConfig.validate requires a faithfulness measure
     grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
@@ -220,8 +278,10 @@ def sweep_markdown(table: Sequence[dict], config: SweepConfig, best: dict | None
     lines.append(
         f"intervals: 95% bootstrap over {baseline['n']} contexts; p: paired permutation test against the "
         f"baseline {label(baseline, parameters)} ({format_value(faith, baseline[faith])} / "
-        f"{format_value(relevance, baseline[relevance])}); ▲/▼: significantly higher/lower at p < {level:g}"
+        f"{format_value(relevance, baseline[relevance])}); ▲/▼: significantly higher/lower at p < {config.significance:g}"
     )
+    if config.faithfulness_note:
+        lines.append(f"note: {config.faithfulness_note}")
     if best:
         lines.append(best_sentence(best, config, parameters))
     return "\n".join(lines)

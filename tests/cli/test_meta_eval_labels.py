@@ -61,10 +61,18 @@ def test_aurocs_equal_a_pair_count_on_begin_dev_overall_and_per_group(faithkit, 
             assert int(result["n"]) == len(inside) and int(result["n_positive"]) == sum(labels[i] for i in inside)
             assert float(result["auroc_low"]) <= expected <= float(result["auroc_high"])
     assert float(results["all", "knowledge_precision"]["auroc"]) == pytest.approx(0.9250, abs=5e-5)  # as the README
-    assert "| all | knowledge_precision | 430 | 180 | 0.9250 |" in run.out
+    # the base rate (180 of 430 positive) and the F1 of calling every row positive, 2 * 180 / (430 + 180), beside F1
+    assert "| all | knowledge_precision | 430 | 180 | 0.4186 | 0.9250 |" in run.out
+    assert float(results["all", "knowledge_precision"]["f1_always_positive"]) == pytest.approx(2 * 180 / (430 + 180))
+    assert float(results["all", "knowledge_precision"]["base_rate"]) == pytest.approx(180 / 430)
     paired = json.loads((out / "results.json").read_text())["paired"]
     assert [(p["group"], p["score_a"], p["score_b"]) for p in paired][0] == ("all", "knowledge_precision", "overlap_f1")
     assert all(p["difference"] == pytest.approx(p["auroc_a"] - p["auroc_b"]) for p in paired)
+    for group in ("all", "ctrl", "doha", "gpt2", "t5"):  # one pair per group: Holm over a family of one changes nothing
+        assert [p["p_holm"] for p in paired if p["group"] == group] == [
+            p["p_value"] for p in paired if p["group"] == group
+        ]
+    assert "| p (Holm) | survives Holm |" in run.out
     assert (out / "roc.png").stat().st_size
 
     def unused(*args):
@@ -141,7 +149,7 @@ def test_json_labels_match_as_json_writes_them_and_rows_left_out_are_said(faithk
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "true")
     assert run.code == 0, run.err
     # overlap F1 with the document: 6/7 and 1/2 (true) against 0 and 2/5 (false): every pair is won
-    assert "| all | overlap_f1 | 4 | 2 | 1.0000 |" in run.out
+    assert "| all | overlap_f1 | 4 | 2 | 0.5000 | 1.0000 |" in run.out
     assert "warning: 1 rows cannot be read and are left out (the first: line 6 is not valid JSON" in run.err
     assert (
         "warning: 1 rows have no usable label in column 'verdict' (NaN, infinity, empty or null) and are left out, e.g. 5"
@@ -288,3 +296,129 @@ def test_begin_rows_without_a_label_are_left_out_or_refused(faithkit, tmp_path):
         "meta-eval", "begin", "--metric", "overlap-f1", "--dev", path, "--out", tmp_path / "o2", "--strict-labels"
     )
     assert strict.code == 2 and strict.error_lines[0].startswith("error: 2 rows have no usable label")
+
+
+JUDGED = [
+    ("Apples grow on tall trees in the north.", ["Where do apples grow?"], "On tall trees in the north.", "yes"),
+    ("Apples grow on tall trees in the north.", ["Where do apples grow?"], "Under the sea, mostly.", "no"),
+    ("Pears are sweet and green.", ["What are pears like?"], "Sweet and green.", "yes"),
+    ("Pears are sweet and green.", ["What are pears like?"], "Sour and blue, I think.", "no"),
+    ("Plums are purple.", ["Colour?"], "They are purple.", "yes"),
+    ("Plums are purple.", ["Colour?"], "Bright orange.", "no"),
+]
+
+
+def test_faith_judge_and_pmi_faith_under_one_lm_run_it_once_and_report_pmi_once(
+    faithkit, model_folder, tmp_path, monkeypatch
+):
+    import functools
+
+    from transformers import GPT2LMHeadModel
+
+    from faithkit.metrics.judge import FaithJudge
+    from faithkit.metrics.pmi_faith import PMIFaith
+
+    path = write_jsonl(
+        tmp_path / "judged.jsonl",
+        [
+            {"id": str(i), "document": d, "history": h, "response": r, "verdict": v}
+            for i, (d, h, r, v) in enumerate(JUDGED)
+        ],
+    )
+    forwards = []
+    real = GPT2LMHeadModel.forward
+
+    @functools.wraps(real)
+    def counted(self, *args, **kwargs):
+        forwards.append(1)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(GPT2LMHeadModel, "forward", counted)
+    out = tmp_path / "out"
+    run = faithkit(
+        "meta-eval", "labels", "--input", path, "--label-column", "verdict", "--positive", "yes",
+        "--metrics", "pmi-faith,faith-judge", "--model", model_folder, "--resamples", "100", "--out", out,
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    both = len(forwards)
+    documents, histories, responses = ([row[k] for row in JUDGED] for k in range(3))
+    forwards.clear()
+    judge = FaithJudge(model=model_folder, unconditional=True)  # one pass: the judge with PMI-FAITH's four views
+    judged = judge.compute_rows(documents, histories, responses)
+    assert both == len(forwards) > 0
+    forwards.clear()
+    alone = PMIFaith(model=model_folder).compute_rows(documents, histories, responses)
+    pmi_faith_alone = len(forwards)
+    forwards.clear()
+    FaithJudge(model=model_folder).compute_rows(documents, histories, responses)
+    assert both < pmi_faith_alone + len(forwards)  # what two passes cost
+
+    results = json.loads((out / "results.json").read_text())["results"]
+    assert [r["score"] for r in results] == ["faith_judge", "pmi", "uncond_pmi"]  # pmi once, not faith-judge:pmi
+    records = [json.loads(line) for line in (out / "scores" / "pmi-faith.jsonl").read_text().splitlines()]
+    for record, fresh, own in zip(records, judged, alone):
+        assert record["pmi"] == fresh["pmi"] and record["uncond_pmi"] == fresh["uncond_pmi"]
+        assert record["pmi"] == pytest.approx(own["pmi"], abs=1e-5)  # PMI-FAITH alone, within float noise
+        assert record["uncond_pmi"] == pytest.approx(own["uncond_pmi"], abs=1e-5)
+        assert set(record) - {"id", "document", "history", "response", "extras", "row_digest"} == set(own)
+
+
+def test_graded_labels_get_spearman_and_kendall_with_intervals_and_holm_corrected_pairs(faithkit, tmp_path):
+    from scipy import stats as scipy_stats
+
+    from faithkit.metrics.lexical import bleu_vs_knowledge
+
+    document = "Red apples grow on tall trees in cold northern orchards."
+    responses = ["red apples grow on tall trees", "apples grow in orchards", "cold orchards", "trees are tall",
+                 "blue cars drive fast", "red apples", "northern orchards grow apples", "purple bananas"]  # fmt: skip
+    grades = [5, 4, 2, 3, 1, 4, 3, 1]
+    path = write_jsonl(
+        tmp_path / "graded.jsonl",
+        [
+            {"id": str(i), "document": document, "response": r, "grade": g}
+            for i, (r, g) in enumerate(zip(responses, grades))
+        ],
+    )
+    out = tmp_path / "out"
+    run = faithkit(
+        "meta-eval", "labels", "--input", path, "--label-column", "grade", "--metrics",
+        "overlap-f1,document-bleu,lexical", "--resamples", "200", "--out", out,
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    saved = json.loads((out / "results.json").read_text())
+    expected = {
+        "overlap_f1": [token_f1_overlap(document, r) for r in responses],
+        "bleu": [bleu_vs_knowledge(document, r) for r in responses],
+        "knowledge_precision": [knowledge_precision(document, r) for r in responses],
+    }
+    assert [r["score"] for r in saved["results"]] == list(expected)
+    for result in saved["results"]:
+        values = expected[result["score"]]
+        assert result["spearman"] == pytest.approx(scipy_stats.spearmanr(values, grades)[0], abs=1e-12)
+        assert result["kendall"] == pytest.approx(scipy_stats.kendalltau(values, grades)[0], abs=1e-12)
+        assert result["spearman_low"] <= result["spearman"] <= result["spearman_high"]
+        assert result["kendall_low"] <= result["kendall"] <= result["kendall_high"]
+    paired = saved["paired"]
+    assert len(paired) == 3 and all(p["difference"] == pytest.approx(p["spearman_a"] - p["spearman_b"]) for p in paired)
+    ranked = sorted(p["p_value"] for p in paired)  # Holm over the three pairs, by the rank of each p
+    assert sorted(p["p_holm"] for p in paired) == pytest.approx(
+        [
+            min(1, 3 * ranked[0]),
+            min(1, max(3 * ranked[0], 2 * ranked[1])),
+            min(1, max(3 * ranked[0], 2 * ranked[1], ranked[2])),
+        ]
+    )
+    assert "| group | score | n | Spearman | 95% interval | Kendall | 95% interval |" in run.out
+    assert "paired bootstrap of the Spearman difference" in run.out and not (out / "roc.png").exists()
+    header = (out / "paired.csv").read_text().splitlines()[0]
+    assert (
+        header == "group,score_a,score_b,spearman_a,spearman_b,difference,difference_low,difference_high,p_value,p_holm"
+    )
+
+    words = write_jsonl(tmp_path / "words.jsonl", [{"id": "1", "document": document, "response": "x", "grade": "good"}])
+    run = faithkit("meta-eval", "labels", "--input", words, "--label-column", "grade", "--metrics", "overlap-f1",
+                   "--out", tmp_path / "out2")  # fmt: skip
+    assert run.code == 2 and run.error_lines == [
+        "error: row 1: label 'good' in column 'grade' is no number; without --positive the labels are graded "
+        "(numbers on a scale): give --positive for the positive class of categories"
+    ]

@@ -15,6 +15,7 @@ ROWS = [
         "id": f"r{i}",
         "document": f"Document {i % 3} says apples number {i} grow on tall trees.",
         "history": ["Tell me about apples.", f"Are there {i}?"],
+        **({"gold": f"There are {i} apples."} if i % 2 else {}),
     }
     for i in range(10)
 ]
@@ -78,14 +79,44 @@ def test_rerank_chooses_as_the_strategy_does_on_the_same_candidates(faithkit, mo
     records = read_results(output)
     assert [r["id"] for r in records] == [r["id"] for r in ROWS]
     assert [r["response"] for r in records] == files["picks"]
-    assert any(r["candidate"] is not None for r in records)  # the judge moved off greedy somewhere
-    for record in records:
+    assert any(r["candidate"] != 0 for r in records)  # the judge moved off greedy somewhere
+    for record, row in zip(records, ROWS):
         assert len(record["scores"]) == len(record["fluencies"]) == BEAMS + 1
-        assert record["response"] == (
-            record["greedy"]
-            if record["candidate"] is None
-            else read_candidates(files)[record["id"]][record["candidate"]]
+        options = [record["greedy"], *read_candidates(files)[record["id"]]]  # the indexing of scores
+        assert record["response"] == options[record["candidate"]]
+        assert record["fluency_bound"] == pytest.approx(record["fluencies"][0] - 2)
+        picked = record["scores"][record["candidate"]]
+        assert record["excluded_by_bound"] == sum(
+            score > picked and fluency < record["fluency_bound"]
+            for score, fluency in zip(record["scores"], record["fluencies"])
         )
+        assert record["reason"].startswith(
+            "greedy kept" if record["candidate"] == 0 else f"candidate {record['candidate']}:"
+        )
+        assert record.get("gold") == row.get("gold") and "extras" not in record  # a top-level field, where given
+    kept = sum(r["candidate"] == 0 for r in records)
+    gains = sorted(r["scores"][r["candidate"]] - r["scores"][0] for r in records if r["candidate"])
+    median = (gains[(len(gains) - 1) // 2] + gains[len(gains) // 2]) / 2
+    bounded = sum(r["excluded_by_bound"] > 0 for r in records)
+    assert run.out.splitlines() == [
+        f"rerank: 10 rows (0 errors): {kept} kept their greedy response, {10 - kept} took a candidate "
+        f"(median score gain over greedy {median:+.3f})",
+        f"the fluency bound left out a higher-scoring candidate in {bounded} rows (per row: 'reason', "
+        "'fluency_bound'; 'candidate' indexes 'scores', 0 = greedy)",
+    ]
+    assert "self-judging is biased. Name a judge with a model of its own: --judge faith-judge" in run.err
+
+
+def test_a_judge_with_a_model_of_its_own_gets_no_self_judging_warning():
+    from faithkit.reranking import self_judging
+
+    assert self_judging("pmi-faith", "smollm2-135m").endswith(
+        "self-judging is biased. Name a judge with a model of its own: --judge e2e-nli or --judge q2"
+    )  # faith-judge's judge LM is smollm2-135m too
+    assert "--judge faith-judge or --judge e2e-nli" in self_judging("pmi-faith", "gemma3-270m")
+    assert "the judge faith-judge runs the generator smollm2-135m" in self_judging("faith-judge", "smollm2-135m")
+    assert self_judging("faith-judge", "gemma3-270m") is None
+    assert self_judging("e2e-nli", "smollm2-135m") is None
 
 
 def read_candidates(files):
@@ -104,9 +135,9 @@ def test_ctrl_c_and_rerun_gives_the_uninterrupted_output(faithkit, monkeypatch, 
     run = faithkit(*argv)
     assert run.code == 0 and "6 reranked, 4 already done, 0 errors" in run.err
     for got, want in zip(read_results(stopped), read_results(whole), strict=True):  # batching moves scores by ulps
-        assert {k: v for k, v in got.items() if k not in ("scores", "fluencies")} == {
-            k: v for k, v in want.items() if k not in ("scores", "fluencies")
-        }
+        noisy = ("scores", "fluencies", "fluency_bound", "reason")  # the reason quotes scores to 3 decimals
+        assert {k: v for k, v in got.items() if k not in noisy} == {k: v for k, v in want.items() if k not in noisy}
+        assert got["fluency_bound"] == pytest.approx(want["fluency_bound"], abs=1e-5)
         assert got["scores"] == pytest.approx(want["scores"], abs=1e-5)
         assert got["fluencies"] == pytest.approx(want["fluencies"], abs=1e-5)
 

@@ -256,3 +256,67 @@ def test_gemma_in_float16_is_one_error_naming_the_dtype(faithkit, tmp_path):
         "line, dtype='bfloat16' in faithkit.models.load"
     ]
     assert "Traceback" not in run.err
+
+
+def test_lexical_scores_relevance_against_the_gold_of_generate_and_rerank_outputs(faithkit, model_folder, tmp_path):
+    from sacrebleu.metrics import BLEU
+
+    from faithkit.metrics.lexical import token_f1
+
+    rows = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [
+            {"id": "a", "document": "Apples grow on tall trees.", "history": ["Where?"], "gold": "On tall trees."},
+            {"id": "b", "document": "Pears are sweet.", "history": ["Taste?"], "gold": "They are sweet."},
+            {"id": "c", "document": "Plums are purple.", "history": ["Colour?"]},  # no gold: no relevance
+        ],
+    )
+    generated = tmp_path / "generated.jsonl"
+    run = faithkit(
+        "generate", "--model", model_folder, "--input", rows, "--output", generated, "--strategy", "plain",
+        "--max-new-tokens", "4",
+    )  # fmt: skip
+    assert run.code == 0, run.err
+    scored = tmp_path / "scored.jsonl"
+    run = faithkit("score", "--metric", "lexical", "--input", generated, "--output", scored)
+    assert run.code == 0, run.err
+    assert "1 of 3 rows have no reference response in a gold or reference column" in run.err
+    bleu = BLEU(lowercase=True, effective_order=True)
+    for record in read_results(scored):
+        gold = {"a": "On tall trees.", "b": "They are sweet."}.get(record["id"])
+        if gold is None:
+            assert "token_f1" not in record and "bleu" not in record and "knowledge_precision" in record
+            continue
+        assert record["token_f1"] == token_f1(gold, record["response"])
+        assert record["bleu"] == bleu.sentence_score(record["response"], [gold]).score
+    assert "| token_f1 | bleu |" in run.out
+
+    # a rerank output holds the gold top-level too; another column is named with --reference-column
+    reranked = write_jsonl(
+        tmp_path / "reranked.jsonl",
+        [
+            {"id": "a", "document": "d", "response": "on tall trees", "candidate": 2, "gold": "On tall trees.",
+             "wanted": "apples on trees"},
+        ],
+    )  # fmt: skip
+    run = faithkit("score", "--metric", "lexical", "--input", reranked, "--output", tmp_path / "r.jsonl")
+    assert run.code == 0 and read_results(tmp_path / "r.jsonl")[0]["token_f1"] == 1.0
+    out = tmp_path / "w.jsonl"
+    run = faithkit("score", "--metric", "lexical", "--input", reranked, "--output", out, "--reference-column", "wanted")
+    assert run.code == 0 and read_results(out)[0]["token_f1"] == token_f1("apples on trees", "on tall trees")
+
+    run = faithkit("score", "--metric", "lexical", "--input", reranked, "--output", out, "--reference-column", "x")
+    assert run.code == 2 and run.error_lines == [
+        "error: --reference-column 'x' is not a column of the input; its other columns are "
+        "['candidate', 'gold', 'wanted']"
+    ]
+    run = faithkit("score", "--metric", "overlap-f1", "--input", reranked, "--output", out, "--reference-column", "x")
+    assert run.code == 2 and run.error_lines == [
+        "error: --reference-column applies to --metric lexical (relevance) only; drop it"
+    ]
+    run = faithkit("score", "--metric", "lexical", "--input", rows_without_gold(tmp_path), "--output", out, "--restart")
+    assert run.code == 0 and "knowledge precision only; name the column of reference responses" in run.err
+
+
+def rows_without_gold(tmp_path):
+    return write_jsonl(tmp_path / "plain.jsonl", [{"id": "a", "document": "Apples.", "response": "Apples grow."}])
