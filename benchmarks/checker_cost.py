@@ -47,8 +47,10 @@ def main() -> None:
         "pmi_faith_seconds_per_row": round(seconds["pmi_faith"] / (2 * len(rows)), 4),
         "ratio": round(seconds["checker"] / seconds["pmi_faith"], 3),
     }
-    print(f"checker {figures['checker_seconds_per_row']} s/row, PMI-FAITH {figures['pmi_faith_seconds_per_row']} s/row: "
-          f"{figures['ratio']}x")
+    print(
+        f"checker {figures['checker_seconds_per_row']} s/row, PMI-FAITH {figures['pmi_faith_seconds_per_row']} s/row: "
+        f"{figures['ratio']}x"
+    )
     print(json.dumps(figures))
 
 

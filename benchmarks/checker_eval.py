@@ -70,7 +70,9 @@ def scored(metric_factory, rows: list[Row], path: Path, name: str) -> dict[str, 
     if rows:
         done = {record["id"] for record in read_results(path)} if path.exists() else set()
         if any(row.id not in done for row in rows):
-            score_rows(metric_factory(), rows, path, fingerprint=job_fingerprint(name), desc=name, flag="--out", chunk_size=16)
+            score_rows(
+                metric_factory(), rows, path, fingerprint=job_fingerprint(name), desc=name, flag="--out", chunk_size=16
+            )
     return {record["id"]: record for record in read_results(path)} if path.exists() else {}
 
 
@@ -107,8 +109,14 @@ def main() -> None:
 
     figures: dict = {}
     for name in ("wow", "cmu", "tc", "dodeca", "synthetic", "pairs"):
-        labelled = [(s, y, r) for s, y, r in (dev + extra) if s == name or (name == "pairs" and r.id.split(":")[0] in PAIR_FILES)]
-        columns: dict[str, list[float]] = {k: [] for k in ("checker", "checker_not_unsupported", "knowledge_precision", "pmi_faith", "faith_judge")}
+        labelled = [
+            (s, y, r)
+            for s, y, r in (dev + extra)
+            if s == name or (name == "pairs" and r.id.split(":")[0] in PAIR_FILES)
+        ]
+        columns: dict[str, list[float]] = {
+            k: [] for k in ("checker", "checker_not_unsupported", "knowledge_precision", "pmi_faith", "faith_judge")
+        }
         if refit and name not in ("wow", "cmu", "tc"):  # fitted on BEGIN: judge_fit.py reports its transfer figures
             columns["faith_judge_refit"] = []
         labels = []
@@ -124,12 +132,18 @@ def main() -> None:
             columns["pmi_faith"].append(lm["pmi"])
             columns["faith_judge"].append(today.logit(values) if values else lm["faith_judge"])
             if "faith_judge_refit" in columns:
-                columns["faith_judge_refit"].append(refit.logit({**values, **checker_signals(check)}) if values else math.nan)
+                columns["faith_judge_refit"].append(
+                    refit.logit({**values, **checker_signals(check)}) if values else math.nan
+                )
             labels.append(label)
         if not labels:
             continue
         results, paired = group_table(name, {k: np.array(v) for k, v in columns.items()}, np.array(labels))
-        figures[name] = {"rows": len(labels), "results": results, "paired": [p for p in paired if "checker" in (p.get("a"), p.get("b"))]}
+        figures[name] = {
+            "rows": len(labels),
+            "results": results,
+            "paired": [p for p in paired if "checker" in (p.get("a"), p.get("b"))],
+        }
         print(f"\n## {name} ({len(labels)} rows)")
         for result in results:
             print(json.dumps(result))
@@ -138,7 +152,10 @@ def main() -> None:
 
 
 def checker_signals(record: dict) -> dict[str, float]:
-    return {"checker_supported": record["faithkit_checker"], "checker_hallucination": record["faithkit_checker_hallucination"]}
+    return {
+        "checker_supported": record["faithkit_checker"],
+        "checker_hallucination": record["faithkit_checker_hallucination"],
+    }
 
 
 def pair_wins(checked: dict, judged: dict) -> dict:
@@ -149,7 +166,9 @@ def pair_wins(checked: dict, judged: dict) -> dict:
             continue
         bad = row.id.replace(":faithful", ":unfaithful")
         good_row = next(r for _, _, r in pair_rows() if r.id == bad)
-        entry = wins.setdefault(kind, {"pairs": 0, "checker": 0, "pmi_faith": 0, "faith_judge": 0, "knowledge_precision": 0})
+        entry = wins.setdefault(
+            kind, {"pairs": 0, "checker": 0, "pmi_faith": 0, "faith_judge": 0, "knowledge_precision": 0}
+        )
         entry["pairs"] += 1
         entry["checker"] += checked[row.id]["faithkit_checker"] > checked[bad]["faithkit_checker"]
         entry["pmi_faith"] += judged[row.id]["pmi"] > judged[bad]["pmi"]
@@ -157,7 +176,10 @@ def pair_wins(checked: dict, judged: dict) -> dict:
         entry["knowledge_precision"] += (knowledge_precision(row.document, row.response) or 0) > (
             knowledge_precision(good_row.document, good_row.response) or 0
         )
-    total = {key: sum(entry[key] for entry in wins.values()) for key in ("pairs", "checker", "pmi_faith", "faith_judge", "knowledge_precision")}
+    total = {
+        key: sum(entry[key] for entry in wins.values())
+        for key in ("pairs", "checker", "pmi_faith", "faith_judge", "knowledge_precision")
+    }
     return {**wins, "all": total}
 
 

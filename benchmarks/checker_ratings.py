@@ -37,6 +37,7 @@ def rated_responses(task: str, key: dict, annotations) -> tuple[list[dict], np.n
     """Every rated response's record (document, history, response; read from the systems' files the key names)
     and its faithfulness ratings (annotator x response, the page's answer index: 0 agree … 2 disagree)."""
     column = list(DIMENSIONS).index("faithfulness")
+
     def source(side: str) -> Path:  # as given to build: relative to where it ran, usually the task's parent
         path = Path(key["systems"][side]["source"])
         return path if path.exists() else Path(task).parent / path
@@ -87,7 +88,11 @@ def main() -> None:
     for name in ("not_disagree", "all_agree"):
         for result in figures.get(name, {}).get("results", []):
             print(name, json.dumps(result, default=float))
-    print(json.dumps(figures, default=lambda value: None if isinstance(value, float) and math.isnan(value) else float(value)))
+    print(
+        json.dumps(
+            figures, default=lambda value: None if isinstance(value, float) and math.isnan(value) else float(value)
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -87,7 +87,13 @@ FEATURE_SETS = {
     "kp+checker": ("knowledge_precision", "checker_supported"),
     "kp+pmi+checker": ("knowledge_precision", "pmi", "checker_supported"),
     "kp+pmi+checker+hall": ("knowledge_precision", "pmi", "checker_supported", "checker_hallucination"),
-    "kp+pmi+softmin+checker+hall": ("knowledge_precision", "pmi", "pmi_softmin", "checker_supported", "checker_hallucination"),
+    "kp+pmi+softmin+checker+hall": (
+        "knowledge_precision",
+        "pmi",
+        "pmi_softmin",
+        "checker_supported",
+        "checker_hallucination",
+    ),
     "kp+pmi+fluency+length+checker+hall": (
         "knowledge_precision",
         "pmi",
@@ -106,7 +112,6 @@ FEATURE_SETS = {
     ),
     "all": CANDIDATES,
 }
-
 
 
 def load(folders: list[str], checker: str | None = None) -> tuple[list[dict], np.ndarray, np.ndarray, dict]:
@@ -220,7 +225,9 @@ def main() -> None:
     parser.add_argument("--write", help="save the chosen judge, fitted on all BEGIN dev rows, to this JSON file")
     parser.add_argument("--markdown", help="also write the tables docs/judge.md shows to this file")
     parser.add_argument("--model", default="smollm2-135m", help="the judge LM the features were computed with")
-    parser.add_argument("--checker", help="the claim checker's scores of the dev rows (checker_eval.py's dev_checker.jsonl)")
+    parser.add_argument(
+        "--checker", help="the claim checker's scores of the dev rows (checker_eval.py's dev_checker.jsonl)"
+    )
     args = parser.parse_args()
     table, labels, sets, counts = load(args.folders, args.checker)
     counts.update({name: int((sets == name).sum()) for name in SETS})

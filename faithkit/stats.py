@@ -149,7 +149,9 @@ def correlation_interval(r: float, n: int, confidence: float = 0.95) -> tuple[fl
 
 def kendall(scores: ArrayLike, labels: ArrayLike) -> float:
     """Kendall's tau-b of scores with labels (NaN when either is constant): ties, common in graded labels, count."""
-    return _correlation(scipy_stats.kendalltau, scores, labels)
+    from scipy.stats import kendalltau
+
+    return _correlation(kendalltau, scores, labels)
 
 
 def holm(p_values: ArrayLike) -> np.ndarray:

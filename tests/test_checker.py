@@ -30,7 +30,9 @@ SECTIONS = [
 def contexts():
     """The Topical-Chat fixture's turns, and three longer sections, each with one of the turns' histories."""
     turns = synthetic.topicalchat_contexts(CORPUS, "valid_freq", min_chars=40)  # the fixture's sections are short
-    sections = [synthetic.Context(f"s{i}", [text], turns[i].history, "", False, False) for i, text in enumerate(SECTIONS)]
+    sections = [
+        synthetic.Context(f"s{i}", [text], turns[i].history, "", False, False) for i, text in enumerate(SECTIONS)
+    ]
     return turns, sections
 
 
@@ -46,9 +48,17 @@ def sentence(nlp, text):
 
 
 def test_negation_flips_both_ways(nlp):
-    assert synthetic.negation_flip(sentence(nlp, "The museum is open on Mondays."))[0] == "The museum is not open on Mondays."
-    assert synthetic.negation_flip(sentence(nlp, "The museum is not open on Mondays."))[0] == "The museum is open on Mondays."
-    assert synthetic.negation_flip(sentence(nlp, "He signed with Sun Records."))[0] == "He did not sign with Sun Records."
+    assert (
+        synthetic.negation_flip(sentence(nlp, "The museum is open on Mondays."))[0]
+        == "The museum is not open on Mondays."
+    )
+    assert (
+        synthetic.negation_flip(sentence(nlp, "The museum is not open on Mondays."))[0]
+        == "The museum is open on Mondays."
+    )
+    assert (
+        synthetic.negation_flip(sentence(nlp, "He signed with Sun Records."))[0] == "He did not sign with Sun Records."
+    )
     assert synthetic.negation_flip(sentence(nlp, "Penguins can't fly."))[0] == "Penguins can fly."
 
 
@@ -69,7 +79,9 @@ def test_swaps_change_one_fact_and_reuse_the_pool(nlp):
 
 def test_build_is_deterministic_and_splits_by_section(nlp):
     turns, sections = contexts()
-    assert len(turns) == 4 and synthetic.wiki_contexts(CORPUS, turns, "valid_rare", seed=0, min_chars=40) == []  # rare reads all
+    assert (
+        len(turns) == 4 and synthetic.wiki_contexts(CORPUS, turns, "valid_rare", seed=0, min_chars=40) == []
+    )  # rare reads all
     first = synthetic.build(turns, sections, nlp, size=40, seed=3, test_share=0.5)
     second = synthetic.build(turns, sections, nlp, size=40, seed=3, test_share=0.5)
     assert [vars(e) for e in first] == [vars(e) for e in second] and len(first) >= 10
@@ -151,7 +163,9 @@ def test_checker_metric_equals_slow_reference(checker_folders):
         got = [row["faithkit_checker"], row["faithkit_checker_generic"], row["faithkit_checker_hallucination"]]
         assert got == pytest.approx(expected, abs=1e-5)
     assert get_spec("faithkit-checker").score_keys == (
-        "faithkit_checker", "faithkit_checker_generic", "faithkit_checker_hallucination"
+        "faithkit_checker",
+        "faithkit_checker_generic",
+        "faithkit_checker_hallucination",
     )
 
 
@@ -171,12 +185,16 @@ def adapter_bytes(run: Path) -> bytes:
 def test_training_reruns_to_the_same_adapter_and_resumes(tmp_path, checker_folders, nlp, monkeypatch):
     base, _ = checker_folders
     data = tiny_data(tmp_path / "data", nlp)
-    recipe = dict(model=str(base), data=str(data), layers=1, rank=2, batch_size=4, mixed_precision="no", save_every=2)
+    recipe = dict(model=str(base), data=str(data), layers=1, lora_rank=2, batch_size=4, mixed_precision="no", save_every=2)
     first = train(CheckerTraining(**recipe, output=str(tmp_path / "a")))
     second = train(CheckerTraining(**recipe, output=str(tmp_path / "b")))
     assert adapter_bytes(tmp_path / "a") == adapter_bytes(tmp_path / "b") and first["steps"] == 5
-    assert {k: v for k, v in first.items() if k != "train_seconds"} == {k: v for k, v in second.items() if k != "train_seconds"}
-    assert json.loads((tmp_path / "a" / "adapter" / "adapter_config.json").read_text())["base_model_name_or_path"] == str(base)
+    assert {k: v for k, v in first.items() if k != "train_seconds"} == {
+        k: v for k, v in second.items() if k != "train_seconds"
+    }
+    assert json.loads((tmp_path / "a" / "adapter" / "adapter_config.json").read_text())[
+        "base_model_name_or_path"
+    ] == str(base)
 
     real, calls = checker.label_logits, []
 
@@ -200,9 +218,11 @@ def test_shipped_checker_loads_offline_and_tells_a_swap(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     metric = ClaimChecker("faithkit-checker")
     document = "Elvis Presley's producer at Sun Records was Sam Phillips; Scotty Moore played guitar."
-    rows = metric.compute_rows([document] * 3, [["Who produced Elvis?"]] * 3, [
-        "His producer was Sam Phillips.", "His producer was Scotty Moore.", "Haha, I love that!"
-    ])
+    rows = metric.compute_rows(
+        [document] * 3,
+        [["Who produced Elvis?"]] * 3,
+        ["His producer was Sam Phillips.", "His producer was Scotty Moore.", "Haha, I love that!"],
+    )
     assert rows[0]["faithkit_checker"] > rows[1]["faithkit_checker"]
     assert rows[1]["faithkit_checker_hallucination"] > rows[0]["faithkit_checker_hallucination"]
     assert rows[2]["faithkit_checker_generic"] == max(rows[i]["faithkit_checker_generic"] for i in range(3))

@@ -217,7 +217,9 @@ def _one_pair(preset, model, tokenizer, premise, claim) -> float:
     return torch.softmax(model(**encoded).logits[0], -1)[2].item()
 
 
-@pytest.mark.parametrize("preset", [name for name, preset in PRESETS.items() if not preset.three_way])  # faithkit-checker: tests/test_checker.py
+@pytest.mark.parametrize(
+    "preset", [name for name, preset in PRESETS.items() if not preset.three_way]
+)  # faithkit-checker: tests/test_checker.py
 def test_every_preset_builds_and_batches_as_one_pair_at_a_time(preset, roberta_tokenizer, smollm2_tokenizer, tmp_path):
     import torch
 

@@ -49,8 +49,10 @@ KINDS: dict[str, tuple[str, str]] = {
     "role_swap": ("unsupported", "two entities of one type swapped in place"),
     "added_claim": ("unsupported", "a document sentence followed by a sentence from another section"),
     "unrelated_claim": ("unsupported", "a sentence from another section alone"),
-    "lm_claim": ("unsupported", "the LM's reply to the history without the document, naming an entity or number "
-                 "the document does not"),
+    "lm_claim": (
+        "unsupported",
+        "the LM's reply to the history without the document, naming an entity or number the document does not",
+    ),
 }
 """Example kinds: their label and what they are (the data card lists them with their counts)."""
 
@@ -110,13 +112,37 @@ PREFIXES = ("", "", "", "", "Yes, ", "Well, ", "I read that ", "I heard that ", 
 ANTONYMS = dict(
     pair
     for a, b in (
-        ("first", "last"), ("largest", "smallest"), ("largest", "second largest"), ("before", "after"),
-        ("more", "less"), ("most", "least"), ("highest", "lowest"), ("best", "worst"), ("oldest", "youngest"),
-        ("early", "late"), ("north", "south"), ("east", "west"), ("won", "lost"), ("increased", "decreased"),
-        ("older", "younger"), ("larger", "smaller"), ("higher", "lower"), ("longest", "shortest"),
-        ("male", "female"), ("major", "minor"), ("public", "private"), ("modern", "ancient"), ("above", "below"),
-        ("inside", "outside"), ("popular", "unpopular"), ("successful", "unsuccessful"), ("many", "few"),
-        ("always", "never"), ("western", "eastern"), ("northern", "southern"), ("begins", "ends"),
+        ("first", "last"),
+        ("largest", "smallest"),
+        ("largest", "second largest"),
+        ("before", "after"),
+        ("more", "less"),
+        ("most", "least"),
+        ("highest", "lowest"),
+        ("best", "worst"),
+        ("oldest", "youngest"),
+        ("early", "late"),
+        ("north", "south"),
+        ("east", "west"),
+        ("won", "lost"),
+        ("increased", "decreased"),
+        ("older", "younger"),
+        ("larger", "smaller"),
+        ("higher", "lower"),
+        ("longest", "shortest"),
+        ("male", "female"),
+        ("major", "minor"),
+        ("public", "private"),
+        ("modern", "ancient"),
+        ("above", "below"),
+        ("inside", "outside"),
+        ("popular", "unpopular"),
+        ("successful", "unsuccessful"),
+        ("many", "few"),
+        ("always", "never"),
+        ("western", "eastern"),
+        ("northern", "southern"),
+        ("begins", "ends"),
     )
     for pair in ((a, b), (b, a))
 )
@@ -210,7 +236,9 @@ def entity_swap(sentence, pool: Sequence, rng: random.Random) -> tuple[str, str]
         options = sorted({e.text for e in pool if e.label_ == entity.label_ and not _same_text(e.text, entity.text)})
         if options:
             new = rng.choice(options)
-            return _replace_span(sentence, entity.start_char, entity.end_char, new), f"{entity.label_} {entity.text!r} -> {new!r}"
+            return _replace_span(
+                sentence, entity.start_char, entity.end_char, new
+            ), f"{entity.label_} {entity.text!r} -> {new!r}"
     return None
 
 
@@ -246,7 +274,9 @@ def negation_flip(sentence) -> tuple[str, str] | None:
             if token.text.lower() == "n't":
                 head = token.nbor(-1)
                 fixed = {"ca": "can", "wo": "will", "sha": "shall"}.get(head.text.lower(), head.text)
-                return _replace_span(sentence, head.idx, end, fixed + (" " if token.whitespace_ else "")), "negation removed"
+                return _replace_span(
+                    sentence, head.idx, end, fixed + (" " if token.whitespace_ else "")
+                ), "negation removed"
             return _replace_span(sentence, start, end, ""), "negation removed"
     root = sentence.root
     helpers = [c for c in root.children if c.dep_ in ("aux", "auxpass") and c.text.lower() in AUXILIARIES]
@@ -256,7 +286,9 @@ def negation_flip(sentence) -> tuple[str, str] | None:
         return _replace_span(sentence, end, end, " not"), f"'not' after {target.text!r}"
     if root.tag_ in ("VBD", "VBZ", "VBP") and root.lemma_:
         helper = {"VBD": "did not", "VBZ": "does not", "VBP": "do not"}[root.tag_]
-        return _replace_span(sentence, root.idx, root.idx + len(root.text), f"{helper} {root.lemma_}"), f"{root.text!r} -> {helper} {root.lemma_}"
+        return _replace_span(
+            sentence, root.idx, root.idx + len(root.text), f"{helper} {root.lemma_}"
+        ), f"{root.text!r} -> {helper} {root.lemma_}"
     return None
 
 
@@ -277,7 +309,9 @@ def role_swap(sentence) -> tuple[str, str] | None:
         for second in entities[i + 1 :]:
             if first.label_ == second.label_ and not _same_text(first.text, second.text):
                 text, offset = sentence.text, sentence.start_char
-                a0, a1, b0, b1 = (x - offset for x in (first.start_char, first.end_char, second.start_char, second.end_char))
+                a0, a1, b0, b1 = (
+                    x - offset for x in (first.start_char, first.end_char, second.start_char, second.end_char)
+                )
                 swapped = text[:a0] + second.text + text[a1:b0] + first.text + text[b1:]
                 return swapped.strip(), f"{first.text!r} <-> {second.text!r}"
     return None
@@ -297,7 +331,13 @@ def pronoun_subject(sentence) -> tuple[str, str] | None:
     """The sentence's opening ORG/GPE/PRODUCT/WORK_OF_ART subject replaced by "It" (people's pronouns are guessed
     by no rule here), or None."""
     for entity in sentence.ents:
-        if entity.start_char == sentence.start_char and entity.label_ in ("ORG", "GPE", "PRODUCT", "WORK_OF_ART", "FAC"):
+        if entity.start_char == sentence.start_char and entity.label_ in (
+            "ORG",
+            "GPE",
+            "PRODUCT",
+            "WORK_OF_ART",
+            "FAC",
+        ):
             rest = sentence.text[len(entity.text) :].lstrip()
             if rest[:1].islower():
                 return "It " + rest, f"{entity.text!r} -> 'It'"
@@ -364,7 +404,14 @@ def wiki_contexts(
     )
     rng = random.Random(seed)
     return [
-        Context(f"wiki:{hashlib.sha256(text.encode()).hexdigest()[:12]}", [text], rng.choice(histories).history, "", False, False)
+        Context(
+            f"wiki:{hashlib.sha256(text.encode()).hexdigest()[:12]}",
+            [text],
+            rng.choice(histories).history,
+            "",
+            False,
+            False,
+        )
         for text in texts
         if len(text) > min_chars
     ]
@@ -400,11 +447,25 @@ class Builder:
         self.contexts, self.nlp, self.rng = contexts, nlp, random.Random(seed)
         texts = sorted({s for c in contexts for s in c.sections})
         self.sections = {
-            text: Section(hashlib.sha256(text.encode()).hexdigest()[:12], text, list(doc.sents), section_split(text, test_share))
+            text: Section(
+                hashlib.sha256(text.encode()).hexdigest()[:12], text, list(doc.sents), section_split(text, test_share)
+            )
             for text, doc in zip(texts, nlp.pipe(texts, batch_size=64))
         }
-        self.entities = {split: [e for s in self.sections.values() if s.split == split for x in s.sentences for e in x.ents] for split in ("train", "test")}
-        self.claims = {split: [x for s in self.sections.values() if s.split == split for x in s.sentences if x.ents and 40 < len(x.text) < 220] for split in ("train", "test")}
+        self.entities = {
+            split: [e for s in self.sections.values() if s.split == split for x in s.sentences for e in x.ents]
+            for split in ("train", "test")
+        }
+        self.claims = {
+            split: [
+                x
+                for s in self.sections.values()
+                if s.split == split
+                for x in s.sentences
+                if x.ents and 40 < len(x.text) < 220
+            ]
+            for split in ("train", "test")
+        }
 
     def _target(self, context: Context) -> tuple[Section, int]:
         section = self.sections[self.rng.choice(context.sections)]
@@ -431,7 +492,9 @@ class Builder:
             pool = [e for s in section.sentences for e in s.ents]
             made = entity_swap(sentence, pool, rng)
         elif kind == "swap_other_document":
-            made = entity_swap(sentence, self.rng.sample(self.entities[split], min(400, len(self.entities[split]))), rng)
+            made = entity_swap(
+                sentence, self.rng.sample(self.entities[split], min(400, len(self.entities[split]))), rng
+            )
         elif kind == "number":
             made = number_change(sentence, rng)
         elif kind == "negation":
@@ -471,7 +534,9 @@ class Builder:
             fits = context.factual and not context.personal and len(words) >= 4 and overlap == words
         elif kind == "human_generic":
             parsed = self.nlp(response)
-            fits = len(response.split()) <= 12 and not overlap and not parsed.ents and not any(t.like_num for t in parsed)
+            fits = (
+                len(response.split()) <= 12 and not overlap and not parsed.ents and not any(t.like_num for t in parsed)
+            )
         else:
             raise ValueError(f"unknown example kind {kind!r}")
         if not fits:
@@ -512,8 +577,12 @@ def lm_claims(contexts: Sequence[Context], count: int, generate, nlp, builder: B
             novel = novel_facts(nlp(reply), "\n".join(context.sections)) if reply else []
             if novel and len(reply.split()) >= 4 and len(examples) < count:
                 section = builder.sections[context.sections[0]]
-                document = section.text if len(section.text) <= MAX_DOCUMENT_CHARS else window_around(section, 0, builder.rng)
-                examples.append(builder._example("lm_claim", context, section, document, reply, "names " + ", ".join(novel[:3])))
+                document = (
+                    section.text if len(section.text) <= MAX_DOCUMENT_CHARS else window_around(section, 0, builder.rng)
+                )
+                examples.append(
+                    builder._example("lm_claim", context, section, document, reply, "names " + ", ".join(novel[:3]))
+                )
     return examples
 
 
@@ -521,8 +590,16 @@ HUMAN_KINDS = ("human_grounded", "human_generic", "lm_claim")
 """Kinds made from a real turn (its history, its human response); the others from any section."""
 
 
-def build(turns: list[Context], sections: list[Context], nlp, *, size: int, seed: int = 0, test_share: float = 0.1,
-          generate: Callable[[Sequence[list[str]]], list[str]] | None = None) -> list[Example]:
+def build(
+    turns: list[Context],
+    sections: list[Context],
+    nlp,
+    *,
+    size: int,
+    seed: int = 0,
+    test_share: float = 0.1,
+    generate: Callable[[Sequence[list[str]]], list[str]] | None = None,
+) -> list[Example]:
     """About ``size`` examples in the proportions of :data:`MIX` (``lm_claim`` only with ``generate``),
     deterministic given the contexts and ``seed``; ids are ``<kind>-<n>``. Rule-made kinds visit ``sections``
     (and ``turns``) in a seeded order, several times if needed; human kinds read ``turns``."""
@@ -636,7 +713,11 @@ def history_only_replies(model_name: str, seed: int, max_new_tokens: int = 40, b
             torch.manual_seed(next(batches))
             with torch.no_grad():
                 output = model.generate(
-                    **encoded, do_sample=True, temperature=0.9, top_p=0.9, max_new_tokens=max_new_tokens,
+                    **encoded,
+                    do_sample=True,
+                    temperature=0.9,
+                    top_p=0.9,
+                    max_new_tokens=max_new_tokens,
                     pad_token_id=tokenizer.pad_token_id or tokenizer.eos_token_id,
                 )
             out += tokenizer.batch_decode(output[:, encoded["input_ids"].shape[1] :], skip_special_tokens=True)
@@ -669,8 +750,13 @@ def build_from_corpora(config: CheckerData) -> dict:
     sections = wiki_contexts(folder, turns, config.exclude_split, config.seed)
     nlp = load_spacy()
     generate = None if config.lm == "none" else history_only_replies(config.lm, config.seed)
-    examples = build(turns, sections, nlp, size=config.size, seed=config.seed, test_share=config.test_share, generate=generate)
-    sources = [f"Topical-Chat {config.split} turns ({folder})", f"wiki.json sections not read by {config.exclude_split}"]
+    examples = build(
+        turns, sections, nlp, size=config.size, seed=config.seed, test_share=config.test_share, generate=generate
+    )
+    sources = [
+        f"Topical-Chat {config.split} turns ({folder})",
+        f"wiki.json sections not read by {config.exclude_split}",
+    ]
     write(examples, config.output, card(examples, sources, config.seed))
     counts = Counter(f"{e.split}/{e.label}" for e in examples)
     return dict(sorted(counts.items()))

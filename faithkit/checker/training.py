@@ -36,13 +36,17 @@ class CheckerTraining:
     output: str = option("runs/checker", "run folder: checkpoint/, log.jsonl, adapter/, metrics.json")
     seed: int = option(0, "seed of the batch order and of the LoRA initialisation")
     layers: int = option(12, "LoRA on every linear layer of this many top blocks (the rest is frozen)", low=1)
-    rank: int = option(16, "LoRA rank", low=1)
-    alpha: int = option(32, "LoRA alpha (the update is scaled by alpha / rank)", low=1)
-    learning_rate: float = option(3e-4, "peak learning rate (20 warm-up steps, then linear decay to 0)", low=0, low_open=True)
+    lora_rank: int = option(16, "LoRA rank", low=1)
+    lora_alpha: int = option(32, "LoRA alpha (the update is scaled by lora_alpha / lora_rank)", low=1)
+    learning_rate: float = option(
+        3e-4, "peak learning rate (20 warm-up steps, then linear decay to 0)", low=0, low_open=True
+    )
     epochs: float = option(1.0, "passes over the training examples (a fraction stops early)", low=0, low_open=True)
     batch_size: int = option(8, "examples per step (length-sorted buckets)", low=1)
     max_examples: int | None = option(None, "train on the first N examples only (smoke runs)", low=1)
-    mixed_precision: str = option("bf16", "bf16 autocast (about 1.7x faster on a CPU with AVX512-BF16) or no", choices=("bf16", "no"))
+    mixed_precision: str = option(
+        "bf16", "bf16 autocast (about 1.7x faster on a CPU with AVX512-BF16) or no", choices=("bf16", "no")
+    )
     save_every: int = option(25, "steps between checkpoints (a stopped run resumes from the last)", low=1)
     log_every: int = option(5, "steps between lines of log.jsonl", low=1)
 
@@ -76,8 +80,8 @@ def lora_model(config: CheckerTraining):
     if config.layers > blocks:
         raise ConfigError(f"layers: {config.model} has {blocks} blocks, fewer than {config.layers}")
     lora = LoraConfig(
-        r=config.rank,
-        lora_alpha=config.alpha,
+        r=config.lora_rank,
+        lora_alpha=config.lora_alpha,
         lora_dropout=0.0,
         target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"],
         layers_to_transform=list(range(blocks - config.layers, blocks)),
@@ -112,7 +116,9 @@ def train(config: CheckerTraining) -> dict:
     targets = {label: index for index, label in enumerate(checker.LABELS)}
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=config.learning_rate, weight_decay=0.0)
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / 20) * max(0.0, 1 - step / len(plan)))
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda step: min(1.0, (step + 1) / 20) * max(0.0, 1 - step / len(plan))
+    )
     accelerator = Accelerator(cpu=True, mixed_precision=config.mixed_precision)
     model, optimizer = accelerator.prepare(model, optimizer)
     start, started = _resume(output / "checkpoint", model, optimizer, schedule), time.time()
@@ -128,7 +134,17 @@ def train(config: CheckerTraining) -> dict:
             schedule.step()
             optimizer.zero_grad()
             if (step + 1) % config.log_every == 0:
-                log.write(json.dumps({"step": step + 1, "of": len(plan), "loss": round(loss.item(), 4), "seconds": round(time.time() - started, 1)}) + "\n")
+                log.write(
+                    json.dumps(
+                        {
+                            "step": step + 1,
+                            "of": len(plan),
+                            "loss": round(loss.item(), 4),
+                            "seconds": round(time.time() - started, 1),
+                        }
+                    )
+                    + "\n"
+                )
                 log.flush()
             if (step + 1) % config.save_every == 0 and step + 1 < len(plan):
                 _checkpoint(output / "checkpoint", model, optimizer, schedule, step + 1)
@@ -160,7 +176,10 @@ def _checkpoint(folder: Path, model, optimizer, schedule, step: int) -> None:
     staging = folder.with_name(folder.name + ".tmp")
     staging.mkdir(parents=True, exist_ok=True)
     trainable = {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
-    torch.save({"weights": trainable, "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(), "step": step}, staging / "state.pt")
+    torch.save(
+        {"weights": trainable, "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(), "step": step},
+        staging / "state.pt",
+    )
     if folder.exists():
         (folder / "state.pt").unlink()
         folder.rmdir()

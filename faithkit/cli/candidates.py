@@ -6,6 +6,7 @@ import argparse
 import logging
 
 from ..paths import PathArg
+from .declared_files import Files, Output, declare_files
 from .options import (
     add_device_option,
     add_dtype_option,
@@ -13,8 +14,6 @@ from .options import (
     add_job_options,
     columns_from_args,
     job_options,
-    refuse_shared_outputs,
-    refuse_writing_inputs,
 )
 
 logger = logging.getLogger(__name__)
@@ -71,6 +70,13 @@ def register(subparsers) -> None:
     add_job_options(parser, chunk_size=16)
     add_input_columns(parser, response=False)
     parser.set_defaults(run=run)
+    declare_files(
+        parser,
+        Files(
+            reads=lambda args: [args.input, args.model],
+            writes=lambda args: [Output("--output", args.output), Output("--rerank-output", args.rerank_output)],
+        ),
+    )
 
 
 def add_engine_options(parser) -> None:
@@ -111,8 +117,6 @@ def run(args) -> int:
     server = EngineOptions(**{f.name: getattr(args, f.name) for f in fields(EngineOptions)})
     options = GenerationOptions(**{name: getattr(args, name) for name in PROMPT_FLAGS}).validate()
     rerank = rerank_settings(args) if args.rerank_output else None
-    refuse_shared_outputs({"--output": args.output, "--rerank-output": args.rerank_output})
-    refuse_writing_inputs([args.input], "--output", outputs=[args.output, args.rerank_output])
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
     )

@@ -32,7 +32,9 @@ def register(subparsers) -> None:
         action.add_argument("--config", help=f"recipe YAML; its '{name if name == 'data' else 'training'}:' section")
         add_flags(action, cls, unset=argparse.SUPPRESS)
         action.set_defaults(run=run, recipe=cls)
-        declare_files(action, Files(reads=_reads, writes=lambda args: [Output("--output", _resolved(args).output, folder=True)]))
+        declare_files(
+            action, Files(reads=_reads, writes=lambda args: [Output("--output", _resolved(args).output, folder=True)])
+        )
 
 
 def _resolved(args):

@@ -40,14 +40,11 @@ def register(subparsers) -> None:
         usage="faithkit sweep --generator MODEL --judge MODEL --input ROWS --out DIR [options]\n"
         "       faithkit sweep --config FILE.yaml [options]",
         help="decoding strategies over a grid, judged for faithfulness, relevance and fluency",
-        description="Generate responses for every cell of a grid of decoding strategies, with plain decoding "
-        "as the baseline, and judge them under --judge (faith-judge, PMI-FAITH and fluency; Q² when asked), "
-        "for knowledge precision and for relevance to the gold response (BLEU, token F1): each measure with "
-        "a 95% bootstrap interval and a paired test against the baseline. Prints the table and writes "
-        "cells/, scores.jsonl, sweep.csv, best.json (the chosen cell), heatmaps/ and report.html to --out; "
-        "rerunning the same command resumes. Settings come from --config (keys named like the options; "
-        "'strategies:' gives each strategy its own grid) and the options given, which win. docs/sweeps.md "
-        "and docs/reports.md tell more.",
+        description="Decode every cell of a grid of decoding strategies (plain decoding the baseline) and judge "
+        "the responses under --judge for faithfulness, fluency, knowledge precision and relevance to the gold, "
+        "each with a 95% interval and a paired test against the baseline. Writes cells/, scores.jsonl, "
+        "sweep.csv, best.json, heatmaps/ and report.html to --out (a rerun resumes). --config's keys are named "
+        "like the options, which win. See docs/sweeps.md and docs/reports.md.",
     )
     run_group = parser.add_argument_group("what to run")
     run_group.add_argument(
@@ -65,13 +62,7 @@ def register(subparsers) -> None:
         grid, SweepConfig, names=("strategies", "chosen", "alpha", "top_p", "decoding"), unset=None, lists="comma"
     )
     add_flags(grid, GenerationOptions, names=GENERATION, defaults=SweepConfig.generation, unset=argparse.SUPPRESS)
-    add_flags(grid, SweepConfig, names=("limit", "max_cells"), unset=None)
-    grid.add_argument(
-        "--allow-large-grid",
-        action="store_true",
-        default=None,
-        help="run a grid of more than --max-cells cells (refused otherwise, before any work)",
-    )
+    add_flags(grid, SweepConfig, names=("max_cells", "allow_large_grid"), unset=None)
     judging = parser.add_argument_group("judging and choosing")
     add_flags(judging, SweepConfig, names=JUDGING, unset=None, lists="comma")
     device = parser.add_argument_group("device")

@@ -29,7 +29,8 @@ from transformers import (
 )
 
 from ..prompts import PromptTemplate
-from .pmi_decode import PMI, PMIDecode
+from .parameters import PMIParameters as PMI
+from .pmi_decode import PMIDecode
 
 PMI_DECODE_FOLDER = Path(__file__).resolve().parents[1] / "hub" / "pmi_decode"
 """The folder ``generate(custom_generate=str(PMI_DECODE_FOLDER), trust_remote_code=True, ...)`` loads."""

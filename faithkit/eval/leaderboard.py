@@ -397,7 +397,7 @@ def _paired(
                     "p_value": paired_p_value(differences),
                 }
             )
-    for row, adjusted in zip(paired, stats.holm([row["p_value"] for row in paired])):
+    for row, adjusted in zip(paired, stats.holm(np.array([row["p_value"] for row in paired], dtype=float))):
         row["p_holm"] = float(adjusted)
     return paired
 

@@ -49,7 +49,9 @@ def label_token_ids(tokenizer) -> list[int]:
     for word in LABEL_WORDS:
         pieces = tokenizer(word, add_special_tokens=False)["input_ids"]
         if len(pieces) != 1:
-            raise ConfigError(f"the checker's label word {word!r} is {len(pieces)} tokens for this tokenizer; it must be one")
+            raise ConfigError(
+                f"the checker's label word {word!r} is {len(pieces)} tokens for this tokenizer; it must be one"
+            )
         ids.append(pieces[0])
     return ids
 
@@ -87,7 +89,9 @@ class CheckerModel:
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.label_ids = label_token_ids(tokenizer)
 
-    def __call__(self, premises: Sequence[str], claims: Sequence[str], histories: Sequence[Sequence[str]]) -> list[list[float]]:
+    def __call__(
+        self, premises: Sequence[str], claims: Sequence[str], histories: Sequence[Sequence[str]]
+    ) -> list[list[float]]:
         import torch
 
         from .. import models

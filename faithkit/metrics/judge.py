@@ -188,7 +188,10 @@ class FaithJudge(Metric):
         rows = self.pmi_faith.compute_rows(documents, histories, responses, progress=progress)
         if self.checker is not None:
             checked = self.checker.compute_rows(documents, histories, responses)
-            rows = [{**row, **{k: v for k, v in check.items() if k != "sentence_scores"}} for row, check in zip(rows, checked)]
+            rows = [
+                {**row, **{k: v for k, v in check.items() if k != "sentence_scores"}}
+                for row, check in zip(rows, checked)
+            ]
         judged = []
         for row, document, response in zip(rows, documents, responses):
             values = signals(row, document, response)

@@ -179,11 +179,10 @@ class SweepConfig:
     report_contexts: int = option(8, "contexts shown in report.html", low=0)
     max_cells: int = option(
         500,
-        "the most cells a grid may have before the sweep refuses it (each cell decodes every row); "
-        "allow_large_grid runs a larger one",
+        "most cells a grid may have (each decodes every row)",
         low=1,
     )
-    allow_large_grid: bool = option(False, "run a grid of more than max_cells cells")
+    allow_large_grid: bool = option(False, "run a grid over max_cells")
     device: str | None = option_like(Placement, "device")
     dtype: str | None = option_like(Placement, "dtype")
 
