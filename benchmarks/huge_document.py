@@ -6,11 +6,12 @@ cut to the window. Now the document is cut by characters first (faithkit.prompts
 and lexical metrics tokenise it in pieces. This builds the same kind of model (a random 2-layer
 GPT-2 with GPT-2's real BPE, 256 positions), writes one row whose document is ``--mb`` MB of BEGIN
 CMU-DoG knowledge passages, and runs each metric in a fresh ``faithkit score`` process under
-``/usr/bin/time -v`` (wall time and maximum resident set size). Then it starts the PMI-FAITH
-command again and sends SIGTERM at each of ``--term-after`` seconds (one process each), timing
-how long the process takes to exit after the signal.
+``/usr/bin/time -v`` (wall and CPU time, maximum resident set size: wall times stretch on a shared
+machine, so the load average is recorded too). Then it starts PMI-FAITH on three such rows and,
+``--term-after`` seconds after the job has opened its output (the rows are being scored), sends
+SIGTERM, timing how long the process takes to exit (one process per delay).
 
-    python benchmarks/huge_document.py [--mb 50] [--term-after 2 4 6 8] [--metrics pmi-faith lexical overlap-f1]
+    python benchmarks/huge_document.py [--mb 50] [--term-after 0.5 2 4] [--metrics pmi-faith lexical overlap-f1]
 
 The last line printed is one JSON object with the figures.
 """
@@ -28,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -51,15 +53,17 @@ def tiny_gpt2(folder: Path) -> Path:
     return folder
 
 
-def huge_rows(path: Path, megabytes: float) -> int:
-    """One row whose document is ``megabytes`` MB of distinct BEGIN CMU-DoG passages, repeated; its size."""
+def huge_rows(path: Path, megabytes: float, rows: int = 1) -> int:
+    """``rows`` rows whose document is ``megabytes`` MB of distinct BEGIN CMU-DoG passages, repeated; its size."""
     csv.field_size_limit(1 << 30)
     with open(SOURCE, newline="", encoding="utf-8") as handle:
         passages = list(dict.fromkeys(row["knowledge"].strip() for row in csv.DictReader(handle, delimiter="\t")))
     block = " ".join(passages)
     document = (block * (int(megabytes * 1e6) // len(block) + 1))[: int(megabytes * 1e6)]
-    row = {"id": "huge", "document": document, "history": ["Do you like films?"], "response": "I like the film."}
-    path.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    with open(path, "w", encoding="utf-8") as handle:
+        for number in range(rows):
+            row = {"id": f"huge{number or ''}", "document": document, "history": ["Do you like films?"]}
+            handle.write(json.dumps({**row, "response": "I like the film."}) + "\n")
     return len(document)
 
 
@@ -69,29 +73,44 @@ def timed(argv: list[str]) -> dict:
     wall = re.search(r"Elapsed \(wall clock\) time.*: (?:(\d+):)?(\d+):([\d.]+)", run.stderr)
     hours, minutes, seconds = (float(part or 0) for part in wall.groups()) if wall else (0, 0, float("nan"))
     rss = re.search(r"Maximum resident set size \(kbytes\): (\d+)", run.stderr)
+    cpu = sum(float(x) for x in re.findall(r"(?:User|System) time \(seconds\): ([\d.]+)", run.stderr))
     said = [line for line in run.stderr.splitlines() if line.startswith(("warning:", "error:"))]
     return {
         "rc": run.returncode,
         "wall_s": round(hours * 3600 + minutes * 60 + seconds, 2),
+        "cpu_s": round(cpu, 2),
         "max_rss_mb": round(int(rss.group(1)) / 1024) if rss else None,
+        "load_average": os.getloadavg()[0],
         "said": said[-2:],
     }
 
 
-def terminated_after(argv: list[str], after: float) -> dict:
-    """Start ``argv``, send SIGTERM ``after`` seconds later; seconds from the signal to the exit, and the status."""
+def terminated_after(argv: list[str], output: Path, after: float) -> dict:
+    """Start ``argv``, send SIGTERM ``after`` seconds after it opened ``output`` (its job has begun); seconds from
+    the signal to faithkit's ``interrupted`` line (the signal acted on) and to the process's exit (interpreter
+    shutdown included), and the status (143: faithkit's own SIGTERM exit)."""
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=_env())
+    said: list[tuple[float, str]] = []
+    reader = threading.Thread(target=lambda: said.extend((time.monotonic(), line) for line in process.stderr))
+    reader.start()
+    while not output.exists() and process.poll() is None:
+        time.sleep(0.05)
     time.sleep(after)
     if process.poll() is not None:
         return {"after_s": after, "finished_before_the_signal": True, "rc": process.returncode}
     sent = time.monotonic()
     process.send_signal(signal.SIGTERM)
-    _, err = process.communicate(timeout=120)
+    process.wait(timeout=120)
+    exited = time.monotonic()
+    reader.join()
+    line = next(((at, text) for at, text in said if text.startswith(("interrupted", "terminated"))), None)
     return {
         "after_s": after,
-        "exit_s": round(time.monotonic() - sent, 2),
+        "acted_s": round(line[0] - sent, 2) if line else None,
+        "exit_s": round(exited - sent, 2),
         "rc": process.returncode,
-        "last_line": err.strip().splitlines()[-1] if err.strip() else "",
+        "last_line": line[1].strip() if line else "",
+        "load_average": os.getloadavg()[0],
     }
 
 
@@ -102,7 +121,7 @@ def _env() -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mb", type=float, default=50.0)
-    parser.add_argument("--term-after", type=float, nargs="+", default=[2.0, 4.0, 6.0, 8.0])
+    parser.add_argument("--term-after", type=float, nargs="+", default=[0.5, 2.0, 4.0])
     parser.add_argument("--metrics", nargs="+", default=["pmi-faith", "lexical", "overlap-f1"])
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="huge-document-"))
@@ -123,21 +142,24 @@ def main() -> None:
                 if results[metric]["rc"] == 0
                 else {}
             )
-            results[metric]["record"] = {k: v for k, v in record.items() if not isinstance(v, list)}
+            results[metric]["record"] = {k: v for k, v in record.items() if not isinstance(v, list) and k != "document"}
             print(metric, json.dumps(results[metric]))
+        three = folder / "three.jsonl"
+        huge_rows(three, args.mb, rows=3)
         argv = [sys.executable, "-m", "faithkit", "score", "--metric", "pmi-faith", "--model", str(model)]
-        argv += ["--input", str(rows), "--restart"]
+        argv += ["--input", str(three), "--chunk-size", "1"]
         terms = []
         for after in args.term_after:
-            terms.append(terminated_after([*argv, "--output", str(folder / f"term-{after}.jsonl")], after))
+            output = folder / f"term-{after}.jsonl"
+            terms.append(terminated_after([*argv, "--output", str(output)], output, after))
             print("SIGTERM", json.dumps(terms[-1]))
-        exits = [term["exit_s"] for term in terms if "exit_s" in term]
+        exits = [term["acted_s"] for term in terms if term.get("acted_s") is not None]
         print(
             json.dumps(
                 {
                     "characters": characters,
-                    **{m: {k: r[k] for k in ("rc", "wall_s", "max_rss_mb")} for m, r in results.items()},
-                    "sigterm_exit_s_max": max(exits) if exits else None,
+                    **{m: {k: r[k] for k in ("rc", "wall_s", "cpu_s", "max_rss_mb")} for m, r in results.items()},
+                    "sigterm_acted_s_max": max(exits) if exits else None,
                     "sigterm": terms,
                 }
             )

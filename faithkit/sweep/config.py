@@ -423,7 +423,7 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
             raise OptionError(error.name, error.reason, f"config file {path}: ") from None
         raise
     except ConfigError as error:
-        if str(error).split(":")[0].split(" ")[0] in from_file:
+        if str(error).split(":")[0].split(" ")[0].split("[")[0] in from_file:
             raise ConfigError(f"config file {path}: {error}") from None
         raise
 

@@ -12,6 +12,7 @@ disk is one line and a rerun completes, NaN and infinity refused, files read bac
 import json
 import math
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -465,11 +466,11 @@ def test_nan_and_infinity_are_refused_in_configs_and_by_the_range_check(faithkit
     sweep.write_text("generator: g\ninput: x\nout: o\nalpha: [0.25, .nan]\n")
     with pytest.raises(
         ConfigError,
-        match=r"^alpha nan is not a usable number; give a finite value$",  # the key, as written
-    ):
+        match=rf"^config file {re.escape(str(sweep))}: alpha nan is not a usable number; give a finite value$",
+    ):  # the file and the key, as written
         load_sweep(sweep).validate()
     sweep.write_text("generator: g\ninput: x\nout: o\nstrategies: [{name: cad, alpha: [.inf]}]\n")
-    with pytest.raises(ConfigError, match=r"^strategies\[0\]: cad: alpha inf is not a usable number"):
+    with pytest.raises(ConfigError, match=rf"^config file {re.escape(str(sweep))}: strategies\[0\]: cad: alpha inf is"):
         load_sweep(sweep).validate()
     with pytest.raises(ConfigError, match=r"^alpha nan is not a usable number; give a finite value$"):
         PMI(alpha=float("nan")).check()
