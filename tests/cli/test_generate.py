@@ -52,6 +52,7 @@ def test_generates_resumes_and_reports_bad_rows(faithkit, model_folder, rows_fil
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("out")) == [
         "out.jsonl",
         "out.jsonl.meta.json",
+        "out.jsonl.provenance.json",
     ]  # the finished writer took its lock file away
 
     # a crash after two records, mid-way through the third: the rerun completes without duplicates

@@ -201,6 +201,7 @@ def test_parts_left_by_a_parallel_run_are_folded_in(faithkit, scored):
     assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(out.name)) == [
         "out.jsonl",
         "out.jsonl.meta.json",
+        "out.jsonl.provenance.json",
     ]
 
 

@@ -212,6 +212,7 @@ def test_score_resumed_by_two_processes_equals_one_process(runs):
     assert sorted(p.name for p in folder.iterdir() if p.name.startswith("scores-2")) == [
         "scores-2.jsonl",
         "scores-2.jsonl.meta.json",
+        "scores-2.jsonl.provenance.json",  # written once, by the main process
     ]  # the part files are merged away, the lock file deleted
 
 
