@@ -379,7 +379,7 @@ def _paired(
     """Every two scores' difference of ``values`` (``key``: what they are) with the percentile interval and paired
     p of their ``drawn`` resampled differences, and that p after Holm's correction over the group's pairs
     (:data:`PAIRED_COLUMNS`)."""
-    paired = []
+    paired: list[dict] = []
     for a in range(len(names)):
         for b in range(a + 1, len(names)):
             differences = drawn[a] - drawn[b]
