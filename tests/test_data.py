@@ -39,7 +39,7 @@ def test_q2_wow_csv_is_read(data_dir):
 def test_missing_column_names_the_field_and_the_fix(tmp_path):
     path = tmp_path / "rows.jsonl"
     path.write_text(json.dumps({"document": "D", "answer": "R"}) + "\n")
-    with pytest.raises(InputError, match=r"no column for 'response'.*--response-column"):
+    with pytest.raises(InputError, match=r"no column for 'response'.*Name it with Columns\(response=\.\.\.\)"):
         list(read_rows(path))
     with pytest.raises(InputError, match=r"column 'reply' \(given for response\) not found"):
         list(read_rows(path, Columns(response="reply")))

@@ -271,7 +271,7 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
         load_config(None, {"generator": "g", "top_pp": 0.6})
     path.with_name("bad.yaml").write_text("generator: g\ninput: x\nout: o\ntop_p: 0\n")
     path.write_text("generator: g\ninput: x\nout: o\n")  # the flags given win; the file keeps the rest
-    with pytest.raises(ConfigError, match=r"^top_p must be in \(0, 1\], got 0"):  # the file's value, named as its key
+    with pytest.raises(ConfigError, match=r"^config file .*: top_p must be in \(0, 1\], got 0"):  # the file's value, named as its key
         sweep_cli.run(parse(["--config", str(path.with_name("bad.yaml"))]))
     with pytest.raises(SystemExit):  # the flag: as it parses (test_bad_flag_values_fail_as_they_parse)
         parse(["--config", str(path), "--top-p", "0"])
@@ -630,8 +630,9 @@ def test_judging_with_the_generator_warns_and_loading_models_says_so(config, cap
             )
         )
     assert "favours the PMI-DECODE cells" in caplog.text
-    assert caplog.messages[0] == f"loading generator {config.generator}…"  # before the first batch's minutes
-    assert caplog.messages[1].startswith("generate: batch 1/3 (2 contexts x 2 cells) in ")
+    assert caplog.messages[0].startswith("plan: 2 cells (2 distinct decodes) on 5 contexts")  # before any work
+    assert caplog.messages[1] == f"loading generator {config.generator}…"  # before the first batch's minutes
+    assert caplog.messages[2].startswith("generate: batch 1/3 (2 contexts x 2 cells) in ")
     assert f"loading judge {config.generator} for pmi-faith…" in caplog.messages
 
 

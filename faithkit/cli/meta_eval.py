@@ -355,7 +355,6 @@ def _run_labels(args) -> int:
     from ..data import read_rows, unique_ids
     from ..errors import ConfigError
     from ..jobs import job_fingerprint
-    from ..metrics.judge import shares_judge_lm
     from ..metrics.registry import get_spec, load_metric
 
     unused = [
@@ -367,6 +366,7 @@ def _run_labels(args) -> int:
         raise ConfigError(f"{', '.join(unused)} apply to none of --metrics {','.join(args.metrics)}; drop them")
     judged_by = check_metric_models(args, args.metrics)
     from ..eval.leaderboard import label_rows, meta_eval_labels  # numpy, scipy: after the check
+    from ..metrics.judge import shares_judge_lm
 
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)

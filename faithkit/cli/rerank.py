@@ -94,8 +94,8 @@ def run(args) -> int:
     from ..jobs import is_main_process
     from ..reranking import rerank_summary
 
-    strategy, options = rerank_settings(args)
     check_models({"--model": args.model})  # before torch loads: an unknown name is an error within a second
+    strategy, options = rerank_settings(args)
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
     )

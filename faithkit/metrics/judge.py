@@ -29,12 +29,13 @@ from scipy import optimize
 from .. import files
 from .base import Metric
 from .options import check_option_values
+from .registry import FAITH_JUDGE_WEIGHTS
 from .lexical import knowledge_precision, token_f1_overlap
 from .token_evidence import AGGREGATE_KEYS, PER_TOKEN_KEYS
 
 logger = logging.getLogger(__name__)
 
-WEIGHTS = Path(__file__).with_name("judge_weights.json")
+WEIGHTS = FAITH_JUDGE_WEIGHTS
 LM_SIGNALS = ("pmi", "uncond_pmi", "logp_doc_history", "logp_history", *AGGREGATE_KEYS)
 """The signals PMI-FAITH with ``evidence=True`` gives under the judge LM."""
 CHECKER_SIGNALS = {"checker_supported": "faithkit_checker", "checker_hallucination": "faithkit_checker_hallucination"}

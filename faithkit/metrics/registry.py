@@ -16,6 +16,7 @@ import logging
 import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import ConfigError
 from ..numbers import check_finite
@@ -213,6 +214,15 @@ RENAMED_METRICS = {"bleu": "document-bleu"}
 FINGERPRINT_NAMES = {new: old for old, new in RENAMED_METRICS.items()}
 """The name a renamed metric's job fingerprints keep, so outputs written before the rename resume."""
 _warned: set[str] = set()
+
+
+FAITH_JUDGE_WEIGHTS = Path(__file__).with_name("judge_weights.json")
+"""faith-judge's shipped weights (:mod:`.judge` fits and reads them)."""
+
+
+def faith_judge_lm() -> str:
+    """The judge LM faith-judge's shipped weights were fitted with, read without importing the judge (numpy, scipy)."""
+    return str(json.loads(FAITH_JUDGE_WEIGHTS.read_text(encoding="utf-8"))["model"])
 
 
 def rename_notice(name: str) -> str:

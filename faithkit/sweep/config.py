@@ -256,10 +256,10 @@ class SweepConfig:
         with: that the choice fell back to PMI-FAITH, or (``faithfulness`` set, or no pmi-faith) that it did not."""
         if "faith-judge" not in self.metrics or self.judge_fits_weights:
             return None
-        from ..metrics.judge import JudgeWeights
+        from ..metrics.registry import faith_judge_lm
 
         why = (
-            f"faith-judge's weights were fitted with judge LM {JudgeWeights.load().model!r}, not {self.judge!r}, so "
+            f"faith-judge's weights were fitted with judge LM {faith_judge_lm()!r}, not {self.judge!r}, so "
             "faith_judge is on another scale (refit it: docs/judge.md)"
         )
         if self.faithfulness_measure == "pmi_faith":
@@ -356,10 +356,18 @@ class SweepConfig:
 
 @lru_cache(maxsize=8)
 def _fitted_with(judge: str) -> bool:
-    from .. import models
-    from ..metrics.judge import JudgeWeights
+    """Whether ``judge`` is the LM faith-judge's weights were fitted with: the same name, or (a folder) the same
+    model; two names that are no folders differ without loading anything (torch stays unimported)."""
+    from pathlib import Path
 
-    return models.identity(judge) == models.identity(JudgeWeights.load().model)
+    from ..metrics.registry import faith_judge_lm
+
+    fitted = faith_judge_lm()
+    if judge == fitted or not Path(judge).expanduser().exists():
+        return judge == fitted
+    from .. import models
+
+    return models.identity(judge) == models.identity(fitted)
 
 
 def chosen_entries(path: Path) -> list[dict]:

@@ -256,7 +256,7 @@ def test_rows_without_a_label_are_left_out_never_negatives(faithkit, tmp_path, k
     scores = [token_f1_overlap("Red apples grow on trees.", text) for text, _ in LABELLED]
     expected = mann_whitney(scores, [label == "yes" for _, label in LABELLED])
     assert expected == 1.0
-    assert f"| all | overlap_f1 | 4 | 2 | {expected:.4f} |" in run.out
+    assert f"| all | overlap_f1 | 4 | 2 | 0.5000 | {expected:.4f} |" in run.out  # rows, positives, base rate, AUROC
     warnings = [line for line in run.err.splitlines() if line.startswith("warning:") and "usable label" in line]
     assert warnings == [
         "warning: 3 rows have no usable label in column 'verdict' (NaN, infinity, empty or null) and are left out, "
