@@ -124,7 +124,7 @@ def test_the_reranked_choice_is_the_rerank_strategys_on_the_same_candidates(serv
     picks = served["picks"]
     assert [p["id"] for p in picks] == [r["id"] for r in ROWS]
     assert [p["response"] for p in picks] == [choice.response for choice in choices]
-    assert [p["candidate"] for p in picks] == [choice.index - 1 if choice.index else None for choice in choices]
+    assert [p["candidate"] for p in picks] == [choice.index for choice in choices]  # as scores: 0 is the greedy
     for pick, choice in zip(picks, choices):
         assert pick["scores"] == pytest.approx(choice.scores, abs=1e-5)
 

@@ -152,8 +152,8 @@ def test_chat_endpoint_sends_the_chat_layouts_messages(faithkit, rows, tmp_path,
     tokenizer.save_pretrained(folder)
     output = tmp_path / "cands.jsonl"
     with FakeEngine() as server:
-        run = _run(faithkit, server.url, str(folder), rows, output, "--endpoint", "chat")
-        bodies = server.requests
+        run = _run(faithkit, server.url, str(folder), rows, output, "--endpoint", "chat", "--concurrency", "1")
+        bodies = server.requests  # one request at a time: in the rows' order
     assert run.code == 0, run.err
     from faithkit.prompts import CHAT_TEMPLATE
 
