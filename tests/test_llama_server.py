@@ -31,6 +31,7 @@ ROWS = [
     {"id": "wow-4", "document": "The Nile is about 6,650 km long and flows north into the Mediterranean.", "history": ["Which way does the Nile flow?"]},
 ]  # fmt: skip
 N, NEW_TOKENS = 3, 16
+PURE = ("--extra-body", '{"repeat_penalty": 1.0}')  # the server's default 1.1 would change even greedy responses
 READY_SECONDS = 600  # about 5 s on an idle machine; minutes when the machine is shared
 
 
@@ -87,7 +88,7 @@ def served(server, tmp_path_factory):
     code = run_main(
         "candidates", "--server", server, "--model", "smollm2-135m", "--input", rows, "--output", cands,
         "--prompt", "text", "--n", N, "--temperature", "1.0", "--top-p", "0.95", "--seed", "0",
-        "--max-new-tokens", NEW_TOKENS, "--concurrency", "2", "--rerank-output", picks,
+        "--max-new-tokens", NEW_TOKENS, "--concurrency", "2", "--rerank-output", picks, *PURE,
     )  # fmt: skip
     assert code == 0
     return {"rows": rows, "candidates": read_results(cands), "picks": read_results(picks)}
@@ -135,7 +136,7 @@ def test_seeded_candidates_are_the_same_when_asked_again(served, server, tmp_pat
     code = run_main(
         "candidates", "--server", server, "--model", "smollm2-135m", "--input", served["rows"], "--output", again,
         "--prompt", "text", "--n", N, "--temperature", "1.0", "--top-p", "0.95", "--seed", "0",
-        "--max-new-tokens", NEW_TOKENS, "--concurrency", "1",
+        "--max-new-tokens", NEW_TOKENS, "--concurrency", "1", *PURE,
     )  # fmt: skip
     assert code == 0
     assert read_results(again) == served["candidates"]
