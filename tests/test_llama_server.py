@@ -4,7 +4,8 @@
 The server runs in its own process on a free port of 127.0.0.1 for this module's tests, started once and always
 stopped. Two claims: the greedy candidate is llama.cpp's own greedy completion of faithkit's prompt (llama.cpp run
 in this process on the same GGUF and token ids), and the reranked choice is the ``rerank`` strategy's on the same
-candidates.
+candidates. (Seeded samples asked again of llama-cpp-python 0.3.36's server came back different: it does not make
+a request's seed reproducible, so a resumed run against it re-draws only the missing rows, as any engine.)
 """
 
 from __future__ import annotations
@@ -128,15 +129,3 @@ def test_the_reranked_choice_is_the_rerank_strategys_on_the_same_candidates(serv
     assert [p["candidate"] for p in picks] == [choice.index - 1 if choice.index else None for choice in choices]
     for pick, choice in zip(picks, choices):
         assert pick["scores"] == pytest.approx(choice.scores, abs=1e-5)
-
-
-def test_seeded_candidates_are_the_same_when_asked_again(served, server, tmp_path):
-    """Why a resumed run matches an uninterrupted one: each candidate is its own request with its own seed."""
-    again = tmp_path / "again.jsonl"
-    code = run_main(
-        "candidates", "--server", server, "--model", "smollm2-135m", "--input", served["rows"], "--output", again,
-        "--prompt", "text", "--n", N, "--temperature", "1.0", "--top-p", "0.95", "--seed", "0",
-        "--max-new-tokens", NEW_TOKENS, "--concurrency", "1", *PURE,
-    )  # fmt: skip
-    assert code == 0
-    assert read_results(again) == served["candidates"]
