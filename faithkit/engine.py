@@ -51,6 +51,22 @@ class EngineSampling:
     )
 
 
+def extra_body(text: str) -> dict:
+    """argparse type of ``--extra-body``: a JSON object of the engine's own request fields."""
+    import argparse
+    import json
+
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(
+            f"not JSON ({error.msg}); give an object, e.g. '{{\"repeat_penalty\": 1}}'"
+        ) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("give a JSON object of request fields, e.g. '{\"repeat_penalty\": 1}'")
+    return value
+
+
 def api_key(given: str | None) -> str:
     """The key to send: ``given``, else ``$OPENAI_API_KEY``, else a placeholder (local servers need none)."""
     return given or os.environ.get("OPENAI_API_KEY") or "none"
@@ -89,7 +105,13 @@ class Engine:
         return asked
 
     def complete(
-        self, prompt: Sequence[int] | str, max_tokens: int, temperature: float, top_p: float, seed: int
+        self,
+        prompt: Sequence[int] | str,
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int,
+        extra_body: dict | None = None,
     ) -> str:
         """The text of one completion of ``prompt`` (``temperature`` 0: greedy)."""
         with self._answer("asking for a completion (POST /completions)"):
@@ -101,10 +123,19 @@ class Engine:
                 top_p=top_p,
                 seed=seed,
                 n=1,
+                extra_body=extra_body,
             )
             return _text(reply, "completions", lambda choice: choice.text)
 
-    def chat(self, messages: list[dict], max_tokens: int, temperature: float, top_p: float, seed: int) -> str:
+    def chat(
+        self,
+        messages: list[dict],
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int,
+        extra_body: dict | None = None,
+    ) -> str:
         """The text of one chat reply to ``messages`` (``temperature`` 0: greedy)."""
         with self._answer("asking for a chat reply (POST /chat/completions)"):
             reply = self.client.chat.completions.create(
@@ -115,6 +146,7 @@ class Engine:
                 top_p=top_p,
                 seed=seed,
                 n=1,
+                extra_body=extra_body,
             )
             return _text(reply, "chat completions", lambda choice: choice.message.content)
 

@@ -49,6 +49,7 @@ class EngineCandidatesJob:
         sampling: EngineSampling,
         max_new_tokens: int,
         max_context_tokens: int,
+        extra_body: dict | None = None,
     ):
         if sampling.endpoint == "chat" and not template.chat:
             raise ConfigError(
@@ -56,6 +57,7 @@ class EngineCandidatesJob:
             )
         self.engine, self.tokenizer, self.template, self.sampling = engine, tokenizer, template, sampling
         self.max_new_tokens, self.max_context_tokens = max_new_tokens, max_context_tokens
+        self.extra_body = extra_body
         self.pool = ThreadPoolExecutor(max_workers=engine.options.concurrency, thread_name_prefix="engine")
 
     def prompt(self, row: Row):
@@ -69,7 +71,14 @@ class EngineCandidatesJob:
         """One response's text, as faithkit cleans a decoded one."""
         ask = self.engine.chat if self.sampling.endpoint == "chat" else self.engine.complete
         top_p = self.sampling.top_p if temperature > 0 else 1.0
-        text = ask(prompt, max_tokens=self.max_new_tokens, temperature=temperature, top_p=top_p, seed=seed)
+        text = ask(
+            prompt,
+            max_tokens=self.max_new_tokens,
+            temperature=temperature,
+            top_p=top_p,
+            seed=seed,
+            extra_body=self.extra_body,
+        )
         return response_text(text, self.template)
 
     def __call__(self, rows: list[Row]) -> list[dict]:

@@ -4,7 +4,8 @@
 The server runs in its own process on a free port of 127.0.0.1 for this module's tests, started once and always
 stopped. Two claims: the greedy candidate is llama.cpp's own greedy completion of faithkit's prompt (llama.cpp run
 in this process on the same GGUF and token ids), and the reranked choice is the ``rerank`` strategy's on the same
-candidates.
+candidates. (Seeded samples asked again of llama-cpp-python 0.3.36's server came back different: it does not make
+a request's seed reproducible, so a resumed run against it re-draws only the missing rows, as any engine.)
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ ROWS = [
     {"id": "wow-4", "document": "The Nile is about 6,650 km long and flows north into the Mediterranean.", "history": ["Which way does the Nile flow?"]},
 ]  # fmt: skip
 N, NEW_TOKENS = 3, 16
+PURE = ("--extra-body", '{"repeat_penalty": 1.0}')  # the server's default 1.1 would change even greedy responses
 READY_SECONDS = 600  # about 5 s on an idle machine; minutes when the machine is shared
 
 
@@ -87,7 +89,7 @@ def served(server, tmp_path_factory):
     code = run_main(
         "candidates", "--server", server, "--model", "smollm2-135m", "--input", rows, "--output", cands,
         "--prompt", "text", "--n", N, "--temperature", "1.0", "--top-p", "0.95", "--seed", "0",
-        "--max-new-tokens", NEW_TOKENS, "--concurrency", "2", "--rerank-output", picks,
+        "--max-new-tokens", NEW_TOKENS, "--concurrency", "2", "--rerank-output", picks, *PURE,
     )  # fmt: skip
     assert code == 0
     return {"rows": rows, "candidates": read_results(cands), "picks": read_results(picks)}
@@ -127,15 +129,3 @@ def test_the_reranked_choice_is_the_rerank_strategys_on_the_same_candidates(serv
     assert [p["candidate"] for p in picks] == [choice.index for choice in choices]  # as scores: 0 is the greedy
     for pick, choice in zip(picks, choices):
         assert pick["scores"] == pytest.approx(choice.scores, abs=1e-5)
-
-
-def test_seeded_candidates_are_the_same_when_asked_again(served, server, tmp_path):
-    """Why a resumed run matches an uninterrupted one: each candidate is its own request with its own seed."""
-    again = tmp_path / "again.jsonl"
-    code = run_main(
-        "candidates", "--server", server, "--model", "smollm2-135m", "--input", served["rows"], "--output", again,
-        "--prompt", "text", "--n", N, "--temperature", "1.0", "--top-p", "0.95", "--seed", "0",
-        "--max-new-tokens", NEW_TOKENS, "--concurrency", "1",
-    )  # fmt: skip
-    assert code == 0
-    assert read_results(again) == served["candidates"]

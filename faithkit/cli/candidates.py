@@ -82,12 +82,19 @@ def register(subparsers) -> None:
 def add_engine_options(parser) -> None:
     """The sampling flags (part of the output's fingerprint), how to reach the server, and the prompt's options."""
     from ..decoding.options import GenerationOptions
-    from ..engine import EngineOptions, EngineSampling
+    from ..engine import EngineOptions, EngineSampling, extra_body
     from ..options import add_flags
 
     group = parser.add_argument_group("candidates")
     add_flags(group, EngineSampling)
     add_flags(group, GenerationOptions, names=PROMPT_FLAGS)
+    group.add_argument(
+        "--extra-body",
+        type=extra_body,
+        help="the engine's own request fields as a JSON object, sent with every request and part of the output's "
+        "fingerprint, e.g. '{\"repeat_penalty\": 1}' for llama-cpp-python's server, whose default (1.1) "
+        "changes even greedy responses",
+    )
     add_flags(parser.add_argument_group("server"), EngineOptions)
 
 
@@ -130,11 +137,12 @@ def run(args) -> int:
         "max_new_tokens": options.max_new_tokens,
         "max_context_tokens": limit,
         "chat": template.chat,
+        "extra_body": args.extra_body,
     }
     fingerprint = job_fingerprint(
         "candidates", served_model=engine.model, model=models.identity(args.model), sampling=settings
     )
-    job = EngineCandidatesJob(engine, tokenizer, template, sampling, options.max_new_tokens, limit)
+    job = EngineCandidatesJob(engine, tokenizer, template, sampling, options.max_new_tokens, limit, args.extra_body)
     try:
         counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="candidates", **job_options(args))
     finally:
