@@ -185,7 +185,9 @@ def adapter_bytes(run: Path) -> bytes:
 def test_training_reruns_to_the_same_adapter_and_resumes(tmp_path, checker_folders, nlp, monkeypatch):
     base, _ = checker_folders
     data = tiny_data(tmp_path / "data", nlp)
-    recipe = dict(model=str(base), data=str(data), layers=1, lora_rank=2, batch_size=4, mixed_precision="no", save_every=2)
+    recipe = dict(
+        model=str(base), data=str(data), layers=1, lora_rank=2, batch_size=4, mixed_precision="no", save_every=2
+    )
     first = train(CheckerTraining(**recipe, output=str(tmp_path / "a")))
     second = train(CheckerTraining(**recipe, output=str(tmp_path / "b")))
     assert adapter_bytes(tmp_path / "a") == adapter_bytes(tmp_path / "b") and first["steps"] == 5

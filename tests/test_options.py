@@ -221,5 +221,8 @@ def test_config_files_name_the_key(tmp_path):
         load_training(training)
     sweep = tmp_path / "sweep.yaml"
     sweep.write_text("generator: g\ninput: x\nout: o\nstrategies: [plain, {name: pmi, alpha: [2]}]\n")
-    with pytest.raises(ConfigError, match=r"^config file .*sweep.yaml: strategies\[1\]: pmi: alpha must be in \[0, 1\], got 2 \(0 = plain"):
+    with pytest.raises(
+        ConfigError,
+        match=r"^config file .*sweep.yaml: strategies\[1\]: pmi: alpha must be in \[0, 1\], got 2 \(0 = plain",
+    ):
         load_sweep(sweep)

@@ -271,7 +271,9 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
         load_config(None, {"generator": "g", "top_pp": 0.6})
     path.with_name("bad.yaml").write_text("generator: g\ninput: x\nout: o\ntop_p: 0\n")
     path.write_text("generator: g\ninput: x\nout: o\n")  # the flags given win; the file keeps the rest
-    with pytest.raises(ConfigError, match=r"^config file .*: top_p must be in \(0, 1\], got 0"):  # the file's value, named as its key
+    with pytest.raises(
+        ConfigError, match=r"^config file .*: top_p must be in \(0, 1\], got 0"
+    ):  # the file's value, named as its key
         sweep_cli.run(parse(["--config", str(path.with_name("bad.yaml"))]))
     with pytest.raises(SystemExit):  # the flag: as it parses (test_bad_flag_values_fail_as_they_parse)
         parse(["--config", str(path), "--top-p", "0"])
