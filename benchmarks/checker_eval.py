@@ -160,21 +160,22 @@ def checker_signals(record: dict) -> dict[str, float]:
 
 def pair_wins(checked: dict, judged: dict) -> dict:
     """Per pair kind: pairs, and how many each measure ranks the faithful response above the unfaithful one."""
+    rows = {row.id: (kind, row) for kind, _, row in pair_rows()}  # the pair files read once
     wins: dict[str, dict] = {}
-    for kind, _, row in pair_rows():
-        if not row.id.endswith(":faithful"):
+    for good, (kind, faithful) in rows.items():
+        if not good.endswith(":faithful"):
             continue
-        bad = row.id.replace(":faithful", ":unfaithful")
-        good_row = next(r for _, _, r in pair_rows() if r.id == bad)
+        bad = good.replace(":faithful", ":unfaithful")
+        unfaithful = rows[bad][1]
         entry = wins.setdefault(
             kind, {"pairs": 0, "checker": 0, "pmi_faith": 0, "faith_judge": 0, "knowledge_precision": 0}
         )
         entry["pairs"] += 1
-        entry["checker"] += checked[row.id]["faithkit_checker"] > checked[bad]["faithkit_checker"]
-        entry["pmi_faith"] += judged[row.id]["pmi"] > judged[bad]["pmi"]
-        entry["faith_judge"] += judged[row.id]["faith_judge"] > judged[bad]["faith_judge"]
-        entry["knowledge_precision"] += (knowledge_precision(row.document, row.response) or 0) > (
-            knowledge_precision(good_row.document, good_row.response) or 0
+        entry["checker"] += checked[good]["faithkit_checker"] > checked[bad]["faithkit_checker"]
+        entry["pmi_faith"] += judged[good]["pmi"] > judged[bad]["pmi"]
+        entry["faith_judge"] += judged[good]["faith_judge"] > judged[bad]["faith_judge"]
+        entry["knowledge_precision"] += (knowledge_precision(faithful.document, faithful.response) or 0) > (
+            knowledge_precision(unfaithful.document, unfaithful.response) or 0
         )
     total = {
         key: sum(entry[key] for entry in wins.values())

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from faithkit.errors import ConfigError, InputError
+
 from faithkit.checker import synthetic
 from faithkit.checker.training import CheckerTraining, train
 from faithkit.metrics import checker
@@ -211,8 +213,21 @@ def test_training_reruns_to_the_same_adapter_and_resumes(tmp_path, checker_folde
         train(CheckerTraining(**recipe, output=str(tmp_path / "c")))
     monkeypatch.setattr(checker, "label_logits", real)
     assert (tmp_path / "c" / "checkpoint" / "state.pt").exists()
+    with pytest.raises(ConfigError, match=r"holds a checkpoint of a run with other settings \(seed\); give another"):
+        train(CheckerTraining(**recipe, output=str(tmp_path / "c"), seed=1))  # a resume never mixes two recipes
     train(CheckerTraining(**recipe, output=str(tmp_path / "c")))
     assert adapter_bytes(tmp_path / "c") == adapter_bytes(tmp_path / "a")
+
+
+def test_training_refuses_missing_or_empty_data(tmp_path, checker_folders):
+    base, _ = checker_folders
+    recipe = CheckerTraining(model=str(base), data=str(tmp_path / "none"), output=str(tmp_path / "run"))
+    with pytest.raises(InputError, match=r"none/train.jsonl not found; make the data with 'faithkit checker data'"):
+        train(recipe)
+    (tmp_path / "none").mkdir()
+    (tmp_path / "none" / "train.jsonl").write_text("")
+    with pytest.raises(InputError, match=r"train.jsonl holds no examples"):
+        train(recipe)
 
 
 @pytest.mark.slow

@@ -21,7 +21,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..errors import ConfigError, InputError
 from ..metrics import checker
 from ..options import check, option
 from .synthetic import Example, read
@@ -106,8 +106,8 @@ def train(config: CheckerTraining) -> dict:
     set_seed(config.seed)
     output = Path(config.output)
     output.mkdir(parents=True, exist_ok=True)
-    (output / "config.json").write_text(json.dumps(asdict(config), indent=2))
-    examples = read(Path(config.data) / "train.jsonl")[: config.max_examples]
+    _own_run_folder(output, config)
+    examples = _examples(Path(config.data) / "train.jsonl")[: config.max_examples]
     plan = batches(examples, config.batch_size, config.seed, config.epochs)
     model, tokenizer = lora_model(config)
     tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
@@ -150,10 +150,33 @@ def train(config: CheckerTraining) -> dict:
                 _checkpoint(output / "checkpoint", model, optimizer, schedule, step + 1)
     accelerator.unwrap_model(model).save_pretrained(output / "adapter")
     tokenizer.save_pretrained(output / "adapter")
-    figures = evaluate(accelerator.unwrap_model(model), tokenizer, read(Path(config.data) / "test.jsonl"))
+    figures = evaluate(accelerator.unwrap_model(model), tokenizer, _examples(Path(config.data) / "test.jsonl"))
     figures.update(train_examples=len(examples), steps=len(plan), train_seconds=round(time.time() - started, 1))
     (output / "metrics.json").write_text(json.dumps(figures, indent=2))
     return figures
+
+
+def _own_run_folder(output: Path, config: CheckerTraining) -> None:
+    """Write the recipe into the run folder, or refuse one whose checkpoint another recipe wrote (a resume must
+    continue the same run, not mix two)."""
+    recorded, settings = output / "config.json", asdict(config)
+    if (output / "checkpoint").exists() and recorded.exists() and json.loads(recorded.read_text()) != settings:
+        changed = sorted(k for k, v in json.loads(recorded.read_text()).items() if settings.get(k) != v)
+        raise ConfigError(
+            f"{output} holds a checkpoint of a run with other settings ({', '.join(changed)}); give another --output, "
+            "or the same settings to resume it"
+        )
+    recorded.write_text(json.dumps(settings, indent=2))
+
+
+def _examples(path: Path) -> list[Example]:
+    """The examples of ``path``; a missing or empty file is an InputError naming it and how to make it."""
+    if not path.is_file():
+        raise InputError(f"{path} not found; make the data with 'faithkit checker data' (or give --data)")
+    examples = read(path)
+    if not examples:
+        raise InputError(f"{path} holds no examples; make the data with 'faithkit checker data'")
+    return examples
 
 
 def evaluate(model, tokenizer, examples: list[Example]) -> dict:
