@@ -55,6 +55,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task")
     parser.add_argument("answers", nargs="+")
+    parser.add_argument("--adapter", help="checker adapter folder (default: the one faithkit ships)")
     args = parser.parse_args()
     key = read_key(args.task)
     annotations = read_annotations(key, args.answers)
@@ -62,7 +63,7 @@ def main() -> None:
     documents = [r["document"] for r in responses]
     histories = [r["history"] for r in responses]
     texts = [r["response"] for r in responses]
-    checked = ClaimChecker("faithkit-checker").compute_rows(documents, histories, texts)
+    checked = ClaimChecker("faithkit-checker", nli_model=args.adapter).compute_rows(documents, histories, texts)
     pmi = PMIFaith(model="smollm2-135m").compute_rows(documents, histories, texts)
     scores = {
         "checker_supported": np.array([row["faithkit_checker"] for row in checked]),
