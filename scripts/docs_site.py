@@ -31,6 +31,7 @@ GENERATED_PAGES = {
     "reference/metrics.md": "Metrics",
     "reference/strategies.md": "Decoding strategies",
 }
+CODE_SPAN = re.compile(r"(`+[^`]+`+)")
 ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|exc|obj|const|type):`(?P<target>[^`]+)`")
 
 
@@ -74,7 +75,7 @@ def _objects(item: griffe.Object):
 def packages(root: griffe.Module) -> list[griffe.Module]:
     """The package and its public subpackages, depth first."""
     found = [root]
-    for member in root.modules.values():
+    for member in sorted(root.modules.values(), key=lambda module: module.name):
         if _is_package(member) and not member.name.startswith("_"):
             found += packages(member)
     return found
@@ -96,23 +97,34 @@ def public_modules(package: griffe.Module) -> list[griffe.Module]:
     return sorted(modules, key=lambda module: (rank.get(module.name, len(rank)), module.name))
 
 
-def exported(package: griffe.Module) -> list[griffe.Object | griffe.Alias]:
-    """The names in the package's ``__all__`` that it documents, as griffe found them."""
-    names = [str(name) for name in package.exports or ()]
-    found = []
-    for name in names:
-        member = package.members.get(name)
-        if member is not None and not (member.is_alias and not _resolves(member)):
-            found.append(member)
-    return found
+def exported(package: griffe.Module) -> list[griffe.Object]:
+    """What the package exports, where each is defined: the names of its ``__all__`` when griffe can read it (a
+    computed one it cannot), else the names it imports from its own modules."""
+    names = [str(name) for name in package.exports or ()] or [
+        name
+        for name, member in package.members.items()
+        if member.is_alias and member.target_path.startswith(f"{package.path}.") and not name.startswith("_")
+    ]
+    found = [_definition(package, name) for name in names]
+    return [item for item in found if item is not None and not item.is_module]
 
 
-def _resolves(alias) -> bool:
-    try:
-        alias.final_target  # noqa: B018  (raises when the target is outside the loaded package)
-    except (griffe.AliasResolutionError, griffe.CyclicAliasError):
-        return False
-    return True
+def _definition(package: griffe.Module, name: str) -> griffe.Object | None:
+    """The object ``package.name`` stands for: an import resolved, or a name its ``__getattr__`` loads from one of
+    its modules."""
+    member = package.members.get(name)
+    if member is not None and not member.is_alias:
+        return member  # type: ignore[return-value]
+    if member is not None:
+        try:
+            return member.final_target  # type: ignore[return-value]
+        except (griffe.AliasResolutionError, griffe.CyclicAliasError):
+            return None
+    for module in package.modules.values():
+        candidate = module.members.get(name)
+        if candidate is not None and not candidate.is_alias:
+            return candidate  # type: ignore[return-value]
+    return None
 
 
 def summary(docstring: str) -> str:
@@ -130,8 +142,7 @@ def api_page(package: griffe.Module) -> str:
     exports = exported(package)
     if exports:
         lines += ["## What it exports", "", "| name | what it is |", "|---|---|"]
-        for item in exports:
-            target = item.final_target if item.is_alias else item
+        for target in exports:
             link = role_as_link(f"~{target.path}")
             lines.append(f"| {link} | {_cell(roles_as_links(summary(_docstring(target)), target))} |")
         lines.append("")
@@ -152,7 +163,9 @@ def _api_file(package: griffe.Module) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", "<br>")
+    """Text for a table cell: its pipes escaped, except in code spans (where the table already ignores them)."""
+    parts = CODE_SPAN.split(text.replace("\n", "<br>"))
+    return "".join(part if number % 2 else part.replace("|", "\\|") for number, part in enumerate(parts))
 
 
 # ---- the command line --------------------------------------------------------------------------------------------
