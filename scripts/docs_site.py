@@ -31,6 +31,7 @@ GENERATED_PAGES = {
     "reference/metrics.md": "Metrics",
     "reference/strategies.md": "Decoding strategies",
 }
+TABLE_ROW = re.compile(r"^\|.*\|$", re.MULTILINE)
 CODE_SPAN = re.compile(r"(`+[^`]+`+)")
 ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|exc|obj|const|type):`(?P<target>[^`]+)`")
 
@@ -47,21 +48,59 @@ def role_as_link(target: str, scope: griffe.Object | None = None) -> str:
             path = scope.resolve(head) + (f".{rest}" if rest else "")
         except (griffe.NameResolutionError, AttributeError):
             pass
+    if scope is not None:
+        path = _defined_at(scope.package, path)
     title = path.rpartition(".")[2] if shown_short else target.lstrip("~.")
     return f'<autoref identifier="{html.escape(path)}" optional><code>{html.escape(title)}</code></autoref>'
+
+
+def _defined_at(package: griffe.Module, path: str) -> str:
+    """Where the site documents ``path``: a name a package exports is documented in the module defining it."""
+    parent_path, _, name = path.rpartition(".")
+    try:
+        parent = package.modules_collection[parent_path]
+    except (KeyError, ValueError):  # not a path in the loaded package
+        return path
+    definition = _definition(parent, name) if parent.is_module else None
+    return definition.path if definition is not None else path
 
 
 def roles_as_links(text: str, scope: griffe.Object | None = None) -> str:
     return ROLE.sub(lambda match: role_as_link(match["target"], scope), text)
 
 
+HF_PARAMETER = re.compile(r"^(?P<name>\s+\*{0,2}\w+) \(`(?P<type>[^`]+)`(?:, [^)]*)?\):", re.MULTILINE)
+OPTION_CALL = re.compile(r"^option\((?P<default>[^,()]+),")
+
+
 class RolesAsLinks(griffe.Extension):
-    """Rewrites every docstring of the loaded package before mkdocstrings renders it."""
+    """Readies the loaded package for mkdocstrings: roles become links; a parameter written transformers' way,
+    ``alpha (`float`, defaults to 0.25): …``, becomes ``alpha (float): …`` (the table's Default column says the
+    default); a default that names an ``option()`` declaration shows the declared value."""
 
     def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
         for item in _objects(pkg):
             if item.docstring is not None:
-                item.docstring.value = roles_as_links(item.docstring.value, item)
+                text = HF_PARAMETER.sub(r"\g<name> (\g<type>):", item.docstring.value)
+                item.docstring.value = roles_as_links(text, item)
+            if isinstance(item, griffe.Function):
+                for parameter in item.parameters:
+                    parameter.default = _declared_default(pkg, parameter.default)
+
+
+def _declared_default(package: griffe.Module, default):
+    """``PMIParameters.alpha`` or ``option(0.25, …)`` as the value it declares, ``0.25``; any other default as is."""
+    if default is None:
+        return None
+    declaration = str(default)
+    if isinstance(default, (griffe.ExprName, griffe.ExprAttribute)):
+        try:
+            declared = package.modules_collection[default.canonical_path]
+            declaration = str(declared.value)
+        except (KeyError, ValueError, AttributeError):
+            return default
+    match = OPTION_CALL.match(declaration)
+    return match["default"].strip() if match else default
 
 
 def _objects(item: griffe.Object):
@@ -302,7 +341,8 @@ def on_files(files, config, **kwargs):
 
 
 def on_page_markdown(markdown, page, **kwargs):
-    """The API index lists the packages where it says ``<!-- packages -->``."""
+    """The API index lists the packages where it says ``<!-- packages -->``; a table's code spans show ``|`` where
+    the page escapes it for GitHub (which needs ``\\|`` even there, where Python-Markdown would show both)."""
     if page.file.src_uri == API_INDEX:
-        return markdown.replace("<!-- packages -->", api_index(_TREE))
-    return markdown
+        markdown = markdown.replace("<!-- packages -->", api_index(_TREE))
+    return TABLE_ROW.sub(lambda row: CODE_SPAN.sub(lambda code: code[0].replace("\\|", "|"), row[0]), markdown)
