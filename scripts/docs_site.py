@@ -193,7 +193,9 @@ def api_page(package: griffe.Module) -> str:
 def api_index(tree: list[griffe.Module]) -> str:
     lines = ["| package | what it holds |", "|---|---|"]
     for package in tree:
-        lines.append(f"| [`{package.path}`]({_api_file(package)}) | {_cell(roles_as_links(summary(_docstring(package)), package))} |")
+        lines.append(
+            f"| [`{package.path}`]({_api_file(package)}) | {_cell(roles_as_links(summary(_docstring(package)), package))} |"
+        )
     return "\n".join(lines)
 
 

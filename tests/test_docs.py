@@ -264,7 +264,9 @@ def test_every_page_renders_and_every_internal_link_resolves(site, browser):
     for page in pages:
         driver.get(page.as_uri())
         heading = driver.find_element(By.CSS_SELECTOR, "article.md-content__inner h1").text
-        assert heading.rstrip("¶").strip() and driver.title.rpartition(" - ")[2] == "faithkit", page  # "NAV TITLE - faithkit"
+        assert heading.rstrip("¶").strip() and driver.title.rpartition(" - ")[2] == "faithkit", (
+            page
+        )  # "NAV TITLE - faithkit"
         for link in driver.execute_script(LINKS):
             address, _, anchor = link.partition("#")
             target = Path(unquote(address.removeprefix("file://")))
