@@ -259,15 +259,65 @@ def test_every_page_renders_and_every_internal_link_resolves(site, browser):
 
     driver, _ = browser
     pages = sorted(site.rglob("index.html"))
-    assert {page.parent.name for page in pages} >= {"api", "cli", "measurements", site.name}
+    assert {page.parent.name for page in pages} >= {"api", "cli", "measurements", "faithkit.decoding", site.name}
+    texts: dict[Path, str] = {}
     for page in pages:
         driver.get(page.as_uri())
-        heading = driver.find_element(By.CSS_SELECTOR, "div[role=main] h1").text
-        assert heading and driver.title.startswith(heading.rstrip("¶").strip()), page
+        heading = driver.find_element(By.CSS_SELECTOR, "article.md-content__inner h1").text
+        assert heading.rstrip("¶").strip() and driver.title.rpartition(" - ")[2] == "faithkit", (
+            page
+        )  # "NAV TITLE - faithkit"
         for link in driver.execute_script(LINKS):
             address, _, anchor = link.partition("#")
             target = Path(unquote(address.removeprefix("file://")))
             target = target / "index.html" if target.is_dir() else target
             assert target.is_file(), f"{page.relative_to(site)} links to missing {link}"
             if anchor and target.suffix == ".html":
-                assert f'id="{anchor}"' in target.read_text(encoding="utf-8"), f"{page.relative_to(site)}: {link}"
+                text = texts.setdefault(target, target.read_text(encoding="utf-8"))
+                assert f'id="{anchor}"' in text, f"{page.relative_to(site)}: {link}"
+
+
+def public_modules() -> list[str]:
+    """faithkit's importable modules whose dotted name has no part starting with ``_`` (``__init__`` stands for
+    its package), read from the source tree."""
+    found = []
+    for path in sorted((ROOT / "faithkit").rglob("*.py")):
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        in_packages = all((ROOT.joinpath(*parts[:depth]) / "__init__.py").is_file() for depth in range(1, len(parts)))
+        if in_packages and not any(part.startswith("_") for part in parts):
+            found.append(".".join(parts))
+    return found
+
+
+@pytest.mark.slow  # builds the site (10-30 s)
+def test_the_api_reference_documents_every_public_module(site):
+    documented = "".join(page.read_text(encoding="utf-8") for page in (site / "api").rglob("index.html"))
+    modules = public_modules()
+    assert {"faithkit", "faithkit.decoding.pmi_decode", "faithkit.metrics.registry", "faithkit.train"} <= set(modules)
+    assert "faithkit.hub.pmi_decode.custom_generate.generate" not in modules  # a file transformers loads, no module
+    missing = [module for module in modules if f'id="{module}"' not in documented]
+    assert not missing, f"modules the API reference leaves out: {missing}"
+    assert 'id="faithkit.sweep.config.SweepConfig"' in documented
+
+
+UNRENDERED_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|exc|obj|const|ref|doc|term):(?:`|<code>)")
+
+
+@pytest.mark.slow  # builds the site (10-30 s)
+def test_no_sphinx_role_is_left_as_text_in_the_site(site):
+    assert UNRENDERED_ROLE.search("see :func:<code>faithkit.sweep.load_config</code>")
+    shown = {
+        page.relative_to(site).as_posix(): UNRENDERED_ROLE.findall(page.read_text(encoding="utf-8"))
+        for page in site.rglob("*.html")
+    }
+    assert not {page: roles for page, roles in shown.items() if roles}
+
+
+@pytest.mark.slow  # builds the site (10-30 s)
+def test_pmi_decode_parameters_render_as_a_table(site):
+    page = (site / "api" / "faithkit.decoding" / "index.html").read_text(encoding="utf-8")
+    section = page[page.index('id="faithkit.decoding.pmi_decode.PMIDecode"') :]
+    parameters = section[: section.index("</table>")]
+    for name in ("alpha", "top_p", "do_sample", "temperature", "top_k", "generators"):
+        assert f"<code>{name}</code>" in parameters, name

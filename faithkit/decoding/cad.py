@@ -37,7 +37,12 @@ class ContextAwareDecode(TwoViewProcessor):
 
     Args:
         alpha (`float`, defaults to 0.5): contrast weight, at least 0; ``alpha=0`` is plain decoding.
-        do_sample, temperature, top_k, generators: as in :class:`~faithkit.decoding.PMIDecode`.
+        do_sample (`bool`, defaults to False): draw the token inside the processor, as
+            :class:`~faithkit.decoding.PMIDecode` does.
+        temperature (`float`, defaults to 1.0): divides the combined scores before sampling.
+        top_k (`int`, *optional*): sample among the k best combined scores only.
+        generators (`list[torch.Generator]`, *optional*): one per conditioned row, as for
+            :class:`~faithkit.decoding.PMIDecode`.
 
     Examples:
 
@@ -86,7 +91,12 @@ class AdaptiveContextAwareDecode(TwoViewProcessor):
     document does not change the prediction (JSD near 0) this is plain decoding.
 
     Args:
-        do_sample, temperature, top_k, generators: as in :class:`~faithkit.decoding.PMIDecode`.
+        do_sample (`bool`, defaults to False): draw the token inside the processor, as
+            :class:`~faithkit.decoding.PMIDecode` does.
+        temperature (`float`, defaults to 1.0): divides the combined scores before sampling.
+        top_k (`int`, *optional*): sample among the k best combined scores only.
+        generators (`list[torch.Generator]`, *optional*): one per conditioned row, as for
+            :class:`~faithkit.decoding.PMIDecode`.
 
     Examples:
 
