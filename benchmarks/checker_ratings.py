@@ -12,7 +12,9 @@ PMI-FAITH (SmolLM2-135M) and knowledge precision, and reports per measure:
 The raters' answers are levels here: Agree 2, Neutral 1, Disagree 0. The checker is scored as P(supported) and as 1 - P(unsupported) (which leaves a generic reply on the faithful
 side, as the page's Neutral does). The last line is one JSON object with every figure.
 
-    python benchmarks/checker_ratings.py runs/human/task runs/human/answers-*.json
+    python benchmarks/checker_ratings.py runs/human/task benchmarks/data/answers-lead-301f4c77190f.json
+
+(the task made as ``benchmarks/checker_rating_rows.py`` says; that export is the lead developer's ratings)
 """
 
 from __future__ import annotations
