@@ -25,13 +25,13 @@ COMPARED = ("names", "default", "nargs", "action", "dest", "choices", "type")
 """What is described of each option (its help is left out: it is rendered from the declaration and may be reworded)."""
 
 
-def _leaf_parsers(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
+def command_parsers(parser: argparse.ArgumentParser, words: tuple[str, ...] = ()):
     """(command words, parser) of the root and of every command below it, e.g. (("meta-eval", "begin"), …)."""
     yield words, parser
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for name, subparser in action.choices.items():
-                yield from _leaf_parsers(subparser, (*words, name))
+                yield from command_parsers(subparser, (*words, name))
 
 
 def _plain(value):
@@ -71,12 +71,12 @@ def flags() -> dict[str, list[dict]]:
         " ".join(words): [
             describe(action) for action in parser._actions if not isinstance(action, argparse._SubParsersAction)
         ]
-        for words, parser in _leaf_parsers(build_parser())
+        for words, parser in command_parsers(build_parser())
     }
 
 
-def differences(before: dict, after: dict) -> list[str]:
-    """One line per command or option added, removed or described differently."""
+def differences(before: dict, after: dict, keys: tuple[str, ...] = COMPARED) -> list[str]:
+    """One line per command or option added or removed, or whose ``keys`` differ."""
     lines = []
     for command in sorted(set(before) | set(after)):
         if command not in after or command not in before:
@@ -89,7 +89,7 @@ def differences(before: dict, after: dict) -> list[str]:
             if names not in new or names not in old:
                 lines.append(f"{where}: {'removed' if names not in new else 'added'}")
                 continue
-            for key in COMPARED:
+            for key in keys:
                 if old[names].get(key) != new[names].get(key):
                     lines.append(f"{where}: {key} {old[names].get(key)!r} -> {new[names].get(key)!r}")
     return lines

@@ -5,17 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
-from dataclasses import fields
-import sys
+from dataclasses import dataclass, fields
 from pathlib import Path
 
 from .. import precision
 from ..data.rows import InputOptions
 from ..errors import ConfigError, OutputError
-from ..jobs import is_main_process
 from ..metrics.options import MetricOptions
-from ..metrics.registry import METRIC_NAMES, RENAMED_METRICS, get_spec, load_metric, rename_notice
-from ..options import add_flags, field_of, flag_help, mark_declared
+from ..metrics.registry import METRICS, get_spec, load_metric, metric_name
+from ..options import add_flags, field_of, flag_help, mark_declared, option
 
 METRIC_FLAGS = (
     "model",
@@ -33,17 +31,6 @@ METRIC_FLAGS = (
 )
 """The metric options (:class:`~faithkit.metrics.options.MetricOptions`) the command line takes as flags; the
 others (``unconditional``, ``max_edits``, ``threshold``) are set in config files."""
-
-
-def positive_int(text: str) -> int:
-    """argparse type for counts: a clear message instead of a crash deep inside a job."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got '{text}'") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def refuse_writing_inputs(inputs, flag: str, outputs=(), folder=None) -> None:
@@ -138,49 +125,41 @@ def columns_from_args(args: argparse.Namespace, required: tuple[str, ...] = ("do
     )
 
 
+@dataclass
+class JobFlags:
+    """How a long command runs its job: results are written as rows finish, and rerunning resumes."""
+
+    restart: bool = option(False, "discard an existing output instead of resuming it")
+    skip_errors: bool = option(False, "keep the error records of an earlier run instead of retrying those rows")
+    chunk_size: int = option(
+        64, "most rows computed (and written) together; chunks shrink so results are written at least every 30 s", low=1
+    )
+
+
 def add_job_options(parser: argparse.ArgumentParser, chunk_size: int = 64) -> None:
     group = parser.add_argument_group("job (results are written as rows finish; rerunning the same command resumes)")
-    group.add_argument("--restart", action="store_true", help="discard an existing output instead of resuming it")
-    group.add_argument(
-        "--skip-errors",
-        action="store_true",
-        help="keep the error records of an earlier run instead of retrying those rows",
-    )
-    group.add_argument(
-        "--chunk-size",
-        type=positive_int,
-        default=chunk_size,
-        help=f"most rows computed (and written) together (default {chunk_size}); chunks shrink so "
-        "results are written at least every 30 s",
-    )
+    add_flags(group, JobFlags, defaults=JobFlags(chunk_size=chunk_size))
 
 
 def job_options(args: argparse.Namespace) -> dict:
     return {"restart": args.restart, "retry_errors": not args.skip_errors, "chunk_size": args.chunk_size}
 
 
-def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "pmi-faith") -> None:
-    from ..metrics.registry import METRICS
+@dataclass
+class MetricChoice:
+    """The metric a command computes."""
 
-    described = "\n".join(f"  {name}: {spec.summary}" for name, spec in METRICS.items())
-    parser.add_argument(
-        "--metric",
-        default=default_metric,
-        choices=METRIC_NAMES,
-        type=metric_name,
+    metric: str = option(
+        "pmi-faith",
+        "which metric to compute\n" + "\n".join(f"  {name}: {spec.summary}" for name, spec in METRICS.items()),
+        flag_type=metric_name,
         metavar="METRIC",
-        help=f"which metric to compute (default {default_metric}), one of:\n{described}",
     )
+
+
+def add_metric_options(parser: argparse.ArgumentParser, default_metric: str = "pmi-faith") -> None:
+    add_flags(parser, MetricChoice, defaults=MetricChoice(default_metric))
     add_metric_option_flags(parser)
-
-
-def metric_name(text: str) -> str:
-    """argparse type of metric names: a renamed metric's old name (``bleu``) is its name now, with a warning line."""
-    if text not in RENAMED_METRICS:
-        return text
-    if is_main_process():
-        print(f"warning: {rename_notice(text)}", file=sys.stderr)
-    return RENAMED_METRICS[text]
 
 
 def add_metric_option_flags(parser: argparse.ArgumentParser) -> None:

@@ -14,7 +14,7 @@ import inspect
 import json
 import logging
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -242,6 +242,27 @@ def current_name(name: str) -> str:
         _warned.add(name)
         logger.warning(rename_notice(name))
     return RENAMED_METRICS[name]
+
+
+def metric_names(names, allowed: Sequence[str] = METRIC_NAMES) -> tuple[str, ...]:
+    """The metrics ``names`` (a list, or comma-separated text as flags and config files write them) by their names
+    now (:func:`current_name`), each once. The one reader of metric lists, for flags and config keys alike: a name not of
+    ``allowed`` is an ``argparse.ArgumentTypeError``, so a flag says ``argument --metrics: must be one of …``."""
+    import argparse
+
+    given = names.split(",") if isinstance(names, str) else names
+    current = tuple(dict.fromkeys(current_name(str(name).strip()) for name in given if str(name).strip()))
+    unknown = [name for name in current if name not in allowed]
+    if unknown or not current:
+        got = repr(unknown[0]) if unknown else "none"
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(allowed)}, got {got}")
+    return current
+
+
+def metric_name(text: str) -> str:
+    """The argparse type of a flag naming one metric (``--metric``): :func:`metric_names` of one."""
+    [name] = metric_names([text])
+    return name
 
 
 def get_spec(name: str) -> MetricSpec:
