@@ -13,7 +13,10 @@ from ..options import check_values, option, option_like
 from ..paths import PathArg
 from ..precision import Placement
 
-__all__ = ["MetricOptions", "check_option_values"]
+__all__ = ["JUDGE_LM", "MetricOptions", "check_option_values"]
+
+JUDGE_LM = "bigscience/bloom-560m"
+"""The judge LM PMI-FAITH, minimal-edit and the sweep default to: the PMI-FAITH paper's, from the hub."""
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class MetricOptions:
         None,
         "PMI-FAITH, faith-judge, minimal-edit: causal LM, a hub id, a local folder or an offline name "
         "(smollm2-135m, gemma3-270m); default: for PMI-FAITH and minimal-edit the paper's judge "
-        "bigscience/bloom-560m, downloaded from the hub (without a network, name an offline one), for "
+        f"{JUDGE_LM}, downloaded from the hub (without a network, name an offline one), for "
         "faith-judge the LM its weights were fitted with",
         flag_type=PathArg("model"),
     )

@@ -21,6 +21,7 @@ from ..data.rows import InputOptions
 from ..decoding import PMI, SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
 from ..decoding.strategies import STRATEGIES, strategy_from_text, written_forms
 from ..errors import ConfigError, InputError
+from ..metrics.options import JUDGE_LM
 from ..metrics.registry import MEASURES, metric_names
 from ..paths import PathArg
 from ..options import OptionError, check, coerce, default_grid, from_mapping, option, option_like
@@ -80,7 +81,7 @@ class SweepConfig:
         "", "model to decode with: hub id, local folder or offline name", flag_type=PathArg("model"), metavar="MODEL"
     )
     judge: str = option(
-        "bigscience/bloom-560m",
+        JUDGE_LM,
         "causal LM that judges: it drives PMI-FAITH, fluency and faith-judge (whose weights were fitted "
         "with smollm2-135m); a hub id, a folder or an offline name (smollm2-135m, gemma3-270m)",
         flag_type=PathArg("model"),
