@@ -14,13 +14,13 @@ from pathlib import Path
 import pytest
 
 from faithkit.cli import build_parser, main
-from faithkit.cli.options import JobFlags
+from faithkit.cli.shared_flags import JobFlags
 from faithkit.data.rows import InputOptions
 from faithkit.decoding import PMI, GenerationOptions, PMIDecode
 from faithkit.decoding.strategies import STRATEGIES, Strategy
 from faithkit.errors import ConfigError
 from faithkit.metrics.pmi_faith import PMIFaith
-from faithkit.metrics.options import MetricOptions
+from faithkit.metrics.metric_options import MetricOptions
 from faithkit.metrics.registry import METRICS
 from faithkit.options import base_type, declared_default, flag, flag_help, range_text
 from faithkit.paths import PathArg

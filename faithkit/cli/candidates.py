@@ -10,7 +10,7 @@ from ..engine import extra_body
 from ..options import add_flags, option
 from ..paths import PathArg
 from .declared_files import Files, Output, declare_files
-from .options import (
+from .shared_flags import (
     add_device_option,
     add_dtype_option,
     add_input_columns,

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..options import add_flags, option
 from ..paths import PathArg
 from .declared_files import Files, Output, declare_files
-from .options import (
+from .shared_flags import (
     add_device_option,
     add_dtype_option,
     add_input_columns,

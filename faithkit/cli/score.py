@@ -9,7 +9,7 @@ from ..jobs import is_main_process
 from ..options import add_flags, option
 from ..paths import PathArg
 from .declared_files import Files, Output, declare_files
-from .options import (
+from .shared_flags import (
     LazyMetric,
     add_input_columns,
     add_job_options,

@@ -10,7 +10,7 @@ from ..options import option
 from ..paths import PathArg
 from ..jobs import is_main_process
 from .declared_files import Files, Output, declare_files
-from .options import add_dtype_option, add_input_columns, check_models
+from .shared_flags import add_dtype_option, add_input_columns, check_models
 
 logger = logging.getLogger(__name__)
 

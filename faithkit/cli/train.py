@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     """Train, then print the summary as one JSON line (main process only); errors propagate as FaithkitError."""
     from ..jobs import is_main_process
     from ..metrics.registry import MODEL_OPTIONS
-    from .options import check_models
+    from .shared_flags import check_models
 
     config = _config(args)
     judges = {

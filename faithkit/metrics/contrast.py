@@ -37,7 +37,7 @@ from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
 from ..scoring import Request, TokenScorer
 from .base import Metric, check_columns
-from .options import JUDGE_LM, check_option_values
+from .metric_options import JUDGE_LM, check_option_values
 
 MAX_EDITS = 8
 """Edits scored per response at most (each costs two response-length passes past the span)."""

@@ -21,7 +21,7 @@ from ..data.rows import InputOptions
 from ..decoding import PMI, SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
 from ..decoding.strategies import STRATEGIES, strategy_from_text, written_forms
 from ..errors import ConfigError, InputError
-from ..metrics.options import JUDGE_LM
+from ..metrics.metric_options import JUDGE_LM
 from ..metrics.registry import MEASURES, metric_names
 from ..paths import PathArg
 from ..options import OptionError, check, coerce, default_grid, from_mapping, option, option_like
