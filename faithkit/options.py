@@ -58,16 +58,21 @@ def option(
     choices: Sequence[str] | None = None,
     flag_type=None,
     metavar: str | None = None,
+    required: bool = False,
+    nargs: str | None = None,
+    positional: bool = False,
 ):
     """A dataclass field with its help, allowed range (``[low, high]``; ``low_open``/``high_open`` exclude an end),
     choices and grid.
 
     ``meaning`` explains the range's ends in messages ("0 = plain decoding"); ``grid`` is the
-    values a sweep tries when none are given; ``flag_type`` replaces the argparse type of each
-    word of its flag (a :class:`~faithkit.paths.PathArg` that checks a path; a list flag's item, or
-    its whole comma-separated text), ``metavar`` its value's name in usage lines. A list or dict
-    default is copied for every instance. It takes many parameters because each is one piece of an option's
-    declaration, keyword-only, and most declarations name two or three of them.
+    values a sweep tries when none are given. The rest shape its command-line flag:
+    ``flag_type`` replaces the argparse type of each word (a :class:`~faithkit.paths.PathArg`
+    that checks a path; a list flag's item, or its whole comma-separated text), ``metavar`` its
+    value's name in usage lines, ``required`` makes the flag one a command cannot run without,
+    ``nargs`` says how a list flag takes its words (``"+"``: at least one; ``"append"``: the flag
+    repeated, one value each; ``argparse.REMAINDER``; unsaid: any number) and ``positional``
+    makes it an argument without ``--``. A list or dict default is copied for every instance.
     """
     metadata = {
         "help": help,
@@ -80,6 +85,9 @@ def option(
         "grid": tuple(grid) if grid is not None else None,
         "flag_type": flag_type,
         "metavar": metavar,
+        "required": required,
+        "nargs": nargs,
+        "positional": positional,
     }
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
@@ -291,16 +299,17 @@ def shown(value) -> str:
 
 def flag_help(item: dataclasses.Field, default=dataclasses.MISSING) -> str:
     """A flag's help rendered from its declaration: the help (which names the choices), the range and the default
-    (the declared one unless given; None shows the grid if the field has one; None, booleans and empty values show
+    at the end of its first line (the declared one unless given; None shows the grid if the field has one; None, booleans and empty values show
     none, their help says what unset means)."""
     allowed = range_text(item)
-    text = item.metadata.get("help", "") + (f"; {allowed}" if allowed else "")
+    first, newline, rest = item.metadata.get("help", "").partition("\n")  # a list below the help's first line
+    text = first + (f"; {allowed}" if allowed else "")
     default = declared_default(item) if default is dataclasses.MISSING else default
     if default is None:
         default = item.metadata.get("grid")  # a grid flag left out: the grid
-    if default is None or isinstance(default, bool) or default in ((), [], ""):
-        return text
-    return f"{text} (default {shown(default)})"
+    if not (default is None or isinstance(default, bool) or default in ((), [], "")):
+        text += f" (default {shown(default)})"
+    return text + newline + rest
 
 
 def value_parser(item: dataclasses.Field, kind, unsets: bool = False):
@@ -364,7 +373,7 @@ def add_flags(
     none_unsets: bool = False,
 ) -> None:
     """One command-line flag per field of ``cls`` (``--max-new-tokens``), typed and range-checked, with the help of
-    :func:`flag_help` (mappings are left to files).
+    :func:`flag_help` (mappings are left to files, unless a ``flag_type`` reads them).
 
     ``names`` keeps only those fields; ``defaults`` (an instance of ``cls``) replaces the declared defaults; ``unset``
     is what a flag not given leaves in the namespace: by default its default, ``None``, or ``argparse.SUPPRESS``
@@ -378,7 +387,8 @@ def add_flags(
     """
     hints = typing.get_type_hints(cls)
     for item in dataclasses.fields(cls):
-        if (names is not None and item.name not in names) or base_type(hints[item.name]) is dict:
+        from_files_only = base_type(hints[item.name]) is dict and item.metadata.get("flag_type") is None
+        if (names is not None and item.name not in names) or from_files_only:
             continue
         annotation = hints[item.name]
         kind, optional = base_type(annotation), is_optional(annotation)
@@ -389,6 +399,10 @@ def add_flags(
             "help": flag_help(item, default),
         }
         name = f"--{(flag_names or {}).get(item.name, flag(item.name))}"
+        if item.metadata.get("positional"):
+            name = kwargs.pop("dest")
+        elif item.metadata.get("required"):
+            kwargs["required"] = True
         if kind is bool and switches:
             switch = default is False and unset is dataclasses.MISSING
             kwargs["action"] = "store_true" if switch else argparse.BooleanOptionalAction
@@ -401,8 +415,10 @@ def add_flags(
         )
         if kind in (list, tuple) and lists == "comma":
             kwargs["type"] = item.metadata.get("flag_type") or comma_list_parser(item, item_type(annotation))
+        elif kind in (list, tuple) and item.metadata.get("nargs") == "append":
+            kwargs.update(action="append", type=value_parser(item, item_type(annotation)))
         elif kind in (list, tuple):
-            kwargs.update(nargs="*", type=value_parser(item, item_type(annotation)))
+            kwargs.update(nargs=item.metadata.get("nargs") or "*", type=value_parser(item, item_type(annotation)))
         else:
             kwargs["type"] = value_parser(item, kind, unsets=optional and none_unsets)
         mark_declared(group.add_argument(name, **kwargs), [(cls, item)], default)

@@ -127,7 +127,7 @@ def test_the_graph_sees_module_level_and_function_level_imports():
     assert "faithkit.data.results" in GRAPH["faithkit.data"]
     assert "faithkit.data.corpora" in GRAPH["faithkit.eval.begin"]  # a package run on the way to its module
     assert "faithkit.jobs" in GRAPH["faithkit.cli.score"]  # inside run()
-    assert "faithkit.cli.options" in GRAPH["faithkit.cli.score"]
+    assert "faithkit.cli.shared_flags" in GRAPH["faithkit.cli.score"]
     assert "faithkit.cli" not in GRAPH["faithkit.cli.score"]  # its own package: always started first
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"]]
     assert _cycles({"a": {"b"}, "b": set()}) == []
@@ -152,7 +152,7 @@ def test_no_library_module_imports_the_command_line():
 
 def test_every_command_module_is_registered_and_every_command_runs():
     modules = {name.rsplit(".", 1)[1] for name in MODULES if name.startswith("faithkit.cli.")}
-    assert modules - {"options", "declared_files"} == set(COMMANDS), (
+    assert modules - {"options", "shared_flags", "declared_files"} == set(COMMANDS), (
         "modules in faithkit/cli/ that are no command, or the reverse"
     )
     for name in COMMANDS:

@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 from faithkit.cli import build_parser, main
+from faithkit.cli.shared_flags import JobFlags
 from faithkit.data.rows import InputOptions
 from faithkit.decoding import PMI, GenerationOptions, PMIDecode
 from faithkit.decoding.strategies import STRATEGIES, Strategy
 from faithkit.errors import ConfigError
 from faithkit.metrics.pmi_faith import PMIFaith
-from faithkit.metrics.options import MetricOptions
+from faithkit.metrics.metric_options import MetricOptions
 from faithkit.metrics.registry import METRICS
 from faithkit.options import base_type, declared_default, flag, flag_help, range_text
 from faithkit.paths import PathArg
@@ -68,6 +69,10 @@ def _instance_defaults() -> dict:
     return shown
 
 
+COMMAND_DEFAULTS = [JobFlags(chunk_size=size).chunk_size for size in (8, 16)] + ["q2"]
+"""Defaults a command gives a shared declaration (``add_job_options(parser, chunk_size=8)``, ``--metric q2``)."""
+
+
 def test_every_declared_flag_shows_its_declarations_help_and_default():
     instance_defaults = _instance_defaults()
     checked = 0
@@ -79,10 +84,8 @@ def test_every_declared_flag_shows_its_declarations_help_and_default():
             joined = "; ".join(f"{cls.name}: {flag_help(item)}" for cls, item in owners if issubclass(cls, Strategy))
             if action.help != joined:
                 [(cls, item)] = owners
-                assert default == declared_default(item) or default in instance_defaults.get(item.name, []), (
-                    words,
-                    action.option_strings,
-                )
+                declared = [declared_default(item), *instance_defaults.get(item.name, []), *COMMAND_DEFAULTS]
+                assert default in declared, (words, action.option_strings)
                 assert action.help == flag_help(item, default), (words, action.option_strings)
                 assert action.default in (default, None, argparse.SUPPRESS)
             else:  # a strategy parameter of generate: each strategy's declaration, unset its own default

@@ -187,6 +187,7 @@ WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    configure_logging()  # what parsing warns of (a renamed metric) is a warning line too
     parser = build_parser(_named_command(argv))
     args = parser.parse_args(argv)
     configure_logging(args.quiet, args.verbose)

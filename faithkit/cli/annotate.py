@@ -3,18 +3,48 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
+from ..options import add_flags, option
 from ..paths import PathArg
 from .declared_files import Files, Output, declare_files
-from .options import positive_int
 
 logger = logging.getLogger(__name__)
 
 
+@dataclass
+class BuildFlags:
+    sweep: str | None = option(
+        None, "a 'faithkit sweep' --out folder; --a and --b name two of its cells", flag_type=PathArg("input folder")
+    )
+    a: str | None = option(None, "first system: a cell of --sweep")
+    b: str | None = option(None, "second system: a cell of --sweep")
+    a_file: str | None = option(
+        None, "first system: a 'faithkit generate' output (instead of --sweep/--a)", flag_type=PathArg("text")
+    )
+    b_file: str | None = option(
+        None, "second system: a 'faithkit generate' output of the same rows", flag_type=PathArg("text")
+    )
+    contexts: int = option(50, "items to annotate (50 as the paper)", low=1)
+    seed: int = option(0, "seed of the sample and the sides")
+    out: str | None = option(None, "task folder to write", flag_type=PathArg("output folder"), required=True)
+
+
+@dataclass
+class ReportFlags:
+    task: str | None = option(
+        None, "the task folder 'annotate build' wrote", flag_type=PathArg("input folder"), positional=True
+    )
+    answers: list[str] | None = option(
+        None, "the exported answers, one JSON file per annotator", flag_type=PathArg("text"), positional=True, nargs="+"
+    )
+    bootstrap: int = option(1000, "bootstrap draws", low=1)
+    seed: int = option(0, "bootstrap seed")
+
+
 def register(subparsers) -> None:
-    """``faithkit annotate`` and its subcommands ``build`` and ``report``; it is long because it declares each of
-    their flags."""
+    """``faithkit annotate`` and its subcommands ``build`` and ``report``."""
     parser = subparsers.add_parser(
         "annotate",
         help="human evaluation: a blind A/B annotation page and its report",
@@ -33,22 +63,7 @@ def register(subparsers) -> None:
         "JSON) and key.json (which system is on which side, and the responses' automatic scores; keep it "
         "from the annotators).",
     )
-    build.add_argument(
-        "--sweep",
-        type=PathArg("input folder"),
-        help="a 'faithkit sweep' --out folder; --a and --b name two of its cells",
-    )
-    build.add_argument("--a", help="first system: a cell of --sweep")
-    build.add_argument("--b", help="second system: a cell of --sweep")
-    build.add_argument(
-        "--a-file", type=PathArg("text"), help="first system: a 'faithkit generate' output (instead of --sweep/--a)"
-    )
-    build.add_argument(
-        "--b-file", type=PathArg("text"), help="second system: a 'faithkit generate' output of the same rows"
-    )
-    build.add_argument("--contexts", type=positive_int, default=50, help="items to annotate (default 50, as the paper)")
-    build.add_argument("--seed", type=int, default=0, help="seed of the sample and the sides (default 0)")
-    build.add_argument("--out", required=True, type=PathArg("output folder"), help="task folder to write")
+    add_flags(build, BuildFlags)
     build.set_defaults(run=run_build)
     declare_files(
         build,
@@ -68,12 +83,7 @@ def register(subparsers) -> None:
         "per-annotator counts, and the Spearman correlation of human faithfulness with PMI-FAITH, Q² "
         "and knowledge precision where the key has them. Writes report.csv and report.png to TASK.",
     )
-    report.add_argument("task", type=PathArg("input folder"), help="the task folder 'annotate build' wrote")
-    report.add_argument(
-        "answers", nargs="+", type=PathArg("text"), help="the exported answers, one JSON file per annotator"
-    )
-    report.add_argument("--bootstrap", type=positive_int, default=1000, help="bootstrap draws (default 1000)")
-    report.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_flags(report, ReportFlags)
     report.set_defaults(run=run_report)
     declare_files(
         report,

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+from dataclasses import dataclass
 
+from ..engine import extra_body
+from ..options import add_flags, option
 from ..paths import PathArg
 from .declared_files import Files, Output, declare_files
-from .options import (
+from .shared_flags import (
     add_device_option,
     add_dtype_option,
     add_input_columns,
@@ -22,6 +25,48 @@ PROMPT_FLAGS = ("max_new_tokens", "max_context_tokens", "chat")
 """The generation options that shape the prompt and the responses (as ``faithkit generate`` has them)."""
 
 
+@dataclass
+class CandidatesFlags:
+    server: str | None = option(
+        None, "the API's base URL, e.g. http://127.0.0.1:8000/v1 (vLLM) or :8080/v1 (llama.cpp)", required=True
+    )
+    model: str | None = option(
+        None,
+        "the served model as faithkit loads it (hub id, folder or offline name): its tokenizer and chat "
+        "template build the prompts, and --rerank-output's judge is this model",
+        flag_type=PathArg("model"),
+        required=True,
+    )
+    served_model: str | None = option(
+        None, "the model's name on the server (unset: the server's only model, from GET /models)"
+    )
+    api_key: str | None = option(
+        None, "the server's API key (unset: $OPENAI_API_KEY; local servers need none); never written"
+    )
+    input: str | None = option(
+        None, "rows with an id, a document and a history", flag_type=PathArg("rows"), required=True
+    )
+    output: str | None = option(
+        None, "the candidates, one JSON object per row (.jsonl)", flag_type=PathArg("output file"), required=True
+    )
+    rerank_output: str | None = option(
+        None,
+        "also rerank the candidates into this file, as 'faithkit rerank --candidates OUTPUT' would",
+        flag_type=PathArg("output file"),
+    )
+
+
+@dataclass
+class EngineRequestFlags:
+    extra_body: dict | None = option(
+        None,
+        "the engine's own request fields as a JSON object, sent with every request and part of the output's "
+        "fingerprint, e.g. '{\"repeat_penalty\": 1}' for llama-cpp-python's server, whose default (1.1) "
+        "changes even greedy responses",
+        flag_type=extra_body,
+    )
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "candidates",
@@ -34,35 +79,7 @@ def register(subparsers) -> None:
         "refused connections) are retried with backoff. Rerunning the same command asks only for the rows "
         "not yet written. The API key (--api-key or OPENAI_API_KEY) is sent to the server only.",
     )
-    parser.add_argument(
-        "--server",
-        required=True,
-        help="the API's base URL, e.g. http://127.0.0.1:8000/v1 (vLLM) or :8080/v1 (llama.cpp)",
-    )
-    parser.add_argument(
-        "--model",
-        required=True,
-        type=PathArg("model"),
-        help="the served model as faithkit loads it (hub id, folder or offline name): its tokenizer and chat "
-        "template build the prompts, and --rerank-output's judge is this model",
-    )
-    parser.add_argument(
-        "--served-model", help="the model's name on the server (default: the server's only model, from GET /models)"
-    )
-    parser.add_argument(
-        "--api-key", help="the server's API key (default: $OPENAI_API_KEY; local servers need none); never written"
-    )
-    parser.add_argument(
-        "--input", required=True, type=PathArg("rows"), help="rows with an id, a document and a history"
-    )
-    parser.add_argument(
-        "--output", required=True, type=PathArg("output file"), help="the candidates, one JSON object per row (.jsonl)"
-    )
-    parser.add_argument(
-        "--rerank-output",
-        type=PathArg("output file"),
-        help="also rerank the candidates into this file, as 'faithkit rerank --candidates OUTPUT' would",
-    )
+    add_flags(parser, CandidatesFlags)
     add_engine_options(parser)
     add_rerank_flags(parser)
     add_device_option(parser)
@@ -82,19 +99,12 @@ def register(subparsers) -> None:
 def add_engine_options(parser) -> None:
     """The sampling flags (part of the output's fingerprint), how to reach the server, and the prompt's options."""
     from ..decoding.options import GenerationOptions
-    from ..engine import EngineOptions, EngineSampling, extra_body
-    from ..options import add_flags
+    from ..engine import EngineOptions, EngineSampling
 
     group = parser.add_argument_group("candidates")
     add_flags(group, EngineSampling)
     add_flags(group, GenerationOptions, names=PROMPT_FLAGS)
-    group.add_argument(
-        "--extra-body",
-        type=extra_body,
-        help="the engine's own request fields as a JSON object, sent with every request and part of the output's "
-        "fingerprint, e.g. '{\"repeat_penalty\": 1}' for llama-cpp-python's server, whose default (1.1) "
-        "changes even greedy responses",
-    )
+    add_flags(group, EngineRequestFlags)
     add_flags(parser.add_argument_group("server"), EngineOptions)
 
 

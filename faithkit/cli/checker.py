@@ -7,8 +7,24 @@ flags override its keys. The adapter that ships with faithkit was made by exactl
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 
 from ..files import to_json
+from ..options import option
+
+
+@dataclass
+class DataRecipe:
+    config: str | None = option(None, "recipe YAML; its 'data:' section")
+
+
+@dataclass
+class TrainingRecipe:
+    config: str | None = option(None, "recipe YAML; its 'training:' section")
+
+
+RECIPE_FILES = {"data": DataRecipe, "train": TrainingRecipe}
+"""Each action's ``--config``: the recipe file whose section its flags override."""
 
 
 def register(subparsers) -> None:
@@ -29,7 +45,7 @@ def register(subparsers) -> None:
         ("train", CheckerTraining, "fine-tune the adapter (resumes a stopped run)", run_train),
     ):
         action = actions.add_parser(name, help=helptext, description=helptext)
-        action.add_argument("--config", help=f"recipe YAML; its '{name if name == 'data' else 'training'}:' section")
+        add_flags(action, RECIPE_FILES[name])
         add_flags(action, cls, unset=argparse.SUPPRESS)
         action.set_defaults(run=run, recipe=cls)
         declare_files(

@@ -2,13 +2,43 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from ..data.corpora import CORPORA, EXPORT_FORMATS
 from ..files import to_json
+from ..options import add_flags, option
+from ..paths import PathArg
+
+
+@dataclass
+class ExportFlags:
+    name: str | None = option(None, "corpus", choices=sorted(CORPORA), positional=True)
+    split: str | None = option(
+        None,
+        "split of the corpus ("
+        + "; ".join(f"{name}: {', '.join(corpus.splits)}" for name, corpus in sorted(CORPORA.items()))
+        + ")",
+        required=True,
+    )
+    path: str | None = option(
+        None,
+        "folder of the official release (unset: see the corpus; FaithDial: the hub)",
+        flag_type=PathArg("input folder"),
+    )
+    history_turns: int = option(2, "turns of history kept (2 as the PMI-DECODE paper)", low=0)
+    output: str | None = option(
+        None, "where to write the rows (a file, or a folder for arrow)", flag_type=PathArg("output"), required=True
+    )
+    format: str = option("jsonl", "jsonl, parquet (one file) or arrow (a save_to_disk folder)", choices=EXPORT_FORMATS)
+    half: str | None = option(
+        None,
+        "keep one half of the split's conversations (chosen by a hash of the conversation id: the same in every "
+        "run, and the halves share no conversation), to choose settings on dev and report on test",
+        choices=("dev", "test"),
+    )
 
 
 def register(subparsers) -> None:
-    from ..data.corpora import CORPORA, EXPORT_FORMATS
-    from ..paths import PathArg
-
     parser = subparsers.add_parser(
         "data",
         help="export corpora (Topical-Chat, FaithDial, MultiDoc2Dial) as rows",
@@ -24,36 +54,7 @@ def register(subparsers) -> None:
         "generate', 'score', 'sweep' and 'train' directly. Prints a summary of the turns kept and "
         "skipped.",
     )
-    export.add_argument("name", choices=sorted(CORPORA), help="corpus")
-    splits = "; ".join(f"{name}: {', '.join(corpus.splits)}" for name, corpus in sorted(CORPORA.items()))
-    export.add_argument("--split", required=True, help=f"split of the corpus ({splits})")
-    export.add_argument(
-        "--path",
-        type=PathArg("input folder"),
-        help="folder of the official release (default: see the corpus; FaithDial: the hub)",
-    )
-    export.add_argument(
-        "--history-turns", type=int, default=2, help="turns of history kept (default 2, as the PMI-DECODE paper)"
-    )
-    export.add_argument(
-        "--output",
-        required=True,
-        type=PathArg("output"),
-        help="where to write the rows (a file, or a folder for arrow)",
-    )
-    export.add_argument(
-        "--format",
-        choices=EXPORT_FORMATS,
-        default="jsonl",
-        help="jsonl (default), parquet (one file) or arrow (a save_to_disk folder)",
-    )
-    export.add_argument(
-        "--half",
-        choices=["dev", "test"],
-        help="keep one half of the split's conversations (chosen by a hash of the conversation id: "
-        "the same in every run, and the halves share no conversation), to choose settings on "
-        "dev and report on test",
-    )
+    add_flags(export, ExportFlags)
     export.set_defaults(run=run_export)
     from .declared_files import Files, Output, declare_files
 
@@ -77,10 +78,7 @@ def export_reads(args) -> list:
 
 def run_export(args) -> int:
     from ..data.corpora import export_corpus
-    from ..errors import ConfigError
 
-    if args.history_turns < 0:
-        raise ConfigError(f"--history-turns must be 0 or more, got {args.history_turns}")
     summary = export_corpus(
         args.name,
         args.split,

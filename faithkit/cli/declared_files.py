@@ -46,7 +46,11 @@ def declare_files(parser: argparse.ArgumentParser, files: Files) -> None:
 def check_declared_files(args: argparse.Namespace) -> None:
     """An :class:`OutputError` when an output of ``args``' command is one of its inputs, a sidecar of one, holds
     one, or lies in a folder it reads (a corpus, a model); see :func:`refuse_writing_inputs`."""
-    from .options import refuse_shared_outputs, refuse_writing_inputs, with_sidecars  # torch-free --help: not earlier
+    from .shared_flags import (
+        refuse_shared_outputs,
+        refuse_writing_inputs,
+        with_sidecars,
+    )  # torch-free --help: not earlier
 
     files: Files | None = getattr(args, "files", None)
     if files is None:
@@ -76,7 +80,7 @@ def _refuse_writing_into(folder: Path, output: Output) -> None:
             f"{output.flag} {out} {relation} {folder}, which this command reads, and writing there would "
             f"change or remove it; choose another {output.flag}"
         )
-    from .options import with_sidecars
+    from .shared_flags import with_sidecars
 
     for path in [out] if output.folder else with_sidecars(out):
         if (path.exists() or path.is_symlink()) and path.resolve().is_relative_to(inside):

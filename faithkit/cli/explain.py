@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..numbers import finite_float
+from ..options import add_flags, option
 from ..paths import PathArg
 from .declared_files import Files, Output, declare_files
-from .options import (
+from .shared_flags import (
     LazyMetric,
     add_input_columns,
     add_job_options,
@@ -20,6 +21,21 @@ from .options import (
 )
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ExplainFlags:
+    input: str | None = option(
+        None, "scores.jsonl with explanations, or rows (.jsonl/.csv/.tsv)", flag_type=PathArg("rows"), required=True
+    )
+    html: str | None = option(None, "page to write, e.g. report.html", flag_type=PathArg("output file"), required=True)
+    scores_output: str | None = option(
+        None,
+        "where scores go when --input must be scored first (unset: next to --html, <name>.scores.jsonl)",
+        flag_type=PathArg("output file"),
+    )
+    score_key: str | None = option(None, "field holding the score (unset: the metric's main score, e.g. q2)")
+    low_threshold: float = option(0.5, "responses scoring below this are marked low")
 
 
 def register(subparsers) -> None:
@@ -36,25 +52,7 @@ def register(subparsers) -> None:
         "resumed on a rerun).",
     )
     add_metric_options(parser, default_metric="q2")
-    parser.add_argument(
-        "--input",
-        required=True,
-        type=PathArg("rows"),
-        help="scores.jsonl with explanations, or rows (.jsonl/.csv/.tsv)",
-    )
-    parser.add_argument("--html", required=True, type=PathArg("output file"), help="page to write, e.g. report.html")
-    parser.add_argument(
-        "--scores-output",
-        type=PathArg("output file"),
-        help="where scores go when --input must be scored first (default: next to --html, <name>.scores.jsonl)",
-    )
-    parser.add_argument("--score-key", help="field holding the score (default: the metric's main score, e.g. q2)")
-    parser.add_argument(
-        "--low-threshold",
-        type=finite_float,
-        default=0.5,
-        help="responses scoring below this are marked low (default 0.5)",
-    )
+    add_flags(parser, ExplainFlags)
     add_input_columns(parser)
     add_job_options(parser, chunk_size=16)
     parser.set_defaults(run=run)

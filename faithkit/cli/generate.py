@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+from dataclasses import dataclass
 
+from ..decoding.strategies import STRATEGIES
+from ..options import add_flags, option
 from ..paths import PathArg
 from .declared_files import Files, Output, declare_files
-from .options import (
+from .shared_flags import (
     add_device_option,
     add_dtype_option,
     add_input_columns,
@@ -18,6 +21,32 @@ from .options import (
 )
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class GenerateFlags:
+    model: str | None = option(
+        None, "causal or seq2seq LM: hub id, local folder or offline name", flag_type=PathArg("model"), required=True
+    )
+    input: str | None = option(
+        None,
+        "rows with a document and a history (.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or hf:OWNER/NAME "
+        "with --split)",
+        flag_type=PathArg("rows"),
+        required=True,
+    )
+    output: str | None = option(
+        None, "responses, one JSON object per row (.jsonl)", flag_type=PathArg("output file"), required=True
+    )
+
+
+@dataclass
+class StrategyChoice:
+    strategy: str = option(
+        "pmi",
+        "decoding strategy: " + "; ".join(f"{name}: {cls.summary}" for name, cls in STRATEGIES.items()),
+        choices=list(STRATEGIES),
+    )
 
 
 def register(subparsers) -> None:
@@ -34,22 +63,7 @@ def register(subparsers) -> None:
         "continues where it stopped; bad rows get an 'error' record naming the row and field. Runs "
         "data-parallel under 'accelerate launch -m faithkit generate …'.",
     )
-    parser.add_argument(
-        "--model",
-        required=True,
-        type=PathArg("model"),
-        help="causal or seq2seq LM: hub id, local folder or offline name",
-    )
-    parser.add_argument(
-        "--input",
-        required=True,
-        type=PathArg("rows"),
-        help="rows with a document and a history (.jsonl, .csv, .tsv, .parquet, a save_to_disk "
-        "folder or hf:OWNER/NAME with --split)",
-    )
-    parser.add_argument(
-        "--output", required=True, type=PathArg("output file"), help="responses, one JSON object per row (.jsonl)"
-    )
+    add_flags(parser, GenerateFlags)
     add_generation_options(parser)
     add_device_option(parser)
     add_dtype_option(parser)
@@ -68,17 +82,10 @@ def register(subparsers) -> None:
 def add_generation_options(parser: argparse.ArgumentParser) -> None:
     """--strategy, one flag per strategy parameter and per generation option, all from their dataclass fields."""
     from ..decoding.options import GenerationOptions
-    from ..options import add_flags
-    from ..decoding.strategies import STRATEGIES, add_parameter_flags
+    from ..decoding.strategies import add_parameter_flags
 
     group = parser.add_argument_group("decoding")
-    group.add_argument(
-        "--strategy",
-        choices=list(STRATEGIES),
-        default="pmi",
-        help="decoding strategy (default pmi): "
-        + "; ".join(f"{name}: {cls.summary}" for name, cls in STRATEGIES.items()),
-    )
+    add_flags(group, StrategyChoice)
     add_parameter_flags(group)
     add_flags(group, GenerationOptions)
 

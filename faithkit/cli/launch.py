@@ -14,6 +14,9 @@ import argparse
 import logging
 import os
 import textwrap
+from dataclasses import dataclass
+
+from ..options import add_flags, option
 
 
 DESCRIPTION = (
@@ -24,6 +27,13 @@ DESCRIPTION = (
 )
 
 
+@dataclass
+class LaunchArguments:
+    arguments: list[str] | None = option(
+        None, "arguments of accelerate launch", positional=True, nargs=argparse.REMAINDER
+    )
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "launch",
@@ -32,7 +42,7 @@ def register(subparsers) -> None:
         prefix_chars="+",
         add_help=False,  # every argument, options and --help included, goes to accelerate
     )
-    parser.add_argument("arguments", nargs=argparse.REMAINDER, help="arguments of accelerate launch")
+    add_flags(parser, LaunchArguments)
     parser.set_defaults(run=run)
     from .declared_files import WRITES_NOTHING, declare_files
 

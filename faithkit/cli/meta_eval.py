@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
-from ..metrics.registry import METRIC_NAMES
-from ..numbers import finite_float
+from ..eval.system_level import Simulation
+from ..metrics.registry import METRIC_NAMES, metric_names
+from ..options import add_flags, option
 from ..paths import PathArg
 from .declared_files import Files, Output, declare_files
-from .options import (
+from .shared_flags import (
     LazyMetric,
     add_input_columns,
     add_job_options,
@@ -21,9 +23,7 @@ from .options import (
     job_options,
     metric_fingerprint_from_args,
     metric_from_args,
-    metric_name,
     metric_options,
-    positive_int,
 )
 
 logger = logging.getLogger(__name__)
@@ -42,6 +42,23 @@ def register(subparsers) -> None:
     _register_labels(benchmarks)
 
 
+@dataclass
+class StrictLabels:
+    strict_labels: bool = option(
+        False,
+        "refuse rows whose label is NaN, infinite, empty or null (unset: leave them out, counted in a warning)",
+    )
+
+
+@dataclass
+class BeginFlags:
+    dev: list[str] | None = option(None, "BEGIN dev TSV file(s)", flag_type=PathArg("rows"), required=True, nargs="+")
+    test: list[str] | None = option(
+        None, "BEGIN test TSV file(s), evaluated at the dev thresholds", flag_type=PathArg("rows"), nargs="+"
+    )
+    out: str | None = option(None, "output folder", flag_type=PathArg("output folder"), required=True)
+
+
 def _out_folder(args) -> list[Output]:
     return [Output("--out", args.out, folder=True)]
 
@@ -58,12 +75,8 @@ def _register_begin(benchmarks) -> None:
         "roc_dev.png / roc_test.png to --out.",
     )
     add_metric_options(parser)
-    parser.add_argument("--dev", required=True, nargs="+", type=PathArg("rows"), help="BEGIN dev TSV file(s)")
-    parser.add_argument(
-        "--test", nargs="+", type=PathArg("rows"), help="BEGIN test TSV file(s), evaluated at the dev thresholds"
-    )
-    parser.add_argument("--out", required=True, type=PathArg("output folder"), help="output folder")
-    add_strict_labels_option(parser)
+    add_flags(parser, BeginFlags)
+    add_flags(parser, StrictLabels)
     add_job_options(parser)
     parser.set_defaults(run=_run_begin)
     declare_files(parser, Files(reads=lambda args: [*args.dev, *(args.test or []), args.model], writes=_out_folder))
@@ -93,12 +106,20 @@ def _run_begin(args) -> int:
     return 0
 
 
-def add_strict_labels_option(parser) -> None:
-    parser.add_argument(
-        "--strict-labels",
-        action="store_true",
-        help="refuse rows whose label is NaN, infinite, empty or null (default: leave them out, counted in a warning)",
+@dataclass
+class Q2WowFlags:
+    consistent: str | None = option(
+        None, "CSV of consistent responses, e.g. dodeca_consistent.csv", flag_type=PathArg("rows"), required=True
     )
+    inconsistent: str | None = option(
+        None, "CSV of inconsistent responses, e.g. dodeca_inconsistent.csv", flag_type=PathArg("rows"), required=True
+    )
+    out: str | None = option(
+        None, "output folder (created if missing)", flag_type=PathArg("output folder"), required=True
+    )
+    limit: int | None = option(None, "score only the first N rows of each file (a quick look)", low=1)
+    score_key: str | None = option(None, "output field holding the score (unset: the metric's main score, e.g. q2)")
+    threshold: float = option(0.5, "accuracy threshold (0.5 as in the paper)")
 
 
 def _register_q2_wow(benchmarks) -> None:
@@ -113,28 +134,7 @@ def _register_q2_wow(benchmarks) -> None:
         "--out to continue), summary.csv, summary.json, roc.png and histograms.png to --out.",
     )
     add_metric_options(parser, default_metric="q2")
-    parser.add_argument(
-        "--consistent",
-        required=True,
-        type=PathArg("rows"),
-        help="CSV of consistent responses, e.g. dodeca_consistent.csv",
-    )
-    parser.add_argument(
-        "--inconsistent",
-        required=True,
-        type=PathArg("rows"),
-        help="CSV of inconsistent responses, e.g. dodeca_inconsistent.csv",
-    )
-    parser.add_argument(
-        "--out", required=True, type=PathArg("output folder"), help="output folder (created if missing)"
-    )
-    parser.add_argument("--limit", type=positive_int, help="score only the first N rows of each file (a quick look)")
-    parser.add_argument(
-        "--score-key", help="output field holding the score (default: the metric's main score, e.g. q2)"
-    )
-    parser.add_argument(
-        "--threshold", type=finite_float, default=0.5, help="accuracy threshold (default 0.5, as in the paper)"
-    )
+    add_flags(parser, Q2WowFlags)
     add_job_options(parser, chunk_size=16)
     parser.set_defaults(run=_run_q2_wow)
     declare_files(
@@ -174,6 +174,35 @@ def _run_q2_wow(args) -> int:
     return 0
 
 
+@dataclass
+class ScorePools:
+    scores: str | None = option(
+        None,
+        "output folder of 'faithkit meta-eval q2-wow' (its scores.jsonl)",
+        flag_type=PathArg("input folder"),
+        metavar="DIR",
+    )
+    consistent_scores: str | None = option(
+        None, "scores of consistent responses ('faithkit score' output)", flag_type=PathArg("text"), metavar="JSONL"
+    )
+    inconsistent_scores: str | None = option(
+        None, "scores of inconsistent responses", flag_type=PathArg("text"), metavar="JSONL"
+    )
+
+
+@dataclass
+class SystemLevelFlags:
+    key: list[str] | None = option(
+        None,
+        "score field to evaluate; repeat for several (unset: every known score field present, e.g. q2, q2_no_nli, "
+        "overlap_f1)",
+        nargs="append",
+    )
+    out: str | None = option(
+        None, "folder to also write system_level.json and system_level.csv to", flag_type=PathArg("output folder")
+    )
+
+
 def _register_system_level(benchmarks) -> None:
     parser = benchmarks.add_parser(
         "system-level",
@@ -190,48 +219,10 @@ def _register_system_level(benchmarks) -> None:
     source = parser.add_argument_group(
         "scores (either --scores, or both --consistent-scores and --inconsistent-scores)"
     )
-    source.add_argument(
-        "--scores",
-        metavar="DIR",
-        type=PathArg("input folder"),
-        help="output folder of 'faithkit meta-eval q2-wow' (its scores.jsonl)",
-    )
-    source.add_argument(
-        "--consistent-scores",
-        metavar="JSONL",
-        type=PathArg("text"),
-        help="scores of consistent responses ('faithkit score' output)",
-    )
-    source.add_argument(
-        "--inconsistent-scores", metavar="JSONL", type=PathArg("text"), help="scores of inconsistent responses"
-    )
-    parser.add_argument(
-        "--key",
-        action="append",
-        help="score field to evaluate; repeat for several (default: "
-        "every known score field present, e.g. q2, q2_no_nli, "
-        "overlap_f1)",
-    )
-    parser.add_argument(
-        "--samples", type=positive_int, default=350, help="responses per simulated system (default 350)"
-    )
-    parser.add_argument("--repetitions", type=positive_int, default=1000, help="bootstrap repetitions (default 1000)")
-    parser.add_argument(
-        "--proportions",
-        type=finite_float,
-        nargs="+",
-        default=[0.05, 0.10, 0.15, 0.20, 0.25],
-        help="inconsistency proportions, one simulated system each (default 0.05 0.10 0.15 0.20 0.25)",
-    )
-    parser.add_argument(
-        "--paired", action="store_true", help="the two score files are aligned: line i of each answers the same context"
-    )
-    parser.add_argument(
-        "--seed", type=int, default=0, help="random seed; the same seed gives the same numbers (default 0)"
-    )
-    parser.add_argument(
-        "--out", type=PathArg("output folder"), help="folder to also write system_level.json and system_level.csv to"
-    )
+    add_flags(source, ScorePools)
+    add_flags(parser, SystemLevelFlags, names=("key",))
+    add_flags(parser, Simulation)
+    add_flags(parser, SystemLevelFlags, names=("out",))
     parser.set_defaults(run=_run_system_level)
     declare_files(
         parser,
@@ -287,6 +278,38 @@ def _run_system_level(args) -> int:
     return 0
 
 
+@dataclass
+class LabelsFlags:
+    input: str | None = option(
+        None,
+        "labelled rows (.jsonl, .csv, .tsv, .parquet or hf:OWNER/NAME)",
+        flag_type=PathArg("rows"),
+        required=True,
+    )
+    label_column: str | None = option(None, "column holding each row's human label", required=True)
+    positive: str | None = option(
+        None,
+        "the label value of the positive class (faithful, supported, ...); every other value is negative. "
+        "Unset: the labels are graded, numbers on a scale (e.g. 1-5), and each score gets Spearman and Kendall "
+        "correlations with intervals instead of AUROC and F1",
+    )
+    metrics: list[str] | None = option(
+        None,
+        f"comma-separated metrics to rank, of {', '.join(METRIC_NAMES)}",
+        flag_type=lambda text: list(metric_names(text)),
+        required=True,
+    )
+    group_by: str | None = option(None, "also report each value of this column on its own", metavar="COLUMN")
+    out: str | None = option(
+        None,
+        "output folder; rerunning with the same folder resumes",
+        flag_type=PathArg("output folder"),
+        required=True,
+    )
+    resamples: int = option(1000, "bootstrap resamples of the rows", low=1)
+    seed: int = option(0, "bootstrap seed")
+
+
 def _register_labels(benchmarks) -> None:
     parser = benchmarks.add_parser(
         "labels",
@@ -299,55 +322,15 @@ def _register_labels(benchmarks) -> None:
         "bootstrap intervals, and paired tests of the Spearman difference. Prints the tables and writes "
         "scores/<metric>.jsonl (resumable), results.csv, paired.csv, results.json and roc.png to --out.",
     )
-    parser.add_argument(
-        "--input",
-        required=True,
-        type=PathArg("rows"),
-        help="labelled rows (.jsonl, .csv, .tsv, .parquet or hf:OWNER/NAME)",
-    )
-    parser.add_argument("--label-column", required=True, help="column holding each row's human label")
-    parser.add_argument(
-        "--positive",
-        help="the label value of the positive class (faithful, supported, ...); every other value is negative. "
-        "Unset: the labels are graded, numbers on a scale (e.g. 1-5), and each score gets Spearman and Kendall "
-        "correlations with intervals instead of AUROC and F1",
-    )
-    parser.add_argument(
-        "--metrics",
-        required=True,
-        type=_metric_names,
-        help=f"comma-separated metrics to rank, of {', '.join(METRIC_NAMES)}",
-    )
-    parser.add_argument("--group-by", metavar="COLUMN", help="also report each value of this column on its own")
-    add_strict_labels_option(parser)
-    parser.add_argument(
-        "--out",
-        required=True,
-        type=PathArg("output folder"),
-        help="output folder; rerunning with the same folder resumes",
-    )
-    parser.add_argument(
-        "--resamples", type=positive_int, default=1000, help="bootstrap resamples of the rows (default 1000)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_flags(parser, LabelsFlags, names=("input", "label_column", "positive", "metrics", "group_by"), lists="comma")
+    add_flags(parser, StrictLabels)
+    add_flags(parser, LabelsFlags, names=("out", "resamples", "seed"))
     options = parser.add_argument_group("metric options (each goes to the metrics that take it)")
     add_metric_option_flags(options)
     add_job_options(parser)
     add_input_columns(parser)
     parser.set_defaults(run=_run_labels)
     declare_files(parser, Files(reads=lambda args: [args.input, args.model], writes=_out_folder))
-
-
-def _metric_names(text: str) -> list[str]:
-    import argparse
-
-    names = list(dict.fromkeys(metric_name(name.strip()) for name in text.split(",") if name.strip()))
-    unknown = [name for name in names if name not in METRIC_NAMES]
-    if unknown or not names:
-        raise argparse.ArgumentTypeError(
-            f"unknown metric {', '.join(unknown) or '(none given)'}; choose from {', '.join(METRIC_NAMES)}"
-        )
-    return names
 
 
 def _run_labels(args) -> int:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
+from ..options import add_flags, option
 from ..paths import PathArg
 from .declared_files import Files, Output, declare_files
-from .options import (
+from .shared_flags import (
     add_device_option,
     add_dtype_option,
     add_input_columns,
@@ -20,6 +22,32 @@ logger = logging.getLogger(__name__)
 
 GENERATION_FLAGS = ("max_new_tokens", "batch_size", "max_context_tokens", "chat")
 """The generation options of the greedy responses faithkit decodes itself (for rows whose candidates lack one)."""
+
+
+@dataclass
+class RerankFlags:
+    model: str | None = option(
+        None,
+        "causal LM that generated the candidates (or one like it): the fluency reference, the greedy decoder and, "
+        "with --judge pmi-faith, the judge",
+        flag_type=PathArg("model"),
+        required=True,
+    )
+    input: str | None = option(
+        None,
+        "rows with an id, a document and a history (.jsonl, .csv or .tsv)",
+        flag_type=PathArg("rows"),
+        required=True,
+    )
+    candidates: str | None = option(
+        None,
+        'JSON lines {"id": ..., "responses": [...]} with the ids of --input',
+        flag_type=PathArg("text"),
+        required=True,
+    )
+    output: str | None = option(
+        None, "the choices, one JSON object per row (.jsonl)", flag_type=PathArg("output file"), required=True
+    )
 
 
 def register(subparsers) -> None:
@@ -39,28 +67,7 @@ def register(subparsers) -> None:
         "higher-scoring candidate out. Rerunning the same command continues where it stopped; bad rows get "
         "an 'error' record.",
     )
-    parser.add_argument(
-        "--model",
-        required=True,
-        type=PathArg("model"),
-        help="causal LM that generated the candidates (or one like it): the fluency reference, the "
-        "greedy decoder and, with --judge pmi-faith, the judge",
-    )
-    parser.add_argument(
-        "--input",
-        required=True,
-        type=PathArg("rows"),
-        help="rows with an id, a document and a history (.jsonl, .csv or .tsv)",
-    )
-    parser.add_argument(
-        "--candidates",
-        required=True,
-        type=PathArg("text"),
-        help='JSON lines {"id": ..., "responses": [...]} with the ids of --input',
-    )
-    parser.add_argument(
-        "--output", required=True, type=PathArg("output file"), help="the choices, one JSON object per row (.jsonl)"
-    )
+    add_flags(parser, RerankFlags)
     add_rerank_options(parser)
     add_device_option(parser)
     add_dtype_option(parser)
@@ -82,7 +89,6 @@ def add_rerank_options(parser) -> None:
 
     from ..decoding.options import GenerationOptions
     from ..decoding.rerank import Rerank
-    from ..options import add_flags
 
     group = parser.add_argument_group("reranking")
     add_flags(group, Rerank, names=("judge", "fluency_tolerance"), unset=argparse.SUPPRESS)

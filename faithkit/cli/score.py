@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from ..jobs import is_main_process
+from ..options import add_flags, option
 from ..paths import PathArg
 from .declared_files import Files, Output, declare_files
-from .options import (
+from .shared_flags import (
     LazyMetric,
     add_input_columns,
     add_job_options,
@@ -22,6 +24,25 @@ from .options import (
 logger = logging.getLogger(__name__)
 
 
+@dataclass
+class ScoreFlags:
+    input: str | None = option(
+        None,
+        "rows to score (.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or hf:OWNER/NAME with --split)",
+        flag_type=PathArg("rows"),
+        required=True,
+    )
+    output: str | None = option(
+        None, "results, one JSON object per row (.jsonl)", flag_type=PathArg("output file"), required=True
+    )
+    reference_column: str | None = option(
+        None,
+        "column with each row's reference response, for the relevance scores of --metric lexical (token F1 "
+        "and BLEU against it; unset: a gold or reference column, as generate and rerank outputs have)",
+        metavar="COLUMN",
+    )
+
+
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "score",
@@ -32,23 +53,10 @@ def register(subparsers) -> None:
         "retried on the next run. Runs data-parallel under 'accelerate launch -m faithkit score …'.",
     )
     add_metric_options(parser)
-    parser.add_argument(
-        "--input",
-        required=True,
-        type=PathArg("rows"),
-        help="rows to score (.jsonl, .csv, .tsv, .parquet, a save_to_disk folder or hf:OWNER/NAME with --split)",
-    )
-    parser.add_argument(
-        "--output", required=True, type=PathArg("output file"), help="results, one JSON object per row (.jsonl)"
-    )
+    add_flags(parser, ScoreFlags, names=("input", "output"))
     add_job_options(parser)
     add_input_columns(parser)
-    parser.add_argument(
-        "--reference-column",
-        metavar="COLUMN",
-        help="column with each row's reference response, for the relevance scores of --metric lexical (token F1 "
-        "and BLEU against it; unset: a gold or reference column, as generate and rerank outputs have)",
-    )
+    add_flags(parser, ScoreFlags, names=("reference_column",))
     parser.set_defaults(run=run)
     declare_files(
         parser,

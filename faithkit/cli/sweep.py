@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import logging
-from dataclasses import fields
+from dataclasses import dataclass, fields
 
+from ..options import option
 from ..paths import PathArg
 from ..jobs import is_main_process
 from .declared_files import Files, Output, declare_files
-from .options import add_dtype_option, add_input_columns, check_models
+from .shared_flags import add_dtype_option, add_input_columns, check_models
 
 logger = logging.getLogger(__name__)
 
@@ -27,6 +28,18 @@ JUDGING = (
     "report_contexts",
 )
 """The :class:`~faithkit.sweep.SweepConfig` fields in the help's "judging" group."""
+
+
+@dataclass
+class SweepRun:
+    config: str | None = option(
+        None,
+        "YAML file of settings, e.g. configs/sweep/smollm2-q2wow.yaml; '${data}/…' paths start at the benchmark "
+        "data root",
+        flag_type=PathArg("text"),
+        metavar="FILE",
+    )
+    restart: bool = option(False, "delete the sweep's earlier outputs in --out first")
 
 
 def register(subparsers) -> None:
@@ -47,15 +60,9 @@ def register(subparsers) -> None:
         "like the options, which win. See docs/sweeps.md and docs/reports.md.",
     )
     run_group = parser.add_argument_group("what to run")
-    run_group.add_argument(
-        "--config",
-        type=PathArg("text"),
-        metavar="FILE",
-        help="YAML file of settings, e.g. configs/sweep/smollm2-q2wow.yaml; "
-        "'${data}/…' paths start at the benchmark data root",
-    )
+    add_flags(run_group, SweepRun, names=("config",))
     add_flags(run_group, SweepConfig, names=("generator", "judge", "input", "out"), unset=None)
-    run_group.add_argument("--restart", action="store_true", help="delete the sweep's earlier outputs in --out first")
+    add_flags(run_group, SweepRun, names=("restart",))
     add_flags(run_group, SweepConfig, names=("limit",), unset=None)
     grid = parser.add_argument_group("grid and decoding")
     add_flags(

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..files import to_json
+from ..options import add_flags, option
+from ..paths import PathArg
 
 DESCRIPTION = (
     "Fine-tune a seq2seq or causal LM on grounded dialogue with accelerate. Settings come from --config "
@@ -17,21 +20,23 @@ DESCRIPTION = (
 )
 
 
+@dataclass
+class TrainRun:
+    config: str | None = option(
+        None, "YAML config, e.g. configs/train/tiny-gpt2.yaml", flag_type=PathArg("text"), required=True
+    )
+    output_dir: str | None = option(
+        None,
+        "where checkpoints, state and logs go (unset: runs/train/CONFIG_NAME)",
+        flag_type=PathArg("output folder"),
+    )
+    resume: bool = option(False, "continue the run in --output-dir from its last saved state")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..paths import PathArg
     from ..train.config import add_override_arguments
 
-    parser.add_argument(
-        "--config", required=True, type=PathArg("text"), help="YAML config, e.g. configs/train/tiny-gpt2.yaml"
-    )
-    parser.add_argument(
-        "--output-dir",
-        type=PathArg("output folder"),
-        help="where checkpoints, state and logs go (default: runs/train/CONFIG_NAME)",
-    )
-    parser.add_argument(
-        "--resume", action="store_true", help="continue the run in --output-dir from its last saved state"
-    )
+    add_flags(parser, TrainRun)
     add_override_arguments(parser)
 
 
@@ -77,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     """Train, then print the summary as one JSON line (main process only); errors propagate as FaithkitError."""
     from ..jobs import is_main_process
     from ..metrics.registry import MODEL_OPTIONS
-    from .options import check_models
+    from .shared_flags import check_models
 
     config = _config(args)
     judges = {

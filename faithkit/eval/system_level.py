@@ -24,14 +24,37 @@ pool.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
-from scipy import stats as scipy_stats
+from ..options import option
 
-PROPORTIONS = (0.05, 0.10, 0.15, 0.20, 0.25)
+if TYPE_CHECKING:
+    import numpy as np
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """How the systems are simulated: the settings of :func:`system_level_correlation` and the flags of
+    ``faithkit meta-eval system-level``, declared once (this module imports numpy only when it computes, so a
+    command's ``--help`` stays quick)."""
+
+    samples: int = option(350, "responses per simulated system", low=1)
+    repetitions: int = option(1000, "bootstrap repetitions", low=1)
+    proportions: list[float] = option(
+        [0.05, 0.10, 0.15, 0.20, 0.25], "inconsistency proportions, one simulated system each", nargs="+"
+    )
+    paired: bool = option(False, "the two score files are aligned: line i of each answers the same context")
+    seed: int = option(0, "random seed; the same seed gives the same numbers")
+
+
+DEFAULTS = Simulation()
+PROPORTIONS = tuple(DEFAULTS.proportions)
 
 
 def _pool(values: Sequence[float], name: str) -> np.ndarray:
+    import numpy as np
+
     values = np.asarray(values, dtype=float)
     if values.ndim != 1 or len(values) == 0:
         raise ValueError(f"{name} must be a non-empty list of scores")
@@ -45,12 +68,14 @@ def simulate_system_scores(
     consistent_scores: Sequence[float],
     inconsistent_scores: Sequence[float],
     proportions: Sequence[float] = PROPORTIONS,
-    samples: int = 350,
-    repetitions: int = 1000,
-    seed: int = 0,
-    paired: bool = False,
+    samples: int = DEFAULTS.samples,
+    repetitions: int = DEFAULTS.repetitions,
+    seed: int = DEFAULTS.seed,
+    paired: bool = DEFAULTS.paired,
 ) -> np.ndarray:
     """Mean metric score of each simulated system: an array of shape ``(repetitions, len(proportions))``."""
+    import numpy as np
+
     consistent = _pool(consistent_scores, "consistent_scores")
     inconsistent = _pool(inconsistent_scores, "inconsistent_scores")
     if paired and len(consistent) != len(inconsistent):
@@ -80,10 +105,10 @@ def system_level_correlation(
     consistent_scores: Sequence[float],
     inconsistent_scores: Sequence[float],
     proportions: Sequence[float] = PROPORTIONS,
-    samples: int = 350,
-    repetitions: int = 1000,
-    seed: int = 0,
-    paired: bool = False,
+    samples: int = DEFAULTS.samples,
+    repetitions: int = DEFAULTS.repetitions,
+    seed: int = DEFAULTS.seed,
+    paired: bool = DEFAULTS.paired,
 ) -> dict:
     """Spearman correlation of simulated system scores with true consistency, over the repetitions.
 
@@ -91,6 +116,8 @@ def system_level_correlation(
     settings, and ``undefined``: how many repetitions gave every system the same score
     (a constant metric), whose correlation is undefined and left out of the statistics.
     """
+    import numpy as np
+
     if len(set(proportions)) < 2:
         raise ValueError(f"a correlation needs at least two different proportions, got {list(proportions)}")
     system_scores = simulate_system_scores(
@@ -116,6 +143,9 @@ def system_level_correlation(
 
 def _spearman_rows(rows: np.ndarray, target: np.ndarray) -> np.ndarray:
     """Spearman correlation of each row with ``target`` (as scipy's ``spearmanr``), NaN for a constant row."""
+    import numpy as np
+    from scipy import stats as scipy_stats
+
     row_ranks = scipy_stats.rankdata(rows, axis=1)
     target_ranks = scipy_stats.rankdata(target)
     row_dev = row_ranks - row_ranks.mean(axis=1, keepdims=True)
@@ -187,7 +217,7 @@ def system_level_table(
     keys = list(keys or default_score_keys(consistent + inconsistent))
     if not keys:
         raise InputError("no score field found in the records; name one with --key")
-    samples = settings.get("samples", 350)
+    samples = settings.get("samples", DEFAULTS.samples)
     results = []
     for key in keys:
         pools = []

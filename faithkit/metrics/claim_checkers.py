@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, cast
 from .. import precision
 from ..errors import ConfigError
 from .base import Metric, check_columns
-from .options import check_option_values
+from .metric_options import check_option_values
 
 if TYPE_CHECKING:
     import torch

@@ -37,7 +37,7 @@ from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
 from ..scoring import Request, TokenScorer
 from .base import Metric, check_columns
-from .options import check_option_values
+from .metric_options import JUDGE_LM, check_option_values
 
 MAX_EDITS = 8
 """Edits scored per response at most (each costs two response-length passes past the span)."""
@@ -323,7 +323,7 @@ class MinimalEdit(Metric):
 
     def __init__(
         self,
-        model="bigscience/bloom-560m",
+        model=JUDGE_LM,
         tokenizer=None,
         batch_size: int = 8,
         device=None,

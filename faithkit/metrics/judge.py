@@ -28,7 +28,7 @@ from scipy import optimize
 
 from .. import files
 from .base import Metric
-from .options import check_option_values
+from .metric_options import check_option_values
 from .registry import FAITH_JUDGE_WEIGHTS
 from .lexical import knowledge_precision, token_f1_overlap
 from .token_evidence import AGGREGATE_KEYS, PER_TOKEN_KEYS

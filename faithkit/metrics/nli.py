@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .base import Metric, check_columns
-from .options import check_option_values
+from .metric_options import check_option_values
 from .q2 import FALLBACK_SCORES, HUB_DEFAULTS, OFFLINE_DEFAULTS, _documents
 from .q2_backends import build_backend
 

@@ -22,7 +22,7 @@ from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
 from ..scoring import Request, TokenScorer
 from . import token_evidence
 from .base import Metric, aggregate, check_columns
-from .options import check_option_values
+from .metric_options import JUDGE_LM, check_option_values
 
 logger = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class PMIFaith(Metric):
 
     def __init__(
         self,
-        model="bigscience/bloom-560m",
+        model=JUDGE_LM,
         tokenizer=None,
         batch_size: int = 8,
         device=None,

@@ -70,7 +70,7 @@ from dataclasses import dataclass
 
 from .. import models
 from .base import Metric, check_columns
-from .options import check_option_values
+from .metric_options import check_option_values
 from .lexical import normalize_answer, token_f1
 from .q2_backends import NO_ANSWER, Candidate, _CausalLM, build_backend
 

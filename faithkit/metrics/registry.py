@@ -2,7 +2,7 @@
 
 The command line, report tables, meta-evaluations, sweeps and training hooks all read this
 table, so adding a metric is one entry here (and any option it adds, one field of
-:class:`~faithkit.metrics.options.MetricOptions`). A metric's :class:`Measure` entries are the
+:class:`~faithkit.metrics.metric_options.MetricOptions`). A metric's :class:`Measure` entries are the
 corpus-level numbers it gives (title, direction, aggregate): a sweep's columns, tables,
 heatmaps and choice of operating point are made of them and nothing else.
 """
@@ -14,14 +14,14 @@ import inspect
 import json
 import logging
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..numbers import check_finite
 from .base import Metric
-from .options import check_option_values
+from .metric_options import check_option_values
 
 logger = logging.getLogger(__name__)
 
@@ -234,14 +234,36 @@ def rename_notice(name: str) -> str:
     )
 
 
-def current_name(name: str) -> str:
-    """``name``, or the name now of a renamed metric (:data:`RENAMED_METRICS`; a warning line the first time)."""
+def current_name(name: str, warn_again: bool = False) -> str:
+    """``name``, or the name now of a renamed metric (:data:`RENAMED_METRICS`; a warning line the first time, or
+    with ``warn_again`` every time: each flag or config file that names it is told)."""
     if name not in RENAMED_METRICS:
         return name
-    if name not in _warned:
+    if name not in _warned or warn_again:
         _warned.add(name)
         logger.warning(rename_notice(name))
     return RENAMED_METRICS[name]
+
+
+def metric_names(names, allowed: Sequence[str] = METRIC_NAMES) -> tuple[str, ...]:
+    """The metrics ``names`` (a list, or comma-separated text as flags and config files write them) by their names
+    now (:func:`current_name`), each once. The one reader of metric lists, for flags and config keys alike: a name not of
+    ``allowed`` is an ``argparse.ArgumentTypeError``, so a flag says ``argument --metrics: must be one of …``."""
+    import argparse
+
+    given = names.split(",") if isinstance(names, str) else names
+    current = tuple(dict.fromkeys(current_name(str(name).strip(), True) for name in given if str(name).strip()))
+    unknown = [name for name in current if name not in allowed]
+    if unknown or not current:
+        got = repr(unknown[0]) if unknown else "none"
+        raise argparse.ArgumentTypeError(f"must be one of {', '.join(allowed)}, got {got}")
+    return current
+
+
+def metric_name(text: str) -> str:
+    """The argparse type of a flag naming one metric (``--metric``): :func:`metric_names` of one."""
+    [name] = metric_names([text])
+    return name
 
 
 def get_spec(name: str) -> MetricSpec:
@@ -293,7 +315,7 @@ def metric_fingerprint(name: str, options: Mapping) -> dict:
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:
     """The metric's spec; a ConfigError if it is unknown, does not take one of ``options`` or (given as a mapping) one
-    of their values is NaN, infinite or refused by its declaration (:class:`~faithkit.metrics.options.MetricOptions`)."""
+    of their values is NaN, infinite or refused by its declaration (:class:`~faithkit.metrics.metric_options.MetricOptions`)."""
     spec = get_spec(name)
     for key, value in options.items() if isinstance(options, Mapping) else ():
         check_finite(value, f"metric '{name}' option {key}")

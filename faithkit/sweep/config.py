@@ -8,6 +8,7 @@ benchmark files without knowing where they live.
 
 from __future__ import annotations
 
+import argparse
 import types
 import typing
 from dataclasses import dataclass, fields
@@ -20,7 +21,8 @@ from ..data.rows import InputOptions
 from ..decoding import PMI, SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
 from ..decoding.strategies import STRATEGIES, strategy_from_text, written_forms
 from ..errors import ConfigError, InputError
-from ..metrics.registry import MEASURES, current_name
+from ..metrics.metric_options import JUDGE_LM
+from ..metrics.registry import MEASURES, metric_names
 from ..paths import PathArg
 from ..options import OptionError, check, coerce, default_grid, from_mapping, option, option_like
 from ..precision import Placement
@@ -34,18 +36,6 @@ GENERATION = ("num_beams", "temperature", "top_k", "seed", "max_new_tokens", "ba
 """The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags (each cell names its search)."""
 STRATEGY_KEYS = ("name", "decoding")
 """The keys of a ``strategies`` entry besides the strategy's own parameters."""
-
-
-def metric_names(names) -> tuple[str, ...]:
-    """``metrics``, each a name of :data:`METRICS`; a renamed metric's old name (``bleu``) is its name now, with a
-    warning line, as for ``faithkit score --metric``. An unknown name is ``argument --metrics: must be one of …``."""
-    import argparse
-
-    current = tuple(current_name(str(name).strip()) for name in names)
-    unknown = [name for name in current if name not in METRICS]
-    if unknown:
-        raise argparse.ArgumentTypeError(f"must be one of {', '.join(METRICS)}, got {unknown[0]!r}")
-    return current
 
 
 PARAMETER_COLUMNS = {"n": "candidates"}
@@ -91,7 +81,7 @@ class SweepConfig:
         "", "model to decode with: hub id, local folder or offline name", flag_type=PathArg("model"), metavar="MODEL"
     )
     judge: str = option(
-        "bigscience/bloom-560m",
+        JUDGE_LM,
         "causal LM that judges: it drives PMI-FAITH, fluency and faith-judge (whose weights were fitted "
         "with smollm2-135m); a hub id, a folder or an offline name (smollm2-135m, gemma3-270m)",
         flag_type=PathArg("model"),
@@ -136,7 +126,7 @@ class SweepConfig:
         ("faith-judge", "pmi-faith", "lexical"),
         f"comma-separated, of {', '.join(METRICS)} (words, empty and repeated are always measured)",
         choices=METRICS,
-        flag_type=lambda text: metric_names(text.split(",")),
+        flag_type=lambda text: metric_names(text, METRICS),
     )
     q2_preset: str | None = option(
         None, "'offline': Q² on the offline models instead of the paper's hub models", choices=("offline",)
@@ -442,8 +432,10 @@ def _load(values: dict, overrides: dict, path) -> SweepConfig:
         overrides["strategies"] = strategies_from_flag(overrides["strategies"])
     values.update(overrides)
     if isinstance(values.get("metrics"), (str, list, tuple)):  # a renamed metric's old name: its name now
-        given = values["metrics"].split(",") if isinstance(values["metrics"], str) else values["metrics"]
-        values["metrics"] = [current_name(str(name).strip()) for name in given]
+        try:
+            values["metrics"] = list(metric_names(values["metrics"], METRICS))
+        except argparse.ArgumentTypeError as error:
+            raise OptionError("metrics", str(error)) from None
     values = {key: value for key, value in values.items() if value is not None}  # YAML null: the default
     own = [f.name for f in fields(SweepConfig) if f.name != "generation"]
     valid = [*own, *GENERATION]

@@ -1,0 +1,63 @@
+"""Every option a metric may take, declared once (:func:`faithkit.options.option`): help, type, choices, range.
+
+The registry (:mod:`faithkit.metrics.registry`) says which of them each metric takes; the
+command line builds its metric flags from these fields, config files' ``metric_options`` and the
+metrics' constructors check values against them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..options import check_values, option, option_like
+from ..paths import PathArg
+from ..precision import Placement
+
+__all__ = ["JUDGE_LM", "MetricOptions", "check_option_values"]
+
+JUDGE_LM = "bigscience/bloom-560m"
+"""The judge LM PMI-FAITH, minimal-edit and the sweep default to: the PMI-FAITH paper's, from the hub."""
+
+
+@dataclass(frozen=True)
+class MetricOptions:
+    """Every option a metric may take, declared once: the command line's flags, config files' ``metric_options``
+    and the metrics' constructors check them here. A metric takes those its :class:`MetricSpec` lists; a default
+    here is the constructors' (None: each metric's own)."""
+
+    model: str | None = option(
+        None,
+        "PMI-FAITH, faith-judge, minimal-edit: causal LM, a hub id, a local folder or an offline name "
+        "(smollm2-135m, gemma3-270m); default: for PMI-FAITH and minimal-edit the paper's judge "
+        f"{JUDGE_LM}, downloaded from the hub (without a network, name an offline one), for "
+        "faith-judge the LM its weights were fitted with",
+        flag_type=PathArg("model"),
+    )
+    preset: str | None = option(None, "Q²/e2e-NLI: 'offline' uses the offline LM backends", choices=("offline",))
+    qg_model: str | None = option(None, "Q²: question-generation model")
+    qa_model: str | None = option(None, "Q²: question-answering model")
+    nli_model: str | None = option(
+        None, "Q² / e2e-NLI: NLI model; claim checkers: the checkpoint (default: the checker's hub id)"
+    )
+    batch_size: int = option(8, "rows per model call", low=1)
+    device: str | None = option_like(Placement, "device")
+    dtype: str | None = option_like(Placement, "dtype")
+    normalize: str = option(
+        "mean", "PMI-FAITH: average (mean) or sum log-probabilities over response tokens", choices=("mean", "sum")
+    )
+    max_length: int | None = option(None, "PMI-FAITH: longest sequence in tokens (default: the model's)", low=1)
+    unconditional: bool = option(True, "PMI-FAITH: also score the unconditional views (mean_uncond_pmi)")
+    window: int | None = option(
+        None, "claim checkers: tokens of the document per window (default: the checker's)", low=1
+    )
+    stride: int | None = option(
+        None, "claim checkers: tokens between the starts of two windows (default: the checker's)", low=1
+    )
+    max_edits: int = option(8, "minimal-edit: most spans swapped per response", low=1)
+    threshold: float = option(1.0, "minimal-edit: log-probability margin a swap must lose by to count", low=0)
+
+
+def check_option_values(where: str = "", **values) -> None:
+    """A metric's option values against their declarations (:class:`MetricOptions`): an
+    :class:`~faithkit.options.OptionError` naming the parameter (``batch_size must be at least 1, got 0``)."""
+    check_values(MetricOptions, values, where)
