@@ -106,7 +106,7 @@ def _claim_checker_specs() -> tuple[MetricSpec, ...]:
             name,
             _Lazy("claim_checkers", "ClaimChecker", preset=name),
             keys(preset),
-            ("nli_model", "window", "stride", *_LM_OPTIONS),
+            ("nli_model", "window", "stride", "max_windows", *_LM_OPTIONS),
             summary=summary(preset),
             measures=(Measure(preset.score_key, preset.score_key, f"claim checker: {name}"),),
         )
