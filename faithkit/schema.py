@@ -59,6 +59,7 @@ NUMBER = Kind((int, float), "a number")
 WHOLE = Kind((int,), "a whole number")
 BOOLEAN = Kind((bool,), "true or false")
 ID = Kind((str, int), "a row id (text or a whole number)")
+NUMBER_OR_NULL = Kind((int, float, type(None)), "a number or null")
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,9 @@ def context_cuts(
     the tokens cut then (``truncated_tokens``) and the tokens kept (``context_tokens``)."""
     room = context_room(model, tokenizer, max_new_tokens)
     template = template or default_template(model, tokenizer)
-    contexts = _views(model, tokenizer, list(zip(documents, histories)), template, min(max_context_tokens or room, room))
+    contexts = _views(
+        model, tokenizer, list(zip(documents, histories)), template, min(max_context_tokens or room, room)
+    )
     return [
         {
             "document_chars": len(document),

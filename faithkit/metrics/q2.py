@@ -350,4 +350,9 @@ __all__ = [
     "KNOWLEDGE_WINDOWS",
     "OFFLINE_DEFAULTS",
     "Q2",
-    "cut_knowledge", "extract_spans", "is_personal", "normalize_answer", "token_f1"]
+    "cut_knowledge",
+    "extract_spans",
+    "is_personal",
+    "normalize_answer",
+    "token_f1",
+]

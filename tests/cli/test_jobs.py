@@ -170,7 +170,10 @@ def test_results_without_their_job_record_are_not_trusted(faithkit, scored):
     argv, out = scored
     meta = Path(f"{out}.meta.json")
     for damaged, problem in (
-        ("{not json", " is not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))"),
+        (
+            "{not json",
+            " is not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))",
+        ),
         ('["a list"]', ': the top level is ["a list"] where an object is expected'),
     ):
         meta.write_text(damaged)
