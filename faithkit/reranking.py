@@ -24,6 +24,7 @@ from .data import Row, reference_of
 from .decoding.rerank import Rerank, rerank, why_chosen
 from .errors import ConfigError, InputError
 from .metrics.registry import get_spec, load_metric
+from .schema import ID, TEXT, ListOf, Object, check_schema, read_json_line
 
 logger = logging.getLogger(__name__)
 
@@ -90,40 +91,26 @@ def check_judge(strategy) -> None:
             raise ConfigError(f"rerank: --judge {strategy.judge}: {error}") from None
 
 
+CANDIDATES_RECORD = Object({"id": ID, "responses": ListOf(TEXT)}, optional={"greedy": TEXT})
+"""A candidates file's record (:func:`read_candidates`), as ``faithkit candidates`` writes it."""
+CANDIDATES_FIX = 'write one object per line: {"id": "r1", "responses": ["...", "..."], "greedy": "..."}'
+
+
 def read_candidates(path) -> dict[str, dict]:
     """``{id: record}`` of a candidates file: JSON lines ``{"id": …, "responses": [text, …], "greedy": text}``
     (``greedy`` optional). A malformed line is an :class:`~faithkit.errors.InputError` naming its line and the fix; a
     text that is not valid Unicode (a lone surrogate such as ``\ud800``) makes its record an ``error`` naming the
     field, which becomes that row's error. A UTF-8 BOM at the start is read past, as in rows files."""
-    import json
-
     records: dict[str, dict] = {}
     with open(path, encoding="utf-8-sig") as handle:
         for number, line in enumerate(handle, start=1):
             if not line.strip():
                 continue
             where = f"{path}, line {number}"
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError(
-                    f"{where}: not JSON ({error.msg}); write one object per line: "
-                    '{"id": "r1", "responses": ["...", "..."]}'
-                ) from None
-            if isinstance(record, dict) and "error" in record and "responses" not in record:
+            record = read_json_line(line, Object({}), where, CANDIDATES_FIX)
+            if "error" in record and "responses" not in record:
                 continue  # a row the engine gave no candidates for (faithkit candidates' error record)
-            responses = record.get("responses") if isinstance(record, dict) else None
-            if (
-                not isinstance(record, dict)
-                or "id" not in record
-                or not isinstance(responses, list)
-                or not all(isinstance(text, str) for text in responses)
-            ):
-                raise InputError(
-                    f'{where}: a candidates record is {{"id": ..., "responses": [text, ...]}}; got {line.strip()[:80]}'
-                )
-            if "greedy" in record and not isinstance(record["greedy"], str):
-                raise InputError(f"{where}: field 'greedy' must be the greedy response's text")
+            check_schema(record, CANDIDATES_RECORD, where, CANDIDATES_FIX)
             if str(record["id"]) in records:
                 raise InputError(f"{where}: id {record['id']!r} appears twice; give each row's candidates once")
             bad = _field_with_bad_text(record)

@@ -541,6 +541,9 @@ def _edited(path: Path, edit) -> Path:
         (lambda e: e["answers"]["2"][0].update(relevance="maybe"), "item 2, response 1: relevance is 'maybe'"),
         (lambda e: e.update(annotator=" "), "has no annotator name"),
         (lambda e: e.update(format="other"), "is not an answers export"),
+        (lambda e: e.pop("task"), ": task is missing (expected text); give the JSON files the annotators exported"),
+        (lambda e: e.update(annotator=5), ": annotator is 5 where text is expected"),
+        (lambda e: e.update(answers=[]), ": answers is [] where an object is expected"),
     ],
 )
 def test_bad_answer_files_are_one_error_line_naming_the_file(task_key, tmp_path, capsys, spoil, message):

@@ -5,7 +5,14 @@ import json
 
 import pytest
 
-from faithkit.metrics.claim_checkers import HHEM_PROMPT, PRESETS, ClaimChecker, document_windows, response_sentences
+from faithkit.metrics.claim_checkers import (
+    HHEM_PROMPT,
+    PRESETS,
+    ClaimChecker,
+    chosen_windows,
+    document_windows,
+    response_sentences,
+)
 from faithkit.metrics.registry import load_metric
 
 from tests.conftest import gpt2_bpe_files
@@ -45,6 +52,58 @@ def test_windows_overlap_and_the_last_ends_at_the_document_s_end(roberta_tokeniz
     ]
     assert document_windows(TEN, roberta_tokenizer, window=10, stride=5) == [TEN]
     assert document_windows("  short text ", roberta_tokenizer, window=4, stride=2) == ["short text"]
+
+
+def test_past_max_windows_the_windows_sharing_most_words_with_the_claims_are_scored(roberta_tokenizer):
+    # "seven" and "eight" (short words do not count): windows 3 (two of them) and 2 (one) beat window 1 (none)
+    assert chosen_windows(TEN, ["Seven eight."], roberta_tokenizer, window=4, stride=3, max_windows=2) == (
+        ["four five six seven", "seven eight nine ten"],
+        len("one two three "),
+    )
+    assert chosen_windows(TEN, ["Seven eight."], roberta_tokenizer, window=4, stride=3, max_windows=3) == (
+        document_windows(TEN, roberta_tokenizer, window=4, stride=3),
+        0,
+    )
+
+
+class LengthRecorder:
+    """Wraps a tokenizer and records the longest text it is asked to encode."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.longest = tokenizer, 0
+
+    def __call__(self, text, *args, **kwargs):
+        self.longest = max(self.longest, len(text))
+        return self.tokenizer(text, *args, **kwargs)
+
+
+def test_a_huge_document_is_ranked_by_character_blocks_and_never_tokenised_whole(roberta_tokenizer):
+    """Past max_windows windows of 8 characters a token (4 + 1 * 3 tokens: 56 characters), blocks of 32 characters
+    every 16 are ranked first: the best holds "zebra giraffe" (characters 200 to 213), the next "zebra", and the two
+    overlap, so one region of 48 characters (176 to 224) is tokenised; its windows are ranked as before."""
+    document = "aaaa " * 40 + "zebra giraffe " + "bbbb " * 40
+    recorder = LengthRecorder(roberta_tokenizer)
+    windows, left_out = chosen_windows(document, ["A zebra, a giraffe."], recorder, window=4, stride=3, max_windows=2)
+    assert windows == ["aaa aaaa a", "zebra giraffe"]
+    assert left_out == len(document) - len("aaa aaaa a") - len("zebra giraffe")
+    assert recorder.longest == 48
+
+
+def test_a_row_says_how_many_windows_it_scored_and_what_it_left_out(roberta_tokenizer):
+    def support(premises, claims, histories):
+        return [[0.0, word_support(p, c)] for p, c in zip(premises, claims)]
+
+    checker = ClaimChecker(
+        "minicheck-roberta-large", window=4, stride=3, max_windows=2, support=support, tokenizer=roberta_tokenizer
+    )
+    cut, whole = checker.compute_rows([TEN, "seven eight"], None, ["Seven eight.", "Seven eight."])
+    assert cut == {
+        "minicheck_roberta_large": 1.0,
+        "sentence_scores": [1.0],
+        "windows": 2,
+        "truncated_chars": len("one two three "),
+    }
+    assert whole == {"minicheck_roberta_large": 1.0, "sentence_scores": [1.0]}
 
 
 def test_response_sentences():

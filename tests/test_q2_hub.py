@@ -266,3 +266,55 @@ def test_q2_end_to_end_with_tiny_hub_models(tiny_t5, tiny_albert_qa, tiny_robert
     )
     assert len(result["q2"]) == 2 and all(0.0 <= s <= 1.0 for s in result["q2"])
     assert result["fallback"][1] is True  # "ok" has no span
+
+
+# ---- huge documents: cut by characters to what the model reads, before anything tokenises them whole -------------
+
+
+class LengthRecorder:
+    """Wraps a tokenizer and records the longest text it is asked to encode."""
+
+    def __init__(self, tokenizer):
+        self.tokenizer, self.longest = tokenizer, 0
+
+    def __call__(self, texts, *args, **kwargs):
+        for text in [texts] if isinstance(texts, str) else texts:
+            self.longest = max(self.longest, len(text))
+        return self.tokenizer(texts, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.tokenizer, name)
+
+
+def test_e2e_nli_reads_a_huge_document_s_start_cut_by_characters(tiny_roberta_nli, roberta_tokenizer):
+    from faithkit.metrics.nli import E2ENLI
+    from faithkit.models import context_window
+
+    recorder = LengthRecorder(roberta_tokenizer)
+    metric = E2ENLI(nli_model=SequenceClassificationNLI(None, model=tiny_roberta_nli, tokenizer=recorder))
+    window = context_window(tiny_roberta_nli, roberta_tokenizer)
+    document = "The sky is blue. " * window  # 5 tokens per 17 characters: 8 characters a token hold the window
+    rows = metric.compute_rows([document, "The sky is blue."], None, ["The sky is red.", "The sky is red."])
+    assert rows[0]["truncated_chars"] == len(document) - 8 * window and "truncated_chars" not in rows[1]
+    assert recorder.longest == 8 * window  # the whole document was never tokenised
+    # the label is the one of the whole document: the model reads its first 512 tokens either way
+    whole = SequenceClassificationNLI(None, model=tiny_roberta_nli, tokenizer=roberta_tokenizer)
+    assert rows[0]["label"] == whole.predict([document], ["The sky is red."])[0]
+
+
+def test_q2_answers_from_a_huge_knowledge_s_first_windows(tiny_t5, tiny_albert_qa, tiny_roberta_nli, roberta_tokenizer):
+    from faithkit.metrics.q2 import KNOWLEDGE_WINDOWS
+    from faithkit.models import context_window
+
+    t5, t5_tokenizer = tiny_t5
+    recorder = LengthRecorder(roberta_tokenizer)
+    metric = Q2(
+        qg_model=T5QuestionGenerator(None, model=t5, tokenizer=t5_tokenizer, max_length=10),
+        qa_model=ExtractiveQA(None, model=tiny_albert_qa, tokenizer=recorder),
+        nli_model=SequenceClassificationNLI(None, model=tiny_roberta_nli, tokenizer=roberta_tokenizer),
+    )
+    budget = 8 * KNOWLEDGE_WINDOWS * context_window(tiny_albert_qa, roberta_tokenizer)
+    knowledge = "The show aired from 1983 to 1994 on PBS. " * (budget // 20)
+    rows = metric.compute_rows([knowledge, "The show aired on PBS."], None, ["it aired on pbs in 1983 ."] * 2)
+    assert rows[0]["truncated_chars"] == len(knowledge) - budget and "truncated_chars" not in rows[1]
+    assert recorder.longest <= budget

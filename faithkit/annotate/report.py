@@ -35,6 +35,7 @@ from ..errors import InputError
 from ..files import replacing, save_figure
 from ..report import markdown_table
 from .agreement import agreement
+from ..schema import TEXT, Object, check_schema
 from .task import ANSWERS, DIMENSIONS, SYSTEMS, read_document
 
 MEASURES = {
@@ -87,24 +88,22 @@ def read_annotations(key: dict, paths: list[str | Path]) -> Annotations:
     return Annotations(key, names, files, np.stack(tables))
 
 
+EXPORT = Object({"task": TEXT, "annotator": TEXT, "answers": Object({})})
+"""An answers export as the annotation page writes it (each item's answers are checked against the key)."""
+
+
 def _read_export(path: Path, key: dict) -> tuple[str, dict]:
-    export = read_document(
-        path,
-        "faithkit-annotation-answers",
-        "an answers export of a faithkit annotation page",
-        "give the JSON files the annotators exported from the page",
-    )
+    fix = "give the JSON files the annotators exported from the page"
+    export = read_document(path, "faithkit-annotation-answers", "an answers export of a faithkit annotation page", fix)
+    check_schema(export, EXPORT, path, fix)
     if export.get("task") != key["task"]:
         raise InputError(
             f"{path} answers another task ({export.get('task')}, this one is {key['task']}); give the "
             "exports of this task's page"
         )
-    annotator = str(export.get("annotator") or "").strip()
+    annotator, answers = export["annotator"].strip(), export["answers"]
     if not annotator:
         raise InputError(f"{path} has no annotator name; enter it on the page and export again")
-    answers = export.get("answers")
-    if not isinstance(answers, dict):
-        raise InputError(f"{path} has no answers object; export the answers from the page again")
     open_questions = []
     for entry in key["items"]:
         given = answers.get(entry["item"])

@@ -25,6 +25,7 @@ from pathlib import Path
 from ..data import read_results
 from ..errors import InputError, OutputError
 from ..files import write_json, write_text
+from ..schema import Object, read_json_file
 
 logger = logging.getLogger(__name__)
 
@@ -330,12 +331,7 @@ def _key_problem(key: dict) -> str | None:
 
 def read_document(path: Path, kind: str, description: str, fix: str) -> dict:
     """A JSON object whose ``format`` is ``kind``; a missing, broken or other file is one :class:`InputError`."""
-    if not path.is_file():
-        raise InputError(f"{path} not found; {fix}")
-    try:
-        document = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise InputError(f"{path} is not valid JSON ({error}); {fix}") from None
-    if not isinstance(document, dict) or document.get("format") != kind:
+    document = read_json_file(path, Object({}), fix)
+    if document.get("format") != kind:
         raise InputError(f"{path} is not {description}; {fix}")
     return document

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..errors import ConfigError, InputError
 from ..metrics import checker
 from ..options import check, option
+from ..schema import Object, read_json_file
 from .synthetic import Example, read
 
 
@@ -160,12 +161,15 @@ def _own_run_folder(output: Path, config: CheckerTraining) -> None:
     """Write the recipe into the run folder, or refuse one whose checkpoint another recipe wrote (a resume must
     continue the same run, not mix two)."""
     recorded, settings = output / "config.json", asdict(config)
-    if (output / "checkpoint").exists() and recorded.exists() and json.loads(recorded.read_text()) != settings:
-        changed = sorted(k for k, v in json.loads(recorded.read_text()).items() if settings.get(k) != v)
-        raise ConfigError(
-            f"{output} holds a checkpoint of a run with other settings ({', '.join(changed)}); give another --output, "
-            "or the same settings to resume it"
-        )
+    if (output / "checkpoint").exists() and recorded.exists():
+        fix = "give another --output, or delete the folder to start the run again"
+        earlier = read_json_file(recorded, Object({}), fix, error=ConfigError)
+        changed = sorted(key for key in {**earlier, **settings} if earlier.get(key) != settings.get(key))
+        if changed:
+            raise ConfigError(
+                f"{output} holds a checkpoint of a run with other settings ({', '.join(changed)}); give another "
+                "--output, or the same settings to resume it"
+            )
     recorded.write_text(json.dumps(settings, indent=2))
 
 

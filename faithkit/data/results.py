@@ -35,6 +35,7 @@ from filelock import FileLock, Timeout
 
 from ..errors import OutputError
 from ..files import WriteFailed, open_append, refuse_link, to_json, write_text
+from ..schema import ID, Object, read_json_file, read_json_line
 
 DIGEST_KEY = "row_digest"
 """The record field holding the :func:`content_digest` of the input row it was made from."""
@@ -122,14 +123,7 @@ class ResultWriter:
                 f"{self.path} holds results but no record of the job that wrote them "
                 f"({self.meta_path.name} is missing); {restart_hint(self.flag)}"
             )
-        try:
-            recorded = json.loads(self.meta_path.read_text(encoding="utf-8-sig"))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            recorded = None
-        if not isinstance(recorded, dict):
-            raise OutputError(
-                f"{self.meta_path} is damaged (not the JSON object faithkit wrote); {restart_hint(self.flag)}"
-            )
+        recorded = read_json_file(self.meta_path, Object({}), restart_hint(self.flag), error=OutputError)
         changes = _differences(recorded, fingerprint)
         if changes:
             raise OutputError(
@@ -265,18 +259,14 @@ def read_results(path: str | Path) -> list[dict]:
     return [_parse(line, number, path) for number, line in enumerate(lines, start=1) if line.strip()]
 
 
+RECORD = Object({"id": ID})
+"""A result file's record: the row's id, then what the job computed."""
+
+
 def _parse(line: str, number: int, path: Path, flag: str = "--output") -> dict:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError:
-        record = None
-    if not isinstance(record, dict) or "id" not in record:
-        problem = "is not a JSON object" if not isinstance(record, dict) else "has no 'id'"
-        raise OutputError(
-            f"{path}: line {number} {problem}, so the file is damaged; delete that line to keep "
-            f"the other results, or {restart_hint(flag)}"
-        )
-    return record
+    """One record of a result file: an object with an ``id``; else one OutputError naming the line."""
+    fix = f"the file is damaged: delete that line to keep the other results, or {restart_hint(flag)}"
+    return read_json_line(line, RECORD, f"{path}, line {number}", fix, error=OutputError)
 
 
 def _has_records(path: Path) -> bool:

@@ -79,10 +79,9 @@ def build_inputs(
     pairs: list[tuple[str | None, Any]] = [(document, history) for document, history in zip(documents, histories)]
     if views == 2:
         pairs += [(None, history) for history in histories]
-    encoder = model.config.is_encoder_decoder
     room = context_room(model, tokenizer, max_new_tokens)
     limit = min(max_context_tokens or room, room)
-    contexts = [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in pairs]
+    contexts = _views(model, tokenizer, pairs, template, limit)
     cut = sum(1 for context in contexts[: len(documents)] if context.truncated_tokens or context.truncated_chars)
     if cut and limit == room and max_context_tokens != room:  # the model's room cut them, not the caller's limit
         logger.warning(
@@ -102,6 +101,42 @@ def build_inputs(
         attention_mask = attention_mask.flip(-1)
     device = models.input_device(model)
     return {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device)}
+
+
+def _views(model, tokenizer, pairs, template: PromptTemplate, limit: int) -> list:
+    """The model input of each (document, history) pair, cut to ``limit`` tokens as :meth:`PromptTemplate.view` cuts."""
+    encoder = model.config.is_encoder_decoder
+    return [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in pairs]
+
+
+def context_cuts(
+    model,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    template: PromptTemplate | None = None,
+    max_context_tokens: int | None = None,
+    max_new_tokens: int = 0,
+) -> list[dict]:
+    """What :func:`build_inputs` left out of each conditioned context, for a report per row: ``{}`` when nothing,
+    else the document's length (``document_chars``), the characters cut before tokenising (``truncated_chars``),
+    the tokens cut then (``truncated_tokens``) and the tokens kept (``context_tokens``)."""
+    room = context_room(model, tokenizer, max_new_tokens)
+    template = template or default_template(model, tokenizer)
+    contexts = _views(
+        model, tokenizer, list(zip(documents, histories)), template, min(max_context_tokens or room, room)
+    )
+    return [
+        {
+            "document_chars": len(document),
+            "truncated_chars": context.truncated_chars,
+            "truncated_tokens": context.truncated_tokens,
+            "context_tokens": len(context.ids),
+        }
+        if context.truncated_chars or context.truncated_tokens
+        else {}
+        for document, context in zip(documents, contexts)
+    ]
 
 
 def context_room(model, tokenizer, max_new_tokens: int = 0) -> int:

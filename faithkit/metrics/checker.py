@@ -14,12 +14,12 @@ windows and responses into sentences and calls :class:`CheckerModel` on the pair
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import ConfigError
 from ..prompts import as_history
+from ..schema import TEXT, Object, read_json_file
 
 LABELS = ("supported", "generic", "unsupported")
 LABEL_WORDS = (" Yes", " Generic", " No")
@@ -124,7 +124,10 @@ def load_checker(name: str | None = None, device=None, dtype=None, batch_size: i
         return CheckerModel(model, tokenizer, batch_size)
     from peft import PeftModel
 
-    base = json.loads(config_file.read_text())["base_model_name_or_path"]
+    fix = "give the folder 'faithkit checker train' wrote (its adapter/), or reinstall faithkit for the shipped one"
+    base = read_json_file(config_file, Object({"base_model_name_or_path": TEXT}), fix, error=ConfigError)[
+        "base_model_name_or_path"
+    ]
     model, tokenizer = models.load(base, kind="causal", device=device, dtype=dtype)
     merged = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
     return CheckerModel(merged.eval(), tokenizer, batch_size)

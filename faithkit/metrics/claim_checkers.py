@@ -28,6 +28,7 @@ checkpoint's weights into it, with the prompt the checkpoint's config gives.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -36,6 +37,7 @@ from typing import TYPE_CHECKING, cast
 
 from .. import precision
 from ..errors import ConfigError
+from ..prompts import CHARS_PER_TOKEN
 from .base import Metric, check_columns
 from .metric_options import check_option_values
 
@@ -177,13 +179,77 @@ INPUT_FORMATS = ("pair", "eos-joined", "t5-predict", "hhem-prompt", "checker-pro
 def document_windows(document: str, tokenizer, window: int, stride: int) -> list[str]:
     """The document cut into windows of ``window`` tokens starting every ``stride`` tokens, the last one ending at
     the document's end; each window is the document's own text from its first token to its last."""
-    offsets = tokenizer(document, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    return [document[start:end].strip() for start, end in window_spans(document, tokenizer, window, stride)]
+
+
+def window_spans(text: str, tokenizer, window: int, stride: int) -> list[tuple[int, int]]:
+    """The character spans of :func:`document_windows`' windows (the whole text when it fits in one)."""
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
     if len(offsets) <= window:
-        return [document.strip()]
+        return [(0, len(text))]
     starts = list(range(0, len(offsets) - window + 1, stride))
     if starts[-1] + window < len(offsets):
         starts.append(len(offsets) - window)
-    return [document[offsets[start][0] : offsets[start + window - 1][1]].strip() for start in starts]
+    return [(offsets[start][0], offsets[start + window - 1][1]) for start in starts]
+
+
+MAX_WINDOWS = 16
+"""Windows of a document scored per row unless ``max_windows`` says otherwise: every window is paired with every
+sentence of the response, so a 320 KB document (thousands of windows) took over 15 minutes."""
+CLAIM_WORD = re.compile(r"\w{4,}")
+
+
+def claim_words(claims: Sequence[str]) -> set[str]:
+    """The claims' distinct words of four characters or more, lowercased: short ones (the, and, is) are everywhere,
+    so they say nothing about where in a document a claim is."""
+    return {word for claim in claims for word in CLAIM_WORD.findall(claim.lower())}
+
+
+def overlap(text: str, words: set[str]) -> int:
+    """How many of ``words`` appear in ``text`` (a substring test: cheap enough to run over a 50 MB document)."""
+    lowered = text.lower()
+    return sum(word in lowered for word in words)
+
+
+def chosen_windows(
+    document: str, claims: Sequence[str], tokenizer, window: int, stride: int, max_windows: int
+) -> tuple[list[str], int]:
+    """The windows to score: all of :func:`document_windows` when there are at most ``max_windows``, else the
+    ``max_windows`` that share most words with the claims (:func:`claim_words`; ties go to the earlier window), in
+    the document's order; and how many characters of the document no chosen window holds (0 when none was left out).
+
+    A document longer than ``max_windows`` windows span at :data:`~faithkit.prompts.CHARS_PER_TOKEN` characters a
+    token is never tokenised whole: its blocks of one window's characters (every half block) are ranked by the same
+    overlap first, and only the best ``max_windows`` blocks are cut into token windows."""
+    words = claim_words(claims)
+    block = CHARS_PER_TOKEN * window
+    regions = [(0, len(document))]
+    if len(document) > CHARS_PER_TOKEN * (window + (max_windows - 1) * stride):
+        starts = list(range(0, len(document) - block, block // 2)) + [len(document) - block]
+        best = sorted(starts, key=lambda start: -overlap(document[start : start + block], words))[:max_windows]
+        regions = _merged([(start, start + block) for start in sorted(best)])
+    spans = [
+        (first + start, first + end)
+        for first, last in regions
+        for start, end in window_spans(document[first:last], tokenizer, window, stride)
+    ]
+    if len(spans) <= max_windows and len(regions) == 1 and regions[0] == (0, len(document)):
+        return [document[start:end].strip() for start, end in spans], 0
+    ranked = sorted(range(len(spans)), key=lambda i: -overlap(document[spans[i][0] : spans[i][1]], words))
+    spans = [spans[i] for i in sorted(ranked[:max_windows])]
+    held = sum(end - start for start, end in _merged(spans))
+    return [document[start:end].strip() for start, end in spans], len(document) - held
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted character spans with the overlapping or touching ones joined."""
+    joined: list[tuple[int, int]] = []
+    for start, end in spans:
+        if joined and start <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], end))
+        else:
+            joined.append((start, end))
+    return joined
 
 
 @lru_cache(maxsize=1)
@@ -338,7 +404,8 @@ class ClaimChecker(Metric):
     """A claim checker as a metric: per response, the support of its worst sentence in the document's best window.
 
     ``preset`` names the checker (:data:`PRESETS`); ``nli_model`` replaces its hub id (e.g. a local copy);
-    ``window`` and ``stride`` its token windows. Per row: the score (key: the preset's name with ``_``), and
+    ``window`` and ``stride`` its token windows, of which at most ``max_windows`` are scored
+    (:func:`chosen_windows`; a row that left some out says ``windows`` and ``truncated_chars``). Per row: the score (key: the preset's name with ``_``), and
     ``sentence_scores``, each sentence's best-window support. ``support`` (tests, other backends) replaces the
     model: a function from (windows, claims, histories) to class probabilities, with ``tokenizer`` cutting the
     windows. A sentence's best window is the one where "supported" is likeliest.
@@ -355,6 +422,7 @@ class ClaimChecker(Metric):
         nli_model: str | None = None,
         window: int | None = None,
         stride: int | None = None,
+        max_windows: int = MAX_WINDOWS,
         batch_size: int = 8,
         device=None,
         dtype=None,
@@ -365,7 +433,8 @@ class ClaimChecker(Metric):
         that the command line and ``evaluate.load`` pass by name (:data:`faithkit.metrics.registry.METRICS`)."""
         if preset not in PRESETS:
             raise ValueError(f"unknown claim checker {preset!r}; choose one of {', '.join(PRESETS)}")
-        check_option_values(batch_size=batch_size, window=window, stride=stride)
+        check_option_values(batch_size=batch_size, window=window, stride=stride, max_windows=max_windows)
+        self.max_windows = max_windows
         self.preset = PRESETS[preset]
         self.window, self.stride = window or self.preset.window, stride or self.preset.stride
         if self.window < 1 or not 1 <= self.stride <= self.window:
@@ -386,20 +455,25 @@ class ClaimChecker(Metric):
         """One dict per row: the response's score(s) and each sentence's best-window P(supported); histories are
         read by the presets that take them (``faithkit-checker``)."""
         documents, histories, responses, _ = check_columns(documents, histories, responses)
-        cases = [
-            (document_windows(d, self.tokenizer, self.window, self.stride), response_sentences(r), h)
-            for d, h, r in zip(documents, histories, responses)
-        ]
+        cases, left_out = [], []
+        for document, history, response in zip(documents, histories, responses):
+            sentences = response_sentences(response)
+            windows, chars = chosen_windows(
+                document, sentences, self.tokenizer, self.window, self.stride, self.max_windows
+            )
+            cases.append((windows, sentences, history))
+            left_out.append(chars)
         premises = [w for windows, sentences, _ in cases for _ in sentences for w in windows]
         claims = [s for windows, sentences, _ in cases for s in sentences for _ in windows]
         contexts = [h for windows, sentences, h in cases for _ in sentences for _ in windows]
         probabilities = iter(self.support(premises, claims, contexts) if premises else [])
         supported = self.preset.supported
         rows = []
-        for windows, sentences, _ in cases:
+        for (windows, sentences, _), chars in zip(cases, left_out):
             best = [max((next(probabilities) for _ in windows), key=lambda row: row[supported]) for _ in sentences]
             per_sentence = [row[supported] for row in best]
-            rows.append({**self._combine(best, per_sentence), "sentence_scores": per_sentence})
+            row = {**self._combine(best, per_sentence), "sentence_scores": per_sentence}
+            rows.append({**row, "windows": len(windows), "truncated_chars": chars} if chars else row)
         return rows
 
     def _combine(self, best: list[list[float]], per_sentence: list[float]) -> dict:
@@ -414,4 +488,13 @@ class ClaimChecker(Metric):
         return {key: sum(per_sentence) / len(per_sentence)}
 
 
-__all__ = ["ClaimChecker", "CheckerPreset", "PRESETS", "document_windows", "load_hhem", "response_sentences"]
+__all__ = [
+    "ClaimChecker",
+    "CheckerPreset",
+    "MAX_WINDOWS",
+    "PRESETS",
+    "chosen_windows",
+    "document_windows",
+    "load_hhem",
+    "response_sentences",
+]

@@ -16,7 +16,6 @@ another ``model`` than the weights' gets a warning: refit on your labels (the sa
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from dataclasses import asdict, dataclass
@@ -29,6 +28,7 @@ from scipy import optimize
 from .. import files
 from .base import Metric
 from .metric_options import check_option_values
+from ..schema import NUMBER, TEXT, ListOf, Object, read_json_file
 from .registry import FAITH_JUDGE_WEIGHTS
 from .lexical import knowledge_precision, token_f1_overlap
 from .token_evidence import AGGREGATE_KEYS, PER_TOKEN_KEYS
@@ -36,6 +36,19 @@ from .token_evidence import AGGREGATE_KEYS, PER_TOKEN_KEYS
 logger = logging.getLogger(__name__)
 
 WEIGHTS = FAITH_JUDGE_WEIGHTS
+WEIGHTS_SCHEMA = Object(
+    {
+        "features": ListOf(TEXT),
+        "means": ListOf(NUMBER),
+        "stds": ListOf(NUMBER),
+        "coefficients": ListOf(NUMBER),
+        "intercept": NUMBER,
+        "model": TEXT,
+        "l2": NUMBER,
+        "fitted_on": TEXT,
+    }
+)
+"""A weights file as :meth:`JudgeWeights.save` writes it."""
 LM_SIGNALS = ("pmi", "uncond_pmi", "logp_doc_history", "logp_history", *AGGREGATE_KEYS)
 """The signals PMI-FAITH with ``evidence=True`` gives under the judge LM."""
 CHECKER_SIGNALS = {"checker_supported": "faithkit_checker", "checker_hallucination": "faithkit_checker_hallucination"}
@@ -77,7 +90,9 @@ class JudgeWeights:
 
     @classmethod
     def load(cls, path: str | Path = WEIGHTS) -> JudgeWeights:
-        data = json.loads(Path(path).read_text())
+        data = read_json_file(
+            path, WEIGHTS_SCHEMA, "refit the judge (benchmarks/judge_fit.py) or give the weights file it wrote"
+        )
         unknown = sorted(set(data["features"]) - set(CANDIDATES))
         if unknown:
             raise ValueError(f"{path}: unknown judge features {unknown}; known: {', '.join(CANDIDATES)}")

@@ -53,6 +53,12 @@ class MetricOptions:
     stride: int | None = option(
         None, "claim checkers: tokens between the starts of two windows (default: the checker's)", low=1
     )
+    max_windows: int = option(
+        16,
+        "claim checkers: most document windows scored per row; past it, those sharing most words with the "
+        "response (the row says how many characters no scored window held: truncated_chars)",
+        low=1,
+    )
     max_edits: int = option(8, "minimal-edit: most spans swapped per response", low=1)
     threshold: float = option(1.0, "minimal-edit: log-probability margin a swap must lose by to count", low=0)
 

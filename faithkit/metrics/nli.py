@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from .base import Metric, check_columns
 from .metric_options import check_option_values
-from .q2 import FALLBACK_SCORES, HUB_DEFAULTS, OFFLINE_DEFAULTS, _documents
+from .q2 import FALLBACK_SCORES, HUB_DEFAULTS, OFFLINE_DEFAULTS, _documents, cut_knowledge
 from .q2_backends import build_backend
 
 
@@ -41,10 +41,15 @@ class E2ENLI(Metric):
     def compute_rows(
         self, documents: Sequence[str], histories, responses: Sequence[str], references=None
     ) -> list[dict]:
-        """One dict per row (``e2e_nli``, ``label``); histories are ignored."""
+        """One dict per row (``e2e_nli``, ``label``, and ``truncated_chars`` when the document was longer than the
+        NLI model reads: its start is kept, cut by characters before tokenising); histories are ignored."""
         documents, _, responses, _ = check_columns(documents, histories, responses)
-        labels = self.nli.predict(documents, responses) if responses else []
-        return [{"e2e_nli": FALLBACK_SCORES[label], "label": label} for label in labels]
+        cuts = cut_knowledge(self.nli, documents)
+        labels = self.nli.predict([text for text, _ in cuts], responses) if responses else []
+        return [
+            {"e2e_nli": FALLBACK_SCORES[label], "label": label, **({"truncated_chars": left_out} if left_out else {})}
+            for label, (_, left_out) in zip(labels, cuts)
+        ]
 
 
 __all__ = ["E2ENLI"]

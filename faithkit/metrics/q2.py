@@ -67,8 +67,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from .. import models
+from ..prompts import within_budget
 from .base import Metric, check_columns
 from .metric_options import check_option_values
 from .lexical import normalize_answer, token_f1
@@ -231,6 +233,8 @@ class Q2(Metric):
     ) -> list[dict]:
         """One JSON-serialisable dict per row: ``q2``, ``q2_no_nli``, ``fallback``, ``explanations``."""
         knowledge, _, responses, _ = check_columns(documents, histories, responses)
+        cuts = cut_knowledge(self.qa, knowledge, windows=KNOWLEDGE_WINDOWS)
+        knowledge = [text for text, _ in cuts]
         spans = [extract_spans(doc) for doc in self.nlp.pipe(responses)]
         flat = [(r, span) for r, response_spans in enumerate(spans) for span in response_spans]
         chosen = self._valid_questions([Candidate(s.text, responses[r], s.spacy_span) for r, s in flat])
@@ -266,7 +270,8 @@ class Q2(Metric):
                     "score": question_score(f1s[j], label),
                 }
             )
-        return self._rows(knowledge, responses, explanations)
+        rows = self._rows(knowledge, responses, explanations)
+        return [{**row, "truncated_chars": left_out} if left_out else row for row, (_, left_out) in zip(rows, cuts)]
 
     # backends are not called with nothing to do, so an empty stage costs no model call
     def _answer(self, questions, passages) -> list[str]:
@@ -307,6 +312,30 @@ class Q2(Metric):
         return rows
 
 
+KNOWLEDGE_WINDOWS = 8
+"""Q² answers from at most this many windows of its QA model's input: longer knowledge keeps its start, cut by
+characters before anything tokenises it whole (a 50 MB document took minutes and gigabytes otherwise)."""
+
+
+def backend_window(backend) -> tuple[Any, int | None]:
+    """The tokenizer a model-backed stage reads with and its model's window (an offline backend's LM's);
+    ``(None, None)`` for the rules and for backend objects without a model."""
+    holder = getattr(backend, "lm", backend)
+    model, tokenizer = getattr(holder, "model", None), getattr(holder, "tokenizer", None)
+    if model is None or tokenizer is None:
+        return None, None
+    return tokenizer, models.context_window(model, tokenizer)
+
+
+def cut_knowledge(backend, texts: Sequence[str], windows: int = 1) -> list[tuple[str, int]]:
+    """Each text's start within ``windows`` of ``backend``'s model window (:func:`faithkit.prompts.within_budget`),
+    with how many characters were left out: what the model would read of it, without tokenising the rest."""
+    tokenizer, window = backend_window(backend)
+    if window is None:
+        return [(text, 0) for text in texts]
+    return [cast("tuple[str, int]", within_budget(tokenizer, text, windows * window, keep="start")) for text in texts]
+
+
 def _documents(documents, knowledge):
     """``documents``, or its older name ``knowledge`` (Q² calls the grounding text knowledge)."""
     if documents is not None and knowledge is not None:
@@ -316,4 +345,14 @@ def _documents(documents, knowledge):
     return documents if documents is not None else knowledge
 
 
-__all__ = ["HUB_DEFAULTS", "OFFLINE_DEFAULTS", "Q2", "extract_spans", "is_personal", "normalize_answer", "token_f1"]
+__all__ = [
+    "HUB_DEFAULTS",
+    "KNOWLEDGE_WINDOWS",
+    "OFFLINE_DEFAULTS",
+    "Q2",
+    "cut_knowledge",
+    "extract_spans",
+    "is_personal",
+    "normalize_answer",
+    "token_f1",
+]

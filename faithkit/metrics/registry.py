@@ -106,7 +106,7 @@ def _claim_checker_specs() -> tuple[MetricSpec, ...]:
             name,
             _Lazy("claim_checkers", "ClaimChecker", preset=name),
             keys(preset),
-            ("nli_model", "window", "stride", *_LM_OPTIONS),
+            ("nli_model", "window", "stride", "max_windows", *_LM_OPTIONS),
             summary=summary(preset),
             measures=(Measure(preset.score_key, preset.score_key, f"claim checker: {name}"),),
         )
@@ -222,7 +222,9 @@ FAITH_JUDGE_WEIGHTS = Path(__file__).with_name("judge_weights.json")
 
 def faith_judge_lm() -> str:
     """The judge LM faith-judge's shipped weights were fitted with, read without importing the judge (numpy, scipy)."""
-    return str(json.loads(FAITH_JUDGE_WEIGHTS.read_text(encoding="utf-8"))["model"])
+    from ..schema import TEXT, Object, read_json_file
+
+    return read_json_file(FAITH_JUDGE_WEIGHTS, Object({"model": TEXT}), "reinstall faithkit")["model"]
 
 
 def rename_notice(name: str) -> str:

@@ -34,6 +34,7 @@ import math
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 import torch
 import yaml
@@ -54,6 +55,7 @@ from ..data.results import content_digest
 from ..decoding import default_template, pad_token_id
 from ..errors import ConfigError, OutputError
 from ..files import open_append, to_json, write_json, write_text
+from ..schema import BOOLEAN, NUMBER_OR_NULL, WHOLE, ListOf, Object, read_json_line
 from .card import write_model_card
 from .config import TrainConfig
 from .data import IGNORE, Collator, encode_rows, load_rows
@@ -67,6 +69,10 @@ logger = get_logger(__name__)
 RUN_CONFIG = "run_config.yaml"
 ROWS_KEY = "rows"  # run_config.yaml's digests of the train and dev rows, beside the config's sections
 TRACKER_PROJECT = "faithkit"  # wandb's project, mlflow's experiment, the folder under OUTPUT/tensorboard
+
+
+SAMPLE = Object({"step": WHOLE})
+"""A record of the run's ``generations.jsonl`` (a resume drops those after the step it restarts from)."""
 
 
 @dataclass
@@ -85,6 +91,23 @@ class RunState:
     dev_loss_best: float | None = None
     last_eval_values: dict = field(default_factory=dict)
     evaluations: list = field(default_factory=list)  # {"step", **values} of each evaluation, for the model cards
+    SCHEMA: ClassVar[Object] = Object(
+        {
+            "step": WHOLE,
+            "best_value": NUMBER_OR_NULL,
+            "best_step": NUMBER_OR_NULL,
+            "best_values": Object({}),
+            "bad_evals": WHOLE,
+            "stopped": BOOLEAN,
+            "train_loss_first": NUMBER_OR_NULL,
+            "train_loss_last": NUMBER_OR_NULL,
+            "dev_loss_first": NUMBER_OR_NULL,
+            "dev_loss_best": NUMBER_OR_NULL,
+            "last_eval_values": Object({}),
+            "evaluations": ListOf(Object({"step": WHOLE})),
+        }
+    )
+    """What a saved state's counters must be (:func:`~faithkit.train.state.load_state` checks them)."""
 
     def state_dict(self) -> dict:
         return asdict(self)
@@ -510,7 +533,14 @@ class RunLog:
             write_text(self.csv, "".join(lines[:1] + kept))
         if self.samples.exists():
             lines = self.samples.read_text().splitlines(keepends=True)
-            write_text(self.samples, "".join(line for line in lines if json.loads(line)["step"] <= step))
+            fix = "delete that line, or start the run again in another --output-dir"
+            kept = [
+                line
+                for number, line in enumerate(lines, start=1)
+                if read_json_line(line, SAMPLE, f"{self.samples}, line {number}", fix, error=OutputError)["step"]
+                <= step
+            ]
+            write_text(self.samples, "".join(kept))
 
     def values(self, step: int, values: dict[str, float]) -> None:
         self.accelerator.log(values, step=step)

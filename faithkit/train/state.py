@@ -11,7 +11,6 @@ accelerate's ``custom_checkpoint_*.pkl`` pickles: such a file in a state folder 
 
 from __future__ import annotations
 
-import json
 import pickle
 import shutil
 import warnings
@@ -22,6 +21,7 @@ from accelerate import Accelerator
 
 from ..errors import ConfigError, OutputError
 from ..files import write_json
+from ..schema import read_json_file
 
 RUN_STATE = "run_state.json"
 
@@ -75,19 +75,16 @@ def load_state(accelerator: Accelerator, folder: Path, run_state) -> None:
             f"yours, or start the run again"
         )
     counters = folder / RUN_STATE
-    try:
-        values = json.loads(counters.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    if not counters.is_file():
         raise ConfigError(
             f"{counters} is missing, so {folder} cannot be resumed (a state saved by an older "
             f"faithkit, or damaged); start the run again"
-        ) from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ConfigError(f"{counters} is damaged (not JSON); start the run again") from None
-    if not isinstance(values, dict) or set(values) - set(run_state.state_dict()):
+        )
+    known = run_state.state_dict()
+    values = read_json_file(counters, run_state.SCHEMA, "start the run again", error=ConfigError)
+    if set(values) - set(known):
         raise ConfigError(
-            f"{counters}: expected an object with the keys {sorted(run_state.state_dict())}, got "
-            f"{str(values)[:80]}; start the run again"
+            f"{counters}: expected an object with the keys {sorted(known)}, got {str(values)[:80]}; start the run again"
         )
     with _safe_loads() as refused:
         accelerator.load_state(str(folder))

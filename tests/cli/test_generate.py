@@ -135,3 +135,34 @@ def test_a_setting_no_row_can_meet_stops_the_job_with_one_error(faithkit, model_
     assert run.code == 2
     assert "error: --max-new-tokens 300 leaves no room for a context in the model's 256 positions" in run.err
     assert [r["id"] for r in read_results(output)] == ["bad"]  # only the row that is bad on its own
+
+
+def test_a_cut_context_is_reported_in_its_row_s_record(faithkit, model_folder, tmp_path, gpt2_tokenizer):
+    """Over 8 characters a token of room (40 tokens: 320 characters), the document keeps its last 320 characters
+    before it is tokenised, then its end within 40 tokens; the record says how long it was and what went."""
+    document = " ".join(f"w{i}" for i in range(200))
+    rows = write_jsonl(
+        tmp_path / "in.jsonl",
+        [
+            {"id": "long", "document": document, "history": ["Tell me more."]},
+            {"id": "short", "document": "Paris is in France.", "history": ["Where is Paris?"]},
+        ],
+    )
+    out = tmp_path / "out.jsonl"
+    argv = ["--input", rows, "--output", out, "--max-new-tokens", "3", "--max-context-tokens", "40"]
+    run = faithkit("generate", "--model", model_folder, *argv)
+    assert run.code == 0
+    long, short = read_results(out)
+    context = DEFAULT_TEMPLATE.context(gpt2_tokenizer, document, ["Tell me more."], max_tokens=40)
+    assert context.truncated_chars == len(document) - 320
+    assert {key: long[key] for key in ("document_chars", "truncated_chars", "truncated_tokens", "context_tokens")} == {
+        "document_chars": len(document),
+        "truncated_chars": len(document) - 320,
+        "truncated_tokens": context.truncated_tokens,
+        "context_tokens": len(context.ids),
+    }
+    assert not {"document_chars", "truncated_chars", "truncated_tokens", "context_tokens"} & set(short)
+    assert (
+        f"warning: row long: context cut by {len(document) - 320} characters and {context.truncated_tokens} tokens"
+        in run.err
+    )

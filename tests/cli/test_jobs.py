@@ -140,9 +140,10 @@ def _damage(out: Path, number: int, line: str):
 @pytest.mark.parametrize(
     "line, problem",
     [
-        ('{"id": "r1", "overlap_f1": 0.5\n', "line 2 is not a JSON object, so the file is damaged"),
-        ('{"overlap_f1": 0.5}\n', "line 2 has no 'id', so the file is damaged"),
-        ("[1, 2]\n", "line 2 is not a JSON object, so the file is damaged"),
+        ('{"id": "r1", "overlap_f1": 0.5\n', "line 2 is not JSON (Expecting ',' delimiter)"),
+        ('{"overlap_f1": 0.5}\n', "line 2: id is missing (expected a row id (text or a whole number))"),
+        ('{"id": [1], "overlap_f1": 0.5}\n', "line 2: id is [1] where a row id (text or a whole number) is expected"),
+        ("[1, 2]\n", "line 2: the top level is [1, 2] where an object is expected"),
     ],
 )
 def test_a_damaged_middle_line_is_named(faithkit, scored, line, problem):
@@ -150,7 +151,7 @@ def test_a_damaged_middle_line_is_named(faithkit, scored, line, problem):
     before = _damage(out, 2, line)
     run = faithkit(*argv, "--metric", "overlap-f1")
     assert run.code == 2 and run.error_lines == [
-        f"error: {out}: {problem}; delete that line to keep the other results, or {RESTART_HINT}"
+        f"error: {out}, {problem}; the file is damaged: delete that line to keep the other results, or {RESTART_HINT}"
     ]
     assert out.read_text() == before
 
@@ -168,12 +169,16 @@ def test_a_repeated_id_is_named_with_both_lines(faithkit, scored):
 def test_results_without_their_job_record_are_not_trusted(faithkit, scored):
     argv, out = scored
     meta = Path(f"{out}.meta.json")
-    for damaged in ("{not json", '["a list"]'):
+    for damaged, problem in (
+        (
+            "{not json",
+            " is not valid JSON (Expecting property name enclosed in double quotes: line 1 column 2 (char 1))",
+        ),
+        ('["a list"]', ': the top level is ["a list"] where an object is expected'),
+    ):
         meta.write_text(damaged)
         run = faithkit(*argv, "--metric", "overlap-f1")
-        assert run.code == 2 and run.error_lines == [
-            f"error: {meta} is damaged (not the JSON object faithkit wrote); {RESTART_HINT}"
-        ]
+        assert run.code == 2 and run.error_lines == [f"error: {meta}{problem}; {RESTART_HINT}"]
     meta.unlink()
     run = faithkit(*argv, "--metric", "overlap-f1")
     assert run.code == 2 and run.error_lines == [

@@ -212,3 +212,104 @@ def test_a_sweep_config_files_mistake_names_the_file(faithkit, tmp_path, yaml, m
     rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "1", "document": "d", "history": ["h"], "response": "r"}])
     run = faithkit("sweep", "--config", config, "--input", rows, "--out", tmp_path / "out", "--generator", "x")
     assert run.code == 2 and run.err == f"error: config file {config}: {message}\n"
+
+
+# ---- every other file faithkit reads back: the same one line (faithkit.schema) -----------------------------------
+
+CANDIDATES_FIX = 'write one object per line: {"id": "r1", "responses": ["...", "..."], "greedy": "..."}'
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"responses": ["a"]}', "line 1: id is missing (expected a row id (text or a whole number))"),
+        ('{"id": "1", "responses": ["a", 2]}', "line 1: responses[1] is 2 where text is expected"),
+        ('{"id": "1", "responses": ["a"], "greedy": null}', "line 1: greedy is null where text is expected"),
+        ('{"id": "1", "responses": ["a"]', "line 1 is not JSON (Expecting ',' delimiter)"),
+    ],
+)
+def test_a_hand_edited_candidates_file_is_one_line_naming_the_field(faithkit, model_folder, tmp_path, line, message):
+    rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "1", "document": "d", "history": ["h"], "response": "r"}])
+    candidates = tmp_path / "candidates.jsonl"
+    candidates.write_text(line + "\n")
+    argv = ["--model", model_folder, "--input", rows, "--candidates", candidates, "--output", tmp_path / "out.jsonl"]
+    run = faithkit("rerank", *argv)
+    assert run.code == 2 and run.error_lines == [f"error: {candidates}, {message}; {CANDIDATES_FIX}"]
+
+
+def test_a_hand_edited_checker_adapter_config_is_one_error_naming_the_field(tmp_path):
+    from faithkit.errors import ConfigError
+    from faithkit.metrics.checker import load_checker
+
+    (tmp_path / "adapter_config.json").write_text('{"base_model_name_or_path": 7}')
+    with pytest.raises(ConfigError) as raised:
+        load_checker(str(tmp_path))
+    assert str(raised.value) == (
+        f"{tmp_path / 'adapter_config.json'}: base_model_name_or_path is 7 where text is expected; give the folder "
+        "'faithkit checker train' wrote (its adapter/), or reinstall faithkit for the shipped one"
+    )
+
+
+def test_a_hand_edited_training_run_state_is_one_error_naming_the_field(tmp_path):
+    from faithkit.errors import ConfigError
+    from faithkit.train.loop import RunState
+    from faithkit.train.state import RUN_STATE, load_state
+
+    state = RunState().state_dict()
+    (tmp_path / RUN_STATE).write_text(json.dumps({**state, "step": "ten"}))
+    with pytest.raises(ConfigError) as raised:
+        load_state(None, tmp_path, RunState())
+    assert (
+        str(raised.value)
+        == f'{tmp_path / RUN_STATE}: step is "ten" where a whole number is expected; start the run again'
+    )
+    (tmp_path / RUN_STATE).write_text(json.dumps({**state, "evaluations": [{"loss": 1.0}]}))
+    with pytest.raises(
+        ConfigError, match=r"run_state.json: evaluations\[0\].step is missing \(expected a whole number\)"
+    ):
+        load_state(None, tmp_path, RunState())
+
+
+def test_a_training_run_s_generations_log_with_a_bad_line_is_named(tmp_path):
+    from types import SimpleNamespace
+
+    from faithkit.errors import OutputError
+    from faithkit.train.loop import RunLog
+
+    samples = tmp_path / "generations.jsonl"
+    samples.write_text('{"step": 1, "response": "a"}\n{"response": "b"}\n')
+    with pytest.raises(OutputError) as raised:
+        RunLog._drop_after(SimpleNamespace(csv=tmp_path / "none.csv", samples=samples), 1)
+    assert str(raised.value) == (
+        f"{samples}, line 2: step is missing (expected a whole number); delete that line, or start the run again "
+        "in another --output-dir"
+    )
+
+
+def test_a_checker_run_folder_s_recorded_recipe_is_read_with_the_schema(tmp_path):
+    from faithkit.checker.training import CheckerTraining, _own_run_folder
+    from faithkit.errors import ConfigError
+
+    (tmp_path / "checkpoint").mkdir()
+    (tmp_path / "config.json").write_text('["not", "a", "recipe"]')
+    with pytest.raises(ConfigError) as raised:
+        _own_run_folder(tmp_path, CheckerTraining())
+    assert str(raised.value) == (
+        f'{tmp_path / "config.json"}: the top level is ["not", "a", "recipe"] where an object is expected; give '
+        "another --output, or delete the folder to start the run again"
+    )
+
+
+def test_hand_edited_judge_weights_are_one_error_naming_the_field(tmp_path):
+    from faithkit.errors import InputError
+    from faithkit.metrics.judge import WEIGHTS, JudgeWeights
+
+    weights = json.loads(WEIGHTS.read_text())
+    path = tmp_path / "weights.json"
+    path.write_text(json.dumps({**weights, "coefficients": [1.0, "x"]}))
+    with pytest.raises(InputError) as raised:
+        JudgeWeights.load(path)
+    assert str(raised.value) == (
+        f'{path}: coefficients[1] is "x" where a number is expected; refit the judge (benchmarks/judge_fit.py) or '
+        "give the weights file it wrote"
+    )

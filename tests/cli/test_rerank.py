@@ -179,8 +179,8 @@ def test_a_row_without_candidates_gets_its_error_and_a_bad_file_one_line(faithki
     )
     assert run.code == 2 and run.error_lines == [
         (
-            f'error: {bad}, line 1: a candidates record is {{"id": ..., "responses": [text, ...]}}; got '
-            '{"id": "r0", "responses": "Apples grow."}'
+            f'error: {bad}, line 1: responses is "Apples grow." where a list is expected; write one object per '
+            'line: {"id": "r1", "responses": ["...", "..."], "greedy": "..."}'
         )
     ]
     run = faithkit(
