@@ -341,6 +341,7 @@ def value_parser(item: dataclasses.Field, kind, unsets: bool = False):
         return value
 
     parse.__name__ = item.name
+    parse.value_kind, parse.choices = kind, item.metadata.get("choices")  # type: ignore[attr-defined]
     return parse
 
 
@@ -352,6 +353,7 @@ def comma_list_parser(item: dataclasses.Field, kind):
         return tuple(one(part.strip()) for part in text.split(",") if part.strip())
 
     parse.__name__ = item.name
+    parse.value_kind, parse.choices = kind, item.metadata.get("choices")  # type: ignore[attr-defined]
     return parse
 
 

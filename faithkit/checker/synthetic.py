@@ -31,6 +31,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..options import option
+from ..paths import PathArg
 
 LABELS = ("supported", "generic", "unsupported")
 
@@ -730,8 +731,16 @@ def history_only_replies(model_name: str, seed: int, max_new_tokens: int = 40, b
 class CheckerData:
     """The data recipe: which corpus files, how many examples, which LM writes the ``lm_claim`` kind."""
 
-    output: str = option("runs/checker-data", "folder to write train.jsonl, test.jsonl and the card README.md to")
-    topicalchat: str = option("", "Topical-Chat folder (flat layout, as in the shared data); default: the data root's")
+    output: str = option(
+        "runs/checker-data",
+        "folder to write train.jsonl, test.jsonl and the card README.md to",
+        flag_type=PathArg("output folder"),
+    )
+    topicalchat: str = option(
+        "",
+        "Topical-Chat folder (flat layout, as in the shared data); default: the data root's",
+        flag_type=PathArg("input folder", unset=True),
+    )
     split: str = option("valid_freq", "the Topical-Chat split whose turns give histories and human responses")
     exclude_split: str = option("valid_rare", "a split whose Wikipedia sections are never used (kept for evaluation)")
     size: int = option(2800, "examples to make (train and test together)", low=10)

@@ -24,6 +24,7 @@ from pathlib import Path
 from ..errors import ConfigError, InputError
 from ..metrics import checker
 from ..options import check, option
+from ..paths import PathArg
 from ..schema import Object, read_json_file
 from .synthetic import Example, read
 
@@ -32,9 +33,17 @@ from .synthetic import Example, read
 class CheckerTraining:
     """The training recipe: base model, data, LoRA shape and optimiser settings."""
 
-    model: str = option("smollm2-135m", "base causal LM (an offline name, a hub id or a folder)")
-    data: str = option("runs/checker-data", "folder holding train.jsonl and test.jsonl (faithkit checker data)")
-    output: str = option("runs/checker", "run folder: checkpoint/, log.jsonl, adapter/, metrics.json")
+    model: str = option(
+        "smollm2-135m", "base causal LM (an offline name, a hub id or a folder)", flag_type=PathArg("model")
+    )
+    data: str = option(
+        "runs/checker-data",
+        "folder holding train.jsonl and test.jsonl (faithkit checker data)",
+        flag_type=PathArg("input folder"),
+    )
+    output: str = option(
+        "runs/checker", "run folder: checkpoint/, log.jsonl, adapter/, metrics.json", flag_type=PathArg("output folder")
+    )
     seed: int = option(0, "seed of the batch order and of the LoRA initialisation")
     layers: int = option(12, "LoRA on every linear layer of this many top blocks (the rest is frozen)", low=1)
     lora_rank: int = option(16, "LoRA rank", low=1)

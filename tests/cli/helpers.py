@@ -99,3 +99,8 @@ def crash_after(monkeypatch, owner, name: str, documents_at: int, rows: int, err
         return original(*args, **kwargs)
 
     monkeypatch.setattr(owner, name, crashing)
+
+
+def choices_of(action) -> tuple:
+    """The values a flag accepts: argparse's own choices, or those a declared flag's type checks."""
+    return tuple(action.choices or getattr(action.type, "choices", None) or ())

@@ -15,6 +15,7 @@ import pytest
 
 from faithkit.cli import build_parser
 from faithkit.paths import PathArg
+from tests.cli.helpers import choices_of
 
 UNWRITABLE = "/proc/faithkit-test/out"  # permission bits do not stop root; /proc refuses new files to everyone
 MISTAKES = {
@@ -29,6 +30,9 @@ MISTAKES = {
 NOT_PATHS = {
     "--tokenizer": "a tokenizer name ('gpt2-bpe') or folder, checked when training builds the model",
     "--split": "a split's name",
+    "--train-split": "a split's name",
+    "--dev-split": "a split's name",
+    "--run-name": "the run's name in the trackers",
     "--chosen": "comma-separated best.json files, each read and checked when the sweep plans its cells",
 }
 
@@ -54,8 +58,8 @@ def _path_options():
 
 def _valid(action, tmp_path) -> str:
     """A value the option accepts, for the required options besides the one under test."""
-    if action.choices:
-        return str(next(iter(action.choices)))
+    if choices_of(action):
+        return str(next(iter(choices_of(action))))
     if action.dest == "metrics":  # meta-eval labels: metric names
         return "lexical"
     kind = getattr(action.type, "kind", None)
@@ -120,8 +124,8 @@ def test_every_option_that_takes_a_path_declares_its_kind():
             text = f"{action.help or ''} {action.metavar or ''} {action.dest}".lower()
             takes_text = (
                 action.nargs != 0
-                and not action.choices
-                and action.type in (None, str, PathArg)
+                and not choices_of(action)
+                and (action.type in (None, str) or getattr(action.type, "value_kind", None) is str)
                 or isinstance(action.type, PathArg)
             )
             looks_like_path = any(word in text for word in ("file", "folder", "dir", "jsonl", "path", ".yaml"))

@@ -21,7 +21,7 @@ from faithkit.cli import build_parser
 from faithkit.cli.declared_files import Files
 from faithkit.paths import PathArg
 
-from .helpers import ROOT, subprocess_env
+from .helpers import ROOT, choices_of, subprocess_env
 from .test_bad_paths import _leaf_parsers
 
 CORPORA = ROOT / "tests" / "data" / "corpora"
@@ -39,8 +39,8 @@ def _argv(words, parser, tmp_path, given: dict) -> list[str]:
         elif action.required or not action.option_strings and action.dest != "help":
             kind = getattr(action.type, "kind", None)
             value = (
-                str(next(iter(action.choices)))
-                if action.choices
+                str(next(iter(choices_of(action))))
+                if choices_of(action)
                 else "lexical"
                 if action.dest == "metrics"
                 else str(rows)
