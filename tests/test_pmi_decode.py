@@ -232,7 +232,7 @@ def test_grid_equals_generate_per_cell(tiny, search, beams):
 
 
 def test_grid_prefills_each_batch_once(tiny_gpt2, gpt2_tokenizer, monkeypatch):
-    module = importlib.import_module("faithkit.decoding.generate")  # the package's name 'generate' is the function
+    module = importlib.import_module("faithkit.decoding.prefill")
     calls = []
     real = module.prefill_blocks
     monkeypatch.setattr(module, "prefill_blocks", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -338,13 +338,11 @@ def test_seeded_sampling_does_not_depend_on_the_batch(tiny, returns):
     assert other_seed != [together[i] for i in ids]
 
 
-def test_options_give_generate_its_arguments(tiny_gpt2, gpt2_tokenizer):
-    options = GenerationOptions(
-        do_sample=True, temperature=0.8, seed=3, max_new_tokens=4, batch_size=2, chat=False
-    ).validate()
-    kwargs = options.generate_kwargs(tiny_gpt2, gpt2_tokenizer, ids=["r0", "r1", "r2"])
-    assert kwargs["seeds"] == [row_seed(3, "r0"), row_seed(3, "r1"), row_seed(3, "r2")]
-    texts = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), **kwargs)
+def test_generate_takes_the_options_whole_as_their_keywords_spell_them(tiny_gpt2, gpt2_tokenizer):
+    options = GenerationOptions(do_sample=True, temperature=0.8, seed=3, max_new_tokens=4, batch_size=2, chat=False)
+    seeds = options.row_seeds(["r0", "r1", "r2"])
+    assert seeds == [row_seed(3, "r0"), row_seed(3, "r1"), row_seed(3, "r2")]
+    texts = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), options, seeds=seeds)
     assert texts == generate(
         tiny_gpt2,
         gpt2_tokenizer,
@@ -356,8 +354,10 @@ def test_options_give_generate_its_arguments(tiny_gpt2, gpt2_tokenizer):
         do_sample=True,
         temperature=0.8,
         max_new_tokens=4,
-        seeds=kwargs["seeds"],
+        seeds=seeds,
     )
+    with pytest.raises(ValueError, match=r"^seed 3 seeds each row with its id: pass seeds=options.row_seeds\(ids\)"):
+        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), options)
     assert row_seed(3, "r0") == 2853959113720906692  # stable across processes and runs (no hash randomisation)
 
 

@@ -81,7 +81,7 @@ def register(subparsers) -> None:
 
 def add_generation_options(parser: argparse.ArgumentParser) -> None:
     """--strategy, one flag per strategy parameter and per generation option, all from their dataclass fields."""
-    from ..decoding.options import GenerationOptions
+    from ..decoding.generation_options import GenerationOptions
     from ..decoding.strategies import add_parameter_flags
 
     group = parser.add_argument_group("decoding")
@@ -123,15 +123,18 @@ def _generate(args, strategy, options) -> int:
 
 
 def decoding_from_args(args):
-    """The checked (strategy, generation options) of the decoding flags, before any model loads."""
+    """The (strategy, generation options) of the decoding flags, each checked once as it is made, and their
+    combination checked, before any model loads; both then travel whole to the processors."""
     from dataclasses import fields
 
-    from ..decoding.options import GenerationOptions
+    from ..decoding.generation_options import GenerationOptions
     from ..decoding.strategies import Cell, strategy_from_args
-    from ..reranking import check_judge
 
     strategy = strategy_from_args(args.strategy, args)
-    check_judge(strategy)
+    if strategy.name == "rerank":
+        from ..reranking import check_judge
+
+        check_judge(strategy)
     options = GenerationOptions(**{f.name: getattr(args, f.name) for f in fields(GenerationOptions)})
     options.validate(searches=Cell(strategy, options.search).option_searches)
     strategy.check_search(options.search)

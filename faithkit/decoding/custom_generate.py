@@ -97,7 +97,8 @@ def pmi_generate(
     ``do_sample``, ...). Returns the conditioned rows only: ``B x num_return_sequences`` sequences (or generate's
     output object holding them, with ``return_dict_in_generate``), prompt included, as generate returns them.
     """
-    from .generate import build_inputs
+    from .generation_options import GenerationOptions
+    from .inputs import build_inputs
 
     if documents is None or histories is None or tokenizer is None:
         raise ValueError(
@@ -105,15 +106,11 @@ def pmi_generate(
             "(one document and one history, a list of turns, per context)"
         )
     given = {key: value for key, value in generate_arguments.items() if value is not None}
-    inputs = build_inputs(
-        model,
-        tokenizer,
-        documents,
-        histories,
-        template,
-        max_context_tokens,
-        max_new_tokens=given.get("max_new_tokens") or 0,
+    budgets = GenerationOptions(  # room for the new tokens generate will make (its config's when not given)
+        max_context_tokens=max_context_tokens,
+        max_new_tokens=given.get("max_new_tokens") or model.generation_config.max_new_tokens or 1,
     )
+    inputs = build_inputs(model, tokenizer, documents, histories, template, budgets)
     outputs = model.generate(**inputs, **given, custom_generate=pmi_decoding, alpha=alpha, top_p=top_p)
     returned = max(given.get("num_return_sequences") or 1, 1)
     keep = len(documents) * returned

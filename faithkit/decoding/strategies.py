@@ -174,7 +174,7 @@ def strategy_from_args(name: str, args) -> Strategy:
             f"{name}; its parameters are {', '.join('--' + flag(k) for k in own) or 'none'}"
         )
     try:
-        return from_mapping(cls, given, where=f"{name}: ")
+        return cls(**given)  # the flags' values are typed already: the constructor's range check is the one check
     except OptionError as error:
         raise FlagError(flag(error.name), error.reason) from None
 
