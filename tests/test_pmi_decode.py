@@ -548,7 +548,8 @@ def test_build_inputs_are_two_views_also_cut_or_chat(tiny_llama, template, max_c
     """Cut documents and chat templates (a system turn the document joins) still pass the check, beams too."""
     model, tokenizer = tiny_llama
     documents = [DOCUMENTS[0] * 4, DOCUMENTS[1], ""]
-    inputs = build_inputs(model, tokenizer, documents, HISTORIES, template, max_context_tokens=max_context_tokens)
+    options = GenerationOptions(max_context_tokens=max_context_tokens, max_new_tokens=2)
+    inputs = build_inputs(model, tokenizer, documents, HISTORIES, template, options)
     for processor in (PMIDecode(0.25, 0.6), AdaptiveContextAwareDecode()):
         model.generate(
             **inputs, max_new_tokens=2, num_beams=2, logits_processor=[processor], pad_token_id=tokenizer.pad_token_id
@@ -649,7 +650,13 @@ def test_contexts_longer_than_the_model_keep_their_end(tiny_gpt2, gpt2_tokenizer
         cut = generate(tiny_gpt2, gpt2_tokenizer, documents, histories, max_new_tokens=6)
     assert "1 of 2 contexts cut to the 250 tokens the model has room for" in caplog.text
     assert cut == generate(tiny_gpt2, gpt2_tokenizer, documents, histories, max_new_tokens=6, max_context_tokens=250)
-    rows = build_inputs(tiny_gpt2, gpt2_tokenizer, documents, histories, max_context_tokens=1000, max_new_tokens=6)
+    budgets = GenerationOptions(max_context_tokens=1000, max_new_tokens=6)
+    rows = build_inputs(tiny_gpt2, gpt2_tokenizer, documents, histories, options=budgets)
     assert rows["input_ids"].shape[1] == 250  # a larger limit than the model's room is no way past it
+    with pytest.warns(
+        DeprecationWarning, match=r"^build_inputs\(max_context_tokens=, max_new_tokens=…\) is deprecated"
+    ):
+        old = build_inputs(tiny_gpt2, gpt2_tokenizer, documents, histories, max_context_tokens=1000, max_new_tokens=6)
+    assert torch.equal(old["input_ids"], rows["input_ids"])  # the old keywords set the same budgets
     with pytest.raises(ConfigError, match="--max-new-tokens 300 leaves no room for a context in the model's 256"):
         generate(tiny_gpt2, gpt2_tokenizer, documents, histories, max_new_tokens=300)

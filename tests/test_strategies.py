@@ -17,7 +17,7 @@ import torch
 from transformers import TopPLogitsWarper
 
 from faithkit.cli import build_parser, main
-from faithkit.cli.generate import decoding_from_args
+from faithkit.cli.generate import checked_options
 from faithkit.decoding import (
     CAD,
     PMI,
@@ -35,6 +35,7 @@ from faithkit.decoding import (
     strategy_from_dict,
 )
 from faithkit.decoding.base import parameter_text
+from faithkit.decoding.strategies import strategy_from_args
 from faithkit.options import default_grid, range_text
 from faithkit.errors import ConfigError
 from faithkit.prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE
@@ -325,12 +326,12 @@ def test_greedy_and_beam_cad_equal_pmi_decode_at_alpha_over_one_plus_alpha(tiny,
 
 
 def test_cells_that_decode_alike_run_once(tiny_gpt2, gpt2_tokenizer, monkeypatch):
+    from faithkit.decoding.grid_plan import CellRun
+
     module = importlib.import_module("faithkit.decoding.grid")
     calls = []
-    real, real_jointly = module._decode, module.decode_jointly
-    monkeypatch.setattr(
-        module, "_decode", lambda model, batch, run, *a: calls.append(run.cell) or real(model, batch, run, *a)
-    )
+    real, real_jointly = CellRun.generate, module.decode_jointly
+    monkeypatch.setattr(CellRun, "generate", lambda run, *a: calls.append(run.cell) or real(run, *a))
     monkeypatch.setattr(  # the greedy decodes of equal prompt width go through one generate call
         module,
         "decode_jointly",
@@ -524,6 +525,12 @@ def test_adacad_alpha_is_the_jensen_shannon_divergence():
 
 # ---- options declared once: dataclasses, command line, YAML and processors agree ---------------------------------
 DEMO_ROWS = str(Path(__file__).resolve().parents[1] / "examples" / "demo.jsonl")  # an input the path check accepts
+
+
+def decoding_from_args(args):
+    """What ``faithkit generate`` makes of its decoding flags: the strategy, then the options checked against it."""
+    strategy = strategy_from_args(args.strategy, args)
+    return strategy, checked_options(args, strategy)
 
 
 def parse_generate(*flags):

@@ -15,17 +15,15 @@ from typing import NamedTuple
 
 import torch
 
-from .. import models
 from ..errors import ConfigError
 from ..prompts import PromptTemplate
 from .generation_options import GenerationOptions
-from .grid_plan import GREEDY, CellRun, GridPlan, generate_warpers, plan_grid
+from .grid_plan import GREEDY, GridPlan, plan_grid
 from .inputs import build_inputs, context_room, decode_responses, length_order, pad_token_id
 from .joint import decode_jointly, joint_runs
-from .prefill import PreparedBatch, select_contexts
-from .rerank import Judge, Rerank, candidate_seeds, rerank
+from .prefill import PreparedBatch
+from .rerank import Judge, Rerank, rerank
 from .strategies import as_cell
-from .two_view import FiniteLogits
 
 LEGACY_KEYWORDS = ("alpha", "top_p")
 """PMI-DECODE's parameters as keywords of ``generate``, from before strategies: deprecated (see generate)."""
@@ -236,7 +234,7 @@ class _GridRunner:
             else:
                 run = self.plan.runs[key]  # a rerank cell's candidates run under its candidates_key
                 seeded = seeds if run.sampled else None
-                decoded = [(key, run, _decode(self.model, batch, run, seeded, self.extra, self.generate_kwargs))]
+                decoded = [(key, run, run.generate(self.model, batch, seeded, self.extra, self.generate_kwargs))]
             for decoded_key, run, output in decoded:
                 done[decoded_key] = decode_responses(
                     self.model,
@@ -251,43 +249,3 @@ class _GridRunner:
             for decoded_key, run, _ in decoded:  # a joint decode's time by each run's share of its rows
                 self.seconds[decoded_key] = elapsed * run.views / rows
         return done[key]
-
-
-def _decode(model, batch: PreparedBatch, run: CellRun, seeds, extra: list, generate_kwargs: dict) -> torch.Tensor:
-    """Run generate for one cell on one prepared batch."""
-    kwargs = batch.for_cell(run.views, run.copies)
-    strategy, returns = run.cell.strategy, run.kwargs["num_return_sequences"]
-    if run.cell.search == "beam_sample" and seeds is not None:
-        return _beam_sample_per_context(model, kwargs, run, seeds, extra, generate_kwargs)
-    sampling = run.sampling
-    if sampling is not None and seeds is not None:
-        if run.own_seeds:
-            copy_seeds = [own for seed in seeds for own in candidate_seeds(int(seed), returns)]
-        else:  # copies of a context draw in turn from its generator
-            copy_seeds = [int(seed) for seed in seeds for _ in range(returns)]
-        generators = {
-            seed: torch.Generator(models.input_device(model)).manual_seed(seed) for seed in dict.fromkeys(copy_seeds)
-        }
-        sampling = sampling._replace(generators=[generators[seed] for seed in copy_seeds])
-    if sampling is not None and strategy.views == 1 and seeds is None:
-        processors = []  # plain sampling from the global RNG: transformers' own
-        search_kwargs = {**run.kwargs, **generate_warpers(sampling)}
-    else:
-        processors = strategy.processors(sampling)
-        search_kwargs = run.kwargs
-    return model.generate(
-        **kwargs, logits_processor=[FiniteLogits(model.dtype), *extra, *processors], **search_kwargs, **generate_kwargs
-    )
-
-
-def _beam_sample_per_context(model, kwargs: dict, run: CellRun, seeds, extra: list, generate_kwargs: dict):
-    """Beam sampling with one seed per context: generate draws from the global RNG, so each context runs alone."""
-    outputs = []
-    for position, seed in enumerate(seeds):
-        alone = select_contexts(kwargs, [position], run.views, run.copies)
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(int(seed))
-            outputs.append(model.generate(**alone, logits_processor=list(extra), **run.kwargs, **generate_kwargs))
-    width = max(out.shape[1] for out in outputs)
-    pad = generate_kwargs["pad_token_id"]
-    return torch.cat([torch.nn.functional.pad(out, (0, width - out.shape[1]), value=pad) for out in outputs])

@@ -1,4 +1,5 @@
-"""Grid planning: which decodes a grid of (strategy, search) cells needs, each decode key once, and how each runs.
+"""Grid planning: which decodes a grid of (strategy, search) cells needs, each decode key once, and how each runs
+(a :class:`CellRun` makes its own generate call on a prepared batch).
 
 Cells that decode alike (:attr:`~faithkit.decoding.strategies.Cell.decode_key`) share one run; a rerank cell needs
 plain greedy decoding and its candidates. :func:`~faithkit.decoding.iter_grid` runs the plan batch by batch.
@@ -10,9 +11,14 @@ import dataclasses
 from collections.abc import Sequence
 from typing import NamedTuple
 
+import torch
+
+from .. import models
 from .generation_options import GenerationOptions
-from .rerank import Rerank
+from .prefill import PreparedBatch, select_contexts
+from .rerank import Rerank, candidate_seeds
 from .strategies import Cell, Plain, Sampling, as_cell, decoded_by
+from .two_view import FiniteLogits
 
 
 class CellRun(NamedTuple):
@@ -25,6 +31,43 @@ class CellRun(NamedTuple):
     sampled: bool
     sampling: Sampling | None  # when the processors draw the token themselves
     own_seeds: bool = False  # every copy from its own generator (rerank candidates), not in turn from its context's
+
+    def generate(self, model, batch: PreparedBatch, seeds, extra: list, generate_kwargs: dict) -> torch.Tensor:
+        """This cell's generate call on one prepared batch: its processors (``extra`` after :class:`FiniteLogits`,
+        the strategy's last), its rows drawing from their ``seeds``' generators when it samples."""
+        kwargs = batch.for_cell(self.views, self.copies)
+        strategy, returns = self.cell.strategy, self.kwargs["num_return_sequences"]
+        if self.cell.search == "beam_sample" and seeds is not None:
+            return self._beam_sample_per_context(model, kwargs, seeds, extra, generate_kwargs)
+        sampling = self.sampling
+        if sampling is not None and seeds is not None:
+            if self.own_seeds:
+                copy_seeds = [own for seed in seeds for own in candidate_seeds(int(seed), returns)]
+            else:  # copies of a context draw in turn from its generator
+                copy_seeds = [int(seed) for seed in seeds for _ in range(returns)]
+            device = models.input_device(model)
+            generators = {seed: torch.Generator(device).manual_seed(seed) for seed in dict.fromkeys(copy_seeds)}
+            sampling = sampling._replace(generators=[generators[seed] for seed in copy_seeds])
+        if sampling is not None and strategy.views == 1 and seeds is None:
+            processors = []  # plain sampling from the global RNG: transformers' own
+            search_kwargs = {**self.kwargs, **generate_warpers(sampling)}
+        else:
+            processors = strategy.processors(sampling)
+            search_kwargs = self.kwargs
+        processors = [FiniteLogits(model.dtype), *extra, *processors]
+        return model.generate(**kwargs, logits_processor=processors, **search_kwargs, **generate_kwargs)
+
+    def _beam_sample_per_context(self, model, kwargs: dict, seeds, extra: list, generate_kwargs: dict):
+        """Beam sampling with one seed per context: generate draws from the global RNG, so each context runs alone."""
+        outputs = []
+        for position, seed in enumerate(seeds):
+            alone = select_contexts(kwargs, [position], self.views, self.copies)
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(int(seed))
+                outputs.append(model.generate(**alone, logits_processor=list(extra), **self.kwargs, **generate_kwargs))
+        width = max(out.shape[1] for out in outputs)
+        pad = generate_kwargs["pad_token_id"]
+        return torch.cat([torch.nn.functional.pad(out, (0, width - out.shape[1]), value=pad) for out in outputs])
 
 
 class GridPlan(NamedTuple):
