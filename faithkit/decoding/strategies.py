@@ -1,7 +1,7 @@
 """Decoding strategies: one seam for plain decoding, PMI-DECODE, CAD, AdaCAD and reranking.
 
 A strategy (:class:`~faithkit.decoding.base.Strategy`) is a frozen dataclass of its
-parameters plus what :func:`~faithkit.decoding.generate.iter_grid` needs to run it.
+parameters plus what :func:`~faithkit.decoding.iter_grid` needs to run it.
 :data:`STRATEGIES` lists them the way :mod:`faithkit.metrics.registry` lists metrics, so
 adding one is a class and an entry here; :func:`strategy_from_dict` builds one from a config
 entry such as ``{name: pmi, alpha: 0.25, top_p: 0.6}``, and the command line's flags derive
