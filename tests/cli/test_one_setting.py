@@ -139,8 +139,9 @@ def test_alpha_and_each_generation_option_are_checked_exactly_once(monkeypatch, 
     argv = [*generate_argv, "--strategy", "pmi", "--alpha", str(ALPHA), "--max-new-tokens", "2"]
     assert faithkit(*argv).code == 0
     # alpha: by PMI's constructor alone (its flag parses a number: pmi and cad declare different ranges);
-    # max_new_tokens: by its flag as it parses, then by the options' constructor; the others by the constructor
-    assert checked == {"alpha": 1, "top_p": 1, "max_new_tokens": 2, **dict.fromkeys(OTHER_OPTIONS, 1)}
+    # max_new_tokens: by its flag as it parses, then by the options' constructor; the others by the constructor;
+    # strategy: by its flag's choices
+    assert checked == {"alpha": 1, "top_p": 1, "max_new_tokens": 2, "strategy": 1, **dict.fromkeys(OTHER_OPTIONS, 1)}
 
 
 OTHER_OPTIONS = (
