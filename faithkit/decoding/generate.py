@@ -11,6 +11,7 @@ import warnings
 from collections.abc import Sequence
 
 from ..errors import ConfigError
+from .generation_options import GenerationOptions
 from .grid import LEGACY_KEYWORDS, collect, iter_grid, options_of, require_judge
 from .strategies import PMI, Cell, Strategy, strategy_from_dict
 
@@ -21,7 +22,7 @@ def generate(
     documents: Sequence[str],
     histories: Sequence,
     strategy: Strategy | dict | str = PMI(),
-    options=None,
+    options: GenerationOptions | None = None,
     **keywords,
 ) -> list:
     """Responses of one strategy for (document, history) contexts: one string each, or a list with ``num_return_sequences>1``.

@@ -65,7 +65,13 @@ def require_judge(cells: Sequence, judge: Judge | None) -> None:
 
 
 def generate_grid(
-    model, tokenizer, documents: Sequence[str], histories: Sequence, cells: Sequence, options=None, **keywords
+    model,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    cells: Sequence,
+    options: GenerationOptions | None = None,
+    **keywords,
 ) -> list[list]:
     """Responses for every cell: ``responses[cell][context]``.
 
@@ -93,7 +99,13 @@ def collect(grid: Iterable[tuple[int, list[int], list]], cells: int, contexts: i
 
 @torch.no_grad()
 def iter_grid(
-    model, tokenizer, documents: Sequence[str], histories: Sequence, cells: Sequence, options=None, **keywords
+    model,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    cells: Sequence,
+    options: GenerationOptions | None = None,
+    **keywords,
 ) -> Iterator[tuple[int, list[int], list]]:
     """Yield ``(cell index, context indices, responses)`` as each cell finishes each batch of contexts.
 
