@@ -37,7 +37,7 @@ from transformers import LogitsProcessor
 from faithkit import models
 from faithkit.data import data_root, read_rows
 from faithkit.decoding import PMIDecode, build_inputs
-from faithkit.decoding.generate import prompt_cache
+from faithkit.decoding.prefill import prompt_cache
 from faithkit.prompts import CHAT_TEMPLATE
 
 DATA = data_root() / "begin" / "begin_dev_wow.tsv"

@@ -15,8 +15,8 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 
 from .data import Row
-from .decoding.generate import response_text
-from .decoding.options import row_seed
+from .decoding.inputs import response_text
+from .decoding.generation_options import row_seed
 from .decoding.rerank import candidate_seeds
 from .engine import Engine, EngineSampling
 from .errors import ConfigError

@@ -110,6 +110,25 @@ def load(
     return _for_inference(name, model, device or default_device(), dtype), tokenizer
 
 
+class LazyModel:
+    """The model ``name`` and its tokenizer, loaded by :func:`load` on the first call and kept until :meth:`release`:
+    a job that may find nothing to do loads nothing."""
+
+    def __init__(self, name: str, device=None, dtype=None):
+        self.name, self.device, self.dtype = name, device, dtype
+        self._loaded: tuple | None = None
+
+    def __call__(self) -> tuple:
+        """``(model, tokenizer)``, loaded with the head its config names."""
+        if self._loaded is None:
+            self._loaded = load(self.name, device=self.device, dtype=self.dtype)
+        return self._loaded
+
+    def release(self) -> None:
+        """Drop the loaded model (the next call loads it again)."""
+        self._loaded = None
+
+
 HEADS = {
     "causal": "AutoModelForCausalLM",
     "seq2seq": "AutoModelForSeq2SeqLM",

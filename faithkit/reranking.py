@@ -16,6 +16,7 @@ greedy response from the file's ``greedy`` field or else from the generator, and
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -160,20 +161,20 @@ class Generator(NamedTuple):
 
 
 class LazyGenerator:
-    """The generator ``name``, loaded on the first call as a :class:`Generator` (model, tokenizer and
-    :func:`generator_judges` for it) and kept until :meth:`release`."""
+    """The generator ``name`` (a :class:`~faithkit.models.LazyModel`) with :func:`generator_judges` for it, as a
+    :class:`Generator` on each call; loaded on the first and kept until :meth:`release`."""
 
     def __init__(self, name: str, options, device=None, dtype=None):
-        self.name, self.options, self.device, self.dtype = name, options, device, dtype
-        self._loaded: Generator | None = None
+        from .models import LazyModel
+
+        self.model, self.options, self.device = LazyModel(name, device, dtype), options, device
+        self._judges: Judges | None = None
 
     def __call__(self) -> Generator:
-        if self._loaded is None:
-            from . import models
-
-            model, tokenizer = models.load(self.name, device=self.device, dtype=self.dtype)  # its config's head
-            self._loaded = Generator(model, tokenizer, generator_judges(model, tokenizer, self.options, self.device))
-        return self._loaded
+        model, tokenizer = self.model()
+        if self._judges is None:
+            self._judges = generator_judges(model, tokenizer, self.options, self.device)
+        return Generator(model, tokenizer, self._judges)
 
     def chat_layout(self) -> bool:
         """Whether the generator decodes (and its PMI-FAITH judge scores) in the chat layout."""
@@ -182,8 +183,9 @@ class LazyGenerator:
         return self().judges.template == CHAT_TEMPLATE
 
     def release(self) -> None:
-        """Drop the loaded model (the next call loads it again)."""
-        self._loaded = None
+        """Drop the loaded model and its judges (the next call loads them again)."""
+        self.model.release()
+        self._judges = None
 
 
 class CandidatesJob:
@@ -214,18 +216,14 @@ class CandidatesJob:
         unknown = [i for i, record in enumerate(records) if "greedy" not in record]
         greedy: list[str] = [record.get("greedy", "") for record in records]  # the unknown ones decoded below
         if unknown:
-            kwargs = {
-                key: value
-                for key, value in self.options.grid_kwargs(model, tokenizer).items()
-                if key not in ("num_beams", "num_return_sequences")
-            }  # plain greedy
+            plain = dataclasses.replace(self.options, num_beams=1, num_return_sequences=1, do_sample=False)
             decoded = generate(
                 model,
                 tokenizer,
                 [rows[i].document for i in unknown],
                 [rows[i].history for i in unknown],
-                strategy="plain",
-                **kwargs,
+                "plain",
+                plain,  # plain greedy
             )
             for i, text in zip(unknown, decoded):
                 greedy[i] = text

@@ -18,7 +18,7 @@ import urllib.request
 import pytest
 
 from faithkit.data import read_results
-from faithkit.decoding.generate import response_text
+from faithkit.decoding.inputs import response_text
 from faithkit.prompts import CHAT_TEMPLATE
 
 from tests.cli.helpers import free_port, run_main, write_jsonl

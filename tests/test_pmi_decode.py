@@ -232,7 +232,7 @@ def test_grid_equals_generate_per_cell(tiny, search, beams):
 
 
 def test_grid_prefills_each_batch_once(tiny_gpt2, gpt2_tokenizer, monkeypatch):
-    module = importlib.import_module("faithkit.decoding.generate")  # the package's name 'generate' is the function
+    module = importlib.import_module("faithkit.decoding.prefill")
     calls = []
     real = module.prefill_blocks
     monkeypatch.setattr(module, "prefill_blocks", lambda *a, **k: calls.append(1) or real(*a, **k))
@@ -338,13 +338,11 @@ def test_seeded_sampling_does_not_depend_on_the_batch(tiny, returns):
     assert other_seed != [together[i] for i in ids]
 
 
-def test_options_give_generate_its_arguments(tiny_gpt2, gpt2_tokenizer):
-    options = GenerationOptions(
-        do_sample=True, temperature=0.8, seed=3, max_new_tokens=4, batch_size=2, chat=False
-    ).validate()
-    kwargs = options.generate_kwargs(tiny_gpt2, gpt2_tokenizer, ids=["r0", "r1", "r2"])
-    assert kwargs["seeds"] == [row_seed(3, "r0"), row_seed(3, "r1"), row_seed(3, "r2")]
-    texts = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), **kwargs)
+def test_generate_takes_the_options_whole_as_their_keywords_spell_them(tiny_gpt2, gpt2_tokenizer):
+    options = GenerationOptions(do_sample=True, temperature=0.8, seed=3, max_new_tokens=4, batch_size=2, chat=False)
+    seeds = options.row_seeds(["r0", "r1", "r2"])
+    assert seeds == [row_seed(3, "r0"), row_seed(3, "r1"), row_seed(3, "r2")]
+    texts = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), options, seeds=seeds)
     assert texts == generate(
         tiny_gpt2,
         gpt2_tokenizer,
@@ -356,8 +354,10 @@ def test_options_give_generate_its_arguments(tiny_gpt2, gpt2_tokenizer):
         do_sample=True,
         temperature=0.8,
         max_new_tokens=4,
-        seeds=kwargs["seeds"],
+        seeds=seeds,
     )
+    with pytest.raises(ValueError, match=r"^seed 3 seeds each row with its id: pass seeds=options.row_seeds\(ids\)"):
+        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), options)
     assert row_seed(3, "r0") == 2853959113720906692  # stable across processes and runs (no hash randomisation)
 
 
@@ -548,7 +548,8 @@ def test_build_inputs_are_two_views_also_cut_or_chat(tiny_llama, template, max_c
     """Cut documents and chat templates (a system turn the document joins) still pass the check, beams too."""
     model, tokenizer = tiny_llama
     documents = [DOCUMENTS[0] * 4, DOCUMENTS[1], ""]
-    inputs = build_inputs(model, tokenizer, documents, HISTORIES, template, max_context_tokens=max_context_tokens)
+    options = GenerationOptions(max_context_tokens=max_context_tokens, max_new_tokens=2)
+    inputs = build_inputs(model, tokenizer, documents, HISTORIES, template, options)
     for processor in (PMIDecode(0.25, 0.6), AdaptiveContextAwareDecode()):
         model.generate(
             **inputs, max_new_tokens=2, num_beams=2, logits_processor=[processor], pad_token_id=tokenizer.pad_token_id
@@ -649,7 +650,13 @@ def test_contexts_longer_than_the_model_keep_their_end(tiny_gpt2, gpt2_tokenizer
         cut = generate(tiny_gpt2, gpt2_tokenizer, documents, histories, max_new_tokens=6)
     assert "1 of 2 contexts cut to the 250 tokens the model has room for" in caplog.text
     assert cut == generate(tiny_gpt2, gpt2_tokenizer, documents, histories, max_new_tokens=6, max_context_tokens=250)
-    rows = build_inputs(tiny_gpt2, gpt2_tokenizer, documents, histories, max_context_tokens=1000, max_new_tokens=6)
+    budgets = GenerationOptions(max_context_tokens=1000, max_new_tokens=6)
+    rows = build_inputs(tiny_gpt2, gpt2_tokenizer, documents, histories, options=budgets)
     assert rows["input_ids"].shape[1] == 250  # a larger limit than the model's room is no way past it
+    with pytest.warns(
+        DeprecationWarning, match=r"^build_inputs\(max_context_tokens=, max_new_tokens=…\) is deprecated"
+    ):
+        old = build_inputs(tiny_gpt2, gpt2_tokenizer, documents, histories, max_context_tokens=1000, max_new_tokens=6)
+    assert torch.equal(old["input_ids"], rows["input_ids"])  # the old keywords set the same budgets
     with pytest.raises(ConfigError, match="--max-new-tokens 300 leaves no room for a context in the model's 256"):
         generate(tiny_gpt2, gpt2_tokenizer, documents, histories, max_new_tokens=300)

@@ -17,7 +17,7 @@ import torch
 from transformers import TopPLogitsWarper
 
 from faithkit.cli import build_parser, main
-from faithkit.cli.generate import decoding_from_args
+from faithkit.cli.generate import checked_options
 from faithkit.decoding import (
     CAD,
     PMI,
@@ -35,6 +35,7 @@ from faithkit.decoding import (
     strategy_from_dict,
 )
 from faithkit.decoding.base import parameter_text
+from faithkit.decoding.strategies import strategy_from_args
 from faithkit.options import default_grid, range_text
 from faithkit.errors import ConfigError
 from faithkit.prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE
@@ -325,15 +326,15 @@ def test_greedy_and_beam_cad_equal_pmi_decode_at_alpha_over_one_plus_alpha(tiny,
 
 
 def test_cells_that_decode_alike_run_once(tiny_gpt2, gpt2_tokenizer, monkeypatch):
-    module = importlib.import_module("faithkit.decoding.generate")
+    from faithkit.decoding.grid_plan import CellRun
+
+    module = importlib.import_module("faithkit.decoding.grid")
     calls = []
-    real, real_jointly = module._decode, module._decode_jointly
-    monkeypatch.setattr(
-        module, "_decode", lambda model, batch, run, *a: calls.append(run.cell) or real(model, batch, run, *a)
-    )
+    real, real_jointly = CellRun.generate, module.decode_jointly
+    monkeypatch.setattr(CellRun, "generate", lambda run, *a: calls.append(run.cell) or real(run, *a))
     monkeypatch.setattr(  # the greedy decodes of equal prompt width go through one generate call
         module,
-        "_decode_jointly",
+        "decode_jointly",
         lambda model, batch, runs, *a: calls.extend(run.cell for run in runs) or real_jointly(model, batch, runs, *a),
     )
     cells = [
@@ -357,7 +358,7 @@ def test_cells_that_decode_alike_run_once(tiny_gpt2, gpt2_tokenizer, monkeypatch
 
 
 def test_a_joint_decode_takes_the_rows_whose_cache_fits_its_budget(tiny_gpt2):
-    from faithkit.decoding.generate import JOINT_CACHE_BYTES, cache_bytes_per_token, joint_row_budget
+    from faithkit.decoding.joint import JOINT_CACHE_BYTES, cache_bytes_per_token, joint_row_budget
 
     config = tiny_gpt2.config  # GPT-2: one key and one value per head and layer, float32
     per_token = 2 * config.n_layer * config.n_head * (config.n_embd // config.n_head) * 4
@@ -370,13 +371,13 @@ def test_a_joint_decode_takes_the_rows_whose_cache_fits_its_budget(tiny_gpt2):
 def test_joint_greedy_decodes_hold_at_most_their_row_budget(tiny_gpt2, gpt2_tokenizer, monkeypatch, joint_rows):
     """The greedy cells of a batch go through generate together, at most the rows whose cache fits the budget in a
     call (a run alone may hold more), and each cell's texts are its own decode's."""
-    module = importlib.import_module("faithkit.decoding.generate")
-    monkeypatch.setattr(module, "joint_row_budget", lambda model, length: joint_rows)
+    monkeypatch.setattr(importlib.import_module("faithkit.decoding.joint"), "joint_row_budget", lambda m, n: joint_rows)
+    module = importlib.import_module("faithkit.decoding.grid")
     rows = []
-    real = module._decode_jointly
+    real = module.decode_jointly
     monkeypatch.setattr(
         module,
-        "_decode_jointly",
+        "decode_jointly",
         lambda model, batch, runs, *a: (
             rows.append(sum(batch.contexts * r.views for r in runs)) or real(model, batch, runs, *a)
         ),
@@ -424,7 +425,7 @@ def test_a_mixed_grid_equals_each_cell_alone(tiny):
 
 
 def test_prefill_is_shared_and_history_only_views_only_for_two_view_cells(tiny_gpt2, gpt2_tokenizer, monkeypatch):
-    module = importlib.import_module("faithkit.decoding.generate")
+    module = importlib.import_module("faithkit.decoding.prefill")
     blocks = []
     real = module.prefill_blocks
     monkeypatch.setattr(
@@ -526,6 +527,12 @@ def test_adacad_alpha_is_the_jensen_shannon_divergence():
 DEMO_ROWS = str(Path(__file__).resolve().parents[1] / "examples" / "demo.jsonl")  # an input the path check accepts
 
 
+def decoding_from_args(args):
+    """What ``faithkit generate`` makes of its decoding flags: the strategy, then the options checked against it."""
+    strategy = strategy_from_args(args.strategy, args)
+    return strategy, checked_options(args, strategy)
+
+
 def parse_generate(*flags):
     return build_parser().parse_args(["generate", "--model", "m", "--input", DEMO_ROWS, "--output", "o", *flags])
 
@@ -545,7 +552,7 @@ def test_command_line_flags_are_the_dataclass_fields():
             assert actions[item.name].default is None  # unset: the strategy's own default
             assert f"{cls.name}: {item.metadata['help']}" in actions[item.name].help
             assert f"(default {parameter_text(item.default)})" in actions[item.name].help
-    assert sorted(actions["strategy"].choices) == sorted(STRATEGIES)
+    assert sorted(actions["strategy"].type.choices) == sorted(STRATEGIES)  # checked by its declared type
 
 
 @pytest.mark.parametrize("cls", list(STRATEGIES.values()), ids=lambda c: c.name)
@@ -669,7 +676,7 @@ def test_llama_cad_alpha_1_equals_pmi_decode_alpha_half_on_q2_wow(tiny_llama, da
 
 
 def test_the_grid_plan_runs_each_decode_once_and_drops_sampling_options_without_a_sampling_cell(tiny_gpt2):
-    from faithkit.decoding.generate import plan_grid
+    from faithkit.decoding import plan_grid
 
     cells = [Cell(Plain()), Cell(PMI(0.0, 1.0)), Cell(PMI(0.5, 0.9)), Cell(Plain(), "beam")]
     plan = plan_grid(tiny_gpt2, cells, GenerationOptions(num_beams=3, temperature=0.7))
@@ -701,7 +708,7 @@ def test_iter_grid_shares_a_joint_decodes_seconds_among_its_cells_by_rows(tiny_g
     from faithkit.decoding import iter_grid
 
     clock = iter(range(0, 10_000, 3))  # every reading of the clock 3 s later: the joint call takes 3 s
-    generating = importlib.import_module("faithkit.decoding.generate")
+    generating = importlib.import_module("faithkit.decoding.grid")
     monkeypatch.setattr(generating, "time", SimpleNamespace(monotonic=lambda: next(clock)))
     cells = [Cell(Plain()), Cell(PMI(0.5, 0.6)), Cell(PMI(0.0, 0.6)), Cell(CAD(1.0))]
     options = GenerationOptions(max_new_tokens=3, batch_size=len(DOCUMENTS))

@@ -98,7 +98,7 @@ def register(subparsers) -> None:
 
 def add_engine_options(parser) -> None:
     """The sampling flags (part of the output's fingerprint), how to reach the server, and the prompt's options."""
-    from ..decoding.options import GenerationOptions
+    from ..decoding.generation_options import GenerationOptions
     from ..engine import EngineOptions, EngineSampling
 
     group = parser.add_argument_group("candidates")
@@ -110,7 +110,7 @@ def add_engine_options(parser) -> None:
 
 def add_rerank_flags(parser) -> None:
     """--judge, --fluency-tolerance and the judge's --batch-size, for --rerank-output."""
-    from ..decoding.options import GenerationOptions
+    from ..decoding.generation_options import GenerationOptions
     from ..decoding.rerank import Rerank
     from ..options import add_flags
 
@@ -124,7 +124,7 @@ def run(args) -> int:
 
     from .. import models
     from ..data import read_rows, unique_ids
-    from ..decoding.options import GenerationOptions
+    from ..decoding.generation_options import GenerationOptions
     from ..engine import Engine, EngineOptions, EngineSampling, api_key
     from ..engine_candidates import EngineCandidatesJob, engine_template
     from ..jobs import job_fingerprint, run_job

@@ -81,7 +81,7 @@ def register(subparsers) -> None:
 
 def add_generation_options(parser: argparse.ArgumentParser) -> None:
     """--strategy, one flag per strategy parameter and per generation option, all from their dataclass fields."""
-    from ..decoding.options import GenerationOptions
+    from ..decoding.generation_options import GenerationOptions
     from ..decoding.strategies import add_parameter_flags
 
     group = parser.add_argument_group("decoding")
@@ -91,17 +91,15 @@ def add_generation_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    strategy, options = decoding_from_args(args)
-    check_models({"--model": args.model})  # before torch loads: an unknown name is an error within a second
-    return _generate(args, strategy, options)
-
-
-def _generate(args, strategy, options) -> int:
     from .. import models, provenance
     from ..data import read_rows, unique_ids
+    from ..decoding.strategies import strategy_from_args
     from ..generation import GeneratorJob
     from ..jobs import is_main_process, job_fingerprint, run_job
 
+    strategy = strategy_from_args(args.strategy, args)  # checked once, here; it travels whole to its processor
+    options = checked_options(args, strategy)
+    check_models({"--model": args.model})  # before torch loads: an unknown name is an error within a second
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
     )
@@ -122,17 +120,19 @@ def _generate(args, strategy, options) -> int:
     return 0
 
 
-def decoding_from_args(args):
-    """The checked (strategy, generation options) of the decoding flags, before any model loads."""
+def checked_options(args, strategy):
+    """The generation options of the flags (checked once, as they are made), and the strategy's search and judge
+    checked against them, before any model loads."""
     from dataclasses import fields
 
-    from ..decoding.options import GenerationOptions
-    from ..decoding.strategies import Cell, strategy_from_args
-    from ..reranking import check_judge
+    from ..decoding.generation_options import GenerationOptions
+    from ..decoding.strategies import Cell
 
-    strategy = strategy_from_args(args.strategy, args)
-    check_judge(strategy)
+    if strategy.name == "rerank":
+        from ..reranking import check_judge
+
+        check_judge(strategy)
     options = GenerationOptions(**{f.name: getattr(args, f.name) for f in fields(GenerationOptions)})
     options.validate(searches=Cell(strategy, options.search).option_searches)
     strategy.check_search(options.search)
-    return strategy, options
+    return options

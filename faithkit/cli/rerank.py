@@ -87,7 +87,7 @@ def add_rerank_options(parser) -> None:
     """--judge and --fluency-tolerance as the rerank strategy declares them, and the greedy decode's options."""
     import argparse
 
-    from ..decoding.options import GenerationOptions
+    from ..decoding.generation_options import GenerationOptions
     from ..decoding.rerank import Rerank
 
     group = parser.add_argument_group("reranking")
@@ -116,7 +116,7 @@ def rerank_settings(args):
     """The checked (rerank strategy, generation options) of the reranking flags, before any model loads."""
     from dataclasses import fields
 
-    from ..decoding.options import GenerationOptions
+    from ..decoding.generation_options import GenerationOptions
     from ..decoding.rerank import Rerank
     from ..reranking import check_judge, self_judging
 

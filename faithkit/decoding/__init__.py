@@ -13,20 +13,13 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .cad import AdaptiveContextAwareDecode, ContextAwareDecode
-    from .generate import (
-        build_inputs,
-        decode_responses,
-        default_template,
-        generate,
-        generate_grid,
-        iter_grid,
-        length_order,
-        pad_token_id,
-        plan_grid,
-        prompt_cache,
-    )
-    from .options import SEARCHES, GenerationOptions, row_seed
+    from .generate import generate
+    from .generation_options import SEARCHES, GenerationOptions, default_template, row_seed
+    from .grid import generate_grid, iter_grid
+    from .grid_plan import plan_grid
+    from .inputs import build_inputs, decode_responses, length_order, pad_token_id
     from .pmi_decode import PMIDecode
+    from .prefill import prompt_cache
     from .strategies import (
         CAD,
         PMI,
@@ -43,20 +36,13 @@ if TYPE_CHECKING:
 
 _MODULES = {
     "cad": ("AdaptiveContextAwareDecode", "ContextAwareDecode"),
-    "generate": (
-        "build_inputs",
-        "decode_responses",
-        "default_template",
-        "generate",
-        "generate_grid",
-        "iter_grid",
-        "length_order",
-        "pad_token_id",
-        "plan_grid",
-        "prompt_cache",
-    ),
-    "options": ("SEARCHES", "GenerationOptions", "row_seed"),
+    "generate": ("generate",),
+    "generation_options": ("SEARCHES", "GenerationOptions", "default_template", "row_seed"),
+    "grid": ("generate_grid", "iter_grid"),
+    "grid_plan": ("plan_grid",),
+    "inputs": ("build_inputs", "decode_responses", "length_order", "pad_token_id"),
     "pmi_decode": ("PMIDecode",),
+    "prefill": ("prompt_cache",),
     "strategies": (
         "CAD",
         "PMI",

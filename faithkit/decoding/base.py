@@ -17,7 +17,7 @@ from typing import ClassVar, NamedTuple
 
 from ..errors import ConfigError
 from ..options import check
-from .options import SEARCHES
+from .generation_options import SEARCHES
 
 
 class Sampling(NamedTuple):

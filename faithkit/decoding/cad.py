@@ -24,7 +24,7 @@ import torch
 from transformers import ClassifierFreeGuidanceLogitsProcessor
 
 from .two_view import TwoViewProcessor, log_probs_pair
-from .parameters import CADParameters
+from .parameters import CADParameters, checked_parameters
 
 
 class ContextAwareDecode(TwoViewProcessor):
@@ -36,7 +36,8 @@ class ContextAwareDecode(TwoViewProcessor):
     halves-in-step check work as for :class:`~faithkit.decoding.PMIDecode`.
 
     Args:
-        alpha (`float`, defaults to 0.5): contrast weight, at least 0; ``alpha=0`` is plain decoding.
+        alpha (`float` or `CADParameters`, defaults to 0.5): contrast weight, at least 0; ``alpha=0`` is plain
+            decoding. A ``CAD`` strategy gives it as it is, checked when it was made.
         do_sample (`bool`, defaults to False): draw the token inside the processor, as
             :class:`~faithkit.decoding.PMIDecode` does.
         temperature (`float`, defaults to 1.0): divides the combined scores before sampling.
@@ -63,14 +64,14 @@ class ContextAwareDecode(TwoViewProcessor):
 
     def __init__(
         self,
-        alpha: float = CADParameters.alpha,
+        alpha: float | CADParameters = CADParameters.alpha,
         do_sample: bool = False,
         temperature: float = 1.0,
         top_k: int | None = None,
         generators: list[torch.Generator] | None = None,
     ):
-        self.alpha = CADParameters(alpha=float(alpha)).alpha  # the one range check
         super().__init__(do_sample, temperature, top_k, generators)
+        self.alpha = checked_parameters(CADParameters, alpha).alpha
         self.guidance = ClassifierFreeGuidanceLogitsProcessor(1 + self.alpha) if self.alpha > 0 else None
 
     def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:

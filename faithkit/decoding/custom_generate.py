@@ -54,12 +54,14 @@ def pmi_decoding(
     """generate's decoding loop with PMI-DECODE: ``model.generate(**build_inputs(...), custom_generate=pmi_decoding,
     alpha=0.25, top_p=0.6)``. Returns what generate returns: both halves' rows, the conditioned ones first.
 
-    Sampling follows generate's ``do_sample``, ``temperature`` and ``top_k``, applied to the PMI-DECODE scores as
+    The parameters are transformers' for a decoding loop and PMI-DECODE's two (generate hands a loop only the
+    keywords its signature names: they cannot ride in ``model_kwargs``). Sampling follows
+    generate's ``do_sample``, ``temperature`` and ``top_k``, applied to the PMI-DECODE scores as
     ``PMIDecode(do_sample=True, temperature=..., top_k=...)`` applies them (``top_p`` is PMI-DECODE's own)."""
+    parameters = PMI(alpha, top_p)
     sampled = bool(generation_config.do_sample)
     processor = PMIDecode(
-        alpha,
-        top_p,
+        parameters,
         do_sample=sampled,
         **({"temperature": generation_config.temperature or 1.0, "top_k": generation_config.top_k} if sampled else {}),
     )
@@ -85,19 +87,18 @@ def pmi_generate(
     documents: Sequence[str] | None = None,
     histories: Sequence | None = None,
     tokenizer=None,
-    alpha: float = PMI.alpha,
-    top_p: float = PMI.top_p,
     template: PromptTemplate | None = None,
-    max_context_tokens: int | None = None,
     **generate_arguments,
 ):
     """The folder's ``generate``: the two views of each (document, history) context, decoded with PMI-DECODE.
 
-    ``generate_arguments`` are the rest of what generate was given (``max_new_tokens``, ``num_beams``,
-    ``do_sample``, ...). Returns the conditioned rows only: ``B x num_return_sequences`` sequences (or generate's
+    ``generate_arguments`` are the rest of what generate was given: PMI-DECODE's ``alpha`` and ``top_p``,
+    ``max_context_tokens`` (cut longer contexts, keeping their end), and generate's own (``max_new_tokens``,
+    ``num_beams``, ``do_sample``, ...). Returns the conditioned rows only: ``B x num_return_sequences`` sequences (or generate's
     output object holding them, with ``return_dict_in_generate``), prompt included, as generate returns them.
     """
-    from .generate import build_inputs
+    from .generation_options import GenerationOptions
+    from .inputs import build_inputs
 
     if documents is None or histories is None or tokenizer is None:
         raise ValueError(
@@ -105,16 +106,13 @@ def pmi_generate(
             "(one document and one history, a list of turns, per context)"
         )
     given = {key: value for key, value in generate_arguments.items() if value is not None}
-    inputs = build_inputs(
-        model,
-        tokenizer,
-        documents,
-        histories,
-        template,
-        max_context_tokens,
-        max_new_tokens=given.get("max_new_tokens") or 0,
+    parameters = {key: given.pop(key) for key in ("alpha", "top_p") if key in given}
+    budgets = GenerationOptions(  # room for the new tokens generate will make (its config's when not given)
+        max_context_tokens=given.pop("max_context_tokens", None),
+        max_new_tokens=given.get("max_new_tokens") or model.generation_config.max_new_tokens or 1,
     )
-    outputs = model.generate(**inputs, **given, custom_generate=pmi_decoding, alpha=alpha, top_p=top_p)
+    inputs = build_inputs(model, tokenizer, documents, histories, template, budgets)
+    outputs = model.generate(**inputs, **given, **parameters, custom_generate=pmi_decoding)
     returned = max(given.get("num_return_sequences") or 1, 1)
     keep = len(documents) * returned
     if hasattr(outputs, "sequences"):

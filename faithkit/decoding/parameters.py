@@ -8,6 +8,7 @@ against them too. Neither imports the other's module at import time, and this on
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 from ..options import check, option
 
@@ -52,3 +53,17 @@ class CADParameters:
 
     def __post_init__(self):
         check(self)
+
+
+Parameters = TypeVar("Parameters", PMIParameters, CADParameters)
+
+
+def checked_parameters(cls: type[Parameters], given, **more) -> Parameters:
+    """``given`` as it is when it is ``cls`` (a strategy is one, checked when made), else ``cls`` made from it and
+    ``more`` (numbers, each checked against its declaration); a processor's parameters either way."""
+    if isinstance(given, cls):
+        changed = [key for key, value in more.items() if value != getattr(cls, key)]
+        if changed:
+            raise ValueError(f"{', '.join(changed)}: given with a {type(given).__name__}, which holds them already")
+        return given
+    return cls(float(given), **{key: float(value) for key, value in more.items()})

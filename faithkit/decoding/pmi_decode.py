@@ -16,7 +16,7 @@ import torch
 from transformers import TopPLogitsWarper
 
 from .two_view import TwoViewProcessor, log_probs_pair
-from .parameters import PMIParameters
+from .parameters import PMIParameters, checked_parameters
 
 
 class PMIDecode(TwoViewProcessor):
@@ -54,8 +54,10 @@ class PMIDecode(TwoViewProcessor):
     (:func:`faithkit.decoding.generate` seeds them from the row ids).
 
     Args:
-        alpha (`float`, defaults to 0.25): weight of the PMI term, in [0, 1]. ``alpha=0`` with
-            ``top_p=1`` is plain decoding; ``alpha=1`` ranks by PMI alone within the top-p set.
+        alpha (`float` or `PMIParameters`, defaults to 0.25): weight of the PMI term, in [0, 1]. ``alpha=0`` with
+            ``top_p=1`` is plain decoding; ``alpha=1`` ranks by PMI alone within the top-p set. A ``PMI``
+            strategy (or its :class:`~faithkit.decoding.parameters.PMIParameters`) gives both parameters as
+            they are, checked when it was made.
         top_p (`float`, defaults to 0.6): nucleus of the conditioned distribution the token is
             chosen from, in (0, 1]; same definition as transformers' ``TopPLogitsWarper``.
         do_sample (`bool`, defaults to False): draw the token inside the processor (see above).
@@ -66,7 +68,7 @@ class PMIDecode(TwoViewProcessor):
             share its generator and draw in turn).
 
     The defaults and ranges of ``alpha`` and ``top_p`` are those of the ``pmi`` strategy
-    (:class:`faithkit.decoding.strategies.PMI`), which checks them.
+    (:class:`faithkit.decoding.strategies.PMI`): numbers are checked against them here, a strategy is taken whole.
 
     Examples:
 
@@ -95,16 +97,16 @@ class PMIDecode(TwoViewProcessor):
 
     def __init__(
         self,
-        alpha: float = PMIParameters.alpha,
+        alpha: float | PMIParameters = PMIParameters.alpha,
         top_p: float = PMIParameters.top_p,
         do_sample: bool = False,
         temperature: float = 1.0,
         top_k: int | None = None,
         generators: list[torch.Generator] | None = None,
     ):
-        params = PMIParameters(alpha=float(alpha), top_p=float(top_p))  # the one range check
         super().__init__(do_sample, temperature, top_k, generators)
-        self.alpha, self.top_p = params.alpha, params.top_p
+        self.parameters = checked_parameters(PMIParameters, alpha, top_p=top_p)
+        self.alpha, self.top_p = self.parameters.alpha, self.parameters.top_p
 
     def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
         """PMI-DECODE scores of the conditioned rows from both halves' scores; -inf outside the allowed set."""

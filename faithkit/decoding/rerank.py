@@ -23,7 +23,7 @@ from typing import ClassVar
 from ..errors import ConfigError
 from .base import Sampling, Strategy
 from ..options import option
-from .options import row_seed
+from .generation_options import row_seed
 
 CANDIDATE_SEARCHES = ("sample", "beam")
 """How candidates are drawn: plain sampling (each candidate from its own seeded generator), or beam search

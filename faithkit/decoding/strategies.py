@@ -1,7 +1,7 @@
 """Decoding strategies: one seam for plain decoding, PMI-DECODE, CAD, AdaCAD and reranking.
 
 A strategy (:class:`~faithkit.decoding.base.Strategy`) is a frozen dataclass of its
-parameters plus what :func:`~faithkit.decoding.generate.iter_grid` needs to run it.
+parameters plus what :func:`~faithkit.decoding.iter_grid` needs to run it.
 :data:`STRATEGIES` lists them the way :mod:`faithkit.metrics.registry` lists metrics, so
 adding one is a class and an entry here; :func:`strategy_from_dict` builds one from a config
 entry such as ``{name: pmi, alpha: 0.25, top_p: 0.6}``, and the command line's flags derive
@@ -174,7 +174,7 @@ def strategy_from_args(name: str, args) -> Strategy:
             f"{name}; its parameters are {', '.join('--' + flag(k) for k in own) or 'none'}"
         )
     try:
-        return from_mapping(cls, given, where=f"{name}: ")
+        return cls(**given)  # the flags' values are typed already: the constructor's range check is the one check
     except OptionError as error:
         raise FlagError(flag(error.name), error.reason) from None
 

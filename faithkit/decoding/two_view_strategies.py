@@ -35,7 +35,7 @@ class PMI(Strategy, PMIParameters):
     def processors(self, sampling: Sampling | None = None) -> list:
         from .pmi_decode import PMIDecode
 
-        return [PMIDecode(self.alpha, self.top_p, **sampling_kwargs(sampling))]
+        return [PMIDecode(self, **sampling_kwargs(sampling))]  # taken whole: checked when made
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class CAD(Strategy, CADParameters):
     def processors(self, sampling: Sampling | None = None) -> list:
         from .cad import ContextAwareDecode
 
-        return [ContextAwareDecode(self.alpha, **sampling_kwargs(sampling))]
+        return [ContextAwareDecode(self, **sampling_kwargs(sampling))]
 
 
 @dataclass(frozen=True)

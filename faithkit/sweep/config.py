@@ -32,8 +32,9 @@ ALWAYS = ("form",)
 METRICS = tuple(name for name in dict.fromkeys(spec.name for spec, _ in MEASURES.values()) if name not in ALWAYS)
 """The metrics a sweep can be asked for: the registry's metrics that have measures."""
 DATA_PREFIX = "${data}"
-GENERATION = ("num_beams", "temperature", "top_k", "seed", "max_new_tokens", "batch_size", "max_context_tokens", "chat")
-"""The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags (each cell names its search)."""
+GENERATION = tuple(f.name for f in fields(GenerationOptions) if f.name not in ("do_sample", "num_return_sequences"))
+"""The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags: all but the search (each cell
+names its own) and the responses per row (a cell writes one)."""
 STRATEGY_KEYS = ("name", "decoding")
 """The keys of a ``strategies`` entry besides the strategy's own parameters."""
 

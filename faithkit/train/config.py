@@ -20,7 +20,7 @@ import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..decoding.options import GenerationOptions
+from ..decoding.generation_options import GenerationOptions
 from ..decoding.strategies import Strategy, strategy_from_dict, strategy_from_text, written_forms
 from ..errors import ConfigError
 from ..metrics.registry import check_options

@@ -3,7 +3,7 @@
 Each evaluation decodes the same first ``generate_rows`` dev rows greedily with each of the
 config's strategies (``evaluation.strategies``, from :mod:`faithkit.decoding.strategies`;
 default plain decoding and PMI-DECODE at its defaults), in one
-:func:`faithkit.decoding.generate.generate_grid` call (the prompts are prefilled once for all
+:func:`faithkit.decoding.generate_grid` call (the prompts are prefilled once for all
 of them) and in the prompt layout decoding picks for the model, as training does. Each
 strategy's responses are scored with the metrics the config names
 (:func:`faithkit.metrics.registry.load_metrics`; the gold responses are the references).
@@ -18,8 +18,8 @@ from collections.abc import Callable
 
 from ..data import Row, reference_of
 from ..decoding import default_template
-from ..decoding.generate import generate_grid
-from ..decoding.options import row_seed
+from ..decoding.generation_options import GenerationOptions, row_seed
+from ..decoding.grid import generate_grid
 from ..decoding.strategies import Cell, Strategy
 from ..reranking import Judges
 from .config import evaluation_decoders
@@ -45,9 +45,9 @@ class GenerationHook:
         self.rows = rows
         self.load_metrics = load_metrics
         self.decoders = decoders
-        self.max_new_tokens = max_new_tokens
-        self.batch_size = batch_size
-        self.max_context_tokens = max_context_tokens
+        self.options = GenerationOptions(
+            max_new_tokens=max_new_tokens, batch_size=batch_size, max_context_tokens=max_context_tokens
+        )
 
     def _seeds(self) -> dict:
         """The rows' own seeds when a decoder samples (rerank's candidates), so every evaluation draws alike."""
@@ -66,9 +66,7 @@ class GenerationHook:
             documents,
             histories,
             list(self.decoders.values()),
-            batch_size=self.batch_size,
-            max_context_tokens=self.max_context_tokens,
-            max_new_tokens=self.max_new_tokens,
+            self.options,
             judge=Judges(model, tokenizer),
             **self._seeds(),
         )

@@ -167,7 +167,7 @@ def test_a_bom_is_read_past_in_every_jsonl_faithkit_reads(faithkit, tmp_path):
 def test_a_lone_surrogate_in_a_candidate_is_that_rows_error_naming_the_field(tmp_path):
     """It reached the tokenizer as ``TextEncodeInput must be Union[...]``, naming no field."""
     from faithkit.data import Row
-    from faithkit.decoding.options import GenerationOptions
+    from faithkit.decoding.generation_options import GenerationOptions
     from faithkit.decoding.rerank import Rerank
     from faithkit.reranking import CandidatesJob, read_candidates
 

@@ -1,0 +1,204 @@
+"""A batch's layout: the contexts as token rows (both views, padded as the model reads them), and the rows back as text.
+
+The conditioned and history-only views come from :class:`faithkit.prompts.PromptTemplate`,
+the same views PMI-FAITH scores, so decoding and measuring agree on what "the document's
+effect" is.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from .. import models
+from ..errors import ConfigError
+from ..prompts import PromptTemplate
+from .generation_options import GenerationOptions, default_template
+
+logger = logging.getLogger(__name__)
+
+_BUDGETS = ("max_context_tokens", "max_new_tokens")
+"""build_inputs' keywords from before it took the options: deprecated (the options hold both)."""
+
+
+def pad_token_id(tokenizer) -> int:
+    """The tokenizer's pad token, or its end-of-sequence token when it has none (GPT-2, many base LMs)."""
+    for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id):
+        if candidate is not None:
+            return int(candidate)
+    raise ValueError("the tokenizer has neither a pad token nor an eos token; set tokenizer.pad_token first")
+
+
+def build_inputs(
+    model,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    template: PromptTemplate | None = None,
+    options: GenerationOptions | None = None,
+    views: int = 2,
+    **deprecated,
+) -> dict[str, torch.Tensor]:
+    """``input_ids`` and ``attention_mask`` with 2B rows: the B conditioned views, then the B history-only views.
+
+    ``views=1`` gives the B conditioned views alone (plain decoding).
+
+    Decoder-only rows are left-padded so every row ends where generation starts; seq2seq rows
+    are the encoder inputs (the decoder starts identically for both halves). Over-long
+    contexts keep their end: at most ``options.max_context_tokens``, and never more than the model's
+    context window leaves beside ``options.max_new_tokens`` (without options: the whole window; a warning counts
+    the contexts that limit cut). The keywords ``max_context_tokens=``/``max_new_tokens=`` still set the two
+    budgets, with a DeprecationWarning.
+    """
+    if len(documents) != len(histories):
+        raise ValueError(
+            f"documents and histories must have the same length, got {len(documents)} and {len(histories)}"
+        )
+    if not len(documents):
+        raise ValueError("no contexts given: documents and histories are empty")
+    if views not in (1, 2):
+        raise ValueError(f"views must be 1 (conditioned) or 2 (conditioned, then history-only), got {views}")
+    models.check_head(model)
+    pairs: list[tuple[str | None, Any]] = [(document, history) for document, history in zip(documents, histories)]
+    if views == 2:
+        pairs += [(None, history) for history in histories]
+    contexts = _views(
+        model, tokenizer, pairs, template or default_template(model, tokenizer), _budgets(options, deprecated)
+    )
+    return _padded(model, tokenizer, [context.ids for context in contexts])
+
+
+def _budgets(options: GenerationOptions | None, deprecated: dict) -> tuple[int | None, int]:
+    """``(max_context_tokens, max_new_tokens)`` from the options, or from build_inputs' deprecated keywords."""
+    unknown = [key for key in deprecated if key not in _BUDGETS]
+    if unknown:
+        raise TypeError(f"build_inputs() got an unexpected keyword argument {unknown[0]!r}")
+    if deprecated:
+        warnings.warn(
+            f"build_inputs({', '.join(f'{key}=' for key in deprecated)}…) is deprecated; pass "
+            "options=GenerationOptions(max_context_tokens=…, max_new_tokens=…)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    given = (options.max_context_tokens, options.max_new_tokens) if options is not None else (None, 0)
+    return deprecated.get("max_context_tokens", given[0]), deprecated.get("max_new_tokens", given[1]) or 0
+
+
+def _views(model, tokenizer, pairs: list, template: PromptTemplate, budgets: tuple[int | None, int]) -> list:
+    """Each (document or None, history) pair as its prompt, cut to the budgets (a warning when the model's room cut)."""
+    max_context_tokens, max_new_tokens = budgets
+    encoder = model.config.is_encoder_decoder
+    room = context_room(model, tokenizer, max_new_tokens)
+    limit = min(max_context_tokens or room, room)
+    contexts = [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in pairs]
+    conditioned = [context for (document, _), context in zip(pairs, contexts) if document is not None]
+    cut = sum(1 for context in conditioned if context.truncated_tokens or context.truncated_chars)
+    if cut and limit == room and max_context_tokens != room:  # the model's room cut them, not the caller's limit
+        logger.warning(
+            "%d of %d contexts cut to the %d tokens the model has room for (their end kept); "
+            "set max_context_tokens to choose the cut",
+            cut,
+            len(conditioned),
+            limit,
+        )
+    return contexts
+
+
+def context_cuts(
+    model,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    template: PromptTemplate | None = None,
+    options: GenerationOptions | None = None,
+) -> list[dict]:
+    """What :func:`build_inputs` left out of each conditioned context, for a report per row: ``{}`` when nothing,
+    else the document's length (``document_chars``), the characters cut before tokenising (``truncated_chars``),
+    the tokens cut then (``truncated_tokens``) and the tokens kept (``context_tokens``)."""
+    max_context_tokens, max_new_tokens = _budgets(options, {})
+    room = context_room(model, tokenizer, max_new_tokens)
+    limit, encoder = min(max_context_tokens or room, room), model.config.is_encoder_decoder
+    template = template or default_template(model, tokenizer)
+    contexts = [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in zip(documents, histories)]
+    return [
+        {
+            "document_chars": len(document),
+            "truncated_chars": context.truncated_chars,
+            "truncated_tokens": context.truncated_tokens,
+            "context_tokens": len(context.ids),
+        }
+        if context.truncated_chars or context.truncated_tokens
+        else {}
+        for document, context in zip(documents, contexts)
+    ]
+
+
+def _padded(model, tokenizer, rows: list[list[int]]) -> dict[str, torch.Tensor]:
+    """The rows as one batch on the model's input device: left-padded for decoders, right-padded for encoders."""
+    width = max(len(row) for row in rows)
+    pad = pad_token_id(tokenizer)
+    input_ids = torch.tensor([[pad] * (width - len(row)) + row for row in rows])
+    attention_mask = torch.tensor([[0] * (width - len(row)) + [1] * len(row) for row in rows])
+    if model.config.is_encoder_decoder:  # encoders read left to right: pad on the right
+        input_ids = torch.tensor([row + [pad] * (width - len(row)) for row in rows])
+        attention_mask = attention_mask.flip(-1)
+    device = models.input_device(model)
+    return {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device)}
+
+
+def context_room(model, tokenizer, max_new_tokens: int = 0) -> int:
+    """Context tokens the model takes: its whole window for an encoder, else what the new tokens leave."""
+    window = models.context_window(model, tokenizer)
+    room = window if model.config.is_encoder_decoder else window - max_new_tokens
+    if room < 1:
+        raise ConfigError(
+            f"--max-new-tokens {max_new_tokens} leaves no room for a context in the model's {window} "
+            "positions; ask for fewer new tokens"
+        )
+    return room
+
+
+def decode_responses(
+    model,
+    tokenizer,
+    outputs: torch.Tensor,
+    inputs: dict,
+    num_return_sequences: int = 1,
+    template: PromptTemplate | None = None,
+    views: int = 2,
+) -> list:
+    """The conditioned rows' generated text (prompt and special tokens removed), one per context.
+
+    ``views``: as given to :func:`build_inputs` (2: only the first half of the rows are answers).
+    With ``num_return_sequences > 1``, one list of texts per context. A response that starts
+    with the ``template``'s own speaker prefix (``Agent:``, which models often repeat) loses it:
+    the prefix belongs to the prompt, not to the response.
+    """
+    contexts = inputs["input_ids"].shape[0] // views
+    generated = outputs if model.config.is_encoder_decoder else outputs[:, inputs["input_ids"].shape[1] :]
+    rows = generated[: contexts * num_return_sequences]
+    texts = [response_text(text, template) for text in tokenizer.batch_decode(rows, skip_special_tokens=True)]
+    if num_return_sequences == 1:
+        return texts
+    return [texts[i * num_return_sequences : (i + 1) * num_return_sequences] for i in range(contexts)]
+
+
+def response_text(text: str, template: PromptTemplate | None) -> str:
+    """A decoded continuation as a response: stripped, without the ``template``'s speaker prefix (``Agent:``)
+    that models often repeat (it belongs to the prompt). Engine candidates are cleaned the same way."""
+    text = text.strip()
+    prefix = template.response_prefix.strip() if template is not None else ""
+    return text[len(prefix) :].strip() if prefix and text.startswith(prefix) else text
+
+
+def length_order(documents: Sequence[str], histories: Sequence) -> list[int]:
+    """Context indices, longest first: batches of similar length waste little on padding.
+
+    :func:`generate_grid` batches contexts in this order, so a caller that makes batches the
+    same way (the sweep, to resume batch by batch) gets the same batches and the same tokens.
+    """
+    return sorted(range(len(documents)), key=lambda i: -len(str(documents[i])) - len(str(histories[i])))
