@@ -37,7 +37,9 @@ from faithkit.metrics.claim_checkers import ClaimChecker
 from faithkit.metrics.judge import WEIGHTS, FaithJudge, JudgeWeights, signals
 from faithkit.metrics.lexical import knowledge_precision
 
-from judge_features import dev_rows
+from judge_features import DEV_SETS, dev_rows
+
+SETS = (*DEV_SETS, "synthetic", "pairs")
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 PAIR_FILES = ("contradiction_pairs.jsonl", "faithful_pairs.jsonl", "swap_pairs.jsonl")
@@ -85,10 +87,17 @@ def main() -> None:
     parser.add_argument("--weights", help="refitted faith-judge weights (judge_fit.py --write)")
     parser.add_argument("--baseline-weights", help="today's faith-judge weights (default: the shipped file)")
     parser.add_argument("--dtype", default=None, help="checker dtype (default float32 on a CPU)")
+    parser.add_argument(
+        "--sets", default=",".join(SETS), help=f"comma-separated sets to measure (default all: {','.join(SETS)})"
+    )
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    dev = dev_rows()
+    sets = args.sets.split(",")
+    unknown = sorted(set(sets) - set(SETS))
+    if unknown:
+        parser.error(f"--sets: unknown {', '.join(unknown)}; choose from {', '.join(SETS)}")
+    dev = dev_rows([name for name in sets if name in DEV_SETS])
     extra = pair_rows() + (synthetic_rows(args.data) if args.data else [])
 
     def checker():
@@ -108,7 +117,7 @@ def main() -> None:
     refit = JudgeWeights.load(args.weights) if args.weights else None
 
     figures: dict = {}
-    for name in ("wow", "cmu", "tc", "dodeca", "synthetic", "pairs"):
+    for name in sets:
         labelled = [
             (s, y, r)
             for s, y, r in (dev + extra)
