@@ -24,7 +24,7 @@ from ..errors import ConfigError, InputError
 from ..metrics.metric_options import JUDGE_LM
 from ..metrics.registry import MEASURES, metric_names
 from ..paths import PathArg
-from ..options import OptionError, check, coerce, default_grid, from_mapping, option, option_like
+from ..options import OptionError, check, default_grid, from_mapping, option, option_like, reject_unknown
 from ..precision import Placement
 
 ALWAYS = ("form",)
@@ -268,7 +268,8 @@ class SweepConfig:
 
     def strategy_grids(self) -> list[dict]:
         """The ``strategies`` entries with the ``--alpha/--top-p`` flags applied (PMI-DECODE alone without entries)."""
-        entries = [dict(entry) for entry in (self.strategies or ([] if self.chosen else [{"name": "pmi"}]))]
+        given = self.strategies or ([] if self.chosen else ["pmi"])
+        entries = [_entry(entry) for entry in given]
         flags = {key: getattr(self, key) for key in ("alpha", "top_p") if getattr(self, key) is not None}
         if flags:  # the sweep's own PMI-DECODE grid; a chosen cell keeps its values and runs beside it
             if not any(entry.get("name") == "pmi" for entry in entries):
@@ -406,16 +407,21 @@ def _parameter_schema(default):
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> SweepConfig:
     """The config of a YAML file (if any) with ``overrides`` (None values ignored) on top, validated.
 
-    Values may be given as text, as on the command line: ``alpha: "0,0.25,0.5"``. The
-    :data:`GENERATION` keys fill :class:`~faithkit.decoding.GenerationOptions`.
+    Both are read by :func:`faithkit.options.from_mapping`, as every config is: values may be
+    given as text, as on the command line (``alpha: "0,0.25,0.5"``), and an unknown key is the one
+    message of :func:`~faithkit.options.reject_unknown`. The :data:`GENERATION` keys fill
+    :class:`~faithkit.decoding.GenerationOptions`. A mistake in a value the file gave names the file.
     """
-    values: dict = {}
-    if path is not None:
-        values = _read_yaml(Path(path))
+    values = _read_yaml(Path(path)) if path is not None else {}
     overrides = {key: value for key, value in (overrides or {}).items() if value is not None}  # None: not given
+    accepted = [*(f.name for f in fields(SweepConfig) if f.name != "generation"), *GENERATION]
+    reject_unknown(values, accepted, f"config file {path}: ")
+    reject_unknown(overrides, accepted)
+    if isinstance(overrides.get("strategies"), str):
+        overrides["strategies"] = strategies_from_flag(overrides["strategies"])
     from_file = set(values) - set(overrides)
     try:
-        return _load(values, overrides, path)
+        return _load({**values, **overrides})
     except OptionError as error:  # a value the file gave: the message names the file, as training's do
         if error.name.split("[")[0].split(".")[0] in from_file:
             raise OptionError(error.name, error.reason, f"config file {path}: ") from None
@@ -426,38 +432,17 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
         raise
 
 
-def _load(values: dict, overrides: dict, path) -> SweepConfig:
-    """:func:`load_config` of the file's ``values`` and the ``overrides``."""
-    if isinstance(overrides.get("strategies"), str):
-        overrides["strategies"] = strategies_from_flag(overrides["strategies"])
-    values.update(overrides)
+def _load(values: dict) -> SweepConfig:
+    """:func:`load_config` of the merged keys: the generation options first, then the sweep's own."""
+    values = {key: value for key, value in values.items() if value is not None}  # YAML null: the default
     if isinstance(values.get("metrics"), (str, list, tuple)):  # a renamed metric's old name: its name now
         try:
-            values["metrics"] = list(metric_names(values["metrics"], METRICS))
+            values["metrics"] = metric_names(values["metrics"], METRICS)
         except argparse.ArgumentTypeError as error:
             raise OptionError("metrics", str(error)) from None
-    values = {key: value for key, value in values.items() if value is not None}  # YAML null: the default
-    own = [f.name for f in fields(SweepConfig) if f.name != "generation"]
-    valid = [*own, *GENERATION]
-    unknown = sorted(set(values) - set(valid))
-    if unknown:
-        source = f"config file {path}" if path is not None else "sweep settings"
-        raise ConfigError(
-            f"{source}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
-            f"valid keys are {', '.join(valid)}"
-        )
-    generation = from_mapping(
-        GenerationOptions,
-        {
-            "num_beams": SweepConfig.generation.num_beams,
-            **{key: values.pop(key) for key in GENERATION if key in values},
-        },
-    )
-    types = typing.get_type_hints(SweepConfig)
-    config = SweepConfig(
-        generation=generation, **{key: _coerce(key, value, types[key]) for key, value in values.items()}
-    )
-    return config.validate()
+    given = {key: values.pop(key) for key in GENERATION if key in values}
+    generation = from_mapping(GenerationOptions, {"num_beams": SweepConfig.generation.num_beams, **given})
+    return from_mapping(SweepConfig, {**values, "generation": generation}).validate()
 
 
 def strategies_from_flag(text: str) -> tuple[dict, ...]:
@@ -484,29 +469,11 @@ def _read_yaml(path: Path) -> dict:
     return {str(key).replace("-", "_"): value for key, value in values.items()}
 
 
-def _coerce(key: str, value, kind):
-    """A config or command-line value as the field's type (lists: comma-separated text too); ConfigError naming the
-    key otherwise."""
-    item_type = typing.get_args(kind)[0] if typing.get_origin(kind) is tuple else None
-    if item_type is None and typing.get_origin(kind) in (typing.Union, types.UnionType):
-        inner = [arg for arg in typing.get_args(kind) if typing.get_origin(arg) is tuple]
-        item_type = typing.get_args(inner[0])[0] if inner else None
-    if item_type is None:
-        return coerce(value, kind, key)
-    if item_type is dict:  # strategies: mappings, or bare names
-        if not all(isinstance(item, (str, dict)) for item in _items(value)):
-            raise ConfigError(
-                f"{key}: expected a list of strategies ({{name: pmi, alpha: [0.5]}} or names), got {value!r}"
-            )
-        return tuple(
-            {"name": item.strip()} if isinstance(item, str) else {str(k).replace("-", "_"): v for k, v in item.items()}
-            for item in _items(value)
-        )
-    try:
-        return tuple(item_type(item.strip() if isinstance(item, str) else item) for item in _items(value))
-    except (TypeError, ValueError):
-        expected = "numbers" if item_type is float else "names"
-        raise ConfigError(f"{key}: expected {expected}, got {value!r}") from None
+def _entry(entry: dict | str) -> dict:
+    """A ``strategies`` entry as a mapping with underscored keys: ``pmi`` is ``{name: pmi}``, ``top-p`` is ``top_p``."""
+    if isinstance(entry, str):
+        return {"name": entry.strip()}
+    return {str(key).replace("-", "_"): value for key, value in entry.items()}
 
 
 def _items(value) -> list:
