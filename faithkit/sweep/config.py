@@ -9,7 +9,6 @@ benchmark files without knowing where they live.
 from __future__ import annotations
 
 import argparse
-import types
 import typing
 from dataclasses import dataclass, fields
 from functools import lru_cache
