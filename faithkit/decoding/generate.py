@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from ..prompts import PromptTemplate
 from .options import GenerationOptions, default_template, search_of
 from .rerank import Judge, Rerank, candidate_seeds, rerank
-from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, decoded_by, strategy_from_dict
+from .strategies import PMI, Cell, Plain, Sampling, Strategy, as_cell, shared_decode, strategy_from_dict
 from .two_view import FiniteLogits
 
 logger = logging.getLogger(__name__)
@@ -552,7 +552,7 @@ _GREEDY = Cell(Plain(), "greedy")
 
 def plan_grid(model, cells: Sequence, options: GenerationOptions) -> GridPlan:
     """The runs a grid of ``cells`` needs under ``options``: each decode key once, run as the cell it decodes as
-    (:func:`~faithkit.decoding.strategies.decoded_by`: plain decoding under the same search when the strategy
+    (:func:`~faithkit.decoding.strategies.shared_decode`: plain decoding under the same search when the strategy
     decodes as plain); a rerank cell needs plain greedy and its candidates (plain sampling with n returns, each
     from its own seed, or beam search with n beams). Bad cells and options raise here, before any batch runs.
 
@@ -574,7 +574,7 @@ def plan_grid(model, cells: Sequence, options: GenerationOptions) -> GridPlan:
             run = _cell_run(Cell(Plain(), strategy.search), strategy.n, strategy.n, temperature, top_k)
             runs.setdefault(strategy.candidates_key(), run._replace(own_seeds=True))
         elif cell.decode_key not in runs:
-            runs[cell.decode_key] = _cell_run(decoded_by(cell), beams, returns, temperature, top_k)
+            runs[cell.decode_key] = _cell_run(shared_decode(cell), beams, returns, temperature, top_k)
     return GridPlan(cells, runs)
 
 

@@ -9,7 +9,9 @@ benchmark files without knowing where they live.
 from __future__ import annotations
 
 import argparse
+import logging
 import typing
+import warnings
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from itertools import product
@@ -26,6 +28,8 @@ from ..paths import PathArg
 from ..options import OptionError, check, default_grid, from_mapping, option, option_like, reject_unknown
 from ..precision import Placement
 
+logger = logging.getLogger(__name__)
+
 ALWAYS = ("form",)
 """Metrics every sweep computes (no model needed): words, empty and repeated responses."""
 METRICS = tuple(name for name in dict.fromkeys(spec.name for spec, _ in MEASURES.values()) if name not in ALWAYS)
@@ -33,8 +37,11 @@ METRICS = tuple(name for name in dict.fromkeys(spec.name for spec, _ in MEASURES
 DATA_PREFIX = "${data}"
 GENERATION = ("num_beams", "temperature", "top_k", "seed", "max_new_tokens", "batch_size", "max_context_tokens", "chat")
 """The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags (each cell names its search)."""
-STRATEGY_KEYS = ("name", "decoding")
+STRATEGY_KEYS = ("name", "search")
 """The keys of a ``strategies`` entry besides the strategy's own parameters."""
+RENAMED_KEYS = {"decoding": "search"}
+"""Keys of a config or a ``strategies`` entry renamed, still read under the old name (with a warning) for one
+release: ``decoding`` was a search mode (greedy, beam…), not a decoding strategy."""
 
 
 PARAMETER_COLUMNS = {"n": "candidates"}
@@ -46,11 +53,11 @@ class SweepConfig:
     """A grid of decoding strategies over a dev set and how to judge it (field names are the config keys).
 
     ``strategies`` lists the strategies, each with its own grid:
-    ``[{name: plain, decoding: [greedy, beam]}, {name: pmi, alpha: [0.25, 0.5], top_p: [0.6, 1]}]``;
-    a parameter left out takes its strategy's default grid, ``decoding`` left out is the
-    sweep's ``decoding``. ``alpha`` / ``top_p`` (the ``--alpha/--top-p`` flags) set the PMI-DECODE
+    ``[{name: plain, search: [greedy, beam]}, {name: pmi, alpha: [0.25, 0.5], top_p: [0.6, 1]}]``;
+    a parameter left out takes its strategy's default grid, ``search`` left out is the
+    sweep's ``search``. ``alpha`` / ``top_p`` (the ``--alpha/--top-p`` flags) set the PMI-DECODE
     grid, and alone they are the sweep (PMI-DECODE over alpha x top_p, as in the paper's Table 5).
-    Plain decoding with the sweep's ``decoding`` (greedy unless set) is always the baseline.
+    Plain decoding with the sweep's ``search`` (greedy unless set; the flag ``--decoding``) is always the baseline.
     ``chosen`` lists ``best.json`` files of earlier sweeps: each strategy's own pick there
     (``by_strategy``: strategy, parameters and search) joins the strategies, so settings chosen
     on dev rows are decoded on other rows (the Table-4 protocol, docs/table4.md).
@@ -114,7 +121,7 @@ class SweepConfig:
     top_p: tuple[float, ...] | None = option_like(
         PMI, "top_p", default=None, help="PMI-DECODE nucleus sizes, comma-separated"
     )
-    decoding: str = option(
+    search: str = option(
         "greedy",
         "search of the baseline and of every strategy that names none: greedy, beam, sample or beam_sample",
         choices=SEARCHES,
@@ -174,6 +181,21 @@ class SweepConfig:
     allow_large_grid: bool = option(False, "run a grid over max_cells")
     device: str | None = option_like(Placement, "device")
     dtype: str | None = option_like(Placement, "dtype")
+
+    def __post_init__(self) -> None:
+        """``strategies`` entries as mappings with underscored keys (``pmi`` is ``{name: pmi}``, ``top-p`` is
+        ``top_p``) and the keys of :data:`RENAMED_KEYS` under their names now."""
+        if self.strategies is not None:
+            entries = tuple(
+                renamed_keys(_entry(entry), f"strategies[{index}]: ") for index, entry in enumerate(self.strategies)
+            )
+            object.__setattr__(self, "strategies", entries)
+
+    @property
+    def decoding(self) -> str:
+        """Deprecated: :attr:`search` (the search mode of the baseline and of every strategy that names none)."""
+        warnings.warn("SweepConfig.decoding is deprecated; use SweepConfig.search", DeprecationWarning, stacklevel=2)
+        return self.search
 
     def choice_rule(self) -> dict[str, typing.Any]:
         """The keywords of :func:`~faithkit.sweep.table.choose_best`: which measures best.json weighs, and how."""
@@ -263,12 +285,11 @@ class SweepConfig:
     @property
     def baseline(self) -> Cell:
         """Plain decoding with the sweep's search: the reference every other cell is read against."""
-        return Cell(Plain(), self.decoding)
+        return Cell(Plain(), self.search)
 
     def strategy_grids(self) -> list[dict]:
         """The ``strategies`` entries with the ``--alpha/--top-p`` flags applied (PMI-DECODE alone without entries)."""
-        given = self.strategies or ([] if self.chosen else ["pmi"])
-        entries = [_entry(entry) for entry in given]
+        entries = [dict(entry) for entry in self.strategies or ([] if self.chosen else [{"name": "pmi"}])]
         flags = {key: getattr(self, key) for key in ("alpha", "top_p") if getattr(self, key) is not None}
         if flags:  # the sweep's own PMI-DECODE grid; a chosen cell keeps its values and runs beside it
             if not any(entry.get("name") == "pmi" for entry in entries):
@@ -285,7 +306,7 @@ class SweepConfig:
         for entry in self.strategy_grids():
             cls = STRATEGIES.get(str(entry.get("name")))
             values = {**default_grid(cls), **entry} if cls is not None else entry  # cells() names an unknown one
-            cells = len(_items(entry.get("decoding", self.decoding)))
+            cells = len(_items(entry.get("search", self.search)))
             for key, value in values.items():
                 cells *= len(_items(value)) if key not in STRATEGY_KEYS else 1
             size += cells
@@ -310,7 +331,7 @@ class SweepConfig:
             for key, values in grid.items():
                 if not values:
                     raise ConfigError(f"{where}{cls.name}: {key} is empty; give at least one value or leave it out")
-            for search in _items(entry.get("decoding", self.decoding)):
+            for search in _items(entry.get("search", self.search)):
                 for point in product(*grid.values()):
                     try:
                         strategy = strategy_from_dict({"name": cls.name, **dict(zip(grid, point))})
@@ -383,7 +404,7 @@ def chosen_entries(path: Path) -> list[dict]:
         except ConfigError as error:
             raise InputError(f"{path}: by_strategy.{name}: {error}; {fix}") from None
         entries.append(
-            {"name": cls.name, "decoding": pick["decoding"], **{key: [value] for key, value in values.items()}}
+            {"name": cls.name, "search": pick["decoding"], **{key: [value] for key, value in values.items()}}
         )
     return entries
 
@@ -411,8 +432,8 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
     message of :func:`~faithkit.options.reject_unknown`. The :data:`GENERATION` keys fill
     :class:`~faithkit.decoding.GenerationOptions`. A mistake in a value the file gave names the file.
     """
-    values = _read_yaml(Path(path)) if path is not None else {}
-    overrides = {key: value for key, value in (overrides or {}).items() if value is not None}  # None: not given
+    values = renamed_keys(_read_yaml(Path(path)), f"config file {path}: ") if path is not None else {}
+    overrides = renamed_keys({key: value for key, value in (overrides or {}).items() if value is not None})
     accepted = [*(f.name for f in fields(SweepConfig) if f.name != "generation"), *GENERATION]
     reject_unknown(values, accepted, f"config file {path}: ")
     reject_unknown(overrides, accepted)
@@ -466,6 +487,16 @@ def _read_yaml(path: Path) -> dict:
     if not isinstance(values, dict):
         raise ConfigError(f"config file {path} must be a mapping of keys to values, got {type(values).__name__}")
     return {str(key).replace("-", "_"): value for key, value in values.items()}
+
+
+def renamed_keys(values: dict, where: str = "") -> dict:
+    """``values`` with each key of :data:`RENAMED_KEYS` under its name now, and a warning line naming the old one
+    (``where`` says whose: ``config file sweep.yaml: ``)."""
+    for old, new in RENAMED_KEYS.items():
+        if old in values:
+            logger.warning("%s'%s' is deprecated and goes in the next release; write '%s'", where, old, new)
+            values = {new if key == old else key: value for key, value in values.items()}
+    return values
 
 
 def _entry(entry: dict | str) -> dict:
