@@ -208,7 +208,9 @@ def coerce(value, annotation, where: str):
             return None
         raise ConfigError(f"{where} cannot be empty; give a value or leave it out for the default")
     kind = base_type(annotation)
-    if dataclasses.is_dataclass(kind) and isinstance(value, kind):  # a section already built (the sweep's generation)
+    if (
+        isinstance(kind, type) and dataclasses.is_dataclass(kind) and isinstance(value, kind)
+    ):  # a section already built (the sweep's generation)
         return value
     if kind is bool:
         if isinstance(value, bool):

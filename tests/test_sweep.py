@@ -130,10 +130,10 @@ def test_cells_known_to_decode_alike_run_once():
 def test_strategies_entries_and_flags():
     config = SweepConfig(
         strategies=(
-            {"name": "plain", "search": ["greedy", "beam"]},
+            {"name": "plain", "search_mode": ["greedy", "beam"]},
             {"name": "pmi", "alpha": [0.25], "top_p": [0.6, 1]},
             {"name": "cad"},
-            {"name": "adacad", "search": "sample"},
+            {"name": "adacad", "search_mode": "sample"},
         )
     )
     assert [c.label for c in config.cells()] == [
@@ -171,13 +171,13 @@ def test_strategies_entries_and_flags():
     with pytest.raises(ConfigError, match=r"strategies\[0\]: plain: unknown key 'alpha'"):
         SweepConfig(strategies=({"name": "plain", "alpha": [0.5]},)).cells()
     with pytest.raises(ConfigError, match=r"strategies\[0\]: search 'bem' is unknown"):
-        SweepConfig(strategies=({"name": "pmi", "search": "bem"},)).cells()
+        SweepConfig(strategies=({"name": "pmi", "search_mode": "bem"},)).cells()
     with pytest.raises(
         ConfigError, match=r"strategies\[1\]: pmi: alpha must be in \[0, 1\], got 2 \(0 = plain decoding"
     ):
         SweepConfig(strategies=({"name": "plain"}, {"name": "pmi", "alpha": [0.5, 2]})).cells()
     with pytest.raises(ConfigError, match=r"strategies\[0\]: strategy cad does not support beam_sample search"):
-        SweepConfig(strategies=({"name": "cad", "search": "beam_sample"},)).cells()
+        SweepConfig(strategies=({"name": "cad", "search_mode": "beam_sample"},)).cells()
 
 
 # ---- settings errors come before any model loads -----------------------------------------
@@ -291,25 +291,25 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
 
 
 def test_the_search_mode_key_of_old_still_reads_with_a_warning(tmp_path, caplog, rows_file):
-    """``decoding`` (the config key, a strategies entry's key, the attribute) is ``search`` now; the flag keeps its
+    """``decoding`` (the config key, a strategies entry's key, the attribute) is ``search_mode`` now; the flag keeps its
     name and dest (tests/data/flags.json)."""
     path = tmp_path / "sweep.yaml"
     path.write_text("generator: g\ninput: x\nout: o\ndecoding: beam\nstrategies: [{name: plain, decoding: sample}]\n")
     with caplog.at_level("WARNING", logger="faithkit.sweep.config"):
         config = load_config(path)
-    assert config.search == "beam" and config.strategies == ({"name": "plain", "search": "sample"},)
+    assert config.search_mode == "beam" and config.strategies == ({"name": "plain", "search_mode": "sample"},)
     assert [c.label for c in config.cells()] == ["plain_beam", "plain_sample"]
     assert caplog.messages == [
-        f"config file {path}: 'decoding' is deprecated and goes in the next release; write 'search'",
-        "strategies[0]: 'decoding' is deprecated and goes in the next release; write 'search'",
+        f"config file {path}: 'decoding' is deprecated and goes in the next release; write 'search_mode'",
+        "strategies[0]: 'decoding' is deprecated and goes in the next release; write 'search_mode'",
     ]
-    with pytest.warns(DeprecationWarning, match="SweepConfig.decoding is deprecated; use SweepConfig.search"):
+    with pytest.warns(DeprecationWarning, match="SweepConfig.decoding is deprecated; use SweepConfig.search_mode"):
         assert config.decoding == "beam"
     assert parse(["--decoding", "sample"]).decoding == "sample"
     assert (
         sweep_cli._config(
             parse(["--generator", "g", "--input", str(rows_file), "--out", "o", "--decoding", "beam"])
-        ).search
+        ).search_mode
         == "beam"
     )
 
@@ -330,7 +330,7 @@ def test_shipped_configs_are_valid(data_dir):
 def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monkeypatch, search):
     config = replace(
         config,
-        search=search,
+        search_mode=search,
         generation=replace(config.generation, temperature=1.5 if search == "sample" else None),
     )
     whole = run_sweep(replace(config, out=str(tmp_path / "whole")))
@@ -382,7 +382,7 @@ def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monk
 FOUR_STRATEGIES = """
 metrics: [pmi-faith, lexical]
 strategies:
-  - {name: plain, search: [greedy, beam, beam_sample]}
+  - {name: plain, search_mode: [greedy, beam, beam_sample]}
   - {name: pmi, alpha: [0.5], top_p: [0.6, 1]}
   - {name: cad, alpha: [0, 1]}
   - {name: adacad}

@@ -41,7 +41,7 @@ class SweepRun:
         metavar="FILE",
     )
     restart: bool = option(False, "delete the sweep's earlier outputs in --out first")
-    decoding: str = option_like(SweepConfig, "search")  # the config's search, under the flag's name of old
+    decoding: str = option_like(SweepConfig, "search_mode")  # the config's search_mode, under the flag's name of old
 
 
 def register(subparsers) -> None:
@@ -92,7 +92,9 @@ def _config(args):
     from ..sweep.config import GENERATION
 
     names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
-    return load_config(args.config, {**{name: getattr(args, name, None) for name in names}, "search": args.decoding})
+    return load_config(
+        args.config, {**{name: getattr(args, name, None) for name in names}, "search_mode": args.decoding}
+    )
 
 
 def run(args) -> int:

@@ -37,9 +37,9 @@ METRICS = tuple(name for name in dict.fromkeys(spec.name for spec, _ in MEASURES
 DATA_PREFIX = "${data}"
 GENERATION = ("num_beams", "temperature", "top_k", "seed", "max_new_tokens", "batch_size", "max_context_tokens", "chat")
 """The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags (each cell names its search)."""
-STRATEGY_KEYS = ("name", "search")
+STRATEGY_KEYS = ("name", "search_mode")
 """The keys of a ``strategies`` entry besides the strategy's own parameters."""
-RENAMED_KEYS = {"decoding": "search"}
+RENAMED_KEYS = {"decoding": "search_mode"}
 """Keys of a config or a ``strategies`` entry renamed, still read under the old name (with a warning) for one
 release: ``decoding`` was a search mode (greedy, beam…), not a decoding strategy."""
 
@@ -53,11 +53,11 @@ class SweepConfig:
     """A grid of decoding strategies over a dev set and how to judge it (field names are the config keys).
 
     ``strategies`` lists the strategies, each with its own grid:
-    ``[{name: plain, search: [greedy, beam]}, {name: pmi, alpha: [0.25, 0.5], top_p: [0.6, 1]}]``;
-    a parameter left out takes its strategy's default grid, ``search`` left out is the
-    sweep's ``search``. ``alpha`` / ``top_p`` (the ``--alpha/--top-p`` flags) set the PMI-DECODE
+    ``[{name: plain, search_mode: [greedy, beam]}, {name: pmi, alpha: [0.25, 0.5], top_p: [0.6, 1]}]``;
+    a parameter left out takes its strategy's default grid, ``search_mode`` left out is the
+    sweep's ``search_mode``. ``alpha`` / ``top_p`` (the ``--alpha/--top-p`` flags) set the PMI-DECODE
     grid, and alone they are the sweep (PMI-DECODE over alpha x top_p, as in the paper's Table 5).
-    Plain decoding with the sweep's ``search`` (greedy unless set; the flag ``--decoding``) is always the baseline.
+    Plain decoding with the sweep's ``search_mode`` (greedy unless set; the flag ``--decoding``) is always the baseline.
     ``chosen`` lists ``best.json`` files of earlier sweeps: each strategy's own pick there
     (``by_strategy``: strategy, parameters and search) joins the strategies, so settings chosen
     on dev rows are decoded on other rows (the Table-4 protocol, docs/table4.md).
@@ -121,7 +121,7 @@ class SweepConfig:
     top_p: tuple[float, ...] | None = option_like(
         PMI, "top_p", default=None, help="PMI-DECODE nucleus sizes, comma-separated"
     )
-    search: str = option(
+    search_mode: str = option(
         "greedy",
         "search of the baseline and of every strategy that names none: greedy, beam, sample or beam_sample",
         choices=SEARCHES,
@@ -193,9 +193,11 @@ class SweepConfig:
 
     @property
     def decoding(self) -> str:
-        """Deprecated: :attr:`search` (the search mode of the baseline and of every strategy that names none)."""
-        warnings.warn("SweepConfig.decoding is deprecated; use SweepConfig.search", DeprecationWarning, stacklevel=2)
-        return self.search
+        """Deprecated: :attr:`search_mode` (the search mode of the baseline and of every strategy that names none)."""
+        warnings.warn(
+            "SweepConfig.decoding is deprecated; use SweepConfig.search_mode", DeprecationWarning, stacklevel=2
+        )
+        return self.search_mode
 
     def choice_rule(self) -> dict[str, typing.Any]:
         """The keywords of :func:`~faithkit.sweep.table.choose_best`: which measures best.json weighs, and how."""
@@ -285,7 +287,7 @@ class SweepConfig:
     @property
     def baseline(self) -> Cell:
         """Plain decoding with the sweep's search: the reference every other cell is read against."""
-        return Cell(Plain(), self.search)
+        return Cell(Plain(), self.search_mode)
 
     def strategy_grids(self) -> list[dict]:
         """The ``strategies`` entries with the ``--alpha/--top-p`` flags applied (PMI-DECODE alone without entries)."""
@@ -306,7 +308,7 @@ class SweepConfig:
         for entry in self.strategy_grids():
             cls = STRATEGIES.get(str(entry.get("name")))
             values = {**default_grid(cls), **entry} if cls is not None else entry  # cells() names an unknown one
-            cells = len(_items(entry.get("search", self.search)))
+            cells = len(_items(entry.get("search_mode", self.search_mode)))
             for key, value in values.items():
                 cells *= len(_items(value)) if key not in STRATEGY_KEYS else 1
             size += cells
@@ -331,7 +333,7 @@ class SweepConfig:
             for key, values in grid.items():
                 if not values:
                     raise ConfigError(f"{where}{cls.name}: {key} is empty; give at least one value or leave it out")
-            for search in _items(entry.get("search", self.search)):
+            for search in _items(entry.get("search_mode", self.search_mode)):
                 for point in product(*grid.values()):
                     try:
                         strategy = strategy_from_dict({"name": cls.name, **dict(zip(grid, point))})
@@ -404,7 +406,7 @@ def chosen_entries(path: Path) -> list[dict]:
         except ConfigError as error:
             raise InputError(f"{path}: by_strategy.{name}: {error}; {fix}") from None
         entries.append(
-            {"name": cls.name, "search": pick["decoding"], **{key: [value] for key, value in values.items()}}
+            {"name": cls.name, "search_mode": pick["decoding"], **{key: [value] for key, value in values.items()}}
         )
     return entries
 
