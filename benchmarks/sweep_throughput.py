@@ -38,7 +38,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 
 from faithkit import models
-from faithkit.decoding import decoded_by, generate
+from faithkit.decoding import shared_decode, generate
 from faithkit.metrics import PMIFaith
 from faithkit.sweep import load_config, run_sweep
 from faithkit.sweep import judging
@@ -46,7 +46,7 @@ from faithkit.sweep import run as sweep_run
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "sweep" / "smollm2-q2wow.yaml"
 GRID = [
-    {"name": "plain", "decoding": ["greedy", "beam"]},
+    {"name": "plain", "search_mode": ["greedy", "beam"]},
     {"name": "pmi", "alpha": [0, 0.25], "top_p": [0.6]},
     {"name": "pmi", "alpha": [0.5], "top_p": [1]},
     {"name": "cad", "alpha": [0.5, 1]},
@@ -153,7 +153,7 @@ def main(argv=None) -> None:
     identical, largest = True, 0.0
     for cell in config.cells():
         for context in contexts:
-            record = swept[f"{decoded_by(cell).label}/{context.id}"]
+            record = swept[f"{shared_decode(cell).label}/{context.id}"]
             identical &= record["response"] == responses[cell][context.id]
             if context.id in scores[cell]:
                 largest = max(largest, abs(record["pmi"] - scores[cell][context.id]))

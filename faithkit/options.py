@@ -200,14 +200,18 @@ def is_optional(annotation) -> bool:
 def coerce(value, annotation, where: str):
     """``value`` (from YAML, a dict or the command line's text) as the field's type, or a ConfigError naming it.
 
-    Numbers may come as text (YAML reads ``1e-4`` as a string); a ``list[dict]`` item may be a
-    name alone (a strategy's, say).
+    Numbers may come as text (YAML reads ``1e-4`` as a string); a ``list[dict]`` or ``tuple[dict, ...]`` item may
+    be a name alone (a strategy's, say); a tuple field takes a list, one value or comma-separated text.
     """
     if value is None:
         if is_optional(annotation):
             return None
         raise ConfigError(f"{where} cannot be empty; give a value or leave it out for the default")
     kind = base_type(annotation)
+    if (
+        isinstance(kind, type) and dataclasses.is_dataclass(kind) and isinstance(value, kind)
+    ):  # a section already built (the sweep's generation)
+        return value
     if kind is bool:
         if isinstance(value, bool):
             return value
@@ -240,6 +244,12 @@ def coerce(value, annotation, where: str):
         items = _list_item_types(annotation)
         if isinstance(value, list) and all(isinstance(item, items) for item in value):
             return value
+    elif kind is tuple:  # a list, one value, or comma-separated text as on the command line ("0,0.25,0.5")
+        inner = item_type(annotation)
+        parts = value if isinstance(value, (list, tuple)) else [value]
+        if isinstance(value, str):
+            parts = [part.strip() for part in value.split(",") if part.strip()]
+        return tuple(part if inner is dict and isinstance(part, str) else coerce(part, inner, where) for part in parts)
     elif kind is dict:
         if isinstance(value, dict):
             return value
@@ -273,17 +283,17 @@ def from_mapping(cls, values: Mapping, where: str = ""):
 
 
 def reject_unknown(keys, known, where: str = "", prefix: str = "") -> None:
-    """A :class:`~faithkit.errors.ConfigError` for the first of ``keys`` not in ``known``, with the closest known
-    name; ``where`` prefixes the message (``train.yaml: ``), ``prefix`` the keys (``training.``)."""
+    """The one unknown-key message of every config, options mapping and flag: a
+    :class:`~faithkit.errors.ConfigError` for the first of ``keys`` not in ``known``, with the closest known name and
+    the accepted ones (``config file sweep.yaml: unknown key 'top_pp' (did you mean 'top_p'?); the accepted keys are
+    …``); ``where`` prefixes the message (``config file train.yaml: ``), ``prefix`` the keys (``training.``)."""
+    accepted = [f"{prefix}{name}" for name in known]
     for key in keys:
         if key not in known:
             close = difflib.get_close_matches(str(key), list(known), n=1)
-            hint = (
-                f"did you mean '{prefix}{close[0]}'?"
-                if close
-                else (f"its keys are {', '.join(prefix + k for k in known)}" if known else "it takes no parameters")
-            )
-            raise ConfigError(f"{where}unknown key '{prefix}{key}'; {hint}")
+            hint = f" (did you mean '{prefix}{close[0]}'?)" if close else ""
+            listed = f"the accepted keys are {', '.join(accepted)}" if accepted else "it accepts no keys"
+            raise ConfigError(f"{where}unknown key '{prefix}{key}'{hint}; {listed}")
 
 
 def shown(value) -> str:

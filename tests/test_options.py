@@ -17,7 +17,7 @@ from faithkit.cli import build_parser, main
 from faithkit.cli.shared_flags import JobFlags
 from faithkit.data.rows import InputOptions
 from faithkit.decoding import PMI, GenerationOptions, PMIDecode
-from faithkit.decoding.strategies import STRATEGIES, Strategy
+from faithkit.decoding.strategies import STRATEGIES, Strategy, strategy_from_dict
 from faithkit.errors import ConfigError
 from faithkit.metrics.pmi_faith import PMIFaith
 from faithkit.metrics.metric_options import MetricOptions
@@ -219,7 +219,7 @@ def test_config_files_name_the_key(tmp_path):
     training = tmp_path / "train.yaml"
     training.write_text("model: m\ndata: {corpus: topicalchat}\ntraining: {batch_size: 0}\n")
     with pytest.raises(
-        ConfigError, match=rf"^{re.escape(str(training))}: training.batch_size must be at least 1, got 0$"
+        ConfigError, match=rf"^config file {re.escape(str(training))}: training.batch_size must be at least 1, got 0$"
     ):
         load_training(training)
     sweep = tmp_path / "sweep.yaml"
@@ -229,3 +229,31 @@ def test_config_files_name_the_key(tmp_path):
         match=r"^config file .*sweep.yaml: strategies\[1\]: pmi: alpha must be in \[0, 1\], got 2 \(0 = plain",
     ):
         load_sweep(sweep)
+
+
+def test_every_config_says_an_unknown_key_alike(tmp_path):
+    """One message for a key no config takes: the file, the key, the closest name and the accepted keys."""
+    from faithkit.sweep import load_config as load_sweep
+    from faithkit.sweep.config import GENERATION
+    from faithkit.train import load_config as load_training
+    from faithkit.train.config import EvaluationSection
+
+    training = tmp_path / "train.yaml"
+    training.write_text("model: m\ndata: {corpus: topicalchat}\nevaluation: {eval_step: 5}\n")
+    evaluation = ", ".join(f"evaluation.{item.name}" for item in dataclasses.fields(EvaluationSection))
+    with pytest.raises(ConfigError) as trained:
+        load_training(training)
+    assert str(trained.value) == (
+        f"config file {training}: unknown key 'evaluation.eval_step' (did you mean 'evaluation.eval_steps'?); "
+        f"the accepted keys are {evaluation}"
+    )
+    sweep = tmp_path / "sweep.yaml"
+    sweep.write_text("generator: g\ninput: x\nout: o\ntop_pp: 0.6\n")
+    keys = [item.name for item in dataclasses.fields(SweepConfig) if item.name != "generation"] + list(GENERATION)
+    with pytest.raises(ConfigError) as swept:
+        load_sweep(sweep)
+    assert str(swept.value) == (
+        f"config file {sweep}: unknown key 'top_pp' (did you mean 'top_p'?); the accepted keys are {', '.join(keys)}"
+    )
+    with pytest.raises(ConfigError, match=r"^pmi: unknown key 'beta'; the accepted keys are alpha, top_p$"):
+        strategy_from_dict({"name": "pmi", "beta": 1})

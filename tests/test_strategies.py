@@ -649,7 +649,9 @@ def test_labels_and_specs_round_trip():
         "adacad",
     ]
     assert Cell(CAD(1.0), "beam").label == "cad_a1_beam" and Cell(PMI()).label == "pmi_a0.25_p0.6"
-    with pytest.raises(ConfigError, match="pmi: unknown key 'alph'; did you mean 'alpha'"):
+    with pytest.raises(
+        ConfigError, match=r"pmi: unknown key 'alph' \(did you mean 'alpha'\?\); the accepted keys are alpha, top_p$"
+    ):
         strategy_from_dict({"name": "pmi", "alph": 0.5})
     with pytest.raises(ConfigError, match="unknown strategy 'beam'; choose one of plain, pmi, cad, adacad"):
         strategy_from_dict({"name": "beam"})

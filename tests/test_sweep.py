@@ -19,7 +19,7 @@ import torch
 
 from faithkit.cli import sweep as sweep_cli
 from faithkit.data import ResultWriter, read_results
-from faithkit.decoding import PMI, Cell, GenerationOptions, Plain, decoded_by, generate
+from faithkit.decoding import PMI, Cell, GenerationOptions, Plain, shared_decode, generate
 from faithkit.errors import ConfigError, OutputError
 from faithkit.explain import highlight_tokens, is_explained, token_texts, write_explain_html
 from faithkit.prompts import DEFAULT_TEMPLATE
@@ -121,19 +121,19 @@ def test_grid_always_has_the_baseline():
 
 
 def test_cells_known_to_decode_alike_run_once():
-    assert decoded_by(pmi(0, 0.6)) == decoded_by(pmi(0, 1)) == Cell(Plain(), "greedy")  # argmax is in the nucleus
-    assert decoded_by(pmi(0, 1, "beam")) == Cell(Plain(), "beam")
-    assert decoded_by(pmi(0, 0.6, "beam")) == pmi(0, 0.6, "beam")  # the nucleus mask drops beam candidates
-    assert decoded_by(pmi(0.25, 0.6)) == pmi(0.25, 0.6)
+    assert shared_decode(pmi(0, 0.6)) == shared_decode(pmi(0, 1)) == Cell(Plain(), "greedy")  # argmax is in the nucleus
+    assert shared_decode(pmi(0, 1, "beam")) == Cell(Plain(), "beam")
+    assert shared_decode(pmi(0, 0.6, "beam")) == pmi(0, 0.6, "beam")  # the nucleus mask drops beam candidates
+    assert shared_decode(pmi(0.25, 0.6)) == pmi(0.25, 0.6)
 
 
 def test_strategies_entries_and_flags():
     config = SweepConfig(
         strategies=(
-            {"name": "plain", "decoding": ["greedy", "beam"]},
+            {"name": "plain", "search_mode": ["greedy", "beam"]},
             {"name": "pmi", "alpha": [0.25], "top_p": [0.6, 1]},
             {"name": "cad"},
-            {"name": "adacad", "decoding": "sample"},
+            {"name": "adacad", "search_mode": "sample"},
         )
     )
     assert [c.label for c in config.cells()] == [
@@ -162,20 +162,22 @@ def test_strategies_entries_and_flags():
         {"name": "pmi"},
     )
     assert [c.label for c in written.cells()][:4] == ["plain", "cad_a1", "pmi_a0.5_p0.9", "pmi_a0_p0.6"]
-    with pytest.raises(ConfigError, match=r"^--strategies cad:alph=1: cad: unknown key 'alph'; did you mean 'alpha'"):
+    with pytest.raises(
+        ConfigError, match=r"^--strategies cad:alph=1: cad: unknown key 'alph' \(did you mean 'alpha'\?\)"
+    ):
         load_config(overrides={"strategies": "plain,cad:alph=1", "generator": "g", "input": "i", "out": "o"})
     with pytest.raises(ConfigError, match=r"strategies\[0\]: unknown strategy 'pmii'; choose one of plain, pmi"):
         SweepConfig(strategies=({"name": "pmii"},)).cells()
     with pytest.raises(ConfigError, match=r"strategies\[0\]: plain: unknown key 'alpha'"):
         SweepConfig(strategies=({"name": "plain", "alpha": [0.5]},)).cells()
     with pytest.raises(ConfigError, match=r"strategies\[0\]: search 'bem' is unknown"):
-        SweepConfig(strategies=({"name": "pmi", "decoding": "bem"},)).cells()
+        SweepConfig(strategies=({"name": "pmi", "search_mode": "bem"},)).cells()
     with pytest.raises(
         ConfigError, match=r"strategies\[1\]: pmi: alpha must be in \[0, 1\], got 2 \(0 = plain decoding"
     ):
         SweepConfig(strategies=({"name": "plain"}, {"name": "pmi", "alpha": [0.5, 2]})).cells()
     with pytest.raises(ConfigError, match=r"strategies\[0\]: strategy cad does not support beam_sample search"):
-        SweepConfig(strategies=({"name": "cad", "decoding": "beam_sample"},)).cells()
+        SweepConfig(strategies=({"name": "cad", "search_mode": "beam_sample"},)).cells()
 
 
 # ---- settings errors come before any model loads -----------------------------------------
@@ -265,9 +267,11 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
     assert config.alpha == (0.5, 1.0) and config.top_p == (0.6,) and config.limit == 3 and config.generator == "g"
     assert config.input_path() == rows_file and config.judge == SweepConfig.judge  # None: not given
     path.write_text("generator: g\ninput: x\nout: o\ntop_pp: 0.6\nbeams: 2\n")
-    with pytest.raises(ConfigError, match=r"unknown keys beams, top_pp; valid keys are generator, judge, input"):
-        load_config(path)
-    with pytest.raises(ConfigError, match=r"sweep settings: unknown key top_pp; valid keys are generator"):
+    with pytest.raises(ConfigError, match=r"^config file .*: unknown key 'top_pp' \(did you mean 'top_p'\?\); the"):
+        load_config(path)  # the first unknown key (tests/test_options.py: the whole message)
+    with pytest.raises(
+        ConfigError, match=r"^unknown key 'top_pp' \(did you mean 'top_p'\?\); the accepted keys are gen"
+    ):
         load_config(None, {"generator": "g", "top_pp": 0.6})
     path.with_name("bad.yaml").write_text("generator: g\ninput: x\nout: o\ntop_p: 0\n")
     path.write_text("generator: g\ninput: x\nout: o\n")  # the flags given win; the file keeps the rest
@@ -286,33 +290,57 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
         load_config(path)
 
 
+def test_the_search_mode_key_of_old_still_reads_with_a_warning(tmp_path, caplog, rows_file):
+    """``decoding`` (the config key, a strategies entry's key, the attribute) is ``search_mode`` now; the flag keeps its
+    name and dest (tests/data/flags.json)."""
+    path = tmp_path / "sweep.yaml"
+    path.write_text("generator: g\ninput: x\nout: o\ndecoding: beam\nstrategies: [{name: plain, decoding: sample}]\n")
+    with caplog.at_level("WARNING", logger="faithkit.sweep.config"):
+        config = load_config(path)
+    assert config.search_mode == "beam" and config.strategies == ({"name": "plain", "search_mode": "sample"},)
+    assert [c.label for c in config.cells()] == ["plain_beam", "plain_sample"]
+    assert caplog.messages == [
+        f"config file {path}: 'decoding' is deprecated and goes in the next release; write 'search_mode'",
+        "strategies[0]: 'decoding' is deprecated and goes in the next release; write 'search_mode'",
+    ]
+    with pytest.warns(DeprecationWarning, match="SweepConfig.decoding is deprecated; use SweepConfig.search_mode"):
+        assert config.decoding == "beam"
+    assert parse(["--decoding", "sample"]).decoding == "sample"
+    assert (
+        sweep_cli._config(
+            parse(["--generator", "g", "--input", str(rows_file), "--out", "o", "--decoding", "beam"])
+        ).search_mode
+        == "beam"
+    )
+
+
 def test_shipped_configs_are_valid(data_dir):
     root = Path(__file__).parents[1] / "configs" / "sweep"
     smollm2 = load_config(root / "smollm2-q2wow.yaml")
     assert len(smollm2.cells()) == 17 and smollm2.limit == 40 and smollm2.judge != smollm2.generator
-    assert len({decoded_by(cell) for cell in smollm2.cells()}) == 13  # alpha 0 at four top_p: plain greedy, once
+    assert len({shared_decode(cell) for cell in smollm2.cells()}) == 13  # alpha 0 at four top_p: plain greedy, once
     assert smollm2.input_path().exists() and smollm2.gold_column == "gold"
     paper = load_config(root / "paper-grid.yaml", {"input": "dev.jsonl"})
     assert len(paper.cells()) == 21 and paper.generation.num_beams == 4
-    assert len({decoded_by(cell) for cell in paper.cells()}) == 20  # beam: only alpha 0, top_p 1 is plain
+    assert len({shared_decode(cell) for cell in paper.cells()}) == 20  # beam: only alpha 0, top_p 1 is plain
 
 
 # ---- running, resuming --------------------------------------------------------------------
-@pytest.mark.parametrize("decoding", ["greedy", "sample"])
-def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monkeypatch, decoding):
+@pytest.mark.parametrize("search", ["greedy", "sample"])
+def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monkeypatch, search):
     config = replace(
         config,
-        decoding=decoding,
-        generation=replace(config.generation, temperature=1.5 if decoding == "sample" else None),
+        search_mode=search,
+        generation=replace(config.generation, temperature=1.5 if search == "sample" else None),
     )
     whole = run_sweep(replace(config, out=str(tmp_path / "whole")))
 
     crashed = replace(config, out=str(tmp_path / "crashed"))
-    runs = list(dict.fromkeys(decoded_by(cell) for cell in config.cells()))  # alpha 0 (greedy: any top_p) is plain
+    runs = list(dict.fromkeys(shared_decode(cell) for cell in config.cells()))  # alpha 0 (greedy: any top_p) is plain
     names = [cell.label for cell in runs]
     assert names == (
         ["plain", "pmi_a0.5_p0.6", "pmi_a0.5_p1"]
-        if decoding == "greedy"
+        if search == "greedy"
         else ["plain_sample", "pmi_a0_p0.6_sample", "pmi_a0.5_p0.6_sample", "pmi_a0.5_p1_sample"]
     )
     first = 2 * len(runs) + 4  # batches of 2 contexts: the second cell's second row of batch 2
@@ -354,7 +382,7 @@ def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monk
 FOUR_STRATEGIES = """
 metrics: [pmi-faith, lexical]
 strategies:
-  - {name: plain, decoding: [greedy, beam, beam_sample]}
+  - {name: plain, search_mode: [greedy, beam, beam_sample]}
   - {name: pmi, alpha: [0.5], top_p: [0.6, 1]}
   - {name: cad, alpha: [0, 1]}
   - {name: adacad}
@@ -477,10 +505,10 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys, caplog):
     tokenizer = AutoTokenizer.from_pretrained(models_dir / "generator")
     cells = config.cells()
     assert [c.label for c in cells] == ["plain", "pmi_a0_p0.6", "pmi_a0_p1", "pmi_a0.5_p0.6", "pmi_a0.5_p1"]
-    runs = list(dict.fromkeys(decoded_by(cell) for cell in cells))
+    runs = list(dict.fromkeys(shared_decode(cell) for cell in cells))
     assert sorted(p.stem for p in (out / "cells").glob("*.jsonl")) == sorted(cell.label for cell in runs)
     for cell in cells:  # alpha 0 is decoded once, as plain greedy, and equals PMI-DECODE alpha 0 at each top_p
-        records = {r["id"]: r for r in read_jsonl(out / "cells" / f"{decoded_by(cell).label}.jsonl")}
+        records = {r["id"]: r for r in read_jsonl(out / "cells" / f"{shared_decode(cell).label}.jsonl")}
         assert {key: records["eiffel"][key] for key in ("document", "history", "gold")} == {
             "document": ROWS[0]["knowledge"],
             "history": ROWS[0]["history"],
@@ -614,7 +642,7 @@ def test_q2_columns_when_asked(config, monkeypatch):
     q2 = {r["id"]: r for r in read_jsonl(Path(config.out) / "q2.jsonl")}
     assert FakeQ2.calls == 1  # every cell's responses in one call
     for row, cell in zip(result.table, config.cells()):
-        values = [q2[f"{decoded_by(cell).label}/{r['id']}"].get("q2") for r in ROWS]
+        values = [q2[f"{shared_decode(cell).label}/{r['id']}"].get("q2") for r in ROWS]
         values = [v for v in values if v is not None]
         assert row["q2"] == pytest.approx(sum(values) / len(values)) and row["q2_no_nli"] == pytest.approx(
             row["q2"] / 2
@@ -870,14 +898,17 @@ def test_explain_page_colours_pmi_faith_tokens(tmp_path):
 
 
 def test_the_old_names_of_the_sweeps_table_and_of_decoded_by_still_work_with_a_warning():
+    import faithkit.decoding
     import faithkit.sweep
 
     with pytest.warns(
         DeprecationWarning, match="faithkit.sweep.markdown_table is deprecated; use faithkit.sweep.sweep_markdown"
     ):
         assert faithkit.sweep.markdown_table is sweep_markdown
-    with pytest.warns(DeprecationWarning, match="use faithkit.decoding.decoded_by"):
-        assert faithkit.sweep.decoded_by is decoded_by
+    with pytest.warns(DeprecationWarning, match="use faithkit.decoding.shared_decode"):
+        assert faithkit.sweep.decoded_by is shared_decode
+    with pytest.warns(DeprecationWarning, match="faithkit.decoding.decoded_by is deprecated; use shared_decode"):
+        assert faithkit.decoding.decoded_by is shared_decode
 
 
 # ---- rerank cells in the judge pass --------------------------------------------------------------

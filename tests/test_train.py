@@ -364,10 +364,13 @@ def test_strategies_flag_takes_names_parameters_and_mappings():
 @pytest.mark.parametrize(
     "value, message",
     [
-        ("cad:alph=1", "argument --strategies: cad:alph=1: cad: unknown key 'alph'; did you mean 'alpha'?"),
+        (
+            "cad:alph=1",
+            "argument --strategies: cad:alph=1: cad: unknown key 'alph' (did you mean 'alpha'?); the accepted keys are alpha",
+        ),
         (
             "cad:alpha=2,top_p=1",
-            "argument --strategies: cad:alpha=2,top_p=1: cad: unknown key 'top_p'; its keys are alpha",
+            "argument --strategies: cad:alpha=2,top_p=1: cad: unknown key 'top_p'; the accepted keys are alpha",
         ),
         (
             "pmi:alpha=2",
@@ -433,7 +436,7 @@ def test_train_from_the_command_line_logs_each_flag_strategy_under_its_label(tmp
     [
         (
             {"training": {"learnig_rate": 1e-4}},
-            "unknown key 'training.learnig_rate'; did you mean 'training.learning_rate'",
+            "unknown key 'training.learnig_rate' (did you mean 'training.learning_rate'?)",
         ),
         ({"training": {"batch_size": "eight"}}, "training.batch_size must be an integer, got 'eight'"),
         ({"optimizer": {"name": "adam"}}, "unknown key 'optimizer'"),

@@ -6,9 +6,10 @@ import argparse
 import logging
 from dataclasses import dataclass, fields
 
-from ..options import option
+from ..options import option, option_like
 from ..paths import PathArg
 from ..jobs import is_main_process
+from ..sweep.config import SweepConfig
 from .declared_files import Files, Output, declare_files
 from .shared_flags import add_dtype_option, add_input_columns, check_models
 
@@ -40,12 +41,12 @@ class SweepRun:
         metavar="FILE",
     )
     restart: bool = option(False, "delete the sweep's earlier outputs in --out first")
+    decoding: str = option_like(SweepConfig, "search_mode")  # the config's search_mode, under the flag's name of old
 
 
 def register(subparsers) -> None:
     from ..decoding import GenerationOptions
     from ..options import add_flags
-    from ..sweep import SweepConfig
     from ..sweep.config import GENERATION
 
     parser = subparsers.add_parser(
@@ -65,9 +66,8 @@ def register(subparsers) -> None:
     add_flags(run_group, SweepRun, names=("restart",))
     add_flags(run_group, SweepConfig, names=("limit",), unset=None)
     grid = parser.add_argument_group("grid and decoding")
-    add_flags(
-        grid, SweepConfig, names=("strategies", "chosen", "alpha", "top_p", "decoding"), unset=None, lists="comma"
-    )
+    add_flags(grid, SweepConfig, names=("strategies", "chosen", "alpha", "top_p"), unset=None, lists="comma")
+    add_flags(grid, SweepRun, names=("decoding",), unset=None)
     add_flags(grid, GenerationOptions, names=GENERATION, defaults=SweepConfig.generation, unset=argparse.SUPPRESS)
     add_flags(grid, SweepConfig, names=("max_cells", "allow_large_grid"), unset=None)
     judging = parser.add_argument_group("judging and choosing")
@@ -88,11 +88,13 @@ def register(subparsers) -> None:
 
 def _config(args):
     """The sweep's settings: --config's, with the options given winning."""
-    from ..sweep import SweepConfig, load_config
+    from ..sweep import load_config
     from ..sweep.config import GENERATION
 
     names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
-    return load_config(args.config, {name: getattr(args, name, None) for name in names})
+    return load_config(
+        args.config, {**{name: getattr(args, name, None) for name in names}, "search_mode": args.decoding}
+    )
 
 
 def run(args) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 import types
+import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
         Cell,
         Plain,
         Strategy,
-        decoded_by,
+        shared_decode,
         get_strategy,
         strategy_from_dict,
     )
@@ -52,7 +53,7 @@ _MODULES = {
         "Cell",
         "Plain",
         "Strategy",
-        "decoded_by",
+        "shared_decode",
         "get_strategy",
         "strategy_from_dict",
     ),
@@ -61,9 +62,15 @@ _HOME = {name: module for module, names in _MODULES.items() for name in names}
 
 __all__ = sorted(_HOME)
 
+_RENAMED = {"decoded_by": "shared_decode"}
+"""Names this package had, and their names now (``decoded_by`` read like the sweep's ``drawn_by``)."""
+
 
 def __getattr__(name: str):
-    """A name of this package, importing its module on first use."""
+    """A name of this package, importing its module on first use; a renamed one with a DeprecationWarning."""
+    if name in _RENAMED:
+        warnings.warn(f"faithkit.decoding.{name} is deprecated; use {_RENAMED[name]}", DeprecationWarning, stacklevel=2)
+        name = _RENAMED[name]
     if name not in _HOME:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)

@@ -17,7 +17,7 @@ from .. import models
 from .generation_options import GenerationOptions
 from .prefill import PreparedBatch, select_contexts
 from .rerank import Rerank, candidate_seeds
-from .strategies import Cell, Plain, Sampling, as_cell, decoded_by
+from .strategies import Cell, Plain, Sampling, as_cell, shared_decode
 from .two_view import FiniteLogits
 
 
@@ -92,7 +92,7 @@ GREEDY = Cell(Plain(), "greedy")
 
 def plan_grid(model, cells: Sequence, options: GenerationOptions) -> GridPlan:
     """The runs a grid of ``cells`` needs under ``options``: each decode key once, run as the cell it decodes as
-    (:func:`~faithkit.decoding.strategies.decoded_by`: plain decoding under the same search when the strategy
+    (:func:`~faithkit.decoding.strategies.shared_decode`: plain decoding under the same search when the strategy
     decodes as plain); a rerank cell needs plain greedy and its candidates (plain sampling with n returns, each
     from its own seed, or beam search with n beams). A combination the cells cannot run raises here
     (:meth:`GenerationOptions.validate`), before any batch runs.
@@ -118,7 +118,7 @@ def plan_grid(model, cells: Sequence, options: GenerationOptions) -> GridPlan:
             run = cell_run(Cell(Plain(), strategy.search), strategy.n, strategy.n, sampling)
             runs.setdefault(strategy.candidates_key(), run._replace(own_seeds=True))
         elif cell.decode_key not in runs:
-            runs[cell.decode_key] = cell_run(decoded_by(cell), beams, returns, sampling)
+            runs[cell.decode_key] = cell_run(shared_decode(cell), beams, returns, sampling)
     return GridPlan(cells, runs)
 
 

@@ -43,7 +43,7 @@ __all__ = [
     "Strategy",
     "add_parameter_flags",
     "as_cell",
-    "decoded_by",
+    "shared_decode",
     "get_strategy",
     "parameter_fields",
     "strategy_from_args",
@@ -209,7 +209,7 @@ class Cell(NamedTuple):
         return self
 
 
-def decoded_by(cell: Cell) -> Cell:
+def shared_decode(cell: Cell) -> Cell:
     """The cell whose decode ``cell`` repeats token for token: plain decoding under the same search when the
     strategy says it decodes as plain (:meth:`~faithkit.decoding.Strategy.decodes_as_plain`), else itself.
 

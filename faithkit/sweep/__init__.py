@@ -34,7 +34,7 @@ without the run's imports (torch, scipy)."""
 
 __all__ = sorted(_HOME)
 
-_MOVED = {"markdown_table": ("faithkit.sweep", "sweep_markdown"), "decoded_by": ("faithkit.decoding", "decoded_by")}
+_MOVED = {"markdown_table": ("faithkit.sweep", "sweep_markdown"), "decoded_by": ("faithkit.decoding", "shared_decode")}
 """Names this package had, and where they are now."""
 
 

@@ -9,8 +9,9 @@ benchmark files without knowing where they live.
 from __future__ import annotations
 
 import argparse
-import types
+import logging
 import typing
+import warnings
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from itertools import product
@@ -24,8 +25,10 @@ from ..errors import ConfigError, InputError
 from ..metrics.metric_options import JUDGE_LM
 from ..metrics.registry import MEASURES, metric_names
 from ..paths import PathArg
-from ..options import OptionError, check, coerce, default_grid, from_mapping, option, option_like
+from ..options import OptionError, check, default_grid, from_mapping, option, option_like, reject_unknown
 from ..precision import Placement
+
+logger = logging.getLogger(__name__)
 
 ALWAYS = ("form",)
 """Metrics every sweep computes (no model needed): words, empty and repeated responses."""
@@ -35,8 +38,11 @@ DATA_PREFIX = "${data}"
 GENERATION = tuple(f.name for f in fields(GenerationOptions) if f.name not in ("do_sample", "num_return_sequences"))
 """The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags: all but the search (each cell
 names its own) and the responses per row (a cell writes one)."""
-STRATEGY_KEYS = ("name", "decoding")
+STRATEGY_KEYS = ("name", "search_mode")
 """The keys of a ``strategies`` entry besides the strategy's own parameters."""
+RENAMED_KEYS = {"decoding": "search_mode"}
+"""Keys of a config or a ``strategies`` entry renamed, still read under the old name (with a warning) for one
+release: ``decoding`` was a search mode (greedy, beam…), not a decoding strategy."""
 
 
 PARAMETER_COLUMNS = {"n": "candidates"}
@@ -48,11 +54,11 @@ class SweepConfig:
     """A grid of decoding strategies over a dev set and how to judge it (field names are the config keys).
 
     ``strategies`` lists the strategies, each with its own grid:
-    ``[{name: plain, decoding: [greedy, beam]}, {name: pmi, alpha: [0.25, 0.5], top_p: [0.6, 1]}]``;
-    a parameter left out takes its strategy's default grid, ``decoding`` left out is the
-    sweep's ``decoding``. ``alpha`` / ``top_p`` (the ``--alpha/--top-p`` flags) set the PMI-DECODE
+    ``[{name: plain, search_mode: [greedy, beam]}, {name: pmi, alpha: [0.25, 0.5], top_p: [0.6, 1]}]``;
+    a parameter left out takes its strategy's default grid, ``search_mode`` left out is the
+    sweep's ``search_mode``. ``alpha`` / ``top_p`` (the ``--alpha/--top-p`` flags) set the PMI-DECODE
     grid, and alone they are the sweep (PMI-DECODE over alpha x top_p, as in the paper's Table 5).
-    Plain decoding with the sweep's ``decoding`` (greedy unless set) is always the baseline.
+    Plain decoding with the sweep's ``search_mode`` (greedy unless set; the flag ``--decoding``) is always the baseline.
     ``chosen`` lists ``best.json`` files of earlier sweeps: each strategy's own pick there
     (``by_strategy``: strategy, parameters and search) joins the strategies, so settings chosen
     on dev rows are decoded on other rows (the Table-4 protocol, docs/table4.md).
@@ -116,7 +122,7 @@ class SweepConfig:
     top_p: tuple[float, ...] | None = option_like(
         PMI, "top_p", default=None, help="PMI-DECODE nucleus sizes, comma-separated"
     )
-    decoding: str = option(
+    search_mode: str = option(
         "greedy",
         "search of the baseline and of every strategy that names none: greedy, beam, sample or beam_sample",
         choices=SEARCHES,
@@ -176,6 +182,23 @@ class SweepConfig:
     allow_large_grid: bool = option(False, "run a grid over max_cells")
     device: str | None = option_like(Placement, "device")
     dtype: str | None = option_like(Placement, "dtype")
+
+    def __post_init__(self) -> None:
+        """``strategies`` entries as mappings with underscored keys (``pmi`` is ``{name: pmi}``, ``top-p`` is
+        ``top_p``) and the keys of :data:`RENAMED_KEYS` under their names now."""
+        if self.strategies is not None:
+            entries = tuple(
+                renamed_keys(_entry(entry), f"strategies[{index}]: ") for index, entry in enumerate(self.strategies)
+            )
+            object.__setattr__(self, "strategies", entries)
+
+    @property
+    def decoding(self) -> str:
+        """Deprecated: :attr:`search_mode` (the search mode of the baseline and of every strategy that names none)."""
+        warnings.warn(
+            "SweepConfig.decoding is deprecated; use SweepConfig.search_mode", DeprecationWarning, stacklevel=2
+        )
+        return self.search_mode
 
     def choice_rule(self) -> dict[str, typing.Any]:
         """The keywords of :func:`~faithkit.sweep.table.choose_best`: which measures best.json weighs, and how."""
@@ -265,11 +288,11 @@ class SweepConfig:
     @property
     def baseline(self) -> Cell:
         """Plain decoding with the sweep's search: the reference every other cell is read against."""
-        return Cell(Plain(), self.decoding)
+        return Cell(Plain(), self.search_mode)
 
     def strategy_grids(self) -> list[dict]:
         """The ``strategies`` entries with the ``--alpha/--top-p`` flags applied (PMI-DECODE alone without entries)."""
-        entries = [dict(entry) for entry in (self.strategies or ([] if self.chosen else [{"name": "pmi"}]))]
+        entries = [dict(entry) for entry in self.strategies or ([] if self.chosen else [{"name": "pmi"}])]
         flags = {key: getattr(self, key) for key in ("alpha", "top_p") if getattr(self, key) is not None}
         if flags:  # the sweep's own PMI-DECODE grid; a chosen cell keeps its values and runs beside it
             if not any(entry.get("name") == "pmi" for entry in entries):
@@ -286,7 +309,7 @@ class SweepConfig:
         for entry in self.strategy_grids():
             cls = STRATEGIES.get(str(entry.get("name")))
             values = {**default_grid(cls), **entry} if cls is not None else entry  # cells() names an unknown one
-            cells = len(_items(entry.get("decoding", self.decoding)))
+            cells = len(_items(entry.get("search_mode", self.search_mode)))
             for key, value in values.items():
                 cells *= len(_items(value)) if key not in STRATEGY_KEYS else 1
             size += cells
@@ -311,7 +334,7 @@ class SweepConfig:
             for key, values in grid.items():
                 if not values:
                     raise ConfigError(f"{where}{cls.name}: {key} is empty; give at least one value or leave it out")
-            for search in _items(entry.get("decoding", self.decoding)):
+            for search in _items(entry.get("search_mode", self.search_mode)):
                 for point in product(*grid.values()):
                     try:
                         strategy = strategy_from_dict({"name": cls.name, **dict(zip(grid, point))})
@@ -384,7 +407,7 @@ def chosen_entries(path: Path) -> list[dict]:
         except ConfigError as error:
             raise InputError(f"{path}: by_strategy.{name}: {error}; {fix}") from None
         entries.append(
-            {"name": cls.name, "decoding": pick["decoding"], **{key: [value] for key, value in values.items()}}
+            {"name": cls.name, "search_mode": pick["decoding"], **{key: [value] for key, value in values.items()}}
         )
     return entries
 
@@ -407,16 +430,21 @@ def _parameter_schema(default):
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> SweepConfig:
     """The config of a YAML file (if any) with ``overrides`` (None values ignored) on top, validated.
 
-    Values may be given as text, as on the command line: ``alpha: "0,0.25,0.5"``. The
-    :data:`GENERATION` keys fill :class:`~faithkit.decoding.GenerationOptions`.
+    Both are read by :func:`faithkit.options.from_mapping`, as every config is: values may be
+    given as text, as on the command line (``alpha: "0,0.25,0.5"``), and an unknown key is the one
+    message of :func:`~faithkit.options.reject_unknown`. The :data:`GENERATION` keys fill
+    :class:`~faithkit.decoding.GenerationOptions`. A mistake in a value the file gave names the file.
     """
-    values: dict = {}
-    if path is not None:
-        values = _read_yaml(Path(path))
-    overrides = {key: value for key, value in (overrides or {}).items() if value is not None}  # None: not given
+    values = renamed_keys(_read_yaml(Path(path)), f"config file {path}: ") if path is not None else {}
+    overrides = renamed_keys({key: value for key, value in (overrides or {}).items() if value is not None})
+    accepted = [*(f.name for f in fields(SweepConfig) if f.name != "generation"), *GENERATION]
+    reject_unknown(values, accepted, f"config file {path}: ")
+    reject_unknown(overrides, accepted)
+    if isinstance(overrides.get("strategies"), str):
+        overrides["strategies"] = strategies_from_flag(overrides["strategies"])
     from_file = set(values) - set(overrides)
     try:
-        return _load(values, overrides, path)
+        return _load({**values, **overrides})
     except OptionError as error:  # a value the file gave: the message names the file, as training's do
         if error.name.split("[")[0].split(".")[0] in from_file:
             raise OptionError(error.name, error.reason, f"config file {path}: ") from None
@@ -427,38 +455,17 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
         raise
 
 
-def _load(values: dict, overrides: dict, path) -> SweepConfig:
-    """:func:`load_config` of the file's ``values`` and the ``overrides``."""
-    if isinstance(overrides.get("strategies"), str):
-        overrides["strategies"] = strategies_from_flag(overrides["strategies"])
-    values.update(overrides)
+def _load(values: dict) -> SweepConfig:
+    """:func:`load_config` of the merged keys: the generation options first, then the sweep's own."""
+    values = {key: value for key, value in values.items() if value is not None}  # YAML null: the default
     if isinstance(values.get("metrics"), (str, list, tuple)):  # a renamed metric's old name: its name now
         try:
-            values["metrics"] = list(metric_names(values["metrics"], METRICS))
+            values["metrics"] = metric_names(values["metrics"], METRICS)
         except argparse.ArgumentTypeError as error:
             raise OptionError("metrics", str(error)) from None
-    values = {key: value for key, value in values.items() if value is not None}  # YAML null: the default
-    own = [f.name for f in fields(SweepConfig) if f.name != "generation"]
-    valid = [*own, *GENERATION]
-    unknown = sorted(set(values) - set(valid))
-    if unknown:
-        source = f"config file {path}" if path is not None else "sweep settings"
-        raise ConfigError(
-            f"{source}: unknown key{'s' if len(unknown) > 1 else ''} {', '.join(unknown)}; "
-            f"valid keys are {', '.join(valid)}"
-        )
-    generation = from_mapping(
-        GenerationOptions,
-        {
-            "num_beams": SweepConfig.generation.num_beams,
-            **{key: values.pop(key) for key in GENERATION if key in values},
-        },
-    )
-    types = typing.get_type_hints(SweepConfig)
-    config = SweepConfig(
-        generation=generation, **{key: _coerce(key, value, types[key]) for key, value in values.items()}
-    )
-    return config.validate()
+    given = {key: values.pop(key) for key in GENERATION if key in values}
+    generation = from_mapping(GenerationOptions, {"num_beams": SweepConfig.generation.num_beams, **given})
+    return from_mapping(SweepConfig, {**values, "generation": generation}).validate()
 
 
 def strategies_from_flag(text: str) -> tuple[dict, ...]:
@@ -485,29 +492,21 @@ def _read_yaml(path: Path) -> dict:
     return {str(key).replace("-", "_"): value for key, value in values.items()}
 
 
-def _coerce(key: str, value, kind):
-    """A config or command-line value as the field's type (lists: comma-separated text too); ConfigError naming the
-    key otherwise."""
-    item_type = typing.get_args(kind)[0] if typing.get_origin(kind) is tuple else None
-    if item_type is None and typing.get_origin(kind) in (typing.Union, types.UnionType):
-        inner = [arg for arg in typing.get_args(kind) if typing.get_origin(arg) is tuple]
-        item_type = typing.get_args(inner[0])[0] if inner else None
-    if item_type is None:
-        return coerce(value, kind, key)
-    if item_type is dict:  # strategies: mappings, or bare names
-        if not all(isinstance(item, (str, dict)) for item in _items(value)):
-            raise ConfigError(
-                f"{key}: expected a list of strategies ({{name: pmi, alpha: [0.5]}} or names), got {value!r}"
-            )
-        return tuple(
-            {"name": item.strip()} if isinstance(item, str) else {str(k).replace("-", "_"): v for k, v in item.items()}
-            for item in _items(value)
-        )
-    try:
-        return tuple(item_type(item.strip() if isinstance(item, str) else item) for item in _items(value))
-    except (TypeError, ValueError):
-        expected = "numbers" if item_type is float else "names"
-        raise ConfigError(f"{key}: expected {expected}, got {value!r}") from None
+def renamed_keys(values: dict, where: str = "") -> dict:
+    """``values`` with each key of :data:`RENAMED_KEYS` under its name now, and a warning line naming the old one
+    (``where`` says whose: ``config file sweep.yaml: ``)."""
+    for old, new in RENAMED_KEYS.items():
+        if old in values:
+            logger.warning("%s'%s' is deprecated and goes in the next release; write '%s'", where, old, new)
+            values = {new if key == old else key: value for key, value in values.items()}
+    return values
+
+
+def _entry(entry: dict | str) -> dict:
+    """A ``strategies`` entry as a mapping with underscored keys: ``pmi`` is ``{name: pmi}``, ``top-p`` is ``top_p``."""
+    if isinstance(entry, str):
+        return {"name": entry.strip()}
+    return {str(key).replace("-", "_"): value for key, value in entry.items()}
 
 
 def _items(value) -> list:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,7 @@ class Pass:
         self.texts.setdefault(context_id, {})[score_id] = text
 
 
-def judge(
+def score_responses(
     config: SweepConfig,
     out: Path,
     contexts: list,
@@ -74,7 +75,7 @@ def judge(
 ) -> tuple[dict, dict]:
     """Every metric's result per context for each decode, ``({metric: {cell: [result, …]}}, {metric: records})``;
     ``responses`` (``{cell: {row id: response}}``) gains the ``reranked`` cells' chosen responses, made from
-    ``candidates`` (``{drawn_by(cell): {row id: [greedy, *candidates]}}``).
+    ``candidates`` (``{candidate_pool(cell): {row id: [greedy, *candidates]}}``).
 
     It takes many parameters because it joins the sweep's two halves: what was decoded, and how it is judged.
 
@@ -89,14 +90,14 @@ def judge(
         if name in sweep_passes and source in sweep_passes:
             _read_from(sweep_passes[name], sweep_passes[source])
     passes = {json.dumps(p.fingerprint, sort_keys=True): p for p in sweep_passes.values()}
-    by_judge = {judge: _rerank_scorers(config, out, judge, generator, passes) for judge in _judges(reranked)}
+    by_judge = {metric: _rerank_scorers(config, out, metric, generator, passes) for metric in _rerank_judges(reranked)}
     needs = {cell: by_judge[_rerank(cell).judge] for cell in reranked}
     decodes = list(responses)
     _add_responses(sweep_passes.values(), responses, contexts)
     for cell in reranked:
         for p in needs[cell]:
             for c in contexts:
-                for k, text in enumerate(candidates[drawn_by(cell)][c.id]):
+                for k, text in enumerate(candidates[candidate_pool(cell)][c.id]):
                     p.add(c.id, _candidate_id(cell, k, c), text)
     first = _with_sources([p for cell in reranked for p in needs[cell]], sweep_passes)  # they score the candidates
     own = [p for p in first if p not in sweep_passes.values()]
@@ -106,9 +107,9 @@ def judge(
     for p in first:
         if p not in own:
             run_pass(p, contexts)
-    chosen = {cell: _chosen(cell, contexts, candidates[drawn_by(cell)], needs[cell]) for cell in reranked}
+    chosen = {cell: _chosen(cell, contexts, candidates[candidate_pool(cell)], needs[cell]) for cell in reranked}
     for cell in reranked:
-        responses[cell] = {c.id: candidates[drawn_by(cell)][c.id][chosen[cell][c.id]] for c in contexts}
+        responses[cell] = {c.id: candidates[candidate_pool(cell)][c.id][chosen[cell][c.id]] for c in contexts}
         _write_chosen(out, cell, contexts, responses[cell], chosen[cell])
     later = _with_sources([p for p in sweep_passes.values() if p not in first], sweep_passes)  # and the chosen ones
     _add_responses(later, {cell: responses[cell] for cell in reranked}, contexts)
@@ -143,7 +144,7 @@ def _add_responses(passes, responses: dict, contexts: list) -> None:
 
 
 def _results(names, contexts, cells, responses, sweep_passes, chosen, golds) -> tuple[dict, dict]:
-    """``(rows, files)`` of :func:`judge`: each metric's records per cell, rerank cells' from their chosen candidate."""
+    """``(rows, files)`` of :func:`score_responses`: each metric's records per cell, rerank cells' from their chosen candidate."""
     rows: dict[str, dict] = {}
     files: dict[str, dict] = {}
     for name in names:
@@ -174,8 +175,9 @@ def _rerank(cell: Cell) -> Rerank:
     return cast(Rerank, cell.strategy)
 
 
-def drawn_by(cell: Cell) -> Cell:
-    """The cell whose decode holds a rerank cell's candidates: equal for rerank cells that draw the same ones."""
+def candidate_pool(cell: Cell) -> Cell:
+    """The cell under which a rerank cell's candidates are drawn and kept: the same for rerank cells that draw the
+    same ones (not :func:`~faithkit.decoding.shared_decode`, the cell whose decode a cell repeats)."""
     return Cell(Rerank(n=_rerank(cell).n, search=_rerank(cell).search), "greedy")
 
 
@@ -202,16 +204,17 @@ def _sweep_pass(config: SweepConfig, out: Path, name: str) -> Pass:
     )
 
 
-def _judges(reranked: list[Cell]) -> list[str]:
+def _rerank_judges(reranked: list[Cell]) -> list[str]:
+    """The metrics that judge the rerank cells' candidates, each once."""
     return list(dict.fromkeys(_rerank(cell).judge for cell in reranked))
 
 
-def _rerank_scorers(config: SweepConfig, out: Path, judge: str, generator, passes: dict) -> tuple[Pass, Pass]:
-    """``(judge pass, fluency pass)`` of the rerank cells judged by ``judge``, each the sweep's own pass when it is
+def _rerank_scorers(config: SweepConfig, out: Path, metric: str, generator, passes: dict) -> tuple[Pass, Pass]:
+    """``(judge pass, fluency pass)`` of the rerank cells judged by the metric ``metric``, each the sweep's own pass when it is
     the same scorer; new passes join ``passes``. The fluency is PMI-FAITH's under the generator in its decoding
     layout, as the strategy's."""
     found = []
-    for name in (judge, "pmi-faith"):
+    for name in (metric, "pmi-faith"):
         options = _rerank_options(config, name, generator)
         fingerprint = job_fingerprint(
             "sweep", **metric_fingerprint(name, options), generation=config.generation_fingerprint()
@@ -386,3 +389,16 @@ def _compute(metric, items: list) -> list[dict]:
         {"error": str(result)} if isinstance(result, Exception) else result
         for result in (compute_isolating_failures(compute, rows) if rows else [])
     ]
+
+
+_RENAMED = {"judge": "score_responses", "drawn_by": "candidate_pool"}
+"""Names this module had, and their names now: "judge" names the sweep's judge LM, and ``drawn_by`` read like
+:func:`~faithkit.decoding.shared_decode`'s old name, ``decoded_by``."""
+
+
+def __getattr__(name: str):
+    """A renamed function under its old name, with a DeprecationWarning naming the new one."""
+    if name not in _RENAMED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    warnings.warn(f"{__name__}.{name} is deprecated; use {_RENAMED[name]}", DeprecationWarning, stacklevel=2)
+    return globals()[_RENAMED[name]]

@@ -27,7 +27,7 @@ def heatmaps(table: Sequence[dict], config: SweepConfig, folder: Path, best: dic
     grid = {
         (row["alpha"], row["top_p"]): row
         for row in table
-        if row["strategy"] == "pmi" and row["decoding"] == config.decoding
+        if row["strategy"] == "pmi" and row["decoding"] == config.search_mode
     }
     if not grid:
         return []
@@ -62,7 +62,7 @@ def heatmaps(table: Sequence[dict], config: SweepConfig, folder: Path, best: dic
                     )
         axes.set_xticks(range(len(top_ps)), labels=[f"{p:g}" for p in top_ps])
         axes.set_yticks(range(len(alphas)), labels=[f"{a:g}" for a in alphas])
-        axes.set(xlabel="top_p", ylabel="alpha", title=f"{measure.title}, PMI-DECODE {config.decoding}")
+        axes.set(xlabel="top_p", ylabel="alpha", title=f"{measure.title}, PMI-DECODE {config.search_mode}")
         figure.colorbar(image, ax=axes, shrink=0.85)
         figure.tight_layout()
         path = folder / f"{measure.name}.png"

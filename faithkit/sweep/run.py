@@ -20,7 +20,7 @@ stops saying what changed, and a rerun with the same ones resumes where it stopp
 generation batch by batch and cell by cell, scoring group by group. Batches are the same in
 every run (contexts sorted by length, then cut every ``batch_size``), so a resumed sweep
 writes the responses an uninterrupted one would. Cells that decode alike
-(:func:`~faithkit.decoding.decoded_by`) are generated and scored once and reported under
+(:func:`~faithkit.decoding.shared_decode`) are generated and scored once and reported under
 each name. Under ``accelerate launch`` the processes share the batches and the scoring
 groups, and the files end the same as with one process (records in input order).
 """
@@ -36,7 +36,7 @@ from pathlib import Path
 from .. import provenance
 from ..data import Columns, read_results, read_rows, reference_of, unique_ids
 from ..data.results import DIGEST_KEY, content_digest
-from ..decoding import Cell, decoded_by
+from ..decoding import Cell, shared_decode
 from ..decoding.rerank import Rerank
 from ..errors import InputError
 from ..files import write_json
@@ -44,7 +44,7 @@ from ..jobs import JobInterrupted, current_process, job_fingerprint, shared_outp
 from ..metrics.registry import METRICS
 from ..reranking import LazyGenerator
 from .config import SweepConfig
-from .judging import candidates_path, drawn_by, judge, score_path
+from .judging import candidate_pool, candidates_path, score_path, score_responses
 from .table import active_measures, best_by_strategy, cell_row, choose_best, statistics, sweep_markdown, write_csv
 
 logger = logging.getLogger(__name__)
@@ -78,28 +78,28 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     contexts = read_contexts(config)
     _prepare(out, restart)
     cells = config.cells()
-    runs = list(dict.fromkeys(decoded_by(cell) for cell in cells))
+    runs = list(dict.fromkeys(shared_decode(cell) for cell in cells))
     reranked = [cell for cell in runs if isinstance(cell.strategy, Rerank)]
     decodes = [cell for cell in runs if cell not in reranked]
     generator = LazyGenerator(config.generator, config.generation, config.device, config.dtype)
-    drawn = list(dict.fromkeys(drawn_by(cell) for cell in reranked))
+    pools = list(dict.fromkeys(candidate_pool(cell) for cell in reranked))
     if current_process().is_main:
-        logger.info("%s", plan(config, cells, [*decodes, *drawn], runs, len(contexts)))
+        logger.info("%s", plan(config, cells, [*decodes, *pools], runs, len(contexts)))
     try:
-        responses = generate_cells(config, contexts, [*decodes, *drawn], out, generator)
-        candidates = {cell: responses.pop(cell) for cell in drawn}
+        responses = generate_cells(config, contexts, [*decodes, *pools], out, generator)
+        candidates = {cell: responses.pop(cell) for cell in pools}
         golds = [c.gold for c in contexts if c.gold]
         golds = golds if len(golds) == len(contexts) else None  # relevance needs every context's gold
 
-        rows, files = judge(config, out, contexts, responses, candidates, reranked, golds, generator)
+        rows, files = score_responses(config, out, contexts, responses, candidates, reranked, golds, generator)
     except KeyboardInterrupt:
-        raise JobInterrupted(f"interrupted: {saved(out, len([*decodes, *drawn]) * len(contexts))}") from None
-    responses.update({cell: responses[decoded_by(cell)] for cell in cells})
+        raise JobInterrupted(f"interrupted: {saved(out, len([*decodes, *pools]) * len(contexts))}") from None
+    responses.update({cell: responses[shared_decode(cell)] for cell in cells})
 
     def measured(cell: Cell) -> dict:
         texts = [responses[cell][c.id] for c in contexts]
         return {
-            measure.name: statistics(measure, rows[metric][decoded_by(cell)], texts, golds)
+            measure.name: statistics(measure, rows[metric][shared_decode(cell)], texts, golds)
             for metric, measure in active_measures(config)
         }
 

@@ -21,7 +21,7 @@ import numpy as np
 from ..stats import bootstrap_interval, paired_permutation_test
 from ..metrics.corpus import AGGREGATES
 from ..metrics.registry import MEASURES, Measure
-from ..decoding import Cell, decoded_by
+from ..decoding import Cell, shared_decode
 from ..decoding.base import parameter_text
 from ..files import replacing
 from ..report import markdown_table
@@ -75,7 +75,7 @@ def cell_row(config: SweepConfig, cell: Cell, parameters: Sequence[str], measure
                 f"{measure.name}_p": p,
             }
         )
-    row["decodes_as"] = decoded_by(cell).label if decoded_by(cell) != cell else None
+    row["decodes_as"] = shared_decode(cell).label if shared_decode(cell) != cell else None
     return row
 
 
@@ -258,10 +258,10 @@ def sweep_markdown(table: Sequence[dict], config: SweepConfig, best: dict | None
     faith, relevance = config.faithfulness_measure, config.relevance
     assert faith is not None  # SweepConfig.validate requires a faithfulness measure
     grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
-    alphas = sorted({alpha for search, alpha, _ in grid if search == config.decoding and alpha is not None})
-    top_ps = sorted({top_p for search, _, top_p in grid if search == config.decoding and top_p is not None})
+    alphas = sorted({alpha for search, alpha, _ in grid if search == config.search_mode and alpha is not None})
+    top_ps = sorted({top_p for search, _, top_p in grid if search == config.search_mode and top_p is not None})
     if len(alphas) > 1 and len(top_ps) > 1:
-        cells = [[grid.get((config.decoding, alpha, p)) for p in top_ps] for alpha in alphas]
+        cells = [[grid.get((config.search_mode, alpha, p)) for p in top_ps] for alpha in alphas]
         pairs = [
             [
                 f"{alpha:g}",
@@ -273,7 +273,7 @@ def sweep_markdown(table: Sequence[dict], config: SweepConfig, best: dict | None
             for alpha, row in zip(alphas, cells)
         ]
         header = ["alpha \\ top_p", *(f"{p:g}" for p in top_ps)]
-        lines += ["", f"PMI-DECODE, {config.decoding}: {faith} / {relevance}", "", markdown_table(header, pairs)]
+        lines += ["", f"PMI-DECODE, {config.search_mode}: {faith} / {relevance}", "", markdown_table(header, pairs)]
     lines.append("")
     lines.append(
         f"intervals: 95% bootstrap over {baseline['n']} contexts; p: paired permutation test against the "

@@ -198,18 +198,17 @@ def load_config(path: str | Path, overrides: dict[str, object] | None = None) ->
     """Read a YAML config, apply ``overrides`` (``{"section.field": value}``) and check it."""
     from ..configfile import read_yaml
 
-    path = Path(path)
-    raw = read_yaml(path) or {}
+    source = f"config file {path}"
+    raw = read_yaml(Path(path)) or {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{path}: expected a mapping with sections {sorted(SECTIONS)}, got {type(raw).__name__}")
-    config = config_from_dict(raw, source=str(path))
+        raise ConfigError(f"{source}: expected a mapping with sections {sorted(SECTIONS)}, got {type(raw).__name__}")
+    config = config_from_dict(raw, source=source)
+    hints = {section: typing.get_type_hints(cls) for section, cls in SECTIONS.items()}
+    reject_unknown(overrides or {}, [f"{section}.{name}" for section in SECTIONS for name in hints[section]])
     for key, value in (overrides or {}).items():
         section, _, name = key.partition(".")
-        hints = typing.get_type_hints(SECTIONS[section]) if section in SECTIONS else {}
-        if name not in hints:
-            raise ConfigError(f"unknown setting '{key}'; settings are SECTION.KEY with sections {sorted(SECTIONS)}")
-        setattr(getattr(config, section), name, coerce(value, hints[name], key))
-    check(config, source=str(path))
+        setattr(getattr(config, section), name, coerce(value, hints[section][name], key))
+    check(config, source=source)
     return config
 
 
