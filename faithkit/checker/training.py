@@ -26,7 +26,7 @@ from ..metrics import checker
 from ..options import check, option
 from ..paths import PathArg
 from ..schema import Object, read_json_file
-from .synthetic import Example, read
+from .examples import Example, read
 
 
 @dataclass(frozen=True)
