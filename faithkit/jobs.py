@@ -215,24 +215,19 @@ def shared_outputs(
     The main process holds each file (checks its fingerprint, takes its lock, folds in the parts an interrupted
     run left); each process writes to its own part file ``OUT.part<rank>`` (a single process: to the file itself).
     ``expected[key]`` maps the ids the file should hold, in order, to the
-    :func:`~faithkit.data.results.content_digest` of what each record is made from (``None``: not checked), which
-    each record carries as ``row_digest``: records whose digest differs are dropped, with a warning counting them,
-    to be made again; records of ids not in ``expected`` stay, at the end, and are reported. When every process
-    is done, the main process merges the parts and puts each file's records in the order of ``expected[key]``, so
-    the files do not depend on the number of processes; after an error the parts stay for the next run to merge.
+    :func:`~faithkit.data.results.content_digest` of what each record is made from (``None``: not checked), kept
+    as its ``row_digest``: records whose digest differs are dropped (counted in a warning) to be made again; records
+    of other ids stay, at the end. When all processes are done, the main process merges the parts in the order of
+    ``expected[key]``, whatever the number of processes; after an error the parts stay for the next run to merge.
     Messages name ``flag``, the command's output option.
     """
     process = current_process()
     paths = {key: Path(path) for key, path in paths.items()}
     with ExitStack() as stack:
-        held = (
-            {
-                key: stack.enter_context(_held(path, expected[key], fingerprint, restart, retry_errors, flag))
-                for key, path in paths.items()
-            }
-            if process.is_main
-            else {}
-        )
+        held = {
+            key: stack.enter_context(_held(path, expected[key], fingerprint, restart, retry_errors, flag))
+            for key, path in (paths.items() if process.is_main else ())
+        }
         process.wait()
         done = {
             key: {str(r["id"]) for r in read_results(path)} if path.exists() else set() for key, path in paths.items()
