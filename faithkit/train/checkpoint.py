@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from accelerate import Accelerator
 
@@ -11,10 +10,7 @@ from ..files import write_json
 from .card import write_model_card
 from .config import TrainConfig
 from .run_folder import run_name
-from .state import remove, saving
-
-if TYPE_CHECKING:
-    from .loop import RunState
+from .state import RunState, remove, saving
 
 
 def save_checkpoint(

@@ -29,9 +29,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 import torch
 from accelerate import Accelerator
@@ -49,7 +47,6 @@ from transformers import get_scheduler
 
 from ..decoding import default_template, pad_token_id
 from ..errors import ConfigError
-from ..schema import BOOLEAN, NUMBER_OR_NULL, WHOLE, ListOf, Object
 from .checkpoint import save_checkpoint
 from .config import TrainConfig
 from .data import Collator, encode_rows, load_rows
@@ -57,7 +54,7 @@ from .hooks import build_hook, load_hook_metrics
 from .memory import map_large_allocations, release_memory
 from .model import build_model
 from .run_folder import ROWS_KEY, RUN_CONFIG, RunLog, check_output_dir, claim_output_dir, run_name, run_record
-from .state import load_state, save_state
+from .state import RunState, load_state, save_state
 from .steps import TokenLoss, dev_loss, parameter_groups, train_step, windows
 
 __all__ = [  # the names this module held before the run folder, steps and checkpoints moved out
@@ -82,48 +79,6 @@ __all__ = [  # the names this module held before the run folder, steps and check
 logger = get_logger(__name__)
 
 TRACKER_PROJECT = "faithkit"  # wandb's project, mlflow's experiment, the folder under OUTPUT/tensorboard
-
-
-@dataclass
-class RunState:
-    """The run's own counters, saved and restored with accelerate's state."""
-
-    step: int = 0
-    best_value: float | None = None
-    best_step: int | None = None
-    best_values: dict = field(default_factory=dict)
-    bad_evals: int = 0
-    stopped: bool = False
-    train_loss_first: float | None = None
-    train_loss_last: float | None = None
-    dev_loss_first: float | None = None
-    dev_loss_best: float | None = None
-    last_eval_values: dict = field(default_factory=dict)
-    evaluations: list = field(default_factory=list)  # {"step", **values} of each evaluation, for the model cards
-    SCHEMA: ClassVar[Object] = Object(
-        {
-            "step": WHOLE,
-            "best_value": NUMBER_OR_NULL,
-            "best_step": NUMBER_OR_NULL,
-            "best_values": Object({}),
-            "bad_evals": WHOLE,
-            "stopped": BOOLEAN,
-            "train_loss_first": NUMBER_OR_NULL,
-            "train_loss_last": NUMBER_OR_NULL,
-            "dev_loss_first": NUMBER_OR_NULL,
-            "dev_loss_best": NUMBER_OR_NULL,
-            "last_eval_values": Object({}),
-            "evaluations": ListOf(Object({"step": WHOLE})),
-        }
-    )
-    """What a saved state's counters must be (:func:`~faithkit.train.state.load_state` checks them)."""
-
-    def state_dict(self) -> dict:
-        return asdict(self)
-
-    def load_state_dict(self, state: dict) -> None:
-        for key, value in state.items():
-            setattr(self, key, value)
 
 
 def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> dict:
