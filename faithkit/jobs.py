@@ -126,19 +126,31 @@ def current_process() -> Process:
     return Process(state.process_index, state.num_processes, state)
 
 
+@dataclass(frozen=True)
+class JobOptions:
+    """How a job treats what its output already holds and how often it writes: the options every command that runs
+    :func:`run_job` exposes as flags (``--restart``, ``--skip-errors``, ``--chunk-size``)."""
+
+    restart: bool = False  # discard an existing output and start over
+    retry_errors: bool = True  # compute the rows of earlier error records again (False: keep those records)
+    chunk_size: int = 64  # rows computed together, at most (fewer when rows are slow)
+    flush_seconds: float = 30.0  # results reach the file at least this often
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 1:
+            raise ValueError(f"chunk_size must be at least 1, got {self.chunk_size}")
+
+
 def run_job(
     compute: Callable[[list[Row]], list[dict]],
     rows: Sequence[Row],
     output: str | Path,
     *,
     fingerprint: dict | None = None,
-    restart: bool = False,
-    retry_errors: bool = True,
-    chunk_size: int = 64,
-    flush_seconds: float = 30.0,
     desc: str = "rows",
     order: Callable[[Row], object] | None = None,
     flag: str = "--output",
+    **options,
 ) -> dict:
     """Run ``compute`` on the rows not yet in ``output``; return ``{"done", "skipped", "errors", "retried", "changed"}``.
 
@@ -146,28 +158,24 @@ def run_job(
     ValueError/TypeError is rerun row by row so that only the bad row gets an error record.
     ``order`` may regroup rows for speed (records carry their row id, and the finished file is
     put back in input order). Records whose row was edited since (``changed``) are computed
-    again. ``restart`` discards an existing output; ``retry_errors=False``
-    keeps earlier error records instead of retrying their rows. ``flag`` is the command's option
+    again. ``options`` are the fields of :class:`JobOptions`. ``flag`` is the command's option
     for ``output``, which messages name.
-
-    It takes many parameters because each keyword is a job option that the commands expose as a flag.
     """
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be at least 1, got {chunk_size}")
+    job = JobOptions(**options)
     process = current_process()
     output = Path(output)
     with shared_outputs(
         {output: output},
         {output: {row.id: row.digest() for row in rows}},
         fingerprint=fingerprint,
-        restart=restart,
-        retry_errors=retry_errors,
+        restart=job.restart,
+        retry_errors=job.retry_errors,
         flag=flag,
     ) as shared:
         done = shared.done[output]
         todo = [row for row in rows if row.id not in done][process.rank :: process.world]
         writer = shared.writers[output]
-        counts = _run(compute, todo, writer, chunk_size, flush_seconds, desc, order, shared.held.get(output, writer))
+        counts = _run(compute, todo, writer, job, desc, order, shared.held.get(output, writer))
         counts["skipped"] = sum(row.id in done for row in rows) if process.is_main else 0
         counts["changed"] = shared.changed.get(output, 0)
     if process.world == 1:
@@ -204,36 +212,22 @@ def shared_outputs(
 ) -> Iterator[SharedOutputs]:
     """Open result files that all processes under ``accelerate launch`` add records to, as one process would.
 
-    The main process holds each file (checks its fingerprint, takes its lock, folds in the
-    parts an interrupted run left); each process writes its records to its own part file
-    ``OUT.part<rank>`` (a single process: to the file itself). ``expected[key]`` maps the ids
-    the file should hold, in order, to the :func:`~faithkit.data.results.content_digest` of what
-    each record is made from (``None``: not checked); each record written carries it as
-    ``row_digest``. Records whose digest differs are dropped so that they are made again, with
-    a warning counting them; records of ids not in ``expected`` stay, at the end, and are
-    reported. When every process is done, the main process merges the parts and puts each
-    file's records in the order of ``expected[key]``, so the files do not depend on the number
-    of processes. After an error the parts stay, and the next run merges them. Messages name
-    ``flag``, the command's output option.
+    The main process holds each file (checks its fingerprint, takes its lock, folds in the parts an interrupted
+    run left); each process writes to its own part file ``OUT.part<rank>`` (a single process: to the file itself).
+    ``expected[key]`` maps the ids the file should hold, in order, to the
+    :func:`~faithkit.data.results.content_digest` of what each record is made from (``None``: not checked), kept
+    as its ``row_digest``: records whose digest differs are dropped (counted in a warning) to be made again; records
+    of other ids stay, at the end. When all processes are done, the main process merges the parts in the order of
+    ``expected[key]``, whatever the number of processes; after an error the parts stay for the next run to merge.
+    Messages name ``flag``, the command's output option.
     """
     process = current_process()
     paths = {key: Path(path) for key, path in paths.items()}
     with ExitStack() as stack:
-        held = {}
-        if process.is_main:
-            for key, path in paths.items():
-                held[key] = stack.enter_context(
-                    ResultWriter(
-                        path,
-                        resume=not restart,
-                        fingerprint=fingerprint,
-                        retry_errors=retry_errors,
-                        expected=expected[key],
-                        flag=flag,
-                    )
-                )
-                merge_parts(path, held[key], fingerprint, retry_errors, expected[key], discard=restart)
-                _report_resumed(held[key])
+        held = {
+            key: stack.enter_context(_held(path, expected[key], fingerprint, restart, retry_errors, flag))
+            for key, path in (paths.items() if process.is_main else ())
+        }
         process.wait()
         done = {
             key: {str(r["id"]) for r in read_results(path)} if path.exists() else set() for key, path in paths.items()
@@ -256,6 +250,17 @@ def shared_outputs(
         for key, writer in held.items():
             writer.reorder(list(expected[key]))
     process.wait()
+
+
+@contextmanager
+def _held(path: Path, expected, fingerprint, restart: bool, retry_errors: bool, flag: str) -> Iterator[ResultWriter]:
+    """The main process's writer of one shared file: fingerprint checked, lock taken, leftover parts folded in."""
+    with ResultWriter(
+        path, resume=not restart, fingerprint=fingerprint, retry_errors=retry_errors, expected=expected, flag=flag
+    ) as writer:
+        merge_parts(path, writer, fingerprint, retry_errors, expected, discard=restart)
+        _report_resumed(writer)
+        yield writer
 
 
 def part_path(output: Path, rank: int) -> Path:
@@ -320,7 +325,8 @@ CUT_KEYS = {"truncated_chars": "characters", "truncated_tokens": "tokens"}
 """What a result row says was left out of its context (the document's characters, then tokens), for the warning."""
 
 
-def _run(compute, rows, writer: ResultWriter, chunk_size, flush_seconds, desc, order, output_writer) -> dict:
+def _run(compute, rows, writer: ResultWriter, job: JobOptions, desc, order, output_writer) -> dict:
+    chunk_size, flush_seconds = job.chunk_size, job.flush_seconds
     counts = {"done": 0, "skipped": 0, "errors": 0, "retried": output_writer.retried}
     todo = []
     for row in rows:

@@ -1,4 +1,5 @@
-"""How faithkit's modules depend on each other: no import cycles, the command line on top, every command wired.
+"""How faithkit's modules depend on each other: no import cycles, the command line on top, every command wired;
+and how big its pieces are: files, public functions and their parameters, counted from the source.
 
 The import graph is read from the source (ast), not by importing: every ``import`` and
 ``from … import`` inside faithkit, at module level or inside functions (lazy imports are
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import ast
 import pkgutil
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import faithkit
@@ -241,5 +244,158 @@ def test_the_docs_picture_is_the_code():
     )
 
 
+# ---- sizes: one idea per file, short functions with short signatures ------------------------------------------
+MAX_FILE_LINES = 450
+MAX_FUNCTION_LINES = 50
+MAX_PARAMETERS = 7
+LONG_FILE_REASON = "Over 450 lines: "
+"""How a module's docstring says why it stays long (a sentence after this, on a line of its own)."""
+APOLOGY = re.compile(r"many (parameters|arguments)|parameters because|arguments because", re.IGNORECASE)
+"""A docstring apologising for its signature: shorten the signature instead."""
+UNCHECKED = {  # issue 37a splits these: the options object and decoding/generate.py's four ideas
+    "faithkit/decoding/generate.py",
+    "faithkit/decoding/custom_generate.py",
+    "faithkit/decoding/inputs.py",
+    "faithkit/decoding/prefill.py",
+    "faithkit/decoding/grid.py",
+    "faithkit/decoding/grid_plan.py",
+    "faithkit/decoding/joint.py",
+}
+
+
+@dataclass(frozen=True)
+class Function:
+    """A public function or method: where it is, its lines, its parameters and whether its docstring apologises."""
+
+    where: str  # faithkit/x.py:LINE qualified.name
+    lines: int
+    parameters: int
+    constructor: bool
+    apologises: bool
+
+
+def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Named parameters a caller can pass: not ``self``/``cls``, not ``*args``/``**kwargs`` (they pass through)."""
+    arguments = node.args
+    names = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
+    return len([name for name in names if name not in ("self", "cls")])
+
+
+def public_functions(path: Path, relative: str) -> list[Function]:
+    """The public functions of a module: module-level ones and the methods of its public classes (``__init__``
+    included), by name not starting with ``_``; functions nested in others are their parts, not counted."""
+    found = []
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef) and not child.name.startswith("_"):
+                visit(child, f"{prefix}{child.name}.")
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                if child.name.startswith("_") and child.name != "__init__":
+                    continue
+                found.append(
+                    Function(
+                        f"{relative}:{child.lineno} {prefix}{child.name}",
+                        child.end_lineno - child.lineno + 1,
+                        _parameters(child),
+                        child.name == "__init__",
+                        bool(APOLOGY.search(ast.get_docstring(child) or "")),
+                    )
+                )
+
+    visit(ast.parse(path.read_text(encoding="utf-8")), "")
+    return found
+
+
+def _sources() -> dict[str, Path]:
+    return {path.relative_to(PACKAGE_DIR.parent).as_posix(): path for path, _ in MODULES.values()}
+
+
+SOURCES = _sources()
+FUNCTIONS = [f for relative, path in SOURCES.items() for f in public_functions(path, relative)]
+CHECKED = [f for f in FUNCTIONS if f.where.split(":")[0] not in UNCHECKED]
+
+
+def _lines(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def test_the_counts_see_what_they_count(tmp_path):
+    source = tmp_path / "m.py"
+    source.write_text(
+        "def f(a, b, *args, c=1, **kwargs):\n    return 1\n\n\ndef _hidden(x):\n    pass\n\n\n"
+        'class C:\n    def __init__(self, x):\n        """It takes many parameters because …"""\n\n'
+        "    def _own(self):\n        def inner():\n            pass\n"
+    )
+    assert public_functions(source, "m.py") == [
+        Function("m.py:1 f", 2, 3, False, False),
+        Function("m.py:10 C.__init__", 2, 1, True, True),
+    ]
+
+
+def test_files_hold_one_idea_each():
+    """No file over 450 lines unless its docstring says why (a line starting 'Over 450 lines: ')."""
+    long = {
+        relative: _lines(path)
+        for relative, path in SOURCES.items()
+        if relative not in UNCHECKED and _lines(path) > MAX_FILE_LINES
+    }
+    unexplained = {
+        relative: lines
+        for relative, lines in long.items()
+        if not any(
+            line.strip().startswith(LONG_FILE_REASON)
+            for line in (ast.get_docstring(ast.parse(SOURCES[relative].read_text(encoding="utf-8"))) or "").splitlines()
+        )
+    }
+    assert not unexplained, f"split these files by idea, or say why they stay long: {unexplained}"
+
+
+def _listed(offenders: list[str]) -> str:
+    return "\n".join(offenders)
+
+
+def test_public_functions_are_short():
+    long = [f"{f.where}: {f.lines} lines" for f in CHECKED if f.lines > MAX_FUNCTION_LINES]
+    assert not long, "shorten these (or make them private parts of a short public one):\n" + _listed(long)
+
+
+def test_public_functions_take_few_parameters():
+    """At most 7 named parameters; a constructor's are its class's settings, each a named field as a dataclass's
+    would be, so they are not counted (its lines are). Parameters that travel together go in a small dataclass."""
+    wide = [f"{f.where}: {f.parameters}" for f in CHECKED if not f.constructor and f.parameters > MAX_PARAMETERS]
+    assert not wide, "group the parameters that travel together into a small dataclass:\n" + _listed(wide)
+
+
+def test_no_docstring_apologises_for_its_signature():
+    sorry = [f.where for f in CHECKED if f.apologises]
+    assert not sorry, "shorten the signature instead of apologising for it:\n" + _listed(sorry)
+
+
+def counts() -> str:
+    """The size figures: files, public functions, parameters, and the largest of each."""
+    sizes = sorted(((_lines(path), relative) for relative, path in SOURCES.items()), reverse=True)
+    by_lines = sorted(FUNCTIONS, key=lambda f: -f.lines)
+    by_parameters = sorted((f for f in FUNCTIONS if not f.constructor), key=lambda f: -f.parameters)
+    lengths = sorted(f.lines for f in FUNCTIONS)
+    return "\n".join(
+        [
+            f"files: {len(sizes)}, {sum(n for n, _ in sizes)} lines; over {MAX_FILE_LINES}: "
+            f"{sum(n > MAX_FILE_LINES for n, _ in sizes)}; largest: "
+            + ", ".join(f"{relative} {n}" for n, relative in sizes[:3]),
+            f"public functions: {len(FUNCTIONS)}, median {lengths[len(lengths) // 2]} lines; over {MAX_FUNCTION_LINES}: "
+            f"{sum(f.lines > MAX_FUNCTION_LINES for f in FUNCTIONS)}; longest: "
+            + ", ".join(f"{f.where} {f.lines}" for f in by_lines[:3]),
+            f"parameters: over {MAX_PARAMETERS} (constructors aside): "
+            f"{sum(f.parameters > MAX_PARAMETERS for f in by_parameters)}; most: "
+            + ", ".join(f"{f.where} {f.parameters}" for f in by_parameters[:3]),
+            f"apologising docstrings: {sum(f.apologises for f in FUNCTIONS)}",
+            f"not checked (issue 37a splits these): {', '.join(sorted(r for r in UNCHECKED if r in SOURCES))}",
+        ]
+    )
+
+
 if __name__ == "__main__":
     print(picture(ROOMS))
+    print()
+    print(counts())

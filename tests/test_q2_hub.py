@@ -318,3 +318,36 @@ def test_q2_answers_from_a_huge_knowledge_s_first_windows(tiny_t5, tiny_albert_q
     rows = metric.compute_rows([knowledge, "The show aired on PBS."], None, ["it aired on pbs in 1983 ."] * 2)
     assert rows[0]["truncated_chars"] == len(knowledge) - budget and "truncated_chars" not in rows[1]
     assert recorder.longest <= budget
+
+
+def test_every_hub_backend_loads_through_the_one_loader_with_its_kind(monkeypatch, tiny_roberta_nli, roberta_tokenizer):
+    from faithkit import models
+    from faithkit.errors import ConfigError
+    from faithkit.metrics.q2_backends import build_backend
+
+    calls = []
+
+    def load(name, *, kind=None, device=None, dtype=None):
+        calls.append((name, kind, device, dtype))
+        return tiny_roberta_nli, roberta_tokenizer
+
+    monkeypatch.setattr(models, "load", load)
+    nli = build_backend("nli", "some/nli", device="cpu", batch_size=3, dtype="float32")
+    assert calls == [("some/nli", "sequence-classification", "cpu", "float32")]
+    assert (nli.model_name, nli.model, nli.batch_size) == ("some/nli", tiny_roberta_nli, 3)
+    assert build_backend("qa", "some/qa").model is tiny_roberta_nli
+    with pytest.raises(ConfigError, match="needs a seq2seq model"):  # loaded through the same path, then checked
+        build_backend("qg", "some/qg")
+    assert calls[1:] == [("some/qa", "question-answering", None, None), ("some/qg", None, None, None)]
+
+
+def test_a_ready_backend_of_another_stage_is_refused():
+    from faithkit.errors import ConfigError
+    from faithkit.metrics.q2_backends import RuleQuestionGenerator, build_backend
+
+    with pytest.raises(ConfigError) as error:
+        build_backend("qa", RuleQuestionGenerator())
+    assert str(error.value) == (
+        "qa_model: a RuleQuestionGenerator is no QuestionAnswerer (faithkit.metrics.q2_stages names the method it "
+        "needs); pass a hub id, an offline spec, or a backend of faithkit.metrics.q2_backends"
+    )

@@ -4,7 +4,8 @@
   sweep cells, or two ``generate`` outputs) answer differently, randomises their sides, and
   writes ``annotate.html`` (for the annotators) and ``key.json`` (for the researcher).
 - :mod:`~faithkit.annotate.page`: the self-contained page, from the ``page.html`` template.
-- :mod:`~faithkit.annotate.report`: the annotators' exports -> shares, win rates, sign tests,
+- :mod:`~faithkit.annotate.exports`: the annotators' exports read back and checked against the key.
+- :mod:`~faithkit.annotate.report`: the ratings -> shares, win rates, sign tests,
   agreement and the correlation of human faithfulness with the automatic scores.
 - :mod:`~faithkit.annotate.agreement`: Krippendorff's alpha and Fleiss' kappa.
 """

@@ -1,8 +1,7 @@
 """The report of an annotation task: shares, wins, agreement and metric correlation from the annotators' exports.
 
-:func:`read_annotations` checks each export against the task's key (the right task, every
-item fully answered, one file per annotator) and maps the page's sides back to the systems;
-:func:`summarize` computes, per dimension:
+:func:`read_annotations` (:mod:`.exports`) reads the annotators' exports; :func:`summarize` computes, per
+dimension:
 
 - each system's shares of Agree / Neutral / Disagree over all ratings;
 - win rates: over (annotator, item) pairs, the share where system a was rated higher than
@@ -26,17 +25,26 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
 from ..files import replacing, save_figure
 from ..report import markdown_table
 from .agreement import agreement
-from ..schema import TEXT, Object, check_schema
-from .task import ANSWERS, DIMENSIONS, SYSTEMS, read_document
+from .exports import Annotations, read_annotations
+from .task import ANSWERS, DIMENSIONS, SYSTEMS
+
+__all__ = [
+    "MEASURES",
+    "Annotations",
+    "csv_rows",
+    "markdown",
+    "read_annotations",
+    "sign_test",
+    "summarize",
+    "write_report",
+]
 
 MEASURES = {
     "pmi_faith": "PMI-FAITH",
@@ -44,88 +52,6 @@ MEASURES = {
     "faithkit_checker": "faithkit-checker",
     "knowledge_precision": "knowledge precision",
 }
-
-
-@dataclass
-class Annotations:
-    """Every annotator's ratings, by system: ``ratings[annotator, item, system, dimension]`` is an index into ANSWERS."""
-
-    key: dict
-    annotators: list[str]
-    files: list[Path]
-    ratings: np.ndarray
-
-    @property
-    def systems(self) -> dict[str, str]:
-        return {side: self.key["systems"][side]["name"] for side in SYSTEMS}
-
-
-def read_annotations(key: dict, paths: list[str | Path]) -> Annotations:
-    """The exports at ``paths`` as one array; a bad file is an :class:`InputError` naming it."""
-    if not paths:
-        raise InputError("no answers file given; pass the JSON files the annotators exported")
-    dimensions = list(DIMENSIONS)
-    items = key["items"]
-    names, files, tables = [], [], []
-    seen: dict[str, Path] = {}
-    for path in map(Path, paths):
-        annotator, answers = _read_export(path, key)
-        earlier = seen.get(annotator.casefold())
-        if earlier is not None:
-            raise InputError(
-                f"{path} and {earlier} both come from annotator {annotator!r}; give one export per "
-                "annotator (the latest export holds all of their answers)"
-            )
-        seen[annotator.casefold()] = path
-        table = np.empty((len(items), len(SYSTEMS), len(dimensions)), dtype=int)
-        for index, entry in enumerate(items):
-            for side, system in enumerate(entry["sides"]):  # the page's side 1, 2 -> system a / b
-                for column, dimension in enumerate(dimensions):
-                    table[index, SYSTEMS.index(system), column] = ANSWERS.index(answers[entry["item"]][side][dimension])
-        names.append(annotator)
-        files.append(path)
-        tables.append(table)
-    return Annotations(key, names, files, np.stack(tables))
-
-
-EXPORT = Object({"task": TEXT, "annotator": TEXT, "answers": Object({})})
-"""An answers export as the annotation page writes it (each item's answers are checked against the key)."""
-
-
-def _read_export(path: Path, key: dict) -> tuple[str, dict]:
-    fix = "give the JSON files the annotators exported from the page"
-    export = read_document(path, "faithkit-annotation-answers", "an answers export of a faithkit annotation page", fix)
-    check_schema(export, EXPORT, path, fix)
-    if export.get("task") != key["task"]:
-        raise InputError(
-            f"{path} answers another task ({export.get('task')}, this one is {key['task']}); give the "
-            "exports of this task's page"
-        )
-    annotator, answers = export["annotator"].strip(), export["answers"]
-    if not annotator:
-        raise InputError(f"{path} has no annotator name; enter it on the page and export again")
-    open_questions = []
-    for entry in key["items"]:
-        given = answers.get(entry["item"])
-        for side in range(len(SYSTEMS)):
-            side_answers = given[side] if isinstance(given, list) and len(given) == len(SYSTEMS) else None
-            for dimension in DIMENSIONS:
-                value = side_answers.get(dimension) if isinstance(side_answers, dict) else None
-                if value is None:
-                    open_questions.append((entry["item"], dimension, side))
-                elif value not in ANSWERS:
-                    raise InputError(
-                        f"{path}: item {entry['item']}, response {side + 1}: {dimension} is {value!r}, "
-                        f"not one of {', '.join(ANSWERS)}"
-                    )
-    if open_questions:
-        missing = len(dict.fromkeys(item for item, _, _ in open_questions))
-        item, dimension, side = open_questions[0]
-        raise InputError(
-            f"{path}: {missing} of {len(key['items'])} items are not fully answered (first: item {item}, "
-            f"{dimension} of response {side + 1}); finish them on the page and export again"
-        )
-    return annotator, answers
 
 
 def _answer_counts(ratings: np.ndarray) -> np.ndarray:

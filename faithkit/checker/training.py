@@ -26,7 +26,7 @@ from ..metrics import checker
 from ..options import check, option
 from ..paths import PathArg
 from ..schema import Object, read_json_file
-from .synthetic import Example, read
+from .examples import Example, read
 
 
 @dataclass(frozen=True)
@@ -144,18 +144,7 @@ def train(config: CheckerTraining) -> dict:
             schedule.step()
             optimizer.zero_grad()
             if (step + 1) % config.log_every == 0:
-                log.write(
-                    json.dumps(
-                        {
-                            "step": step + 1,
-                            "of": len(plan),
-                            "loss": round(loss.item(), 4),
-                            "seconds": round(time.time() - started, 1),
-                        }
-                    )
-                    + "\n"
-                )
-                log.flush()
+                _log_step(log, step + 1, len(plan), loss.item(), started)
             if (step + 1) % config.save_every == 0 and step + 1 < len(plan):
                 _checkpoint(output / "checkpoint", model, optimizer, schedule, step + 1)
     accelerator.unwrap_model(model).save_pretrained(output / "adapter")
@@ -164,6 +153,13 @@ def train(config: CheckerTraining) -> dict:
     figures.update(train_examples=len(examples), steps=len(plan), train_seconds=round(time.time() - started, 1))
     (output / "metrics.json").write_text(json.dumps(figures, indent=2))
     return figures
+
+
+def _log_step(log, step: int, steps: int, loss: float, started: float) -> None:
+    """One line of ``log.jsonl``: the step, of how many, its loss and the seconds since training started."""
+    record = {"step": step, "of": steps, "loss": round(loss, 4), "seconds": round(time.time() - started, 1)}
+    log.write(json.dumps(record) + "\n")
+    log.flush()
 
 
 def _own_run_folder(output: Path, config: CheckerTraining) -> None:

@@ -269,20 +269,7 @@ def read_rows(
     ``save_to_disk`` folder or a hub dataset ``hf:OWNER/NAME`` (with ``split``) is read by
     :mod:`.arrow`, each record as a JSONL line.
     """
-    if is_dataset_source(path):
-        records = dataset_records(path, split)
-        path = path if isinstance(path, (str, Path)) else "dataset"  # how messages name it
-    else:
-        path = Path(path)
-        if split is not None:
-            raise InputError(f"{path}: --split applies to hub datasets and saved DatasetDict folders; drop it")
-        if not path.exists():
-            raise InputError(f"input file not found: {path}")
-        if path.is_dir():
-            raise InputError(
-                f"input {path} is a folder; give a .jsonl, .csv, .tsv or .parquet file or a save_to_disk folder"
-            )
-        records = _records(path, quoting)
+    path, records = _source_records(path, quoting, split)
     columns = columns or Columns()
     mapping = None
     pending: list[tuple[int, int, str]] = []  # rows that failed before the header was known
@@ -310,6 +297,22 @@ def read_rows(
         yield row
     if mapping is None:
         raise InputError(f"{path} has no data rows" + (f" ({pending[0][2]})" if pending else ""))
+
+
+def _source_records(path, quoting: str | None, split: str | None) -> tuple[str | Path, Iterator]:
+    """How messages name the input, and its records as ``(row number, line, record or None, error or None)``."""
+    if is_dataset_source(path):
+        return (path if isinstance(path, (str, Path)) else "dataset"), dataset_records(path, split)
+    path = Path(path)
+    if split is not None:
+        raise InputError(f"{path}: --split applies to hub datasets and saved DatasetDict folders; drop it")
+    if not path.exists():
+        raise InputError(f"input file not found: {path}")
+    if path.is_dir():
+        raise InputError(
+            f"input {path} is a folder; give a .jsonl, .csv, .tsv or .parquet file or a save_to_disk folder"
+        )
+    return path, _records(path, quoting)
 
 
 def _fallback_id(number: int, line: int, mapping: dict) -> str:

@@ -101,18 +101,29 @@ def meta_eval_begin(
         name: stats.best_f1_threshold([r[name] for r in splits["dev"]], [r["label"] for r in splits["dev"]])
         for name in score_names
     }
-    results = []
-    for split, records in splits.items():
-        sources = sorted({r["source"] for r in records})
-        for source in ["all"] + (sources if len(sources) > 1 else []):
-            subset = [r for r in records if source == "all" or r["source"] == source]
-            labels = [r["label"] for r in subset]
-            for name in score_names:
-                summary = stats.summarize([r[name] for r in subset], labels, thresholds[name])
-                results.append({"split": split, "source": source, "score": name, **summary})
-    if not current_process().is_main:  # under accelerate launch the other processes only score
-        return results
+    results = [
+        row for split, records in splits.items() for row in _split_results(split, records, score_names, thresholds)
+    ]
+    if current_process().is_main:  # under accelerate launch the other processes only score
+        _write_results(out, splits, score_names, results)
+    return results
 
+
+def _split_results(split: str, records: list[dict], score_names: list[str], thresholds: dict) -> list[dict]:
+    """Each score's figures on the split at its dev threshold: over all rows, and per source when there are several."""
+    sources = sorted({r["source"] for r in records})
+    results = []
+    for source in ["all"] + (sources if len(sources) > 1 else []):
+        subset = [r for r in records if source == "all" or r["source"] == source]
+        labels = [r["label"] for r in subset]
+        for name in score_names:
+            summary = stats.summarize([r[name] for r in subset], labels, thresholds[name])
+            results.append({"split": split, "source": source, "score": name, **summary})
+    return results
+
+
+def _write_results(out: Path, splits: dict, score_names: list[str], results: list[dict]) -> None:
+    """ROC curves per split, results.csv and results.json, and the table printed."""
     for split, records in splits.items():
         plots.roc_curves(
             {name: [r[name] for r in records] for name in score_names},
@@ -131,4 +142,3 @@ def meta_eval_begin(
             [[r["split"], r["source"], r["score"], *(r[k] for k in REPORTED)] for r in results],
         )
     )
-    return results

@@ -13,164 +13,69 @@ group of rows (``--group-by``):
 
 All scores are compared on the same rows: a row that some score leaves empty (e.g. knowledge
 precision of a response without content words) is left out of every score, with a warning.
+
+The labels are read by :mod:`.labelled`, the statistics are :mod:`.leaderboard_stats`; this module scores the rows,
+slices them and writes and prints the tables.
 """
 
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from scipy import stats as scipy_stats
 
+from .. import files, provenance
 from ..data import Row, read_results
 from ..errors import InputError
 from ..jobs import current_process, score_rows
 from ..metrics.registry import get_spec
 from ..report import markdown_table
-from .. import files, provenance
-from .. import stats
-from .labels import without_missing_labels
 from . import plots
+from .labelled import Labelled, label_rows
+from .leaderboard_stats import (
+    BOOTSTRAP_BLOCK,
+    GRADED_COLUMNS,
+    LEVEL,
+    PAIRED_COLUMNS,
+    RESULT_COLUMNS,
+    bootstrap_aurocs,
+    bootstrap_correlations,
+    graded_table,
+    group_table,
+    leaderboard,
+    paired_p_value,
+)
+
+__all__ = [  # the leaderboard's steps, and the names this module held before the labels and statistics moved out
+    "ALL",
+    "BOOTSTRAP_BLOCK",
+    "GRADED_COLUMNS",
+    "LEVEL",
+    "PAIRED_COLUMNS",
+    "RESULT_COLUMNS",
+    "Labelled",
+    "bootstrap_aurocs",
+    "bootstrap_correlations",
+    "graded_table",
+    "group_table",
+    "label_rows",
+    "leaderboard",
+    "meta_eval_labels",
+    "paired_p_value",
+    "print_leaderboard",
+    "row_slices",
+    "score_metrics",
+    "scores_path",
+    "write_leaderboard",
+]
 
 logger = logging.getLogger(__name__)
 
 ALL = "all"
-LEVEL = 0.05
-"""The level a paired difference must pass, after Holm's correction over its group's pairs, to count as real."""
-RESULT_COLUMNS = (
-    "group",
-    "score",
-    "n",
-    "n_positive",
-    "base_rate",
-    "auroc",
-    "auroc_low",
-    "auroc_high",
-    "threshold",
-    "f1",
-    "f1_always_positive",
-    "balanced_accuracy",
-)
-GRADED_COLUMNS = (
-    "group",
-    "score",
-    "n",
-    "spearman",
-    "spearman_low",
-    "spearman_high",
-    "kendall",
-    "kendall_low",
-    "kendall_high",
-)
-PAIRED_COLUMNS = (
-    "group",
-    "score_a",
-    "score_b",
-    "auroc_a",
-    "auroc_b",
-    "difference",
-    "difference_low",
-    "difference_high",
-    "p_value",
-    "p_holm",
-)
-"""A paired row: the AUROCs of two scores, their difference with its interval, its p-value and that p after Holm's
-correction over the group's pairs; graded labels have ``spearman_a``/``spearman_b`` in place of the AUROCs."""
-
-
-@dataclass
-class Labelled:
-    """The rows that have a label: 0/1 by ``--positive`` (or graded numbers), and each row's group (None without
-    ``--group-by``)."""
-
-    rows: list[Row]
-    labels: np.ndarray
-    groups: list[str] | None = None
-    graded: bool = False
-    """Labels are numbers on a scale (no ``--positive``): Spearman and Kendall instead of AUROC and F1."""
-
-
-def label_rows(
-    rows: Sequence[Row], label_column: str, positive: str | None, group_by: str | None = None, strict: bool = False
-) -> Labelled:
-    """Each readable row's 0/1 label, or without ``positive`` its graded label (a number); an unknown column, a
-    ``positive`` no row has, one class only or a graded label that is no number is an InputError.
-
-    A label matches ``positive`` when its text (a JSON value as JSON writes it: ``true``, ``1``) equals it. Rows
-    that cannot be read or have no label (NaN, infinity, empty, null: :mod:`.labels`) are left out, with a warning;
-    with ``strict`` a row without a label is an InputError.
-    """
-    readable = [row for row in rows if not row.error]
-    if not readable:
-        raise InputError(f"no row of the input can be read ({rows[0].error if rows else 'it is empty'})")
-    if len(readable) < len(rows):
-        first = next(row.error for row in rows if row.error)
-        logger.warning("%d rows cannot be read and are left out (the first: %s)", len(rows) - len(readable), first)
-    columns = sorted({column for row in readable for column in row.extras})
-    for column, flag in ((label_column, "--label-column"), (group_by, "--group-by")):
-        if column is not None and column not in columns:
-            raise InputError(f"{flag} '{column}' is not a column of the input holding labels; {_columns_hint(columns)}")
-    kept = without_missing_labels(
-        readable, lambda row: row.extras.get(label_column), f"column '{label_column}'", lambda row: row.id, strict
-    )
-    values = [_label_text(row.extras[label_column]) for row in kept]
-    groups = [_label_text(row.extras.get(group_by)) or "(none)" for row in kept] if group_by else None
-    if positive is None:
-        return Labelled(kept, _graded(values, kept, label_column), groups, graded=True)
-    positive = positive.strip()  # as the labels are read
-    seen = sorted(set(values))
-    if positive not in seen:
-        raise InputError(
-            f"--positive '{positive}': no row has it in column '{label_column}', whose values are "
-            f"{_listed(seen)}; give one of them"
-        )
-    if len(seen) == 1:
-        raise InputError(
-            f"every row of column '{label_column}' is '{positive}', so there is no negative class to "
-            f"tell apart; a leaderboard needs rows of both classes"
-        )
-    return Labelled(kept, np.array([value == positive for value in values], dtype=int), groups)
-
-
-def _columns_hint(columns: list[str]) -> str:
-    """The columns a label can come from; the document, history, response and id columns are read as those."""
-    read = "the document, history, response and id columns are read as such"
-    if not columns:
-        return f"the input has no other column ({read}): add a label column"
-    return f"its other columns are {', '.join(repr(column) for column in columns)} ({read})"
-
-
-def _graded(values: list[str], rows: list[Row], label_column: str) -> np.ndarray:
-    """Graded labels as numbers; one that is none, or all alike, is an InputError saying what to do."""
-    numbers = []
-    for value, row in zip(values, rows):
-        try:
-            numbers.append(float(value))
-        except ValueError:
-            raise InputError(
-                f"row {row.id}: label '{value}' in column '{label_column}' is no number; without --positive the "
-                f"labels are graded (numbers on a scale): give --positive for the positive class of categories"
-            ) from None
-    if len(set(numbers)) < 2:
-        raise InputError(f"every row of column '{label_column}' has the label {values[0]}: nothing to correlate with")
-    return np.array(numbers)
-
-
-def _label_text(value) -> str:
-    if value is None:
-        return ""
-    return value.strip() if isinstance(value, str) else json.dumps(value)
-
-
-def _listed(values: list[str], most: int = 10) -> str:
-    shown = ", ".join(f"'{v}'" for v in values[:most])
-    return shown + (f" and {len(values) - most} more" if len(values) > most else "")
 
 
 def score_metrics(
@@ -235,201 +140,6 @@ def row_slices(named_scores: Mapping[str, Sequence], labelled: Labelled) -> list
     return slices
 
 
-BOOTSTRAP_BLOCK = 4_000_000
-"""Most drawn row indices held at once: resamples are drawn in blocks, so a large file stays in memory."""
-
-
-def bootstrap_aurocs(scores: np.ndarray, labels: np.ndarray, resamples: int, seed: int) -> np.ndarray:
-    """AUROC of each score (rows of ``scores``) on the same ``resamples`` draws of the rows: (scores, resamples).
-
-    A draw with one class only has no AUROC (NaN)."""
-    rng = np.random.default_rng(seed)
-    block = max(1, BOOTSTRAP_BLOCK // len(labels))
-    return np.concatenate(
-        [
-            _drawn_aurocs(scores, labels, rng.integers(0, len(labels), size=(size, len(labels))))
-            for size in [block] * (resamples // block) + [resamples % block]
-            if size
-        ],
-        axis=1,
-    )
-
-
-def _drawn_aurocs(scores: np.ndarray, labels: np.ndarray, draws: np.ndarray) -> np.ndarray:
-    drawn_labels = labels[draws]
-    positives = drawn_labels.sum(axis=1)
-    pairs = positives * (len(labels) - positives)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        aurocs = np.array(
-            [
-                (
-                    (scipy_stats.rankdata(row[draws], axis=1) * drawn_labels).sum(axis=1)
-                    - positives * (positives + 1) / 2
-                )
-                / pairs
-                for row in scores
-            ]
-        )
-    return np.where(pairs > 0, aurocs, np.nan)
-
-
-def bootstrap_correlations(
-    scores: np.ndarray, labels: np.ndarray, resamples: int, seed: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Spearman and Kendall correlations of each score (rows of ``scores``) with graded ``labels`` on the same
-    ``resamples`` draws of the rows: two (scores, resamples) arrays, NaN for a draw whose labels are all alike."""
-    draws = np.random.default_rng(seed).integers(0, len(labels), size=(resamples, len(labels)))
-    spearmans = np.full((len(scores), resamples), np.nan)
-    kendalls = np.full((len(scores), resamples), np.nan)
-    for r, drawn in enumerate(draws):
-        for k, row in enumerate(scores):
-            spearmans[k, r] = stats.spearman(row[drawn], labels[drawn])
-            kendalls[k, r] = stats.kendall(row[drawn], labels[drawn])
-    return spearmans, kendalls
-
-
-def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
-    if np.isnan(values).all():
-        return math.nan, math.nan
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.nanpercentile(values, [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def paired_p_value(differences: np.ndarray) -> float:
-    """Two-sided paired-bootstrap p-value that a difference is 0: twice the smaller share of resampled differences
-    at or beyond zero on either side, counting the resamples as ``(k + 1) / (resamples + 1)`` so that it is never 0
-    (1000 resamples cannot show a p below 0.002); at most 1."""
-    differences = differences[~np.isnan(differences)]
-    if not len(differences):
-        return math.nan
-    beyond = min(np.count_nonzero(differences <= 0), np.count_nonzero(differences >= 0))
-    return float(min(1.0, 2 * (beyond + 1) / (len(differences) + 1)))
-
-
-def group_table(
-    group: str,
-    named_scores: Mapping[str, np.ndarray],
-    labels: np.ndarray,
-    resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> tuple[list[dict], list[dict]]:
-    """One group's result rows (per score) and paired rows (per two scores, with Holm's correction over them);
-    NaN where the group has one class."""
-    names = list(named_scores)
-    both = labels.min() != labels.max()
-    matrix = np.array([named_scores[name] for name in names], dtype=float)
-    drawn = bootstrap_aurocs(matrix, labels, resamples, seed) if both else np.full((len(names), 1), np.nan)
-    aurocs = [stats.auroc(row, labels) if both else math.nan for row in matrix]
-    base_rate = float(labels.mean())
-    results = []
-    for name, row, auroc, draws in zip(names, matrix, aurocs, drawn):
-        at_best = _at_best_f1_threshold(row, labels)
-        results.append(
-            {
-                "group": group,
-                "score": name,
-                "n": len(labels),
-                "n_positive": int(labels.sum()),
-                "base_rate": base_rate,
-                "auroc": auroc,
-                **dict(zip(("auroc_low", "auroc_high"), _percentiles(draws, confidence))),
-                "threshold": at_best["threshold"],
-                "f1": at_best["f1"],
-                "f1_always_positive": 2 * base_rate / (1 + base_rate),  # recall 1, precision the base rate
-                "balanced_accuracy": at_best["balanced_accuracy"],
-            }
-        )
-    return results, _paired(group, names, aurocs, drawn, confidence, "auroc")
-
-
-def graded_table(
-    group: str,
-    named_scores: Mapping[str, np.ndarray],
-    labels: np.ndarray,
-    resamples: int = 1000,
-    seed: int = 0,
-    confidence: float = 0.95,
-) -> tuple[list[dict], list[dict]]:
-    """:func:`group_table` for graded labels: per score Spearman and Kendall with bootstrap intervals, per two
-    scores the paired bootstrap of their Spearman difference (Holm-corrected over the group's pairs)."""
-    names = list(named_scores)
-    matrix = np.array([named_scores[name] for name in names], dtype=float)
-    spearmans, kendalls = bootstrap_correlations(matrix, labels, resamples, seed)
-    values = [(stats.spearman(row, labels), stats.kendall(row, labels)) for row in matrix]
-    results = [
-        {
-            "group": group,
-            "score": name,
-            "n": len(labels),
-            "spearman": spearman,
-            **dict(zip(("spearman_low", "spearman_high"), _percentiles(spearman_draws, confidence))),
-            "kendall": kendall,
-            **dict(zip(("kendall_low", "kendall_high"), _percentiles(kendall_draws, confidence))),
-        }
-        for name, (spearman, kendall), spearman_draws, kendall_draws in zip(names, values, spearmans, kendalls)
-    ]
-    return results, _paired(group, names, [spearman for spearman, _ in values], spearmans, confidence, "spearman")
-
-
-def _paired(
-    group: str, names: list[str], values: list[float], drawn: np.ndarray, confidence: float, key: str
-) -> list[dict]:
-    """Every two scores' difference of ``values`` (``key``: what they are) with the percentile interval and paired
-    p of their ``drawn`` resampled differences, and that p after Holm's correction over the group's pairs
-    (:data:`PAIRED_COLUMNS`)."""
-    paired: list[dict] = []
-    for a in range(len(names)):
-        for b in range(a + 1, len(names)):
-            differences = drawn[a] - drawn[b]
-            low, high = _percentiles(differences, confidence)
-            paired.append(
-                {
-                    "group": group,
-                    "score_a": names[a],
-                    "score_b": names[b],
-                    f"{key}_a": values[a],
-                    f"{key}_b": values[b],
-                    "difference": values[a] - values[b],
-                    "difference_low": low,
-                    "difference_high": high,
-                    "p_value": paired_p_value(differences),
-                }
-            )
-    for row, adjusted in zip(paired, stats.holm(np.array([row["p_value"] for row in paired], dtype=float))):
-        row["p_holm"] = float(adjusted)
-    return paired
-
-
-def _at_best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> dict:
-    """The threshold of the best F1, that F1, and the balanced accuracy there (NaN for a class the labels lack)."""
-    threshold = stats.best_f1_threshold(scores, labels)
-    predicted = scores >= threshold
-    rates = [
-        float((predicted[labels == value] == bool(value)).mean()) if (labels == value).any() else math.nan
-        for value in (0, 1)
-    ]
-    return {
-        "threshold": threshold,
-        "f1": stats.classification(scores, labels, threshold)["f1"],
-        "balanced_accuracy": float(np.mean(rates)),
-    }
-
-
-def leaderboard(
-    slices: Sequence[tuple[str, dict, np.ndarray]], resamples: int = 1000, seed: int = 0, graded: bool = False
-) -> tuple[list[dict], list[dict]]:
-    """Result and paired rows of each slice of :func:`row_slices` (``graded``: by :func:`graded_table`)."""
-    results, paired = [], []
-    table = graded_table if graded else group_table
-    for group, scores, labels in slices:
-        more, more_paired = table(group, scores, labels, resamples, seed)
-        results += more
-        paired += more_paired
-    return results, paired
-
-
 def write_leaderboard(
     out: Path,
     results: list[dict],
@@ -459,67 +169,46 @@ def write_leaderboard(
     )
 
 
+SHOWN = (
+    ("group", "group"), ("score", "score"), ("n", "n"), ("positive", "n_positive"), ("base rate", "base_rate"),
+    ("AUROC", "auroc"), ("95% interval", "auroc_interval"), ("best-F1 threshold", "threshold"), ("F1", "f1"),
+    ("F1 always positive", "f1_always_positive"), ("balanced accuracy", "balanced_accuracy"),
+)  # fmt: skip
+"""The printed table's columns, ``(heading, key)``; a key ``X_interval`` shows ``X_low``–``X_high``."""
+SHOWN_GRADED = (
+    ("group", "group"), ("score", "score"), ("n", "n"), ("Spearman", "spearman"),
+    ("95% interval", "spearman_interval"), ("Kendall", "kendall"), ("95% interval", "kendall_interval"),
+)  # fmt: skip
+SHOWN_PAIRED = (
+    ("group", "group"), ("A", "score_a"), ("B", "score_b"), ("{what} A - B", "difference"),
+    ("95% interval", "difference_interval"), ("p", "p_value"), ("p (Holm)", "p_holm"), ("survives Holm", "survives"),
+)  # fmt: skip
+
+
+def _table(columns: Sequence[tuple[str, str]], rows: list[dict], what: str = "") -> str:
+    def cell(row: dict, key: str):
+        if key.endswith("_interval"):
+            return _interval(row, key.removesuffix("_interval"))
+        if key == "survives":
+            return "yes" if row["p_holm"] < LEVEL else "no"
+        return row[key]
+
+    return markdown_table(
+        [head.format(what=what) for head, _ in columns], [[cell(r, k) for _, k in columns] for r in rows]
+    )
+
+
 def print_leaderboard(results: list[dict], paired: list[dict]) -> None:
-    if "spearman" in results[0]:
-        heads = ["group", "score", "n", "Spearman", "95% interval", "Kendall", "95% interval"]
-        keys = ("spearman", "kendall")
-        rows = [
-            [
-                r["group"],
-                r["score"],
-                r["n"],
-                r["spearman"],
-                _interval(r, "spearman"),
-                r["kendall"],
-                _interval(r, "kendall"),
-            ]
-            for r in results
-        ]
-    else:
-        heads = ["group", "score", "n", "positive", "base rate", "AUROC", "95% interval", "best-F1 threshold",
-                 "F1", "F1 always positive", "balanced accuracy"]  # fmt: skip
-        keys = ("auroc",)
-        rows = [
-            [
-                r["group"],
-                r["score"],
-                r["n"],
-                r["n_positive"],
-                r["base_rate"],
-                r["auroc"],
-                _interval(r, "auroc"),
-                r["threshold"],
-                r["f1"],
-                r["f1_always_positive"],
-                r["balanced_accuracy"],
-            ]  # fmt: skip
-            for r in results
-        ]
-    print(markdown_table(heads, rows))
+    """The result rows as a table, then the paired rows with what their tests say."""
+    graded = "spearman" in results[0]
+    print(_table(SHOWN_GRADED if graded else SHOWN, results))
     if paired:
-        what = "Spearman" if keys[0] == "spearman" else "AUROC"
+        what = "Spearman" if graded else "AUROC"
         print(
             f"\npaired bootstrap of the {what} difference (same resampled rows for both scores); Holm: p corrected "
             f"over each group's pairs, 'yes' where it stays below {LEVEL:g}:\n"
         )
-        print(
-            markdown_table(
-                ["group", "A", "B", f"{what} A - B", "95% interval", "p", "p (Holm)", "survives Holm"],
-                [
-                    [
-                        p["group"],
-                        p["score_a"],
-                        p["score_b"],
-                        p["difference"],
-                        _interval(p, "difference"),
-                        p["p_value"],
-                        p["p_holm"],
-                        "yes" if p["p_holm"] < LEVEL else "no",
-                    ]  # fmt: skip
-                    for p in paired
-                ],
-            )
-        )
+        print(_table(SHOWN_PAIRED, paired, what))
 
 
 def _interval(row: dict, key: str) -> str:

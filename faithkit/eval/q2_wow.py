@@ -60,7 +60,6 @@ def meta_eval_q2_wow(
     limit: int | None = None,
     score_keys: Sequence[str] = ("q2", "q2_no_nli"),
     threshold: float = 0.5,
-    fingerprint: dict | None = None,
     **job,
 ) -> dict:
     """Score both sets, print the Table 2/3-shaped markdown table, write CSV/JSON/PNG; return the summary.
@@ -68,20 +67,14 @@ def meta_eval_q2_wow(
     ``metric`` is anything with ``compute_rows(documents, histories, responses)`` returning
     one dict per row; ``score_keys[0]`` must be in those dicts, the other keys are reported
     when present (for Q²: ``q2`` and ``q2_no_nli``). ``limit`` takes the first rows of each
-    file, for a quick look. Scores are resumable; ``fingerprint`` (see
-    :func:`faithkit.jobs.job_fingerprint`) guards them, and ``job`` holds
-    :func:`faithkit.jobs.run_job`'s options (``restart``, ``retry_errors``, ``chunk_size``).
-
-    It takes many parameters because beside the two sets, the metric and the output it passes the job options
-    (``**job``) through.
+    file, for a quick look. Scores are resumable: ``job`` holds :func:`faithkit.jobs.run_job`'s options, among
+    them the ``fingerprint`` that guards them (:func:`faithkit.jobs.job_fingerprint`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     rows = load_q2_wow(consistent_csv, "consistent", limit) + load_q2_wow(inconsistent_csv, "inconsistent", limit)
     unique_ids(rows)
-    counts = score_rows(
-        _WithOverlap(metric), rows, out / "scores.jsonl", fingerprint=fingerprint, desc="q2-wow", flag="--out", **job
-    )
+    counts = score_rows(_WithOverlap(metric), rows, out / "scores.jsonl", desc="q2-wow", flag="--out", **job)
 
     wanted = {row.id for row in rows}
     records = [r for r in read_results(out / "scores.jsonl") if r["id"] in wanted]

@@ -429,8 +429,9 @@ class ClaimChecker(Metric):
         support: Callable[[Sequence[str], Sequence[str], Sequence[Sequence[str]]], list[list[float]]] | None = None,
         tokenizer=None,
     ):
-        """The checker ``preset`` (a name of :data:`PRESETS`); it takes many parameters because each is a metric option
-        that the command line and ``evaluate.load`` pass by name (:data:`faithkit.metrics.registry.METRICS`)."""
+        """The checker ``preset`` (a name of :data:`PRESETS`) and its metric options, as the command line and
+        ``evaluate.load`` pass them by name (:data:`faithkit.metrics.registry.METRICS`); ``support`` and ``tokenizer``
+        stand in for the support model (tests)."""
         if preset not in PRESETS:
             raise ValueError(f"unknown claim checker {preset!r}; choose one of {', '.join(PRESETS)}")
         check_option_values(batch_size=batch_size, window=window, stride=stride, max_windows=max_windows)

@@ -1,11 +1,12 @@
 """The three model stages of Q² — question generation, question answering, NLI — as swappable backends.
 
 Each backend takes whole lists and batches them itself, so the pipeline makes one batched
-call per stage (and per ``batch_size`` rows), never one call per span.
+call per stage (and per ``batch_size`` rows), never one call per span: what each stage's backend offers is its
+protocol in :mod:`.q2_stages` (:class:`QuestionGenerator`, :class:`QuestionAnswerer`, :class:`NLIClassifier`).
 
-* Hub backends run the paper's models (:class:`T5QuestionGenerator`,
+* Hub backends (:mod:`.q2_hub`) run the paper's models (:class:`T5QuestionGenerator`,
   :class:`ExtractiveQA`, :class:`SequenceClassificationNLI`).
-* Offline backends approximate them with a small causal LM or with rules, so Q² runs
+* Offline backends (:mod:`.q2_offline`) approximate them with a small causal LM or with rules, so Q² runs
   without the hub: :class:`RuleQuestionGenerator`, :class:`FewShotQuestionGenerator`,
   :class:`SpanScoringQA` and :class:`LabelWordNLI`. They are
   approximations: the measurements in ``benchmarks/q2_offline_stages.py`` say how good,
@@ -19,534 +20,70 @@ hub backends, or ``"rules"`` / ``"fewshot:LM"`` (QG), ``"scoring:LM"`` (QA), ``"
 
 from __future__ import annotations
 
-import re
-import warnings
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-
-import torch
+from collections.abc import Callable
 
 from .. import models
 from ..errors import ConfigError
-from ..prompts import start_ids
-from ..scoring import Request, TokenScorer
-
-NLI_LABELS = ("entailment", "neutral", "contradiction")
-NO_ANSWER = ""
-
-
-@dataclass
-class Candidate:
-    """An informative span of a response, the answer a question is generated for."""
-
-    text: str
-    context: str  # the response the span comes from
-    span: object = None  # the spaCy Span (rule-based QG reads its parse); None when unknown
-
-
-def _batches(items: Sequence, size: int):
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
-
-
-# ---------------------------------------------------------------------------------------
-# Hub backends: the paper's models
-# ---------------------------------------------------------------------------------------
-
-
-class T5QuestionGenerator:
-    """Answer-aware QG with a seq2seq model, as in the paper: input ``answer: A  context: C``.
-
-    Beam search with ``num_beams`` beams returns ``num_return`` questions per answer, best
-    first; the ``question:`` prefix the model was trained to emit is removed.
-    """
-
-    def __init__(
-        self,
-        model_name,
-        device=None,
-        batch_size=8,
-        dtype=None,
-        num_beams=5,
-        num_return=5,
-        max_length=128,
-        model=None,
-        tokenizer=None,
-    ):
-        """Load the backend model, or take a loaded one; it takes many parameters because each is a setting
-        :class:`~faithkit.metrics.q2.Q2` passes through."""
-        if model is None:
-            model, tokenizer = models.load(model_name, device=device, dtype=dtype)
-        if not model.config.is_encoder_decoder:
-            raise ConfigError(
-                f"Q²'s question generator qg_model={model_name!r} needs a seq2seq model (T5-style), but "
-                f"{type(model).__name__} is decoder-only; give a causal LM as 'fewshot:{model_name}'"
-            )
-        self.model, self.tokenizer = model, tokenizer
-        self.batch_size, self.num_beams, self.num_return, self.max_length = (
-            batch_size,
-            num_beams,
-            num_return,
-            max_length,
-        )
-
-    @torch.no_grad()
-    def generate(self, candidates: Sequence[Candidate]) -> list[list[str]]:
-        questions: list[list[str]] = []
-        for batch in _batches(list(candidates), self.batch_size):
-            texts = [f"answer: {c.text}  context: {c.context}" for c in batch]
-            encoded = self.tokenizer(texts, padding=True, truncation=True, max_length=512, return_tensors="pt").to(
-                models.input_device(self.model)
-            )
-            output = self.model.generate(
-                **encoded,
-                max_length=self.max_length,
-                num_beams=self.num_beams,
-                num_return_sequences=self.num_return,
-                no_repeat_ngram_size=3,
-                early_stopping=True,
-                do_sample=False,
-            )
-            decoded = self.tokenizer.batch_decode(output, skip_special_tokens=True)
-            cleaned = [_strip_prefix(q.strip(), "question:") for q in decoded]
-            questions.extend(cleaned[i : i + self.num_return] for i in range(0, len(cleaned), self.num_return))
-        return questions
-
-
-def _strip_prefix(text: str, prefix: str) -> str:
-    return text[len(prefix) :].strip() if text.lower().startswith(prefix) else text
-
-
-class ExtractiveQA:
-    """SQuAD-2-style extractive QA (start/end logits) over passages of any length.
-
-    Long passages are read in overlapping windows (``max_length`` tokens, ``stride``
-    tokens of overlap). The answer is the best-scoring span with start ≤ end, inside the
-    passage, at most ``max_answer_tokens`` long; if the no-answer score (start and end on
-    the first token, ``[CLS]``) beats it in every window, the answer is ``""``.
-    """
-
-    def __init__(
-        self,
-        model_name,
-        device=None,
-        batch_size=8,
-        dtype=None,
-        max_length=384,
-        stride=128,
-        max_answer_tokens=30,
-        n_best=20,
-        model=None,
-        tokenizer=None,
-    ):
-        """Load the backend model, or take a loaded one; it takes many parameters because each is a setting
-        :class:`~faithkit.metrics.q2.Q2` passes through."""
-        if model is None:
-            model, tokenizer = models.load(model_name, kind="question-answering", device=device, dtype=dtype)
-        if not getattr(tokenizer, "is_fast", False):
-            raise ValueError(
-                "ExtractiveQA needs a fast tokenizer (offsets map answers back to text); install `tokenizers`"
-            )
-        self.model, self.tokenizer = model, tokenizer
-        self.batch_size, self.max_length, self.stride = batch_size, max_length, stride
-        self.max_answer_tokens, self.n_best = max_answer_tokens, n_best
-
-    @torch.no_grad()
-    def answer(self, questions: Sequence[str], passages: Sequence[str]) -> list[str]:
-        answers: list[str] = []
-        for batch in _batches(list(zip(questions, passages)), self.batch_size):
-            answers.extend(self._answer_batch([q for q, _ in batch], [p for _, p in batch]))
-        return answers
-
-    def _answer_batch(self, questions, passages):
-        encoded = self.tokenizer(
-            list(questions),
-            list(passages),
-            truncation="only_second",
-            max_length=self.max_length,
-            stride=self.stride,
-            return_overflowing_tokens=True,
-            return_offsets_mapping=True,
-            padding=True,
-            return_tensors="pt",
-        )
-        window_of = encoded.pop("overflow_to_sample_mapping").tolist()
-        offsets = encoded.pop("offset_mapping").tolist()
-        sequence_ids = [encoded.sequence_ids(i) for i in range(len(window_of))]
-        inputs = {
-            k: v.to(models.input_device(self.model))
-            for k, v in encoded.items()
-            if k in ("input_ids", "attention_mask", "token_type_ids")
-        }
-        output = self.model(**inputs)
-        starts, ends = output.start_logits.float().cpu(), output.end_logits.float().cpu()
-        best: list[tuple[float, str]] = [(float("-inf"), NO_ANSWER)] * len(questions)
-        null = [float("inf")] * len(questions)
-        for window, item in enumerate(window_of):
-            null[item] = min(null[item], float(starts[window, 0] + ends[window, 0]))
-            score, text = self._best_span(
-                starts[window], ends[window], offsets[window], sequence_ids[window], passages[item]
-            )
-            if score > best[item][0]:
-                best[item] = (score, text)
-        return [text if score > null[i] else NO_ANSWER for i, (score, text) in enumerate(best)]
-
-    def _best_span(self, start_logits, end_logits, offsets, sequence_ids, passage) -> tuple[float, str]:
-        in_passage = [i for i, s in enumerate(sequence_ids) if s == 1]
-        if not in_passage:
-            return float("-inf"), NO_ANSWER
-        allowed = torch.full_like(start_logits, float("-inf"))
-        allowed[in_passage] = 0
-        k = min(self.n_best, len(in_passage))
-        top_starts = (start_logits + allowed).topk(k).indices.tolist()
-        top_ends = (end_logits + allowed).topk(k).indices.tolist()
-        best = (float("-inf"), NO_ANSWER)
-        for s in top_starts:
-            for e in top_ends:
-                if s <= e < s + self.max_answer_tokens:
-                    score = float(start_logits[s] + end_logits[e])
-                    if score > best[0]:
-                        best = (score, passage[offsets[s][0] : offsets[e][1]].strip())
-        return best
-
-
-class SequenceClassificationNLI:
-    """A 3-way NLI classifier; labels come from the model's ``config.id2label``.
-
-    ``labels`` overrides that mapping (one of entailment/neutral/contradiction per class
-    index) for models whose config names its classes ``LABEL_0``…
-    """
-
-    def __init__(
-        self,
-        model_name,
-        device=None,
-        batch_size=8,
-        dtype=None,
-        labels: Sequence[str] | None = None,
-        model=None,
-        tokenizer=None,
-    ):
-        if model is None:
-            model, tokenizer = models.load(model_name, kind="sequence-classification", device=device, dtype=dtype)
-        self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
-        self.labels = list(labels) if labels is not None else label_names(model.config.id2label, model_name)
-
-    @torch.no_grad()
-    def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
-        labels: list[str] = []
-        max_length = min(getattr(self.tokenizer, "model_max_length", 512), 512)
-        for batch in _batches(list(zip(premises, hypotheses)), self.batch_size):
-            encoded = self.tokenizer(
-                [p for p, _ in batch],
-                [h for _, h in batch],
-                truncation="longest_first",
-                max_length=max_length,
-                padding=True,
-                return_tensors="pt",
-            ).to(models.input_device(self.model))
-            predicted = self.model(**encoded).logits.argmax(-1).tolist()
-            labels.extend(self.labels[i] for i in predicted)
-        return labels
-
-
-def label_names(id2label: dict, model_name) -> list[str]:
-    """Map class indices to entailment/neutral/contradiction by the config's label names."""
-    names = []
-    for index in range(len(id2label)):
-        raw = str(id2label[index]).lower()
-        match = next((label for label in NLI_LABELS if raw.startswith(label[:7])), None)
-        if match is None:
-            raise ValueError(
-                f"NLI model {model_name!r}: cannot tell which class is which from config.id2label={dict(id2label)}. "
-                f"Pass SequenceClassificationNLI(..., labels=[...]) naming each class index as one of {NLI_LABELS}."
-            )
-        names.append(match)
-    if sorted(set(names)) != sorted(NLI_LABELS):
-        raise ValueError(
-            f"NLI model {model_name!r} must have the classes {NLI_LABELS}; its config.id2label is {dict(id2label)}"
-        )
-    return names
-
-
-# ---------------------------------------------------------------------------------------
-# Offline backends
-# ---------------------------------------------------------------------------------------
-
-WH_BY_ENTITY = {
-    "PERSON": "who",
-    "NORP": "what",
-    "FAC": "where",
-    "ORG": "what",
-    "GPE": "where",
-    "LOC": "where",
-    "PRODUCT": "what",
-    "EVENT": "what",
-    "WORK_OF_ART": "what",
-    "LAW": "what",
-    "LANGUAGE": "what",
-    "DATE": "when",
-    "TIME": "when",
-    "PERCENT": "how much",
-    "MONEY": "how much",
-    "QUANTITY": "how much",
-    "ORDINAL": "which",
-    "CARDINAL": "how many",
-}
-PERSON_PRONOUNS = {"he", "she", "him", "her", "they", "them", "we", "us", "you", "me", "i", "who"}
-
-
-class RuleQuestionGenerator:
-    """A wh-question made from the span's sentence: the span is replaced by a wh-word.
-
-    The wh-word comes from the entity label (DATE → "when", PERSON → "who", CARDINAL →
-    "how many", …) or, for noun chunks, "who" for personal pronouns and "what"
-    otherwise; an article in front goes too, and "where"/"when" also absorb a preposition ("in 1983" → "when").
-    No inversion is attempted ("it aired when?"): extractive answerers read such cloze
-    questions well, and the rule cannot loop or hallucinate. Pronoun spans get no
-    question: their answer on the knowledge is never the pronoun, so with an answerer
-    that cannot resolve references they only add F1 zeros to consistent responses.
-    """
-
-    def generate(self, candidates: Sequence[Candidate]) -> list[list[str]]:
-        return [[rule_question(c.span)] if c.span is not None and not is_pronoun(c.span) else [] for c in candidates]
-
-
-def is_pronoun(span) -> bool:
-    """ "it", "they", "that": the knowledge never contains such an answer, so the rules ask nothing about it."""
-    return all(token.pos_ in ("PRON", "DET") for token in span)
-
-
-def rule_question(span) -> str:
-    doc, sentence = span.doc, span.sent
-    wh = WH_BY_ENTITY.get(span.label_) if span.label_ else None
-    if wh is None:
-        wh = "who" if span.root.lower_ in PERSON_PRONOUNS else "what"
-    if wh == "where" and span.root.dep_ in ("nsubj", "nsubjpass"):  # "The Eiffel Tower is tall" asks what, not where
-        wh = "what"
-    start = span.start
-    if start > sentence.start and doc[start - 1].lower_ in ("the", "a", "an"):  # entities leave their article out
-        start -= 1
-    if wh in ("where", "when") and start > sentence.start and doc[start - 1].dep_ == "prep":
-        start -= 1
-    before = doc[sentence.start : start].text
-    after = doc[span.end : sentence.end].text.rstrip(" .!?")
-    return " ".join(part for part in (before, wh, after) if part).strip() + "?"
-
-
-class _CausalLM:
-    """A causal LM with its tokenizer, and the few helpers the offline backends share."""
-
-    def __init__(self, model, tokenizer):
-        models.require_causal(model, "Q² (offline backends)")
-        self.model, self.tokenizer = model, tokenizer
-        self.start = start_ids(tokenizer)
-        self.newline = self.encode("\n")[-1]
-        self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-
-    def encode(self, text: str) -> list[int]:
-        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"]) if text else []
-
-    @torch.no_grad()
-    def generate(self, prompts: Sequence[list[int]], max_new_tokens: int, **options) -> list[list[int]]:
-        """Greedy continuation of each prompt (token ids), left-padded in one batch, up to a newline."""
-        width, device = max(len(p) for p in prompts), models.input_device(self.model)
-        ids = torch.tensor([[self.pad_id] * (width - len(p)) + p for p in prompts], device=device)
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts], device=device)
-        output = self.model.generate(
-            input_ids=ids,
-            attention_mask=mask,
-            max_new_tokens=max_new_tokens,
-            do_sample=False,
-            num_beams=1,
-            eos_token_id=self.newline,
-            pad_token_id=self.pad_id,
-            **options,
-        )
-        results = []
-        for row in output[:, width:].tolist():
-            results.append(row[: row.index(self.newline)] if self.newline in row else row)
-        return results
-
-
-def cut_passage(text: str, max_words: int = 1500) -> str:
-    """Offline LMs read at most ``max_words`` words of a passage (its start), with a warning."""
-    words = text.split()
-    if len(words) <= max_words:
-        return text
-    warnings.warn(
-        f"passage of {len(words)} words cut to its first {max_words} for the offline QA/NLI prompt", stacklevel=2
-    )
-    return " ".join(words[:max_words])
-
-
-QG_EXAMPLES = (
-    (
-        "bob ross hosted the joy of painting , which aired on pbs from 1983 to 1994 .",
-        "pbs",
-        "On which network did the joy of painting air?",
-    ),
-    (
-        "tennis is a racket sport that can be played by two or four players .",
-        "a racket sport",
-        "What kind of sport is tennis?",
-    ),
-    ("The Eiffel Tower is 330 metres tall and was finished in 1889.", "1889", "When was the Eiffel Tower finished?"),
+from .q2_hub import ExtractiveQA, SequenceClassificationNLI, T5QuestionGenerator, _strip_prefix, label_names
+from .q2_offline import (
+    LABEL_WORDS,
+    NLI_EXAMPLES,
+    PERSON_PRONOUNS,
+    QG_EXAMPLES,
+    WH_BY_ENTITY,
+    WH_PHRASE,
+    FewShotQuestionGenerator,
+    LabelWordNLI,
+    RuleQuestionGenerator,
+    SpanScoringQA,
+    _CausalLM,
+    cut_passage,
+    is_pronoun,
+    rule_question,
+    statement_parts,
+)
+from .q2_stages import (
+    NLI_LABELS,
+    NO_ANSWER,
+    STAGES,
+    Candidate,
+    HubBackend,
+    NLIClassifier,
+    QuestionAnswerer,
+    QuestionGenerator,
 )
 
-
-class FewShotQuestionGenerator:
-    """QG by few-shot completion with a causal LM: ``Text: … Answer: … Question:``, greedy.
-
-    Chat prompts make small instruct models chat instead of asking; completion prompts
-    with three worked examples work for some spans, and often ask about something else
-    (on the dodeca responses 24% of SmolLM2's and 26% of Gemma-3-270M's questions were
-    answered by their span, against 91% for :class:`RuleQuestionGenerator`).
-    ``no_repeat_ngram_size=3`` (as the paper's beam search) stops the loops small LMs
-    fall into; the question ends at its first "?".
-    """
-
-    def __init__(self, lm: _CausalLM, batch_size=8, max_new_tokens=32):
-        self.lm, self.batch_size, self.max_new_tokens = lm, batch_size, max_new_tokens
-        self.header = "".join(f"Text: {t}\nAnswer: {a}\nQuestion: {q}\n\n" for t, a, q in QG_EXAMPLES)
-
-    def generate(self, candidates: Sequence[Candidate]) -> list[list[str]]:
-        questions: list[list[str]] = []
-        for batch in _batches(list(candidates), self.batch_size):
-            prompts = [
-                self.lm.start + self.lm.encode(f"{self.header}Text: {c.context}\nAnswer: {c.text}\nQuestion:")
-                for c in batch
-            ]
-            for ids in self.lm.generate(prompts, self.max_new_tokens, no_repeat_ngram_size=3):
-                text = self.lm.tokenizer.decode(ids, skip_special_tokens=True).strip()
-                question = text[: text.index("?") + 1] if "?" in text else text
-                questions.append([question] if question else [])
-        return questions
-
-
-WH_PHRASE = re.compile(r"\b(how many|how much|who|whom|what|when|where|which)\b", re.IGNORECASE)
-
-
-def statement_parts(question: str) -> tuple[str, str]:
-    """Split a question at its wh-phrase: ``("it aired", " in paris")`` for "it aired when in paris?".
-
-    A candidate answer put between the two parts turns the question into a statement
-    ("it aired 1983 in paris"); a question without a wh-word gets the answer appended.
-    """
-    text = question.strip().rstrip("?").strip()
-    match = WH_PHRASE.search(text)
-    if match is None:
-        return text, ""
-    return text[: match.start()].rstrip(), text[match.end() :]
-
-
-class SpanScoringQA:
-    """Extractive QA by ranking candidate spans of the passage (its entities and noun chunks).
-
-    Each candidate fills the question's wh-slot, and the LM scores the resulting
-    statement after the passage: ``Passage: … Statement: it aired [1983] in paris``. The
-    score is the mean log-probability of the tokens from the candidate on (the text
-    before the slot is the same for every candidate and is the shared, cached prefix),
-    so long spans are not penalised for their length. Tiny LMs copy well and answer
-    questions badly: on the dodeca responses, scoring the candidates as answers after
-    "Question: … Passage: … Answer:" gave back the response's own span for 22% of the
-    questions, filling the slot for 91% (``benchmarks/q2_offline_stages.py``). Unlike SQuAD-2 models this answerer never
-    abstains (a wrong span then scores F1 0); a passage without candidates answers "".
-    """
-
-    def __init__(self, lm: _CausalLM, nlp, batch_size=8):
-        self.lm, self.nlp = lm, nlp
-        self.scorer = TokenScorer(lm.model, batch_size=batch_size)
-
-    def candidates(self, passages: Sequence[str]) -> list[list[str]]:
-        spans = []
-        for doc in self.nlp.pipe(passages):
-            seen, texts = set(), []
-            for span in list(doc.ents) + list(doc.noun_chunks):
-                if span.text.lower() not in seen:
-                    seen.add(span.text.lower())
-                    texts.append(span.text)
-            spans.append(texts)
-        return spans
-
-    def answer(self, questions: Sequence[str], passages: Sequence[str]) -> list[str]:
-        passages = [cut_passage(p) for p in passages]
-        unique = list(dict.fromkeys(passages))
-        options = dict(zip(unique, self.candidates(unique)))
-        requests: list[Request] = []
-        for question, passage in zip(questions, passages):
-            before, after = statement_parts(question)
-            context = self.lm.start + self.lm.encode(
-                f"Passage: {passage}\nStatement:" + (f" {before}" if before else "")
-            )
-            requests.extend((context, self.lm.encode(f" {option}{after}\n")) for option in options[passage])
-        scores = iter([float(logprobs.mean()) for logprobs in self.scorer(requests)])
-        answers = []
-        for passage in passages:
-            scored = [(next(scores), option) for option in options[passage]]
-            answers.append(max(scored)[1] if scored else NO_ANSWER)
-        return answers
-
-
-NLI_EXAMPLES = (
-    ("When was the Eiffel Tower finished? 1889.", "When was the Eiffel Tower finished? in 1889.", "yes"),
-    ("When was the Eiffel Tower finished? 1889.", "When was the Eiffel Tower finished? 1925.", "no"),
-    ("Who hosted the show? bob ross.", "Who hosted the show? a famous painter.", "maybe"),
-)
-LABEL_WORDS = {"entailment": " yes", "contradiction": " no", "neutral": " maybe"}
-
-
-class LabelWordNLI:
-    """NLI by comparing the LM's probabilities of the label words " yes" / " no" / " maybe".
-
-    Small LMs prefer one word whatever the input, so the scores are calibrated as in
-    Zhao et al. (2021): each label's log-probability on a content-free input ("N/A") is
-    subtracted before taking the best label.
-
-    ``compare_answers`` tells Q² whether to use this backend on answer pairs too
-    ("question knowledge-answer." vs "question response-answer."), not only for the
-    end-to-end fallback. It is off by default because it was measured to hurt: on the
-    300 dodeca responses, letting SmolLM2's label words judge answer pairs dropped
-    Q²'s AUROC from 0.62 (F1 kept) to 0.51: it said "entailment" to 60% of the
-    differing answers in inconsistent responses, more often than in consistent ones (53%).
-    """
-
-    def __init__(self, lm: _CausalLM, batch_size=8, compare_answers=False):
-        self.lm, self.compare_answers = lm, compare_answers
-        self.scorer = TokenScorer(lm.model, batch_size=batch_size)
-        self.header = "".join(
-            f"Premise: {p}\nHypothesis: {h}\nTrue, false or unknown? Answer yes, no or maybe: {a}\n\n"
-            for p, h, a in NLI_EXAMPLES
-        )
-        self.label_ids = {label: lm.encode(word) for label, word in LABEL_WORDS.items()}
-        self._calibration: dict[str, float] | None = None
-
-    def _label_logprobs(self, premises, hypotheses) -> list[dict[str, float]]:
-        requests: list[Request] = []
-        for premise, hypothesis in zip(premises, hypotheses):
-            context = self.lm.start + self.lm.encode(
-                f"{self.header}Premise: {cut_passage(premise)}\nHypothesis: {hypothesis}\nTrue, false or unknown? Answer yes, no or maybe:"
-            )
-            requests.extend((context, ids) for ids in self.label_ids.values())
-        logprobs = self.scorer(requests)
-        labels = list(self.label_ids)
-        return [
-            {label: float(logprobs[i + j].sum()) for j, label in enumerate(labels)}
-            for i in range(0, len(requests), len(labels))
-        ]
-
-    def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
-        if not premises:
-            return []
-        if self._calibration is None:
-            self._calibration = self._label_logprobs(["N/A"], ["N/A"])[0]
-        calibration, scores = self._calibration, self._label_logprobs(premises, hypotheses)
-        return [max(s, key=lambda label: s[label] - calibration[label]) for s in scores]
-
-
-# ---------------------------------------------------------------------------------------
-# Building backends from spec strings
-# ---------------------------------------------------------------------------------------
+__all__ = [  # the backends, their protocols, and the names this module held before hub and offline moved out
+    "LABEL_WORDS",
+    "NLI_EXAMPLES",
+    "NLI_LABELS",
+    "NO_ANSWER",
+    "OFFLINE_METHODS",
+    "PERSON_PRONOUNS",
+    "QG_EXAMPLES",
+    "WH_BY_ENTITY",
+    "WH_PHRASE",
+    "Candidate",
+    "ExtractiveQA",
+    "FewShotQuestionGenerator",
+    "HubBackend",
+    "LabelWordNLI",
+    "NLIClassifier",
+    "QuestionAnswerer",
+    "QuestionGenerator",
+    "RuleQuestionGenerator",
+    "SequenceClassificationNLI",
+    "SpanScoringQA",
+    "T5QuestionGenerator",
+    "_CausalLM",
+    "_strip_prefix",
+    "build_backend",
+    "cut_passage",
+    "is_pronoun",
+    "label_names",
+    "rule_question",
+    "statement_parts",
+]
 
 OFFLINE_METHODS = {
     "qg": ("rules", "fewshot"),
@@ -567,7 +104,13 @@ def build_backend(
 ):
     """Turn a spec (hub id, local folder, ``"method:LM"``, ``"rules"``, or a ready backend) into a backend for ``stage``."""
     if not isinstance(spec, str):
-        return spec  # already a backend object
+        if not isinstance(spec, STAGES[stage]):
+            protocol = STAGES[stage].__name__
+            raise ConfigError(
+                f"{stage}_model: a {type(spec).__name__} is no {protocol} (faithkit.metrics.q2_stages names the "
+                f"method it needs); pass a hub id, an offline spec, or a backend of faithkit.metrics.q2_backends"
+            )
+        return spec
     load_lm = load_lm or (lambda name: _CausalLM(*models.load(name, device=device, dtype=dtype)))
     method, _, lm_name = spec.partition(":")
     if stage == "qa" and method == "constrained":

@@ -15,6 +15,7 @@ colouring of ``faithkit explain``). No external assets; a few lines of script so
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 
@@ -71,42 +72,27 @@ def sample_contexts(contexts: Sequence, count: int) -> list:
     return [contexts[round(i * len(contexts) / count)] for i in range(count)]
 
 
-def write_report(
-    path: Path,
-    config: SweepConfig,
-    contexts: Sequence,
-    responses: dict,
-    pmi: dict | None,
-    q2: dict | None,
-    table: Sequence[dict],
-    best: dict,
-    made_by: dict | None = None,
-) -> Path:
-    """Write the page (see the module docstring); ``responses`` maps a cell label to ``{row id: response}`` and
-    ``pmi``/``q2`` map ``<cell>/<row id>`` to score records.
+@dataclass
+class SweepOutcome:
+    """What the page shows of a finished sweep."""
 
-    It takes many parameters because the page shows each of the sweep's results: its contexts, responses, scores,
-    table and pick.
-    """
-    parameters, shown = parameter_names(table), folded_rows(table)
-    rows = {row["cell"]: row for row in table}
-    cards = []
-    for number, context in enumerate(sample_contexts(contexts, config.report_contexts)):
+    contexts: Sequence
+    responses: dict  # cell label -> {row id: response}
+    pmi: dict | None  # "<cell>/<row id>" -> pmi-faith's score record
+    q2: dict | None  # the same for Q²
+    table: Sequence[dict]  # one row per cell (sweep.csv)
+    best: dict  # the chosen cell (best.json)
 
-        def response(cell, context=context):
-            key = f"{rows[cell]['decodes_as'] or cell}/{context.id}"  # scores are kept under the decode's cell
-            return _response_cell(responses[cell][context.id], (pmi or {}).get(key), (q2 or {}).get(key))
 
-        turns = "".join(f"<div>{escape(str(turn))}</div>" for turn in context.history)
-        cards.append(
-            f'<details class="card context"{" open" if number == 0 else ""}><summary class="head">row '
-            f"{escape(context.id)}</summary>"
-            + (f'<div class="history"><b>History:</b>{turns}</div>' if turns else "")
-            + f'<div class="document"><b>Document:</b> {escape(context.document)}</div>'
-            + f'<p class="gold"><b>Gold:</b> {escape(context.gold or "—")}</p>'
-            + _response_table(shown, rows, best, response, parameters)
-            + "</details>"
-        )
+def write_report(path: Path, config: SweepConfig, outcome: SweepOutcome, made_by: dict | None = None) -> Path:
+    """Write the page (see the module docstring): the cell table, the pick, and the responses to a sample of the
+    contexts."""
+    contexts, table, best = outcome.contexts, outcome.table, outcome.best
+    parameters = parameter_names(table)
+    cards = [
+        _context_card(number, context, outcome, parameters)
+        for number, context in enumerate(sample_contexts(contexts, config.report_contexts))
+    ]
     header = (
         f'<header><h1>faithkit sweep: {escape(str(config.generator))}</h1><div class="summary">'
         f"<span>contexts <b>{len(contexts)}</b></span><span>judge <b>{escape(str(config.judge))}</b></span>"
@@ -131,6 +117,28 @@ def write_report(
     )
     write_text(path, page)
     return path
+
+
+def _context_card(number: int, context, outcome: SweepOutcome, parameters: list[str]) -> str:
+    """One context's card: its history, document and gold response, and every cell's response with its scores."""
+    rows = {row["cell"]: row for row in outcome.table}
+
+    def response(cell):
+        key = f"{rows[cell]['decodes_as'] or cell}/{context.id}"  # scores are kept under the decode's cell
+        return _response_cell(
+            outcome.responses[cell][context.id], (outcome.pmi or {}).get(key), (outcome.q2 or {}).get(key)
+        )
+
+    turns = "".join(f"<div>{escape(str(turn))}</div>" for turn in context.history)
+    return (
+        f'<details class="card context"{" open" if number == 0 else ""}><summary class="head">row '
+        f"{escape(context.id)}</summary>"
+        + (f'<div class="history"><b>History:</b>{turns}</div>' if turns else "")
+        + f'<div class="document"><b>Document:</b> {escape(context.document)}</div>'
+        + f'<p class="gold"><b>Gold:</b> {escape(context.gold or "—")}</p>'
+        + _response_table(folded_rows(outcome.table), rows, outcome.best, response, parameters)
+        + "</details>"
+    )
 
 
 def _cells_table(table: Sequence[dict], config: SweepConfig, best: dict) -> str:

@@ -160,15 +160,15 @@ def _write_outputs(
 ) -> None:
     """sweep.csv (what made it beside it), best.json, the heatmaps and report.html."""
     from .plots import heatmaps
-    from .report import write_report
+    from .report import SweepOutcome, write_report
 
     out = Path(config.out)
     write_csv(table, out / "sweep.csv")
     provenance.write_sidecar(out / "sweep.csv", made_by)
     write_json(out / "best.json", {**best, provenance.KEY: made_by})
     heatmaps(table, config, out / "heatmaps", best)
-    pmi, q2 = files.get("pmi-faith"), files.get("q2")
-    write_report(out / "report.html", config, contexts, responses, pmi, q2, table, best, made_by)
+    outcome = SweepOutcome(contexts, responses, files.get("pmi-faith"), files.get("q2"), table, best)
+    write_report(out / "report.html", config, outcome, made_by)
 
 
 def read_contexts(config: SweepConfig) -> list[Context]:

@@ -7,7 +7,11 @@
 - :mod:`~faithkit.train.data`: rows to token ids through the shared prompt views.
 - :mod:`~faithkit.train.model`: pretrained or small random models.
 - :mod:`~faithkit.train.hooks`: decoding and scoring a dev subset at each evaluation.
-- :mod:`~faithkit.train.loop`: the accelerate loop, checkpoints and resumption.
+- :mod:`~faithkit.train.loop`: the accelerate loop and resumption.
+- :mod:`~faithkit.train.steps`: one optimizer step's loss and the dev loss.
+- :mod:`~faithkit.train.run_folder`: which run owns an output folder, and its logs.
+- :mod:`~faithkit.train.checkpoint`: ``best/`` and ``last/``.
+- :mod:`~faithkit.train.state`: the resumable state, read back without unpickling.
 - :mod:`~faithkit.train.memory`: handing freed memory back to the OS between phases.
 """
 

@@ -87,10 +87,8 @@ def encode_rows(
     Contexts are cut to fit (document first), responses to ``max_response_length``. A row
     whose history alone is too long for the room left (chat templates cannot cut a turn) is
     left out and counted in ``stats.dropped``. The tokenization runs through ``Dataset.map``
-    (``num_proc`` processes) into a cache file named by ``datasets``' fingerprint of the rows,
-    the tokenizer, the template, the lengths and the code of this module and of
-    :mod:`faithkit.prompts`, so a second run of the same configuration reads the file instead
-    of tokenizing again.
+    (``num_proc`` processes) into a cache file named by a fingerprint of the rows, the tokenizer, the template,
+    the lengths and the code of this module and of :mod:`faithkit.prompts`: a rerun reads it instead.
     """
     import datasets
 
@@ -98,20 +96,15 @@ def encode_rows(
         raise ConfigError(
             "the tokenizer has no end-of-sequence token, so responses could not end; use a tokenizer with one"
         )
-    table = datasets.Dataset.from_dict(
-        {
-            "document": [row.document for row in rows],
-            "history": [row.history for row in rows],
-            "response": [row.response for row in rows],
-        }
+    views = ("document", "history", "response")
+    table = datasets.Dataset.from_dict({view: [getattr(row, view) for row in rows] for view in views})
+    options = dict(
+        tokenizer=tokenizer,
+        template=template,
+        seq2seq=seq2seq,
+        max_length=max_length,
+        max_response_length=max_response_length,
     )
-    options = {
-        "tokenizer": tokenizer,
-        "template": template,
-        "seq2seq": seq2seq,
-        "max_length": max_length,
-        "max_response_length": max_response_length,
-    }
     cache, fingerprint = _cache_of(table, options)
     if any(cache.glob(f"{fingerprint}*.arrow")):  # one file, or one per process with num_proc
         logger.info("%d rows: tokenized ids read from the cache (%s)", len(rows), cache / fingerprint)
@@ -125,12 +118,8 @@ def encode_rows(
         desc="tokenizing",
     )
     fits = list(encoded["fits"])
-    stats = EncodingStats(
-        rows=len(rows),
-        contexts_cut=sum(encoded["context_cut"]),
-        responses_cut=sum(encoded["response_cut"]),
-        dropped=fits.count(False),
-    )
+    cut = (sum(encoded["context_cut"]), sum(encoded["response_cut"]))
+    stats = EncodingStats(rows=len(rows), contexts_cut=cut[0], responses_cut=cut[1], dropped=fits.count(False))
     kept = [index for index, fitting in enumerate(fits) if fitting]
     return encoded.select(kept).select_columns(["input_ids", "labels"]), stats
 

@@ -17,27 +17,21 @@ Shaped after transformers' ``run_summarization_no_trainer.py``. What faithkit ad
 * An epoch is ``rows // (batch_size × gradient_accumulation_steps)`` optimizer steps of full
   batches; the few rows left over differ from epoch to epoch, as the order is reshuffled.
 
-Output folder: ``best/`` and ``last/`` (``save_pretrained`` folders with the tokenizer and a
-``trainer_info.json``), ``state/``, ``metrics.csv`` (step, key, value), ``generations.jsonl``
-(the decoded dev responses of each evaluation), ``tensorboard/faithkit/`` (every value of metrics.csv, as
-``evaluation.log_with``'s other trackers get them) and ``run_config.yaml``, which ties the folder to one
-config and the content of its train and dev rows. ``best/`` and ``last/`` also hold a model card,
-``README.md`` (:mod:`.card`).
+Output folder: ``best/`` and ``last/`` (``save_pretrained`` folders with the tokenizer, a
+``trainer_info.json`` and a model card, :mod:`.checkpoint`), ``state/`` (:mod:`.state`), ``metrics.csv``,
+``generations.jsonl`` and ``run_config.yaml`` (:mod:`.run_folder`), and ``tensorboard/faithkit/`` (every value of
+metrics.csv, as ``evaluation.log_with``'s other trackers get them). The arithmetic of a step's loss is
+:mod:`.steps`.
 """
 
 from __future__ import annotations
 
-import csv
-import inspect
 import json
 import math
 import os
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import ClassVar
 
 import torch
-import yaml
 from accelerate import Accelerator
 from accelerate.logging import get_logger
 from accelerate.utils import (
@@ -51,70 +45,40 @@ from torch.utils.data import DataLoader
 from tqdm.auto import tqdm
 from transformers import get_scheduler
 
-from ..data.results import content_digest
 from ..decoding import default_template, pad_token_id
-from ..errors import ConfigError, OutputError
-from ..files import open_append, to_json, write_json, write_text
-from ..schema import BOOLEAN, NUMBER_OR_NULL, WHOLE, ListOf, Object, read_json_line
-from .card import write_model_card
+from ..errors import ConfigError
+from .checkpoint import save_checkpoint
 from .config import TrainConfig
-from .data import IGNORE, Collator, encode_rows, load_rows
+from .data import Collator, encode_rows, load_rows
 from .hooks import build_hook, load_hook_metrics
 from .memory import map_large_allocations, release_memory
 from .model import build_model
-from .state import load_state, remove, save_state, saving
+from .run_folder import ROWS_KEY, RUN_CONFIG, RunLog, check_output_dir, claim_output_dir, run_name, run_record
+from .state import RunState, load_state, save_state
+from .steps import TokenLoss, dev_loss, parameter_groups, train_step, windows
+
+__all__ = [  # the names this module held before the run folder, steps and checkpoints moved out
+    "ROWS_KEY",
+    "RUN_CONFIG",
+    "RunLog",
+    "RunState",
+    "TokenLoss",
+    "TrainingRun",
+    "check_output_dir",
+    "claim_output_dir",
+    "dev_loss",
+    "enable_activation_checkpointing",
+    "make_accelerator",
+    "run_name",
+    "run_record",
+    "save_checkpoint",
+    "train",
+    "train_step",
+]
 
 logger = get_logger(__name__)
 
-RUN_CONFIG = "run_config.yaml"
-ROWS_KEY = "rows"  # run_config.yaml's digests of the train and dev rows, beside the config's sections
 TRACKER_PROJECT = "faithkit"  # wandb's project, mlflow's experiment, the folder under OUTPUT/tensorboard
-
-
-SAMPLE = Object({"step": WHOLE})
-"""A record of the run's ``generations.jsonl`` (a resume drops those after the step it restarts from)."""
-
-
-@dataclass
-class RunState:
-    """The run's own counters, saved and restored with accelerate's state."""
-
-    step: int = 0
-    best_value: float | None = None
-    best_step: int | None = None
-    best_values: dict = field(default_factory=dict)
-    bad_evals: int = 0
-    stopped: bool = False
-    train_loss_first: float | None = None
-    train_loss_last: float | None = None
-    dev_loss_first: float | None = None
-    dev_loss_best: float | None = None
-    last_eval_values: dict = field(default_factory=dict)
-    evaluations: list = field(default_factory=list)  # {"step", **values} of each evaluation, for the model cards
-    SCHEMA: ClassVar[Object] = Object(
-        {
-            "step": WHOLE,
-            "best_value": NUMBER_OR_NULL,
-            "best_step": NUMBER_OR_NULL,
-            "best_values": Object({}),
-            "bad_evals": WHOLE,
-            "stopped": BOOLEAN,
-            "train_loss_first": NUMBER_OR_NULL,
-            "train_loss_last": NUMBER_OR_NULL,
-            "dev_loss_first": NUMBER_OR_NULL,
-            "dev_loss_best": NUMBER_OR_NULL,
-            "last_eval_values": Object({}),
-            "evaluations": ListOf(Object({"step": WHOLE})),
-        }
-    )
-    """What a saved state's counters must be (:func:`~faithkit.train.state.load_state` checks them)."""
-
-    def state_dict(self) -> dict:
-        return asdict(self)
-
-    def load_state_dict(self, state: dict) -> None:
-        for key, value in state.items():
-            setattr(self, key, value)
 
 
 def train(config: TrainConfig, output_dir: str | Path, resume: bool = False) -> dict:
@@ -167,12 +131,7 @@ class TrainingRun:
 
     def _claim_output_dir(self, train_rows: list, dev_rows: list, resume: bool) -> None:
         """Check that the output folder is this run's (or free), then record the config and rows in it."""
-        record = run_record(self.config, train_rows, dev_rows)
-        check_output_dir(self.output_dir, record, resume)
-        self.accelerator.wait_for_everyone()
-        if self.accelerator.is_main_process:
-            self.output_dir.mkdir(parents=True, exist_ok=True)
-            write_text(self.output_dir / RUN_CONFIG, yaml.safe_dump(record, sort_keys=False))
+        claim_output_dir(self.output_dir, run_record(self.config, train_rows, dev_rows), resume, self.accelerator)
 
     def _encode_splits(self, train_rows: list, dev_rows: list) -> dict:
         """Both splits' token ids, in the prompt layout decoding picks for the model."""
@@ -212,7 +171,7 @@ class TrainingRun:
             generator=torch.Generator().manual_seed(t.seed),
         )
         dev_loader = DataLoader(encoded["dev"], batch_size=e.eval_batch_size, collate_fn=collator)
-        optimizer = torch.optim.AdamW(_parameter_groups(self.model, t.weight_decay), lr=t.learning_rate)
+        optimizer = torch.optim.AdamW(parameter_groups(self.model, t.weight_decay), lr=t.learning_rate)
         scheduler = get_scheduler(
             "linear",
             optimizer,
@@ -284,7 +243,7 @@ class TrainingRun:
         self.train_loader.set_epoch(self.state.step // self.steps_per_epoch)
         seen = (self.state.step % self.steps_per_epoch) * accumulation
         loader = self.accelerator.skip_first_batches(self.train_loader, seen) if seen else self.train_loader
-        return _windows(loader, accumulation)
+        return windows(loader, accumulation)
 
     def step(self, window: list) -> float:
         """One optimizer step on ``window`` (its accumulated batches), logged; then an evaluation and a save of the
@@ -389,11 +348,6 @@ def enable_activation_checkpointing(model) -> None:
     model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
 
 
-def run_name(config: TrainConfig, output_dir: Path) -> str:
-    """The run's name in the trackers and model cards: ``evaluation.run_name``, else the output folder's name."""
-    return config.evaluation.run_name or output_dir.resolve().name
-
-
 def _trackers() -> list[str]:
     from accelerate.tracking import LOGGER_TYPE_TO_CLASS
 
@@ -434,71 +388,6 @@ def _encode(split: str, rows, tokenizer, template, seq2seq: bool, data):
     return examples
 
 
-# ---- output folder ---------------------------------------------------------------------------------
-def run_record(config: TrainConfig, train_rows: list, dev_rows: list) -> dict:
-    """What ``run_config.yaml`` ties the folder to: the config, and a digest of the rows it read.
-
-    The digests make a file edited in place (same path, same config) another run, so that a
-    resume never mixes the earlier steps' ``generations.jsonl`` and metrics with new data.
-    """
-    return {
-        **config.to_dict(),
-        ROWS_KEY: {
-            split: content_digest([row.digest() for row in rows])
-            for split, rows in (("train", train_rows), ("dev", dev_rows))
-        },
-    }
-
-
-def check_output_dir(output_dir: Path, record: dict, resume: bool) -> None:
-    """The folder is new or holds this very run (:func:`run_record`); a saved state there must be resumed,
-    and ``--resume`` needs one.
-
-    A folder holding only a run's config (a start that failed before training, e.g. on a bad data file) is
-    free for any config; one with this config but no state (stopped before its first save) starts again.
-    """
-    saved, state = output_dir / RUN_CONFIG, output_dir / "state"
-    if resume and not state.is_dir():
-        raise ConfigError(f"--resume: no saved state in {state}; drop --resume to start the run")
-    if saved.exists() and [path.name for path in output_dir.iterdir()] == [RUN_CONFIG]:
-        return
-    if not saved.exists():
-        if output_dir.exists() and any(output_dir.iterdir()):
-            raise OutputError(
-                f"output folder {output_dir} is not empty and holds no faithkit training run; "
-                f"choose another --output-dir"
-            )
-        return
-    differences = _differences(yaml.safe_load(saved.read_text()), record)
-    if differences:
-        raise OutputError(
-            f"output folder {output_dir} holds a different run ({'; '.join(differences[:3])}); "
-            f"choose another --output-dir, or delete the folder to start over"
-        )
-    if state.is_dir() and not resume:
-        raise OutputError(
-            f"output folder {output_dir} already holds this run; pass --resume to continue it, "
-            f"or choose another --output-dir"
-        )
-
-
-def _differences(saved: dict, current: dict, prefix: str = "") -> list[str]:
-    out = []
-    for key in sorted(set(saved) | set(current)):
-        a, b = saved.get(key), current.get(key)
-        if key == ROWS_KEY and not prefix:
-            out += [
-                f"the {split} rows' content changed since that run started (an edited file?)"
-                for split in ("train", "dev")
-                if (a or {}).get(split) != (b or {}).get(split)
-            ]
-        elif isinstance(a, dict) and isinstance(b, dict) and not prefix:  # sections; model.config compares whole
-            out += _differences(a, b, f"{key}.")
-        elif a != b:
-            out.append(f"{prefix}{key}: {a!r} there, {b!r} here")
-    return out
-
-
 def _flat_config(config: TrainConfig) -> dict:
     """The config as TensorBoard hyperparameters: scalars only."""
     flat = {}
@@ -508,51 +397,6 @@ def _flat_config(config: TrainConfig) -> dict:
                 value = json.dumps(value)
             flat[f"{section}.{key}"] = "none" if value is None else value
     return flat
-
-
-class RunLog:
-    """``metrics.csv`` (one ``step,key,value`` line per number) and the trackers, from the main process only.
-
-    Lines of steps after ``keep_until`` are dropped: on ``--resume`` the steps after the saved
-    state run again, and a run started afresh (-1) keeps nothing of an attempt that never saved.
-    """
-
-    def __init__(self, output_dir: Path, accelerator: Accelerator, keep_until: int):
-        self.accelerator = accelerator
-        self.csv = output_dir / "metrics.csv"
-        self.samples = output_dir / "generations.jsonl"
-        if accelerator.is_main_process:
-            self._drop_after(keep_until)
-            if not self.csv.exists():
-                write_text(self.csv, "step,key,value\n")
-
-    def _drop_after(self, step: int) -> None:
-        if self.csv.exists():
-            lines = self.csv.read_text().splitlines(keepends=True)
-            kept = [line for line in lines[1:] if int(line.split(",", 1)[0]) <= step]
-            write_text(self.csv, "".join(lines[:1] + kept))
-        if self.samples.exists():
-            lines = self.samples.read_text().splitlines(keepends=True)
-            fix = "delete that line, or start the run again in another --output-dir"
-            kept = [
-                line
-                for number, line in enumerate(lines, start=1)
-                if read_json_line(line, SAMPLE, f"{self.samples}, line {number}", fix, error=OutputError)["step"]
-                <= step
-            ]
-            write_text(self.samples, "".join(kept))
-
-    def values(self, step: int, values: dict[str, float]) -> None:
-        self.accelerator.log(values, step=step)
-        if self.accelerator.is_main_process:
-            with open_append(self.csv, "--output-dir", newline="") as handle:
-                csv.writer(handle).writerows([step, key, repr(float(value))] for key, value in values.items())
-
-    def generations(self, step: int, rows, responses: dict[str, list[str]]) -> None:
-        with open_append(self.samples, "--output-dir") as handle:
-            for decoder, texts in responses.items():
-                for row, text in zip(rows, texts):
-                    handle.write(to_json({"step": step, "decoder": decoder, "id": row.id, "response": text}) + "\n")
 
 
 def _update_best(config: TrainConfig, state: RunState, values: dict) -> None:
@@ -573,127 +417,3 @@ def _update_best(config: TrainConfig, state: RunState, values: dict) -> None:
     state.bad_evals += 1
     patience = config.training.patience
     state.stopped = patience is not None and state.bad_evals >= patience
-
-
-# ---- steps -----------------------------------------------------------------------------------------
-def _windows(loader, size: int):
-    """Consecutive groups of ``size`` batches (one optimizer step each); an incomplete last group is left out."""
-    window = []
-    for batch in loader:
-        window.append(batch)
-        if len(window) == size:
-            yield window
-            window = []
-
-
-@dataclass
-class TokenLoss:
-    """Per-token cross-entropy of a batch, with the labels it was computed against (-100: nothing to learn).
-
-    A causal LM's position t predicts token t+1, and only the batch's response positions need
-    logits: where the model takes ``logits_to_keep`` the LM head skips the context before them.
-    """
-
-    seq2seq: bool
-    logits_to_keep: bool
-
-    @classmethod
-    def for_model(cls, model) -> TokenLoss:
-        seq2seq = model.config.is_encoder_decoder
-        return cls(seq2seq, not seq2seq and "logits_to_keep" in inspect.signature(model.forward).parameters)
-
-    def __call__(self, model, batch: dict) -> tuple[torch.Tensor, torch.Tensor]:
-        labels = batch["labels"]
-        inputs = {k: v for k, v in batch.items() if k != "labels"}
-        if self.seq2seq:
-            logits = model(**inputs).logits
-        else:
-            first = int((labels != IGNORE).int().argmax(1).min())  # the batch's earliest learned token
-            keep = labels.shape[1] - first + 1
-            if self.logits_to_keep:
-                inputs["logits_to_keep"] = keep
-            logits, labels = model(**inputs).logits[:, -keep:-1], labels[:, first:]
-        losses = torch.nn.functional.cross_entropy(
-            logits.reshape(-1, logits.shape[-1]).float(), labels.reshape(-1), ignore_index=IGNORE, reduction="none"
-        )
-        return losses.view(labels.shape), labels
-
-
-def train_step(
-    accelerator, model, optimizer, scheduler, window: list[dict], token_loss: TokenLoss, max_grad_norm: float | None
-) -> float:
-    """One optimizer step over ``window``; returns its loss, the mean over all its response tokens on all processes.
-
-    Each batch's summed loss is divided by the step's token count across processes and batches
-    (times the process and batch counts, which DDP's averaging and ``accelerator.backward``'s
-    division by the accumulation steps undo), so the gradient is that of the step's mean loss
-    however the rows are spread.
-    """
-    tokens = sum((batch["labels"] != IGNORE).sum() for batch in window)
-    tokens = accelerator.reduce(tokens, "sum").float()
-    scale = accelerator.num_processes * accelerator.gradient_accumulation_steps / tokens
-    total = torch.zeros((), device=accelerator.device)
-    for batch in window:
-        with accelerator.accumulate(model):
-            losses, _ = token_loss(model, batch)
-            loss = losses.sum()
-            accelerator.backward(loss * scale)
-            if accelerator.sync_gradients and max_grad_norm is not None:
-                accelerator.clip_grad_norm_(model.parameters(), max_grad_norm)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad()
-        total += loss.detach()
-    return float(accelerator.reduce(total, "sum") / tokens)
-
-
-@torch.no_grad()
-def dev_loss(accelerator, model, dev_loader, token_loss: TokenLoss) -> float:
-    """Mean cross-entropy over every response token of the dev set (each row counted once across processes)."""
-    model.eval()
-    sums, counts = [], []
-    for batch in dev_loader:
-        losses, labels = token_loss(model, batch)
-        row_sums, row_counts = accelerator.gather_for_metrics((losses.sum(1), (labels != IGNORE).sum(1)))
-        sums.append(row_sums)
-        counts.append(row_counts)
-    model.train()
-    return float(torch.cat(sums).sum() / torch.cat(counts).sum())
-
-
-def _parameter_groups(model, weight_decay: float) -> list[dict]:
-    """Weight decay on weight matrices only, not on biases and normalisation weights."""
-    decay: list[torch.nn.Parameter] = []
-    no_decay: list[torch.nn.Parameter] = []
-    for parameter in model.parameters():
-        (no_decay if parameter.ndim < 2 else decay).append(parameter)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-
-
-# ---- saving ----------------------------------------------------------------------------------------
-def save_checkpoint(
-    accelerator: Accelerator, model, tokenizer, folder: Path, state: RunState, values: dict, config: TrainConfig
-) -> None:
-    """A ``save_pretrained`` folder (model + tokenizer) that ``faithkit.models.load`` and ``faithkit generate`` read,
-    with its model card (README.md) and ``trainer_info.json`` (its step and dev values)."""
-    state_dict = accelerator.get_state_dict(model)
-    if accelerator.is_main_process:
-        staging = folder.with_name(folder.name + ".tmp")
-        remove(staging)
-        with saving(staging, f"{folder} is as it was; free space and rerun, with --resume if a state was saved"):
-            accelerator.unwrap_model(model).save_pretrained(
-                staging, state_dict=state_dict, save_function=accelerator.save
-            )
-            tokenizer.save_pretrained(staging)
-            write_json(staging / "trainer_info.json", {"step": state.step, **values}, indent=1)
-            write_model_card(
-                staging,
-                config,
-                f"{run_name(config, folder.parent)}-{folder.name}",
-                state.step,
-                values,
-                state.evaluations,
-            )
-        remove(folder)
-        staging.rename(folder)
-    accelerator.wait_for_everyone()

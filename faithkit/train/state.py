@@ -5,7 +5,7 @@ execute anything in it. accelerate writes the model as safetensors and the optim
 scheduler and random states with ``torch.save``; they are read back with torch's safe
 loader (``weights_only=True``: tensors, numbers, strings, lists and dicts only), and a file
 that needs more is refused with one line naming it and why. faithkit's own counters
-(:class:`~faithkit.train.loop.RunState`) are JSON, ``run_state.json``, never one of
+(:class:`RunState`) are JSON, ``run_state.json``, never one of
 accelerate's ``custom_checkpoint_*.pkl`` pickles: such a file in a state folder is refused.
 """
 
@@ -15,15 +15,59 @@ import pickle
 import shutil
 import warnings
 from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import ClassVar
 
 from accelerate import Accelerator
 
 from ..errors import ConfigError, OutputError
 from ..files import write_json
-from ..schema import read_json_file
+from ..schema import BOOLEAN, NUMBER_OR_NULL, WHOLE, ListOf, Object, read_json_file
 
 RUN_STATE = "run_state.json"
+
+
+@dataclass
+class RunState:
+    """The run's own counters, saved and restored with accelerate's state."""
+
+    step: int = 0
+    best_value: float | None = None
+    best_step: int | None = None
+    best_values: dict = field(default_factory=dict)
+    bad_evals: int = 0
+    stopped: bool = False
+    train_loss_first: float | None = None
+    train_loss_last: float | None = None
+    dev_loss_first: float | None = None
+    dev_loss_best: float | None = None
+    last_eval_values: dict = field(default_factory=dict)
+    evaluations: list = field(default_factory=list)  # {"step", **values} of each evaluation, for the model cards
+    SCHEMA: ClassVar[Object] = Object(
+        {
+            "step": WHOLE,
+            "best_value": NUMBER_OR_NULL,
+            "best_step": NUMBER_OR_NULL,
+            "best_values": Object({}),
+            "bad_evals": WHOLE,
+            "stopped": BOOLEAN,
+            "train_loss_first": NUMBER_OR_NULL,
+            "train_loss_last": NUMBER_OR_NULL,
+            "dev_loss_first": NUMBER_OR_NULL,
+            "dev_loss_best": NUMBER_OR_NULL,
+            "last_eval_values": Object({}),
+            "evaluations": ListOf(Object({"step": WHOLE})),
+        }
+    )
+    """What a saved state's counters must be (:func:`~faithkit.train.state.load_state` checks them)."""
+
+    def state_dict(self) -> dict:
+        return asdict(self)
+
+    def load_state_dict(self, state: dict) -> None:
+        for key, value in state.items():
+            setattr(self, key, value)
 
 
 def save_state(accelerator: Accelerator, folder: Path, run_state) -> None:

@@ -1,0 +1,104 @@
+"""The claim checker's examples: their labels and kinds, and the files they are written to and read from."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ..errors import InputError
+
+LABELS = ("supported", "generic", "unsupported")
+
+KINDS: dict[str, tuple[str, str]] = {
+    "extractive": ("supported", "a document sentence, restated as a dialogue turn"),
+    "clause": ("supported", "the first clause of a document sentence (the rest dropped)"),
+    "pronoun": ("supported", "a document sentence with its subject entity replaced by a pronoun"),
+    "human_grounded": ("supported", "a human turn whose content words all occur in its document"),
+    "generic_template": ("generic", "a generic reply from a fixed list (reaction, opinion, question back)"),
+    "human_generic": ("generic", "a short human turn with no entity, number or document word"),
+    "swap_same_document": ("unsupported", "one entity replaced by another of its type from the same section"),
+    "swap_other_document": ("unsupported", "one entity replaced by another of its type from another section"),
+    "number": ("unsupported", "one number or year changed"),
+    "negation": ("unsupported", "the sentence negated, or its negation removed"),
+    "antonym": ("unsupported", "one word replaced by its antonym"),
+    "role_swap": ("unsupported", "two entities of one type swapped in place"),
+    "added_claim": ("unsupported", "a document sentence followed by a sentence from another section"),
+    "unrelated_claim": ("unsupported", "a sentence from another section alone"),
+    "lm_claim": (
+        "unsupported",
+        "the LM's reply to the history without the document, naming an entity or number the document does not",
+    ),
+}
+"""Example kinds: their label and what they are (the data card lists them with their counts)."""
+
+
+@dataclass
+class Example:
+    id: str
+    document: str
+    history: list[str]
+    response: str
+    label: str
+    kind: str
+    source: str
+    detail: str = ""
+    split: str = "train"
+    section: str = field(default="", repr=False)
+
+
+def card(examples: Sequence[Example], sources: Iterable[str], seed: int) -> str:
+    """A dataset card: what each kind is, how many of each per split, and how to rebuild the files."""
+    counts = Counter((e.kind, e.split) for e in examples)
+    lines = [
+        "---",
+        "license: cdla-sharing-1.0",
+        "task_categories: [text-classification]",
+        "---",
+        "# faithkit claim-checker training data",
+        "",
+        f"Made by `faithkit checker data` (seed {seed}) from: {', '.join(sources)}.",
+        "Documents are split between train and test by section: no Wikipedia section is in both.",
+        "",
+        "| kind | label | what | train | test |",
+        "|---|---|---|---|---|",
+    ]
+    for kind, (label, what) in KINDS.items():
+        lines.append(f"| {kind} | {label} | {what} | {counts[kind, 'train']} | {counts[kind, 'test']} |")
+    labels = Counter((e.label, e.split) for e in examples)
+    lines += ["", "| label | train | test |", "|---|---|---|"]
+    lines += [f"| {label} | {labels[label, 'train']} | {labels[label, 'test']} |" for label in LABELS]
+    return "\n".join(lines) + "\n"
+
+
+def write(examples: Sequence[Example], folder: str | Path, card_text: str) -> dict[str, Path]:
+    """``train.jsonl``, ``test.jsonl`` (one example per line; ``datasets.load_dataset("json", ...)`` reads them)
+    and ``README.md``, the card."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for split in ("train", "test"):
+        paths[split] = folder / f"{split}.jsonl"
+        with open(paths[split], "w", encoding="utf-8") as stream:
+            for example in examples:
+                if example.split == split:
+                    stream.write(json.dumps(asdict(example), ensure_ascii=False) + "\n")
+    (folder / "README.md").write_text(card_text, encoding="utf-8")
+    return paths
+
+
+def read(path: str | Path) -> list[Example]:
+    """Examples written by :func:`write`; a line that is not one is an :class:`InputError` naming it."""
+    examples = []
+    with open(path, encoding="utf-8-sig") as stream:
+        for number, line in enumerate(stream, 1):
+            try:
+                record = json.loads(line)
+                if record["label"] not in LABELS:
+                    raise ValueError(f"label must be one of {', '.join(LABELS)}, got {record['label']!r}")
+                examples.append(Example(**record))
+            except (ValueError, KeyError, TypeError) as error:
+                raise InputError(f"{path}:{number}: not a checker example ({error})") from None
+    return examples
