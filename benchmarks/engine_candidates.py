@@ -2,8 +2,10 @@
 
 * **engine**: ``faithkit candidates`` against llama.cpp's OpenAI-compatible server (llama-cpp-python[server], the
   ``serve`` extra) on the SmolLM2-135M-Instruct GGUF of the offline model (Q4_1), ``--threads`` threads; the
-  greedy response and ``--n`` seeded samples per row, each its own request, ``--concurrency`` at a time. The
-  server's start-up is reported, not timed.
+  greedy response and ``--n`` seeded samples per row, each its own request, ``--concurrency`` at a time, without
+  the server's default repeat penalty 1.1, top-k 40 and min-p 0.05 (``--extra-body``: faithkit's sampling has
+  none of them; with them the engine's samples were measured more faithful, p = 0.002). The server's start-up is
+  reported, not timed.
 * **in-process**: faithkit's sampling of the same model (the same GGUF, dequantised to float32) in this process,
   torch on ``--threads`` threads: the plain greedy decode and ``--n`` samples per row, each row from its own
   seeded generator, as ``faithkit generate --strategy plain --do-sample --num-return-sequences N`` draws them.
@@ -74,7 +76,8 @@ def engine_candidates(url: str, rows_file: Path, output: Path, n: int, concurren
     code = faithkit(
         ["--quiet", "candidates", "--server", url, "--model", "smollm2-135m", "--input", str(rows_file),
          "--output", str(output), "--prompt", "text", "--n", str(n), "--temperature", "1", "--top-p", "1",
-         "--seed", "0", "--max-new-tokens", str(NEW_TOKENS), "--concurrency", str(concurrency), "--restart"]
+         "--seed", "0", "--max-new-tokens", str(NEW_TOKENS), "--concurrency", str(concurrency), "--restart",
+         "--extra-body", '{"repeat_penalty": 1, "top_k": 0, "min_p": 0}']
     )  # fmt: skip
     seconds = time.perf_counter() - began
     if code != 0:

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import ServerError
 from .options import option
@@ -73,7 +74,7 @@ def api_key(given: str | None) -> str:
 
 
 class Engine:
-    """One server and one of its models; :meth:`complete` and :meth:`chat` return a response's text."""
+    """One server and one of its models; :meth:`ask` returns a response's text."""
 
     def __init__(self, url: str, model: str | None, key: str, options: EngineOptions):
         from openai import OpenAI
@@ -104,51 +105,35 @@ class Engine:
             )
         return asked
 
-    def complete(
+    def ask(
         self,
-        prompt: Sequence[int] | str,
+        prompt: Sequence[int] | str | list[dict],
         max_tokens: int,
         temperature: float,
         top_p: float,
         seed: int,
         extra_body: dict | None = None,
     ) -> str:
-        """The text of one completion of ``prompt`` (``temperature`` 0: greedy)."""
+        """The text of one response (``temperature`` 0: greedy): a completion of token ids or text, or a chat reply
+        to a list of messages."""
+        request: dict[str, Any] = {
+            "model": self.model,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+            "top_p": top_p,
+            "seed": seed,
+            "n": 1,
+            "extra_body": extra_body,
+        }
+        if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
+            with self._answer("asking for a chat reply (POST /chat/completions)"):
+                reply = self.client.chat.completions.create(messages=prompt, **request)  # type: ignore[arg-type]
+                return _text(reply, "chat completions", lambda choice: choice.message.content)
         with self._answer("asking for a completion (POST /completions)"):
             reply = self.client.completions.create(
-                model=self.model,
-                prompt=prompt if isinstance(prompt, str) else list(prompt),
-                max_tokens=max_tokens,
-                temperature=temperature,
-                top_p=top_p,
-                seed=seed,
-                n=1,
-                extra_body=extra_body,
+                prompt=prompt if isinstance(prompt, str) else list(prompt), **request
             )
             return _text(reply, "completions", lambda choice: choice.text)
-
-    def chat(
-        self,
-        messages: list[dict],
-        max_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int,
-        extra_body: dict | None = None,
-    ) -> str:
-        """The text of one chat reply to ``messages`` (``temperature`` 0: greedy)."""
-        with self._answer("asking for a chat reply (POST /chat/completions)"):
-            reply = self.client.chat.completions.create(
-                model=self.model,
-                messages=messages,  # type: ignore[arg-type]  # plain role/content dicts, as the API takes them
-                max_tokens=max_tokens,
-                temperature=temperature,
-                top_p=top_p,
-                seed=seed,
-                n=1,
-                extra_body=extra_body,
-            )
-            return _text(reply, "chat completions", lambda choice: choice.message.content)
 
     @contextmanager
     def _answer(self, doing: str) -> Iterator[None]:

