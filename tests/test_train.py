@@ -614,7 +614,7 @@ def test_train_script_prints_one_error_line_and_exits_2(tmp_path, capsys, monkey
         runpy.run_path(str(REPO / "train.py"), run_name="__main__")
     assert exit_status.value.code == 2
     assert capsys.readouterr().err.strip().splitlines() == [
-        f"error: {bad}: training.warmup_ratio must be in [0, 1), got 1.5"
+        f"error: config file {bad}: training.warmup_ratio must be in [0, 1), got 1.5"
     ]
     assert not (tmp_path / "run").exists()
 

@@ -91,15 +91,16 @@ def add_generation_options(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args) -> int:
-    from .. import models, provenance
-    from ..data import read_rows, unique_ids
     from ..decoding.strategies import strategy_from_args
-    from ..generation import GeneratorJob
-    from ..jobs import is_main_process, job_fingerprint, run_job
 
     strategy = strategy_from_args(args.strategy, args)  # checked once, here; it travels whole to its processor
     options = checked_options(args, strategy)
     check_models({"--model": args.model})  # before torch loads: an unknown name is an error within a second
+    from .. import models, provenance
+    from ..data import read_rows, unique_ids
+    from ..generation import GeneratorJob
+    from ..jobs import is_main_process, job_fingerprint, run_job
+
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
     )

@@ -95,7 +95,7 @@ def test_a_best_json_with_a_bom_is_read(faithkit, tmp_path):
 
     path = tmp_path / "best.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"by_strategy": {"pmi": PICK}}).encode())
-    assert chosen_entries(path) == [{"name": "pmi", "decoding": "greedy", "alpha": [0.5], "top_p": [0.9]}]
+    assert chosen_entries(path) == [{"name": "pmi", "search_mode": "greedy", "alpha": [0.5], "top_p": [0.9]}]
 
 
 def test_chosen_with_alpha_runs_both_the_chosen_cell_and_the_grid(tmp_path):
