@@ -25,7 +25,7 @@ from ..decoding.strategies import Strategy, strategy_from_dict, strategy_from_te
 from ..errors import ConfigError
 from ..metrics.registry import check_options
 from ..paths import PathArg
-from ..options import OptionError, add_flags, coerce, option, option_like, reject_unknown
+from ..options import FlagStyle, OptionError, add_flags, coerce, option, option_like, reject_unknown
 from ..options import check as check_declared
 from ..precision import DTYPES
 
@@ -244,10 +244,12 @@ def add_override_arguments(parser: argparse.ArgumentParser) -> None:
             group,
             cls,
             unset=argparse.SUPPRESS,
-            switches=False,
-            none_unsets=True,
-            dest_prefix=f"{section}.",
-            flag_names={"name": "model"} if section == "model" else None,
+            style=FlagStyle(
+                switches=False,
+                none_unsets=True,
+                dest_prefix=f"{section}.",
+                flag_names={"name": "model"} if section == "model" else {},
+            ),
         )
 
 
