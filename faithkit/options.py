@@ -211,52 +211,64 @@ def coerce(value, annotation, where: str):
             return None
         raise ConfigError(f"{where} cannot be empty; give a value or leave it out for the default")
     kind = base_type(annotation)
-    if (
-        isinstance(kind, type) and dataclasses.is_dataclass(kind) and isinstance(value, kind)
-    ):  # a section already built (the sweep's generation)
-        return value
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in ("true", "yes", "false", "no"):
-            return text in ("true", "yes")
-    elif kind is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return int(value)
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-    elif kind is float:
-        number = None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            number = float(value)
-        elif isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                pass
-        if number is not None:
-            check_finite(number, where)
-            return number
-    elif kind is str:
-        if isinstance(value, str):
-            return value
-    elif kind is list:
-        items = _list_item_types(annotation)
-        if isinstance(value, list) and all(isinstance(item, items) for item in value):
-            return value
-    elif kind is tuple:  # a list, one value, or comma-separated text as on the command line ("0,0.25,0.5")
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind) and isinstance(value, kind):
+        return value  # a section already built (the sweep's generation)
+    if kind is tuple:  # a list, one value, or comma-separated text as on the command line ("0,0.25,0.5")
         inner = item_type(annotation)
         parts = value if isinstance(value, (list, tuple)) else [value]
         if isinstance(value, str):
             parts = [part.strip() for part in value.split(",") if part.strip()]
         return tuple(part if inner is dict and isinstance(part, str) else coerce(part, inner, where) for part in parts)
-    elif kind is dict:
-        if isinstance(value, dict):
-            return value
+    read = _READERS.get(kind)
+    result = read(value, annotation) if read is not None else None
+    if result is not None:
+        if kind is float:
+            check_finite(result, where)
+        return result
     raise ConfigError(f"{where} must be {_expected(annotation)}, got {value!r}")
+
+
+def _as_bool(value, annotation):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    return text in ("true", "yes") if text in ("true", "yes", "false", "no") else None
+
+
+def _as_int(value, annotation):
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _as_float(value, annotation):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+_READERS = {
+    bool: _as_bool,
+    int: _as_int,
+    float: _as_float,
+    str: lambda value, annotation: value if isinstance(value, str) else None,
+    list: lambda value, annotation: (
+        value
+        if isinstance(value, list) and all(isinstance(item, _list_item_types(annotation)) for item in value)
+        else None
+    ),
+    dict: lambda value, annotation: value if isinstance(value, dict) else None,
+}
+"""How :func:`coerce` reads a value as each kind of field: the value, or None when it is not one."""
 
 
 def _list_item_types(annotation) -> tuple:
