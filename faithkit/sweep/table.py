@@ -25,7 +25,8 @@ from ..decoding import Cell, shared_decode
 from ..decoding.base import parameter_text
 from ..files import replacing
 from ..report import markdown_table
-from .config import ALWAYS, PARAMETER_COLUMNS, SweepConfig
+from .chosen import PARAMETER_COLUMNS
+from .config import ALWAYS, SweepConfig
 
 SEED = 0
 """Seed of every interval and test: a rerun reports the same numbers."""
