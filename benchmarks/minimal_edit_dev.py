@@ -39,7 +39,7 @@ from faithkit.data import data_root, read_rows
 from faithkit.data.corpora.q2_wow import load_q2_wow
 from faithkit import stats
 from faithkit.metrics import PMIFaith
-from faithkit.metrics.contrast import contrast_features
+from faithkit.metrics.contrast import ScoringLM, contrast_features
 
 BEGIN_FILES = ("begin_dev_wow.tsv", "begin_dev_cmu.tsv", "begin_dev_tc.tsv")
 Q2_FILES = ("dodeca_consistent.csv", "dodeca_inconsistent.csv")
@@ -93,7 +93,9 @@ def score_file(name: str, metric: PMIFaith, args) -> dict:
                 seconds["pmi_faith_wall"] += wall
                 seconds["pmi_faith_cpu"] += cpu
             features, wall, cpu = timed(
-                lambda columns=columns: contrast_features(metric.scorer, metric.tokenizer, *columns, metric.template)
+                lambda columns=columns: contrast_features(
+                    ScoringLM(metric.scorer, metric.tokenizer, metric.template), *columns
+                )
             )
             seconds["contrast_wall"] += wall
             seconds["contrast_cpu"] += cpu

@@ -20,12 +20,12 @@ import argparse
 import copy
 import dataclasses
 import difflib
-import types
 import typing
 from collections.abc import Mapping, Sequence
 
+from .configfile import base_type, coerce, is_optional, item_type
 from .errors import ConfigError
-from .numbers import check_finite, finite_float, is_non_finite
+from .numbers import finite_float, is_non_finite
 
 
 class OptionError(ConfigError):
@@ -73,6 +73,9 @@ def option(
     ``nargs`` says how a list flag takes its words (``"+"``: at least one; ``"append"``: the flag
     repeated, one value each; ``argparse.REMAINDER``; unsaid: any number) and ``positional``
     makes it an argument without ``--``. A list or dict default is copied for every instance.
+
+    Wide signature: this is the declaration API; each keyword is one part of a declaration, stored under its own
+    name in the field's metadata (as :func:`option_like` changes it), the way ``dataclasses.field`` takes its parts.
     """
     metadata = {
         "help": help,
@@ -171,102 +174,6 @@ def check_values(cls, values: Mapping, where: str = "") -> None:
 
 def flag(name: str) -> str:
     return name.replace("_", "-")
-
-
-def _without_none(annotation):
-    """``X`` out of ``X | None``."""
-    args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
-        return args[0]
-    return annotation
-
-
-def base_type(annotation):
-    """The type inside ``X | None``; ``list[X]``, ``tuple[X, ...]`` and ``dict[K, V]`` give ``list``, ``tuple``,
-    ``dict``."""
-    inner = _without_none(annotation)
-    return typing.get_origin(inner) or inner
-
-
-def item_type(annotation):
-    """``X`` of ``list[X]`` or ``tuple[X, ...]`` (``str`` when unsaid)."""
-    return (typing.get_args(_without_none(annotation)) or (str,))[0]
-
-
-def is_optional(annotation) -> bool:
-    return type(None) in typing.get_args(annotation)
-
-
-def coerce(value, annotation, where: str):
-    """``value`` (from YAML, a dict or the command line's text) as the field's type, or a ConfigError naming it.
-
-    Numbers may come as text (YAML reads ``1e-4`` as a string); a ``list[dict]`` or ``tuple[dict, ...]`` item may
-    be a name alone (a strategy's, say); a tuple field takes a list, one value or comma-separated text.
-    """
-    if value is None:
-        if is_optional(annotation):
-            return None
-        raise ConfigError(f"{where} cannot be empty; give a value or leave it out for the default")
-    kind = base_type(annotation)
-    if (
-        isinstance(kind, type) and dataclasses.is_dataclass(kind) and isinstance(value, kind)
-    ):  # a section already built (the sweep's generation)
-        return value
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        text = str(value).strip().lower()
-        if text in ("true", "yes", "false", "no"):
-            return text in ("true", "yes")
-    elif kind is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-            return int(value)
-        if isinstance(value, float) and value.is_integer():
-            return int(value)
-    elif kind is float:
-        number = None
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            number = float(value)
-        elif isinstance(value, str):
-            try:
-                number = float(value)
-            except ValueError:
-                pass
-        if number is not None:
-            check_finite(number, where)
-            return number
-    elif kind is str:
-        if isinstance(value, str):
-            return value
-    elif kind is list:
-        items = _list_item_types(annotation)
-        if isinstance(value, list) and all(isinstance(item, items) for item in value):
-            return value
-    elif kind is tuple:  # a list, one value, or comma-separated text as on the command line ("0,0.25,0.5")
-        inner = item_type(annotation)
-        parts = value if isinstance(value, (list, tuple)) else [value]
-        if isinstance(value, str):
-            parts = [part.strip() for part in value.split(",") if part.strip()]
-        return tuple(part if inner is dict and isinstance(part, str) else coerce(part, inner, where) for part in parts)
-    elif kind is dict:
-        if isinstance(value, dict):
-            return value
-    raise ConfigError(f"{where} must be {_expected(annotation)}, got {value!r}")
-
-
-def _list_item_types(annotation) -> tuple:
-    return (str, dict) if item_type(annotation) is dict else (str,)
-
-
-def _expected(annotation) -> str:
-    kind = base_type(annotation)
-    if kind is list:
-        return "a list of names or mappings" if dict in _list_item_types(annotation) else "a list of strings"
-    return {bool: "true or false", int: "an integer", float: "a number", str: "a string", dict: "a mapping"}.get(
-        kind, str(kind)
-    )
 
 
 def from_mapping(cls, values: Mapping, where: str = ""):
@@ -371,6 +278,19 @@ SCALAR_METAVARS = {int: "N", float: "NUMBER"}
 """The value names of number flags in usage lines and helps: short, so a flag's help starts on its line."""
 
 
+@dataclasses.dataclass(frozen=True)
+class FlagStyle:
+    """How a config file section's override flags differ from a command's own (train/config.py's): booleans take
+    ``true``/``false`` instead of being switches (``switches=False``), ``none`` sets an optional field to None
+    (``none_unsets``; elsewhere it is a value: ``--history-column none``), namespace names carry the section
+    (``dest_prefix="training."``) and some flags are renamed (``flag_names={"name": "model"}``)."""
+
+    switches: bool = True
+    none_unsets: bool = False
+    dest_prefix: str = ""
+    flag_names: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
 def add_flags(
     group,
     cls,
@@ -378,62 +298,61 @@ def add_flags(
     names: Sequence[str] | None = None,
     defaults=None,
     unset=dataclasses.MISSING,
-    switches: bool = True,
     lists: str = "words",
-    dest_prefix: str = "",
-    flag_names: Mapping[str, str] | None = None,
-    none_unsets: bool = False,
+    style: FlagStyle = FlagStyle(),
 ) -> None:
     """One command-line flag per field of ``cls`` (``--max-new-tokens``), typed and range-checked, with the help of
-    :func:`flag_help` (mappings are left to files, unless a ``flag_type`` reads them).
+    :func:`flag_help`, so a command declares no flag by hand (mappings are left to files, unless a ``flag_type``
+    reads them).
 
     ``names`` keeps only those fields; ``defaults`` (an instance of ``cls``) replaces the declared defaults; ``unset``
     is what a flag not given leaves in the namespace: by default its default, ``None``, or ``argparse.SUPPRESS``
     (for flags that override a config file). Booleans are switches (``--x``, or ``--x/--no-x`` when the default is
-    None or True, or ``unset`` is given), or with ``switches=False`` take ``true``/``false``. List fields take
-    several words (``lists="words"``) or one comma-separated value (``lists="comma"``). ``dest_prefix`` prefixes the
-    namespace names (``training.``); ``flag_names`` renames flags (``{"name": "model"}``); with ``none_unsets``,
-    ``none`` sets an optional field to None (elsewhere it is a value: ``--history-column none``). It takes many
-    parameters because the commands differ in exactly these ways (a config file under the flags, a training
-    section's prefix, a renamed flag), and each is keyword-only with the common case as its default.
+    None or True, or ``unset`` is given). List fields take several words (``lists="words"``) or one comma-separated
+    value (``lists="comma"``). ``style`` is how a config file section's flags differ (:class:`FlagStyle`).
     """
     hints = typing.get_type_hints(cls)
     for item in dataclasses.fields(cls):
         from_files_only = base_type(hints[item.name]) is dict and item.metadata.get("flag_type") is None
         if (names is not None and item.name not in names) or from_files_only:
             continue
-        annotation = hints[item.name]
-        kind, optional = base_type(annotation), is_optional(annotation)
         default = getattr(defaults, item.name) if defaults is not None else declared_default(item)
         kwargs: dict = {
-            "dest": f"{dest_prefix}{item.name}",
+            "dest": f"{style.dest_prefix}{item.name}",
             "default": default if unset is dataclasses.MISSING else unset,
             "help": flag_help(item, default),
         }
-        name = f"--{(flag_names or {}).get(item.name, flag(item.name))}"
+        name = f"--{style.flag_names.get(item.name, flag(item.name))}"
         if item.metadata.get("positional"):
             name = kwargs.pop("dest")
         elif item.metadata.get("required"):
             kwargs["required"] = True
-        if kind is bool and switches:
+        if base_type(hints[item.name]) is bool and style.switches:
             switch = default is False and unset is dataclasses.MISSING
             kwargs["action"] = "store_true" if switch else argparse.BooleanOptionalAction
-            mark_declared(group.add_argument(name, **kwargs), [(cls, item)], default)
-            continue
-        choices = item.metadata.get("choices") or ()
-        few = 0 < len(choices) <= 6  # a long list is for the help to name
-        kwargs["metavar"] = item.metadata.get("metavar") or (
-            "{" + ",".join(choices) + "}" if few else SCALAR_METAVARS.get(kind, item.name.upper())
-        )
-        if kind in (list, tuple) and lists == "comma":
-            kwargs["type"] = item.metadata.get("flag_type") or comma_list_parser(item, item_type(annotation))
-        elif kind in (list, tuple) and item.metadata.get("nargs") == "append":
-            kwargs.update(action="append", type=value_parser(item, item_type(annotation)))
-        elif kind in (list, tuple):
-            kwargs.update(nargs=item.metadata.get("nargs") or "*", type=value_parser(item, item_type(annotation)))
         else:
-            kwargs["type"] = value_parser(item, kind, unsets=optional and none_unsets)
+            kwargs.update(_value_kwargs(item, hints[item.name], lists, style.none_unsets))
         mark_declared(group.add_argument(name, **kwargs), [(cls, item)], default)
+
+
+def _value_kwargs(item: dataclasses.Field, annotation, lists: str, none_unsets: bool) -> dict:
+    """The argparse keywords of a flag that takes a value: its metavar, and its type, nargs or action by kind."""
+    kind = base_type(annotation)
+    choices = item.metadata.get("choices") or ()
+    few = 0 < len(choices) <= 6  # a long list is for the help to name
+    kwargs: dict = {
+        "metavar": item.metadata.get("metavar")
+        or ("{" + ",".join(choices) + "}" if few else SCALAR_METAVARS.get(kind, item.name.upper()))
+    }
+    if kind in (list, tuple) and lists == "comma":
+        kwargs["type"] = item.metadata.get("flag_type") or comma_list_parser(item, item_type(annotation))
+    elif kind in (list, tuple) and item.metadata.get("nargs") == "append":
+        kwargs.update(action="append", type=value_parser(item, item_type(annotation)))
+    elif kind in (list, tuple):
+        kwargs.update(nargs=item.metadata.get("nargs") or "*", type=value_parser(item, item_type(annotation)))
+    else:
+        kwargs["type"] = value_parser(item, kind, unsets=is_optional(annotation) and none_unsets)
+    return kwargs
 
 
 def mark_declared(action: argparse.Action, owners: list, default) -> argparse.Action:

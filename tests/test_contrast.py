@@ -12,6 +12,7 @@ from faithkit.metrics.contrast import (
     MinimalEdit,
     candidate_edits,
     checkable_spans,
+    ScoringLM,
     contrast_features,
     negation_edits,
     spacy_pipeline,
@@ -133,8 +134,7 @@ def test_margins_equal_each_edit_scored_alone(tiny_gpt2, gpt2_tokenizer, nlp):
     responses = [r for p in pairs for r in (p["faithful"], p["unfaithful"])]
     every_span = EditPolicy(threshold=-math.inf)  # every span reported, with its best edit
     rows = contrast_features(
-        TokenScorer(tiny_gpt2, batch_size=4),
-        gpt2_tokenizer,
+        ScoringLM(TokenScorer(tiny_gpt2, batch_size=4), gpt2_tokenizer),
         documents,
         histories,
         responses,

@@ -120,14 +120,12 @@ def add_rerank_flags(parser) -> None:
 
 
 def run(args) -> int:
-    from dataclasses import asdict, fields
+    from dataclasses import fields
 
-    from .. import models
     from ..data import read_rows, unique_ids
     from ..decoding.generation_options import GenerationOptions
-    from ..engine import Engine, EngineOptions, EngineSampling, api_key
-    from ..engine_candidates import EngineCandidatesJob, engine_template
-    from ..jobs import job_fingerprint, run_job
+    from ..engine import EngineOptions, EngineSampling
+    from ..jobs import run_job
     from .rerank import rerank_settings
 
     sampling = EngineSampling(**{f.name: getattr(args, f.name) for f in fields(EngineSampling)})
@@ -138,6 +136,37 @@ def run(args) -> int:
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
     )
     unique_ids(rows)
+    job, fingerprint = _candidates_job(args, options, sampling, server)
+    try:
+        counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="candidates", **job_options(args))
+    finally:
+        job.close()
+    logger.info(
+        "%d rows' candidates from %s (%s), %d already done, %d errors -> %s",
+        counts["done"],
+        args.server,
+        job.engine.model,
+        counts["skipped"],
+        counts["errors"],
+        args.output,
+    )
+    if rerank is not None:
+        from .rerank import rerank_file
+
+        rerank_file(args, rows, args.output, args.rerank_output, *rerank)
+    return 0
+
+
+def _candidates_job(args, options, sampling, server) -> tuple:
+    """The job that asks the engine for every row's candidates, and its fingerprint: the served model, the
+    tokenizer's model and every sampling setting, so a resumed output holds one job's candidates."""
+    from dataclasses import asdict
+
+    from .. import models
+    from ..engine import Engine, api_key
+    from ..engine_candidates import EngineCandidatesJob, engine_template
+    from ..jobs import job_fingerprint
+
     tokenizer, window = models.load_tokenizer(args.model)
     template = engine_template(tokenizer, options.chat)
     limit = min(options.max_context_tokens or window, window - options.max_new_tokens)
@@ -153,21 +182,4 @@ def run(args) -> int:
         "candidates", served_model=engine.model, model=models.identity(args.model), sampling=settings
     )
     job = EngineCandidatesJob(engine, tokenizer, template, sampling, options.max_new_tokens, limit, args.extra_body)
-    try:
-        counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="candidates", **job_options(args))
-    finally:
-        job.close()
-    logger.info(
-        "%d rows' candidates from %s (%s), %d already done, %d errors -> %s",
-        counts["done"],
-        args.server,
-        engine.model,
-        counts["skipped"],
-        counts["errors"],
-        args.output,
-    )
-    if rerank is not None:
-        from .rerank import rerank_file
-
-        rerank_file(args, rows, args.output, args.rerank_output, *rerank)
-    return 0
+    return job, fingerprint

@@ -54,10 +54,11 @@ def pmi_decoding(
     """generate's decoding loop with PMI-DECODE: ``model.generate(**build_inputs(...), custom_generate=pmi_decoding,
     alpha=0.25, top_p=0.6)``. Returns what generate returns: both halves' rows, the conditioned ones first.
 
-    The parameters are transformers' for a decoding loop and PMI-DECODE's two (generate hands a loop only the
-    keywords its signature names: they cannot ride in ``model_kwargs``). Sampling follows
-    generate's ``do_sample``, ``temperature`` and ``top_k``, applied to the PMI-DECODE scores as
-    ``PMIDecode(do_sample=True, temperature=..., top_k=...)`` applies them (``top_p`` is PMI-DECODE's own)."""
+    Sampling follows generate's ``do_sample``, ``temperature`` and ``top_k``, applied to the PMI-DECODE scores as
+    ``PMIDecode(do_sample=True, temperature=..., top_k=...)`` applies them (``top_p`` is PMI-DECODE's own).
+
+    Wide signature: transformers' ``custom_generate`` calls a decoding loop with these keywords, and hands it only
+    the keywords its signature names, so PMI-DECODE's two cannot ride in ``model_kwargs``."""
     parameters = PMI(alpha, top_p)
     sampled = bool(generation_config.do_sample)
     processor = PMIDecode(

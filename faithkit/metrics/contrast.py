@@ -216,23 +216,29 @@ def spacy_pipeline(name: str | None = None):
     return load_spacy(name)
 
 
+@dataclass(frozen=True)
+class ScoringLM:
+    """A causal LM ready to score responses, as a caller already holding one has it: its
+    :class:`~faithkit.scoring.TokenScorer`, its tokenizer and the prompt layout."""
+
+    scorer: TokenScorer
+    tokenizer: object
+    template: PromptTemplate = DEFAULT_TEMPLATE
+
+
 def contrast_features(
-    scorer: TokenScorer,
-    tokenizer,
+    lm: ScoringLM,
     documents: Sequence[str],
     histories: Sequence,
     responses: Sequence[str],
-    template: PromptTemplate = DEFAULT_TEMPLATE,
     policy: EditPolicy = EditPolicy(),
     nlp=None,
 ) -> list[dict]:
     """One dict per row: the keys of :data:`FEATURE_KEYS`, ``minimal_edit`` and ``truncated_tokens``.
 
-    For a caller that already holds the judge LM (its ``scorer``, ``tokenizer`` and ``template``);
-    ``nlp`` is a loaded spaCy pipeline (default: :func:`faithkit.metrics.q2.load_spacy`).
-
-    It takes many parameters because the caller's judge comes in parts (scorer, tokenizer, template) beside the rows
-    and the edit policy.
+    Every row's response and each of its edits is scored with and without the document, all in one
+    batch of ``lm``'s scorer; ``nlp`` is a loaded spaCy pipeline (default:
+    :func:`faithkit.metrics.q2.load_spacy`) that finds the spans to edit.
     """
     documents, histories, responses, _ = check_columns(documents, histories, responses)
     for i, (document, response) in enumerate(zip(documents, responses)):
@@ -242,6 +248,7 @@ def contrast_features(
     nlp = nlp or spacy_pipeline()
     texts = sorted(set(documents) | set(responses))
     parsed = dict(zip(texts, nlp.pipe(texts)))
+    scorer, tokenizer, template = lm.scorer, lm.tokenizer, lm.template
     max_length = models.context_window(scorer.model, tokenizer)
     plans: list[tuple[list[Edit], int, int]] = []
     requests: list[Request] = []
@@ -333,24 +340,23 @@ class MinimalEdit(Metric):
         scorer: TokenScorer | None = None,
         dtype=None,
     ):
-        """The judge LM (a name, or a loaded model with its tokenizer) and the edits to try; it takes many parameters because each is a metric option that the command line and
-        ``evaluate.load`` pass by name (:data:`faithkit.metrics.registry.METRICS`)."""
+        """Load the judge LM (a name, or a loaded model with its tokenizer) and fix the edits to try. Each parameter
+        is a metric option the command line and ``evaluate.load`` pass by name
+        (:data:`faithkit.metrics.registry.METRICS`)."""
         check_option_values(batch_size=batch_size, max_edits=max_edits, threshold=threshold)
         model, tokenizer = models.causal_lm(model, tokenizer, "the minimal-edit contrast", "MinimalEdit", device, dtype)
-        self.tokenizer, self.template = tokenizer, template
+        self.lm = ScoringLM(scorer or TokenScorer(model, batch_size=batch_size), tokenizer, template)
         self.policy = EditPolicy(max_edits, threshold)
-        self.scorer = scorer or TokenScorer(model, batch_size=batch_size)
 
     def compute_rows(self, documents, histories, responses, references=None) -> list[dict]:
         """One dict per example (see :data:`FEATURE_KEYS`); references are ignored."""
-        return contrast_features(
-            self.scorer, self.tokenizer, documents, histories, responses, self.template, self.policy
-        )
+        return contrast_features(self.lm, documents, histories, responses, self.policy)
 
 
 __all__ = [
     "MinimalEdit",
     "contrast_features",
+    "ScoringLM",
     "candidate_edits",
     "checkable_spans",
     "negation_edits",

@@ -77,8 +77,9 @@ class PMIFaith(Metric):
         dtype=None,
         evidence: bool = False,
     ):
-        """The judge LM (a name, or a loaded model with its tokenizer) and how to score with it; it takes many parameters because each is a metric option that the command line and
-        ``evaluate.load`` pass by name (:data:`faithkit.metrics.registry.METRICS`)."""
+        """Load the judge LM (a name, or a loaded model with its tokenizer) and fix how to score with it. Each
+        parameter is a metric option the command line and ``evaluate.load`` pass by name
+        (:data:`faithkit.metrics.registry.METRICS`)."""
         check_option_values(batch_size=batch_size, normalize=normalize, max_length=max_length)
         self.model, self.tokenizer = models.causal_lm(model, tokenizer, "PMI-FAITH", "PMIFaith", device, dtype)
         self.template = template

@@ -180,8 +180,9 @@ class Q2(Metric):
         spacy_model=None,
         dtype=None,
     ):
-        """The three models (by name, or the preset's) and how to run them; it takes many parameters because each is a metric option that the command line and
-        ``evaluate.load`` pass by name (:data:`faithkit.metrics.registry.METRICS`)."""
+        """Build the three models' backends (by name, or the preset's) and say how to run them. Each
+        parameter is a metric option the command line and ``evaluate.load`` pass by name
+        (:data:`faithkit.metrics.registry.METRICS`)."""
         if preset not in PRESETS:
             raise ValueError(f"preset must be None (the paper's hub models) or 'offline', got {preset!r}")
         check_option_values(batch_size=batch_size)

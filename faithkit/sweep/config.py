@@ -14,19 +14,20 @@ import typing
 import warnings
 from dataclasses import dataclass, fields
 from functools import lru_cache
-from itertools import product
 from pathlib import Path
 
 from ..data import data_root
 from ..data.rows import InputOptions
-from ..decoding import PMI, SEARCHES, Cell, GenerationOptions, Plain, get_strategy, strategy_from_dict
-from ..decoding.strategies import STRATEGIES, strategy_from_text, written_forms
-from ..errors import ConfigError, InputError
+from ..decoding import PMI, SEARCHES, Cell, GenerationOptions, Plain
+from ..decoding.strategies import strategy_from_text, written_forms
+from ..errors import ConfigError
 from ..metrics.metric_options import JUDGE_LM
 from ..metrics.registry import MEASURES, metric_names
 from ..paths import PathArg
-from ..options import OptionError, check, default_grid, from_mapping, option, option_like, reject_unknown
+from ..options import OptionError, check, from_mapping, option, option_like, reject_unknown
 from ..precision import Placement
+from .chosen import chosen_entries
+from .grid import entry_cells, entry_size
 
 logger = logging.getLogger(__name__)
 
@@ -38,15 +39,9 @@ DATA_PREFIX = "${data}"
 GENERATION = tuple(f.name for f in fields(GenerationOptions) if f.name not in ("do_sample", "num_return_sequences"))
 """The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags: all but the search (each cell
 names its own) and the responses per row (a cell writes one)."""
-STRATEGY_KEYS = ("name", "search_mode")
-"""The keys of a ``strategies`` entry besides the strategy's own parameters."""
 RENAMED_KEYS = {"decoding": "search_mode"}
 """Keys of a config or a ``strategies`` entry renamed, still read under the old name (with a warning) for one
 release: ``decoding`` was a search mode (greedy, beam…), not a decoding strategy."""
-
-
-PARAMETER_COLUMNS = {"n": "candidates"}
-"""Table columns of strategy parameters whose own name the table uses already (``n``: the contexts measured)."""
 
 
 @dataclass(frozen=True)
@@ -305,15 +300,7 @@ class SweepConfig:
     def grid_size(self) -> int:
         """How many cells :meth:`cells` gives at most (the baseline, then each strategy's searches x parameter
         values), counted without building one, so a 10,000-cell grid is refused at once."""
-        size = 1
-        for entry in self.strategy_grids():
-            cls = STRATEGIES.get(str(entry.get("name")))
-            values = {**default_grid(cls), **entry} if cls is not None else entry  # cells() names an unknown one
-            cells = len(_items(entry.get("search_mode", self.search_mode)))
-            for key, value in values.items():
-                cells *= len(_items(value)) if key not in STRATEGY_KEYS else 1
-            size += cells
-        return size
+        return 1 + sum(entry_size(entry, self.search_mode) for entry in self.strategy_grids())
 
     def cells(self) -> list[Cell]:
         """The baseline first, then every strategy's grid in order (search mode, then parameters), each once.
@@ -323,24 +310,7 @@ class SweepConfig:
         """
         cells = [self.baseline.check()]
         for index, entry in enumerate(self.strategy_grids()):
-            where = f"strategies[{index}]: "
-            try:
-                cls = get_strategy(str(entry.get("name")))
-            except ConfigError as error:
-                raise ConfigError(f"{where}{error}") from None
-            grid = {
-                key: _items(value) for key, value in {**default_grid(cls), **entry}.items() if key not in STRATEGY_KEYS
-            }
-            for key, values in grid.items():
-                if not values:
-                    raise ConfigError(f"{where}{cls.name}: {key} is empty; give at least one value or leave it out")
-            for search in _items(entry.get("search_mode", self.search_mode)):
-                for point in product(*grid.values()):
-                    try:
-                        strategy = strategy_from_dict({"name": cls.name, **dict(zip(grid, point))})
-                        cells.append(Cell(strategy, str(search).strip()).check())
-                    except ConfigError as error:
-                        raise ConfigError(f"{where}{error}") from None
+            cells += entry_cells(entry, self.search_mode, where=f"strategies[{index}]: ")
         return list(dict.fromkeys(cells))
 
     def input_path(self) -> Path:
@@ -382,49 +352,6 @@ def _fitted_with(judge: str) -> bool:
     from .. import models
 
     return models.identity(judge) == models.identity(fitted)
-
-
-def chosen_entries(path: Path) -> list[dict]:
-    """The ``strategies`` entries of each strategy's pick in an earlier sweep's ``best.json`` (its strategy, search
-    and parameters); a file not in the shape a sweep writes is one InputError naming the field."""
-    from ..schema import TEXT, MapOf, Object, check_schema, read_json_file
-
-    fix = "give the best.json of a finished sweep (or rerun that sweep to write it again)"
-    picks = read_json_file(path, Object({"by_strategy": MapOf(Object({"strategy": TEXT, "decoding": TEXT}))}), fix)
-    entries = []
-    for name, pick in picks["by_strategy"].items():
-        cls = STRATEGIES.get(pick["strategy"])
-        if cls is None:
-            raise InputError(
-                f"{path}: by_strategy.{name}.strategy is {pick['strategy']!r} where one of "
-                f"{', '.join(STRATEGIES)} is expected; {fix}"
-            )
-        own = {PARAMETER_COLUMNS.get(f.name, f.name): _parameter_schema(f.default) for f in fields(cls)}
-        check_schema(pick, Object(own), path, fix, path=f"by_strategy.{name}")
-        values = {f.name: pick[PARAMETER_COLUMNS.get(f.name, f.name)] for f in fields(cls)}
-        try:
-            Cell(strategy_from_dict({"name": cls.name, **values}), pick["decoding"]).check()
-        except ConfigError as error:
-            raise InputError(f"{path}: by_strategy.{name}: {error}; {fix}") from None
-        entries.append(
-            {"name": cls.name, "search_mode": pick["decoding"], **{key: [value] for key, value in values.items()}}
-        )
-    return entries
-
-
-def _parameter_schema(default):
-    """A strategy parameter's value in best.json: of its default's kind (a number for a float one)."""
-    from ..schema import BOOLEAN, NUMBER, TEXT, WHOLE
-
-    return (
-        BOOLEAN
-        if isinstance(default, bool)
-        else WHOLE
-        if isinstance(default, int)
-        else TEXT
-        if isinstance(default, str)
-        else NUMBER
-    )
 
 
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> SweepConfig:
@@ -507,11 +434,3 @@ def _entry(entry: dict | str) -> dict:
     if isinstance(entry, str):
         return {"name": entry.strip()}
     return {str(key).replace("-", "_"): value for key, value in entry.items()}
-
-
-def _items(value) -> list:
-    if isinstance(value, (list, tuple)):
-        return list(value)
-    if isinstance(value, str):
-        return [item for item in value.split(",") if item.strip()]
-    return [value]

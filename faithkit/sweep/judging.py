@@ -70,14 +70,12 @@ def score_responses(
     responses: dict,
     candidates: dict,
     reranked: list[Cell],
-    golds: list[str] | None,
     generator,
 ) -> tuple[dict, dict]:
     """Every metric's result per context for each decode, ``({metric: {cell: [result, …]}}, {metric: records})``;
     ``responses`` (``{cell: {row id: response}}``) gains the ``reranked`` cells' chosen responses, made from
-    ``candidates`` (``{candidate_pool(cell): {row id: [greedy, *candidates]}}``).
-
-    It takes many parameters because it joins the sweep's two halves: what was decoded, and how it is judged.
+    ``candidates`` (``{candidate_pool(cell): {row id: [greedy, *candidates]}}``). Rerank judges score the candidates
+    first (those that need the generator while it is loaded), then every metric scores the chosen responses.
 
     ``generator``: a :class:`faithkit.reranking.LazyGenerator`, for the rerank judges that are no sweep scorer.
     Metrics that are not model-backed (lexical, the response form) are computed in memory, in a moment.
@@ -94,11 +92,7 @@ def score_responses(
     needs = {cell: by_judge[_rerank(cell).judge] for cell in reranked}
     decodes = list(responses)
     _add_responses(sweep_passes.values(), responses, contexts)
-    for cell in reranked:
-        for p in needs[cell]:
-            for c in contexts:
-                for k, text in enumerate(candidates[candidate_pool(cell)][c.id]):
-                    p.add(c.id, _candidate_id(cell, k, c), text)
+    _add_candidates(needs, candidates, contexts)
     first = _with_sources([p for cell in reranked for p in needs[cell]], sweep_passes)  # they score the candidates
     own = [p for p in first if p not in sweep_passes.values()]
     for p in own:  # under the generator, released before the judge loads
@@ -115,7 +109,22 @@ def score_responses(
     _add_responses(later, {cell: responses[cell] for cell in reranked}, contexts)
     for p in later:
         run_pass(p, contexts)
-    return _results(names, contexts, [*decodes, *reranked], responses, sweep_passes, chosen, golds)
+    return _results(names, contexts, [*decodes, *reranked], responses, sweep_passes, chosen, golds_of(contexts))
+
+
+def golds_of(contexts: list) -> list[str] | None:
+    """The contexts' gold responses, or None unless every context has one (relevance needs them all)."""
+    golds = [c.gold for c in contexts if c.gold]
+    return golds if len(golds) == len(contexts) else None
+
+
+def _add_candidates(needs: dict, candidates: dict, contexts: list) -> None:
+    """Give each rerank cell's passes (``needs``: ``{cell: [pass, …]}``) every context's candidates to score."""
+    for cell, passes in needs.items():
+        for p in passes:
+            for c in contexts:
+                for k, text in enumerate(candidates[candidate_pool(cell)][c.id]):
+                    p.add(c.id, _candidate_id(cell, k, c), text)
 
 
 def _read_from(p: Pass, source: Pass) -> None:
@@ -332,7 +341,6 @@ def run_pass(p: Pass, contexts: list) -> None:
     gets an ``error``, a setting no response can meet stops the sweep.
     """
     process = current_process()
-    by_id = {c.id: c for c in contexts}
     expected = {
         score_id: content_digest([c.document, list(c.history), text])
         for c in contexts
@@ -347,33 +355,35 @@ def run_pass(p: Pass, contexts: list) -> None:
             logger.info("loading %s for %s…", p.models, p.metric)
         metric = p.build() if groups else None
         for group in groups:
-            started = time.monotonic()
-            entries = [(score_id, c, text) for c in group for score_id, text in p.texts.get(c.id, {}).items()]
-            unique = list(dict.fromkeys((c.id, text) for _, c, text in entries if text.strip()))
-            results = dict(zip(unique, _compute(metric, [(by_id[i], text) for i, text in unique])))
-            for score_id, context, text in entries:
-                if score_id in done:
-                    continue
-                writer.write(
-                    {
-                        "id": score_id,
-                        "cell": score_id.split("/")[0],
-                        "row": context.id,
-                        "document": context.document,
-                        "history": list(context.history),
-                        "response": text,
-                        DIGEST_KEY: expected[score_id],
-                        **results.get((context.id, text), {}),
-                    }
-                )
-            logger.info(
-                "%s: %d responses (%d distinct) in %.0f s",
-                p.metric,
-                len(entries),
-                len(unique),
-                time.monotonic() - started,
-            )
+            _score_group(p, metric, group, writer, done, expected)
     p.records = {record["id"]: record for record in read_results(p.path)}
+
+
+def _score_group(p: Pass, metric, group: list, writer, done, expected: dict) -> None:
+    """One ``compute_rows`` call over a group's distinct responses; the records not yet ``done`` written."""
+    started = time.monotonic()
+    entries = [(score_id, c, text) for c in group for score_id, text in p.texts.get(c.id, {}).items()]
+    unique = list(dict.fromkeys((c.id, text) for _, c, text in entries if text.strip()))
+    by_id = {c.id: c for c in group}
+    results = dict(zip(unique, _compute(metric, [(by_id[i], text) for i, text in unique])))
+    for score_id, context, text in entries:
+        if score_id in done:
+            continue
+        writer.write(
+            {
+                "id": score_id,
+                "cell": score_id.split("/")[0],
+                "row": context.id,
+                "document": context.document,
+                "history": list(context.history),
+                "response": text,
+                DIGEST_KEY: expected[score_id],
+                **results.get((context.id, text), {}),
+            }
+        )
+    logger.info(
+        "%s: %d responses (%d distinct) in %.0f s", p.metric, len(entries), len(unique), time.monotonic() - started
+    )
 
 
 def _compute(metric, items: list) -> list[dict]:

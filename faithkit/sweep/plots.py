@@ -39,37 +39,45 @@ def heatmaps(table: Sequence[dict], config: SweepConfig, folder: Path, best: dic
         values = np.array([[_value(grid.get((a, p), {}).get(measure.name)) for p in top_ps] for a in alphas])
         if np.isnan(values).all():
             continue
-        lower = measure.higher_is_better is False
-        figure, axes = plt.subplots(figsize=(1.1 * len(top_ps) + 2.4, 0.7 * len(alphas) + 1.6), dpi=120)
-        image = axes.imshow(values, cmap="viridis_r" if lower else "viridis", aspect="auto")
-        middle = np.nanmin(values) + (np.nanmax(values) - np.nanmin(values)) / 2
-        for row, alpha in enumerate(alphas):
-            for column, top_p in enumerate(top_ps):
-                value = values[row, column]
-                dark = (value > middle) == lower
-                axes.text(
-                    column,
-                    row,
-                    format_value(measure.name, None if np.isnan(value) else value),
-                    ha="center",
-                    va="center",
-                    fontsize=9,
-                    color="white" if dark else "black",
-                )
-                if grid.get((alpha, top_p), {}).get("cell") == chosen.get("cell"):
-                    axes.add_patch(
-                        plt.Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5)
-                    )
-        axes.set_xticks(range(len(top_ps)), labels=[f"{p:g}" for p in top_ps])
-        axes.set_yticks(range(len(alphas)), labels=[f"{a:g}" for a in alphas])
-        axes.set(xlabel="top_p", ylabel="alpha", title=f"{measure.title}, PMI-DECODE {config.search_mode}")
-        figure.colorbar(image, ax=axes, shrink=0.85)
+        figure = _heatmap(values, grid, (alphas, top_ps), measure, chosen.get("cell"))
+        figure.axes[0].set_title(f"{measure.title}, PMI-DECODE {config.search_mode}")
         figure.tight_layout()
         path = folder / f"{measure.name}.png"
         save_figure(figure, path)
         plt.close(figure)
         paths.append(path)
     return paths
+
+
+def _heatmap(values, grid: dict, axes_values: tuple, measure, chosen_cell):
+    """One measure's figure: each square coloured and labelled with its value, the chosen cell framed in red."""
+    alphas, top_ps = axes_values
+    lower = measure.higher_is_better is False
+    figure, axes = plt.subplots(figsize=(1.1 * len(top_ps) + 2.4, 0.7 * len(alphas) + 1.6), dpi=120)
+    image = axes.imshow(values, cmap="viridis_r" if lower else "viridis", aspect="auto")
+    middle = np.nanmin(values) + (np.nanmax(values) - np.nanmin(values)) / 2
+    for row, alpha in enumerate(alphas):
+        for column, top_p in enumerate(top_ps):
+            value = values[row, column]
+            dark = (value > middle) == lower
+            axes.text(
+                column,
+                row,
+                format_value(measure.name, None if np.isnan(value) else value),
+                ha="center",
+                va="center",
+                fontsize=9,
+                color="white" if dark else "black",
+            )
+            if grid.get((alpha, top_p), {}).get("cell") == chosen_cell:
+                axes.add_patch(
+                    plt.Rectangle((column - 0.5, row - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2.5)
+                )
+    axes.set_xticks(range(len(top_ps)), labels=[f"{p:g}" for p in top_ps])
+    axes.set_yticks(range(len(alphas)), labels=[f"{a:g}" for a in alphas])
+    axes.set(xlabel="top_p", ylabel="alpha")
+    figure.colorbar(image, ax=axes, shrink=0.85)
+    return figure
 
 
 def _value(value) -> float:

@@ -44,7 +44,7 @@ from ..jobs import JobInterrupted, current_process, job_fingerprint, shared_outp
 from ..metrics.registry import METRICS
 from ..reranking import LazyGenerator
 from .config import SweepConfig
-from .judging import candidate_pool, candidates_path, score_path, score_responses
+from .judging import candidate_pool, candidates_path, golds_of, score_path, score_responses
 from .table import active_measures, best_by_strategy, cell_row, choose_best, statistics, sweep_markdown, write_csv
 
 logger = logging.getLogger(__name__)
@@ -88,13 +88,11 @@ def run_sweep(config: SweepConfig, restart: bool = False) -> SweepResult:
     try:
         responses = generate_cells(config, contexts, [*decodes, *pools], out, generator)
         candidates = {cell: responses.pop(cell) for cell in pools}
-        golds = [c.gold for c in contexts if c.gold]
-        golds = golds if len(golds) == len(contexts) else None  # relevance needs every context's gold
-
-        rows, files = score_responses(config, out, contexts, responses, candidates, reranked, golds, generator)
+        rows, files = score_responses(config, out, contexts, responses, candidates, reranked, generator)
     except KeyboardInterrupt:
         raise JobInterrupted(f"interrupted: {saved(out, len([*decodes, *pools]) * len(contexts))}") from None
     responses.update({cell: responses[shared_decode(cell)] for cell in cells})
+    golds = golds_of(contexts)
 
     def measured(cell: Cell) -> dict:
         texts = [responses[cell][c.id] for c in contexts]
@@ -226,7 +224,7 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
     (only the missing rows are written), so its batch, and thus its tokens, are the usual ones.
     Under ``accelerate launch`` each process takes every n-th unfinished batch.
     """
-    from ..decoding import iter_grid, length_order
+    from ..decoding import length_order
 
     order = length_order([c.document for c in contexts], [c.history for c in contexts])
     batches = [
@@ -249,33 +247,43 @@ def generate_cells(config: SweepConfig, contexts: list[Context], cells: list[Cel
             logger.info("loading generator %s…", config.generator)
             model, tokenizer, _ = generator()
         for number, (batch, pending) in enumerate(todo, start=1):
-            started = time.monotonic()
-            sampled = any(cell.sampled for cell in pending)
-            seconds: dict[int, float] = {}
-            grid = iter_grid(
-                model,
-                tokenizer,
-                [c.document for c in batch],
-                [c.history for c in batch],
-                pending,
-                config.generation,
-                seeds=config.generation.row_seeds([c.id for c in batch]) if sampled else None,
-                seconds=seconds,
-            )  # no judge: rerank cells give their candidates, judged in the judge passes
-            _write_batch(grid, batch, pending, shared, expected, paths)
-            total = time.monotonic() - started
+            seconds = _generate_batch(config, (model, tokenizer), batch, pending, (shared, expected, paths))
             logger.info(
                 "generate: batch %d/%d (%d contexts x %d cells) in %.0f s (prompts and writing %.1f s, %s)",
                 number,
                 len(todo),
                 len(batch),
                 len(pending),
-                total,
-                total - sum(seconds.values()),
+                seconds.pop("total"),
+                seconds.pop("other"),
                 ", ".join(f"{paths[pending[index]].stem} {value:.1f} s" for index, value in seconds.items()),
             )
     wanted = {c.id for c in contexts}
     return {cell: {r["id"]: _decoded(r) for r in read_results(paths[cell]) if r["id"] in wanted} for cell in cells}
+
+
+def _generate_batch(config: SweepConfig, loaded: tuple, batch: list, pending: list[Cell], outputs: tuple) -> dict:
+    """Decode one batch of contexts for its pending cells and write them (``outputs``: what :func:`_write_batch`
+    writes to); the seconds each cell took by its index in ``pending``, the ``total`` and the ``other``."""
+    from ..decoding import iter_grid
+
+    model, tokenizer = loaded
+    started = time.monotonic()
+    sampled = any(cell.sampled for cell in pending)
+    seconds: dict = {}
+    grid = iter_grid(
+        model,
+        tokenizer,
+        [c.document for c in batch],
+        [c.history for c in batch],
+        pending,
+        config.generation,
+        seeds=config.generation.row_seeds([c.id for c in batch]) if sampled else None,
+        seconds=seconds,
+    )  # no judge: rerank cells give their candidates, judged in the judge passes
+    _write_batch(grid, batch, pending, *outputs)
+    total = time.monotonic() - started
+    return {**seconds, "total": total, "other": total - sum(seconds.values())}
 
 
 def _decoded(record: dict) -> str | list[str]:

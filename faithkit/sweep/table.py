@@ -25,7 +25,8 @@ from ..decoding import Cell, shared_decode
 from ..decoding.base import parameter_text
 from ..files import replacing
 from ..report import markdown_table
-from .config import ALWAYS, PARAMETER_COLUMNS, SweepConfig
+from .chosen import PARAMETER_COLUMNS
+from .config import ALWAYS, SweepConfig
 
 SEED = 0
 """Seed of every interval and test: a rerun reports the same numbers."""
@@ -228,11 +229,37 @@ def status(row: dict, best: dict | None, folded: Sequence[dict] = ()) -> str:
 def sweep_markdown(table: Sequence[dict], config: SweepConfig, best: dict | None = None) -> str:
     """The sweep's tables as markdown: :func:`shown_table` in its compact form, :data:`MEASURES_PER_TABLE` measures
     a table (each with its 95% interval and, with a direction, its paired p against the baseline and a mark), the
-    first with whether the rule chose or excluded each cell; the cells that decode alike; the PMI-DECODE grid in the paper's Table-5 layout (alpha rows x top_p columns, "faithfulness / relevance")
-    when it has one; then the baseline, the pick and its trade-offs."""
+    first with whether the rule chose or excluded each cell; the cells that decode alike; the PMI-DECODE grid in
+    the paper's Table-5 layout when it has one; then the baseline, the pick and its trade-offs."""
     parameters, baseline = parameter_names(table), table[0]
     shown = shown_table(table, config, best, compact=True)
-    columns = shown_columns(config)
+    lines = _measure_tables(shown, shown_columns(config))
+    rows = {row["cell"]: row for row in table}
+    folded = [
+        f"{label(rows[cell], parameters)} = {'; '.join(label(r, parameters) for r in alike)}"
+        for cell, alike in folded_rows(table).items()
+        if alike
+    ]
+    if folded:
+        lines += ["", "decoded alike, shown once: " + " | ".join(folded)]
+    faith, relevance = config.faithfulness_measure, config.relevance
+    assert faith is not None  # SweepConfig.validate requires a faithfulness measure
+    lines += _table5_grid(table, config, faith, relevance)
+    lines.append("")
+    lines.append(
+        f"intervals: 95% bootstrap over {baseline['n']} contexts; p: paired permutation test against the "
+        f"baseline {label(baseline, parameters)} ({format_value(faith, baseline[faith])} / "
+        f"{format_value(relevance, baseline[relevance])}); ▲/▼: significantly higher/lower at p < {config.significance:g}"
+    )
+    if config.faithfulness_note:
+        lines.append(f"note: {config.faithfulness_note}")
+    if best:
+        lines.append(best_sentence(best, config, parameters))
+    return "\n".join(lines)
+
+
+def _measure_tables(shown: dict, columns: list) -> list[str]:
+    """:data:`MEASURES_PER_TABLE` measures a table, one line a cell; the first with the rule's choice column."""
     measures = list(dict.fromkeys(measure for _, measure in columns))
     lines: list[str] = []
     for start in range(0, len(measures), MEASURES_PER_TABLE):
@@ -247,16 +274,12 @@ def sweep_markdown(table: Sequence[dict], config: SweepConfig, best: dict | None
             for entries in shown.values()
         ]
         lines += [*([""] if lines else []), markdown_table([*heads, *(["choice"] if first else [])], body)]
-    rows = {row["cell"]: row for row in table}
-    folded = [
-        f"{label(rows[cell], parameters)} = {'; '.join(label(r, parameters) for r in alike)}"
-        for cell, alike in folded_rows(table).items()
-        if alike
-    ]
-    if folded:
-        lines += ["", "decoded alike, shown once: " + " | ".join(folded)]
-    faith, relevance = config.faithfulness_measure, config.relevance
-    assert faith is not None  # SweepConfig.validate requires a faithfulness measure
+    return lines
+
+
+def _table5_grid(table: Sequence[dict], config: SweepConfig, faith: str, relevance: str) -> list[str]:
+    """The PMI-DECODE grid in the paper's Table-5 layout (alpha rows x top_p columns, "faithfulness / relevance"),
+    with a blank line and a title before it; nothing unless the grid has two values of each."""
     grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
     alphas = sorted({alpha for search, alpha, _ in grid if search == config.search_mode and alpha is not None})
     top_ps = sorted({top_p for search, _, top_p in grid if search == config.search_mode and top_p is not None})
@@ -273,18 +296,8 @@ def sweep_markdown(table: Sequence[dict], config: SweepConfig, best: dict | None
             for alpha, row in zip(alphas, cells)
         ]
         header = ["alpha \\ top_p", *(f"{p:g}" for p in top_ps)]
-        lines += ["", f"PMI-DECODE, {config.search_mode}: {faith} / {relevance}", "", markdown_table(header, pairs)]
-    lines.append("")
-    lines.append(
-        f"intervals: 95% bootstrap over {baseline['n']} contexts; p: paired permutation test against the "
-        f"baseline {label(baseline, parameters)} ({format_value(faith, baseline[faith])} / "
-        f"{format_value(relevance, baseline[relevance])}); ▲/▼: significantly higher/lower at p < {config.significance:g}"
-    )
-    if config.faithfulness_note:
-        lines.append(f"note: {config.faithfulness_note}")
-    if best:
-        lines.append(best_sentence(best, config, parameters))
-    return "\n".join(lines)
+        return ["", f"PMI-DECODE, {config.search_mode}: {faith} / {relevance}", "", markdown_table(header, pairs)]
+    return []
 
 
 def best_sentence(best: dict, config: SweepConfig, parameters: Sequence[str]) -> str:
@@ -364,20 +377,9 @@ def choose_best(
         if bounds
         else f"highest {faithfulness}; " + "; ".join(clauses)
     )
-    position = {row["cell"]: index for index, row in enumerate(table)}
-    best = (
-        max(eligible, key=lambda row: (row[faithfulness], row.get(relevance) or -math.inf, -position[row["cell"]]))
-        if eligible
-        else None
-    )
+    best = _most_faithful(table, eligible, faithfulness, relevance)
     p = best.get(f"{faithfulness}_p") if best else None
-    significant = bool(
-        best is not None
-        and best is not baseline
-        and p is not None
-        and p < significance
-        and best[faithfulness] > baseline[faithfulness]
-    )
+    significant = best is not None and best is not baseline and _beats(best, baseline, faithfulness, significance)
     return {
         "rule": rule,
         "faithfulness": faithfulness,
@@ -393,6 +395,20 @@ def choose_best(
         "baseline": baseline,
         "eligible": [row["cell"] for row in eligible],
     }
+
+
+def _most_faithful(table: Sequence[dict], eligible: list[dict], faithfulness: str, relevance: str) -> dict | None:
+    """The eligible row of highest ``faithfulness``; ties go to higher relevance, then to the earlier cell."""
+    position = {row["cell"]: index for index, row in enumerate(table)}
+    if not eligible:
+        return None
+    return max(eligible, key=lambda row: (row[faithfulness], row.get(relevance) or -math.inf, -position[row["cell"]]))
+
+
+def _beats(row: dict, baseline: dict, faithfulness: str, significance: float) -> bool:
+    """Whether ``row`` is more faithful than ``baseline`` with paired p below ``significance``."""
+    p = row.get(f"{faithfulness}_p")
+    return p is not None and p < significance and row[faithfulness] > baseline[faithfulness]
 
 
 def baseline_bounds(baseline: dict, tolerances: Sequence[tuple[str | None, float]]) -> tuple[dict, list[str]]:

@@ -25,7 +25,7 @@ from ..decoding.strategies import Strategy, strategy_from_dict, strategy_from_te
 from ..errors import ConfigError
 from ..metrics.registry import check_options
 from ..paths import PathArg
-from ..options import OptionError, add_flags, coerce, option, option_like, reject_unknown
+from ..options import FlagStyle, add_flags, coerce, option, option_like, reject_unknown
 from ..options import check as check_declared
 from ..precision import DTYPES
 
@@ -244,10 +244,12 @@ def add_override_arguments(parser: argparse.ArgumentParser) -> None:
             group,
             cls,
             unset=argparse.SUPPRESS,
-            switches=False,
-            none_unsets=True,
-            dest_prefix=f"{section}.",
-            flag_names={"name": "model"} if section == "model" else None,
+            style=FlagStyle(
+                switches=False,
+                none_unsets=True,
+                dest_prefix=f"{section}.",
+                flag_names={"name": "model"} if section == "model" else {},
+            ),
         )
 
 
@@ -270,69 +272,82 @@ def overrides_from_args(args: argparse.Namespace) -> dict[str, object]:
 # ---- consistency -------------------------------------------------------------------------------
 def check(config: TrainConfig, source: str = "config") -> None:
     """Reject values their fields' declarations refuse (``training.batch_size must be at least 1, got 0``) and
-    settings that cannot work together, naming the key and the fix. It is long because it is the list of those
-    rules, one ``if`` each, read top to bottom in the order of the config's sections."""
-    m, d, e = config.model, config.data, config.evaluation
-
-    def fail(message: str):
-        raise ConfigError(f"{source}: {message}")
-
-    for section in SECTIONS:
-        try:
+    settings that cannot work together, naming the key and the fix: one rule an ``if``, section by section."""
+    try:
+        for section in SECTIONS:
             check_declared(getattr(config, section), where=f"{section}.")
-        except OptionError as error:
-            fail(str(error))
+        _check_model(config.model)
+        _check_data(config.data)
+        _check_evaluation(config.evaluation)
+    except ConfigError as error:
+        raise ConfigError(f"{source}: {error}") from None
+
+
+def _check_model(m: ModelSection) -> None:
     if m.init == "pretrained":
         if not m.name:
-            fail(
+            raise ConfigError(
                 "model.name is missing: name the model to fine-tune (a hub id, folder or offline name), "
                 "or set model.init: random with model.config"
             )
         if m.config or m.tokenizer:
-            fail("model.config and model.tokenizer apply to model.init: random only; drop them")
+            raise ConfigError("model.config and model.tokenizer apply to model.init: random only; drop them")
     else:
         if m.name:
-            fail("model.name and model.init: random exclude each other: drop one")
+            raise ConfigError("model.name and model.init: random exclude each other: drop one")
         if "model_type" not in m.config:
-            fail("model.init: random needs model.config with a 'model_type' (e.g. gpt2, bart) and its sizes")
+            raise ConfigError(
+                "model.init: random needs model.config with a 'model_type' (e.g. gpt2, bart) and its sizes"
+            )
         if not m.tokenizer:
-            fail("model.init: random needs model.tokenizer: 'gpt2-bpe' or a tokenizer name/folder")
+            raise ConfigError("model.init: random needs model.tokenizer: 'gpt2-bpe' or a tokenizer name/folder")
     if m.dtype == "auto" and m.init == "random":
-        fail("model.dtype: auto means the checkpoint's dtype, and model.init: random has none; name a dtype")
+        raise ConfigError(
+            "model.dtype: auto means the checkpoint's dtype, and model.init: random has none; name a dtype"
+        )
+
+
+def _check_data(d: DataSection) -> None:
     if bool(d.corpus) == bool(d.train_file):
-        fail("give exactly one of data.corpus (a corpus name) or data.train_file (a rows file)")
+        raise ConfigError("give exactly one of data.corpus (a corpus name) or data.train_file (a rows file)")
     if d.train_file and not d.dev_file:
-        fail("data.train_file needs data.dev_file: the dev rows for dev loss, best checkpoint and evaluation hooks")
+        raise ConfigError(
+            "data.train_file needs data.dev_file: the dev rows for dev loss, best checkpoint and evaluation hooks"
+        )
     if d.corpus and d.dev_file:
-        fail("data.dev_file goes with data.train_file; with data.corpus set data.dev_split instead")
+        raise ConfigError("data.dev_file goes with data.train_file; with data.corpus set data.dev_split instead")
     if d.max_response_length >= d.max_length:
-        fail(
+        raise ConfigError(
             f"data.max_response_length ({d.max_response_length}) must be below data.max_length ({d.max_length}) "
             f"to leave room for the context"
         )
-    try:
-        by_label = evaluation_decoders(e)
-    except ConfigError as error:
-        fail(str(error))
+
+
+def _check_evaluation(e: EvaluationSection) -> None:
+    by_label = evaluation_decoders(e)
     if len(by_label) < len(e.strategies):
-        fail(f"evaluation.strategies lists a strategy twice: {e.strategies}")
+        raise ConfigError(f"evaluation.strategies lists a strategy twice: {e.strategies}")
     unknown_options = set(e.metric_options) - set(e.metrics)
     if unknown_options:
-        fail(f"evaluation.metric_options names {sorted(unknown_options)}, not in evaluation.metrics {e.metrics}")
+        raise ConfigError(
+            f"evaluation.metric_options names {sorted(unknown_options)}, not in evaluation.metrics {e.metrics}"
+        )
     for name in e.metrics:
         options = e.metric_options.get(name) or {}
         if not isinstance(options, dict):
-            fail(f"evaluation.metric_options.{name} must map option names to values, got {options!r}")
+            raise ConfigError(f"evaluation.metric_options.{name} must map option names to values, got {options!r}")
         try:
             check_options(name, options)
         except ConfigError as error:
-            fail(f"evaluation.metrics: {error}")
+            raise ConfigError(f"evaluation.metrics: {error}") from None
     if e.best_metric != "dev_loss":
         decoder, _, key = e.best_metric.partition("/")
         if decoder not in by_label or not key:
-            fail(
+            raise ConfigError(
                 f"evaluation.best_metric must be dev_loss or DECODER/KEY with DECODER in {list(by_label)} "
                 f"(e.g. pmi_a0.25_p0.6/mean_pmi), got {e.best_metric!r}"
             )
         if not e.metrics or not e.generate_rows:
-            fail(f"evaluation.best_metric {e.best_metric!r} needs evaluation.metrics and evaluation.generate_rows > 0")
+            raise ConfigError(
+                f"evaluation.best_metric {e.best_metric!r} needs evaluation.metrics and evaluation.generate_rows > 0"
+            )

@@ -1,0 +1,107 @@
+"""Where a claim checker looks: a document cut into token windows, a response cut into its sentences.
+
+A checker reads a few hundred tokens at a time, so a document is cut into overlapping windows of
+its own tokenizer's tokens; a long document's windows are first narrowed to those sharing most
+words with the claims (:func:`chosen_windows`), so a 50 MB document costs no more than
+:data:`MAX_WINDOWS` windows. :mod:`faithkit.metrics.claim_checkers` pairs every chosen window with
+every sentence.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+
+from ..prompts import CHARS_PER_TOKEN
+
+
+def document_windows(document: str, tokenizer, window: int, stride: int) -> list[str]:
+    """The document cut into windows of ``window`` tokens starting every ``stride`` tokens, the last one ending at
+    the document's end; each window is the document's own text from its first token to its last."""
+    return [document[start:end].strip() for start, end in window_spans(document, tokenizer, window, stride)]
+
+
+def window_spans(text: str, tokenizer, window: int, stride: int) -> list[tuple[int, int]]:
+    """The character spans of :func:`document_windows`' windows (the whole text when it fits in one)."""
+    offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    if len(offsets) <= window:
+        return [(0, len(text))]
+    starts = list(range(0, len(offsets) - window + 1, stride))
+    if starts[-1] + window < len(offsets):
+        starts.append(len(offsets) - window)
+    return [(offsets[start][0], offsets[start + window - 1][1]) for start in starts]
+
+
+MAX_WINDOWS = 16
+"""Windows of a document scored per row unless ``max_windows`` says otherwise: every window is paired with every
+sentence of the response, so a 320 KB document (thousands of windows) took over 15 minutes."""
+CLAIM_WORD = re.compile(r"\w{4,}")
+
+
+def claim_words(claims: Sequence[str]) -> set[str]:
+    """The claims' distinct words of four characters or more, lowercased: short ones (the, and, is) are everywhere,
+    so they say nothing about where in a document a claim is."""
+    return {word for claim in claims for word in CLAIM_WORD.findall(claim.lower())}
+
+
+def overlap(text: str, words: set[str]) -> int:
+    """How many of ``words`` appear in ``text`` (a substring test: cheap enough to run over a 50 MB document)."""
+    lowered = text.lower()
+    return sum(word in lowered for word in words)
+
+
+def chosen_windows(
+    document: str, claims: Sequence[str], tokenizer, window: int, stride: int, max_windows: int
+) -> tuple[list[str], int]:
+    """The windows to score: all of :func:`document_windows` when there are at most ``max_windows``, else the
+    ``max_windows`` that share most words with the claims (:func:`claim_words`; ties go to the earlier window), in
+    the document's order; and how many characters of the document no chosen window holds (0 when none was left out).
+
+    A document longer than ``max_windows`` windows span at :data:`~faithkit.prompts.CHARS_PER_TOKEN` characters a
+    token is never tokenised whole: its blocks of one window's characters (every half block) are ranked by the same
+    overlap first, and only the best ``max_windows`` blocks are cut into token windows."""
+    words = claim_words(claims)
+    block = CHARS_PER_TOKEN * window
+    regions = [(0, len(document))]
+    if len(document) > CHARS_PER_TOKEN * (window + (max_windows - 1) * stride):
+        starts = list(range(0, len(document) - block, block // 2)) + [len(document) - block]
+        best = sorted(starts, key=lambda start: -overlap(document[start : start + block], words))[:max_windows]
+        regions = _merged([(start, start + block) for start in sorted(best)])
+    spans = [
+        (first + start, first + end)
+        for first, last in regions
+        for start, end in window_spans(document[first:last], tokenizer, window, stride)
+    ]
+    if len(spans) <= max_windows and len(regions) == 1 and regions[0] == (0, len(document)):
+        return [document[start:end].strip() for start, end in spans], 0
+    ranked = sorted(range(len(spans)), key=lambda i: -overlap(document[spans[i][0] : spans[i][1]], words))
+    spans = [spans[i] for i in sorted(ranked[:max_windows])]
+    held = sum(end - start for start, end in _merged(spans))
+    return [document[start:end].strip() for start, end in spans], len(document) - held
+
+
+def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """Sorted character spans with the overlapping or touching ones joined."""
+    joined: list[tuple[int, int]] = []
+    for start, end in spans:
+        if joined and start <= joined[-1][1]:
+            joined[-1] = (joined[-1][0], max(joined[-1][1], end))
+        else:
+            joined.append((start, end))
+    return joined
+
+
+@lru_cache(maxsize=1)
+def _sentencizer():
+    import spacy
+
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer")
+    return nlp
+
+
+def response_sentences(response: str) -> list[str]:
+    """The response's sentences (spaCy's rule-based sentencizer); the whole response if it finds none."""
+    sentences = [sentence.text.strip() for sentence in _sentencizer()(response).sents if sentence.text.strip()]
+    return sentences or [response.strip()]
