@@ -73,6 +73,15 @@ def api_key(given: str | None) -> str:
     return given or os.environ.get("OPENAI_API_KEY") or "none"
 
 
+@dataclass(frozen=True)
+class Reply:
+    """A response's text and, when asked for and served, its first token's likeliest alternatives: token ->
+    log-probability."""
+
+    text: str
+    first_token: dict[str, float] | None = None
+
+
 class Engine:
     """One server and one of its models; :meth:`ask` returns a response's text."""
 
@@ -116,6 +125,20 @@ class Engine:
     ) -> str:
         """The text of one response (``temperature`` 0: greedy): a completion of token ids or text, or a chat reply
         to a list of messages."""
+        return self.reply(prompt, max_tokens, temperature, top_p, seed, extra_body).text
+
+    def reply(
+        self,
+        prompt: Sequence[int] | str | list[dict],
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int,
+        extra_body: dict | None = None,
+        top_logprobs: int = 0,
+    ) -> Reply:
+        """:meth:`ask`'s response, and with ``top_logprobs`` the log-probabilities of that many likeliest first
+        tokens, where the server returns them."""
         request: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,
@@ -125,15 +148,21 @@ class Engine:
             "n": 1,
             "extra_body": extra_body,
         }
-        if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
+        chat = isinstance(prompt, list) and bool(prompt) and isinstance(prompt[0], dict)
+        if top_logprobs:
+            request.update({"logprobs": True, "top_logprobs": top_logprobs} if chat else {"logprobs": top_logprobs})
+        if chat:
             with self._answer("asking for a chat reply (POST /chat/completions)"):
                 reply = self.client.chat.completions.create(messages=prompt, **request)  # type: ignore[arg-type]
-                return _text(reply, "chat completions", lambda choice: choice.message.content)
+                text = _text(reply, "chat completions", lambda choice: choice.message.content)
+                return Reply(text, _first_token_logprobs(reply.choices[0], chat=True))
         with self._answer("asking for a completion (POST /completions)"):
             reply = self.client.completions.create(
-                prompt=prompt if isinstance(prompt, str) else list(prompt), **request
+                prompt=prompt if isinstance(prompt, str) else list(prompt),  # type: ignore[arg-type]
+                **request,
             )
-            return _text(reply, "completions", lambda choice: choice.text)
+            text = _text(reply, "completions", lambda choice: choice.text)
+            return Reply(text, _first_token_logprobs(reply.choices[0], chat=False))
 
     @contextmanager
     def _answer(self, doing: str) -> Iterator[None]:
@@ -180,6 +209,18 @@ def _text(reply, api: str, text_of) -> str:
     if not isinstance(text, str):
         raise TypeError(f"no choices[0] text in a {api} reply")
     return text
+
+
+def _first_token_logprobs(choice, chat: bool) -> dict[str, float] | None:
+    """The first token's top log-probabilities in a chat reply (``logprobs.content[0].top_logprobs``) or a completion
+    (``logprobs.top_logprobs[0]``); None where the server sent none."""
+    logprobs = getattr(choice, "logprobs", None)
+    if chat:
+        content = getattr(logprobs, "content", None)
+        top = getattr(content[0], "top_logprobs", None) if content else None
+        return {entry.token: float(entry.logprob) for entry in top} if top else None
+    top = getattr(logprobs, "top_logprobs", None)
+    return {token: float(value) for token, value in top[0].items()} if top and top[0] else None
 
 
 def _said(error: Exception) -> str:

@@ -30,13 +30,33 @@ FIELDS = ("faithkit", "command", "models", "data", "options")
 
 SIDECAR_SUFFIX = ".provenance.json"
 
+SECRETS = ("api_key",)
+"""Options never recorded (``--api-key``): the command line shows ``***`` for their values."""
+
 _invocation: dict = {}
 
 
 def note_invocation(argv: Sequence[str], options: Mapping[str, object]) -> None:
-    """Remember the ``faithkit`` command line being run and its options that differ from their defaults."""
+    """Remember the ``faithkit`` command line being run and its options that differ from their defaults, without
+    the :data:`SECRETS`."""
     _invocation.clear()
-    _invocation.update(command=shlex.join(["faithkit", *argv]), options=dict(options))
+    _invocation.update(
+        command=shlex.join(["faithkit", *_hidden(argv)]),
+        options={key: value for key, value in options.items() if key not in SECRETS},
+    )
+
+
+def _hidden(argv: Sequence[str]) -> list[str]:
+    """``argv`` with the value of each secret flag (``--api-key KEY``, ``--api-key=KEY``) as ``***``."""
+    flags = {f"--{name.replace('_', '-')}" for name in SECRETS}
+    words = list(argv)
+    for i, word in enumerate(words):
+        flag, equals, _ = word.partition("=")
+        if flag in flags and equals:
+            words[i] = f"{flag}=***"
+        elif i and words[i - 1] in flags:
+            words[i] = "***"
+    return words
 
 
 def record_options() -> dict:

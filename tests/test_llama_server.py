@@ -10,6 +10,7 @@ a request's seed reproducible, so a resumed run against it re-draws only the mis
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -129,3 +130,22 @@ def test_the_reranked_choice_is_the_rerank_strategys_on_the_same_candidates(serv
     assert [p["candidate"] for p in picks] == [choice.index for choice in choices]  # as scores: 0 is the greedy
     for pick, choice in zip(picks, choices):
         assert pick["scores"] == pytest.approx(choice.scores, abs=1e-5)
+
+
+@pytest.mark.slow
+def test_llm_judge_scores_rows_with_the_served_models_logprobs(server, tmp_path):
+    rows = write_jsonl(
+        tmp_path / "rows.jsonl",
+        [{**row, "response": response} for row, response in zip(ROWS, ("It is 330 metres tall.", "In winter.", "Jazz began in Paris."))],
+    )  # fmt: skip
+    output = tmp_path / "judged.jsonl"
+    code = run_main("score", "--metric", "llm-judge", "--server", server, "--input", rows, "--output", output)
+    assert code == 0
+    records = read_results(output)
+    assert [r["id"] for r in records] == [r["id"] for r in ROWS[:3]]
+    for record in records:
+        assert 0 <= record["llm_judge"] <= 1
+        assert sum(record["answer_probs"].values()) == pytest.approx(1)  # llama.cpp's server returns logprobs
+    meta = json.loads((tmp_path / "judged.jsonl.meta.json").read_text())
+    [served] = [entry["id"] for entry in json.load(urllib.request.urlopen(f"{server}/models"))["data"]]
+    assert meta["metric_options"] == {"served_model": served}

@@ -28,6 +28,9 @@ METRIC_FLAGS = (
     "max_length",
     "window",
     "stride",
+    "server",
+    "served_model",
+    "api_key",
 )
 """The metric options (:class:`~faithkit.metrics.metric_options.MetricOptions`) the command line takes as flags; the
 others (``unconditional``, ``max_edits``, ``threshold``) are set in config files."""

@@ -164,6 +164,15 @@ METRICS: dict[str, MetricSpec] = {
         ),
         *_claim_checker_specs(),
         MetricSpec(
+            "llm-judge",
+            _Lazy("llm_judge", "LLMJudge"),
+            ("llm_judge",),
+            ("server", "served_model", "api_key"),
+            summary="a model served over an OpenAI-compatible API asked the annotation page's faithfulness "
+            "question; agree 1, neutral 0.5, disagree 0, weighted by the answers' log-probabilities where served",
+            measures=(Measure("llm_judge", "llm_judge", "LLM judge (served)"),),
+        ),
+        MetricSpec(
             "overlap-f1",
             _Lazy("lexical", "TextOverlap", kind="overlap-f1"),
             ("overlap_f1",),
@@ -292,14 +301,15 @@ def option_defaults(name: str) -> dict:
 
 MODEL_OPTIONS = ("model", "qg_model", "qa_model", "nli_model")
 """Metric options that name a model: a fingerprint holds the model's identity (:func:`faithkit.models.identity`)."""
-RUN_OPTIONS = ("device", "batch_size")
-"""Metric options that change where and how fast a metric runs, not its scores: no part of a fingerprint."""
+RUN_OPTIONS = ("device", "batch_size", "server", "api_key")
+"""Metric options that change where and how fast a metric runs (or, the API key, who may), not its scores: no part
+of a fingerprint. A served model is in it by the id its server gives it."""
 
 
 def metric_fingerprint(name: str, options: Mapping) -> dict:
     """The metric part of a job fingerprint: ``{"metric": name, "metric_options": ...}`` with the options that change
-    a score. An option at its default is left out (given or not, it is the same setting), a model is its identity,
-    and the :data:`RUN_OPTIONS` are dropped."""
+    a score. An option at its default is left out (given or not, it is the same setting), a model is its identity
+    (a served one's, its server's model id: the server is asked), and the :data:`RUN_OPTIONS` are dropped."""
     defaults = option_defaults(name)
     kept = {
         key: value
@@ -312,6 +322,12 @@ def metric_fingerprint(name: str, options: Mapping) -> dict:
 
             kept[key] = models.identity(kept[key])
     spec = get_spec(name)
+    if "server" in spec.options:
+        from .llm_judge import served_engine
+
+        kept["served_model"] = served_engine(
+            options.get("server"), options.get("served_model"), options.get("api_key")
+        ).model
     return {"metric": FINGERPRINT_NAMES.get(spec.name, spec.name), "metric_options": kept}
 
 

@@ -4,7 +4,9 @@
 Its completion is a text made from the prompt, the temperature and the seed, so a test can tell which request a
 response answers. ``behaviour`` says how it fails: ``slow`` (answers after ``delay`` s), ``flaky`` (HTTP 500 to the
 first ``failures`` completion requests), ``malformed`` (a 200 whose body is not JSON), ``alien`` (JSON, but no
-OpenAI reply), ``crash`` (stops listening after ``answers`` completions), or a required API ``key``.
+OpenAI reply), ``crash`` (stops listening after ``answers`` completions), or a required API ``key``. For a judge it
+replies ``answer`` instead, with the first token's ``top_logprobs`` (token -> log-probability) when a request asks
+for logprobs.
 """
 
 from __future__ import annotations
@@ -28,8 +30,11 @@ class FakeEngine:
     """Start with ``with FakeEngine(...) as fake:``; ``fake.url`` is the base URL, ``fake.prompts`` every
     completion request's body, in the order they came."""
 
-    def __init__(self, behaviour: str = "ok", *, delay=0.0, failures=0, answers=0, key=None, chat=False):
+    def __init__(
+        self, behaviour: str = "ok", *, delay=0.0, failures=0, answers=0, key=None, answer=None, top_logprobs=None
+    ):
         self.behaviour, self.delay, self.failures, self.answers, self.key = behaviour, delay, failures, answers, key
+        self.answer, self.top_logprobs = answer, top_logprobs
         self.requests: list[dict] = []
         self.lock, self.stopped = threading.Lock(), False
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -107,12 +112,20 @@ class FakeEngine:
                 if body.get("model") != MODEL:
                     return self._send(404, {"error": {"message": f"model {body.get('model')} not found"}})
                 prompt = body.get("messages") if self.path.endswith("/chat/completions") else body["prompt"]
-                text = reply_text(prompt, body.get("temperature", 1.0), body.get("seed"))
+                text = fake.answer or reply_text(prompt, body.get("temperature", 1.0), body.get("seed"))
+                top = fake.top_logprobs if body.get("logprobs") else None
                 if self.path.endswith("/chat/completions"):
                     choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                    if top:
+                        alternatives = [
+                            {"token": token, "logprob": value, "bytes": None} for token, value in top.items()
+                        ]
+                        first = {"token": next(iter(top)), "logprob": next(iter(top.values())), "bytes": None}
+                        choice["logprobs"] = {"content": [{**first, "top_logprobs": alternatives}]}
                     kind = "chat.completion"
                 else:
-                    choice = {"index": 0, "text": text, "finish_reason": "stop", "logprobs": None}
+                    logprobs = {"tokens": [next(iter(top))], "top_logprobs": [top]} if top else None
+                    choice = {"index": 0, "text": text, "finish_reason": "stop", "logprobs": logprobs}
                     kind = "text_completion"
                 self._send(
                     200, {"id": f"cmpl-{count}", "object": kind, "created": 0, "model": MODEL, "choices": [choice]}
