@@ -1,7 +1,7 @@
 """llm-judge: a model served over an OpenAI-compatible API asked the annotation page's faithfulness question.
 
 The prompt shows the document, the dialogue and the response, then the statement and definition
-annotators rate (:data:`faithkit.annotate.task.DIMENSIONS`), on the page's scale (agree, neutral,
+annotators rate (:data:`faithkit.questions.DIMENSIONS`), on the page's scale (agree, neutral,
 disagree: 1, 0.5, 0). Where the server returns log-probabilities, the score is the expected value
 over the answers' probabilities at the reply's first token, as G-Eval weights its ratings; without
 them, the value of the answer the reply names. Requests go through :class:`faithkit.engine.Engine`
@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from ..annotate.task import ANSWERS, DIMENSIONS
+from ..questions import ANSWERS, DIMENSIONS
 from ..engine import Engine, EngineOptions, Reply, api_key
 from ..errors import ConfigError
 from .base import Metric, check_columns
