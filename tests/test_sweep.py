@@ -243,7 +243,8 @@ def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_pat
             ["--metrics", "pmi-faith,rouge"],
             "argument --metrics: must be one of pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, "
             "nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, "
-            "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, faithkit-checker, overlap-f1, document-bleu, "
+            "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, faithkit-checker, llm-judge, overlap-f1, "
+            "document-bleu, "
             "lexical, got 'rouge'",
         ),
         (["--significance", "1"], "argument --significance: must be in (0, 1), got 1"),

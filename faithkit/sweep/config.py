@@ -80,7 +80,7 @@ class SweepConfig:
     """
 
     generator: str = option(
-        "", "model to decode with: hub id, local folder or offline name", flag_type=PathArg("model"), metavar="MODEL"
+        "", "model to decode with: hub id, folder or offline name", flag_type=PathArg("model"), metavar="MODEL"
     )
     judge: str = option(
         JUDGE_LM,
