@@ -88,13 +88,20 @@ def _budgets(options: GenerationOptions | None, deprecated: dict) -> tuple[int |
     return deprecated.get("max_context_tokens", given[0]), deprecated.get("max_new_tokens", given[1]) or 0
 
 
-def _views(model, tokenizer, pairs: list, template: PromptTemplate, budgets: tuple[int | None, int]) -> list:
-    """Each (document or None, history) pair as its prompt, cut to the budgets (a warning when the model's room cut)."""
+def _cut(model, tokenizer, pairs: list, template: PromptTemplate, budgets: tuple[int | None, int]):
+    """``(contexts, limit, room)``: each pair's prompt cut to ``limit`` tokens, the smaller of the caller's
+    ``max_context_tokens`` and the ``room`` the model's window leaves beside ``max_new_tokens``."""
     max_context_tokens, max_new_tokens = budgets
     encoder = model.config.is_encoder_decoder
     room = context_room(model, tokenizer, max_new_tokens)
     limit = min(max_context_tokens or room, room)
-    contexts = [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in pairs]
+    return [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in pairs], limit, room
+
+
+def _views(model, tokenizer, pairs: list, template: PromptTemplate, budgets: tuple[int | None, int]) -> list:
+    """Each (document or None, history) pair as its prompt, cut to the budgets (a warning when the model's room cut)."""
+    max_context_tokens = budgets[0]
+    contexts, limit, room = _cut(model, tokenizer, pairs, template, budgets)
     conditioned = [context for (document, _), context in zip(pairs, contexts) if document is not None]
     cut = sum(1 for context in conditioned if context.truncated_tokens or context.truncated_chars)
     if cut and limit == room and max_context_tokens != room:  # the model's room cut them, not the caller's limit
@@ -119,11 +126,8 @@ def context_cuts(
     """What :func:`build_inputs` left out of each conditioned context, for a report per row: ``{}`` when nothing,
     else the document's length (``document_chars``), the characters cut before tokenising (``truncated_chars``),
     the tokens cut then (``truncated_tokens``) and the tokens kept (``context_tokens``)."""
-    max_context_tokens, max_new_tokens = _budgets(options, {})
-    room = context_room(model, tokenizer, max_new_tokens)
-    limit, encoder = min(max_context_tokens or room, room), model.config.is_encoder_decoder
     template = template or default_template(model, tokenizer)
-    contexts = [template.view(tokenizer, d, h, max_tokens=limit, encoder=encoder) for d, h in zip(documents, histories)]
+    contexts, _, _ = _cut(model, tokenizer, list(zip(documents, histories)), template, _budgets(options, {}))
     return [
         {
             "document_chars": len(document),
