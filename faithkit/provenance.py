@@ -72,14 +72,18 @@ def record(
     """The provenance of one run.
 
     ``models`` maps each role to a model name or folder (``{"generator": ..., "judge": ...}``; a metric's judge as
-    ``"faith-judge": ...``); None values are left out. ``data`` is the input file(s) read. ``options`` are the settings that differ from
+    ``"faith-judge": ...``), or to a served model's identity as a mapping; None values are left out. ``data`` is the input file(s) read. ``options`` are the settings that differ from
     their defaults; unset, those of the ``faithkit`` command line being run (:func:`note_invocation`).
     """
     paths = [data] if isinstance(data, (str, Path)) else list(data or [])
     return {
         "faithkit": __version__,
         "command": _invocation.get("command") or shlex.join(sys.argv),
-        "models": {role: model_identity(name) for role, name in models.items() if name is not None},
+        "models": {
+            role: dict(name) if isinstance(name, Mapping) else model_identity(name)
+            for role, name in models.items()
+            if name is not None
+        },
         "data": [data_identity(path) for path in paths],
         "options": _plain(dict(record_options() if options is None else options)),
     }

@@ -227,11 +227,27 @@ def metric_models(args: argparse.Namespace, names, defaults: bool = True) -> dic
 
 def check_metric_models(args: argparse.Namespace, names) -> dict:
     """:func:`check_models` of the models the metrics ``names`` read: those given first (before torch loads, so a
-    mistyped name is an error within a second), then their defaults; returns them all (:func:`metric_models`)."""
+    mistyped name is an error within a second), then their defaults; returns them all (:func:`metric_models`), with
+    the :func:`served_models` they ask."""
     check_models(metric_models(args, names, defaults=False))
     models = metric_models(args, names)
     check_models(models)
-    return models
+    return {**models, **served_models(args, names)}
+
+
+def served_models(args: argparse.Namespace, names) -> dict:
+    """The served model each of the metrics ``names`` asks (``llm-judge``), by role ``"<metric> --server"``: the
+    model id its server gives and the server's URL, for :mod:`faithkit.provenance` (never the API key).
+    The server is asked now, so one that is down is its one-line error before any row is read."""
+    from ..metrics.llm_judge import served_engine
+
+    found = {}
+    for name in names:
+        if "server" in get_spec(name).options:
+            options = metric_options(args, name)
+            engine = served_engine(options.get("server"), options.get("served_model"), options.get("api_key"))
+            found[f"{name} --server"] = {"served_model": engine.model, "server": options["server"]}
+    return found
 
 
 def check_models(roles: Mapping[str, str | None]) -> None:

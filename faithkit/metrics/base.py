@@ -57,6 +57,15 @@ def aggregate(rows: list[dict], score_keys: Sequence[str]) -> dict:
     return result
 
 
+def check_not_empty(documents: Sequence[str], responses: Sequence[str]) -> None:
+    """A ValueError naming the first example whose document or response is blank: there is nothing to judge, and a
+    model would still give it a score."""
+    for i, (document, response) in enumerate(zip(documents, responses)):
+        for name, text in (("document", document), ("response", response)):
+            if not text.strip():
+                raise ValueError(f"example {i}: field '{name}' is empty")
+
+
 def check_columns(documents, histories, responses, references=None) -> tuple[list, list, list, list | None]:
     """The columns as lists of equal length (no histories: empty ones); a single string where a list belongs is a
     TypeError naming the field."""

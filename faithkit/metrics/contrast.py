@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
 from ..scoring import Request, TokenScorer
-from .base import Metric, check_columns
+from .base import Metric, check_columns, check_not_empty
 from .metric_options import JUDGE_LM, check_option_values
 
 MAX_EDITS = 8
@@ -241,10 +241,7 @@ def contrast_features(
     :func:`faithkit.metrics.q2.load_spacy`) that finds the spans to edit.
     """
     documents, histories, responses, _ = check_columns(documents, histories, responses)
-    for i, (document, response) in enumerate(zip(documents, responses)):
-        for name, text in (("document", document), ("response", response)):
-            if not text.strip():
-                raise ValueError(f"example {i}: field '{name}' is empty")
+    check_not_empty(documents, responses)
     nlp = nlp or spacy_pipeline()
     texts = sorted(set(documents) | set(responses))
     parsed = dict(zip(texts, nlp.pipe(texts)))

@@ -18,7 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from ..questions import ANSWERS, DIMENSIONS
 from ..engine import Engine, EngineOptions, Reply, api_key
 from ..errors import ConfigError
-from .base import Metric, check_columns
+from .base import Metric, check_columns, check_not_empty
 
 SCALE = dict(zip(ANSWERS, (1.0, 0.5, 0.0)))
 """Each answer's score: agree (faithful) 1, neutral 0.5, disagree 0."""
@@ -85,6 +85,7 @@ class LLMJudge(Metric):
     ) -> list[dict]:
         """One dict per row, asked ``concurrency`` at a time (greedy, seed 0)."""
         documents, histories, responses, _ = check_columns(documents, histories, responses)
+        check_not_empty(documents, responses)
 
         def ask(row) -> dict:
             reply = self.engine.reply(

@@ -21,7 +21,7 @@ from .. import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
 from ..scoring import Request, TokenScorer
 from . import token_evidence
-from .base import Metric, aggregate, check_columns
+from .base import Metric, aggregate, check_columns, check_not_empty
 from .metric_options import JUDGE_LM, check_option_values
 
 logger = logging.getLogger(__name__)
@@ -116,11 +116,10 @@ class PMIFaith(Metric):
         files report it by row id). Histories may be None (no history); references are ignored.
         """
         documents, histories, responses, _ = check_columns(documents, histories, responses)
+        check_not_empty(documents, responses)
         requests: list[Request] = []
         rows: list[dict] = []
         for i, (document, history, response) in enumerate(zip(documents, histories, responses)):
-            _check_text(i, "document", document)
-            _check_text(i, "response", response)
             target = self.template.response_ids(self.tokenizer, response, self.max_length)
             if len(target) >= self.max_length:
                 raise ValueError(
@@ -207,11 +206,6 @@ def _per_example(progress, views_per_example: int):
         progress(done[0] // views_per_example - before)
 
     return update
-
-
-def _check_text(index: int, name: str, value: str) -> None:
-    if not value.strip():
-        raise ValueError(f"example {index}: field '{name}' is empty")
 
 
 __all__ = ["PMIFaith", "VIEWS"]

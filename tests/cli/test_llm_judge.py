@@ -10,7 +10,7 @@ import pytest
 
 from faithkit.annotate.task import DIMENSIONS
 from faithkit.data import read_results
-from faithkit.metrics.llm_judge import judge_messages
+from faithkit.metrics.llm_judge import LLMJudge, judge_messages
 
 from .fake_engine import FakeEngine
 from .helpers import write_jsonl
@@ -83,13 +83,16 @@ def test_without_logprobs_the_score_is_the_answer_the_reply_names(faithkit, rows
     assert record["answer"] == named
 
 
-def test_the_fingerprint_holds_the_served_model_and_the_key_is_written_nowhere(faithkit, rows, tmp_path):
+def test_the_fingerprint_and_provenance_hold_the_served_model_and_the_key_is_written_nowhere(faithkit, rows, tmp_path):
     output = tmp_path / "scores.jsonl"
     with FakeEngine(answer="agree", key="sekret-4711") as server:
         run = _score(faithkit, server.url, rows, output, "--api-key", "sekret-4711")
     assert run.code == 0, run.err
     meta = json.loads((tmp_path / "scores.jsonl.meta.json").read_text())
     assert meta["metric"] == "llm-judge" and meta["metric_options"] == {"served_model": "fake-model"}
+    made_by = json.loads((tmp_path / "scores.jsonl.provenance.json").read_text())["provenance"]
+    assert made_by["models"] == {"llm-judge --server": {"served_model": "fake-model", "server": server.url}}
+    assert made_by["command"].endswith("--api-key '***'")
     written = "".join(path.read_text() for path in tmp_path.iterdir() if path.is_file())
     assert "sekret-4711" not in run.err + run.out + written
 
@@ -117,3 +120,15 @@ def test_no_server_is_one_error_line(faithkit, rows, tmp_path):
     assert run.error_lines == [
         "error: llm-judge asks a served model: give the API's base URL with --server, e.g. http://127.0.0.1:8080/v1"
     ]
+
+
+@pytest.mark.parametrize(
+    ("document", "response", "field"), [("Jazz began in New Orleans.", " ", "response"), ("", "Yes.", "document")]
+)
+def test_a_blank_response_or_document_is_refused_before_the_server_is_asked(document, response, field):
+    with FakeEngine(answer="agree") as server:
+        judge = LLMJudge(server=server.url)
+        with pytest.raises(ValueError, match=f"^example 1: field '{field}' is empty$"):
+            judge.compute_rows(["Apples ripen in autumn.", document], [[], []], ["In autumn.", response])
+        asked = server.requests
+    assert asked == []
