@@ -47,7 +47,7 @@ def test_the_metric_bleu_against_the_document_is_document_bleu_and_its_old_name_
 
 
 def test_a_metric_runs_on_a_device_when_it_takes_one():
-    assert METRICS["pmi-faith"].runs_on_device and METRICS["q2"].runs_on_device
+    assert METRICS["pmi-faith"].runs_on_device and METRICS["q2"].runs_on_device and METRICS["llm-judge"].runs_on_device
     assert not METRICS["lexical"].runs_on_device and not METRICS["document-bleu"].runs_on_device
     with pytest.warns(DeprecationWarning, match="use runs_on_device"):
         assert METRICS["pmi-faith"].needs_model

@@ -222,6 +222,10 @@ def no_model_loads(monkeypatch):
             ["--metrics", "lexical"],
             "no faithfulness measure: add faith-judge or pmi-faith to --metrics, or name the measure",
         ),
+        (
+            ["--metrics", "llm-judge,lexical", "--faithfulness", "llm_judge"],
+            "llm-judge asks a served model: give the API's base URL with --server",
+        ),
     ],
 )
 def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_path, argv, message):
@@ -248,6 +252,13 @@ def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_pat
             "lexical, got 'rouge'",
         ),
         (["--significance", "1"], "argument --significance: must be in (0, 1), got 1"),
+        (
+            ["--faithfulness", "faith"],
+            "argument --faithfulness: must be one of pmi_faith, fluency, minimal_edit, faith_judge, q2, q2_no_nli, "
+            "e2e_nli, nli_roberta_large_mnli, minicheck_roberta_large, minicheck_deberta_v3_large, "
+            "minicheck_flan_t5_large, hhem_2_1_open, alignscore_style, faithkit_checker, llm_judge, overlap_f1, "
+            "knowledge_bleu, knowledge_precision, bleu, token_f1, words, empty, repeated, got 'faith'",
+        ),
         (["--max-new-tokens", "0"], "argument --max-new-tokens: must be at least 1, got 0"),
     ],
 )
@@ -651,6 +662,24 @@ def test_q2_columns_when_asked(config, monkeypatch):
         assert "pmi_faith" not in row  # only the measures of the metrics asked for
     header = (Path(config.out) / "sweep.csv").read_text().splitlines()[0]
     assert ",q2,q2_ci_low,q2_ci_high,q2_p,q2_no_nli," in header and "best: " in result.markdown
+
+
+def test_a_served_judge_scores_every_decoded_response_and_the_provenance_names_it(config):
+    from tests.cli.fake_engine import FakeEngine
+
+    served = replace(
+        config, alpha=(0.5,), top_p=(0.6,), metrics=("llm-judge", "lexical"), faithfulness="llm_judge", fluency=None
+    )
+    with FakeEngine(answer="neutral") as server:
+        result = run_sweep(replace(served, server=server.url))
+        asked = [body["messages"][-1]["content"] for body in server.requests]
+    scored = read_jsonl(Path(config.out) / "llm-judge.jsonl")
+    assert len(asked) == len(scored) == 2 * len(ROWS)  # the baseline and one PMI-DECODE cell, each row once
+    assert [row["llm_judge"] for row in result.table] == [0.5, 0.5]
+    assert result.best["provenance"]["models"]["llm-judge --server"] == {
+        "served_model": "fake-model",
+        "server": server.url,
+    }
 
 
 def test_judging_with_the_generator_warns_and_loading_models_says_so(config, caplog):

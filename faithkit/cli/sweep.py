@@ -18,6 +18,8 @@ logger = logging.getLogger(__name__)
 JUDGING = (
     "metrics",
     "q2_preset",
+    "server",
+    "served_model",
     "gold_column",
     "faithfulness",
     "relevance",
@@ -103,6 +105,7 @@ def run(args) -> int:
     from ..jobs import JobInterrupted
 
     config = _config(args)
+    config.served_judges()  # a served judge's server is asked, and a missing --server named, before any model loads
     check_models({"--generator": config.generator, "--judge": config.judge})  # from the config file too
     from ..sweep import run_sweep  # torch, scipy: after the checks
 

@@ -57,9 +57,9 @@ class MetricSpec:
 
     @property
     def runs_on_device(self) -> bool:
-        """Whether it takes a ``device`` option: it runs a model there (and so is worth scoring into a resumable
-        file), where the lexical metrics run in a moment on the CPU."""
-        return "device" in self.options
+        """Whether it runs a model, on a ``device`` here or on a ``server`` (and so is worth scoring into a
+        resumable file), where the lexical metrics run in a moment on the CPU."""
+        return "device" in self.options or "server" in self.options
 
     @property
     def needs_model(self) -> bool:

@@ -21,7 +21,7 @@ from ..data.rows import InputOptions
 from ..decoding import PMI, SEARCHES, Cell, GenerationOptions, Plain
 from ..decoding.strategies import strategy_from_text, written_forms
 from ..errors import ConfigError
-from ..metrics.metric_options import JUDGE_LM
+from ..metrics.metric_options import JUDGE_LM, MetricOptions
 from ..metrics.registry import MEASURES, metric_names
 from ..paths import PathArg
 from ..options import OptionError, check, from_mapping, option, option_like, reject_unknown
@@ -133,6 +133,12 @@ class SweepConfig:
     q2_preset: str | None = option(
         None, "'offline': Q² on the offline models instead of the paper's hub models", choices=("offline",)
     )
+    server: str | None = option_like(
+        MetricOptions,
+        "server",
+        help="llm-judge: the OpenAI-compatible API's base URL, e.g. http://127.0.0.1:8080/v1 (its key: $OPENAI_API_KEY)",
+    )
+    served_model: str | None = option_like(MetricOptions, "served_model")
     gold_column: str | None = option(
         None, "column with the gold response (unset: gold/reference, else the response column)"
     )
@@ -143,8 +149,8 @@ class SweepConfig:
     split: str | None = option_like(InputOptions, "split")
     faithfulness: str | None = option(
         None,
-        "measure best.json maximises and Table 5 shows first (unset: faith_judge when faith-judge is measured, "
-        f"else pmi_faith), one of {', '.join(MEASURES)}",
+        "measure best.json maximises and Table 5 shows first: a score key of --metrics (unset: faith_judge when "
+        "faith-judge is measured, else pmi_faith)",
         choices=tuple(MEASURES),
         metavar="MEASURE",
     )
@@ -279,6 +285,17 @@ class SweepConfig:
     def fluency_measure(self) -> str | None:
         """The measure best.json bounds like relevance: ``fluency`` if set, else the judge's fluency if measured."""
         return self.fluency or ("fluency" if "pmi-faith" in self.metrics else None)
+
+    def served_judges(self) -> dict:
+        """The served model ``llm-judge`` asks, by role, when the sweep measures it: the server is asked which model
+        it serves, so a missing ``server`` or a server that is down is one error line (the command asks before it
+        decodes). The API key comes from ``$OPENAI_API_KEY`` only, so no setting or output holds it."""
+        if "llm-judge" not in self.metrics:
+            return {}
+        from ..metrics.llm_judge import served_engine
+
+        engine = served_engine(self.server, self.served_model, None)
+        return {"llm-judge --server": {"served_model": engine.model, "server": self.server}}
 
     @property
     def baseline(self) -> Cell:

@@ -203,7 +203,12 @@ def candidates_path(out: Path, cell: Cell) -> Path:
 def _sweep_pass(config: SweepConfig, out: Path, name: str) -> Pass:
     spec = get_spec(name)
     options = metric_options(config, spec)
-    models = f"judge {config.judge}" if "model" in spec.options else f"the {config.q2_preset or 'hub'} {name} models"
+    if "server" in spec.options:
+        models = f"the model served at {config.server}"
+    elif "model" in spec.options:
+        models = f"judge {config.judge}"
+    else:
+        models = f"the {config.q2_preset or 'hub'} {name} models"
     return Pass(
         score_path(out, name),
         job_fingerprint("sweep", **metric_fingerprint(name, options), generation=config.generation_fingerprint()),
@@ -294,13 +299,16 @@ def score_path(out: Path, metric: str) -> Path:
 
 
 def metric_options(config: SweepConfig, spec) -> dict:
-    """The constructor options the sweep gives a model-backed metric: the judge, the Q² preset, device and dtype.
+    """The constructor options the sweep gives a model-backed metric: the judge, the Q² preset, the served model
+    (llm-judge; its API key from ``$OPENAI_API_KEY``, never a setting), device and dtype.
 
     PMI-FAITH skips its two unconditional views (half the work): the sweep reports PMI-FAITH and
     fluency, which need only the document+history and history views."""
     given = {
         "model": config.judge,
         "preset": config.q2_preset,
+        "server": config.server,
+        "served_model": config.served_model,
         "unconditional": False,
         "device": config.device,
         "dtype": config.dtype,

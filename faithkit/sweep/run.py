@@ -145,9 +145,10 @@ def saved(out: Path, generations: int) -> str:
 
 
 def sweep_provenance(config: SweepConfig) -> dict:
-    """What made the sweep: its generator and judge, its input and every setting (file or flag) off its default."""
+    """What made the sweep: its generator, its judge and any served judge, its input and every setting (file or flag)
+    off its default."""
     return provenance.record(
-        {"generator": config.generator, "judge": config.judge},
+        {"generator": config.generator, "judge": config.judge, **config.served_judges()},
         config.input_path(),
         provenance.changed_fields(config),
     )
