@@ -51,7 +51,9 @@ def test_sweep_help_is_short_and_groups_its_options(faithkit):
     )
     said = " ".join(run.out.split())
     assert "pmi_faith, fluency, minimal_edit" not in said  # a wrong --faithfulness lists the measures (test_sweep.py)
-    assert "--faithfulness MEASURE measure best.json maximises and Table 5 shows first: a score key of --metrics" in said
+    assert (
+        "--faithfulness MEASURE measure best.json maximises and Table 5 shows first: a score key of --metrics" in said
+    )
     sections = [line for line in run.out.splitlines() if line and not line.startswith(" ") and line.endswith(":")]
     assert sections[:5] == ["options:", "what to run:", "grid and decoding:", "judging and choosing:", "device:"]
     assert len(run.out.splitlines()) <= 140  # 170 before the usage line and the description were cut
