@@ -34,8 +34,7 @@ class GeneratorJob:
             model, tokenizer, documents, histories, self.strategy, self.options, seeds=seeds, judge=self.judges()
         )
         key = "response" if self.options.num_return_sequences == 1 else "responses"
-        template = self.options.template(model, tokenizer)
-        cuts = context_cuts(model, tokenizer, documents, histories, template, self.options)
+        cuts = context_cuts(model, tokenizer, documents, histories, options=self.options)
         return [{key: response, "gold": reference_of(row), **cut} for row, response, cut in zip(rows, responses, cuts)]
 
     def judges(self):

@@ -664,6 +664,29 @@ def test_q2_columns_when_asked(config, monkeypatch):
     assert ",q2,q2_ci_low,q2_ci_high,q2_p,q2_no_nli," in header and "best: " in result.markdown
 
 
+def test_each_cell_record_says_what_was_cut_of_its_context_as_generate_does(config, gpt2_tokenizer):
+    """A 14-token room cuts the contexts; each cell's record holds the cut of its row, the same in every cell, as
+    :func:`context_cuts` gives it and ``faithkit generate`` writes it."""
+    options = replace(config.generation, max_context_tokens=14)
+    cut = replace(config, generation=options, alpha=(0.5,), top_p=(1.0,), metrics=("lexical",), fluency=None)
+    run_sweep(replace(cut, faithfulness="knowledge_precision"))
+    keys = ("document_chars", "truncated_chars", "truncated_tokens", "context_tokens")
+    expected = {}
+    for row in ROWS:
+        context = DEFAULT_TEMPLATE.context(gpt2_tokenizer, row["knowledge"], row["history"], max_tokens=14)
+        if context.truncated_tokens or context.truncated_chars:
+            expected[row["id"]] = {
+                "document_chars": len(row["knowledge"]),
+                "truncated_chars": context.truncated_chars,
+                "truncated_tokens": context.truncated_tokens,
+                "context_tokens": len(context.ids),
+            }
+    assert len(expected) >= 3
+    for label in ("plain", "pmi_a0.5_p1"):
+        records = read_jsonl(Path(config.out) / "cells" / f"{label}.jsonl")
+        assert {r["id"]: {key: r[key] for key in keys} for r in records if "truncated_tokens" in r} == expected
+
+
 def test_a_served_judge_scores_every_decoded_response_and_the_provenance_names_it(config):
     from tests.cli.fake_engine import FakeEngine
 

@@ -10,6 +10,7 @@ from ..options import option, option_like
 from ..paths import PathArg
 from ..jobs import is_main_process
 from ..sweep.config import SweepConfig
+from ..sweep.judging import served_judges
 from .declared_files import Files, Output, declare_files
 from .shared_flags import add_dtype_option, add_input_columns, check_models
 
@@ -105,7 +106,7 @@ def run(args) -> int:
     from ..jobs import JobInterrupted
 
     config = _config(args)
-    config.served_judges()  # a served judge's server is asked, and a missing --server named, before any model loads
+    served_judges(config)  # a served judge's server is asked, and a missing --server named, before any model loads
     check_models({"--generator": config.generator, "--judge": config.judge})  # from the config file too
     from ..sweep import run_sweep  # torch, scipy: after the checks
 

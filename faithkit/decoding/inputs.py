@@ -125,8 +125,10 @@ def context_cuts(
 ) -> list[dict]:
     """What :func:`build_inputs` left out of each conditioned context, for a report per row: ``{}`` when nothing,
     else the document's length (``document_chars``), the characters cut before tokenising (``truncated_chars``),
-    the tokens cut then (``truncated_tokens``) and the tokens kept (``context_tokens``)."""
-    template = template or default_template(model, tokenizer)
+    the tokens cut then (``truncated_tokens``) and the tokens kept (``context_tokens``). Unset, ``template`` is the
+    options' (:meth:`GenerationOptions.template`), as decoding with them lays prompts out."""
+    if template is None:
+        template = options.template(model, tokenizer) if options is not None else default_template(model, tokenizer)
     contexts, _, _ = _cut(model, tokenizer, list(zip(documents, histories)), template, _budgets(options, {}))
     return [
         {

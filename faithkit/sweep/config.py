@@ -286,17 +286,6 @@ class SweepConfig:
         """The measure best.json bounds like relevance: ``fluency`` if set, else the judge's fluency if measured."""
         return self.fluency or ("fluency" if "pmi-faith" in self.metrics else None)
 
-    def served_judges(self) -> dict:
-        """The served model ``llm-judge`` asks, by role, when the sweep measures it: the server is asked which model
-        it serves, so a missing ``server`` or a server that is down is one error line (the command asks before it
-        decodes). The API key comes from ``$OPENAI_API_KEY`` only, so no setting or output holds it."""
-        if "llm-judge" not in self.metrics:
-            return {}
-        from ..metrics.llm_judge import served_engine
-
-        engine = served_engine(self.server, self.served_model, None)
-        return {"llm-judge --server": {"served_model": engine.model, "server": self.server}}
-
     @property
     def baseline(self) -> Cell:
         """Plain decoding with the sweep's search: the reference every other cell is read against."""

@@ -316,6 +316,18 @@ def metric_options(config: SweepConfig, spec) -> dict:
     return {key: value for key, value in given.items() if key in spec.options and value is not None}
 
 
+def served_judges(config: SweepConfig) -> dict:
+    """The served model ``llm-judge`` asks, by role, when the sweep measures it: the server is asked which model it
+    serves, so a missing ``server`` or a server that is down is one error line (the command asks before it decodes).
+    The API key comes from ``$OPENAI_API_KEY`` only, so no setting or output holds it."""
+    if "llm-judge" not in config.metrics:
+        return {}
+    from ..metrics.llm_judge import served_engine
+
+    engine = served_engine(config.server, config.served_model, None)
+    return {"llm-judge --server": {"served_model": engine.model, "server": config.server}}
+
+
 def _warn_if_self_judged(config: SweepConfig) -> None:
     from .. import models
 

@@ -44,7 +44,7 @@ from ..jobs import JobInterrupted, current_process, job_fingerprint, shared_outp
 from ..metrics.registry import METRICS
 from ..reranking import LazyGenerator
 from .config import SweepConfig
-from .judging import candidate_pool, candidates_path, golds_of, score_path, score_responses
+from .judging import candidate_pool, candidates_path, golds_of, score_path, score_responses, served_judges
 from .table import active_measures, best_by_strategy, cell_row, choose_best, statistics, sweep_markdown, write_csv
 
 logger = logging.getLogger(__name__)
@@ -148,7 +148,7 @@ def sweep_provenance(config: SweepConfig) -> dict:
     """What made the sweep: its generator, its judge and any served judge, its input and every setting (file or flag)
     off its default."""
     return provenance.record(
-        {"generator": config.generator, "judge": config.judge, **config.served_judges()},
+        {"generator": config.generator, "judge": config.judge, **served_judges(config)},
         config.input_path(),
         provenance.changed_fields(config),
     )
@@ -267,22 +267,25 @@ def _generate_batch(config: SweepConfig, loaded: tuple, batch: list, pending: li
     """Decode one batch of contexts for its pending cells and write them (``outputs``: what :func:`_write_batch`
     writes to); the seconds each cell took by its index in ``pending``, the ``total`` and the ``other``."""
     from ..decoding import iter_grid
+    from ..decoding.inputs import context_cuts
 
     model, tokenizer = loaded
     started = time.monotonic()
     sampled = any(cell.sampled for cell in pending)
     seconds: dict = {}
+    documents, histories = [c.document for c in batch], [c.history for c in batch]
     grid = iter_grid(
         model,
         tokenizer,
-        [c.document for c in batch],
-        [c.history for c in batch],
+        documents,
+        histories,
         pending,
         config.generation,
         seeds=config.generation.row_seeds([c.id for c in batch]) if sampled else None,
         seconds=seconds,
     )  # no judge: rerank cells give their candidates, judged in the judge passes
-    _write_batch(grid, batch, pending, *outputs)
+    cuts = context_cuts(model, tokenizer, documents, histories, options=config.generation)
+    _write_batch(grid, batch, pending, cuts, *outputs)
     total = time.monotonic() - started
     return {**seconds, "total": total, "other": total - sum(seconds.values())}
 
@@ -292,9 +295,12 @@ def _decoded(record: dict) -> str | list[str]:
     return [record["greedy"], *record["responses"]] if "responses" in record else record["response"]
 
 
-def _write_batch(grid, batch: list[Context], pending: list[Cell], shared, expected: dict, paths: dict) -> None:
+def _write_batch(
+    grid, batch: list[Context], pending: list[Cell], cuts: list[dict], shared, expected: dict, paths: dict
+) -> None:
     """Write each cell's responses on ``batch`` as ``grid`` yields them (rows already done are kept) into its file of
-    ``paths``."""
+    ``paths``, each with what was cut of its context to fit the model (``cuts``, by position, as ``faithkit
+    generate`` reports it)."""
     for index, positions, texts in grid:
         cell = pending[index]
         for position, text in zip(positions, texts):
@@ -308,6 +314,7 @@ def _write_batch(grid, batch: list[Context], pending: list[Cell], shared, expect
                         "history": list(context.history),
                         "gold": context.gold,
                         **decoded,
+                        **cuts[position],
                         DIGEST_KEY: expected[context.id],
                     }
                 )
