@@ -72,8 +72,9 @@ def record(
     """The provenance of one run.
 
     ``models`` maps each role to a model name or folder (``{"generator": ..., "judge": ...}``; a metric's judge as
-    ``"faith-judge": ...``), or to a served model's identity as a mapping; None values are left out. ``data`` is the input file(s) read. ``options`` are the settings that differ from
-    their defaults; unset, those of the ``faithkit`` command line being run (:func:`note_invocation`).
+    ``"faith-judge": ...``), or to a served model's identity as a mapping; None values are left out. ``data`` is
+    the input file(s) read. ``options`` are the settings that differ from their defaults; unset, those of the
+    ``faithkit`` command line being run (:func:`note_invocation`).
     """
     paths = [data] if isinstance(data, (str, Path)) else list(data or [])
     return {
