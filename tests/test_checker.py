@@ -219,6 +219,36 @@ def test_training_reruns_to_the_same_adapter_and_resumes(tmp_path, checker_folde
     assert adapter_bytes(tmp_path / "c") == adapter_bytes(tmp_path / "a")
 
 
+def test_the_adapter_folder_is_the_same_bytes_whatever_the_hash_seed(tmp_path, checker_folders, nlp):
+    """peft writes ``target_modules`` in a set's order, which follows ``PYTHONHASHSEED``: two runs of one recipe in
+    two processes wrote two adapter configs until training sorted them."""
+    import os
+    import subprocess
+    import sys
+
+    base, _ = checker_folders
+    data = tiny_data(tmp_path / "data", nlp)
+    recipe = dict(model=str(base), data=str(data), layers=1, lora_rank=2, batch_size=4, mixed_precision="no")
+    folders = []
+    for seed in ("1", "2"):
+        output = tmp_path / f"seed{seed}"
+        code = "import json, sys; from faithkit.checker.training import CheckerTraining, train; "
+        code += "train(CheckerTraining(**json.loads(sys.argv[1])))"
+        environment = {**os.environ, "PYTHONHASHSEED": seed, "OMP_NUM_THREADS": "1"}
+        run = subprocess.run(
+            [sys.executable, "-c", code, json.dumps({**recipe, "output": str(output)})],
+            env=environment,
+            capture_output=True,
+            text=True,
+        )
+        assert run.returncode == 0, run.stderr
+        folders.append({path.name: path.read_bytes() for path in sorted((output / "adapter").iterdir())})
+    assert folders[0] == folders[1]
+    assert json.loads(folders[0]["adapter_config.json"])["target_modules"] == sorted(
+        json.loads(folders[0]["adapter_config.json"])["target_modules"]
+    )
+
+
 def test_training_refuses_missing_or_empty_data(tmp_path, checker_folders):
     base, _ = checker_folders
     recipe = CheckerTraining(model=str(base), data=str(tmp_path / "none"), output=str(tmp_path / "run"))

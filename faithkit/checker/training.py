@@ -148,11 +148,20 @@ def train(config: CheckerTraining) -> dict:
             if (step + 1) % config.save_every == 0 and step + 1 < len(plan):
                 _checkpoint(output / "checkpoint", model, optimizer, schedule, step + 1)
     accelerator.unwrap_model(model).save_pretrained(output / "adapter")
+    _sort_target_modules(output / "adapter" / "adapter_config.json")
     tokenizer.save_pretrained(output / "adapter")
     figures = evaluate(accelerator.unwrap_model(model), tokenizer, _examples(Path(config.data) / "test.jsonl"))
     figures.update(train_examples=len(examples), steps=len(plan), train_seconds=round(time.time() - started, 1))
     (output / "metrics.json").write_text(json.dumps(figures, indent=2))
     return figures
+
+
+def _sort_target_modules(path: Path) -> None:
+    """Rewrite peft's adapter config with ``target_modules`` sorted: peft keeps them as a set and writes them in
+    the set's order, which changes with Python's hash seed from run to run, so the same recipe wrote other bytes."""
+    saved = json.loads(path.read_text())
+    saved["target_modules"] = sorted(saved["target_modules"])
+    path.write_text(json.dumps(saved, indent=2, sort_keys=True))
 
 
 def _log_step(log, step: int, steps: int, loss: float, started: float) -> None:
