@@ -13,6 +13,12 @@ on both files and reports mean q2 per set, accuracy at 0.5, AUROC and coverage, 
     python benchmarks/q2_offline_stages.py --rows 30 --qg rules fewshot:smollm2-135m fewshot:gemma3-270m \
         --qa scoring:smollm2-135m
     python benchmarks/q2_offline_stages.py --quality --rows 150
+    python benchmarks/q2_offline_stages.py --quality --rows 150 --nli labels:smollm2-135m
+    python benchmarks/q2_offline_stages.py --quality --rows 150 --checker-on-answers
+
+The preset's NLI is faithkit's claim checker (``checker``) on the end-to-end fallback only; ``--nli
+labels:smollm2-135m`` measures the label-word NLI it replaced, ``--checker-on-answers`` the checker on the
+answer pairs too.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ import torch
 from faithkit.stats import auroc
 from faithkit.metrics.lexical import normalize_answer
 from faithkit.metrics.q2 import Q2, extract_spans, is_personal
-from faithkit.metrics.q2_backends import Candidate
+from faithkit.metrics.q2_backends import Candidate, CheckerNLI
 from faithkit.data import data_root
 
 DATA = data_root() / "q2_wow"
@@ -95,10 +101,11 @@ def _backend(metric: Q2, stage: str, spec: str):
 
 
 def quality(args) -> dict:
+    nli = CheckerNLI(batch_size=args.batch_size, compare_answers=True) if args.checker_on_answers else args.nli
     metric = Q2(
         qg_model=args.qg[0] if args.qg else None,
         qa_model=args.qa[0] if args.qa else None,
-        nli_model=args.nli,
+        nli_model=nli,
         preset="offline",
         batch_size=args.batch_size,
     )
@@ -106,6 +113,7 @@ def quality(args) -> dict:
         "mode": "quality",
         "rows_per_set": args.rows,
         "backends": {"qg": type(metric.qg).__name__, "qa": type(metric.qa).__name__, "nli": type(metric.nli).__name__},
+        "nli_on_answers": getattr(metric.nli, "compare_answers", True),
     }
     scores = {}
     for name in ("consistent", "inconsistent"):
@@ -150,6 +158,9 @@ def main():
     parser.add_argument("--qg", nargs="*", default=["rules", "fewshot:smollm2-135m", "fewshot:gemma3-270m"])
     parser.add_argument("--qa", nargs="*", default=["scoring:smollm2-135m"])
     parser.add_argument("--nli", default=None, help="NLI backend spec (default: the offline preset's)")
+    parser.add_argument(
+        "--checker-on-answers", action="store_true", help="the claim checker as NLI on answer pairs too"
+    )
     parser.add_argument(
         "--quality", action="store_true", help="run the full metric and report quality instead of stages"
     )

@@ -73,13 +73,40 @@ def cache_dir() -> Path:
     return Path(os.environ.get("FAITHKIT_CACHE") or Path.home() / ".cache" / "faithkit")
 
 
+def is_adapter_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a peft adapter (``adapter_config.json``), e.g. what ``faithkit checker train``
+    writes, rather than a whole model."""
+    return (folder / "adapter_config.json").is_file()
+
+
+def adapter_base(folder: Path) -> str:
+    """The base model an adapter folder names (its config's ``base_model_name_or_path``)."""
+    import json
+
+    try:
+        base = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))["base_model_name_or_path"]
+    except (OSError, ValueError, KeyError, TypeError):
+        base = None
+    if not isinstance(base, str) or not base:
+        raise ModelNotAvailableError(
+            f"{folder / 'adapter_config.json'}: no base_model_name_or_path naming the adapter's base model; give the "
+            "folder peft's save_pretrained wrote (e.g. the adapter/ of 'faithkit checker train')"
+        )
+    return base
+
+
 def check_model_name(name: str, role: str = "model") -> None:
     """Raise one :class:`ModelNotAvailableError` naming ``role`` (``--judge``, ``pmi-faith model``) and the model
-    unless ``name`` is an offline name, a model folder (:func:`~faithkit.paths.check_model_folder`), a hub id in
-    the Hugging Face cache, or a hub id the hub answers for (one attempt; none under ``HF_HUB_OFFLINE``)."""
+    unless ``name`` is an offline name, a model folder (:func:`~faithkit.paths.check_model_folder`), an adapter
+    folder whose base model passes, a hub id in the Hugging Face cache, or a hub id the hub answers for (one
+    attempt; none under ``HF_HUB_OFFLINE``). Whether the role loads adapters is the loader's to say."""
     if name in OFFLINE_MODELS:
         return
-    if Path(name).expanduser().exists():
+    folder = Path(name).expanduser()
+    if is_adapter_folder(folder):
+        check_model_name(adapter_base(folder), f"{role} (the base model of the adapter {folder})")
+        return
+    if folder.exists():
         check_model_folder(name)
         return
     from huggingface_hub import constants, model_info, try_to_load_from_cache

@@ -22,7 +22,7 @@ import torch
 
 from . import precision
 from .errors import ConfigError, ModelNotAvailableError
-from .model_names import OFFLINE_MODELS, OfflineModel, cache_dir  # noqa: F401  (OfflineModel: faithkit.models' API)
+from .model_names import OFFLINE_MODELS, OfflineModel, cache_dir, is_adapter_folder  # noqa: F401  (OfflineModel: faithkit.models' API)
 from .paths import check_model_folder
 
 logger = logging.getLogger(__name__)
@@ -276,7 +276,8 @@ def identity(name) -> dict | str:
     folder = Path(name).expanduser()
     if not folder.exists():
         return {"name": name, "revision": hub_revision(name)}
-    check_model_folder(name)
+    if not is_adapter_folder(folder):
+        check_model_folder(name)
     import hashlib
 
     digest = hashlib.sha256()

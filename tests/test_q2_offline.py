@@ -8,6 +8,7 @@ from faithkit.metrics.q2 import Q2, load_spacy
 from faithkit.metrics.q2_backends import (
     NO_ANSWER,
     Candidate,
+    CheckerNLI,
     FewShotQuestionGenerator,
     LabelWordNLI,
     RuleQuestionGenerator,
@@ -90,6 +91,39 @@ def test_build_backend_specs(lm, nlp):
     assert isinstance(build_backend("nli", "labels:x", nlp=nlp, load_lm=load), LabelWordNLI)
     with pytest.raises(ValueError, match="not a QG method"):
         build_backend("qg", "scoring:x", nlp=nlp, load_lm=load)
+
+
+def test_checker_nli_reads_the_checkers_likeliest_class(monkeypatch, gpt2_tokenizer):
+    """supported → entailment, generic → neutral, unsupported → contradiction; "checker:FOLDER" loads FOLDER."""
+    by_claim = {"Yes.": [0.6, 0.3, 0.1], "Maybe.": [0.3, 0.4, 0.3], "No.": [0.2, 0.3, 0.5]}
+    loaded = []
+
+    def load_support_model(preset, name, device, batch_size, dtype):
+        def support(windows, claims, histories):
+            assert all(window == "The show aired on PBS." for window in windows)
+            return [by_claim[claim] for claim in claims]
+
+        loaded.append(name)
+        support.tokenizer = gpt2_tokenizer
+        return support
+
+    monkeypatch.setattr("faithkit.metrics.claim_checkers.load_support_model", load_support_model)
+    nli = build_backend("nli", "checker")
+    assert isinstance(nli, CheckerNLI) and nli.compare_answers is False  # Q² asks it end to end only
+    assert nli.predict(["The show aired on PBS."] * 3, ["Yes.", "Maybe.", "No."]) == [
+        "entailment",
+        "neutral",
+        "contradiction",
+    ]
+    assert nli.predict([], []) == []
+    build_backend("nli", "checker:runs/checker/adapter")
+    assert loaded == [None, "runs/checker/adapter"]
+    with pytest.raises(ValueError) as wrong:
+        build_backend("nli", "scoring:x")
+    assert str(wrong.value) == (
+        "nli_model='scoring:x': method 'scoring' is not a NLI method; use one of ['labels:LM', 'checker:ADAPTER'] "
+        'or "checker"'
+    )
 
 
 def test_q2_shares_one_lm_across_stages(monkeypatch, lm):

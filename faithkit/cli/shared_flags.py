@@ -253,9 +253,12 @@ def served_models(args: argparse.Namespace, names) -> dict:
 def check_models(roles: Mapping[str, str | None]) -> None:
     """Each model named (role -> name, e.g. ``{"--judge": "gemma3-270m"}``) can be loaded, or one error naming it,
     before the command reads a row or writes a file (:func:`faithkit.model_names.check_model_name`)."""
+    from ..metrics.q2_specs import named_model
     from ..model_names import check_model_name
 
     for role, name in roles.items():
+        if isinstance(name, str) and role.endswith(("--qg-model", "--qa-model", "--nli-model")):
+            name = named_model(name)  # Q²'s stage specs: "scoring:LM" names LM, "rules" no model
         if isinstance(name, str):
             check_model_name(name, role)
 

@@ -2,7 +2,7 @@
 
 Premise = knowledge, hypothesis = response; entailment scores 1, neutral 0.5,
 contradiction 0 (the same rule as Q²'s fallback, with the same NLI backends: the hub
-default ``FacebookAI/roberta-large-mnli``, or ``preset="offline"`` for LM label words).
+default ``FacebookAI/roberta-large-mnli``, or ``preset="offline"`` for faithkit's claim checker).
 """
 
 from __future__ import annotations

@@ -55,10 +55,10 @@ With ``preset="offline"`` the stages run on local models and rules instead (see
 :mod:`faithkit.metrics.q2_backends`): rule-based wh-questions from spaCy's parse,
 answers by scoring candidate spans with SmolLM2-135M-Instruct (each candidate fills the
 question's wh-slot and the LM scores the statement after the passage), and NLI by
-SmolLM2's calibrated label words for the end-to-end fallback only. They approximate the
+faithkit's claim checker (``faithkit-checker``) for the end-to-end fallback only. They approximate the
 paper's models, and differ from them in ways that matter: one question per span (no
 beams), no questions about pronouns, an answerer that never abstains (a wrong span then
-costs F1 0), and no NLI on answer pairs (SmolLM2's label words were measured to hurt
+costs F1 0), and no NLI on answer pairs (SmolLM2's label words and the checker were measured to hurt
 there, so the F1 stands and ``q2`` equals ``q2_no_nli``). ``benchmarks/q2_offline_stages.py``
 measures each stage.
 """
@@ -84,7 +84,7 @@ HUB_DEFAULTS = {
 OFFLINE_DEFAULTS = {
     "qg": "rules",
     "qa": "scoring:smollm2-135m",
-    "nli": "labels:smollm2-135m",
+    "nli": "checker",
 }
 PRESETS = {None: HUB_DEFAULTS, "offline": OFFLINE_DEFAULTS}
 FALLBACK_SCORES = {"entailment": 1.0, "neutral": 0.5, "contradiction": 0.0}
@@ -162,7 +162,7 @@ class Q2(Metric):
 
     ``qg_model``, ``qa_model`` and ``nli_model`` take a hub id or local folder (the
     paper's models are the defaults), an offline spec (``"rules"``, ``"fewshot:LM"``,
-    ``"scoring:LM"``, ``"labels:LM"``), or a backend object from
+    ``"scoring:LM"``, ``"labels:LM"``, ``"checker"``), or a backend object from
     :mod:`faithkit.metrics.q2_backends`. ``preset="offline"`` changes only the defaults.
     Each model is loaded once, and an LM named by several offline stages is shared.
     """

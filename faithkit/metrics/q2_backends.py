@@ -8,14 +8,15 @@ protocol in :mod:`.q2_stages` (:class:`QuestionGenerator`, :class:`QuestionAnswe
   :class:`ExtractiveQA`, :class:`SequenceClassificationNLI`).
 * Offline backends (:mod:`.q2_offline`) approximate them with a small causal LM or with rules, so Q² runs
   without the hub: :class:`RuleQuestionGenerator`, :class:`FewShotQuestionGenerator`,
-  :class:`SpanScoringQA` and :class:`LabelWordNLI`. They are
+  :class:`SpanScoringQA`, :class:`LabelWordNLI` and :class:`CheckerNLI` (faithkit's claim checker). They are
   approximations: the measurements in ``benchmarks/q2_offline_stages.py`` say how good,
   and chose the offline preset: rules for QG, ``scoring:smollm2-135m`` for QA,
-  ``labels:smollm2-135m`` for NLI.
+  ``checker`` (the shipped claim checker) for NLI.
 
 :func:`build_backend` turns a spec string into a backend: a hub id or local folder for the
-hub backends, or ``"rules"`` / ``"fewshot:LM"`` (QG), ``"scoring:LM"`` (QA), ``"labels:LM"``
-(NLI) for the offline ones, where ``LM`` is any name :func:`faithkit.models.load` accepts.
+hub backends, or ``"rules"`` / ``"fewshot:LM"`` (QG), ``"scoring:LM"`` (QA), ``"labels:LM"``,
+``"checker"`` / ``"checker:ADAPTER"`` (NLI) for the offline ones, where ``LM`` is any name
+:func:`faithkit.models.load` accepts and ``ADAPTER`` a folder ``faithkit checker train`` wrote.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from .q2_offline import (
     QG_EXAMPLES,
     WH_BY_ENTITY,
     WH_PHRASE,
+    CheckerNLI,
     FewShotQuestionGenerator,
     LabelWordNLI,
     RuleQuestionGenerator,
@@ -42,6 +44,7 @@ from .q2_offline import (
     rule_question,
     statement_parts,
 )
+from .q2_specs import OFFLINE_METHODS
 from .q2_stages import (
     NLI_LABELS,
     NO_ANSWER,
@@ -64,6 +67,7 @@ __all__ = [  # the backends, their protocols, and the names this module held bef
     "WH_BY_ENTITY",
     "WH_PHRASE",
     "Candidate",
+    "CheckerNLI",
     "ExtractiveQA",
     "FewShotQuestionGenerator",
     "HubBackend",
@@ -84,12 +88,6 @@ __all__ = [  # the backends, their protocols, and the names this module held bef
     "rule_question",
     "statement_parts",
 ]
-
-OFFLINE_METHODS = {
-    "qg": ("rules", "fewshot"),
-    "qa": ("scoring",),
-    "nli": ("labels",),
-}
 
 
 def build_backend(
@@ -120,6 +118,8 @@ def build_backend(
         )
     if stage == "qg" and spec == "rules":
         return RuleQuestionGenerator()
+    if stage == "nli" and method == "checker":
+        return CheckerNLI(lm_name or None, device=device, batch_size=batch_size, dtype=dtype)
     if method in OFFLINE_METHODS[stage] and lm_name:
         if method == "fewshot":
             return FewShotQuestionGenerator(load_lm(lm_name), batch_size=batch_size)
@@ -129,7 +129,8 @@ def build_backend(
     if any(spec.startswith(f"{m}:") for methods in OFFLINE_METHODS.values() for m in methods):
         raise ValueError(
             f"{stage}_model={spec!r}: method {method!r} is not a {stage.upper()} method; "
-            f"use one of {[m + ':LM' for m in OFFLINE_METHODS[stage]]}" + (' or "rules"' if stage == "qg" else "")
+            f"use one of {[m + (':ADAPTER' if m == 'checker' else ':LM') for m in OFFLINE_METHODS[stage]]}"
+            + {"qg": ' or "rules"', "nli": ' or "checker"'}.get(stage, "")
         )
     if stage == "qg":
         return T5QuestionGenerator(spec, device=device, batch_size=batch_size, dtype=dtype)

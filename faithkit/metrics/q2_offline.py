@@ -1,6 +1,6 @@
 """Q²'s offline backends: the paper's three models approximated with a small causal LM or with rules, so Q² runs
 without the hub. How good they are is measured in ``benchmarks/q2_offline_stages.py``, which chose the offline
-preset: rules for QG, ``scoring:smollm2-135m`` for QA, ``labels:smollm2-135m`` for NLI."""
+preset: rules for QG, ``scoring:smollm2-135m`` for QA, ``checker`` (faithkit's claim checker) for NLI."""
 
 from __future__ import annotations
 
@@ -229,6 +229,35 @@ class SpanScoringQA:
             scored = [(next(scores), option) for option in options[passage]]
             answers.append(max(scored)[1] if scored else NO_ANSWER)
         return answers
+
+
+class CheckerNLI:
+    """NLI by faithkit's claim checker (``faithkit-checker``): its likeliest label, supported → entailment,
+    generic → neutral, unsupported → contradiction. The checker windows the premise and judges the hypothesis
+    sentence by sentence itself.
+
+    It is the offline preset's NLI for the end-to-end fallback only: on the 300 dodeca responses Q²'s AUROC is
+    0.669 with it and 0.621 with :class:`LabelWordNLI` (p = 0.17), and 0.572 with it on answer pairs too
+    (``compare_answers``; ``benchmarks/q2_offline_stages.py``, docs/q2.md).
+    """
+
+    LABELS = ("entailment", "neutral", "contradiction")
+    """The NLI label of each of the checker's classes (supported, generic, unsupported)."""
+
+    def __init__(self, adapter: str | None = None, device=None, batch_size=8, dtype=None, compare_answers=False):
+        from .claim_checkers import ClaimChecker
+
+        self.compare_answers = compare_answers
+        self.checker = ClaimChecker(
+            "faithkit-checker", nli_model=adapter, device=device, batch_size=batch_size, dtype=dtype
+        )
+
+    def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
+        if not premises:
+            return []
+        keys = self.checker.score_keys
+        rows = self.checker.compute_rows(premises, None, hypotheses)
+        return [self.LABELS[max(range(len(keys)), key=lambda i: row[keys[i]])] for row in rows]
 
 
 NLI_EXAMPLES = (

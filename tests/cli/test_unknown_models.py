@@ -32,6 +32,11 @@ def commands(rows, out):
             ["score", "--metric", "pmi-faith", "--model", "nosuch/model", "--input", rows, "--output", out / "s.jsonl"],
             "pmi-faith --model",
         ),
+        "score q2": (
+            ["score", "--metric", "q2", "--preset", "offline", "--qa-model", "scoring:nosuch/model"]
+            + ["--input", rows, "--output", out / "q.jsonl"],
+            "q2 --qa-model",
+        ),
         "rerank": (
             ["rerank", "--model", "nosuch/model", "--input", rows, "--candidates", rows, "--output", out / "r.jsonl"],
             "--model",
@@ -113,6 +118,34 @@ def test_a_name_the_hub_has_not_a_folder_not_an_id_and_a_known_name(monkeypatch,
     monkeypatch.setattr(huggingface_hub, "model_info", lambda *a, **k: pytest.fail("asked the hub"))
     check_model_name("smollm2-135m")  # offline names and folders: no hub
     check_model_name(model_folder)
+
+
+def test_stage_specs_and_adapter_folders_name_the_models_they_load(monkeypatch, tmp_path):
+    """Q²'s offline specs are checked by the model they name, and an adapter folder by its base model."""
+    from faithkit.cli.shared_flags import check_models
+    from faithkit.metrics.checker import ADAPTER
+    from faithkit.models import identity
+
+    monkeypatch.setattr(huggingface_hub, "model_info", lambda *a, **k: pytest.fail("asked the hub"))
+    check_models(
+        {
+            "q2 --qg-model": "rules",
+            "q2 --qa-model": "scoring:smollm2-135m",
+            "q2 --nli-model": "checker",
+            "e2e-nli --nli-model": f"checker:{ADAPTER}",
+            "faithkit-checker --nli-model": str(ADAPTER),
+        }
+    )
+    assert identity(str(ADAPTER))["name"] == str(ADAPTER.resolve())  # fingerprinted by its files' bytes
+    (tmp_path / "adapter_config.json").write_text('{"base_model_name_or_path": "./no/base"}')
+    with pytest.raises(Exception) as no_base:
+        check_models({"faithkit-checker --nli-model": str(tmp_path)})
+    assert str(no_base.value).startswith(
+        f"faithkit-checker --nli-model (the base model of the adapter {tmp_path}) './no/base': no such folder"
+    )
+    (tmp_path / "adapter_config.json").write_text("{}")
+    with pytest.raises(Exception, match="no base_model_name_or_path naming the adapter's base model"):
+        check_models({"faithkit-checker --nli-model": str(tmp_path)})
 
 
 def test_no_torch_before_the_error(tmp_path):
