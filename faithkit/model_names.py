@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ModelNotAvailableError
+from .errors import ConfigError, ModelNotAvailableError
 from .paths import check_model_folder
 
 HUB_TIMEOUT = 10.0
@@ -80,19 +80,13 @@ def is_adapter_folder(folder: Path) -> bool:
 
 
 def adapter_base(folder: Path) -> str:
-    """The base model an adapter folder names (its config's ``base_model_name_or_path``)."""
-    import json
+    """The base model an adapter folder names (its config's ``base_model_name_or_path``); a ConfigError naming the
+    field if a hand edit broke it."""
+    from .schema import TEXT, Object, read_json_file
 
-    try:
-        base = json.loads((folder / "adapter_config.json").read_text(encoding="utf-8"))["base_model_name_or_path"]
-    except (OSError, ValueError, KeyError, TypeError):
-        base = None
-    if not isinstance(base, str) or not base:
-        raise ModelNotAvailableError(
-            f"{folder / 'adapter_config.json'}: no base_model_name_or_path naming the adapter's base model; give the "
-            "folder peft's save_pretrained wrote (e.g. the adapter/ of 'faithkit checker train')"
-        )
-    return base
+    fix = "give the folder peft's save_pretrained wrote (e.g. the adapter/ of 'faithkit checker train')"
+    config = read_json_file(folder / "adapter_config.json", Object({"base_model_name_or_path": TEXT}), fix, ConfigError)
+    return config["base_model_name_or_path"]
 
 
 def check_model_name(name: str, role: str = "model") -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..prompts import as_history
-from ..schema import TEXT, Object, read_json_file
+from ..model_names import adapter_base, is_adapter_folder
 
 LABELS = ("supported", "generic", "unsupported")
 LABEL_WORDS = (" Yes", " Generic", " No")
@@ -116,19 +116,14 @@ def load_checker(name: str | None = None, device=None, dtype=None, batch_size: i
     from .. import models
 
     folder = Path(name).expanduser() if name else ADAPTER
-    config_file = folder / "adapter_config.json"
-    if not config_file.is_file():
+    if not is_adapter_folder(folder):
         if name is None:
             raise ConfigError(f"faithkit's checker adapter is missing from {ADAPTER}; reinstall faithkit")
         model, tokenizer = models.load(name, kind="causal", device=device, dtype=dtype)
         return CheckerModel(model, tokenizer, batch_size)
     from peft import PeftModel
 
-    fix = "give the folder 'faithkit checker train' wrote (its adapter/), or reinstall faithkit for the shipped one"
-    base = read_json_file(config_file, Object({"base_model_name_or_path": TEXT}), fix, error=ConfigError)[
-        "base_model_name_or_path"
-    ]
-    model, tokenizer = models.load(base, kind="causal", device=device, dtype=dtype)
+    model, tokenizer = models.load(adapter_base(folder), kind="causal", device=device, dtype=dtype)
     merged = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
     return CheckerModel(merged.eval(), tokenizer, batch_size)
 

@@ -246,7 +246,7 @@ def test_a_hand_edited_checker_adapter_config_is_one_error_naming_the_field(tmp_
         load_checker(str(tmp_path))
     assert str(raised.value) == (
         f"{tmp_path / 'adapter_config.json'}: base_model_name_or_path is 7 where text is expected; give the folder "
-        "'faithkit checker train' wrote (its adapter/), or reinstall faithkit for the shipped one"
+        "peft's save_pretrained wrote (e.g. the adapter/ of 'faithkit checker train')"
     )
 
 

@@ -144,8 +144,12 @@ def test_stage_specs_and_adapter_folders_name_the_models_they_load(monkeypatch, 
         f"faithkit-checker --nli-model (the base model of the adapter {tmp_path}) './no/base': no such folder"
     )
     (tmp_path / "adapter_config.json").write_text("{}")
-    with pytest.raises(Exception, match="no base_model_name_or_path naming the adapter's base model"):
+    with pytest.raises(Exception) as no_name:
         check_models({"faithkit-checker --nli-model": str(tmp_path)})
+    assert str(no_name.value) == (
+        f"{tmp_path / 'adapter_config.json'}: base_model_name_or_path is missing (expected text); give the folder "
+        "peft's save_pretrained wrote (e.g. the adapter/ of 'faithkit checker train')"
+    )
 
 
 def test_no_torch_before_the_error(tmp_path):
