@@ -26,12 +26,13 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=64, help="rows of each BEGIN source (WoW, CMU-DoG, TC)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--dtype", default=None)
+    parser.add_argument("--adapter", default=None, help="checker adapter folder (default: the one faithkit ships)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     rows = [row for _, _, row in dev_rows(("wow", "cmu", "tc"), args.rows // 3 + 1)][: args.rows]
     columns = ([r.document for r in rows], [r.history for r in rows], [r.response for r in rows])
     metrics = {
-        "checker": ClaimChecker("faithkit-checker", dtype=args.dtype),
+        "checker": ClaimChecker("faithkit-checker", nli_model=args.adapter, dtype=args.dtype),
         "pmi_faith": PMIFaith(model="smollm2-135m", dtype=args.dtype),
     }
     seconds = dict.fromkeys(metrics, 0.0)

@@ -273,3 +273,17 @@ def test_shipped_checker_loads_offline_and_tells_a_swap(monkeypatch):
     assert rows[0]["faithkit_checker"] > rows[1]["faithkit_checker"]
     assert rows[1]["faithkit_checker_hallucination"] > rows[0]["faithkit_checker_hallucination"]
     assert rows[2]["faithkit_checker_generic"] == max(rows[i]["faithkit_checker_generic"] for i in range(3))
+
+
+def test_the_gemma_recipe_is_the_shipped_one_on_another_base_model():
+    """configs/checker/gemma3.yaml (docs/checker.md's Gemma run) changes the base model and its output only."""
+    from faithkit.configfile import read_yaml
+
+    configs = Path(__file__).parent.parent / "configs" / "checker"
+    shipped, gemma = read_yaml(configs / "smollm2.yaml"), read_yaml(configs / "gemma3.yaml")
+    assert gemma["data"] == shipped["data"]
+    assert {k: v for k, v in gemma["training"].items() if shipped["training"].get(k) != v} == {
+        "model": "gemma3-270m",
+        "output": "runs/checker-gemma",
+    }
+    assert CheckerTraining(**gemma["training"]).model == "gemma3-270m"  # the recipe's own fields
