@@ -44,7 +44,7 @@ from .q2_offline import (
     rule_question,
     statement_parts,
 )
-from .q2_specs import OFFLINE_METHODS
+from .q2_specs import NAMING_NO_MODEL, OFFLINE_METHODS
 from .q2_stages import (
     NLI_LABELS,
     NO_ANSWER,
@@ -130,7 +130,7 @@ def build_backend(
         raise ValueError(
             f"{stage}_model={spec!r}: method {method!r} is not a {stage.upper()} method; "
             f"use one of {[m + (':ADAPTER' if m == 'checker' else ':LM') for m in OFFLINE_METHODS[stage]]}"
-            + {"qg": ' or "rules"', "nli": ' or "checker"'}.get(stage, "")
+            + "".join(f' or "{m}"' for m in OFFLINE_METHODS[stage] if m in NAMING_NO_MODEL)
         )
     if stage == "qg":
         return T5QuestionGenerator(spec, device=device, batch_size=batch_size, dtype=dtype)

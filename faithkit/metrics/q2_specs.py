@@ -13,6 +13,7 @@ OFFLINE_METHODS = {
 also stand alone, and ``"checker:ADAPTER"`` names an adapter folder ``faithkit checker train`` wrote."""
 
 NAMING_NO_MODEL = ("rules", "checker")
+"""The methods that also stand alone as a whole spec, naming no model."""
 
 
 def named_model(spec: str) -> str | None:
@@ -26,4 +27,4 @@ def named_model(spec: str) -> str | None:
     return spec
 
 
-__all__ = ["OFFLINE_METHODS", "named_model"]
+__all__ = ["NAMING_NO_MODEL", "OFFLINE_METHODS", "named_model"]
