@@ -239,6 +239,9 @@ class CheckerNLI:
     It is the offline preset's NLI for the end-to-end fallback only: on the 300 dodeca responses Q²'s AUROC is
     0.669 with it and 0.621 with :class:`LabelWordNLI` (p = 0.17), and 0.572 with it on answer pairs too
     (``compare_answers``; ``benchmarks/q2_offline_stages.py``, docs/q2.md).
+
+    Only labels come back: what the checker's window limit left unread of a long premise is not reported (the
+    ``faithkit-checker`` metric's rows say it).
     """
 
     LABELS = ("entailment", "neutral", "contradiction")
