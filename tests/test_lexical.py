@@ -40,8 +40,8 @@ def test_text_overlap_metric_objects():
     metric = TextOverlap("overlap-f1")
     rows = metric.compute_rows(["red apples grow on trees"], [["User: hi"]], ["red apples"])
     assert rows == [{"overlap_f1": pytest.approx(2 / 3)}]
-    result = TextOverlap("bleu").compute(["a b c d"], [[]], ["a b c d"])
-    assert result == {"bleu": [pytest.approx(100.0)], "mean_bleu": pytest.approx(100.0)}
+    result = TextOverlap("document-bleu").compute(["a b c d"], [[]], ["a b c d"])
+    assert result == {"document_bleu": [pytest.approx(100.0)], "mean_document_bleu": pytest.approx(100.0)}
     with pytest.raises(ValueError, match="same length"):
         metric.compute_rows(["a"], [], ["b"])
     with pytest.raises(ValueError, match="unknown baseline kind"):

@@ -17,6 +17,28 @@ def test_every_measure_is_named_once_and_aggregates_a_score_of_its_metric():
     assert MEASURES["fluency"][0].name == "pmi-faith" and MEASURES["empty"][1].higher_is_better is False
 
 
+def test_every_score_key_is_written_by_one_metric_only():
+    """A merged table (``faithkit score --metric a,b``, meta-eval, a sweep) holds each metric's keys side by side: a key
+    two metrics wrote would hold one metric's values under the other's name."""
+    writers: dict[str, list[str]] = {}
+    for spec in METRICS.values():
+        for key in spec.score_keys:
+            writers.setdefault(key, []).append(spec.name)
+    assert {key: names for key, names in writers.items() if len(names) > 1} == {}
+    assert writers["bleu"] == ["lexical"] and writers["document_bleu"] == ["document-bleu"]
+    assert writers["pmi"] == ["pmi-faith"]
+
+
+def test_each_metric_class_declares_the_score_keys_the_registry_lists():
+    """Classes that declare their keys on the class (the claim checkers and the baselines set them per preset or kind)."""
+    declared = {name: vars(spec.build.target()).get("score_keys") for name, spec in METRICS.items()}
+    assert {
+        name: keys for name, keys in declared.items() if keys is not None and keys != METRICS[name].score_keys
+    } == {}
+    assert len([keys for keys in declared.values() if keys is not None]) == 8
+    assert load_metric("document-bleu").score_keys == METRICS["document-bleu"].score_keys
+
+
 def test_response_form_measures():
     rows = load_metric("form").compute_rows(["d"] * 3, None, ["no no no, I said", "", "It is 330 metres tall."])
     assert rows == [
@@ -42,8 +64,10 @@ def test_the_metric_bleu_against_the_document_is_document_bleu_and_its_old_name_
 
     assert get_spec("bleu") is METRICS["document-bleu"]
     assert "bleu" not in METRICS
-    assert [measure.name for measure in METRICS["document-bleu"].measures] == ["knowledge_bleu"]
-    assert metric_fingerprint("bleu", {})["metric"] == metric_fingerprint("document-bleu", {})["metric"] == "bleu"
+    assert [measure.name for measure in METRICS["document-bleu"].measures] == ["document_bleu"]
+    assert (
+        metric_fingerprint("bleu", {})["metric"] == metric_fingerprint("document-bleu", {})["metric"] == "document-bleu"
+    )
 
 
 def test_a_metric_runs_on_a_device_when_it_takes_one():

@@ -257,7 +257,7 @@ def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_pat
             "argument --faithfulness: must be one of pmi_faith, fluency, minimal_edit, faith_judge, q2, q2_no_nli, "
             "e2e_nli, nli_roberta_large_mnli, minicheck_roberta_large, minicheck_deberta_v3_large, "
             "minicheck_flan_t5_large, hhem_2_1_open, alignscore_style, faithkit_checker, llm_judge, overlap_f1, "
-            "knowledge_bleu, knowledge_precision, bleu, token_f1, words, empty, repeated, got 'faith'",
+            "document_bleu, knowledge_precision, bleu, token_f1, words, empty, repeated, got 'faith'",
         ),
         (["--max-new-tokens", "0"], "argument --max-new-tokens: must be at least 1, got 0"),
     ],

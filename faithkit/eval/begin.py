@@ -23,7 +23,7 @@ from .. import stats
 from . import plots
 from .labels import without_missing_labels
 
-BASELINES = {"overlap_f1": token_f1_overlap, "bleu": bleu_vs_knowledge}
+BASELINES = {"overlap_f1": token_f1_overlap, "document_bleu": bleu_vs_knowledge}
 REPORTED = ("n", "threshold", "accuracy", "precision", "recall", "f1", "auroc", "spearman", "pearson")
 
 

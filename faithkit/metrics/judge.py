@@ -155,7 +155,7 @@ class FaithJudge(Metric):
     signals used.
     """
 
-    score_keys = ("faith_judge", "pmi")
+    score_keys = ("faith_judge",)
 
     def __init__(
         self,

@@ -7,7 +7,7 @@
   references, token F1 and BLEU against them (relevance).
 * :class:`ResponseForm` (metric ``form``): words, empty and looping responses, the shares a
   decoding sweep watches so that a faithful-looking but degenerate setting shows.
-* :class:`TextOverlap` (metrics ``overlap-f1`` and ``bleu``): the lexical *faithfulness*
+* :class:`TextOverlap` (metrics ``overlap-f1`` and ``document-bleu``): the lexical *faithfulness*
   baselines of the Q² and PMI-FAITH papers. A faithfulness metric is only worth its cost if
   it beats these, so every meta-evaluation reports them beside the metric. They follow the
   Q² authors' ``baselines.py``:
@@ -35,7 +35,7 @@ from functools import lru_cache
 
 from .base import Metric, check_columns
 
-KINDS = {"overlap-f1": "overlap_f1", "bleu": "bleu"}  # kind: output key (metrics overlap-f1 and document-bleu)
+KINDS = {"overlap-f1": "overlap_f1", "document-bleu": "document_bleu"}  # kind (the metric's name): output key
 REPEAT_RUN = 3
 """A response is *repeated* when one word comes this many times in a row ("no no no"), or one
 three-word sequence this many times anywhere ("i love it. i love it. i love it."): the loops
@@ -146,7 +146,8 @@ def bleu_vs_knowledge(knowledge: str, response: str) -> float:
 
 
 class TextOverlap(Metric):
-    """A faithfulness baseline as a metric: ``kind`` ``"overlap-f1"`` (key ``overlap_f1``) or ``"bleu"`` (key ``bleu``).
+    """A faithfulness baseline as a metric: ``kind`` ``"overlap-f1"`` (key ``overlap_f1``) or ``"document-bleu"`` (key
+    ``document_bleu``, not :class:`Lexical`'s ``bleu``, which is against the gold response).
 
     Both compare the response with the knowledge only; histories and references are ignored.
     """

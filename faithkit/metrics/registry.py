@@ -140,7 +140,7 @@ METRICS: dict[str, MetricSpec] = {
         MetricSpec(
             "faith-judge",
             _Lazy("judge", "FaithJudge"),
-            ("faith_judge", "pmi"),
+            ("faith_judge",),
             ("model", *_LM_OPTIONS, "max_length"),
             summary="faithfulness judge: logistic regression on PMI-FAITH's token evidence and word overlap, "
             "fitted on BEGIN dev",
@@ -181,10 +181,10 @@ METRICS: dict[str, MetricSpec] = {
         ),
         MetricSpec(
             "document-bleu",
-            _Lazy("lexical", "TextOverlap", kind="bleu"),
-            ("bleu",),
+            _Lazy("lexical", "TextOverlap", kind="document-bleu"),
+            ("document_bleu",),
             summary="BLEU of the response against the document (baseline; not lexical's bleu, against the gold)",
-            measures=(Measure("knowledge_bleu", "bleu", "BLEU vs document"),),
+            measures=(Measure("document_bleu", "document_bleu", "BLEU vs document"),),
         ),
         MetricSpec(
             "lexical",
@@ -220,8 +220,6 @@ MEASURES: dict[str, tuple[MetricSpec, Measure]] = {
 
 RENAMED_METRICS = {"bleu": "document-bleu"}
 """Old metric names that still work, with a warning line, and their names now."""
-FINGERPRINT_NAMES = {new: old for old, new in RENAMED_METRICS.items()}
-"""The name a renamed metric's job fingerprints keep, so outputs written before the rename resume."""
 _warned: set[str] = set()
 
 
@@ -328,7 +326,7 @@ def metric_fingerprint(name: str, options: Mapping) -> dict:
         kept["served_model"] = served_engine(
             options.get("server"), options.get("served_model"), options.get("api_key")
         ).model
-    return {"metric": FINGERPRINT_NAMES.get(spec.name, spec.name), "metric_options": kept}
+    return {"metric": spec.name, "metric_options": kept}
 
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:

@@ -47,7 +47,9 @@ def _refused(run, out: Path, before: str, *changes: str):
 def test_another_metric_is_refused_naming_it(faithkit, scored):
     argv, out = scored
     before = out.read_text()
-    _refused(faithkit(*argv, "--metric", "bleu"), out, before, 'metric: "overlap-f1" then, "bleu" now')
+    _refused(
+        faithkit(*argv, "--metric", "document-bleu"), out, before, 'metric: "overlap-f1" then, "document-bleu" now'
+    )
 
 
 def test_another_model_or_model_setting_is_refused_naming_it(faithkit, model_folder, rows, tmp_path):
@@ -89,10 +91,10 @@ def test_the_same_settings_resume_and_restart_starts_over(faithkit, scored):
     run = faithkit(*argv, "--metric", "overlap-f1")
     assert run.code == 0 and "0 scored, 6 already done, 0 errors" in run.err
     assert out.read_text() == before
-    run = faithkit(*argv, "--metric", "bleu", "--restart")
+    run = faithkit(*argv, "--metric", "document-bleu", "--restart")
     assert run.code == 0 and "6 scored, 0 already done" in run.err
-    assert all("bleu" in r and "overlap_f1" not in r for r in read_results(out))
-    assert json.loads(Path(f"{out}.meta.json").read_text())["metric"] == "bleu"
+    assert all("document_bleu" in r and "overlap_f1" not in r for r in read_results(out))
+    assert json.loads(Path(f"{out}.meta.json").read_text())["metric"] == "document-bleu"
 
 
 def test_error_records_are_retried_on_rerun_and_kept_with_skip_errors(faithkit, tmp_path):
@@ -213,12 +215,12 @@ def test_parts_left_by_a_parallel_run_are_folded_in(faithkit, scored):
 def test_parts_of_another_job_are_refused_and_restart_discards_them(faithkit, scored):
     argv, out = scored
     complete, fingerprint = read_results(out), json.loads(Path(f"{out}.meta.json").read_text())
-    _leave_parts(out, complete, {**fingerprint, "metric": "bleu"}, {"": [], ".part0": [2, 4]})
+    _leave_parts(out, complete, {**fingerprint, "metric": "document-bleu"}, {"": [], ".part0": [2, 4]})
     part = out.with_name(out.name + ".part0")
     before = part.read_text()
     run = faithkit(*argv, "--metric", "overlap-f1")
     assert run.code == 2 and run.error_lines == [
-        f'error: {part} was written by a different job (metric: "bleu" then, "overlap-f1" now); to continue it, '
+        f'error: {part} was written by a different job (metric: "document-bleu" then, "overlap-f1" now); to continue it, '
         f"rerun with its settings; otherwise {RESTART_HINT}"
     ]
     assert part.read_text() == before

@@ -67,16 +67,16 @@ def test_q2_wow_rerun_resumes_and_a_changed_metric_is_refused(faithkit, wow_file
     again = faithkit(*argv, "--metric", "overlap-f1")
     assert again.code == 0 and again.out == first.out
     assert len((tmp_path / "out" / "scores.jsonl").read_text().splitlines()) == 6
-    run = faithkit(*argv, "--metric", "bleu")
+    run = faithkit(*argv, "--metric", "document-bleu")
     assert run.code == 2
     assert run.error_lines == [
         f"error: {tmp_path / 'out' / 'scores.jsonl'} was written by a different job "
-        '(metric: "overlap-f1" then, "bleu" now); to continue it, rerun with its settings; '
+        '(metric: "overlap-f1" then, "document-bleu" now); to continue it, rerun with its settings; '
         "otherwise rerun with --restart to start it over, or choose another --out"
     ]
-    restarted = faithkit(*argv, "--metric", "bleu", "--restart")  # the fix the message names exists
-    assert restarted.code == 0 and "| bleu |" in restarted.out
-    assert {"bleu" in record for record in read_results(tmp_path / "out" / "scores.jsonl")} == {True}
+    restarted = faithkit(*argv, "--metric", "document-bleu", "--restart")  # the fix the message names exists
+    assert restarted.code == 0 and "| document_bleu |" in restarted.out
+    assert {"document_bleu" in record for record in read_results(tmp_path / "out" / "scores.jsonl")} == {True}
 
 
 def test_system_level_from_two_score_files(faithkit, tmp_path):

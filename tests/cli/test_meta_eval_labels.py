@@ -388,7 +388,7 @@ def test_graded_labels_get_spearman_and_kendall_with_intervals_and_holm_correcte
     saved = json.loads((out / "results.json").read_text())
     expected = {
         "overlap_f1": [token_f1_overlap(document, r) for r in responses],
-        "bleu": [bleu_vs_knowledge(document, r) for r in responses],
+        "document_bleu": [bleu_vs_knowledge(document, r) for r in responses],
         "knowledge_precision": [knowledge_precision(document, r) for r in responses],
     }
     assert [r["score"] for r in saved["results"]] == list(expected)
