@@ -576,3 +576,63 @@ def test_help_says_what_it_writes(capsys):
         with pytest.raises(SystemExit):
             run_main("annotate", action, "--help")
         assert says in " ".join(capsys.readouterr().out.split())
+
+
+# ---- rated responses as rows ------------------------------------------------------------------
+
+
+def test_export_writes_one_row_per_rated_response_with_every_answer(two_files, task_key, tmp_path, capsys):
+    ratings = simulate(task_key, (0.9, 0.6))
+    paths = write_exports(tmp_path, task_key, ratings, ("ann", "bob"))
+    output = tmp_path / "rated.jsonl"
+    assert run_main("annotate", "export", tmp_path / "task", *paths, "--output", output) == 0
+    rows = [json.loads(line) for line in output.read_text().splitlines()]
+    systems = {"a": System.from_file(two_files[0]), "b": System.from_file(two_files[1])}
+    assert len(rows) == 2 * len(task_key["items"])
+    expected = []
+    for index, entry in enumerate(task_key["items"]):
+        for side in entry["sides"]:
+            record = systems[side].records[entry["row"]]
+            given = {
+                dimension: {
+                    name: ratings[number][index]["ab".index(side)][column] for number, name in enumerate(["ann", "bob"])
+                }
+                for column, dimension in enumerate(DIMENSIONS)
+            }
+            expected.append(
+                {
+                    "id": f"{task_key['task']}:{entry['item']}:{side}",
+                    "row": entry["row"],
+                    "task": task_key["task"],
+                    "item": entry["item"],
+                    "system": {"a": "greedy", "b": "pmidecode"}[side],
+                    "document": record["document"],
+                    "history": record["history"],
+                    "response": record["response"],
+                    "ratings": given,
+                    "aggregate": {
+                        dimension: {
+                            **{answer: list(answers.values()).count(answer) for answer in ANSWERS},
+                            "mean": sum({"agree": 2, "neutral": 1, "disagree": 0}[a] for a in answers.values()) / 2,
+                        }
+                        for dimension, answers in given.items()
+                    },
+                }
+            )
+    assert rows == expected
+
+
+def test_export_refuses_a_page_of_another_task(task_key, tmp_path, capsys):
+    paths = write_exports(tmp_path, task_key, simulate(task_key, (0.9,)), ("ann",))
+    page = tmp_path / "task" / "annotate.html"
+    page.write_text(page.read_text().replace(task_key["task"], "0123456789ab"))
+    assert run_main("annotate", "export", tmp_path / "task", *paths, "--output", tmp_path / "rated.jsonl") == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {page} shows task 0123456789ab, its key.json is task {task_key['task']}; rebuild the task with "
+        "'faithkit annotate build'"
+    )
+    page.write_text("<html></html>")
+    assert run_main("annotate", "export", tmp_path / "task", *paths, "--output", tmp_path / "rated.jsonl") == 2
+    assert capsys.readouterr().err.strip() == (
+        f"error: {page} is not a faithkit annotation page; rebuild the task with 'faithkit annotate build'"
+    )

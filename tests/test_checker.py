@@ -1,6 +1,7 @@
 """faithkit's own claim checker: its synthetic data rules, its three-way scores against a slow reference, and its
 training recipe (reproducible to the byte, resumable)."""
 
+import hashlib
 import json
 import random
 from pathlib import Path
@@ -9,7 +10,8 @@ import pytest
 
 from faithkit.errors import ConfigError, InputError
 
-from faithkit.checker import synthetic
+from faithkit.checker import rated, synthetic
+from faithkit.checker.contexts import section_split
 from faithkit.checker.training import CheckerTraining, train
 from faithkit.metrics import checker
 from faithkit.metrics.claim_checkers import ClaimChecker, document_windows, response_sentences
@@ -84,8 +86,8 @@ def test_build_is_deterministic_and_splits_by_section(nlp):
     assert (
         len(turns) == 4 and synthetic.wiki_contexts(CORPUS, turns, "valid_rare", seed=0, min_chars=40) == []
     )  # rare reads all
-    first = synthetic.build(turns, sections, nlp, size=40, seed=3, test_share=0.5)
-    second = synthetic.build(turns, sections, nlp, size=40, seed=3, test_share=0.5)
+    first = synthetic.build(turns, sections, nlp, size=40, seed=3, split=synthetic.SectionSplit(0.5))
+    second = synthetic.build(turns, sections, nlp, size=40, seed=3, split=synthetic.SectionSplit(0.5))
     assert [vars(e) for e in first] == [vars(e) for e in second] and len(first) >= 10
     train_sections = {e.section for e in first if e.split == "train"}
     assert not train_sections & {e.section for e in first if e.split == "test"}
@@ -93,7 +95,7 @@ def test_build_is_deterministic_and_splits_by_section(nlp):
 
 
 def test_written_data_reads_back_and_bad_lines_name_the_file(tmp_path, nlp):
-    examples = synthetic.build(*contexts(), nlp, size=20, seed=0, test_share=0.0)
+    examples = synthetic.build(*contexts(), nlp, size=20, seed=0, split=synthetic.SectionSplit(0.0))
     paths = synthetic.write(examples, tmp_path, synthetic.card(examples, ["fixture"], 0))
     assert [vars(e) for e in synthetic.read(paths["train"])] == [vars(e) for e in examples]
     assert "| extractive | supported |" in (tmp_path / "README.md").read_text()
@@ -172,7 +174,7 @@ def test_checker_metric_equals_slow_reference(checker_folders):
 
 
 def tiny_data(folder: Path, nlp) -> Path:
-    examples = synthetic.build(*contexts(), nlp, size=30, seed=0, test_share=0.0)[:24]
+    examples = synthetic.build(*contexts(), nlp, size=30, seed=0, split=synthetic.SectionSplit(0.0))[:24]
     for label in ("supported", "unsupported"):
         for example in [e for e in examples if e.label == label][:2]:
             example.split = "test"
@@ -287,3 +289,116 @@ def test_the_gemma_recipe_is_the_shipped_one_on_another_base_model():
         "output": "runs/checker-gemma",
     }
     assert CheckerTraining(**gemma["training"]).model == "gemma3-270m"  # the recipe's own fields
+
+
+# ---- rated generations as examples ------------------------------------------------------------
+
+
+def rated_row(number: int, sections: list[str], response: str, answers: dict[str, str], row: str = "") -> dict:
+    """A row as 'faithkit annotate export' writes it (the fields the recipe reads, and the system)."""
+    return {
+        "id": f"task:{number}:a",
+        "row": row or f"conv:{number}",
+        "system": "plain",
+        "document": "\n".join(sections),
+        "history": ["Tell me about the town."],
+        "response": response,
+        "ratings": {"faithfulness": answers},
+    }
+
+
+def town(number: int) -> str:
+    return (
+        f"Section {number} tells a long story about the town of Example{number}, its river, its bridges and its mills."
+    )
+
+
+def test_rated_label_rule():
+    assert rated.rated_label(["agree", "agree"]) == "supported"
+    assert rated.rated_label(["agree", "disagree"]) == "unsupported"
+    assert rated.rated_label(["neutral", "disagree"]) == "unsupported"
+    assert rated.rated_label(["neutral", "neutral"]) == "generic"
+    assert rated.rated_label(["agree", "neutral"]) is None
+
+
+def test_rated_examples_split_by_section_and_keep_test_sections_together():
+    towns = [town(number) for number in range(40)]
+    test = [text for text in towns if section_split(text, 0.5) == "test"]
+    train = [text for text in towns if section_split(text, 0.5) == "train"]
+    excluded = train[5]
+    rows = [
+        rated_row(0, [test[0], train[0]], "Example river.", {"ann": "agree", "bob": "agree"}),  # a test section
+        rated_row(1, [train[0], train[1]], "Bridges!", {"ann": "agree", "bob": "disagree"}),  # shares train[0]: test
+        rated_row(2, [train[2]], "Nice.", {"ann": "neutral", "bob": "neutral"}),  # train
+        rated_row(3, [train[3], train[4]], "Mills.", {"ann": "agree", "bob": "neutral"}),  # mixed: left out
+        rated_row(4, [excluded], "Example.", {"ann": "disagree"}),  # read by the evaluation split: test
+        rated_row(5, [train[2]], "Nice.", {"cy": "disagree"}, row="conv:2"),  # row 2 again, rated elsewhere
+    ]
+    examples, held_out, held_rows, left_out = rated.rated_examples(rows, 0.5, 0.0, {excluded})
+    assert left_out == 1
+    assert [(e.id, e.label, e.split, e.source, e.detail) for e in examples] == [
+        ("rated_supported-0", "supported", "test", "rated:task:0:a", "faithfulness: agree, agree"),
+        ("rated_unsupported-0", "unsupported", "test", "rated:task:1:a", "faithfulness: agree, disagree"),
+        ("rated_unsupported-1", "unsupported", "train", "rated:task:2:a", "faithfulness: neutral, neutral, disagree"),
+        ("rated_unsupported-2", "unsupported", "test", "rated:task:4:a", "faithfulness: disagree"),
+    ]
+    assert held_out == {test[0], train[0], train[1], excluded} and held_rows == {"conv:0", "conv:1", "conv:4"}
+    assert examples[2].document == train[2] and examples[2].history == ["Tell me about the town."]
+    everything, held_out, _, _ = rated.rated_examples(rows, 0.5, 1.0, {excluded})  # every document held out
+    assert {e.split for e in everything} == {"test"} and train[2] in held_out
+
+
+def test_a_long_rated_document_is_cut_to_the_sentences_that_share_most_words():
+    filler = " ".join(f"Filler sentence number {i} says nothing of note." for i in range(30))
+    target = "The Hawkeyes play football at Kinnick Stadium in Iowa City."
+    document = filler + "\n" + filler + " " + target + " " + filler
+    window = rated.best_window(document, "They play at Kinnick Stadium, right?")
+    assert target in window and len(window) <= synthetic.MAX_DOCUMENT_CHARS
+    assert window.startswith("Filler sentence number") and "\n" not in window
+    assert rated.best_window(target, "anything") == target
+
+
+def test_build_holds_rated_test_sections_out_of_training(nlp):
+    turns, sections = contexts()
+    examples = synthetic.build(
+        turns, sections, nlp, size=40, seed=3, split=synthetic.SectionSplit(0.0, frozenset(SECTIONS[:1]))
+    )
+    key = hashlib.sha256(SECTIONS[0].encode()).hexdigest()[:12]
+    assert {e.split for e in examples if e.section == key} == {"test"}
+    assert {e.split for e in examples if e.section != key} == {"train"}
+
+
+def test_read_rated_names_a_bad_line(tmp_path):
+    path = tmp_path / "rated.jsonl"
+    good = rated_row(0, [town(0)], "Nice.", {"ann": "agree"})
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "ratings": {"faithfulness": {"ann": "yes"}}}) + "\n")
+    with pytest.raises(InputError) as caught:
+        rated.read_rated(path)
+    assert str(caught.value) == (
+        f"{path}, line 2: ratings.faithfulness must map each rater to one of agree, neutral, disagree; give a file "
+        "that 'faithkit annotate export' wrote"
+    )
+    path.write_text(json.dumps({**good, "history": "one turn"}) + "\n")
+    with pytest.raises(InputError, match=r"line 1: history is \"one turn\" where a list is expected"):
+        rated.read_rated(path)
+
+
+def test_exported_ratings_are_read_as_examples(tmp_path):
+    from faithkit.annotate import System, build_task, read_annotations, read_key
+    from faithkit.annotate.exports import rated_rows
+    from tests.test_annotate import generate_output, simulate, write_exports
+
+    a = generate_output(tmp_path / "plain.jsonl", [f"It is 330 metres tall ({i})." for i in range(6)])
+    b = generate_output(tmp_path / "pmi.jsonl", [f"It was built in 1925 ({i})." for i in range(6)])
+    build_task(System.from_file(a), System.from_file(b), tmp_path / "task", contexts=6)
+    key = read_key(tmp_path / "task")
+    exports = write_exports(tmp_path, key, simulate(key, (0.9, 0.7)), ("ann", "bob"))
+    path = tmp_path / "rated.jsonl"
+    path.write_text(
+        "".join(json.dumps(row) + "\n" for row in rated_rows(tmp_path / "task", read_annotations(key, exports)))
+    )
+    rows = rated.read_rated(path)
+    examples, _, _, left_out = rated.rated_examples(rows, 0.0, 0.0, set())
+    labels = [rated.rated_label(list(row["ratings"]["faithfulness"].values())) for row in rows]
+    assert [e.label for e in examples] == [label for label in labels if label] and left_out == labels.count(None)
+    assert [e.response for e in examples] == [row["response"] for row, label in zip(rows, labels) if label]

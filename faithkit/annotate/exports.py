@@ -1,5 +1,6 @@
 """The annotators' exports read back: each file checked against the task's key (the right task, every item fully
-answered, one file per annotator), the page's sides mapped back to the systems, all ratings in one array."""
+answered, one file per annotator), the page's sides mapped back to the systems, all ratings in one array; and the
+rated responses as rows (:func:`rated_rows`, ``faithkit annotate export``), the claim checker's rated data."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import numpy as np
 
 from ..errors import InputError
 from ..schema import TEXT, Object, check_schema
-from .task import ANSWERS, DIMENSIONS, SYSTEMS, read_document
+from .page import read_page
+from .task import ANSWERS, DIMENSIONS, PAGE_FILE, SYSTEMS, read_document
 
 
 @dataclass
@@ -93,3 +95,58 @@ def _read_export(path: Path, key: dict) -> tuple[str, dict]:
             f"{dimension} of response {side + 1}); finish them on the page and export again"
         )
     return annotator, answers
+
+
+ANSWER_LEVELS = {"agree": 2, "neutral": 1, "disagree": 0}
+"""An answer as a level (the report's): a rated row's aggregate is the raters' mean level per dimension."""
+
+
+def rated_rows(task: str | Path, annotations: Annotations) -> list[dict]:
+    """One row per rated response, in the page's order (item, then side): ``id`` (``TASK:ITEM:SYSTEM``), ``row``
+    (the input row's id), ``task``, ``item``, ``system`` (its name in key.json), the ``document``, ``history`` and
+    ``response`` the annotators saw (read from the task's page), ``ratings`` (per dimension, each annotator's
+    answer) and ``aggregate`` (per dimension, how many gave each answer and the ``mean`` level, Agree 2, Neutral 1,
+    Disagree 0)."""
+    key = annotations.key
+    page_path = Path(task) / PAGE_FILE
+    page = read_page(page_path)
+    if page.get("task") != key["task"]:
+        raise InputError(
+            f"{page_path} shows task {page.get('task')}, its key.json is task {key['task']}; rebuild the task with "
+            "'faithkit annotate build'"
+        )
+    shown = {item["item"]: item for item in page["items"]}
+    rows = []
+    for index, entry in enumerate(key["items"]):
+        for position, side in enumerate(entry["sides"]):  # the page shows side 1, 2 -> system a / b
+            item = shown[entry["item"]]
+            ratings = {
+                dimension: {
+                    annotator: ANSWERS[annotations.ratings[number, index, SYSTEMS.index(side), column]]
+                    for number, annotator in enumerate(annotations.annotators)
+                }
+                for column, dimension in enumerate(DIMENSIONS)
+            }
+            rows.append(
+                {
+                    "id": f"{key['task']}:{entry['item']}:{side}",
+                    "row": entry["row"],
+                    "task": key["task"],
+                    "item": entry["item"],
+                    "system": annotations.systems[side],
+                    "document": item["document"],
+                    "history": item["history"],
+                    "response": item["responses"][position],
+                    "ratings": ratings,
+                    "aggregate": {dimension: _aggregate(list(given.values())) for dimension, given in ratings.items()},
+                }
+            )
+    return rows
+
+
+def _aggregate(answers: list[str]) -> dict:
+    """How many raters gave each answer, and their mean level."""
+    return {
+        **{answer: answers.count(answer) for answer in ANSWERS},
+        "mean": sum(ANSWER_LEVELS[answer] for answer in answers) / len(answers),
+    }

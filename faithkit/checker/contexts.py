@@ -30,6 +30,18 @@ def section_split(text: str, test_share: float) -> str:
     return "test" if bucket < test_share else "train"
 
 
+@dataclass(frozen=True)
+class SectionSplit:
+    """Which sections are test: a stable ``test_share`` of them (:func:`section_split`), and every one of
+    ``held_out`` (the sections of rated test responses, :mod:`.rated`)."""
+
+    test_share: float
+    held_out: frozenset[str] = frozenset()
+
+    def of(self, text: str) -> str:
+        return "test" if text in self.held_out else section_split(text, self.test_share)
+
+
 def window_around(section: Section, index: int, rng: random.Random) -> str:
     """One to four sentences of the section that include sentence ``index``, within :data:`MAX_DOCUMENT_CHARS`."""
     sentences = [s.text.strip() for s in section.sentences]

@@ -31,6 +31,9 @@ KINDS: dict[str, tuple[str, str]] = {
         "unsupported",
         "the LM's reply to the history without the document, naming an entity or number the document does not",
     ),
+    "rated_supported": ("supported", "a generated response every rater agreed is faithful (rated data)"),
+    "rated_generic": ("generic", "a generated response every rater rated Neutral on faithfulness (rated data)"),
+    "rated_unsupported": ("unsupported", "a generated response some rater disagreed is faithful (rated data)"),
 }
 """Example kinds: their label and what they are (the data card lists them with their counts)."""
 
@@ -49,8 +52,13 @@ class Example:
     section: str = field(default="", repr=False)
 
 
-def card(examples: Sequence[Example], sources: Iterable[str], seed: int) -> str:
-    """A dataset card: what each kind is, how many of each per split, and how to rebuild the files."""
+RATED_KINDS = ("rated_supported", "rated_generic", "rated_unsupported")
+"""Kinds made from rated generations (:mod:`.rated`); the card lists them only when the data holds some."""
+
+
+def card(examples: Sequence[Example], sources: Iterable[str], seed: int, notes: Sequence[str] = ()) -> str:
+    """A dataset card: what each kind is, how many of each per split, how to rebuild the files, and ``notes``
+    (paragraphs: how rated examples were labelled)."""
     counts = Counter((e.kind, e.split) for e in examples)
     lines = [
         "---",
@@ -61,11 +69,14 @@ def card(examples: Sequence[Example], sources: Iterable[str], seed: int) -> str:
         "",
         f"Made by `faithkit checker data` (seed {seed}) from: {', '.join(sources)}.",
         "Documents are split between train and test by section: no Wikipedia section is in both.",
+        *[line for note in notes for line in ("", note)],
         "",
         "| kind | label | what | train | test |",
         "|---|---|---|---|---|",
     ]
     for kind, (label, what) in KINDS.items():
+        if kind in RATED_KINDS and not counts[kind, "train"] + counts[kind, "test"]:
+            continue
         lines.append(f"| {kind} | {label} | {what} | {counts[kind, 'train']} | {counts[kind, 'test']} |")
     labels = Counter((e.label, e.split) for e in examples)
     lines += ["", "| label | train | test |", "|---|---|---|"]

@@ -38,6 +38,7 @@ from .contexts import (
     MIN_SECTION_CHARS,
     Context,
     Section,
+    SectionSplit,
     section_split,
     topicalchat_contexts,
     wiki_contexts,
@@ -59,6 +60,7 @@ from .edits import (
 )
 from .examples import KINDS, LABELS, Example, card, read, write
 from .lm_claims import history_only_replies, lm_claims
+from .rated import document_sections, rated_examples, read_rated
 
 __all__ = [  # the recipe, and the names this module held before the examples, contexts, edits and LM claims moved out
     "GENERIC_REPLIES",
@@ -73,6 +75,7 @@ __all__ = [  # the recipe, and the names this module held before the examples, c
     "Context",
     "Example",
     "Section",
+    "SectionSplit",
     "antonym_flip",
     "build",
     "build_from_corpora",
@@ -152,14 +155,18 @@ GENERIC_REPLIES = (
 
 
 class Builder:
-    """Makes examples of each kind from contexts; ``nlp`` is a spaCy pipeline with a parser and NER."""
+    """Makes examples of each kind from contexts; ``nlp`` is a spaCy pipeline with a parser and NER; ``split`` says
+    which sections are test."""
 
-    def __init__(self, contexts: list[Context], nlp, seed: int, test_share: float):
+    def __init__(self, contexts: list[Context], nlp, seed: int, split: SectionSplit):
         self.contexts, self.nlp, self.rng = contexts, nlp, random.Random(seed)
         texts = sorted({s for c in contexts for s in c.sections})
         self.sections = {
             text: Section(
-                hashlib.sha256(text.encode()).hexdigest()[:12], text, list(doc.sents), section_split(text, test_share)
+                hashlib.sha256(text.encode()).hexdigest()[:12],
+                text,
+                list(doc.sents),
+                split.of(text),
             )
             for text, doc in zip(texts, nlp.pipe(texts, batch_size=64))
         }
@@ -281,14 +288,15 @@ def build(
     nlp,
     *,
     size: int,
+    split: SectionSplit,
     seed: int = 0,
-    test_share: float = 0.1,
     generate: Callable[[Sequence[list[str]]], list[str]] | None = None,
 ) -> list[Example]:
     """About ``size`` examples in the proportions of :data:`MIX` (``lm_claim`` only with ``generate``),
     deterministic given the contexts and ``seed``; ids are ``<kind>-<n>``. Rule-made kinds visit ``sections``
-    (and ``turns``) in a seeded order, several times if needed; human kinds read ``turns``."""
-    builder = Builder([*turns, *sections], nlp, seed, test_share)
+    (and ``turns``) in a seeded order, several times if needed; human kinds read ``turns``; ``split`` says which
+    sections are test."""
+    builder = Builder([*turns, *sections], nlp, seed, split)
     order = list(turns)
     random.Random(seed).shuffle(order)
     per_section = {text: Context(c.row_id, [text], c.history, "", False, False) for c in order for text in c.sections}
@@ -337,25 +345,68 @@ class CheckerData:
     seed: int = option(0, "seed of every random choice")
     test_share: float = option(0.1, "share of Wikipedia sections held out as the test split", low=0, high=1)
     lm: str = option("smollm2-135m", "LM that writes the lm_claim kind from histories alone; 'none' leaves it out")
+    rated: list[str] = option(
+        [],
+        "rated responses ('faithkit annotate export' files) added as examples, labelled by their raters' "
+        "faithfulness answers (faithkit.checker.rated) and split by section with the rest",
+        flag_type=PathArg("text"),
+    )
+    rated_test_share: float = option(
+        0.3,
+        "share of the rated responses' documents held out as test (with those holding a test section)",
+        low=0,
+        high=1,
+    )
+
+
+RATED_NOTE = (
+    "Rated examples ({files}) are labelled by their raters' faithfulness answers: every rater Agree -> supported, "
+    "some rater Disagree -> unsupported, every rater Neutral -> generic; {left_out} responses rated both Agree and "
+    "Neutral are left out. A rated response is test when its document is in the rated test share ({share}) or holds "
+    "a test section, a section the held-out split reads, or one of another test response; its sections are then "
+    "test sections for every kind, and its dialogue turn gives no synthetic example."
+)
 
 
 def build_from_corpora(config: CheckerData) -> dict:
     """Make and write the data of ``config``; return the counts per label and split."""
     from ..data import data_root
+    from ..data.corpora.topicalchat import load_topicalchat
     from ..metrics.q2 import load_spacy
 
     folder = Path(config.topicalchat) if config.topicalchat else data_root() / "topicalchat"
+    rows = [row for path in config.rated for row in read_rated(path)]  # a bad file stops the recipe before any work
     turns = topicalchat_contexts(folder, config.split)
+    rated: list[Example] = []
+    held_out: frozenset[str] = frozenset()
+    notes: list[str] = []
+    if config.rated:
+        evaluated = load_topicalchat(config.exclude_split, folder, keep_opening=True, keep_personal=True)
+        excluded = {s for row in evaluated for s in document_sections(row["document"])}
+        rated, sections_out, rows_out, left_out = rated_examples(
+            rows, config.test_share, config.rated_test_share, excluded
+        )
+        held_out = frozenset(sections_out)
+        turns = [turn for turn in turns if turn.row_id not in rows_out]
+        notes.append(RATED_NOTE.format(files=", ".join(config.rated), left_out=left_out, share=config.rated_test_share))
     sections = wiki_contexts(folder, turns, config.exclude_split, config.seed)
     nlp = load_spacy()
     generate = None if config.lm == "none" else history_only_replies(config.lm, config.seed)
     examples = build(
-        turns, sections, nlp, size=config.size, seed=config.seed, test_share=config.test_share, generate=generate
+        turns,
+        sections,
+        nlp,
+        size=config.size,
+        split=SectionSplit(config.test_share, held_out),
+        seed=config.seed,
+        generate=generate,
     )
+    examples += rated
     sources = [
         f"Topical-Chat {config.split} turns ({folder})",
         f"wiki.json sections not read by {config.exclude_split}",
+        *([f"rated responses ({', '.join(config.rated)})"] if config.rated else []),
     ]
-    write(examples, config.output, card(examples, sources, config.seed))
+    write(examples, config.output, card(examples, sources, config.seed, notes))
     counts = Counter(f"{e.split}/{e.label}" for e in examples)
     return dict(sorted(counts.items()))

@@ -1,4 +1,5 @@
-"""``faithkit annotate build | report``: a blind A/B human evaluation page, and the report of its answers."""
+"""``faithkit annotate build | report | export``: a blind A/B human evaluation page, the report of its answers, and
+the rated responses as rows."""
 
 from __future__ import annotations
 
@@ -43,8 +44,21 @@ class ReportFlags:
     seed: int = option(0, "bootstrap seed")
 
 
+@dataclass
+class ExportFlags:
+    task: str | None = option(
+        None, "the task folder 'annotate build' wrote", flag_type=PathArg("input folder"), positional=True
+    )
+    answers: list[str] | None = option(
+        None, "the exported answers, one JSON file per annotator", flag_type=PathArg("text"), positional=True, nargs="+"
+    )
+    output: str | None = option(
+        None, "JSONL file to write, one row per rated response", flag_type=PathArg("output file"), required=True
+    )
+
+
 def register(subparsers) -> None:
-    """``faithkit annotate`` and its subcommands ``build`` and ``report``."""
+    """``faithkit annotate`` and its subcommands ``build``, ``report`` and ``export``."""
     parser = subparsers.add_parser(
         "annotate",
         help="human evaluation: a blind A/B annotation page and its report",
@@ -92,6 +106,29 @@ def register(subparsers) -> None:
             writes=lambda args: [Output("TASK", Path(args.task) / name) for name in ("report.csv", "report.png")],
         ),
     )
+    _register_export(actions)
+
+
+def _register_export(actions) -> None:
+    """``faithkit annotate export``."""
+    export = actions.add_parser(
+        "export",
+        help="the rated responses as JSONL rows (the claim checker's rated data)",
+        description="Read the answers the annotators exported from the page, check them against the task's key as "
+        "'report' does, and write one JSONL row per rated response: id (TASK:ITEM:SYSTEM), row, system (its name in "
+        "key.json), the document, history and response the page showed, ratings (per dimension, each annotator's "
+        "answer) and aggregate (per dimension, the count of each answer and the mean level, Agree 2, Neutral 1, "
+        "Disagree 0). 'faithkit checker data' takes such files as its 'rated' examples.",
+    )
+    add_flags(export, ExportFlags)
+    export.set_defaults(run=run_export)
+    declare_files(
+        export,
+        Files(
+            reads=lambda args: [*args.answers, Path(args.task) / "key.json", Path(args.task) / "annotate.html"],
+            writes=lambda args: [Output("--output", args.output)],
+        ),
+    )
 
 
 def run_build(args) -> int:
@@ -128,4 +165,15 @@ def run_report(args) -> int:
 
     annotations = read_annotations(read_key(args.task), args.answers)
     print(write_report(args.task, summarize(annotations, resamples=args.bootstrap, seed=args.seed)))
+    return 0
+
+
+def run_export(args) -> int:
+    from ..annotate import read_annotations, read_key
+    from ..annotate.exports import rated_rows
+    from ..files import to_json, write_text
+
+    rows = rated_rows(args.task, read_annotations(read_key(args.task), args.answers))
+    write_text(args.output, "".join(to_json(row) + "\n" for row in rows))
+    logger.info("%d rated responses -> %s", len(rows), args.output)
     return 0

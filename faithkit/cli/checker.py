@@ -63,7 +63,7 @@ def _reads(args) -> list:
 
     recipe = _resolved(args)
     if args.action == "data":
-        return [args.config, recipe.topicalchat or data_root() / "topicalchat"]
+        return [args.config, recipe.topicalchat or data_root() / "topicalchat", *recipe.rated]
     return [args.config, recipe.model, recipe.data]
 
 
