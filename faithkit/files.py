@@ -9,7 +9,8 @@ record (:func:`open_append`) cannot be renamed on every record, so it is opened 
 ``O_NOFOLLOW`` and refused when it has a second name (a hard link). A write that fails for
 want of space or permission (ENOSPC, EDQUOT, EROFS, EIO, ...) is an
 :class:`~faithkit.errors.OutputError` naming the file: the temporary file is removed and
-the old file stays as it was.
+the old file stays as it was. Every text written here passes :func:`faithkit.redaction.redact`: no
+secret (an API key, a password in a server's URL) reaches a file.
 """
 
 from __future__ import annotations
@@ -20,15 +21,17 @@ import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, cast
 from collections.abc import Iterator
 
+from . import redaction
 from .errors import OutputError
 from .numbers import is_non_finite
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Replace ``path`` by ``text`` (UTF-8) all at once, never through a link; see the module docstring."""
+    """Replace ``path`` by ``text`` (UTF-8, secrets redacted) all at once, never through a link; see the module
+    docstring."""
     with replacing(path) as file:
         file.write(text)
 
@@ -57,7 +60,8 @@ def _finite(value):
 @contextmanager
 def replacing(path: str | Path, mode: str = "w", newline: str | None = None) -> Iterator[IO]:
     """A handle on a new file beside ``path`` that replaces ``path`` (a link: the link, not its target) when the
-    block ends without an error; with an error the new file is removed and ``path`` is left as it was."""
+    block ends without an error; with an error the new file is removed and ``path`` is left as it was. Text written
+    to it is redacted (:mod:`faithkit.redaction`)."""
     path = Path(path)
     try:
         handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
@@ -67,7 +71,7 @@ def replacing(path: str | Path, mode: str = "w", newline: str | None = None) -> 
         os.chmod(staging, 0o666 & ~_umask())  # mkstemp makes it private; an output is shared as any new file is
         binary = "b" in mode
         with os.fdopen(handle, mode) if binary else os.fdopen(handle, mode, encoding="utf-8", newline=newline) as file:
-            yield file
+            yield file if binary else cast(IO, redaction.RedactingText(file))
             file.flush()
             os.fsync(file.fileno())
         os.replace(staging, path)
@@ -88,8 +92,8 @@ def save_figure(figure, path: str | Path) -> None:
 
 
 def open_append(path: str | Path, flag: str = "--output", newline: str | None = None) -> IO:
-    """``path`` opened to add lines at its end (created if missing), refusing a symbolic or a hard link with an
-    :class:`OutputError` that names ``flag``, the command's option for it."""
+    """``path`` opened to add lines at its end (created if missing; what is written, redacted), refusing a symbolic
+    or a hard link with an :class:`OutputError` that names ``flag``, the command's option for it."""
     path = Path(path)
     refuse_link(path, flag)
     try:
@@ -101,7 +105,7 @@ def open_append(path: str | Path, flag: str = "--output", newline: str | None = 
     if os.fstat(descriptor).st_nlink > 1:
         os.close(descriptor)
         raise OutputError(_link_message(path, "a hard link (the file has another name too)", flag))
-    return os.fdopen(descriptor, "a", encoding="utf-8", newline=newline)
+    return cast(IO, redaction.RedactingText(os.fdopen(descriptor, "a", encoding="utf-8", newline=newline)))
 
 
 def refuse_link(path: str | Path, flag: str = "--output") -> None:

@@ -23,6 +23,7 @@ import difflib
 import typing
 from collections.abc import Mapping, Sequence
 
+from . import redaction
 from .configfile import base_type, coerce, is_optional, item_type
 from .errors import ConfigError
 from .numbers import finite_float, is_non_finite
@@ -61,6 +62,7 @@ def option(
     required: bool = False,
     nargs: str | None = None,
     positional: bool = False,
+    secret: str | None = None,
 ):
     """A dataclass field with its help, allowed range (``[low, high]``; ``low_open``/``high_open`` exclude an end),
     choices and grid.
@@ -72,26 +74,19 @@ def option(
     value's name in usage lines, ``required`` makes the flag one a command cannot run without,
     ``nargs`` says how a list flag takes its words (``"+"``: at least one; ``"append"``: the flag
     repeated, one value each; ``argparse.REMAINDER``; unsaid: any number) and ``positional``
-    makes it an argument without ``--``. A list or dict default is copied for every instance.
+    makes it an argument without ``--``. ``secret`` says the value carries a secret, and how
+    (:data:`faithkit.redaction.KINDS`: an API key, a URL's userinfo, headers): it is sent, never written.
+    A list or dict default is copied for every instance.
 
     Wide signature: this is the declaration API; each keyword is one part of a declaration, stored under its own
     name in the field's metadata (as :func:`option_like` changes it), the way ``dataclasses.field`` takes its parts.
     """
-    metadata = {
-        "help": help,
-        "low": low,
-        "high": high,
-        "low_open": low_open,
-        "high_open": high_open,
-        "meaning": meaning,
-        "choices": tuple(choices) if choices is not None else None,
-        "grid": tuple(grid) if grid is not None else None,
-        "flag_type": flag_type,
-        "metavar": metavar,
-        "required": required,
-        "nargs": nargs,
-        "positional": positional,
-    }
+    metadata = dict(help=help, low=low, high=high, low_open=low_open, high_open=high_open, meaning=meaning)
+    metadata.update(
+        choices=tuple(choices) if choices is not None else None, grid=tuple(grid) if grid is not None else None
+    )
+    metadata.update(flag_type=flag_type, metavar=metavar, required=required, nargs=nargs, positional=positional)
+    metadata.update(secret=secret)
     if isinstance(default, (list, dict)):
         return dataclasses.field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
@@ -163,9 +158,12 @@ def check(instance, where: str = "") -> None:
 
 def check_values(cls, values: Mapping, where: str = "") -> None:
     """:func:`check` for values given apart from an instance (a constructor's arguments): each against the field of
-    ``cls`` it names."""
+    ``cls`` it names. A value its declaration calls secret is handed to :func:`faithkit.redaction.remember`, so
+    that a setting read from a file or given from Python is never written either."""
     declared = {item.name: item for item in dataclasses.fields(cls)}
     for name, value in values.items():
+        if declared[name].metadata.get("secret") and value is not None:
+            redaction.remember(value, declared[name].metadata["secret"])
         for one in value if isinstance(value, (list, tuple)) else [value]:
             reason = refusal(declared[name], one)
             if reason is not None:

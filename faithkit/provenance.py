@@ -20,7 +20,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from . import __version__
+from . import __version__, redaction
 
 KEY = "provenance"
 """The key under which JSON outputs hold the record."""
@@ -30,33 +30,14 @@ FIELDS = ("faithkit", "command", "models", "data", "options")
 
 SIDECAR_SUFFIX = ".provenance.json"
 
-SECRETS = ("api_key",)
-"""Options never recorded (``--api-key``): the command line shows ``***`` for their values."""
-
 _invocation: dict = {}
 
 
 def note_invocation(argv: Sequence[str], options: Mapping[str, object]) -> None:
-    """Remember the ``faithkit`` command line being run and its options that differ from their defaults, without
-    the :data:`SECRETS`."""
+    """Remember the ``faithkit`` command line being run and its options that differ from their defaults (secrets are
+    redacted on the way out, by :func:`record`)."""
     _invocation.clear()
-    _invocation.update(
-        command=shlex.join(["faithkit", *_hidden(argv)]),
-        options={key: value for key, value in options.items() if key not in SECRETS},
-    )
-
-
-def _hidden(argv: Sequence[str]) -> list[str]:
-    """``argv`` with the value of each secret flag (``--api-key KEY``, ``--api-key=KEY``) as ``***``."""
-    flags = {f"--{name.replace('_', '-')}" for name in SECRETS}
-    words = list(argv)
-    for i, word in enumerate(words):
-        flag, equals, _ = word.partition("=")
-        if flag in flags and equals:
-            words[i] = f"{flag}=***"
-        elif i and words[i - 1] in flags:
-            words[i] = "***"
-    return words
+    _invocation.update(command=shlex.join(["faithkit", *argv]), options=dict(options))
 
 
 def record_options() -> dict:
@@ -75,19 +56,24 @@ def record(
     ``"faith-judge": ...``), or to a served model's identity as a mapping; None values are left out. ``data`` is
     the input file(s) read. ``options`` are the settings that differ from their defaults; unset, those of the
     ``faithkit`` command line being run (:func:`note_invocation`).
+
+    Every record goes through :func:`faithkit.redaction.redacted` here, the one way out of this module: a secret
+    (an API key, a password in a server's URL) is ``***`` in every field, those added later included.
     """
     paths = [data] if isinstance(data, (str, Path)) else list(data or [])
-    return {
-        "faithkit": __version__,
-        "command": _invocation.get("command") or shlex.join(sys.argv),
-        "models": {
-            role: dict(name) if isinstance(name, Mapping) else model_identity(name)
-            for role, name in models.items()
-            if name is not None
-        },
-        "data": [data_identity(path) for path in paths],
-        "options": _plain(dict(record_options() if options is None else options)),
-    }
+    return redaction.redacted(
+        {
+            "faithkit": __version__,
+            "command": _invocation.get("command") or shlex.join(sys.argv),
+            "models": {
+                role: dict(name) if isinstance(name, Mapping) else model_identity(name)
+                for role, name in models.items()
+                if name is not None
+            },
+            "data": [data_identity(path) for path in paths],
+            "options": _plain(dict(record_options() if options is None else options)),
+        }
+    )
 
 
 def changed_fields(settings, defaults=None) -> dict:

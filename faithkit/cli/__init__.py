@@ -22,7 +22,7 @@ import threading
 import time
 from contextlib import contextmanager
 
-from .. import __version__, provenance
+from .. import __version__, provenance, redaction
 from ..errors import FaithkitError
 from ..jobs import is_main_process
 from ..options import FlagError
@@ -74,9 +74,11 @@ class HelpFormatter(argparse.HelpFormatter):
 class Parser(argparse.ArgumentParser):
     """argparse with faithkit's error contract: a mistake is one ``error: …`` line (no usage block) and exit 2,
     and a value such as ``-1e-3`` is a negative number, not an option. Helps keep their line breaks
-    (:class:`HelpFormatter`)."""
+    (:class:`HelpFormatter`). No flag may be abbreviated (``--api-k`` is no ``--api-key``): a prefix would take a
+    value under a name no check knows, and one more flag would change what an old command line means."""
 
     def __init__(self, *args, **kwargs):
+        kwargs["allow_abbrev"] = False
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(*args, **kwargs)
         self._negative_number_matcher = re.compile(r"^-(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$|^-inf$|^-nan$")
@@ -126,10 +128,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def changed_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> dict:
     """The options of the command ``args`` ran that differ from their defaults (given, or from a config file
-    where the command reads one later), by destination name, for :mod:`faithkit.provenance`."""
+    where the command reads one later), by destination name, for :mod:`faithkit.provenance`; an API key is none
+    of them (its option declares it a secret value)."""
     changed = {}
     for action in _command_actions(parser, args):
         if action.dest in ("help", "version", "quiet", "verbose") or isinstance(action, argparse._SubParsersAction):
+            continue
+        if secret_kind(action) == "value":
             continue
         if action.default is argparse.SUPPRESS:
             if hasattr(args, action.dest):
@@ -148,6 +153,45 @@ def _command_actions(parser: argparse.ArgumentParser, args: argparse.Namespace) 
             if chosen in action.choices:
                 actions += _command_actions(action.choices[chosen], args)
     return actions
+
+
+def secret_kind(action: argparse.Action) -> str | None:
+    """How the flag's value carries a secret, as its option declares (:data:`faithkit.redaction.KINDS`), or None."""
+    owners: list = getattr(action, "declared", ([], None))[0]
+    return next((item.metadata["secret"] for _, item in owners if item.metadata.get("secret")), None)
+
+
+def secret_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Every flag of ``parser`` and its commands whose option declares a secret: ``{"--api-key": "value", …}``."""
+    found = {}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                found.update(secret_flags(command))
+        elif (kind := secret_kind(action)) is not None:
+            found.update(dict.fromkeys(action.option_strings, kind))
+    return found
+
+
+SECRET_FLAGS = {"--server": "url", "--api-key": "value"}
+"""The secret flags of every command, by the kind of secret (``tests/cli/test_secrets.py`` checks this against the
+declarations): a command that has none of them still redacts what follows one typed to it by mistake."""
+
+
+def remember_secrets(parser: argparse.ArgumentParser, argv: list[str]) -> None:
+    """Hand :mod:`faithkit.redaction` the value of every secret flag in ``argv`` before it is parsed: written whole
+    (``--api-key KEY``, ``--api-key=KEY``) or as any prefix of one (``--api-k KEY``, which the parser refuses in an
+    error line that names the words it did not take), whether or not the command takes it, so no line or file
+    shows it."""
+    flags = {**SECRET_FLAGS, **secret_flags(parser)}
+    for index, word in enumerate(argv):
+        name, equals, value = word.partition("=")
+        if not name.startswith("--") or len(name) < 3:
+            continue
+        kinds = {kind for flag, kind in flags.items() if flag.startswith(name)}
+        given = value if equals else argv[index + 1] if index + 1 < len(argv) else None
+        for kind in kinds:
+            redaction.remember(given, kind)
 
 
 def _command_name(module: str) -> str:
@@ -186,9 +230,17 @@ WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``faithkit ARGV``; everything it prints and writes has its secrets redacted (:mod:`faithkit.redaction`)."""
     argv = sys.argv[1:] if argv is None else argv
+    redaction.forget_all()
+    with redaction.redacting_streams():
+        return _main(argv)
+
+
+def _main(argv: list[str]) -> int:
     configure_logging()  # what parsing warns of (a renamed metric) is a warning line too
     parser = build_parser(_named_command(argv))
+    remember_secrets(parser, argv)
     args = parser.parse_args(argv)
     configure_logging(args.quiet, args.verbose)
     provenance.note_invocation(argv, changed_options(parser, args))

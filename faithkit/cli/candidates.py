@@ -28,7 +28,10 @@ PROMPT_FLAGS = ("max_new_tokens", "max_context_tokens", "chat")
 @dataclass
 class CandidatesFlags:
     server: str | None = option(
-        None, "the API's base URL, e.g. http://127.0.0.1:8000/v1 (vLLM) or :8080/v1 (llama.cpp)", required=True
+        None,
+        "the API's base URL, e.g. http://127.0.0.1:8000/v1 (vLLM) or :8080/v1 (llama.cpp)",
+        required=True,
+        secret="url",
     )
     model: str | None = option(
         None,
@@ -41,7 +44,9 @@ class CandidatesFlags:
         None, "the model's name on the server (unset: the server's only model, from GET /models)"
     )
     api_key: str | None = option(
-        None, "the server's API key (unset: $OPENAI_API_KEY; local servers need none); never written"
+        None,
+        "the server's API key (unset: $OPENAI_API_KEY; local servers need none); never written",
+        secret="value",
     )
     input: str | None = option(
         None, "rows with an id, a document and a history", flag_type=PathArg("rows"), required=True

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 
 from filelock import FileLock, Timeout
 
+from .. import redaction
 from ..errors import OutputError
 from ..files import WriteFailed, open_append, refuse_link, to_json, write_text
 from ..schema import ID, Object, read_json_file, read_json_line
@@ -73,8 +74,8 @@ class ResultWriter:
         expected: Mapping[str, str | None] | None = None,
         flag: str = "--output",
     ):
-        self.path = Path(path)
-        self.flag = flag
+        self.path, self.flag = Path(path), flag
+        fingerprint = redaction.redacted(fingerprint)  # as .meta.json holds it, so that a rerun compares like with like
         self.meta_path = self.path.with_name(self.path.name + ".meta.json")
         self.completed: set[str] = set()
         self.retried = 0

@@ -62,13 +62,17 @@ class MetricOptions:
     max_edits: int = option(8, "minimal-edit: most spans swapped per response", low=1)
     threshold: float = option(1.0, "minimal-edit: log-probability margin a swap must lose by to count", low=0)
     server: str | None = option(
-        None, "llm-judge: the OpenAI-compatible API's base URL, e.g. http://127.0.0.1:8080/v1 (llama.cpp's server)"
+        None,
+        "llm-judge: the OpenAI-compatible API's base URL, e.g. http://127.0.0.1:8080/v1 (llama.cpp's server)",
+        secret="url",
     )
     served_model: str | None = option(
         None, "llm-judge: the model's name on the server (unset: the server's only model, from GET /models)"
     )
     api_key: str | None = option(
-        None, "llm-judge: the server's API key (unset: $OPENAI_API_KEY; local servers need none); never written"
+        None,
+        "llm-judge: the server's API key (unset: $OPENAI_API_KEY; local servers need none); never written",
+        secret="value",
     )
 
 

@@ -92,7 +92,7 @@ def test_the_fingerprint_and_provenance_hold_the_served_model_and_the_key_is_wri
     assert meta["metric"] == "llm-judge" and meta["metric_options"] == {"served_model": "fake-model"}
     made_by = json.loads((tmp_path / "scores.jsonl.provenance.json").read_text())["provenance"]
     assert made_by["models"] == {"llm-judge --server": {"served_model": "fake-model", "server": server.url}}
-    assert made_by["command"].endswith("--api-key '***'")
+    assert made_by["command"].endswith("--api-key ***")
     written = "".join(path.read_text() for path in tmp_path.iterdir() if path.is_file())
     assert "sekret-4711" not in run.err + run.out + written
 

@@ -1,0 +1,130 @@
+"""No secret is ever written (issue 52, case 1): an API key or a password in a server's URL reaches the server and
+nothing else — no output file of any kind, no printed line, no error line.
+
+The walks cover every command: no parser takes an abbreviated flag; every option whose name says it carries a
+secret declares it; an abbreviated secret flag is refused without showing its value; and every command that takes
+a secret runs against a fake server with one, after which no file it wrote and no line it printed holds it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+
+from faithkit import redaction
+from faithkit.cli import SECRET_FLAGS, build_parser, secret_flags, secret_kind
+
+from .fake_engine import FakeEngine
+from .helpers import write_jsonl
+from .test_bad_paths import _leaf_parsers
+
+KEY = "sk-live-7f3a9c"
+PASSWORD = "hunter-2-pw"
+ROWS = [
+    {"id": "a", "document": "Apples ripen in autumn.", "history": ["When are apples ripe?"], "response": "In autumn."},
+    {"id": "b", "document": "Jazz began in New Orleans.", "history": ["Where did jazz start?"], "response": "Paris."},
+]
+SECRET_WORDS = {"token", "password", "secret", "header", "headers", "server", "url", "auth", "credentials"}
+"""Words of an option's name that say it carries a secret (besides ``api_key``; ``score_key`` names a column)."""
+
+
+def _all_parsers(parser: argparse.ArgumentParser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _all_parsers(child)
+
+
+def test_no_parser_takes_an_abbreviated_flag():
+    parsers = list(_all_parsers(build_parser()))
+    assert len(parsers) > 17 and [parser.prog for parser in parsers if parser.allow_abbrev] == []
+
+
+def test_every_option_whose_name_says_secret_declares_how_it_carries_one():
+    undeclared = [
+        f"{' '.join(words)} {action.option_strings[0]}"
+        for words, parser in _leaf_parsers(build_parser())
+        for action in parser._actions
+        if action.option_strings
+        and (SECRET_WORDS & set(action.dest.split("_")) or action.dest.endswith("api_key"))
+        and secret_kind(action) is None
+    ]
+    assert undeclared == []
+
+
+@pytest.mark.parametrize(
+    "words", [pytest.param(words, id=" ".join(words)) for words, _ in _leaf_parsers(build_parser())]
+)
+def test_an_abbreviated_secret_flag_is_refused_and_its_value_never_shown(faithkit, words):
+    for flag in ("--api-k", "--api-ke", "--serv"):
+        secret = f"http://me:{PASSWORD}@host/v1" if flag == "--serv" else KEY
+        for argv in ([*words, flag, secret], [*words, f"{flag}={secret}"]):
+            run = faithkit(*argv)
+            assert run.code == 2, (argv, run.err)
+            assert words == ("launch",) or len(run.error_lines) == 1, (argv, run.err)  # launch: accelerate's parser
+            assert KEY not in run.out + run.err and PASSWORD not in run.out + run.err, run.err
+
+
+def test_the_flags_every_command_redacts_are_the_declared_secret_flags():
+    declared = {
+        flag: kind for _, parser in _leaf_parsers(build_parser()) for flag, kind in secret_flags(parser).items()
+    }
+    assert declared == SECRET_FLAGS
+
+
+def test_a_secret_is_redacted_in_every_form_a_writer_gives_it():
+    redaction.forget_all()
+    try:
+        redaction.remember(f"https://alice:{PASSWORD}@example.org/v1", "url")
+        redaction.remember('k"ey\\x', "value")
+        redaction.remember("Authorization: Bearer tok-99\nX-Org: acme-1", "headers")
+        assert redaction.redact(f"https://alice:{PASSWORD}@example.org/v1") == "https://***@example.org/v1"
+        assert redaction.redact(f"pw={PASSWORD}") == "pw=***"
+        assert redaction.redact(json.dumps({"k": 'k"ey\\x'})) == '{"k": "***"}'
+        assert redaction.redact("Bearer tok-99 for acme-1, tok-99") == "*** for ***, ***"
+        assert redaction.redacted({"list": [PASSWORD, 3], PASSWORD: None}) == {"list": ["***", 3], "***": None}
+        redaction.remember("http://example.org/v1", "url")  # no userinfo: nothing secret in it
+        assert redaction.redact("http://example.org/v1") == "http://example.org/v1"
+    finally:
+        redaction.forget_all()
+
+
+def _files_text(folder: Path) -> str:
+    return "".join(path.read_text(errors="replace") for path in folder.rglob("*") if path.is_file())
+
+
+def _score(tmp_path, server):
+    rows = write_jsonl(tmp_path / "rows.jsonl", ROWS)
+    return ["score", "--metric", "llm-judge", "--server", server, "--input", rows, "--output", tmp_path / "o.jsonl"]
+
+
+RUNS = {"score": _score}
+
+
+@pytest.mark.parametrize("how", ["flag", "flag=", "environment", "userinfo"])
+def test_score_with_llm_judge_writes_and_prints_no_secret(faithkit, tmp_path, monkeypatch, how):
+    with FakeEngine(answer="agree", key=None if how == "userinfo" else KEY) as fake:  # userinfo: basic auth
+        server = fake.url.replace("http://", f"http://me:{PASSWORD}@") if how == "userinfo" else fake.url
+        argv = RUNS["score"](tmp_path, server)
+        if how == "environment" or how == "userinfo":
+            monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        argv += {"flag": ["--api-key", KEY], "flag=": [f"--api-key={KEY}"]}.get(how, [])
+        run = faithkit(*argv)
+    assert run.code == 0, run.err
+    written = _files_text(tmp_path)
+    assert KEY not in written + run.out + run.err and PASSWORD not in written + run.out + run.err
+    made_by = json.loads((tmp_path / "o.jsonl.provenance.json").read_text())["provenance"]
+    if how == "userinfo":
+        assert made_by["models"]["llm-judge --server"]["server"] == fake.url.replace("http://", "http://***@")
+    assert "api_key" not in made_by["options"]
+
+
+def test_a_server_that_is_down_names_its_url_without_the_password(faithkit, tmp_path):
+    run = faithkit(*_score(tmp_path, f"http://me:{PASSWORD}@127.0.0.1:9/v1"), "--api-key", KEY)
+    assert run.code == 2 and run.error_lines == run.err.splitlines(), run.err
+    assert run.err.startswith("error: http://***@127.0.0.1:9/v1: listing its models (GET /models): cannot connect")
+    assert PASSWORD not in run.err + _files_text(tmp_path)
