@@ -84,6 +84,7 @@ def lora_model(config: CheckerTraining):
     from peft import LoraConfig, get_peft_model
 
     from .. import models
+    from ..third_party import hidden_warnings
 
     model, tokenizer = models.load(config.model, kind="causal", for_training=True, dtype="float32")
     blocks = model.config.num_hidden_layers
@@ -97,7 +98,8 @@ def lora_model(config: CheckerTraining):
         layers_to_transform=list(range(blocks - config.layers, blocks)),
     )
     model.config.use_cache = False
-    peft_model = get_peft_model(model, lora)
+    with hidden_warnings():
+        peft_model = get_peft_model(model, lora)
     peft_model.peft_config["default"].base_model_name_or_path = config.model  # the offline name, not a cache path
     return peft_model, tokenizer
 
@@ -147,13 +149,21 @@ def train(config: CheckerTraining) -> dict:
                 _log_step(log, step + 1, len(plan), loss.item(), started)
             if (step + 1) % config.save_every == 0 and step + 1 < len(plan):
                 _checkpoint(output / "checkpoint", model, optimizer, schedule, step + 1)
-    accelerator.unwrap_model(model).save_pretrained(output / "adapter")
-    _sort_target_modules(output / "adapter" / "adapter_config.json")
-    tokenizer.save_pretrained(output / "adapter")
+    save_adapter(accelerator.unwrap_model(model), tokenizer, output / "adapter")
     figures = evaluate(accelerator.unwrap_model(model), tokenizer, _examples(Path(config.data) / "test.jsonl"))
     figures.update(train_examples=len(examples), steps=len(plan), train_seconds=round(time.time() - started, 1))
     (output / "metrics.json").write_text(json.dumps(figures, indent=2))
     return figures
+
+
+def save_adapter(model, tokenizer, folder: Path) -> None:
+    """The trained adapter and its tokenizer as ``folder``, the same bytes from any process (:func:`_sort_target_modules`).
+
+    LoRA on linear layers leaves the embeddings as they were; saying so (``save_embedding_layers=False``) spares peft
+    its check, which looks the base model's config up on the hub and warns twice when the hub is unreachable."""
+    model.save_pretrained(folder, save_embedding_layers=False)
+    _sort_target_modules(folder / "adapter_config.json")
+    tokenizer.save_pretrained(folder)
 
 
 def _sort_target_modules(path: Path) -> None:

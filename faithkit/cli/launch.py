@@ -63,6 +63,9 @@ def run(args) -> int:
             "takes them:\n",
             flush=True,
         )
+    from ..third_party import quiet_loggers
+
+    quiet_loggers()  # accelerate's notice of the defaults it used
     launch_args = launch_command_parser().parse_args(args.arguments)
     launch_args.quiet = False  # with --quiet, accelerate exits 1 whatever the program's status was
     for name in list(logging.root.manager.loggerDict):  # each has its own level: its reports repeat the failure

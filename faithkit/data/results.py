@@ -7,7 +7,8 @@ job runs it holds ``OUT.jsonl.lock`` (an advisory lock), so a second run on the 
 stops at once instead of interleaving records; the writer deletes it when it finishes. A lock
 file a killed run left is not held by anyone (the system drops the lock with the process), so
 the next run takes it. Error records are retried on every rerun unless the caller keeps them.
-None of these files is written through a link (see :mod:`faithkit.files`).
+None of these files is written through a link (see :mod:`faithkit.files`). A run that stops with an exception before
+its first record (a model that cannot load, a bad setting found late) leaves neither file behind.
 
 Crash guarantee: each record is one line, flushed to the operating system as it is written,
 and the file is synced to the disk once per chunk (:meth:`ResultWriter.sync`, called by
@@ -78,6 +79,8 @@ class ResultWriter:
         fingerprint = redaction.redacted(fingerprint)  # as .meta.json holds it, so that a rerun compares like with like
         self.meta_path = self.path.with_name(self.path.name + ".meta.json")
         self.completed: set[str] = set()
+        self.written = 0
+        """Records this writer wrote (the file's earlier ones not counted)."""
         self.retried = 0
         self.changed = 0
         self.orphans: list[str] = []
@@ -175,6 +178,7 @@ class ResultWriter:
             self._abandon_file()
             raise self._write_failed(error) from None
         self.completed.add(str(record["id"]))
+        self.written += 1
 
     def sync(self) -> None:
         """Make the records written so far survive a power cut (see the module's crash guarantee)."""
@@ -246,8 +250,20 @@ class ResultWriter:
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, kind, error, trace):
         self.close()
+        if kind is not None and not self.written and not self.completed:
+            self._discard_empty()
+
+    def _discard_empty(self) -> None:
+        """Delete the file and its fingerprint when the job failed before its first record and the file holds none:
+        what is left is no result, and would only read as one."""
+        try:
+            if self.path.exists() and not _has_records(self.path):
+                self.path.unlink()
+                self.meta_path.unlink(missing_ok=True)
+        except OSError:  # a full or read-only disk: the error that stopped the job says what to do
+            pass
 
 
 def read_results(path: str | Path) -> list[dict]:

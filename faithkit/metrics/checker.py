@@ -123,8 +123,11 @@ def load_checker(name: str | None = None, device=None, dtype=None, batch_size: i
         return CheckerModel(model, tokenizer, batch_size)
     from peft import PeftModel
 
+    from ..third_party import hidden_warnings
+
     model, tokenizer = models.load(adapter_base(folder), kind="causal", device=device, dtype=dtype)
-    merged = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
+    with hidden_warnings():
+        merged = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
     return CheckerModel(merged.eval(), tokenizer, batch_size)
 
 

@@ -12,9 +12,9 @@ pytestmark = pytest.mark.slow  # faithkit launch subprocesses
 QUIET_DEFAULTS = ["--num_machines", "1", "--mixed_precision", "no", "--dynamo_backend", "no"]
 
 
-def _launch(*argv) -> subprocess.CompletedProcess:
+def _launch(*argv, defaults=QUIET_DEFAULTS) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "faithkit", "launch", *QUIET_DEFAULTS, *argv],
+        [sys.executable, "-m", "faithkit", "launch", *defaults, *argv],
         cwd=ROOT,
         env=subprocess_env(),
         capture_output=True,
@@ -29,6 +29,15 @@ def test_a_user_mistake_under_launch_ends_with_faithkits_line_and_status(tmp_pat
     assert run.returncode == 2
     assert run.stderr.splitlines()[-1] == f"error: faithkit train: argument --config: file not found: {missing}"
     assert "Traceback" not in run.stderr and "CalledProcessError" not in run.stderr
+
+
+
+def test_accelerates_notice_of_its_defaults_is_not_printed(tmp_path):
+    missing = tmp_path / "nope.yaml"
+    run = _launch("train.py", "--config", missing, "--output-dir", tmp_path / "x", defaults=[])
+    assert run.returncode == 2
+    assert "had defaults used instead" not in run.stderr and "num_machines" not in run.stderr
+    assert run.stderr.splitlines()[-1] == f"error: faithkit train: argument --config: file not found: {missing}"
 
 
 LATE_MAIN_PROCESS = """

@@ -320,3 +320,17 @@ def test_lexical_scores_relevance_against_the_gold_of_generate_and_rerank_output
 
 def rows_without_gold(tmp_path):
     return write_jsonl(tmp_path / "plain.jsonl", [{"id": "a", "document": "Apples.", "response": "Apples grow."}])
+
+
+@pytest.mark.parametrize("command", ["score", "explain"])
+def test_a_run_that_fails_before_its_first_row_leaves_no_file(faithkit, monkeypatch, tmp_path, command):
+    """A hub-only claim checker with the hub off: the model fails to load once the output is open (its name passes the
+    early check: the preset names it, not a flag), and nothing is left that would read as a result."""
+    from huggingface_hub import constants
+
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "a", "document": "Apples grow.", "response": "They grow."}])
+    output = ["--output", tmp_path / "out.jsonl"] if command == "score" else ["--html", tmp_path / "out.html"]
+    run = faithkit(command, "--metric", "minicheck-roberta-large", "--input", rows, *output)
+    assert run.code == 2 and run.error_lines[0].startswith("error: Model 'lytang/MiniCheck-RoBERTa-Large' is not")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["rows.jsonl"]
