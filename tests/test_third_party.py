@@ -29,9 +29,12 @@ def test_the_hidden_warning_is_what_transformers_says_and_only_it_is_hidden():
             warnings.warn(
                 "`is_gradient_checkpointing` is deprecated and will be removed in v6. Use `is_activation_checkpointing`",
                 FutureWarning,
+                stacklevel=1,
             )
-            warnings.warn("`is_gradient_checkpointing` is deprecated", UserWarning)  # another category: shown
-            warnings.warn("something else", FutureWarning)
+            warnings.warn(
+                "`is_gradient_checkpointing` is deprecated", UserWarning, stacklevel=1
+            )  # another category: shown
+            warnings.warn("something else", FutureWarning, stacklevel=1)
 
     assert _warnings_of(both) == [
         "UserWarning: `is_gradient_checkpointing` is deprecated",

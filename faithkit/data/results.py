@@ -79,10 +79,8 @@ class ResultWriter:
         fingerprint = redaction.redacted(fingerprint)  # as .meta.json holds it, so that a rerun compares like with like
         self.meta_path = self.path.with_name(self.path.name + ".meta.json")
         self.completed: set[str] = set()
-        self.written = 0
-        """Records this writer wrote (the file's earlier ones not counted)."""
-        self.retried = 0
-        self.changed = 0
+        self.retried = self.changed = 0
+        self.written = 0  # records this writer wrote, the file's earlier ones not counted
         self.orphans: list[str] = []
         _prepare_folder(self.path, flag)
         for path in (self.path, self.meta_path, Path(f"{self.path}.lock")):

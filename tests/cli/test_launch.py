@@ -31,7 +31,6 @@ def test_a_user_mistake_under_launch_ends_with_faithkits_line_and_status(tmp_pat
     assert "Traceback" not in run.stderr and "CalledProcessError" not in run.stderr
 
 
-
 def test_accelerates_notice_of_its_defaults_is_not_printed(tmp_path):
     missing = tmp_path / "nope.yaml"
     run = _launch("train.py", "--config", missing, "--output-dir", tmp_path / "x", defaults=[])
