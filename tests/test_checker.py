@@ -12,7 +12,7 @@ from faithkit.errors import ConfigError, InputError
 
 from faithkit.checker import rated, synthetic
 from faithkit.checker.contexts import section_split
-from faithkit.checker.training import CheckerTraining, train
+from faithkit.checker.training import CheckerTraining, lora_model, micro_batches, train
 from faithkit.metrics import checker
 from faithkit.metrics.claim_checkers import ClaimChecker, document_windows, response_sentences
 from faithkit.metrics.registry import get_spec
@@ -219,6 +219,44 @@ def test_training_reruns_to_the_same_adapter_and_resumes(tmp_path, checker_folde
         train(CheckerTraining(**recipe, output=str(tmp_path / "c"), seed=1))  # a resume never mixes two recipes
     train(CheckerTraining(**recipe, output=str(tmp_path / "c")))
     assert adapter_bytes(tmp_path / "c") == adapter_bytes(tmp_path / "a")
+
+
+def test_micro_batches_and_checkpointing_make_the_same_update_in_less_memory(tmp_path, checker_folders, nlp):
+    """Gradient accumulation over micro-batches and recomputed activations change how a step is computed, not what
+    it computes: the adapter equals the whole-batch run's (to float rounding), and reruns are byte-identical."""
+    from safetensors.torch import load_file
+
+    base, _ = checker_folders
+    data = tiny_data(tmp_path / "data", nlp)
+    recipe = dict(model=str(base), data=str(data), layers=2, lora_rank=2, batch_size=4, mixed_precision="no")
+    whole = train(CheckerTraining(**recipe, output=str(tmp_path / "whole")))
+    frugal = dict(recipe, micro_batch_size=3, gradient_checkpointing=True)  # micro-batches of 3 and 1
+    parts = train(CheckerTraining(**frugal, output=str(tmp_path / "parts")))
+    again = train(CheckerTraining(**frugal, output=str(tmp_path / "again")))
+    assert adapter_bytes(tmp_path / "parts") == adapter_bytes(tmp_path / "again")
+    assert adapter_bytes(tmp_path / "parts") != adapter_bytes(tmp_path / "whole")  # other sums, other rounding
+    expected, got = (load_file(tmp_path / run / "adapter" / "adapter_model.safetensors") for run in ("whole", "parts"))
+    assert expected.keys() == got.keys()
+    for name, tensor in expected.items():
+        assert got[name].allclose(tensor, atol=1e-6), name
+    assert {k: v for k, v in parts.items() if k != "train_seconds"} == {
+        k: v for k, v in again.items() if k != "train_seconds"
+    }
+    assert parts["test_accuracy"] == whole["test_accuracy"] and parts["steps"] == whole["steps"]
+    model, tokenizer = lora_model(CheckerTraining(**frugal))
+    assert model.get_base_model().is_activation_checkpointing
+    embedded = model.get_input_embeddings()(tokenizer("a b", return_tensors="pt")["input_ids"])
+    assert not embedded.requires_grad  # the frozen blocks below the adapter get no backward pass
+    logged = [json.loads(line)["loss"] for line in (tmp_path / "parts" / "log.jsonl").read_text().splitlines()]
+    assert logged == pytest.approx(
+        [json.loads(line)["loss"] for line in (tmp_path / "whole" / "log.jsonl").read_text().splitlines()], abs=1e-4
+    )
+
+
+def test_micro_batches_cut_a_step_in_order():
+    group = [synthetic.Example(str(i), "d", [], "r", "supported", "extractive", "s") for i in range(8)]
+    assert [[e.id for e in part] for part in micro_batches(group, 3)] == [["0", "1", "2"], ["3", "4", "5"], ["6", "7"]]
+    assert micro_batches(group, None) == [group] and micro_batches(group, 8) == [group]
 
 
 def test_the_adapter_folder_is_the_same_bytes_whatever_the_hash_seed(tmp_path, checker_folders, nlp):

@@ -4,7 +4,9 @@ The loss is cross-entropy over the three label words' logits at the prompt's end
 logits :class:`faithkit.metrics.checker.CheckerModel` scores with). LoRA sits on every linear layer of the
 top ``layers`` transformer blocks only: the frozen blocks below need no backward pass, which is most of the
 saving on a CPU. Batches are length-sorted buckets in a seeded order; with one thread and the same seed and
-data, a rerun writes the same adapter bytes.
+data, a rerun writes the same adapter bytes. Two settings trade time for memory without changing the update:
+``micro_batch_size`` (gradient accumulation over micro-batches of a step's batch) and ``gradient_checkpointing``
+(activations recomputed in the backward pass).
 
 The run folder holds ``checkpoint/`` (adapter, optimizer, step: written every ``save_every`` steps, so a
 stopped run resumes where it was), ``log.jsonl`` (loss per logged step) and, at the end, ``adapter/`` (what
@@ -53,6 +55,17 @@ class CheckerTraining:
     )
     epochs: float = option(1.0, "passes over the training examples (a fraction stops early)", low=0, low_open=True)
     batch_size: int = option(8, "examples per step (length-sorted buckets)", low=1)
+    micro_batch_size: int | None = option(
+        None,
+        "examples per forward and backward pass: a step's batch goes through in micro-batches of this many, whose "
+        "gradients add up to the whole batch's (the same update in less memory); unset: the whole batch at once",
+        low=1,
+    )
+    gradient_checkpointing: bool = option(
+        False,
+        "keep only each block's input in the forward pass and recompute the rest in the backward pass (less memory, "
+        "more time)",
+    )
     max_examples: int | None = option(None, "train on the first N examples only (smoke runs)", low=1)
     mixed_precision: str = option(
         "bf16", "bf16 autocast (about 1.7x faster on a CPU with AVX512-BF16) or no", choices=("bf16", "no")
@@ -79,6 +92,14 @@ def batches(examples: list[Example], batch_size: int, seed: int, epochs: float) 
     return plan
 
 
+def micro_batches(group: list[Example], size: int | None) -> list[list[Example]]:
+    """A step's batch cut into consecutive micro-batches of ``size`` (the batch is length-sorted, so each pads
+    little); the whole batch when ``size`` is unset. Each one's mean loss counts by its share of the batch, so the
+    gradients add up to the whole batch's mean loss's."""
+    size = size or len(group)
+    return [group[start : start + size] for start in range(0, len(group), size)]
+
+
 def lora_model(config: CheckerTraining):
     """The base LM (float32, train mode) with LoRA on every linear layer of its top ``layers`` blocks."""
     from peft import LoraConfig, get_peft_model
@@ -100,6 +121,9 @@ def lora_model(config: CheckerTraining):
     model.config.use_cache = False
     with hidden_warnings():
         peft_model = get_peft_model(model, lora)
+    if config.gradient_checkpointing:  # after peft, which would add a hook that makes the embeddings require a gradient
+        model.activation_checkpointing_enable({"use_reentrant": False})
+        model.disable_input_require_grads()  # non-reentrant checkpoints need none: no backward through frozen blocks
     peft_model.peft_config["default"].base_model_name_or_path = config.model  # the offline name, not a cache path
     return peft_model, tokenizer
 
@@ -137,16 +161,19 @@ def train(config: CheckerTraining) -> dict:
     model.train()
     with open(output / "log.jsonl", "a", encoding="utf-8") as log:
         for step in range(start, len(plan)):
-            group = plan[step]
-            with accelerator.autocast():
-                logits = checker.label_logits(model, inputs(tokenizer, group), label_ids)
-            loss = torch.nn.functional.cross_entropy(logits.float(), torch.tensor([targets[e.label] for e in group]))
-            accelerator.backward(loss)
+            group, loss = plan[step], 0.0
+            for part in micro_batches(group, config.micro_batch_size):
+                with accelerator.autocast():
+                    logits = checker.label_logits(model, inputs(tokenizer, part), label_ids)
+                labels = torch.tensor([targets[e.label] for e in part])
+                share = torch.nn.functional.cross_entropy(logits.float(), labels) * (len(part) / len(group))
+                accelerator.backward(share)
+                loss += share.item()
             optimizer.step()
             schedule.step()
             optimizer.zero_grad()
             if (step + 1) % config.log_every == 0:
-                _log_step(log, step + 1, len(plan), loss.item(), started)
+                _log_step(log, step + 1, len(plan), loss, started)
             if (step + 1) % config.save_every == 0 and step + 1 < len(plan):
                 _checkpoint(output / "checkpoint", model, optimizer, schedule, step + 1)
     save_adapter(accelerator.unwrap_model(model), tokenizer, output / "adapter")
