@@ -13,8 +13,9 @@ from .numbers import check_finite
 
 
 def read_yaml(path: str | Path, flag: str = "--config") -> object:
-    """The parsed YAML of ``path``; a missing file, a folder, non-UTF-8 bytes or bad YAML is one ConfigError line
-    naming the file (and, for bad YAML, the line and column)."""
+    """The parsed YAML of ``path`` (``yaml.safe_load``'s, but a key repeated in one mapping is refused: YAML keeps
+    the last silently); a missing file, a folder, non-UTF-8 bytes or bad YAML is one ConfigError line naming the
+    file (and, for bad YAML, the line and column)."""
     import yaml
 
     path = Path(path)
@@ -31,12 +32,38 @@ def read_yaml(path: str | Path, flag: str = "--config") -> object:
     except OSError as error:
         raise ConfigError(f"cannot read config file {path}: {error.strerror}") from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_unique_keys_loader())  # a SafeLoader, as safe_load's
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise ConfigError(f"config file {path} is not valid YAML{where}: {problem}") from None
+
+
+def _unique_keys_loader():
+    """``yaml.SafeLoader`` refusing a mapping that holds a key twice (merged keys, ``<<:``, may be overridden)."""
+    import yaml
+
+    class UniqueKeysLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            if isinstance(node, yaml.MappingNode):
+                seen: dict = {}
+                for key_node, _ in node.value:
+                    if key_node.tag == "tag:yaml.org,2002:merge":
+                        continue
+                    key = self.construct_object(key_node, deep=deep)
+                    if isinstance(key, typing.Hashable) and key in seen:
+                        raise yaml.constructor.ConstructorError(
+                            None,
+                            None,
+                            f"the key '{key}' is given twice (first at line {seen[key] + 1}); keep one",
+                            key_node.start_mark,
+                        )
+                    if isinstance(key, typing.Hashable):
+                        seen[key] = key_node.start_mark.line
+            return super().construct_mapping(node, deep=deep)
+
+    return UniqueKeysLoader
 
 
 def _without_none(annotation):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import tempfile
 from contextlib import contextmanager
@@ -148,3 +149,59 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
+
+
+@contextmanager
+def output_folder(path: str | Path, flag: str) -> Iterator[Path]:
+    """``path`` as a command's output folder, held by this run alone for the block: made if missing; an existing
+    file (or a link to one) there is one :class:`OutputError` line; ``path/.lock`` is held (a second run on the folder
+    stops at once with a line saying so) and removed at the end. Write into it with this module's writers and
+    :func:`replacing_folder`, which never follow a link in it."""
+    from filelock import FileLock, Timeout
+
+    path = Path(path)
+    if (path.exists() or path.is_symlink()) and not path.is_dir():
+        what = "a link to a file (or to nothing)" if path.is_symlink() else "a file"
+        raise OutputError(f"{flag} {path} is {what}, not a folder; give a folder (a new one is made)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise OutputError(f"cannot make the folder {path}: {error.strerror}; choose another {flag}") from None
+    lock_path = path / ".lock"
+    refuse_link(lock_path, flag)
+    lock = FileLock(str(lock_path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise OutputError(
+            f"another run is writing {path} (it holds {lock_path}); wait for it to finish, or choose another {flag}"
+        ) from None
+    try:
+        yield path
+    finally:
+        lock_path.unlink(missing_ok=True)  # before the release: a run that opened it meanwhile finds it held
+        lock.release()
+
+
+@contextmanager
+def replacing_folder(path: str | Path) -> Iterator[Path]:
+    """A new folder beside ``path`` for a library to save into (``save_pretrained``), put in ``path``'s place when
+    the block ends without an error: what was there (a folder, or a link, never what it points at) is removed. So
+    no file of it is written through a link, and a crash leaves the old folder or the new one."""
+    path = Path(path)
+    try:
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+    except OSError as error:
+        raise write_error(path, error) from None
+    try:
+        yield staging
+        if path.is_symlink() or path.is_file():
+            path.unlink()
+        elif path.exists():
+            shutil.rmtree(path)
+        os.replace(staging, path)
+    except BaseException as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        if isinstance(error, OSError) and not isinstance(error, OutputError):
+            raise write_error(path, error) from None
+        raise

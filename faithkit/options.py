@@ -174,31 +174,54 @@ def flag(name: str) -> str:
     return name.replace("_", "-")
 
 
-def from_mapping(cls, values: Mapping, where: str = ""):
-    """``cls(**values)`` with unknown keys rejected (with the closest name) and values coerced to the fields' types;
-    ``where`` prefixes every message (``pmi: ``)."""
+def from_mapping(cls, values: Mapping, where: str = "", prefix: str = ""):
+    """``cls(**values)`` with unknown keys rejected (with the closest name), values coerced to the fields' types and
+    checked against their declared range and choices (:func:`check_values`), as their flags are; a command checks the
+    paths on the disk too (:func:`check_paths`). ``where`` prefixes every message (``pmi: ``, ``config file
+    recipe.yaml: ``), ``prefix`` every key (``data.``)."""
     known = {item.name: item for item in dataclasses.fields(cls) if item.init}
     types_ = typing.get_type_hints(cls)
-    reject_unknown(values, known, where)
-    coerced = {key: coerce(value, types_[key], f"{where}{key}") for key, value in values.items()}
+    reject_unknown(values, known, where, prefix)
+    coerced = {key: coerce(value, types_[key], f"{where}{prefix}{key}") for key, value in values.items()}
+    check_values(cls, coerced, where + prefix)
     try:
         return cls(**coerced)
     except OptionError as error:
-        raise OptionError(error.name, error.reason, where) from None
+        raise OptionError(error.name, error.reason, where + prefix) from None
 
 
-def reject_unknown(keys, known, where: str = "", prefix: str = "") -> None:
+def check_paths(settings, where: str = "", prefix: str = "") -> None:
+    """Each path of ``settings`` (a dataclass, its nested sections too) checked by the
+    :class:`~faithkit.paths.PathArg` its flag reads it with (a ``flag_type`` with a ``kind``), so a path from a config
+    file is refused as the same flag's would be (a missing input, a file where an output folder goes): a ConfigError
+    naming the key. A path left at its default is the command's to check (``runs/checker-data`` is made by a step
+    before). A command calls it on what it read, before any work."""
+    for item in dataclasses.fields(settings):
+        value, check = getattr(settings, item.name), item.metadata.get("flag_type")
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            check_paths(value, where, f"{prefix}{item.name}.")
+        elif check is not None and hasattr(check, "kind") and value != declared_default(item):  # a given path
+            for one in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(one, str) and one:
+                    try:
+                        check(one)
+                    except argparse.ArgumentTypeError as error:
+                        raise ConfigError(f"{where}{prefix}{item.name}: {error}") from None
+
+
+def reject_unknown(keys, known, where: str = "", prefix: str = "", what: str = "key") -> None:
     """The one unknown-key message of every config, options mapping and flag: a
     :class:`~faithkit.errors.ConfigError` for the first of ``keys`` not in ``known``, with the closest known name and
     the accepted ones (``config file sweep.yaml: unknown key 'top_pp' (did you mean 'top_p'?); the accepted keys are
-    …``); ``where`` prefixes the message (``config file train.yaml: ``), ``prefix`` the keys (``training.``)."""
+    …``); ``where`` prefixes the message (``config file train.yaml: ``), ``prefix`` the keys (``training.``),
+    ``what`` names them (``section``)."""
     accepted = [f"{prefix}{name}" for name in known]
     for key in keys:
         if key not in known:
             close = difflib.get_close_matches(str(key), list(known), n=1)
             hint = f" (did you mean '{prefix}{close[0]}'?)" if close else ""
-            listed = f"the accepted keys are {', '.join(accepted)}" if accepted else "it accepts no keys"
-            raise ConfigError(f"{where}unknown key '{prefix}{key}'{hint}; {listed}")
+            listed = f"the accepted {what}s are {', '.join(accepted)}" if accepted else f"it accepts no {what}s"
+            raise ConfigError(f"{where}unknown {what} '{prefix}{key}'{hint}; {listed}")
 
 
 def shown(value) -> str:

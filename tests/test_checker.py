@@ -289,6 +289,49 @@ def test_the_adapter_folder_is_the_same_bytes_whatever_the_hash_seed(tmp_path, c
     )
 
 
+def test_no_checker_output_is_written_through_a_link(tmp_path, checker_folders, nlp):
+    """Issue 52, case 2: train.jsonl, README.md, config.json, adapter/ and checkpoint/ linked to files outside their
+    folder are replaced (the link, not what it points at), and log.jsonl, which grows line by line, is refused."""
+    from faithkit.errors import OutputError
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "adapter").mkdir()
+    for name in ("train.jsonl", "README.md", "config.json", "log.jsonl", "adapter/keep.txt"):
+        (outside / name).write_text(f"outside {name}\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    for name in ("train.jsonl", "README.md"):
+        (data / name).symlink_to(outside / name)
+    tiny_data(data, nlp)
+    assert not (data / "train.jsonl").is_symlink() and (data / "train.jsonl").read_text().startswith("{")
+    base, _ = checker_folders
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "config.json").symlink_to(outside / "config.json")
+    (run / "adapter").symlink_to(outside / "adapter", target_is_directory=True)
+    recipe = CheckerTraining(
+        model=str(base),
+        data=str(data),
+        output=str(run),
+        layers=1,
+        lora_rank=2,
+        batch_size=4,
+        max_examples=4,
+        mixed_precision="no",
+    )
+    (run / "log.jsonl").symlink_to(outside / "log.jsonl")
+    with pytest.raises(OutputError, match=r"log.jsonl is a symbolic link, and faithkit writes no file through a link"):
+        train(recipe)
+    (run / "log.jsonl").unlink()
+    train(recipe)
+    assert not (run / "adapter").is_symlink() and (run / "adapter" / "adapter_model.safetensors").is_file()
+    assert {path.name: path.read_text() for path in outside.rglob("*") if path.is_file()} == {
+        name.split("/")[-1]: f"outside {name}\n"
+        for name in ("train.jsonl", "README.md", "config.json", "log.jsonl", "adapter/keep.txt")
+    }
+
+
 def test_training_refuses_missing_or_empty_data(tmp_path, checker_folders):
     base, _ = checker_folders
     recipe = CheckerTraining(model=str(base), data=str(tmp_path / "none"), output=str(tmp_path / "run"))

@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from ..files import replacing, write_text
 
 LABELS = ("supported", "generic", "unsupported")
 
@@ -86,17 +87,17 @@ def card(examples: Sequence[Example], sources: Iterable[str], seed: int, notes: 
 
 def write(examples: Sequence[Example], folder: str | Path, card_text: str) -> dict[str, Path]:
     """``train.jsonl``, ``test.jsonl`` (one example per line; ``datasets.load_dataset("json", ...)`` reads them)
-    and ``README.md``, the card."""
+    and ``README.md``, the card, each written whole by :mod:`faithkit.files` (never through a link)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
     for split in ("train", "test"):
         paths[split] = folder / f"{split}.jsonl"
-        with open(paths[split], "w", encoding="utf-8") as stream:
+        with replacing(paths[split]) as stream:
             for example in examples:
                 if example.split == split:
                     stream.write(json.dumps(asdict(example), ensure_ascii=False) + "\n")
-    (folder / "README.md").write_text(card_text, encoding="utf-8")
+    write_text(folder / "README.md", card_text)
     return paths
 
 

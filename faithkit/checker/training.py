@@ -17,13 +17,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import random
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, InputError
+from ..files import open_append, refuse_link, replacing_folder, write_json, write_text
 from ..metrics import checker
 from ..options import check, option
 from ..paths import PathArg
@@ -139,12 +139,14 @@ def train(config: CheckerTraining) -> dict:
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
+    examples = _examples(Path(config.data) / "train.jsonl")[: config.max_examples]
+    test = _test_examples(Path(config.data) / "test.jsonl")
+    plan = _plan(examples, config)
     set_seed(config.seed)
     output = Path(config.output)
     output.mkdir(parents=True, exist_ok=True)
     _own_run_folder(output, config)
-    examples = _examples(Path(config.data) / "train.jsonl")[: config.max_examples]
-    plan = batches(examples, config.batch_size, config.seed, config.epochs)
+    refuse_link(output / "log.jsonl", "--output")  # before the model loads: it is opened to append once it has
     model, tokenizer = lora_model(config)
     tokenizer.pad_token = tokenizer.pad_token or tokenizer.eos_token
     tokenizer.padding_side = "right"
@@ -159,7 +161,7 @@ def train(config: CheckerTraining) -> dict:
     model, optimizer = accelerator.prepare(model, optimizer)
     start, started = _resume(output / "checkpoint", model, optimizer, schedule), time.time()
     model.train()
-    with open(output / "log.jsonl", "a", encoding="utf-8") as log:
+    with open_append(output / "log.jsonl") as log:
         for step in range(start, len(plan)):
             group, loss = plan[step], 0.0
             for part in micro_batches(group, config.micro_batch_size):
@@ -176,10 +178,11 @@ def train(config: CheckerTraining) -> dict:
                 _log_step(log, step + 1, len(plan), loss, started)
             if (step + 1) % config.save_every == 0 and step + 1 < len(plan):
                 _checkpoint(output / "checkpoint", model, optimizer, schedule, step + 1)
-    save_adapter(accelerator.unwrap_model(model), tokenizer, output / "adapter")
-    figures = evaluate(accelerator.unwrap_model(model), tokenizer, _examples(Path(config.data) / "test.jsonl"))
+    with replacing_folder(output / "adapter") as adapter:
+        save_adapter(accelerator.unwrap_model(model), tokenizer, adapter)
+    figures = evaluate(accelerator.unwrap_model(model), tokenizer, test)
     figures.update(train_examples=len(examples), steps=len(plan), train_seconds=round(time.time() - started, 1))
-    (output / "metrics.json").write_text(json.dumps(figures, indent=2))
+    write_json(output / "metrics.json", figures)
     return figures
 
 
@@ -198,7 +201,7 @@ def _sort_target_modules(path: Path) -> None:
     the set's order, which changes with Python's hash seed from run to run, so the same recipe wrote other bytes."""
     saved = json.loads(path.read_text())
     saved["target_modules"] = sorted(saved["target_modules"])
-    path.write_text(json.dumps(saved, indent=2, sort_keys=True))
+    write_text(path, json.dumps(saved, indent=2, sort_keys=True))
 
 
 def _log_step(log, step: int, steps: int, loss: float, started: float) -> None:
@@ -221,7 +224,31 @@ def _own_run_folder(output: Path, config: CheckerTraining) -> None:
                 f"{output} holds a checkpoint of a run with other settings ({', '.join(changed)}); give another "
                 "--output, or the same settings to resume it"
             )
-    recorded.write_text(json.dumps(settings, indent=2))
+    write_json(recorded, settings)
+
+
+def _plan(examples: list[Example], config: CheckerTraining) -> list[list[Example]]:
+    """The batches of the run; settings that make none are a ConfigError before any model loads."""
+    plan = batches(examples, config.batch_size, config.seed, config.epochs)
+    if not plan:
+        raise ConfigError(
+            f"training: {len(examples)} examples in batches of {config.batch_size} for {config.epochs:g} epochs make "
+            "no training step; raise epochs or max_examples, or lower batch_size"
+        )
+    return plan
+
+
+def _test_examples(path: Path) -> list[Example]:
+    """The held-out examples; an InputError when they are all supported or none is, as the held-out AUROC of
+    supported against the rest needs both, before any training."""
+    examples = _examples(path)
+    supported = sum(example.label == "supported" for example in examples)
+    if supported in (0, len(examples)):
+        raise InputError(
+            f"{path}: {'every' if supported else 'no'} test example is supported, and the held-out AUROC (supported "
+            "against the rest) needs both; make the data again with a larger size or test_share"
+        )
+    return examples
 
 
 def _examples(path: Path) -> list[Example]:
@@ -251,17 +278,17 @@ def evaluate(model, tokenizer, examples: list[Example]) -> dict:
 def _checkpoint(folder: Path, model, optimizer, schedule, step: int) -> None:
     import torch
 
-    staging = folder.with_name(folder.name + ".tmp")
-    staging.mkdir(parents=True, exist_ok=True)
     trainable = {name: p.detach().clone() for name, p in model.named_parameters() if p.requires_grad}
-    torch.save(
-        {"weights": trainable, "optimizer": optimizer.state_dict(), "schedule": schedule.state_dict(), "step": step},
-        staging / "state.pt",
-    )
-    if folder.exists():
-        (folder / "state.pt").unlink()
-        folder.rmdir()
-    os.replace(staging, folder)
+    with replacing_folder(folder) as staging:
+        torch.save(
+            {
+                "weights": trainable,
+                "optimizer": optimizer.state_dict(),
+                "schedule": schedule.state_dict(),
+                "step": step,
+            },
+            staging / "state.pt",
+        )
 
 
 def _resume(folder: Path, model, optimizer, schedule) -> int:

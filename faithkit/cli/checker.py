@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from ..files import to_json
+from ..files import output_folder, to_json
 from ..options import option
 
 
@@ -25,6 +25,17 @@ class TrainingRecipe:
 
 RECIPE_FILES = {"data": DataRecipe, "train": TrainingRecipe}
 """Each action's ``--config``: the recipe file whose section its flags override."""
+
+SECTIONS = ("data", "training")
+"""A recipe file's sections (``checker data`` reads the first, ``checker train`` the second); no other is taken: a
+misspelled one would leave its action on the defaults."""
+
+
+def _recipe_class(section: str):
+    from ..checker.synthetic import CheckerData
+    from ..checker.training import CheckerTraining
+
+    return CheckerData if section == "data" else CheckerTraining
 
 
 def register(subparsers) -> None:
@@ -70,28 +81,41 @@ def _reads(args) -> list:
 def _recipe(args, section: str):
     from ..configfile import read_yaml
     from ..errors import ConfigError
-    from ..options import from_mapping
+    from ..options import check_paths, from_mapping, reject_unknown
 
     values: dict = {}
     if args.config:
+        where = f"config file {args.config}: "
         document = read_yaml(args.config) or {}
-        if not isinstance(document, dict) or not isinstance(document.get(section, {}), dict):
-            raise ConfigError(f"{args.config}: expected a mapping with a '{section}:' section")
+        if not isinstance(document, dict):
+            raise ConfigError(f"{where}expected a mapping with a 'data:' and a 'training:' section")
+        reject_unknown(document, SECTIONS, where, what="section")
+        for name, keys in document.items():  # both sections' keys, whichever action reads the file
+            if not isinstance(keys, dict | None):
+                raise ConfigError(f"{where}'{name}:' must be a mapping of keys, got {keys!r}")
+            reject_unknown(keys or {}, _recipe_class(name).__dataclass_fields__, where, f"{name}.")
         values.update(document.get(section) or {})
     names = {field for field in args.recipe.__dataclass_fields__}
     values.update({key: value for key, value in vars(args).items() if key in names})
-    return from_mapping(args.recipe, values, f"{args.config}: {section}." if args.config else "")
+    where, prefix = (f"config file {args.config}: ", f"{section}.") if args.config else ("", "")
+    recipe = from_mapping(args.recipe, values, where, prefix)
+    check_paths(recipe, where, prefix)
+    return recipe
 
 
 def run_data(args) -> int:
     from ..checker.synthetic import build_from_corpora
 
-    print(to_json(build_from_corpora(_recipe(args, "data"))))
+    recipe = _recipe(args, "data")
+    with output_folder(recipe.output, "--output"):
+        print(to_json(build_from_corpora(recipe)))
     return 0
 
 
 def run_train(args) -> int:
     from ..checker.training import train
 
-    print(to_json(train(_recipe(args, "training"))))
+    recipe = _recipe(args, "training")
+    with output_folder(recipe.output, "--output"):
+        print(to_json(train(recipe)))
     return 0

@@ -6,7 +6,7 @@ import argparse
 import logging
 from dataclasses import dataclass, fields
 
-from ..options import option, option_like
+from ..options import check_paths, option, option_like
 from ..paths import PathArg
 from ..jobs import is_main_process
 from ..sweep.config import SweepConfig
@@ -95,9 +95,11 @@ def _config(args):
     from ..sweep.config import GENERATION
 
     names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
-    return load_config(
+    config = load_config(
         args.config, {**{name: getattr(args, name, None) for name in names}, "search_mode": args.decoding}
     )
+    check_paths(config, f"config file {args.config}: " if args.config else "")  # the file's paths as the flags'
+    return config
 
 
 def run(args) -> int:

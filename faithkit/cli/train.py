@@ -58,7 +58,11 @@ def _config(args: argparse.Namespace):
     from ..train import load_config
     from ..train.config import overrides_from_args
 
-    return load_config(args.config, overrides_from_args(args))
+    from ..options import check_paths
+
+    config = load_config(args.config, overrides_from_args(args))
+    check_paths(config, f"config file {args.config}: ")  # the file's paths as the flags'
+    return config
 
 
 def output_dir(args: argparse.Namespace) -> Path:
