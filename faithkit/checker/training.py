@@ -139,9 +139,7 @@ def train(config: CheckerTraining) -> dict:
     from accelerate import Accelerator
     from accelerate.utils import set_seed
 
-    examples = _examples(Path(config.data) / "train.jsonl")[: config.max_examples]
-    test = _test_examples(Path(config.data) / "test.jsonl")
-    plan = _plan(examples, config)
+    examples, test, plan = _data(config)
     set_seed(config.seed)
     output = Path(config.output)
     output.mkdir(parents=True, exist_ok=True)
@@ -225,6 +223,12 @@ def _own_run_folder(output: Path, config: CheckerTraining) -> None:
                 "--output, or the same settings to resume it"
             )
     write_json(recorded, settings)
+
+
+def _data(config: CheckerTraining) -> tuple[list[Example], list[Example], list[list[Example]]]:
+    """The training examples, the held-out ones and the batches, each checked before any model loads."""
+    examples = _examples(Path(config.data) / "train.jsonl")[: config.max_examples]
+    return examples, _test_examples(Path(config.data) / "test.jsonl"), _plan(examples, config)
 
 
 def _plan(examples: list[Example], config: CheckerTraining) -> list[list[Example]]:
