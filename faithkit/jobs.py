@@ -346,7 +346,7 @@ def _run(compute, rows, writer: ResultWriter, job: JobOptions, desc, order, outp
                 if isinstance(result, Exception):
                     _write_error(writer, row, f"row {row.id}: {result}", counts)
                     continue
-                writer.write(_record(row, result))
+                writer.write(row_record(row, result))
                 counts["done"] += 1
                 cut = [f"{result[key]} {unit}" for key, unit in CUT_KEYS.items() if result.get(key)]
                 if cut:
@@ -425,7 +425,7 @@ def compute_isolating_failures(compute, chunk: list[Row]) -> list:
     return results
 
 
-def _record(row: Row, result: dict) -> dict:
+def row_record(row: Row, result: dict) -> dict:
     """The row's inputs beside its results and its digest; results win a name clash (a generated ``response``,
     the ``gold`` a generate record names), so no field appears twice, not even among the row's ``extras``."""
     inputs: dict[str, object] = {"document": row.document, "history": row.history, "response": row.response}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from .metrics.registry import get_spec
 
@@ -24,9 +25,9 @@ def _shorten(text: str, width: int = 60) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def print_score_table(records: list[dict], metric: str) -> None:
-    """Each row's scores when there are few rows, else per-score summary statistics."""
-    keys = [k for k in get_spec(metric).score_keys if any(k in r for r in records)]
+def print_score_table(records: list[dict], metrics: Sequence[str]) -> None:
+    """Each row's scores (of every metric of ``metrics``) when there are few rows, else per-score summary statistics."""
+    keys = [k for metric in metrics for k in get_spec(metric).score_keys if any(k in r for r in records)]
     scored = [r for r in records if "error" not in r]
     if len(records) <= MAX_TABLE_ROWS:
         rows = [

@@ -19,7 +19,7 @@ from .shared_flags import (
     add_metric_options,
     check_metric_models,
     columns_from_args,
-    given_metric_options,
+    refuse_unused_metric_flags,
     job_options,
     metric_fingerprint_from_args,
     metric_from_args,
@@ -336,17 +336,10 @@ def _register_labels(benchmarks) -> None:
 def _run_labels(args) -> int:
     from .. import provenance
     from ..data import read_rows, unique_ids
-    from ..errors import ConfigError
     from ..jobs import job_fingerprint
-    from ..metrics.registry import get_spec, load_metric
+    from ..metrics.registry import load_metric
 
-    unused = [
-        f"--{key.replace('_', '-')}"
-        for key in given_metric_options(args)
-        if not any(key in get_spec(name).options for name in args.metrics)
-    ]
-    if unused:
-        raise ConfigError(f"{', '.join(unused)} apply to none of --metrics {','.join(args.metrics)}; drop them")
+    refuse_unused_metric_flags(args, args.metrics, "--metrics")
     judged_by = check_metric_models(args, args.metrics)
     from ..eval.leaderboard import label_rows, meta_eval_labels  # numpy, scipy: after the check
     from ..metrics.judge import shares_judge_lm

@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass
 
 from ..jobs import is_main_process
+from ..metrics.registry import METRICS, load_metric, metric_names
 from ..options import add_flags, option
 from ..paths import PathArg
 from .declared_files import Files, Output, declare_files
@@ -13,15 +14,30 @@ from .shared_flags import (
     LazyMetric,
     add_input_columns,
     add_job_options,
-    add_metric_options,
+    add_metric_option_flags,
     check_metric_models,
     columns_from_args,
     job_options,
     metric_fingerprint_from_args,
-    metric_from_args,
+    metric_options,
+    refuse_unused_metric_flags,
 )
 
 logger = logging.getLogger(__name__)
+
+
+@dataclass
+class ScoreMetrics:
+    """The metrics ``faithkit score`` computes."""
+
+    metric: list[str] = option(
+        ["pmi-faith"],
+        "which metrics to compute, comma-separated: one output holds every metric's scores (each metric resumes on "
+        "its own, in OUTPUT.metrics/); each metric option goes to the metrics that take it\n"
+        + "\n".join(f"  {name}: {spec.summary}" for name, spec in METRICS.items()),
+        flag_type=lambda text: list(metric_names(text)),  # argparse: "must be one of ..."
+        metavar="METRIC[,METRIC...]",
+    )
 
 
 @dataclass
@@ -37,7 +53,7 @@ class ScoreFlags:
     )
     reference_column: str | None = option(
         None,
-        "column with each row's reference response, for the relevance scores of --metric lexical (token F1 "
+        "column with each row's reference response, for the relevance scores of the metric lexical (token F1 "
         "and BLEU against it; unset: a gold or reference column, as generate and rerank outputs have)",
         metavar="COLUMN",
     )
@@ -47,12 +63,13 @@ def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "score",
         help="score responses for faithfulness to their documents",
-        description="Score each row of a rows file (JSONL, CSV, TSV, Parquet, a dataset) and write one JSON "
-        "record per row, in input order. Rerunning the same command continues where it stopped (a different metric, model or "
+        description="Score each row of a rows file (JSONL, CSV, TSV, Parquet, a dataset) with one metric or "
+        "several (--metric pmi-faith,lexical) and write one JSON record per row, in input order. Rerunning the same command continues where it stopped (a different metric, model or "
         "setting stops with what differs); bad rows get an 'error' record naming the row and field, "
         "retried on the next run. Runs data-parallel under 'accelerate launch -m faithkit score …'.",
     )
-    add_metric_options(parser)
+    add_flags(parser, ScoreMetrics, lists="comma")
+    add_metric_option_flags(parser)
     add_flags(parser, ScoreFlags, names=("input", "output"))
     add_job_options(parser)
     add_input_columns(parser)
@@ -65,16 +82,17 @@ def register(subparsers) -> None:
 
 
 def references_from_args(args, rows) -> dict[str, str] | None:
-    """Each row's reference response (row id: text) when --metric measures relevance and the rows have one; None
-    (with a warning) when the input has none, and a ConfigError for --reference-column with a metric that does not
-    measure relevance, or naming no column of the input."""
+    """Each row's reference response (row id: text) when one of --metric measures relevance and the rows have one;
+    None (with a warning) when the input has none, and a ConfigError for --reference-column with no metric that
+    measures relevance, or naming no column of the input."""
     from ..data import gold_of
     from ..data.rows import REFERENCE_COLUMNS
     from ..errors import ConfigError, InputError
     from ..metrics.registry import get_spec
 
     column = args.reference_column
-    if not get_spec(args.metric).needs_references:
+    relevance = [name for name in args.metric if get_spec(name).needs_references]
+    if not relevance:
         if column is not None:
             raise ConfigError("--reference-column applies to --metric lexical (relevance) only; drop it")
         return None
@@ -89,7 +107,7 @@ def references_from_args(args, rows) -> dict[str, str] | None:
             "no row has a reference response in %s: %s gives knowledge precision only; name the column of "
             "reference responses with --reference-column for token F1 and BLEU",
             named,
-            args.metric,
+            ", ".join(relevance),
         )
         return None
     if len(references) < len(readable):
@@ -102,29 +120,56 @@ def references_from_args(args, rows) -> dict[str, str] | None:
     return references
 
 
+def _fingerprint(args, name: str, with_references: bool) -> dict:
+    """The job fingerprint of the metric ``name``'s scores: its settings, and the column of references it reads."""
+    from ..jobs import job_fingerprint
+
+    references = (args.reference_column or "gold/reference") if with_references else None
+    return job_fingerprint("score", **metric_fingerprint_from_args(args, name), references=references)
+
+
 def run(args) -> int:
     from .. import provenance
     from ..data import read_results, read_rows, unique_ids
-    from ..jobs import job_fingerprint, score_rows
+    from ..jobs import score_rows
+    from ..metrics.registry import get_spec
     from ..report import print_score_table
+    from ..scores import score_metrics
 
-    judged_by = check_metric_models(args, [args.metric])
+    names = args.metric
+    refuse_unused_metric_flags(args, names, "--metric")
+    judged_by = check_metric_models(args, names)
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
     references = references_from_args(args, rows)
-    fingerprint = job_fingerprint(
-        "score",
-        **metric_fingerprint_from_args(args),
-        references=None if references is None else (args.reference_column or "gold/reference"),
-    )
-    metric = LazyMetric(lambda: metric_from_args(args))
-    counts = score_rows(
-        metric, rows, args.output, fingerprint=fingerprint, references=references, desc=args.metric, **job_options(args)
-    )
+    given = {name: references if get_spec(name).needs_references else None for name in names}
+    fingerprints = {name: _fingerprint(args, name, given[name] is not None) for name in names}
+    metrics = {name: LazyMetric(lambda name=name: load_metric(name, **metric_options(args, name))) for name in names}
+    if len(names) == 1:
+        [name] = names
+        counts = {
+            name: score_rows(
+                metrics[name],
+                rows,
+                args.output,
+                fingerprint=fingerprints[name],
+                references=given[name],
+                desc=name,
+                **job_options(args),
+            )
+        }
+    else:
+        counts = score_metrics(metrics, rows, args.output, fingerprints, given, **job_options(args))
     if is_main_process():
         provenance.write_sidecar(args.output, provenance.record(judged_by, args.input))
-        print_score_table(read_results(args.output), args.metric)
-    logger.info(
-        "%d scored, %d already done, %d errors -> %s", counts["done"], counts["skipped"], counts["errors"], args.output
-    )
+        print_score_table(read_results(args.output), names)
+    for name, count in counts.items():
+        logger.info(
+            "%s%d scored, %d already done, %d errors -> %s",
+            f"{name}: " if len(names) > 1 else "",
+            count["done"],
+            count["skipped"],
+            count["errors"],
+            args.output,
+        )
     return 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
@@ -82,11 +82,12 @@ def refuse_shared_outputs(outputs: dict) -> None:
 
 
 def with_sidecars(output: Path) -> list[Path]:
-    """A result file and the files that a job writes beside it: its fingerprint, its lock, its provenance and its part
-    files."""
+    """A result file and the files that a job writes beside it: its fingerprint, its lock, its provenance, its part
+    files and a several-metric score's files of each metric (``OUT.metrics/``)."""
     sidecars = [output.with_name(output.name + suffix) for suffix in (".meta.json", ".lock", ".provenance.json")]
     parts = sorted(output.parent.glob(f"{output.name}.part*")) if output.parent.is_dir() else []
-    return [output, *sidecars, *parts]
+    stores = output.with_name(output.name + ".metrics")
+    return [output, *sidecars, *parts, *(sorted(stores.iterdir()) if stores.is_dir() else [])]
 
 
 def _same_file(source: Path, path: Path) -> bool:
@@ -202,6 +203,19 @@ def metric_options(args: argparse.Namespace, name: str | None = None) -> dict:
     return given
 
 
+def refuse_unused_metric_flags(args: argparse.Namespace, names: Sequence[str], flag: str) -> None:
+    """A ConfigError naming the metric options given that none of the metrics ``names`` (given as ``flag``) takes."""
+    unused = [
+        f"--{key.replace('_', '-')}"
+        for key in given_metric_options(args)
+        if not any(key in get_spec(name).options for name in names)
+    ]
+    if len(names) == 1 and unused:
+        raise ConfigError(f"{', '.join(unused)} do not apply to {flag} {names[0]}; drop them")
+    if unused:
+        raise ConfigError(f"{', '.join(unused)} apply to none of {flag} {','.join(names)}; drop them")
+
+
 def metric_fingerprint_from_args(args: argparse.Namespace, name: str | None = None) -> dict:
     """The metric part of a job fingerprint (:func:`faithkit.metrics.registry.metric_fingerprint`) of the options
     given on the command line; ``name`` as for :func:`metric_options`."""
@@ -280,3 +294,7 @@ class LazyMetric:
             except (ValueError, TypeError) as error:  # a bad option value, not a bad row
                 raise ConfigError(str(error)) from None
         return self._metric.compute_rows(*columns)
+
+    def release(self) -> None:
+        """Let the built metric (and its models) go; the next row builds it again."""
+        self._metric = None

@@ -25,7 +25,7 @@ from faithkit import __version__
             "start here, in the checkout (offline; `make demo` installs what is missing, then runs it):\n  faithkit score "
             "--metric pmi-faith --model smollm2-135m --input examples/demo.jsonl --output demo_scores.jsonl\n",
         ),
-        (["score"], "which metric to compute (default pmi-faith)"),
+        (["score"], "which metrics to compute, comma-separated: one output holds every metric's scores"),
         (["score"], "form: words per response, and the shares of empty and looping responses (no model)"),
         (
             ["score"],
@@ -68,7 +68,7 @@ def test_score_help_lists_the_metrics_one_per_line(faithkit):
     from faithkit.metrics.registry import METRICS
 
     lines = faithkit("score", "--help").out.splitlines()
-    first = lines.index("  --metric METRIC       which metric to compute (default pmi-faith)")
+    first = next(i for i, line in enumerate(lines) if "to the metrics that take it (default pmi-faith)" in line)
     listed = [line[26:].partition(":")[0] for line in lines[first + 1 :] if re.match(r" {26}\S", line)]
     assert listed[: len(METRICS)] == list(METRICS)  # each its line, its description wrapped below it indented more
 

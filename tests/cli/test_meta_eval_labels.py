@@ -138,7 +138,7 @@ def test_bad_label_column_positive_value_or_one_class_is_one_error_line(faithkit
         "(the document, history, response and id columns are read as such)"
     ]
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "yes", "--model", "x")
-    assert run.code == 2 and run.error_lines == ["error: --model apply to none of --metrics overlap-f1; drop them"]
+    assert run.code == 2 and run.error_lines == ["error: --model do not apply to --metrics overlap-f1; drop them"]
     assert not (tmp_path / "out").exists()  # every check comes before any scoring
 
 
