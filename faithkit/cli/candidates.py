@@ -130,7 +130,8 @@ def run(args) -> int:
     from ..data import read_rows, unique_ids
     from ..decoding.generation_options import GenerationOptions
     from ..engine import EngineOptions, EngineSampling
-    from ..jobs import run_job
+    from .. import provenance
+    from ..jobs import is_main_process, run_job
     from .rerank import rerank_settings
 
     sampling = EngineSampling(**{f.name: getattr(args, f.name) for f in fields(EngineSampling)})
@@ -146,6 +147,10 @@ def run(args) -> int:
         counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="candidates", **job_options(args))
     finally:
         job.close()
+    if is_main_process():
+        served = {"served_model": job.engine.model, "server": args.server}
+        made_by = provenance.record({"engine": served, "tokenizer": args.model}, args.input)
+        provenance.write_sidecar(args.output, made_by)
     logger.info(
         "%d rows' candidates from %s (%s), %d already done, %d errors -> %s",
         counts["done"],

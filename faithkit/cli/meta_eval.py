@@ -24,6 +24,7 @@ from .shared_flags import (
     metric_fingerprint_from_args,
     metric_from_args,
     metric_options,
+    metric_settings,
 )
 
 logger = logging.getLogger(__name__)
@@ -101,7 +102,9 @@ def _run_begin(args) -> int:
         **job_options(args),
     )
     if is_main_process():  # results.json is a list: what made it goes beside it
-        made_by = provenance.record(judged_by, [*args.dev, *(args.test or [])])
+        made_by = provenance.record(
+            judged_by, [*args.dev, *(args.test or [])], None, metric_settings(args, [args.metric])
+        )
         provenance.write_sidecar(Path(args.out) / "results.json", made_by)
     return 0
 
@@ -169,7 +172,9 @@ def _run_q2_wow(args) -> int:
         **job_options(args),
     )
     if is_main_process():
-        made_by = provenance.record(judged_by, [args.consistent, args.inconsistent])
+        made_by = provenance.record(
+            judged_by, [args.consistent, args.inconsistent], None, metric_settings(args, [args.metric])
+        )
         provenance.write_sidecar(Path(args.out) / "summary.json", made_by)
     return 0
 
@@ -357,11 +362,11 @@ def _run_labels(args) -> int:
         metric_options(args, "faith-judge"), metric_options(args, "pmi-faith")
     ):
         metrics, fingerprints = _one_judge_pass(args, metrics, fingerprints)
-    made_by = provenance.record(
-        judged_by,
-        args.input,
-        {**provenance.record_options(), "resamples": args.resamples, "seed": args.seed},
-    )
+
+    def made_by() -> dict:
+        options = {**provenance.record_options(), "resamples": args.resamples, "seed": args.seed}
+        return provenance.record(judged_by, args.input, options, metric_settings(args, args.metrics))
+
     meta_eval_labels(
         metrics,
         labelled,

@@ -152,6 +152,10 @@ def rerank_file(args, rows, candidates_path, output, strategy, options) -> dict:
     job = CandidatesJob(args.model, strategy, options, candidates, device=args.device, dtype=args.dtype)
     counts = run_job(job, rows, output, fingerprint=fingerprint, desc="rerank", **job_options(args))
     judged_by = {"generator": args.model, f"judge ({strategy.judge} under the generator)": args.model}
+    if strategy.judge != "pmi-faith":  # another judge reads its own models, at their defaults
+        from ..metrics.model_roles import models_read
+
+        judged_by = {"generator": args.model, **models_read(strategy.judge, {})}
     if is_main_process():
         provenance.write_sidecar(output, provenance.record(judged_by, [args.input, candidates_path]))
     logger.info(

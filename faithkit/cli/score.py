@@ -20,6 +20,7 @@ from .shared_flags import (
     job_options,
     metric_fingerprint_from_args,
     metric_options,
+    metric_settings,
     refuse_unused_metric_flags,
 )
 
@@ -161,7 +162,8 @@ def run(args) -> int:
     else:
         counts = score_metrics(metrics, rows, args.output, fingerprints, given, **job_options(args))
     if is_main_process():
-        provenance.write_sidecar(args.output, provenance.record(judged_by, args.input))
+        made_by = provenance.record(judged_by, args.input, None, metric_settings(args, names))
+        provenance.write_sidecar(args.output, made_by)
         print_score_table(read_results(args.output), names)
     for name, count in counts.items():
         logger.info(

@@ -241,12 +241,23 @@ def metric_models(args: argparse.Namespace, names, defaults: bool = True) -> dic
 
 def check_metric_models(args: argparse.Namespace, names) -> dict:
     """:func:`check_models` of the models the metrics ``names`` read: those given first (before torch loads, so a
-    mistyped name is an error within a second), then their defaults; returns them all (:func:`metric_models`), with
-    the :func:`served_models` they ask."""
+    mistyped name is an error within a second), then their defaults; returns every model each metric reads, by role
+    (:func:`faithkit.metrics.model_roles.models_read`: defaults and adapters' base models included), with the
+    :func:`served_models` they ask, for :mod:`faithkit.provenance`."""
+    from ..metrics.model_roles import models_read
+
     check_models(metric_models(args, names, defaults=False))
-    models = metric_models(args, names)
-    check_models(models)
-    return {**models, **served_models(args, names)}
+    check_models(metric_models(args, names))
+    read = {role: model for name in names for role, model in models_read(name, metric_options(args, name)).items()}
+    return {**read, **served_models(args, names)}
+
+
+def metric_settings(args: argparse.Namespace, names) -> dict[str, dict]:
+    """Each metric's options as it is built from the command line, its defaults included: provenance's
+    ``metric_options``. Imports the metrics (and torch), to read their defaults."""
+    from ..metrics.registry import option_defaults
+
+    return {name: {**option_defaults(name), **metric_options(args, name)} for name in names}
 
 
 def served_models(args: argparse.Namespace, names) -> dict:

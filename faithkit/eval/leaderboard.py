@@ -23,7 +23,7 @@ from __future__ import annotations
 import csv
 import logging
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -223,12 +223,12 @@ def meta_eval_labels(
     fingerprints: Mapping[str, dict],
     resamples: int = 1000,
     seed: int = 0,
-    made_by: dict | None = None,
+    made_by: Callable[[], dict] | None = None,
     **job,
 ) -> tuple[list[dict], list[dict]]:
-    """Score, rank and report (see the module's docstring); ``made_by`` is the run's :mod:`faithkit.provenance`
-    record for results.json and the printed table (not given: one naming the resamples and seed only), ``job``
-    holds :func:`faithkit.jobs.run_job`'s options."""
+    """Score, rank and report (see the module's docstring); ``made_by`` makes the run's :mod:`faithkit.provenance`
+    record for results.json and the printed table once the scores are in (not given: one naming the resamples and
+    seed only), ``job`` holds :func:`faithkit.jobs.run_job`'s options."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     named_scores = score_metrics(metrics, labelled.rows, out, fingerprints, **job)
@@ -237,8 +237,8 @@ def meta_eval_labels(
     slices = row_slices(named_scores, labelled)
     results, paired = leaderboard(slices, resamples, seed, graded=labelled.graded)
     if current_process().is_main:  # under accelerate launch the other processes only score
-        made_by = made_by or provenance.record({}, options={"resamples": resamples, "seed": seed})
-        write_leaderboard(out, results, paired, *slices[0][1:], made_by=made_by)
-        print("\n".join(provenance.header_lines(made_by)) + "\n")
+        record = made_by() if made_by else provenance.record({}, options={"resamples": resamples, "seed": seed})
+        write_leaderboard(out, results, paired, *slices[0][1:], made_by=record)
+        print("\n".join(provenance.header_lines(record)) + "\n")
         print_leaderboard(results, paired)
     return results, paired

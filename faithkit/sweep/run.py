@@ -44,7 +44,15 @@ from ..jobs import JobInterrupted, current_process, job_fingerprint, shared_outp
 from ..metrics.registry import METRICS
 from ..reranking import LazyGenerator
 from .config import SweepConfig
-from .judging import candidate_pool, candidates_path, golds_of, score_path, score_responses, served_judges
+from .judging import (
+    candidate_pool,
+    candidates_path,
+    golds_of,
+    metric_options,
+    score_path,
+    score_responses,
+    served_judges,
+)
 from .table import active_measures, best_by_strategy, cell_row, choose_best, statistics, sweep_markdown, write_csv
 
 logger = logging.getLogger(__name__)
@@ -145,12 +153,24 @@ def saved(out: Path, generations: int) -> str:
 
 
 def sweep_provenance(config: SweepConfig) -> dict:
-    """What made the sweep: its generator, its judge and any served judge, its input and every setting (file or flag)
-    off its default."""
+    """What made the sweep: its generator, its judge, every other model a metric reads (a claim checker's, Q²'s
+    stages, adapters with their base) and any served judge, its input, every setting (file or flag) off its default
+    and each metric's options."""
+    from ..metrics.model_roles import models_read
+    from ..metrics.registry import option_defaults
+
+    options = {name: metric_options(config, METRICS[name]) for name in config.metrics}
+    read = {
+        role: model
+        for name in config.metrics
+        for role, model in models_read(name, options[name]).items()
+        if model != config.judge  # the judge's own role names it
+    }
     return provenance.record(
-        {"generator": config.generator, "judge": config.judge, **served_judges(config)},
+        {"generator": config.generator, "judge": config.judge, **read, **served_judges(config)},
         config.input_path(),
         provenance.changed_fields(config),
+        {name: {**option_defaults(name), **options[name]} for name in config.metrics},
     )
 
 

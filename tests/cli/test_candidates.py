@@ -5,6 +5,7 @@ its replies name the prompt, whether the request was greedy and the seed, so a t
 """
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -143,6 +144,9 @@ def test_the_api_key_goes_to_the_server_and_nowhere_else(faithkit, model_folder,
     written = "".join(path.read_text() for path in tmp_path.iterdir() if path.is_file())
     assert "sekret-0815" not in run.err + run.out + written
     assert json.loads((tmp_path / "cands.jsonl.meta.json").read_text())["served_model"] == "fake-model"
+    record = json.loads((tmp_path / "cands.jsonl.provenance.json").read_text())["provenance"]
+    assert record["models"]["engine"] == {"served_model": "fake-model", "server": server.url}
+    assert record["models"]["tokenizer"]["name"] == str(Path(model_folder).resolve())
 
 
 def test_chat_endpoint_sends_the_chat_layouts_messages(faithkit, rows, tmp_path, tiny_llama):

@@ -11,6 +11,8 @@ from pathlib import Path
 from faithkit import __version__, provenance
 from faithkit.sweep import load_config
 
+from tests.test_checker import checker_folders  # noqa: F401  (a fixture)
+
 from .helpers import write_jsonl
 
 ROWS = [
@@ -168,3 +170,78 @@ def test_meta_eval_begin_results_have_their_record_beside_them(faithkit, model_f
     record = json.loads((out / "results.json.provenance.json").read_text())["provenance"]
     folder = str(Path(model_folder).resolve())
     check_record(record, "meta-eval begin", {"pmi-faith --model": folder}, [dev], {"model": model_folder})
+
+
+def test_the_record_names_library_versions_the_checkout_the_run_s_times_and_the_machine():
+    import os
+    import subprocess
+    from datetime import datetime
+
+    import torch
+    import transformers
+
+    provenance.note_invocation(["score"], {})
+    record = provenance.record({})
+    versions, machine = record["versions"], record["machine"]
+    assert versions["faithkit"] == __version__ and versions["torch"] == torch.__version__
+    assert versions["transformers"] == transformers.__version__
+    checkout = Path(provenance.__file__).resolve().parents[1]
+    head = subprocess.run(["git", "-C", checkout, "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    assert versions["faithkit_git"].removesuffix("-dirty") == head and len(head) == 40
+    started, finished = (datetime.fromisoformat(record[key]) for key in ("started", "finished"))
+    assert started <= finished and started.tzinfo is not None
+    assert machine["cpu_count"] == os.cpu_count() and machine["gpus"] == [] and machine["cpu"]
+    line = provenance.header_lines(record)[-1]
+    assert line.startswith(f"run: {record['started']} to {record['finished']} on {os.cpu_count()} CPU cores (")
+    assert line.endswith(
+        f"no GPU; torch {torch.__version__}, transformers {transformers.__version__}; faithkit git {head[:12]}"
+    )
+
+
+def test_a_checker_score_names_its_adapter_and_the_base_model_with_their_hashes_and_its_options(
+    faithkit, checker_folders, tmp_path
+):
+    base, adapter = checker_folders
+    rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "a", "document": "Apples grow.", "response": "They grow."}])
+    out = tmp_path / "out.jsonl"
+    run = faithkit("score", "--metric", "faithkit-checker", "--nli-model", adapter, "--input", rows, "--output", out)
+    assert run.code == 0, run.err
+    record = json.loads((tmp_path / "out.jsonl.provenance.json").read_text())["provenance"]
+    roles = {"faithkit-checker --nli-model": str(adapter.resolve()), "faithkit-checker --nli-model base": str(base)}
+    check_record(record, "score", roles, [rows], {"nli_model": str(adapter)})
+    assert record["metric_options"] == {
+        "faithkit-checker": {
+            "nli_model": str(adapter),
+            "window": None,
+            "stride": None,
+            "max_windows": 16,
+            "batch_size": 8,
+            "device": None,
+            "dtype": None,
+        }
+    }
+
+
+def test_every_metric_names_a_model_it_reads_by_default():
+    """The models a metric falls back to are named as surely as those given: the registry walked."""
+    from faithkit.metrics.model_roles import SHIPPED_CHECKER, models_read
+    from faithkit.metrics.registry import METRICS
+
+    no_model = {name for name, spec in METRICS.items() if not spec.runs_on_device} | {"llm-judge"}
+    for name in METRICS:
+        read = models_read(name, {})
+        assert bool(read) == (name not in no_model), name
+        assert all(role.startswith(f"{name} --") for role in read), read
+    assert models_read("faithkit-checker", {}) == {
+        "faithkit-checker --nli-model": str(SHIPPED_CHECKER),
+        "faithkit-checker --nli-model base": "smollm2-135m",
+    }
+    assert models_read("q2", {"preset": "offline"}) == {
+        "q2 --qa-model": "smollm2-135m",
+        "q2 --nli-model": str(SHIPPED_CHECKER),
+        "q2 --nli-model base": "smollm2-135m",
+    }
+    assert models_read("minicheck-roberta-large", {}) == {
+        "minicheck-roberta-large --nli-model": "lytang/MiniCheck-RoBERTa-Large"
+    }
+    assert models_read("faith-judge", {}) == {"faith-judge --model": "smollm2-135m"}
