@@ -21,7 +21,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.data import Columns, data_root, read_rows
 from faithkit.decoding import CAD, PMI, Cell, generate_grid
 

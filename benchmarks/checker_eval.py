@@ -32,9 +32,9 @@ import numpy as np
 
 from faithkit.data import Row, read_results
 from faithkit.eval.leaderboard import group_table
-from faithkit.jobs import job_fingerprint, score_rows
+from faithkit.data.jobs import job_fingerprint, score_rows
 from faithkit.metrics.claim_checkers import ClaimChecker
-from faithkit.metrics.judge import WEIGHTS, FaithJudge, JudgeWeights, signals
+from faithkit.metrics.faith_judge import WEIGHTS, FaithJudge, JudgeWeights, signals
 from faithkit.metrics.lexical import knowledge_precision
 
 from judge_features import DEV_SETS, dev_rows

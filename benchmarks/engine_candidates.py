@@ -37,13 +37,13 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import numpy as np
 import torch
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.cli import main as faithkit
 from faithkit.data import read_results, read_rows
 from faithkit.decoding import generate, row_seed
 from faithkit.decoding.rerank import Rerank, rerank
 from faithkit.metrics.pmi_faith import PMIFaith
-from faithkit.reranking import Judges
+from faithkit.generation.rerank import Judges
 from faithkit.stats import bootstrap_interval, paired_permutation_test
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "q2_wow" / "dodeca_consistent.csv"

@@ -7,8 +7,8 @@ decode exactly ``--new-tokens`` long (``min_new_tokens = max_new_tokens``), as t
 the ratio to plain decoding under the same search. Two checks: greedy PMI-DECODE gives the
 same tokens in bf16 as in fp32 on a small case (a model with peaked next-token
 distributions, so that a flipped token would be a bug, not a near-tie of random weights), and
-PMI-FAITH's prefix-sharing scorer (:class:`faithkit.scoring.TokenScorer`) against the
-one-at-a-time loop (:func:`faithkit.scoring.reference_token_logprobs`) at batch 64: seconds
+PMI-FAITH's prefix-sharing scorer (:class:`faithkit.serving.scoring.TokenScorer`) against the
+one-at-a-time loop (:func:`faithkit.serving.scoring.reference_token_logprobs`) at batch 64: seconds
 and the largest difference. A decode that does not fit in memory, or that would start after
 ``--budget`` seconds, is reported as such instead of stopping the check.
 
@@ -39,7 +39,7 @@ from transformers import (
 
 from faithkit.decoding import PMIDecode
 from faithkit.decoding.strategies import CAD, PMI, AdaCAD, Plain
-from faithkit.scoring import TokenScorer, reference_token_logprobs
+from faithkit.serving.scoring import TokenScorer, reference_token_logprobs
 
 SHAPES = {  # name: (config class, model class, real shape, tiny shape)
     "bart-large": (

@@ -18,7 +18,7 @@ import torch
 
 from faithkit.data import data_root
 from faithkit.data.corpora.begin import load_begin
-from faithkit.metrics.judge import FaithJudge
+from faithkit.metrics.faith_judge import FaithJudge
 from faithkit.metrics.pmi_faith import PMIFaith
 
 

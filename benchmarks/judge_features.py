@@ -23,7 +23,7 @@ from pathlib import Path
 from faithkit.data import data_root, read_results
 from faithkit.data.corpora.begin import POSITIVE_LABEL, load_begin
 from faithkit.data.corpora.q2_wow import SETS, load_q2_wow, set_of
-from faithkit.jobs import job_fingerprint, score_rows
+from faithkit.data.jobs import job_fingerprint, score_rows
 from faithkit.metrics.lexical import knowledge_precision, token_f1_overlap
 from faithkit.metrics.pmi_faith import PMIFaith
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from faithkit.metrics.judge import FaithJudge
+from faithkit.metrics.faith_judge import FaithJudge
 from faithkit.metrics.lexical import knowledge_precision
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"

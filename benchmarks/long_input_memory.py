@@ -7,7 +7,7 @@ Cases, each scored by ``PMIFaith`` (all four views) in a fresh process:
   its end) under one turn, with a short response.
 
 Texts are distinct BEGIN CMU-DoG knowledge passages in file order, so they tokenise like real
-text. "before" runs the old module (``git show dc23f50:faithkit/scoring.py``) in place of
+text. "before" runs the old module (``git show dc23f50:faithkit/serving/scoring.py``) in place of
 ``metric.scorer``; every child runs under a watchdog that kills it above ``--limit-gb`` of
 resident memory, so a case that would exhaust the shared machine reports "killed" instead.
 Peak RSS is the child's own ``ru_maxrss`` from ``os.wait4``; "scoring_s" times
@@ -107,11 +107,15 @@ def child(args) -> None:
 def old_scorer_class():
     """``TokenScorer`` as of commit dc23f50, loaded from git into a module of its own."""
     source = subprocess.run(
-        ["git", "show", f"{BEFORE_COMMIT}:faithkit/scoring.py"], cwd=REPO, check=True, capture_output=True, text=True
+        ["git", "show", f"{BEFORE_COMMIT}:faithkit/serving/scoring.py"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout
     module = types.ModuleType("scoring_before")
     sys.modules[module.__name__] = module  # dataclasses look their module up there
-    exec(compile(source, f"{BEFORE_COMMIT}:faithkit/scoring.py", "exec"), module.__dict__)
+    exec(compile(source, f"{BEFORE_COMMIT}:faithkit/serving/scoring.py", "exec"), module.__dict__)
     return module.TokenScorer
 
 

@@ -27,10 +27,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.cli import main
 from faithkit.data import data_root
-from faithkit.metrics import judge
+from faithkit.metrics import faith_judge
 
 JUDGE = "smollm2-135m"
 
@@ -72,12 +72,12 @@ def main_() -> None:
     with tempfile.TemporaryDirectory() as folder:
         rows = first_rows(data_root() / "begin" / "begin_dev_wow.tsv", args.rows, Path(folder))
         one_wall, one_cpu, one = run(rows, Path(folder) / "one")
-        sharing = judge.shares_judge_lm  # what meta-eval labels asks, at each run
-        judge.shares_judge_lm = lambda *options: False  # before: each metric its own LM pass
+        sharing = faith_judge.shares_judge_lm  # what meta-eval labels asks, at each run
+        faith_judge.shares_judge_lm = lambda *options: False  # before: each metric its own LM pass
         try:
             two_wall, two_cpu, two = run(rows, Path(folder) / "two")
         finally:
-            judge.shares_judge_lm = sharing
+            faith_judge.shares_judge_lm = sharing
     assert list(one) == ["faith_judge", "pmi", "uncond_pmi"], list(one)
     assert list(two) == ["faith_judge", "faith-judge:pmi", "pmi-faith:pmi", "uncond_pmi"], list(two)
     assert one["faith_judge"] == two["faith_judge"] and one["uncond_pmi"] == two["uncond_pmi"]

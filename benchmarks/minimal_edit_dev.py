@@ -9,7 +9,7 @@ on the ``--cost-files`` each chunk is scored by PMI-FAITH (the two views ``log P
 ``log P(r|h)``, as the contrast uses) and then by the contrast, each timed (wall and process CPU)
 in this one process, with the same model and threads; elsewhere by the contrast alone. Per-row features go
 to ``--features/<file>.jsonl`` as each chunk finishes (keys ``file_row``: the row's index in its
-file, 0-based; ``id``; ``label``; ``pmi``; then :func:`faithkit.metrics.contrast.contrast_features`'s
+file, 0-based; ``id``; ``label``; ``pmi``; then :func:`faithkit.metrics.minimal_edit.contrast_features`'s
 keys; ``pmi`` is None off the cost files), and a rerun resumes from it (the timings then cover only
 the new rows).
 
@@ -34,12 +34,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.data import data_root, read_rows
 from faithkit.data.corpora.q2_wow import load_q2_wow
 from faithkit import stats
 from faithkit.metrics import PMIFaith
-from faithkit.metrics.contrast import ScoringLM, contrast_features
+from faithkit.metrics.minimal_edit import ScoringLM, contrast_features
 
 BEGIN_FILES = ("begin_dev_wow.tsv", "begin_dev_cmu.tsv", "begin_dev_tc.tsv")
 Q2_FILES = ("dodeca_consistent.csv", "dodeca_inconsistent.csv")

@@ -27,7 +27,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.data import ResultWriter, data_root, read_results
 from faithkit.decoding import PMIDecode, build_inputs, decode_responses
 from faithkit.prompts import CHAT_TEMPLATE

@@ -34,7 +34,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 from transformers import LogitsProcessor
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.data import data_root, read_rows
 from faithkit.decoding import PMIDecode, build_inputs
 from faithkit.decoding.prefill import prompt_cache

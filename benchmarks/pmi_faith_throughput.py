@@ -30,11 +30,11 @@ import time
 
 import torch
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.data import ResultWriter, data_root, read_results, read_rows
 from faithkit.decoding import PMI, generate
 from faithkit.metrics import PMIFaith
-from faithkit.scoring import reference_token_logprobs
+from faithkit.serving.scoring import reference_token_logprobs
 from model_work import ModelWork
 
 DATA = data_root() / "begin"

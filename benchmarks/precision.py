@@ -1,7 +1,7 @@
 """PMI-FAITH in float32, bfloat16 and float16 on the same BEGIN dev rows: how far half precision moves the scores.
 
 Scores the first ``--limit`` rows of BEGIN's WoW dev file with one model in each precision
-(``faithkit.models.load(name, dtype=...)``) and compares each with float32: the largest and the
+(``faithkit.serving.models.load(name, dtype=...)``) and compares each with float32: the largest and the
 mean absolute difference of PMI-FAITH, and Spearman's rank correlation. A precision whose logits
 overflow (Gemma 3 in float16) stops with faithkit's PrecisionError; that is reported as its
 ``error``. The last line printed is one JSON object.
@@ -22,7 +22,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 import torch
 from scipy.stats import spearmanr
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.data import Columns, data_root, read_rows
 from faithkit.errors import PrecisionError
 from faithkit.metrics import PMIFaith

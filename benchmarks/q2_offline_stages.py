@@ -33,8 +33,8 @@ import torch
 
 from faithkit.stats import auroc
 from faithkit.metrics.lexical import normalize_answer
-from faithkit.metrics.q2 import Q2, extract_spans, is_personal
-from faithkit.metrics.q2_backends import Candidate, CheckerNLI
+from faithkit.metrics.q2.metric import Q2, extract_spans, is_personal
+from faithkit.metrics.q2.backends import Candidate, CheckerNLI
 from faithkit.data import data_root
 
 DATA = data_root() / "q2_wow"
@@ -91,7 +91,7 @@ _cache: dict = {}
 
 def _backend(metric: Q2, stage: str, spec: str):
     """Build (once) a backend that shares the metric's spaCy model and loaded LMs."""
-    from faithkit.metrics.q2_backends import build_backend
+    from faithkit.metrics.q2.backends import build_backend
 
     if (stage, spec) not in _cache:
         _cache[stage, spec] = build_backend(

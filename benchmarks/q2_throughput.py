@@ -21,7 +21,7 @@ import time
 import torch
 
 from faithkit.data.corpora.q2_wow import load_q2_wow
-from faithkit.metrics.q2 import (
+from faithkit.metrics.q2.metric import (
     FALLBACK_SCORES,
     Q2,
     extract_spans,
@@ -31,7 +31,7 @@ from faithkit.metrics.q2 import (
     question_score,
     token_f1,
 )
-from faithkit.metrics.q2_backends import NO_ANSWER, Candidate
+from faithkit.metrics.q2.backends import NO_ANSWER, Candidate
 from faithkit.data import data_root
 from model_work import ModelWork
 

@@ -37,7 +37,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.decoding import shared_decode, generate
 from faithkit.metrics import PMIFaith
 from faithkit.sweep import load_config, run_sweep

@@ -30,7 +30,7 @@ from html import escape
 from itertools import pairwise
 from pathlib import Path
 
-from .files import write_text
+from .data.files import write_text
 
 CSS = """
 body { font: 15px/1.5 system-ui, sans-serif; margin: 0; background: #f4f5f7; color: #1d2330; }

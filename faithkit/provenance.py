@@ -30,7 +30,8 @@ from importlib.metadata import PackageNotFoundError, version
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from . import __version__, redaction
+from . import __version__
+from .settings import redaction
 
 KEY = "provenance"
 """The key under which JSON outputs hold the record."""
@@ -88,7 +89,7 @@ def record(
     defaults; unset, those of the ``faithkit`` command line being run (:func:`note_invocation`). ``metric_options``
     are each metric's options as it was built (``{"pmi-faith": {"model": ..., "normalize": "mean", ...}}``).
 
-    Every record goes through :func:`faithkit.redaction.redacted` here, the one way out of this module: a secret
+    Every record goes through :func:`faithkit.settings.redaction.redacted` here, the one way out of this module: a secret
     (an API key, a password in a server's URL) is ``***`` in every field, those added later included.
     """
     paths = [data] if isinstance(data, (str, Path)) else list(data or [])
@@ -193,7 +194,7 @@ def changed_fields(settings, defaults=None) -> dict:
 
 def model_identity(name) -> dict:
     """A model's name with what pins it down: the offline package's version, a folder's hash or a hub revision."""
-    from .models import identity
+    from .serving.models import identity
 
     found = identity(name)
     return found if isinstance(found, dict) else {"name": found}
@@ -273,7 +274,7 @@ def sidecar_path(output: str | Path) -> Path:
 
 def write_sidecar(output: str | Path, provenance: Mapping) -> Path:
     """Write the record beside ``output`` (:func:`sidecar_path`) and return that path."""
-    from .files import write_json
+    from .data.files import write_json
 
     path = sidecar_path(output)
     write_json(path, {KEY: dict(provenance)})

@@ -128,7 +128,7 @@ def tiny_llama():
     import torch
     from transformers import AutoConfig, AutoTokenizer, LlamaForCausalLM
 
-    from faithkit import models
+    from faithkit.serving import models
 
     folder = models.resolve("smollm2-135m")
     config = AutoConfig.from_pretrained(
@@ -147,7 +147,7 @@ def tiny_llama():
 
 @pytest.fixture(scope="session")
 def smollm2():
-    from faithkit import models
+    from faithkit.serving import models
 
     return models.load("smollm2-135m")
 

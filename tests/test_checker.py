@@ -13,7 +13,7 @@ from faithkit.errors import ConfigError, InputError
 from faithkit.checker import rated, synthetic
 from faithkit.checker.contexts import section_split
 from faithkit.checker.training import CheckerTraining, lora_model, micro_batches, train
-from faithkit.metrics import checker
+from faithkit.metrics import faithkit_checker
 from faithkit.metrics.claim_checkers import ClaimChecker, document_windows, response_sentences
 from faithkit.metrics.registry import get_spec
 
@@ -42,7 +42,7 @@ def contexts():
 
 @pytest.fixture(scope="module")
 def nlp():
-    from faithkit.metrics.q2 import load_spacy
+    from faithkit.metrics.q2.metric import load_spacy
 
     return load_spacy()
 
@@ -105,8 +105,8 @@ def test_written_data_reads_back_and_bad_lines_name_the_file(tmp_path, nlp):
 
 
 def test_combine_is_the_worst_sentence_rule():
-    assert checker.combine([[0.7, 0.2, 0.1]]) == [0.7, 0.2, 0.1]
-    supported, generic, unsupported = checker.combine([[0.1, 0.85, 0.05], [0.8, 0.1, 0.1]])
+    assert faithkit_checker.combine([[0.7, 0.2, 0.1]]) == [0.7, 0.2, 0.1]
+    supported, generic, unsupported = faithkit_checker.combine([[0.1, 0.85, 0.05], [0.8, 0.1, 0.1]])
     assert unsupported == 0.1
     assert supported == pytest.approx(0.9 * 0.8 / 0.9)
     assert generic == pytest.approx(1 - 0.1 - supported)
@@ -136,18 +136,18 @@ def slow_reference(model, tokenizer, document, history, response, window, stride
     """One forward per (window, sentence), the label words' next-token probabilities from the full vocabulary's logits."""
     import torch
 
-    ids = checker.label_token_ids(tokenizer)
+    ids = faithkit_checker.label_token_ids(tokenizer)
     rows = []
     for claim in response_sentences(response):
         best = None
         for part in document_windows(document, tokenizer, window, stride):
-            encoded = tokenizer(checker.prompt(part, history, claim), return_tensors="pt")
+            encoded = tokenizer(faithkit_checker.prompt(part, history, claim), return_tensors="pt")
             with torch.no_grad():
                 logits = model(**encoded).logits[0, -1, ids]
             probabilities = torch.softmax(logits, dim=-1).tolist()
             best = probabilities if best is None or probabilities[0] > best[0] else best
         rows.append(best)
-    return checker.combine(rows)
+    return faithkit_checker.combine(rows)
 
 
 def test_checker_metric_equals_slow_reference(checker_folders):
@@ -202,7 +202,7 @@ def test_training_reruns_to_the_same_adapter_and_resumes(tmp_path, checker_folde
         "base_model_name_or_path"
     ] == str(base)
 
-    real, calls = checker.label_logits, []
+    real, calls = faithkit_checker.label_logits, []
 
     def crash_at_step_four(*args):
         calls.append(1)
@@ -210,10 +210,10 @@ def test_training_reruns_to_the_same_adapter_and_resumes(tmp_path, checker_folde
             raise KeyboardInterrupt
         return real(*args)
 
-    monkeypatch.setattr(checker, "label_logits", crash_at_step_four)
+    monkeypatch.setattr(faithkit_checker, "label_logits", crash_at_step_four)
     with pytest.raises(KeyboardInterrupt):
         train(CheckerTraining(**recipe, output=str(tmp_path / "c")))
-    monkeypatch.setattr(checker, "label_logits", real)
+    monkeypatch.setattr(faithkit_checker, "label_logits", real)
     assert (tmp_path / "c" / "checkpoint" / "state.pt").exists()
     with pytest.raises(ConfigError, match=r"holds a checkpoint of a run with other settings \(seed\); give another"):
         train(CheckerTraining(**recipe, output=str(tmp_path / "c"), seed=1))  # a resume never mixes two recipes
@@ -360,7 +360,7 @@ def test_shipped_checker_loads_offline_and_tells_a_swap(monkeypatch):
 
 def test_the_gemma_recipe_is_the_shipped_one_on_another_base_model():
     """configs/checker/gemma3.yaml (docs/checker.md's Gemma run) changes the base model and its output only."""
-    from faithkit.configfile import read_yaml
+    from faithkit.settings.configfile import read_yaml
 
     configs = Path(__file__).parent.parent / "configs" / "checker"
     shipped, gemma = read_yaml(configs / "smollm2.yaml"), read_yaml(configs / "gemma3.yaml")

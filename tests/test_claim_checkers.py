@@ -181,7 +181,7 @@ def smollm2_tokenizer():
     """No T5 or DeBERTa-v3 SentencePiece model is here offline: their tiny models read SmolLM2's tokenizer."""
     from transformers import AutoTokenizer
 
-    from faithkit import models
+    from faithkit.serving import models
 
     return AutoTokenizer.from_pretrained(models.resolve("smollm2-135m"))
 

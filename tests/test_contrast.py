@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from faithkit.metrics.contrast import (
+from faithkit.metrics.minimal_edit import (
     EditPolicy,
     MinimalEdit,
     candidate_edits,
@@ -19,7 +19,7 @@ from faithkit.metrics.contrast import (
 )
 from faithkit.metrics.registry import load_metric
 from faithkit.prompts import DEFAULT_TEMPLATE, as_history
-from faithkit.scoring import TokenScorer, reference_token_logprobs
+from faithkit.serving.scoring import TokenScorer, reference_token_logprobs
 
 DATA = Path(__file__).parent / "data"
 PAIRS = [json.loads(line) for line in (DATA / "contrast_pairs.jsonl").open()]

@@ -13,7 +13,7 @@ from scipy import optimize
 
 from faithkit.explain import highlight_tokens
 from faithkit.metrics import evaluate_path, load_metric
-from faithkit.metrics.judge import CANDIDATES, WEIGHTS, JudgeWeights, fit_judge, fit_logistic, signals
+from faithkit.metrics.faith_judge import CANDIDATES, WEIGHTS, JudgeWeights, fit_judge, fit_logistic, signals
 
 PAIRS = [json.loads(line) for line in (Path(__file__).parent / "data" / "contradiction_pairs.jsonl").open()]
 FAITHFUL_PAIRS = [json.loads(line) for line in (Path(__file__).parent / "data" / "faithful_pairs.jsonl").open()]
@@ -68,7 +68,7 @@ def test_shipped_weights_name_their_lm_and_known_features():
 
 
 def test_registered_judge_is_the_logistic_of_its_signals(model_folder, caplog):
-    with caplog.at_level(logging.WARNING, logger="faithkit.metrics.judge"):
+    with caplog.at_level(logging.WARNING, logger="faithkit.metrics.faith_judge"):
         metric = load_metric("faith-judge", model=model_folder)
     assert "its weights were fitted with judge LM 'smollm2-135m'" in caplog.text
     rows = metric.compute_rows(**EXAMPLES)
@@ -102,7 +102,7 @@ def test_explain_marks_the_tokens_the_document_contradicts():
 @pytest.mark.slow
 def test_judge_ranks_the_faithful_response_first_in_hand_pairs(smollm2):
     """Entity swaps, number changes and negations written for the tests, and the PMI-FAITH test's pairs."""
-    from faithkit.metrics.judge import FaithJudge
+    from faithkit.metrics.faith_judge import FaithJudge
 
     model, tokenizer = smollm2
     judge = FaithJudge(model=model, tokenizer=tokenizer)

@@ -38,7 +38,7 @@ READY_SECONDS = 600  # about 5 s on an idle machine; minutes when the machine is
 
 
 def _gguf() -> str:
-    from faithkit.models import OFFLINE_MODELS
+    from faithkit.serving.models import OFFLINE_MODELS
 
     return str(OFFLINE_MODELS["smollm2-135m"].gguf_path())
 
@@ -112,7 +112,7 @@ def test_the_greedy_candidate_is_llama_cpps_own_greedy_completion(served, smollm
 
 def test_the_reranked_choice_is_the_rerank_strategys_on_the_same_candidates(served, smollm2):
     from faithkit.decoding.rerank import Rerank, rerank
-    from faithkit.reranking import Judges
+    from faithkit.generation.rerank import Judges
 
     model, tokenizer = smollm2
     candidates = served["candidates"]

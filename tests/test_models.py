@@ -2,7 +2,7 @@
 
 import pytest
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.errors import ConfigError
 from faithkit.prompts import PromptTemplate, start_ids
 
@@ -94,7 +94,7 @@ def test_every_entry_point_refuses_an_encoder_decoder_where_it_needs_a_causal_lm
 
     from faithkit.decoding import build_inputs, generate
     from faithkit.metrics import PMIFaith
-    from faithkit.metrics.q2_backends import build_backend
+    from faithkit.metrics.q2.backends import build_backend
 
     with pytest.raises(
         ConfigError,
@@ -195,7 +195,7 @@ def test_a_half_precision_checkpoint_runs_in_float32_on_a_cpu_unless_asked(bfloa
 
     import torch
 
-    with caplog.at_level(logging.INFO, logger="faithkit.models"):
+    with caplog.at_level(logging.INFO, logger="faithkit.serving.models"):
         assert models.load(bfloat16_folder, device="cpu")[0].dtype == torch.float32
     assert "running its bfloat16 checkpoint in float32 on the CPU" in caplog.text
     assert "--dtype auto (dtype='auto') keeps bfloat16" in caplog.text

@@ -1,4 +1,4 @@
-"""Options are declared once (faithkit.options): every flag, config key and Python caller reads the one declaration.
+"""Options are declared once (faithkit.settings.options): every flag, config key and Python caller reads the one declaration.
 
 Fast, no models: the parsers are walked, never run past their checks.
 """
@@ -22,9 +22,9 @@ from faithkit.errors import ConfigError
 from faithkit.metrics.pmi_faith import PMIFaith
 from faithkit.metrics.metric_options import MetricOptions
 from faithkit.metrics.registry import METRICS
-from faithkit.options import base_type, declared_default, flag, flag_help, range_text
-from faithkit.paths import PathArg
-from faithkit.precision import Placement
+from faithkit.settings.options import base_type, declared_default, flag, flag_help, range_text
+from faithkit.data.paths import PathArg
+from faithkit.serving.precision import Placement
 from faithkit.sweep import SweepConfig
 from faithkit.train.config import SECTIONS
 

@@ -9,7 +9,7 @@ import torch
 
 from faithkit.metrics import PMIFaith
 from faithkit.prompts import PromptTemplate
-from faithkit.scoring import reference_token_logprobs
+from faithkit.serving.scoring import reference_token_logprobs
 
 PAIRS = [json.loads(line) for line in (Path(__file__).parent / "data" / "faithful_pairs.jsonl").open()]
 AUTHORS_EXAMPLE = dict(

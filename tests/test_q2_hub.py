@@ -13,8 +13,8 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from faithkit.metrics.q2 import Q2
-from faithkit.metrics.q2_backends import (
+from faithkit.metrics.q2.metric import Q2
+from faithkit.metrics.q2.backends import (
     NO_ANSWER,
     Candidate,
     ExtractiveQA,
@@ -135,7 +135,7 @@ def test_t5_input_format_beams_and_batching(tiny_t5):
 
 
 def test_question_prefix_is_removed():
-    from faithkit.metrics.q2_backends import _strip_prefix
+    from faithkit.metrics.q2.backends import _strip_prefix
 
     assert _strip_prefix("question: Who hosted it?", "question:") == "Who hosted it?"
     assert _strip_prefix("Who asked the question: why?", "question:") == "Who asked the question: why?"
@@ -287,8 +287,8 @@ class LengthRecorder:
 
 
 def test_e2e_nli_reads_a_huge_document_s_start_cut_by_characters(tiny_roberta_nli, roberta_tokenizer):
-    from faithkit.metrics.nli import E2ENLI
-    from faithkit.models import context_window
+    from faithkit.metrics.e2e_nli import E2ENLI
+    from faithkit.serving.models import context_window
 
     recorder = LengthRecorder(roberta_tokenizer)
     metric = E2ENLI(nli_model=SequenceClassificationNLI(None, model=tiny_roberta_nli, tokenizer=recorder))
@@ -303,8 +303,8 @@ def test_e2e_nli_reads_a_huge_document_s_start_cut_by_characters(tiny_roberta_nl
 
 
 def test_q2_answers_from_a_huge_knowledge_s_first_windows(tiny_t5, tiny_albert_qa, tiny_roberta_nli, roberta_tokenizer):
-    from faithkit.metrics.q2 import KNOWLEDGE_WINDOWS
-    from faithkit.models import context_window
+    from faithkit.metrics.q2.metric import KNOWLEDGE_WINDOWS
+    from faithkit.serving.models import context_window
 
     t5, t5_tokenizer = tiny_t5
     recorder = LengthRecorder(roberta_tokenizer)
@@ -321,9 +321,9 @@ def test_q2_answers_from_a_huge_knowledge_s_first_windows(tiny_t5, tiny_albert_q
 
 
 def test_every_hub_backend_loads_through_the_one_loader_with_its_kind(monkeypatch, tiny_roberta_nli, roberta_tokenizer):
-    from faithkit import models
+    from faithkit.serving import models
     from faithkit.errors import ConfigError
-    from faithkit.metrics.q2_backends import build_backend
+    from faithkit.metrics.q2.backends import build_backend
 
     calls = []
 
@@ -343,11 +343,11 @@ def test_every_hub_backend_loads_through_the_one_loader_with_its_kind(monkeypatc
 
 def test_a_ready_backend_of_another_stage_is_refused():
     from faithkit.errors import ConfigError
-    from faithkit.metrics.q2_backends import RuleQuestionGenerator, build_backend
+    from faithkit.metrics.q2.backends import RuleQuestionGenerator, build_backend
 
     with pytest.raises(ConfigError) as error:
         build_backend("qa", RuleQuestionGenerator())
     assert str(error.value) == (
-        "qa_model: a RuleQuestionGenerator is no QuestionAnswerer (faithkit.metrics.q2_stages names the method it "
-        "needs); pass a hub id, an offline spec, or a backend of faithkit.metrics.q2_backends"
+        "qa_model: a RuleQuestionGenerator is no QuestionAnswerer (faithkit.metrics.q2.stages names the method it "
+        "needs); pass a hub id, an offline spec, or a backend of faithkit.metrics.q2.backends"
     )

@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from faithkit.metrics.q2 import Q2, load_spacy
-from faithkit.metrics.q2_backends import (
+from faithkit.metrics.q2.metric import Q2, load_spacy
+from faithkit.metrics.q2.backends import (
     NO_ANSWER,
     Candidate,
     CheckerNLI,
@@ -129,7 +129,7 @@ def test_checker_nli_reads_the_checkers_likeliest_class(monkeypatch, gpt2_tokeni
 def test_q2_shares_one_lm_across_stages(monkeypatch, lm):
     loads = []
     monkeypatch.setattr(
-        "faithkit.metrics.q2.models.load",
+        "faithkit.metrics.q2.metric.models.load",
         lambda name, device=None, dtype=None: loads.append(name) or (lm.model, lm.tokenizer),
     )
     metric = Q2(preset="offline", qa_model="scoring:tiny", nli_model="labels:tiny")

@@ -3,8 +3,8 @@
 import pytest
 
 from faithkit.metrics.lexical import normalize_answer, token_f1
-from faithkit.metrics.q2 import Q2, extract_spans, is_personal, load_spacy, needs_nli, question_score
-from faithkit.metrics.q2_backends import NO_ANSWER, rule_question
+from faithkit.metrics.q2.metric import Q2, extract_spans, is_personal, load_spacy, needs_nli, question_score
+from faithkit.metrics.q2.backends import NO_ANSWER, rule_question
 
 
 @pytest.fixture(scope="module")
@@ -239,7 +239,7 @@ def test_bad_inputs_name_the_field():
 
 
 def test_e2e_nli_scores_and_rows():
-    from faithkit.metrics.nli import E2ENLI
+    from faithkit.metrics.e2e_nli import E2ENLI
 
     nli = StubNLI({("k1", "r1"): "entailment", ("k2", "r2"): "contradiction"})
     metric = E2ENLI(nli_model=nli)
@@ -253,7 +253,7 @@ def test_e2e_nli_scores_and_rows():
 
 
 def test_rules_ask_nothing_about_pronouns(nlp):
-    from faithkit.metrics.q2_backends import Candidate, RuleQuestionGenerator
+    from faithkit.metrics.q2.backends import Candidate, RuleQuestionGenerator
 
     response = "it aired in canada and they loved it"
     spans = extract_spans(nlp(response))

@@ -16,8 +16,8 @@ from faithkit.decoding.strategies import Cell, strategy_from_dict
 from faithkit.decoding.two_view import RowSampler
 from faithkit.errors import ConfigError
 from faithkit.prompts import DEFAULT_TEMPLATE, as_history
-from faithkit.reranking import Judges
-from faithkit.scoring import reference_token_logprobs
+from faithkit.generation.rerank import Judges
+from faithkit.serving.scoring import reference_token_logprobs
 
 DOCUMENTS = [
     "The Eiffel Tower is 330 metres tall and stands in Paris.",
@@ -80,7 +80,7 @@ def test_parameters_are_declared_once_and_checked():
 
 
 def test_rerank_cells_need_a_judge(tiny_gpt2, gpt2_tokenizer):
-    with pytest.raises(ValueError, match=r"^rerank cells need a judge: pass judge=faithkit.reranking.Judges"):
+    with pytest.raises(ValueError, match=r"^rerank cells need a judge: pass judge=faithkit.generation.rerank.Judges"):
         generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, strategy="rerank", max_new_tokens=2)
 
 

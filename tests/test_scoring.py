@@ -5,8 +5,8 @@ import random
 import pytest
 import torch
 
-from faithkit import scoring
-from faithkit.scoring import TokenScorer, _prefix_tree, reference_token_logprobs
+from faithkit.serving import scoring
+from faithkit.serving.scoring import TokenScorer, _prefix_tree, reference_token_logprobs
 
 
 def _mixed_requests(vocab_size: int, seed: int = 0):

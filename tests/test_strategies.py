@@ -36,7 +36,7 @@ from faithkit.decoding import (
 )
 from faithkit.decoding.base import parameter_text
 from faithkit.decoding.strategies import strategy_from_args
-from faithkit.options import default_grid, range_text
+from faithkit.settings.options import default_grid, range_text
 from faithkit.errors import ConfigError
 from faithkit.prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE
 from tests.test_pmi_decode import (  # noqa: F401  (fixtures)

@@ -200,7 +200,7 @@ def test_the_old_name_of_document_bleu_reads(capsys):
 
 @pytest.fixture
 def no_model_loads(monkeypatch):
-    from faithkit import models
+    from faithkit.serving import models
 
     def refuse(*args, **kwargs):
         raise AssertionError("a model was loaded before the settings were checked")
@@ -973,8 +973,8 @@ def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
     the grid's responses and every candidate; with another judge they get a pass of their own under the generator.
     Either way each rerank cell picks what ``generate(strategy=rerank)`` picks, and what ``faithkit rerank`` picks from
     the candidates file the sweep keeps; a rerun scores nothing again."""
-    from faithkit.generation import GeneratorJob
-    from faithkit.reranking import CandidatesJob, read_candidates
+    from faithkit.generation.generate import GeneratorJob
+    from faithkit.generation.rerank import CandidatesJob, read_candidates
     from faithkit.data import Row
     from faithkit.metrics.pmi_faith import PMIFaith
 

@@ -1,12 +1,12 @@
-"""The libraries' messages a user cannot act on (faithkit/third_party.py): gone where faithkit makes the call, and
+"""The libraries' messages a user cannot act on (faithkit/serving/third_party.py): gone where faithkit makes the call, and
 nothing else hidden with them."""
 
 import logging
 import warnings
 
 from faithkit.checker.training import save_adapter
-from faithkit.metrics.checker import load_checker
-from faithkit.third_party import LOG_RECORDS, WARNINGS, hidden_warnings, quiet_loggers
+from faithkit.metrics.faithkit_checker import load_checker
+from faithkit.serving.third_party import LOG_RECORDS, WARNINGS, hidden_warnings, quiet_loggers
 
 from tests.test_checker import checker_folders  # noqa: F401  (a fixture)
 

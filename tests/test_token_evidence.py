@@ -10,7 +10,7 @@ import torch
 from faithkit.metrics import PMIFaith
 from faithkit.metrics.token_evidence import AGGREGATE_KEYS, NEGATIVE_PMI, TOP_K, aggregates
 from faithkit.prompts import PromptTemplate
-from faithkit.scoring import TokenScorer, reference_token_evidence
+from faithkit.serving.scoring import TokenScorer, reference_token_evidence
 
 EXAMPLES = dict(
     documents=[

@@ -15,7 +15,7 @@ import yaml
 from accelerate.state import AcceleratorState, GradientState
 from safetensors.torch import load_file
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.cli.train import add_arguments
 from faithkit.decoding import CAD, PMI, AdaCAD, Plain, generate
 from faithkit.errors import ConfigError, InputError, ModelNotAvailableError, OutputError

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
-from ..schema import TEXT, Object, check_schema
+from ..data.schema import TEXT, Object, check_schema
 from .page import read_page
 from .task import ANSWERS, DIMENSIONS, PAGE_FILE, SYSTEMS, read_document
 

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..files import replacing, save_figure
+from ..data.files import replacing, save_figure
 from ..report import markdown_table
 from .agreement import agreement
 from .exports import Annotations, read_annotations

@@ -24,9 +24,9 @@ from pathlib import Path
 
 from ..data import read_results
 from ..errors import InputError, OutputError
-from ..files import write_json, write_text
+from ..data.files import write_json, write_text
 from ..questions import ANSWERS, DIMENSIONS
-from ..schema import Object, read_json_file
+from ..data.schema import Object, read_json_file
 
 logger = logging.getLogger(__name__)
 

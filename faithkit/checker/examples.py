@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from ..files import replacing, write_text
+from ..data.files import replacing, write_text
 
 LABELS = ("supported", "generic", "unsupported")
 
@@ -87,7 +87,7 @@ def card(examples: Sequence[Example], sources: Iterable[str], seed: int, notes: 
 
 def write(examples: Sequence[Example], folder: str | Path, card_text: str) -> dict[str, Path]:
     """``train.jsonl``, ``test.jsonl`` (one example per line; ``datasets.load_dataset("json", ...)`` reads them)
-    and ``README.md``, the card, each written whole by :mod:`faithkit.files` (never through a link)."""
+    and ``README.md``, the card, each written whole by :mod:`faithkit.data.files` (never through a link)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}

@@ -42,7 +42,7 @@ def history_only_replies(model_name: str, seed: int, max_new_tokens: int = 40, b
     sampling at temperature 0.9 and top-p 0.9 seeded with ``seed`` + the batch's number, so a run is reproducible)."""
     import torch
 
-    from .. import models
+    from ..serving import models
 
     model, tokenizer = models.load(model_name)
     tokenizer.padding_side = "left"

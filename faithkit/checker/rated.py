@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ..metrics.claim_windows import claim_words, overlap, response_sentences
-from ..schema import TEXT, ListOf, MapOf, Object, read_json_line
+from ..data.schema import TEXT, ListOf, MapOf, Object, read_json_line
 from .contexts import MAX_DOCUMENT_CHARS, MIN_SECTION_CHARS, section_split
 from .examples import Example
 

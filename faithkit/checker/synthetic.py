@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..options import option
-from ..paths import PathArg
+from ..settings.options import option
+from ..data.paths import PathArg
 from .contexts import (
     MAX_DOCUMENT_CHARS,
     MIN_SECTION_CHARS,
@@ -372,7 +372,7 @@ def build_from_corpora(config: CheckerData) -> dict:
     """Make and write the data of ``config``; return the counts per label and split."""
     from ..data import data_root
     from ..data.corpora.topicalchat import load_topicalchat
-    from ..metrics.q2 import load_spacy
+    from ..metrics.q2.metric import load_spacy
 
     folder = Path(config.topicalchat) if config.topicalchat else data_root() / "topicalchat"
     rows = [row for path in config.rated for row in read_rated(path)]  # a bad file stops the recipe before any work

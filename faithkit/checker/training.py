@@ -1,7 +1,7 @@
 """Fine-tune the claim checker: a LoRA adapter on a causal LM, trained on :mod:`.synthetic` examples with accelerate.
 
 The loss is cross-entropy over the three label words' logits at the prompt's end (the same prompt and
-logits :class:`faithkit.metrics.checker.CheckerModel` scores with). LoRA sits on every linear layer of the
+logits :class:`faithkit.metrics.faithkit_checker.CheckerModel` scores with). LoRA sits on every linear layer of the
 top ``layers`` transformer blocks only: the frozen blocks below need no backward pass, which is most of the
 saving on a CPU. Batches are length-sorted buckets in a seeded order; with one thread and the same seed and
 data, a rerun writes the same adapter bytes. Two settings trade time for memory without changing the update:
@@ -23,11 +23,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from ..errors import ConfigError, InputError
-from ..files import open_append, refuse_link, replacing_folder, write_json, write_text
-from ..metrics import checker
-from ..options import check, option
-from ..paths import PathArg
-from ..schema import Object, read_json_file
+from ..data.files import open_append, refuse_link, replacing_folder, write_json, write_text
+from ..metrics import faithkit_checker as checker
+from ..settings.options import check, option
+from ..data.paths import PathArg
+from ..data.schema import Object, read_json_file
 from .examples import Example, read
 
 
@@ -104,8 +104,8 @@ def lora_model(config: CheckerTraining):
     """The base LM (float32, train mode) with LoRA on every linear layer of its top ``layers`` blocks."""
     from peft import LoraConfig, get_peft_model
 
-    from .. import models
-    from ..third_party import hidden_warnings
+    from ..serving import models
+    from ..serving.third_party import hidden_warnings
 
     model, tokenizer = models.load(config.model, kind="causal", for_training=True, dtype="float32")
     blocks = model.config.num_hidden_layers

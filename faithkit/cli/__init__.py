@@ -22,10 +22,11 @@ import threading
 import time
 from contextlib import contextmanager
 
-from .. import __version__, provenance, redaction
+from .. import __version__, provenance
+from ..settings import redaction
 from ..errors import FaithkitError
-from ..jobs import is_main_process
-from ..options import FlagError
+from ..data.jobs import is_main_process
+from ..settings.options import FlagError
 
 COMMANDS = (
     "score",
@@ -156,7 +157,7 @@ def _command_actions(parser: argparse.ArgumentParser, args: argparse.Namespace) 
 
 
 def secret_kind(action: argparse.Action) -> str | None:
-    """How the flag's value carries a secret, as its option declares (:data:`faithkit.redaction.KINDS`), or None."""
+    """How the flag's value carries a secret, as its option declares (:data:`faithkit.settings.redaction.KINDS`), or None."""
     owners: list = getattr(action, "declared", ([], None))[0]
     return next((item.metadata["secret"] for _, item in owners if item.metadata.get("secret")), None)
 
@@ -179,7 +180,7 @@ declarations): a command that has none of them still redacts what follows one ty
 
 
 def remember_secrets(parser: argparse.ArgumentParser, argv: list[str]) -> None:
-    """Hand :mod:`faithkit.redaction` the value of every secret flag in ``argv`` before it is parsed: written whole
+    """Hand :mod:`faithkit.settings.redaction` the value of every secret flag in ``argv`` before it is parsed: written whole
     (``--api-key KEY``, ``--api-key=KEY``) or as any prefix of one (``--api-k KEY``, which the parser refuses in an
     error line that names the words it did not take), whether or not the command takes it, so no line or file
     shows it."""
@@ -230,7 +231,7 @@ WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``faithkit ARGV``; everything it prints and writes has its secrets redacted (:mod:`faithkit.redaction`)."""
+    """Run ``faithkit ARGV``; everything it prints and writes has its secrets redacted (:mod:`faithkit.settings.redaction`)."""
     argv = sys.argv[1:] if argv is None else argv
     redaction.forget_all()
     with redaction.redacting_streams():
@@ -252,7 +253,7 @@ def _main(argv: list[str]) -> int:
             args.command_line = list(argv)  # what a command says to rerun to continue
             return args.run(args)
         except FaithkitError as error:
-            from ..jobs import JobInterrupted
+            from ..data.jobs import JobInterrupted
 
             if isinstance(error, JobInterrupted):
                 if is_main_process():

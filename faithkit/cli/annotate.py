@@ -7,8 +7,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..options import add_flags, option
-from ..paths import PathArg
+from ..settings.options import add_flags, option
+from ..data.paths import PathArg
 from .declared_files import Files, Output, declare_files
 
 logger = logging.getLogger(__name__)
@@ -171,7 +171,7 @@ def run_report(args) -> int:
 def run_export(args) -> int:
     from ..annotate import read_annotations, read_key
     from ..annotate.exports import rated_rows
-    from ..files import to_json, write_text
+    from ..data.files import to_json, write_text
 
     rows = rated_rows(args.task, read_annotations(read_key(args.task), args.answers))
     write_text(args.output, "".join(to_json(row) + "\n" for row in rows))

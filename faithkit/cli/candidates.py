@@ -6,9 +6,9 @@ import argparse
 import logging
 from dataclasses import dataclass
 
-from ..engine import extra_body
-from ..options import add_flags, option
-from ..paths import PathArg
+from ..serving.engine import extra_body
+from ..settings.options import add_flags, option
+from ..data.paths import PathArg
 from .declared_files import Files, Output, declare_files
 from .shared_flags import (
     add_device_option,
@@ -104,7 +104,7 @@ def register(subparsers) -> None:
 def add_engine_options(parser) -> None:
     """The sampling flags (part of the output's fingerprint), how to reach the server, and the prompt's options."""
     from ..decoding.generation_options import GenerationOptions
-    from ..engine import EngineOptions, EngineSampling
+    from ..serving.engine import EngineOptions, EngineSampling
 
     group = parser.add_argument_group("candidates")
     add_flags(group, EngineSampling)
@@ -117,7 +117,7 @@ def add_rerank_flags(parser) -> None:
     """--judge, --fluency-tolerance and the judge's --batch-size, for --rerank-output."""
     from ..decoding.generation_options import GenerationOptions
     from ..decoding.rerank import Rerank
-    from ..options import add_flags
+    from ..settings.options import add_flags
 
     group = parser.add_argument_group("reranking (with --rerank-output)")
     add_flags(group, Rerank, names=("judge", "fluency_tolerance"), unset=argparse.SUPPRESS)
@@ -129,9 +129,9 @@ def run(args) -> int:
 
     from ..data import read_rows, unique_ids
     from ..decoding.generation_options import GenerationOptions
-    from ..engine import EngineOptions, EngineSampling
+    from ..serving.engine import EngineOptions, EngineSampling
     from .. import provenance
-    from ..jobs import is_main_process, run_job
+    from ..data.jobs import is_main_process, run_job
     from .rerank import rerank_settings
 
     sampling = EngineSampling(**{f.name: getattr(args, f.name) for f in fields(EngineSampling)})
@@ -172,10 +172,10 @@ def _candidates_job(args, options, sampling, server) -> tuple:
     tokenizer's model and every sampling setting, so a resumed output holds one job's candidates."""
     from dataclasses import asdict
 
-    from .. import models
-    from ..engine import Engine, api_key
-    from ..engine_candidates import EngineCandidatesJob, engine_template
-    from ..jobs import job_fingerprint
+    from ..serving import models
+    from ..serving.engine import Engine, api_key
+    from ..generation.candidates import EngineCandidatesJob, engine_template
+    from ..data.jobs import job_fingerprint
 
     tokenizer, window = models.load_tokenizer(args.model)
     template = engine_template(tokenizer, options.chat)

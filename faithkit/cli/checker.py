@@ -9,8 +9,8 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from ..files import output_folder, to_json
-from ..options import option
+from ..data.files import output_folder, to_json
+from ..settings.options import option
 
 
 @dataclass
@@ -41,7 +41,7 @@ def _recipe_class(section: str):
 def register(subparsers) -> None:
     from ..checker.synthetic import CheckerData
     from ..checker.training import CheckerTraining
-    from ..options import add_flags
+    from ..settings.options import add_flags
     from .declared_files import Files, Output, declare_files
 
     parser = subparsers.add_parser(
@@ -79,9 +79,9 @@ def _reads(args) -> list:
 
 
 def _recipe(args, section: str):
-    from ..configfile import read_yaml
+    from ..settings.configfile import read_yaml
     from ..errors import ConfigError
-    from ..options import check_paths, from_mapping, reject_unknown
+    from ..settings.options import check_paths, from_mapping, reject_unknown
 
     values: dict = {}
     if args.config:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..data.corpora import CORPORA, EXPORT_FORMATS
-from ..files import to_json
-from ..options import add_flags, option
-from ..paths import PathArg
+from ..data.files import to_json
+from ..settings.options import add_flags, option
+from ..data.paths import PathArg
 
 
 @dataclass

@@ -6,8 +6,8 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..options import add_flags, option
-from ..paths import PathArg
+from ..settings.options import add_flags, option
+from ..data.paths import PathArg
 from .declared_files import Files, Output, declare_files
 from .shared_flags import (
     LazyMetric,
@@ -74,7 +74,7 @@ def run(args) -> int:
     from ..data import read_results, read_rows, unique_ids
     from ..errors import InputError
     from ..explain import check_explained, is_explained, summarize_records, write_explain_html
-    from ..jobs import job_fingerprint, score_rows
+    from ..data.jobs import job_fingerprint, score_rows
     from ..metrics.registry import check_scores
     from .meta_eval import score_keys
 

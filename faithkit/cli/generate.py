@@ -7,8 +7,8 @@ import logging
 from dataclasses import dataclass
 
 from ..decoding.strategies import STRATEGIES
-from ..options import add_flags, option
-from ..paths import PathArg
+from ..settings.options import add_flags, option
+from ..data.paths import PathArg
 from .declared_files import Files, Output, declare_files
 from .shared_flags import (
     add_device_option,
@@ -96,10 +96,11 @@ def run(args) -> int:
     strategy = strategy_from_args(args.strategy, args)  # checked once, here; it travels whole to its processor
     options = checked_options(args, strategy)
     check_models({"--model": args.model})  # before torch loads: an unknown name is an error within a second
-    from .. import models, provenance
+    from ..serving import models
+    from .. import provenance
     from ..data import read_rows, unique_ids
-    from ..generation import GeneratorJob
-    from ..jobs import is_main_process, job_fingerprint, run_job
+    from ..generation.generate import GeneratorJob
+    from ..data.jobs import is_main_process, job_fingerprint, run_job
 
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
@@ -130,7 +131,7 @@ def checked_options(args, strategy):
     from ..decoding.strategies import Cell
 
     if strategy.name == "rerank":
-        from ..reranking import check_judge
+        from ..generation.rerank import check_judge
 
         check_judge(strategy)
     options = GenerationOptions(**{f.name: getattr(args, f.name) for f in fields(GenerationOptions)})

@@ -16,7 +16,7 @@ import os
 import textwrap
 from dataclasses import dataclass
 
-from ..options import add_flags, option
+from ..settings.options import add_flags, option
 
 
 DESCRIPTION = (
@@ -63,7 +63,7 @@ def run(args) -> int:
             "takes them:\n",
             flush=True,
         )
-    from ..third_party import quiet_loggers
+    from ..serving.third_party import quiet_loggers
 
     quiet_loggers()  # accelerate's notice of the defaults it used
     launch_args = launch_command_parser().parse_args(args.arguments)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..eval.system_level import Simulation
 from ..metrics.registry import METRIC_NAMES, metric_names
-from ..options import add_flags, option
-from ..paths import PathArg
+from ..settings.options import add_flags, option
+from ..data.paths import PathArg
 from .declared_files import Files, Output, declare_files
 from .shared_flags import (
     LazyMetric,
@@ -85,7 +85,7 @@ def _register_begin(benchmarks) -> None:
 
 def _run_begin(args) -> int:
     from .. import provenance
-    from ..jobs import is_main_process, job_fingerprint
+    from ..data.jobs import is_main_process, job_fingerprint
 
     judged_by = check_metric_models(args, [args.metric])
     from ..eval.begin import meta_eval_begin  # numpy, scipy: after the check
@@ -154,7 +154,7 @@ def score_keys(args) -> tuple[str, ...]:
 
 def _run_q2_wow(args) -> int:
     from .. import provenance
-    from ..jobs import is_main_process, job_fingerprint
+    from ..data.jobs import is_main_process, job_fingerprint
 
     judged_by = check_metric_models(args, [args.metric])
     from ..eval.q2_wow import meta_eval_q2_wow  # numpy, scipy: after the check
@@ -341,13 +341,13 @@ def _register_labels(benchmarks) -> None:
 def _run_labels(args) -> int:
     from .. import provenance
     from ..data import read_rows, unique_ids
-    from ..jobs import job_fingerprint
+    from ..data.jobs import job_fingerprint
     from ..metrics.registry import load_metric
 
     refuse_unused_metric_flags(args, args.metrics, "--metrics")
     judged_by = check_metric_models(args, args.metrics)
     from ..eval.leaderboard import label_rows, meta_eval_labels  # numpy, scipy: after the check
-    from ..metrics.judge import shares_judge_lm
+    from ..metrics.faith_judge import shares_judge_lm
 
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))
     unique_ids(rows)
@@ -385,7 +385,7 @@ def _one_judge_pass(args, metrics: dict, fingerprints: dict) -> tuple[dict, dict
     views too (its fingerprint says so), and pmi-faith's rows are read off its records, so the LM runs once."""
     from ..data import read_results
     from ..eval.leaderboard import scores_path
-    from ..metrics.judge import PMIFaithOffJudge
+    from ..metrics.faith_judge import PMIFaithOffJudge
     from ..metrics.registry import get_spec, option_defaults
 
     unconditional = option_defaults("pmi-faith")["unconditional"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..options import add_flags, option
-from ..paths import PathArg
+from ..settings.options import add_flags, option
+from ..data.paths import PathArg
 from .declared_files import Files, Output, declare_files
 from .shared_flags import (
     add_device_option,
@@ -97,8 +97,8 @@ def add_rerank_options(parser) -> None:
 
 def run(args) -> int:
     from ..data import read_results, read_rows, unique_ids
-    from ..jobs import is_main_process
-    from ..reranking import rerank_summary
+    from ..data.jobs import is_main_process
+    from ..generation.rerank import rerank_summary
 
     check_models({"--model": args.model})  # before torch loads: an unknown name is an error within a second
     strategy, options = rerank_settings(args)
@@ -118,7 +118,7 @@ def rerank_settings(args):
 
     from ..decoding.generation_options import GenerationOptions
     from ..decoding.rerank import Rerank
-    from ..reranking import check_judge, self_judging
+    from ..generation.rerank import check_judge, self_judging
 
     given = {name: getattr(args, name) for name in ("judge", "fluency_tolerance") if hasattr(args, name)}
     strategy = Rerank(**given)
@@ -135,10 +135,11 @@ def rerank_settings(args):
 def rerank_file(args, rows, candidates_path, output, strategy, options) -> dict:
     """Rerank ``rows`` over the candidates file into ``output`` with ``args.model`` (``faithkit rerank``'s job,
     also run by ``faithkit candidates --rerank-output``); returns the job's counts."""
-    from .. import models, provenance
+    from ..serving import models
+    from .. import provenance
     from ..data.results import content_digest
-    from ..jobs import is_main_process, job_fingerprint, run_job
-    from ..reranking import CandidatesJob, read_candidates, report_missing_ids
+    from ..data.jobs import is_main_process, job_fingerprint, run_job
+    from ..generation.rerank import CandidatesJob, read_candidates, report_missing_ids
 
     candidates = read_candidates(candidates_path)
     report_missing_ids(candidates, [row.id for row in rows], candidates_path)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..jobs import is_main_process
+from ..data.jobs import is_main_process
 from ..metrics.registry import METRICS, load_metric, metric_names
-from ..options import add_flags, option
-from ..paths import PathArg
+from ..settings.options import add_flags, option
+from ..data.paths import PathArg
 from .declared_files import Files, Output, declare_files
 from .shared_flags import (
     LazyMetric,
@@ -123,7 +123,7 @@ def references_from_args(args, rows) -> dict[str, str] | None:
 
 def _fingerprint(args, name: str, with_references: bool) -> dict:
     """The job fingerprint of the metric ``name``'s scores: its settings, and the column of references it reads."""
-    from ..jobs import job_fingerprint
+    from ..data.jobs import job_fingerprint
 
     references = (args.reference_column or "gold/reference") if with_references else None
     return job_fingerprint("score", **metric_fingerprint_from_args(args, name), references=references)
@@ -132,10 +132,10 @@ def _fingerprint(args, name: str, with_references: bool) -> dict:
 def run(args) -> int:
     from .. import provenance
     from ..data import read_results, read_rows, unique_ids
-    from ..jobs import score_rows
+    from ..data.jobs import score_rows
     from ..metrics.registry import get_spec
     from ..report import print_score_table
-    from ..scores import score_metrics
+    from ..metrics.scores import score_metrics
 
     names = args.metric
     refuse_unused_metric_flags(args, names, "--metric")

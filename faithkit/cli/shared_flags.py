@@ -8,12 +8,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 
-from .. import precision
+from ..serving import precision
 from ..data.rows import InputOptions
 from ..errors import ConfigError, OutputError
 from ..metrics.metric_options import MetricOptions
 from ..metrics.registry import METRICS, get_spec, load_metric, metric_name
-from ..options import add_flags, field_of, flag_help, mark_declared, option
+from ..settings.options import add_flags, field_of, flag_help, mark_declared, option
 
 METRIC_FLAGS = (
     "model",
@@ -174,12 +174,12 @@ def add_metric_option_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def add_device_option(parser: argparse.ArgumentParser) -> None:
-    """``--device``, where the models a command loads run (:class:`faithkit.precision.Placement`)."""
+    """``--device``, where the models a command loads run (:class:`faithkit.serving.precision.Placement`)."""
     add_flags(parser, precision.Placement, names=("device",))
 
 
 def add_dtype_option(parser: argparse.ArgumentParser) -> None:
-    """``--dtype``, the precision of the models a command loads (:data:`faithkit.precision.DTYPES`)."""
+    """``--dtype``, the precision of the models a command loads (:data:`faithkit.serving.precision.DTYPES`)."""
     declaration = field_of(precision.Placement, "dtype")
     action = parser.add_argument("--dtype", choices=precision.DTYPES, help=flag_help(declaration))
     mark_declared(action, [(precision.Placement, declaration)], None)
@@ -277,9 +277,9 @@ def served_models(args: argparse.Namespace, names) -> dict:
 
 def check_models(roles: Mapping[str, str | None]) -> None:
     """Each model named (role -> name, e.g. ``{"--judge": "gemma3-270m"}``) can be loaded, or one error naming it,
-    before the command reads a row or writes a file (:func:`faithkit.model_names.check_model_name`)."""
-    from ..metrics.q2_specs import named_model
-    from ..model_names import check_model_name
+    before the command reads a row or writes a file (:func:`faithkit.serving.model_names.check_model_name`)."""
+    from ..metrics.q2.specs import named_model
+    from ..serving.model_names import check_model_name
 
     for role, name in roles.items():
         if isinstance(name, str) and role.endswith(("--qg-model", "--qa-model", "--nli-model")):

@@ -6,9 +6,9 @@ import argparse
 import logging
 from dataclasses import dataclass, fields
 
-from ..options import check_paths, option, option_like
-from ..paths import PathArg
-from ..jobs import is_main_process
+from ..settings.options import check_paths, option, option_like
+from ..data.paths import PathArg
+from ..data.jobs import is_main_process
 from ..sweep.config import SweepConfig
 from ..sweep.judging import served_judges
 from .declared_files import Files, Output, declare_files
@@ -49,7 +49,7 @@ class SweepRun:
 
 def register(subparsers) -> None:
     from ..decoding import GenerationOptions
-    from ..options import add_flags
+    from ..settings.options import add_flags
     from ..sweep.config import GENERATION
 
     parser = subparsers.add_parser(
@@ -105,7 +105,7 @@ def _config(args):
 def run(args) -> int:
     import shlex
 
-    from ..jobs import JobInterrupted
+    from ..data.jobs import JobInterrupted
 
     config = _config(args)
     served_judges(config)  # a served judge's server is asked, and a missing --server named, before any model loads

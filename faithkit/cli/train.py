@@ -6,9 +6,9 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..files import to_json
-from ..options import add_flags, option
-from ..paths import PathArg
+from ..data.files import to_json
+from ..settings.options import add_flags, option
+from ..data.paths import PathArg
 
 DESCRIPTION = (
     "Fine-tune a seq2seq or causal LM on grounded dialogue with accelerate. Settings come from --config "
@@ -58,7 +58,7 @@ def _config(args: argparse.Namespace):
     from ..train import load_config
     from ..train.config import overrides_from_args
 
-    from ..options import check_paths
+    from ..settings.options import check_paths
 
     config = load_config(args.config, overrides_from_args(args))
     check_paths(config, f"config file {args.config}: ")  # the file's paths as the flags'
@@ -84,7 +84,7 @@ def reads(args: argparse.Namespace) -> list:
 
 def run(args: argparse.Namespace) -> int:
     """Train, then print the summary as one JSON line (main process only); errors propagate as FaithkitError."""
-    from ..jobs import is_main_process
+    from ..data.jobs import is_main_process
     from ..metrics.registry import MODEL_OPTIONS
     from .shared_flags import check_models
 

@@ -1,7 +1,13 @@
-"""Rows in, results out, and the corpora faithkit reads.
+"""What a run reads and writes: rows in, results out, the files and paths between, and the job that turns one into
+the other.
 
 - :mod:`~faithkit.data.rows`: JSONL/CSV/TSV files as :class:`Row` objects (one schema for every job).
+- :mod:`~faithkit.data.arrow`: Parquet files, saved and hub datasets read as rows.
 - :mod:`~faithkit.data.results`: :class:`ResultWriter`, the resumable JSONL output of long jobs.
+- :mod:`~faithkit.data.jobs`: the resumable, data-parallel "rows in, records out" loop of every long command.
+- :mod:`~faithkit.data.files`: every file faithkit writes, never through a link into someone else's file.
+- :mod:`~faithkit.data.schema`: files faithkit reads back, checked against the shape it wrote them in.
+- :mod:`~faithkit.data.paths`: what each path option must be, checked as the command line is read.
 - :mod:`~faithkit.data.corpora`: benchmark and training corpora in the same row schema.
 
 Benchmark data lives under :func:`data_root`: ``$FAITHKIT_DATA``, else ``../shared/data``

@@ -7,12 +7,12 @@ job runs it holds ``OUT.jsonl.lock`` (an advisory lock), so a second run on the 
 stops at once instead of interleaving records; the writer deletes it when it finishes. A lock
 file a killed run left is not held by anyone (the system drops the lock with the process), so
 the next run takes it. Error records are retried on every rerun unless the caller keeps them.
-None of these files is written through a link (see :mod:`faithkit.files`). A run that stops with an exception before
+None of these files is written through a link (see :mod:`faithkit.data.files`). A run that stops with an exception before
 its first record (a model that cannot load, a bad setting found late) leaves neither file behind.
 
 Crash guarantee: each record is one line, flushed to the operating system as it is written,
 and the file is synced to the disk once per chunk (:meth:`ResultWriter.sync`, called by
-:mod:`faithkit.jobs` after every chunk, at the end and on Ctrl-C or SIGTERM). After a
+:mod:`faithkit.data.jobs` after every chunk, at the end and on Ctrl-C or SIGTERM). After a
 ``kill -9`` every flushed record is in the file; after a power cut or an operating-system
 crash, at most the records written since the last sync (one chunk) are lost. Either way a
 rerun recomputes only what is missing: a half-written last line is cut off, and a record is
@@ -34,10 +34,10 @@ from collections.abc import Mapping
 
 from filelock import FileLock, Timeout
 
-from .. import redaction
+from ..settings import redaction
 from ..errors import OutputError
-from ..files import WriteFailed, open_append, refuse_link, to_json, write_text
-from ..schema import ID, Object, read_json_file, read_json_line
+from .files import WriteFailed, open_append, refuse_link, to_json, write_text
+from .schema import ID, Object, read_json_file, read_json_line
 
 DIGEST_KEY = "row_digest"
 """The record field holding the :func:`content_digest` of the input row it was made from."""

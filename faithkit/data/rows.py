@@ -22,7 +22,7 @@ from typing import Literal
 from collections.abc import Iterable, Iterator
 
 from ..errors import InputError
-from ..options import option
+from ..settings.options import option
 from .arrow import dataset_records, is_dataset_source
 from .results import content_digest
 

@@ -1,7 +1,7 @@
 """What every decoding strategy is: a frozen dataclass of its parameters plus what generate needs to run it.
 
 A strategy's parameters are its dataclass fields, each declared once with
-:func:`~faithkit.options.option` (default, range, grid, help); constructing one checks
+:func:`~faithkit.settings.options.option` (default, range, grid, help); constructing one checks
 them. Its class says how many prompt views per context it decodes from (1: the conditioned
 view; 2: conditioned and history-only, as PMI-FAITH scores them), which search modes it
 supports, and builds its logits processors, importing torch only then. The two-view strategies are declared in
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import ClassVar, NamedTuple
 
 from ..errors import ConfigError
-from ..options import check
+from ..settings.options import check
 from .generation_options import SEARCHES
 
 

@@ -48,7 +48,7 @@ class ContextAwareDecode(TwoViewProcessor):
     Examples:
 
     ```python
-    >>> from faithkit import models
+    >>> from faithkit.serving import models
     >>> from faithkit.decoding import build_inputs, decode_responses
     >>> from faithkit.decoding.cad import ContextAwareDecode
     >>> model, tokenizer = models.load("smollm2-135m")
@@ -102,7 +102,7 @@ class AdaptiveContextAwareDecode(TwoViewProcessor):
     Examples:
 
     ```python
-    >>> from faithkit import models
+    >>> from faithkit.serving import models
     >>> from faithkit.decoding import generate, row_seed
     >>> model, tokenizer = models.load("smollm2-135m")
     >>> documents, histories = ["The Eiffel Tower is 330 metres tall."], [["How tall is the Eiffel Tower?"]]

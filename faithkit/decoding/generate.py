@@ -37,7 +37,7 @@ def generate(
     The other keywords: ``template`` (the prompt layout), ``seeds`` (when sampling, one per context, e.g.
     :func:`faithkit.decoding.row_seed` of the row ids: every context draws from its own generator, so its response
     does not depend on its batch; without them, draws come from torch's global RNG), ``judge`` (the ``rerank``
-    strategy's, :class:`faithkit.reranking.Judges`), and the rest go to ``model.generate`` (``logits_processor``…).
+    strategy's, :class:`faithkit.generation.rerank.Judges`), and the rest go to ``model.generate`` (``logits_processor``…).
     The pre-strategy keywords ``alpha=``/``top_p=`` still mean ``PMI(alpha, top_p)``, with a DeprecationWarning.
     """
     strategy = strategy_from_dict(_pmi_of_old_keywords(strategy, keywords))

@@ -1,6 +1,6 @@
 """The decoding options besides the strategy: search modes, :class:`GenerationOptions`, the prompt layout, row seeds.
 
-:class:`GenerationOptions` is declared with :func:`faithkit.options.option` like the
+:class:`GenerationOptions` is declared with :func:`faithkit.settings.options.option` like the
 strategies' parameters, so ``faithkit generate``, the sweep, training hooks and fingerprints
 cannot disagree on a name, default or range.
 """
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..errors import ConfigError
-from ..options import check, flag, option
+from ..settings.options import check, flag, option
 from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate
 
 SEARCHES = ("greedy", "beam", "sample", "beam_sample")

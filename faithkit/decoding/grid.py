@@ -41,7 +41,7 @@ class GridInputs(NamedTuple):
     seeds: Sequence[int] | None = None
     """One per context, for sampling: each sampled context draws from its own generator."""
     judge: Judge | None = None
-    """The rerank cells' judge (:class:`faithkit.reranking.Judges`)."""
+    """The rerank cells' judge (:class:`faithkit.generation.rerank.Judges`)."""
     seconds: dict[int, float] | None = None
     """Filled at each yield with the cell's own decoding seconds on that batch (see :func:`iter_grid`)."""
 
@@ -61,7 +61,7 @@ def options_of(model, options: GenerationOptions | None, keywords: dict, names=O
 def require_judge(cells: Sequence, judge: Judge | None) -> None:
     """Raise when a rerank cell has no judge to choose with (only :func:`iter_grid` yields the candidates unjudged)."""
     if judge is None and any(isinstance(as_cell(cell).strategy, Rerank) for cell in cells):
-        raise ValueError("rerank cells need a judge: pass judge=faithkit.reranking.Judges(model, tokenizer)")
+        raise ValueError("rerank cells need a judge: pass judge=faithkit.generation.rerank.Judges(model, tokenizer)")
 
 
 def generate_grid(

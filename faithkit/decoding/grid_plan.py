@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import torch
 
-from .. import models
+from ..serving import models
 from .generation_options import GenerationOptions
 from .prefill import PreparedBatch, select_contexts
 from .rerank import Rerank, candidate_seeds

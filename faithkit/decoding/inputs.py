@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from .. import models
+from ..serving import models
 from ..errors import ConfigError
 from ..prompts import PromptTemplate
 from .generation_options import GenerationOptions, default_template

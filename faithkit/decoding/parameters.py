@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeVar
 
-from ..options import check, option
+from ..settings.options import check, option
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ class PMIDecode(TwoViewProcessor):
 
     ```python
     >>> import torch
-    >>> from faithkit import models
+    >>> from faithkit.serving import models
     >>> from faithkit.decoding import PMIDecode, build_inputs, decode_responses
     >>> model, tokenizer = models.load("smollm2-135m")
     >>> documents = ["The Eiffel Tower is 330 metres tall."]

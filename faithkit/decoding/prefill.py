@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import torch
 
-from .. import models
+from ..serving import models
 
 
 @torch.no_grad()

@@ -8,7 +8,7 @@ highest judge score among the responses whose fluency — the generator's mean t
 response is itself a candidate, so a context without a better one keeps it.
 
 The judge is a callable (:data:`Judge`) rather than a metric here, because metrics sit above
-decoding: :class:`faithkit.reranking.Judges` builds it from the metric registry, and
+decoding: :class:`faithkit.generation.rerank.Judges` builds it from the metric registry, and
 :func:`faithkit.decoding.iter_grid` calls it once per batch with every context's
 candidates, so a prefix-sharing scorer runs each context once for all of them.
 """
@@ -22,7 +22,7 @@ from typing import ClassVar
 
 from ..errors import ConfigError
 from .base import Sampling, Strategy
-from ..options import option
+from ..settings.options import option
 from .generation_options import row_seed
 
 CANDIDATE_SEARCHES = ("sample", "beam")

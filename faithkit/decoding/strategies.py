@@ -24,8 +24,17 @@ from collections.abc import Mapping
 from typing import NamedTuple
 
 from ..errors import ConfigError
-from ..numbers import finite_float
-from ..options import FlagError, OptionError, base_type, flag, flag_help, from_mapping, mark_declared, value_parser
+from ..settings.numbers import finite_float
+from ..settings.options import (
+    FlagError,
+    OptionError,
+    base_type,
+    flag,
+    flag_help,
+    from_mapping,
+    mark_declared,
+    value_parser,
+)
 from .base import Plain, Sampling, Strategy
 from .two_view_strategies import CAD, PMI, AdaCAD
 from .rerank import Rerank
@@ -163,7 +172,7 @@ def _checked_part(item: dataclasses.Field) -> tuple:
 
 def strategy_from_args(name: str, args) -> Strategy:
     """The strategy ``name`` with the parameter flags given on the command line; a flag it does not take, or a value
-    out of its range, is an error naming the flag (:class:`~faithkit.options.FlagError`)."""
+    out of its range, is an error naming the flag (:class:`~faithkit.settings.options.FlagError`)."""
     cls = get_strategy(name)
     given = {key: getattr(args, key) for key in parameter_fields() if getattr(args, key, None) is not None}
     own = {item.name for item in dataclasses.fields(cls)}

@@ -16,7 +16,7 @@ import sys
 import torch
 from transformers import LogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper
 
-from ..precision import check_finite
+from ..serving.precision import check_finite
 
 
 class FiniteLogits(LogitsProcessor):

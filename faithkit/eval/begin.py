@@ -14,8 +14,8 @@ from pathlib import Path
 from ..data import read_results
 from ..data.corpora.begin import POSITIVE_LABEL, load_begin
 from ..errors import InputError
-from ..files import replacing, write_json
-from ..jobs import current_process, score_rows
+from ..data.files import replacing, write_json
+from ..data.jobs import current_process, score_rows
 from ..metrics.lexical import bleu_vs_knowledge, token_f1_overlap
 from ..metrics.registry import get_spec
 from ..report import markdown_table
@@ -80,8 +80,8 @@ def meta_eval_begin(
 ) -> list[dict]:
     """Score, threshold on dev, report dev and test; return the result rows (also written to ``out_dir``).
 
-    Scores are resumable; ``fingerprint`` (see :func:`faithkit.jobs.job_fingerprint`) guards them, and
-    ``job`` holds :func:`faithkit.jobs.run_job`'s options (``restart``, ``retry_errors``, ``chunk_size``). A row
+    Scores are resumable; ``fingerprint`` (see :func:`faithkit.data.jobs.job_fingerprint`) guards them, and
+    ``job`` holds :func:`faithkit.data.jobs.run_job`'s options (``restart``, ``retry_errors``, ``chunk_size``). A row
     without a label (NaN, empty, ...) is left out with a warning, or refused with ``strict_labels``.
     """
     out = Path(out_dir)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from ..errors import InputError
-from ..numbers import is_non_finite
+from ..settings.numbers import is_non_finite
 
 logger = logging.getLogger(__name__)
 

@@ -28,10 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import files, provenance
+from ..data import files
+from .. import provenance
 from ..data import Row, read_results
 from ..errors import InputError
-from ..jobs import current_process, score_rows
+from ..data.jobs import current_process, score_rows
 from ..metrics.registry import get_spec
 from ..report import markdown_table
 from . import plots
@@ -228,7 +229,7 @@ def meta_eval_labels(
 ) -> tuple[list[dict], list[dict]]:
     """Score, rank and report (see the module's docstring); ``made_by`` makes the run's :mod:`faithkit.provenance`
     record for results.json and the printed table once the scores are in (not given: one naming the resamples and
-    seed only), ``job`` holds :func:`faithkit.jobs.run_job`'s options."""
+    seed only), ``job`` holds :func:`faithkit.data.jobs.run_job`'s options."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     named_scores = score_metrics(metrics, labelled.rows, out, fingerprints, **job)

@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.ticker import MaxNLocator
 
-from ..files import save_figure
+from ..data.files import save_figure
 from .. import stats
 
 

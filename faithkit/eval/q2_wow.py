@@ -22,8 +22,8 @@ from pathlib import Path
 from ..data import read_results, unique_ids
 from ..data.corpora.q2_wow import SETS, load_q2_wow, set_of
 from ..errors import InputError
-from ..files import replacing, write_json
-from ..jobs import current_process, score_rows
+from ..data.files import replacing, write_json
+from ..data.jobs import current_process, score_rows
 from ..metrics.lexical import token_f1_overlap
 from ..report import markdown_table
 from .. import stats
@@ -67,8 +67,8 @@ def meta_eval_q2_wow(
     ``metric`` is anything with ``compute_rows(documents, histories, responses)`` returning
     one dict per row; ``score_keys[0]`` must be in those dicts, the other keys are reported
     when present (for Q²: ``q2`` and ``q2_no_nli``). ``limit`` takes the first rows of each
-    file, for a quick look. Scores are resumable: ``job`` holds :func:`faithkit.jobs.run_job`'s options, among
-    them the ``fingerprint`` that guards them (:func:`faithkit.jobs.job_fingerprint`).
+    file, for a quick look. Scores are resumable: ``job`` holds :func:`faithkit.data.jobs.run_job`'s options, among
+    them the ``fingerprint`` that guards them (:func:`faithkit.data.jobs.job_fingerprint`).
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

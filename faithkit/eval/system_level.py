@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..options import option
+from ..settings.options import option
 
 if TYPE_CHECKING:
     import numpy as np
@@ -245,7 +245,7 @@ def write_system_level(out, results: list[dict]) -> None:
     import csv
     from pathlib import Path
 
-    from ..files import replacing, write_json
+    from ..data.files import replacing, write_json
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ def __getattr__(name):  # the metrics pull in torch or spaCy: import them only w
 
         return PMIFaith
     if name == "Q2":
-        from .q2 import Q2
+        from .q2.metric import Q2
 
         return Q2
     if name == "evaluate_path":  # imports evaluate and datasets

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
-from .. import precision
+from ..serving import precision
 from ..errors import ConfigError
 from .base import Metric, check_columns
 from .claim_windows import MAX_WINDOWS, chosen_windows, document_windows, response_sentences
@@ -58,8 +58,8 @@ class CheckerPreset:
     tokenizer's sentence pair), ``eos-joined`` (``document + eos + claim`` as one text, as MiniCheck does),
     ``t5-predict`` (``"predict: " + document + eos + claim``) or ``hhem-prompt`` (:data:`HHEM_PROMPT`).
     ``sentences``: how sentence scores combine, ``min`` or ``mean``. ``three_way``: the classes are (supported,
-    generic, unsupported), as faithkit's own checker gives them (:mod:`.checker`); its rows then also hold
-    ``<key>_generic`` and ``<key>_hallucination``, and sentences combine by :func:`.checker.combine`.
+    generic, unsupported), as faithkit's own checker gives them (:mod:`.faithkit_checker`); its rows then also hold
+    ``<key>_generic`` and ``<key>_hallucination``, and sentences combine by :func:`.faithkit_checker.combine`.
     """
 
     name: str
@@ -199,7 +199,7 @@ class SupportModel:
     def __call__(self, premises: Sequence[str], claims: Sequence[str], histories=None) -> list[list[float]]:
         import torch
 
-        from .. import models
+        from ..serving import models
 
         scores: list[list[float]] = []
         for start in range(0, len(premises), self.batch_size):
@@ -217,7 +217,7 @@ class SupportModel:
     def _logits(self, encoded):
         import torch
 
-        from .. import models
+        from ..serving import models
 
         if self.preset.architecture == "sequence-classification":
             return self.model(**encoded).logits
@@ -242,7 +242,7 @@ def load_hhem(name: str, device=None, dtype=None):
     from safetensors.torch import load_file
     from transformers import AutoConfig, AutoTokenizer, T5ForTokenClassification
 
-    from .. import models
+    from ..serving import models
 
     folder = Path(name).expanduser()
     if not folder.is_dir():
@@ -274,10 +274,10 @@ def load_hhem(name: str, device=None, dtype=None):
 
 def load_support_model(preset: CheckerPreset, name: str | None, device=None, batch_size: int = 8, dtype=None):
     """The preset's model from ``name`` (a hub id or a local folder; None: the preset's own), ready to score pairs."""
-    from .. import models
+    from ..serving import models
 
     if preset.architecture == "causal-lm-label-words":
-        from .checker import load_checker
+        from .faithkit_checker import load_checker
 
         return load_checker(name, device, dtype, batch_size)
     name = name or preset.hub_id
@@ -387,7 +387,7 @@ class ClaimChecker(Metric):
     def _combine(self, best: list[list[float]], per_sentence: list[float]) -> dict:
         key = self.preset.score_key
         if self.preset.three_way:
-            from .checker import combine
+            from .faithkit_checker import combine
 
             supported, generic, unsupported = combine(best)
             return {key: supported, f"{key}_generic": generic, f"{key}_hallucination": unsupported}

@@ -4,7 +4,7 @@ The prompt shows the document, the dialogue and the response, then the statement
 annotators rate (:data:`faithkit.questions.DIMENSIONS`), on the page's scale (agree, neutral,
 disagree: 1, 0.5, 0). Where the server returns log-probabilities, the score is the expected value
 over the answers' probabilities at the reply's first token, as G-Eval weights its ratings; without
-them, the value of the answer the reply names. Requests go through :class:`faithkit.engine.Engine`
+them, the value of the answer the reply names. Requests go through :class:`faithkit.serving.engine.Engine`
 (retries, one-line errors; the API key to the server only).
 """
 
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from ..questions import ANSWERS, DIMENSIONS
-from ..engine import Engine, EngineOptions, Reply, api_key
+from ..serving.engine import Engine, EngineOptions, Reply, api_key
 from ..errors import ConfigError
 from .base import Metric, check_columns, check_not_empty
 

@@ -1,4 +1,4 @@
-"""Every option a metric may take, declared once (:func:`faithkit.options.option`): help, type, choices, range.
+"""Every option a metric may take, declared once (:func:`faithkit.settings.options.option`): help, type, choices, range.
 
 The registry (:mod:`faithkit.metrics.registry`) says which of them each metric takes; the
 command line builds its metric flags from these fields, config files' ``metric_options`` and the
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import check_values, option, option_like
-from ..paths import PathArg
-from ..precision import Placement
+from ..settings.options import check_values, option, option_like
+from ..data.paths import PathArg
+from ..serving.precision import Placement
 
 __all__ = ["JUDGE_LM", "MetricOptions", "check_option_values"]
 
@@ -78,5 +78,5 @@ class MetricOptions:
 
 def check_option_values(where: str = "", **values) -> None:
     """A metric's option values against their declarations (:class:`MetricOptions`): an
-    :class:`~faithkit.options.OptionError` naming the parameter (``batch_size must be at least 1, got 0``)."""
+    :class:`~faithkit.settings.options.OptionError` naming the parameter (``batch_size must be at least 1, got 0``)."""
     check_values(MetricOptions, values, where)

@@ -3,7 +3,7 @@
 Provenance (:mod:`faithkit.provenance`) names every model that made a score, so a metric whose model is its default
 (a claim checker's hub model, faithkit's shipped checker adapter, Q²'s stage models, faith-judge's judge LM) is
 named as surely as one given by a flag. An adapter folder is named with its base model beside it, each pinned down by
-:func:`faithkit.models.identity` (a folder by a hash of its files, a hub id by its cached revision).
+:func:`faithkit.serving.models.identity` (a folder by a hash of its files, a hub id by its cached revision).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from ..model_names import adapter_base, is_adapter_folder
+from ..serving.model_names import adapter_base, is_adapter_folder
 from .registry import faith_judge_lm, get_spec, option_defaults
 
 SHIPPED_CHECKER = Path(__file__).with_name("checker_adapter")
@@ -28,7 +28,7 @@ def models_read(name: str, options: Mapping[str, object]) -> dict[str, str]:
     if "model" in spec.options:
         found["model"] = given.get("model") or (faith_judge_lm() if name == "faith-judge" else None)
     if name in ("q2", "e2e-nli"):  # Q²'s stage specs: "scoring:LM" reads LM, "checker" the shipped adapter
-        from .q2 import PRESETS
+        from .q2.metric import PRESETS
 
         stages = PRESETS[given.get("preset")]
         for stage in ("qg", "qa", "nli") if name == "q2" else ("nli",):
@@ -49,7 +49,7 @@ def models_read(name: str, options: Mapping[str, object]) -> dict[str, str]:
 
 
 def _stage_model(spec: str) -> str | Path | None:
-    from .q2_specs import named_model
+    from .q2.specs import named_model
 
     return SHIPPED_CHECKER if spec == "checker" else named_model(spec)
 

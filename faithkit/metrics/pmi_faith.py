@@ -8,7 +8,7 @@ pointwise mutual information under a causal LM::
 
 A response the document explains becomes more likely once the document is shown. The
 four views come from :class:`faithkit.prompts.PromptTemplate`, and all their token
-log-probabilities come from one batched, prefix-sharing :class:`faithkit.scoring.TokenScorer`
+log-probabilities come from one batched, prefix-sharing :class:`faithkit.serving.scoring.TokenScorer`
 call, so scores do not depend on batch size or caching.
 """
 
@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from .. import models
+from ..serving import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
-from ..scoring import Request, TokenScorer
+from ..serving.scoring import Request, TokenScorer
 from . import token_evidence
 from .base import Metric, aggregate, check_columns, check_not_empty
 from .metric_options import JUDGE_LM, check_option_values
@@ -53,7 +53,7 @@ class PMIFaith(Metric):
 
     ``model`` is a hub id, a local folder, an offline name (``smollm2-135m``) or an
     already loaded causal LM (then pass ``tokenizer``); ``dtype`` its precision when loaded here
-    (:data:`faithkit.precision.DTYPES`). ``normalize="mean"`` averages
+    (:data:`faithkit.serving.precision.DTYPES`). ``normalize="mean"`` averages
     log-probabilities over the response's tokens as the authors' code does; ``"sum"``
     uses total log-probabilities. A document that does not fit in ``max_length``
     tokens keeps its end and the row reports ``truncated_tokens`` (with a warning), and ``truncated_chars`` when
@@ -159,7 +159,7 @@ class PMIFaith(Metric):
         return [_ordered(row) for row in rows]
 
     def _score(self, requests: list, examples: int, progress) -> list[dict]:
-        """Per example, each view's :class:`~faithkit.scoring.TokenEvidence` (``requests`` hold the views in order).
+        """Per example, each view's :class:`~faithkit.serving.scoring.TokenEvidence` (``requests`` hold the views in order).
 
         With ``evidence`` the document views go first, keeping their top tokens, and the history views
         second, also at those ids: (d, h) and (d) share the document, (h) and () the template's head, so

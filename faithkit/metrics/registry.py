@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
-from ..numbers import check_finite
+from ..settings.numbers import check_finite
 from .base import Metric
 from .metric_options import check_option_values
 
@@ -131,7 +131,7 @@ METRICS: dict[str, MetricSpec] = {
         ),
         MetricSpec(
             "minimal-edit",
-            _Lazy("contrast", "MinimalEdit"),
+            _Lazy("minimal_edit", "MinimalEdit"),
             ("minimal_edit", "contrast_logp_margin", "contrast_pmi_margin"),
             ("model", *_LM_OPTIONS, "max_edits", "threshold"),
             summary="minimal-edit contrast: does the document make a response with a span swapped likelier",
@@ -139,7 +139,7 @@ METRICS: dict[str, MetricSpec] = {
         ),
         MetricSpec(
             "faith-judge",
-            _Lazy("judge", "FaithJudge"),
+            _Lazy("faith_judge", "FaithJudge"),
             ("faith_judge",),
             ("model", *_LM_OPTIONS, "max_length"),
             summary="faithfulness judge: logistic regression on PMI-FAITH's token evidence and word overlap, "
@@ -148,7 +148,7 @@ METRICS: dict[str, MetricSpec] = {
         ),
         MetricSpec(
             "q2",
-            _Lazy("q2", "Q2"),
+            _Lazy("q2.metric", "Q2"),
             ("q2", "q2_no_nli"),
             ("preset", "qg_model", "qa_model", "nli_model", *_LM_OPTIONS),
             summary="Q²: question generation, answering and NLI over response spans",
@@ -156,7 +156,7 @@ METRICS: dict[str, MetricSpec] = {
         ),
         MetricSpec(
             "e2e-nli",
-            _Lazy("nli", "E2ENLI"),
+            _Lazy("e2e_nli", "E2ENLI"),
             ("e2e_nli",),
             ("preset", "nli_model", *_LM_OPTIONS),
             summary="end-to-end NLI: does the document entail the response",
@@ -224,12 +224,12 @@ _warned: set[str] = set()
 
 
 FAITH_JUDGE_WEIGHTS = Path(__file__).with_name("judge_weights.json")
-"""faith-judge's shipped weights (:mod:`.judge` fits and reads them)."""
+"""faith-judge's shipped weights (:mod:`.faith_judge` fits and reads them)."""
 
 
 def faith_judge_lm() -> str:
     """The judge LM faith-judge's shipped weights were fitted with, read without importing the judge (numpy, scipy)."""
-    from ..schema import TEXT, Object, read_json_file
+    from ..data.schema import TEXT, Object, read_json_file
 
     return read_json_file(FAITH_JUDGE_WEIGHTS, Object({"model": TEXT}), "reinstall faithkit")["model"]
 
@@ -298,7 +298,7 @@ def option_defaults(name: str) -> dict:
 
 
 MODEL_OPTIONS = ("model", "qg_model", "qa_model", "nli_model")
-"""Metric options that name a model: a fingerprint holds the model's identity (:func:`faithkit.models.identity`)."""
+"""Metric options that name a model: a fingerprint holds the model's identity (:func:`faithkit.serving.models.identity`)."""
 RUN_OPTIONS = ("device", "batch_size", "server", "api_key")
 """Metric options that change where and how fast a metric runs (or, the API key, who may), not its scores: no part
 of a fingerprint. A served model is in it by the id its server gives it."""
@@ -316,7 +316,7 @@ def metric_fingerprint(name: str, options: Mapping) -> dict:
     }
     for key in MODEL_OPTIONS:
         if key in kept:
-            from .. import models  # imports torch: only when a model is named
+            from ..serving import models  # imports torch: only when a model is named
 
             kept[key] = models.identity(kept[key])
     spec = get_spec(name)

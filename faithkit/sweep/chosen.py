@@ -21,7 +21,7 @@ PARAMETER_COLUMNS = {"n": "candidates"}
 def chosen_entries(path: Path) -> list[dict]:
     """The ``strategies`` entries of each strategy's pick in an earlier sweep's ``best.json`` (its strategy, search
     and parameters); a file not in the shape a sweep writes is one InputError naming the field."""
-    from ..schema import TEXT, MapOf, Object, check_schema, read_json_file
+    from ..data.schema import TEXT, MapOf, Object, check_schema, read_json_file
 
     fix = "give the best.json of a finished sweep (or rerun that sweep to write it again)"
     picks = read_json_file(path, Object({"by_strategy": MapOf(Object({"strategy": TEXT, "decoding": TEXT}))}), fix)
@@ -48,7 +48,7 @@ def chosen_entries(path: Path) -> list[dict]:
 
 def _parameter_schema(default):
     """A strategy parameter's value in best.json: of its default's kind (a number for a float one)."""
-    from ..schema import BOOLEAN, NUMBER, TEXT, WHOLE
+    from ..data.schema import BOOLEAN, NUMBER, TEXT, WHOLE
 
     return (
         BOOLEAN

@@ -23,9 +23,9 @@ from ..decoding.strategies import strategy_from_text, written_forms
 from ..errors import ConfigError
 from ..metrics.metric_options import JUDGE_LM, MetricOptions
 from ..metrics.registry import MEASURES, metric_names
-from ..paths import PathArg
-from ..options import OptionError, check, from_mapping, option, option_like, reject_unknown
-from ..precision import Placement
+from ..data.paths import PathArg
+from ..settings.options import OptionError, check, from_mapping, option, option_like, reject_unknown
+from ..serving.precision import Placement
 from .chosen import chosen_entries
 from .grid import entry_cells, entry_size
 
@@ -75,7 +75,7 @@ class SweepConfig:
     ``fluency_tolerance`` (``fluency`` unset: the judge's fluency when ``pmi-faith`` is measured,
     else no such bound), and says whether it is significantly more faithful than the baseline
     (paired permutation test, p < ``significance``). Intervals are 95% bootstraps over contexts
-    (``resamples`` draws). ``device`` and ``dtype`` (:data:`faithkit.precision.DTYPES`) apply to every model
+    (``resamples`` draws). ``device`` and ``dtype`` (:data:`faithkit.serving.precision.DTYPES`) apply to every model
     the sweep loads.
     """
 
@@ -222,7 +222,7 @@ class SweepConfig:
         for name in ("alpha", "top_p"):
             if getattr(self, name) is not None and not getattr(self, name):
                 raise ConfigError(f"--{name.replace('_', '-')} is empty: give at least one value, or leave it out")
-        from ..reranking import check_judge
+        from ..generation.rerank import check_judge
 
         size = self.grid_size()
         if size > self.max_cells and not self.allow_large_grid:
@@ -332,8 +332,8 @@ class SweepConfig:
 
     def generation_fingerprint(self) -> dict:
         """What every cell's responses depend on besides the cell (its label names its file): not the grid, not
-        batching. The generator by :func:`faithkit.models.identity`."""
-        from .. import models
+        batching. The generator by :func:`faithkit.serving.models.identity`."""
+        from ..serving import models
 
         keys = ("input", "split", "document_column", "history_column", "id_column", "quoting")
         fingerprint = {
@@ -355,7 +355,7 @@ def _fitted_with(judge: str) -> bool:
     fitted = faith_judge_lm()
     if judge == fitted or not Path(judge).expanduser().exists():
         return judge == fitted
-    from .. import models
+    from ..serving import models
 
     return models.identity(judge) == models.identity(fitted)
 
@@ -363,9 +363,9 @@ def _fitted_with(judge: str) -> bool:
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> SweepConfig:
     """The config of a YAML file (if any) with ``overrides`` (None values ignored) on top, validated.
 
-    Both are read by :func:`faithkit.options.from_mapping`, as every config is: values may be
+    Both are read by :func:`faithkit.settings.options.from_mapping`, as every config is: values may be
     given as text, as on the command line (``alpha: "0,0.25,0.5"``), and an unknown key is the one
-    message of :func:`~faithkit.options.reject_unknown`. The :data:`GENERATION` keys fill
+    message of :func:`~faithkit.settings.options.reject_unknown`. The :data:`GENERATION` keys fill
     :class:`~faithkit.decoding.GenerationOptions`. A mistake in a value the file gave names the file.
     """
     values = renamed_keys(_read_yaml(Path(path)), f"config file {path}: ") if path is not None else {}
@@ -415,7 +415,7 @@ def strategies_from_flag(text: str) -> tuple[dict, ...]:
 
 
 def _read_yaml(path: Path) -> dict:
-    from ..configfile import read_yaml
+    from ..settings.configfile import read_yaml
 
     values = read_yaml(path)
     if values is None:

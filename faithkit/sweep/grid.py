@@ -2,7 +2,7 @@
 
 An entry names a strategy and gives some of its parameters as lists (``{name: pmi, alpha: [0,
 0.5], search_mode: greedy}``); the parameters it leaves out take their declared grid
-(:func:`faithkit.options.default_grid`).
+(:func:`faithkit.settings.options.default_grid`).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from itertools import product
 from ..decoding import Cell, get_strategy, strategy_from_dict
 from ..decoding.strategies import STRATEGIES
 from ..errors import ConfigError
-from ..options import default_grid
+from ..settings.options import default_grid
 
 STRATEGY_KEYS = ("name", "search_mode")
 """The keys of a ``strategies`` entry besides the strategy's own parameters."""

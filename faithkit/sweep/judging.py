@@ -4,7 +4,7 @@ A *pass* is one scorer (a model-backed metric under one model and prompt layout)
 responses it scores, :data:`SCORE_GROUP` contexts per ``compute_rows`` call, into a resumable
 file. The sweep's measures need a pass per model-backed metric over every cell's response; a
 rerank cell's choice needs its candidates judged by its judge, with their fluency under the
-generator (:class:`faithkit.reranking.Judges`). A rerank scorer that is one of the sweep's
+generator (:class:`faithkit.generation.rerank.Judges`). A rerank scorer that is one of the sweep's
 (same metric, model and layout, by :func:`~faithkit.metrics.registry.metric_fingerprint`)
 scores the candidates in that pass, so each context runs through the judge once for the grid's
 responses and the candidates; any other gets a pass of its own under the generator
@@ -28,8 +28,8 @@ from ..data import Row, read_results
 from ..data.results import DIGEST_KEY, content_digest
 from ..decoding import Cell
 from ..decoding.rerank import Rerank, choose
-from ..files import replacing, to_json
-from ..jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
+from ..data.files import replacing, to_json
+from ..data.jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
 from ..metrics.registry import get_spec, metric_fingerprint
 from .config import ALWAYS, SweepConfig
 
@@ -77,7 +77,7 @@ def score_responses(
     ``candidates`` (``{candidate_pool(cell): {row id: [greedy, *candidates]}}``). Rerank judges score the candidates
     first (those that need the generator while it is loaded), then every metric scores the chosen responses.
 
-    ``generator``: a :class:`faithkit.reranking.LazyGenerator`, for the rerank judges that are no sweep scorer.
+    ``generator``: a :class:`faithkit.generation.rerank.LazyGenerator`, for the rerank judges that are no sweep scorer.
     Metrics that are not model-backed (lexical, the response form) are computed in memory, in a moment.
     """
     names = list(dict.fromkeys((*config.metrics, *ALWAYS)))
@@ -129,7 +129,7 @@ def _add_candidates(needs: dict, candidates: dict, contexts: list) -> None:
 
 def _read_from(p: Pass, source: Pass) -> None:
     """Make ``p`` read its records off ``source``'s: the same responses, scored once, by ``source``."""
-    from ..metrics.judge import PMIFaithOffJudge
+    from ..metrics.faith_judge import PMIFaithOffJudge
 
     p.source, p.texts = source, source.texts  # one dict: whatever either scores, both do
     p.build, p.models = lambda: PMIFaithOffJudge(source.records.values()), f"{source.metric}'s records"
@@ -252,7 +252,7 @@ def _rerank_scorers(config: SweepConfig, out: Path, metric: str, generator, pass
 
 def _rerank_options(config: SweepConfig, name: str, generator) -> dict:
     """The options that identify a rerank judge: PMI-FAITH under the generator in its layout, any other metric at its
-    defaults (as :class:`faithkit.reranking.Judges` builds them)."""
+    defaults (as :class:`faithkit.generation.rerank.Judges` builds them)."""
     if name != "pmi-faith":
         return {}
     layout = {"template": "chat"} if generator.chat_layout() else {}
@@ -329,7 +329,7 @@ def served_judges(config: SweepConfig) -> dict:
 
 
 def _warn_if_self_judged(config: SweepConfig) -> None:
-    from .. import models
+    from ..serving import models
 
     if models.resolve(config.judge) == models.resolve(config.generator):
         logger.warning(
@@ -357,7 +357,7 @@ def run_pass(p: Pass, contexts: list) -> None:
     whole again (only the missing records are written), so every score comes from the same call
     as in an uninterrupted run, to the last bit, however many processes share the groups under
     ``accelerate launch``. Empty responses get a record without a score. Failures follow
-    :func:`faithkit.jobs.compute_isolating_failures`: one bad response (too long for the judge)
+    :func:`faithkit.data.jobs.compute_isolating_failures`: one bad response (too long for the judge)
     gets an ``error``, a setting no response can meet stops the sweep.
     """
     process = current_process()

@@ -11,7 +11,7 @@ matplotlib.use("Agg")  # before pyplot is imported
 import matplotlib.pyplot as plt
 import numpy as np
 
-from ..files import save_figure
+from ..data.files import save_figure
 from .config import SweepConfig
 from .table import active_measures, format_value
 

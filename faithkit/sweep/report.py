@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .. import provenance
 from ..explain import CSS, highlight_tokens, pmi_colour, pmi_legend
-from ..files import write_text
+from ..data.files import write_text
 from .config import SweepConfig
 from .table import best_sentence, folded_rows, parameter_names, shown_columns, shown_label, shown_table, status
 

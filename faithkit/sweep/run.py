@@ -14,8 +14,8 @@ The output folder ``DIR`` holds::
     best.json             the chosen operating point, the rule that chose it, and whether it beats the baseline
     heatmaps/<measure>.png, report.html
 
-The cell and score files are :mod:`faithkit.jobs` outputs: each has its fingerprint beside it
-(the generator and judge by :func:`faithkit.models.identity`), so a rerun with other settings
+The cell and score files are :mod:`faithkit.data.jobs` outputs: each has its fingerprint beside it
+(the generator and judge by :func:`faithkit.serving.models.identity`), so a rerun with other settings
 stops saying what changed, and a rerun with the same ones resumes where it stopped:
 generation batch by batch and cell by cell, scoring group by group. Batches are the same in
 every run (contexts sorted by length, then cut every ``batch_size``), so a resumed sweep
@@ -39,10 +39,10 @@ from ..data.results import DIGEST_KEY, content_digest
 from ..decoding import Cell, shared_decode
 from ..decoding.rerank import Rerank
 from ..errors import InputError
-from ..files import write_json
-from ..jobs import JobInterrupted, current_process, job_fingerprint, shared_outputs
+from ..data.files import write_json
+from ..data.jobs import JobInterrupted, current_process, job_fingerprint, shared_outputs
 from ..metrics.registry import METRICS
-from ..reranking import LazyGenerator
+from ..generation.rerank import LazyGenerator
 from .config import SweepConfig
 from .judging import (
     candidate_pool,

@@ -23,7 +23,7 @@ from ..metrics.corpus import AGGREGATES
 from ..metrics.registry import MEASURES, Measure
 from ..decoding import Cell, shared_decode
 from ..decoding.base import parameter_text
-from ..files import replacing
+from ..data.files import replacing
 from ..report import markdown_table
 from .chosen import PARAMETER_COLUMNS
 from .config import ALWAYS, SweepConfig

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..options import flag
+from ..settings.options import flag
 from ..decoding.base import parameter_text
 from ..decoding.strategies import PMI
-from ..files import write_text
+from ..data.files import write_text
 from .config import TrainConfig, evaluation_decoders
 
 TASK = "text-generation"
@@ -97,7 +97,7 @@ def _intended_uses(config: TrainConfig) -> str:
 Decode it with {strategy.summary}:
 
 ```python
-from faithkit import models
+from faithkit.serving import models
 from faithkit.decoding import generate
 
 model, tokenizer = models.load("path/to/this/folder")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from accelerate import Accelerator
 
-from ..files import write_json
+from ..data.files import write_json
 from .card import write_model_card
 from .config import TrainConfig
 from .run_folder import run_name
@@ -16,7 +16,7 @@ from .state import RunState, remove, saving
 def save_checkpoint(
     accelerator: Accelerator, model, tokenizer, folder: Path, state: RunState, values: dict, config: TrainConfig
 ) -> None:
-    """A ``save_pretrained`` folder (model + tokenizer) that ``faithkit.models.load`` and ``faithkit generate`` read,
+    """A ``save_pretrained`` folder (model + tokenizer) that ``faithkit.serving.models.load`` and ``faithkit generate`` read,
     with its model card (README.md) and ``trainer_info.json`` (its step and dev values)."""
     state_dict = accelerator.get_state_dict(model)
     if accelerator.is_main_process:

@@ -24,10 +24,10 @@ from ..decoding.generation_options import GenerationOptions
 from ..decoding.strategies import Strategy, strategy_from_dict, strategy_from_text, written_forms
 from ..errors import ConfigError
 from ..metrics.registry import check_options
-from ..paths import PathArg
-from ..options import FlagStyle, add_flags, coerce, option, option_like, reject_unknown
-from ..options import check as check_declared
-from ..precision import DTYPES
+from ..data.paths import PathArg
+from ..settings.options import FlagStyle, add_flags, coerce, option, option_like, reject_unknown
+from ..settings.options import check as check_declared
+from ..serving.precision import DTYPES
 
 
 @dataclass
@@ -196,7 +196,7 @@ SECTIONS = {"model": ModelSection, "data": DataSection, "training": TrainingSect
 # ---- YAML --------------------------------------------------------------------------------------
 def load_config(path: str | Path, overrides: dict[str, object] | None = None) -> TrainConfig:
     """Read a YAML config, apply ``overrides`` (``{"section.field": value}``) and check it."""
-    from ..configfile import read_yaml
+    from ..settings.configfile import read_yaml
 
     source = f"config file {path}"
     raw = read_yaml(Path(path)) or {}

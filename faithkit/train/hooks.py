@@ -21,7 +21,7 @@ from ..decoding import default_template
 from ..decoding.generation_options import GenerationOptions, row_seed
 from ..decoding.grid import generate_grid
 from ..decoding.strategies import Cell, Strategy
-from ..reranking import Judges
+from ..generation.rerank import Judges
 from .config import evaluation_decoders
 from .memory import release_memory
 

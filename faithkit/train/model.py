@@ -1,4 +1,4 @@
-"""The model a run fine-tunes: pretrained weights through :func:`faithkit.models.load`, or a small
+"""The model a run fine-tunes: pretrained weights through :func:`faithkit.serving.models.load`, or a small
 random model built from a transformers config (``model.init: random``) for tests and CI.
 """
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import torch
 
-from .. import models, precision
+from ..serving import models, precision
 from ..errors import ConfigError, ModelNotAvailableError
 from .config import ModelSection
 

@@ -16,8 +16,8 @@ from accelerate import Accelerator
 
 from ..data.results import content_digest
 from ..errors import ConfigError, OutputError
-from ..files import open_append, to_json, write_text
-from ..schema import WHOLE, Object, read_json_line
+from ..data.files import open_append, to_json, write_text
+from ..data.schema import WHOLE, Object, read_json_line
 from .config import TrainConfig
 
 RUN_CONFIG = "run_config.yaml"

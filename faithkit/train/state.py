@@ -22,8 +22,8 @@ from typing import ClassVar
 from accelerate import Accelerator
 
 from ..errors import ConfigError, OutputError
-from ..files import write_json
-from ..schema import BOOLEAN, NUMBER_OR_NULL, WHOLE, ListOf, Object, read_json_file
+from ..data.files import write_json
+from ..data.schema import BOOLEAN, NUMBER_OR_NULL, WHOLE, ListOf, Object, read_json_file
 
 RUN_STATE = "run_state.json"
 

@@ -1,7 +1,7 @@
 """Every path option of every command, tried with the mistakes users make: one `error:` line, exit 2, nothing written.
 
 The options come from the command-line registry (``faithkit.cli.build_parser``): each is
-declared with a :class:`~faithkit.paths.PathArg` kind, and each kind has its mistakes below,
+declared with a :class:`~faithkit.data.paths.PathArg` kind, and each kind has its mistakes below,
 so a new path option is covered without a new test. A last test makes sure no option that
 takes a file or folder was declared without a kind.
 """
@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from faithkit.cli import build_parser
-from faithkit.paths import PathArg
+from faithkit.data.paths import PathArg
 from tests.cli.helpers import choices_of
 
 UNWRITABLE = "/proc/faithkit-test/out"  # permission bits do not stop root; /proc refuses new files to everyone

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from faithkit.data import read_results
-from faithkit.engine_candidates import request_seeds
+from faithkit.generation.candidates import request_seeds
 from faithkit.prompts import DEFAULT_TEMPLATE
 
 from .fake_engine import FakeEngine, reply_text

@@ -1,5 +1,5 @@
 """``faithkit checker data`` and ``checker train`` are as safe as every other command (issue 52, cases 2 to 4):
-their outputs go through faithkit/files.py (never through a link, one run per folder, one line for a file where the
+their outputs go through faithkit/data/files.py (never through a link, one run per folder, one line for a file where the
 folder goes), their recipe files are checked by the same declarations as their flags (ranges, paths, unknown
 sections and keys, repeated keys), and settings that cannot train are refused before any model loads.
 

@@ -19,7 +19,7 @@ import pytest
 
 from faithkit.cli import build_parser
 from faithkit.cli.declared_files import Files
-from faithkit.paths import PathArg
+from faithkit.data.paths import PathArg
 
 from .helpers import ROOT, choices_of, subprocess_env
 from .test_bad_paths import _leaf_parsers

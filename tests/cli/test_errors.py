@@ -258,7 +258,7 @@ def test_a_mistake_or_a_commands_help_is_answered_before_torch_or_transformers_l
 
 @pytest.mark.parametrize("rank, main", [(None, True), ("0", True), ("1", False)])
 def test_the_main_process_is_rank_0_of_accelerate_launch(monkeypatch, rank, main):
-    from faithkit.jobs import is_main_process
+    from faithkit.data.jobs import is_main_process
 
     if rank is None:
         monkeypatch.delenv("RANK", raising=False)

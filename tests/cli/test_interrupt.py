@@ -191,7 +191,7 @@ def test_ctrl_c_or_kill_9_loses_nothing_and_the_rerun_completes(faithkit, model_
 
 def test_ctrl_c_while_a_chunk_is_made_durable_counts_it(faithkit, monkeypatch, rows, tmp_path):
     # the chunk's lines are in the file, synced once for the chunk, when Ctrl-C arrives (during that fsync)
-    from faithkit.jobs import FIRST_CHUNK
+    from faithkit.data.jobs import FIRST_CHUNK
 
     output = tmp_path / "scores.jsonl"
     fsync, calls = os.fsync, 0

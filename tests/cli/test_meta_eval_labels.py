@@ -319,7 +319,7 @@ def test_faith_judge_and_pmi_faith_under_one_lm_run_it_once_and_report_pmi_once(
 
     from transformers import GPT2LMHeadModel
 
-    from faithkit.metrics.judge import FaithJudge
+    from faithkit.metrics.faith_judge import FaithJudge
     from faithkit.metrics.pmi_faith import PMIFaith
 
     path = write_jsonl(

@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from faithkit import options as declarations
+from faithkit.settings import options as declarations
 from faithkit.decoding.pmi_decode import PMIDecode
 
 from .helpers import write_jsonl

@@ -1,6 +1,6 @@
 """Files faithkit reads back, edited by hand: one `error:` line naming the file, the field and what was expected.
 
-A sweep's best.json comes back through ``--chosen`` (faithkit.schema's check); every edit below
+A sweep's best.json comes back through ``--chosen`` (faithkit.data.schema's check); every edit below
 once gave a traceback (KeyError, AttributeError, TypeError).
 """
 
@@ -147,7 +147,7 @@ BOM = b"\xef\xbb\xbf"
 def test_a_bom_is_read_past_in_every_jsonl_faithkit_reads(faithkit, tmp_path):
     """Rows files took a BOM; candidates, score files and sidecars refused it (``Unexpected UTF-8 BOM``)."""
     from faithkit.data import read_results
-    from faithkit.reranking import read_candidates
+    from faithkit.generation.rerank import read_candidates
 
     candidates = tmp_path / "candidates.jsonl"
     candidates.write_bytes(BOM + b'{"id": "1", "responses": ["a", "b"]}\n')
@@ -169,7 +169,7 @@ def test_a_lone_surrogate_in_a_candidate_is_that_rows_error_naming_the_field(tmp
     from faithkit.data import Row
     from faithkit.decoding.generation_options import GenerationOptions
     from faithkit.decoding.rerank import Rerank
-    from faithkit.reranking import CandidatesJob, read_candidates
+    from faithkit.generation.rerank import CandidatesJob, read_candidates
 
     candidates = tmp_path / "candidates.jsonl"
     candidates.write_text('{"id": "1", "responses": ["fine", "bad \\ud800 text"]}\n{"id": "2", "responses": ["ok"]}\n')
@@ -186,7 +186,7 @@ def test_a_lone_surrogate_in_a_candidate_is_that_rows_error_naming_the_field(tmp
 
 
 def test_candidate_ids_that_no_row_has_are_counted_and_named(caplog):
-    from faithkit.reranking import report_missing_ids
+    from faithkit.generation.rerank import report_missing_ids
 
     candidates = {key: {"id": key, "responses": ["a"]} for key in ("1", "x1", "x2", "x3", "x4")}
     with caplog.at_level("WARNING", logger="faithkit"):
@@ -214,7 +214,7 @@ def test_a_sweep_config_files_mistake_names_the_file(faithkit, tmp_path, yaml, m
     assert run.code == 2 and run.err == f"error: config file {config}: {message}\n"
 
 
-# ---- every other file faithkit reads back: the same one line (faithkit.schema) -----------------------------------
+# ---- every other file faithkit reads back: the same one line (faithkit.data.schema) -----------------------------------
 
 CANDIDATES_FIX = 'write one object per line: {"id": "r1", "responses": ["...", "..."], "greedy": "..."}'
 
@@ -239,7 +239,7 @@ def test_a_hand_edited_candidates_file_is_one_line_naming_the_field(faithkit, mo
 
 def test_a_hand_edited_checker_adapter_config_is_one_error_naming_the_field(tmp_path):
     from faithkit.errors import ConfigError
-    from faithkit.metrics.checker import load_checker
+    from faithkit.metrics.faithkit_checker import load_checker
 
     (tmp_path / "adapter_config.json").write_text('{"base_model_name_or_path": 7}')
     with pytest.raises(ConfigError) as raised:
@@ -302,7 +302,7 @@ def test_a_checker_run_folder_s_recorded_recipe_is_read_with_the_schema(tmp_path
 
 def test_hand_edited_judge_weights_are_one_error_naming_the_field(tmp_path):
     from faithkit.errors import InputError
-    from faithkit.metrics.judge import WEIGHTS, JudgeWeights
+    from faithkit.metrics.faith_judge import WEIGHTS, JudgeWeights
 
     weights = json.loads(WEIGHTS.read_text())
     path = tmp_path / "weights.json"

@@ -2,11 +2,11 @@
 
 import pytest
 
-from faithkit import reranking
+from faithkit.generation import rerank as reranking
 from faithkit.data import read_results
 from faithkit.decoding import generate
 from faithkit.decoding.rerank import Rerank
-from faithkit.reranking import Judges
+from faithkit.generation.rerank import Judges
 
 from .helpers import crash_after, write_jsonl
 
@@ -26,7 +26,7 @@ BEAMS = 3
 @pytest.fixture(scope="module")
 def files(tmp_path_factory, model_folder):
     """The rows, their beam candidates written as an engine would ({id, responses}), and the strategy's picks."""
-    from faithkit import models
+    from faithkit.serving import models
 
     folder = tmp_path_factory.mktemp("rerank")
     model, tokenizer = models.load(model_folder)
@@ -108,7 +108,7 @@ def test_rerank_chooses_as_the_strategy_does_on_the_same_candidates(faithkit, mo
 
 
 def test_a_judge_with_a_model_of_its_own_gets_no_self_judging_warning():
-    from faithkit.reranking import self_judging
+    from faithkit.generation.rerank import self_judging
 
     assert self_judging("pmi-faith", "smollm2-135m").endswith(
         "self-judging is biased. Name a judge with a model of its own: --judge e2e-nli or --judge q2"

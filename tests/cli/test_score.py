@@ -253,7 +253,7 @@ def test_gemma_in_float16_is_one_error_naming_the_dtype(faithkit, tmp_path):
     assert run.code == 2 and run.error_lines == [
         "error: the model's logits are NaN or infinite: the model runs in float16, and half precision overflows in "
         "some models (Gemma 3 in float16 does). Load it in bfloat16 or float32: --dtype bfloat16 on the command "
-        "line, dtype='bfloat16' in faithkit.models.load"
+        "line, dtype='bfloat16' in faithkit.serving.models.load"
     ]
     assert "Traceback" not in run.err
 

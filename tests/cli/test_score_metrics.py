@@ -1,12 +1,12 @@
 """`faithkit score --metric a,b,c`: one output with every metric's fields, each metric's model loaded once, each
-metric resumed on its own (faithkit/scores.py)."""
+metric resumed on its own (faithkit/metrics/scores.py)."""
 
 import pytest
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.data import Row, read_results
 from faithkit.metrics.pmi_faith import PMIFaith
-from faithkit.scores import merged_records, metric_store
+from faithkit.metrics.scores import merged_records, metric_store
 
 from .helpers import write_jsonl
 

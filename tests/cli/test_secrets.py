@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from faithkit import redaction
+from faithkit.settings import redaction
 from faithkit.cli import SECRET_FLAGS, build_parser, secret_flags, secret_kind
 
 from .fake_engine import FakeEngine

@@ -597,7 +597,7 @@ def test_hand_edited_scores_and_keys_are_one_line_naming_the_file_and_field(fait
 def test_a_weights_file_replaced_with_its_size_and_mtime_kept_is_hashed_again(tmp_path, monkeypatch):
     import hashlib
 
-    from faithkit.models import file_digest
+    from faithkit.serving.models import file_digest
 
     monkeypatch.setenv("FAITHKIT_CACHE", str(tmp_path / "cache"))
     weights = tmp_path / "model.safetensors"

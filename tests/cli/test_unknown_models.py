@@ -8,7 +8,7 @@ import huggingface_hub
 import pytest
 from huggingface_hub import constants
 
-from faithkit.model_names import OFFLINE_HINT, check_model_name
+from faithkit.serving.model_names import OFFLINE_HINT, check_model_name
 
 from .helpers import ROOT, subprocess_env, write_jsonl
 
@@ -123,8 +123,8 @@ def test_a_name_the_hub_has_not_a_folder_not_an_id_and_a_known_name(monkeypatch,
 def test_stage_specs_and_adapter_folders_name_the_models_they_load(monkeypatch, tmp_path):
     """Q²'s offline specs are checked by the model they name, and an adapter folder by its base model."""
     from faithkit.cli.shared_flags import check_models
-    from faithkit.metrics.checker import ADAPTER
-    from faithkit.models import identity
+    from faithkit.metrics.faithkit_checker import ADAPTER
+    from faithkit.serving.models import identity
 
     monkeypatch.setattr(huggingface_hub, "model_info", lambda *a, **k: pytest.fail("asked the hub"))
     check_models(

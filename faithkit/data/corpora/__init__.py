@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 from collections.abc import Callable
 
 from ...errors import ConfigError, OutputError
-from ...files import replacing
+from ..files import replacing
 from .. import data_root
 from . import faithdial, multidoc2dial, topicalchat
 from .common import corpus_summary

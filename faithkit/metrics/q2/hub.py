@@ -6,9 +6,9 @@ from collections.abc import Sequence
 
 import torch
 
-from .. import models
-from ..errors import ConfigError
-from .q2_stages import NLI_LABELS, NO_ANSWER, Candidate, HubBackend, batches
+from ...serving import models
+from ...errors import ConfigError
+from .stages import NLI_LABELS, NO_ANSWER, Candidate, HubBackend, batches
 
 
 class T5QuestionGenerator(HubBackend):

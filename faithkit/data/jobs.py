@@ -37,9 +37,9 @@ from tqdm.auto import tqdm
 if TYPE_CHECKING:
     from accelerate import PartialState
 
-from .data import ResultWriter, Row, read_results
-from .data.results import DIGEST_KEY
-from .errors import FaithkitError
+from . import ResultWriter, Row, read_results
+from .results import DIGEST_KEY
+from ..errors import FaithkitError
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +52,8 @@ class JobInterrupted(FaithkitError):
 
 
 def job_fingerprint(command: str, **settings) -> dict:
-    """What produced an output: the command, its settings (models as :func:`faithkit.models.identity`) and faithkit's version."""
-    from . import __version__
+    """What produced an output: the command, its settings (models as :func:`faithkit.serving.models.identity`) and faithkit's version."""
+    from .. import __version__
 
     return {"command": command, "faithkit": __version__, **{k: v for k, v in settings.items() if v is not None}}
 

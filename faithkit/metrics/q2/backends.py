@@ -2,11 +2,11 @@
 
 Each backend takes whole lists and batches them itself, so the pipeline makes one batched
 call per stage (and per ``batch_size`` rows), never one call per span: what each stage's backend offers is its
-protocol in :mod:`.q2_stages` (:class:`QuestionGenerator`, :class:`QuestionAnswerer`, :class:`NLIClassifier`).
+protocol in :mod:`.stages` (:class:`QuestionGenerator`, :class:`QuestionAnswerer`, :class:`NLIClassifier`).
 
-* Hub backends (:mod:`.q2_hub`) run the paper's models (:class:`T5QuestionGenerator`,
+* Hub backends (:mod:`.hub`) run the paper's models (:class:`T5QuestionGenerator`,
   :class:`ExtractiveQA`, :class:`SequenceClassificationNLI`).
-* Offline backends (:mod:`.q2_offline`) approximate them with a small causal LM or with rules, so Q² runs
+* Offline backends (:mod:`.offline`) approximate them with a small causal LM or with rules, so Q² runs
   without the hub: :class:`RuleQuestionGenerator`, :class:`FewShotQuestionGenerator`,
   :class:`SpanScoringQA`, :class:`LabelWordNLI` and :class:`CheckerNLI` (faithkit's claim checker). They are
   approximations: the measurements in ``benchmarks/q2_offline_stages.py`` say how good,
@@ -16,17 +16,17 @@ protocol in :mod:`.q2_stages` (:class:`QuestionGenerator`, :class:`QuestionAnswe
 :func:`build_backend` turns a spec string into a backend: a hub id or local folder for the
 hub backends, or ``"rules"`` / ``"fewshot:LM"`` (QG), ``"scoring:LM"`` (QA), ``"labels:LM"``,
 ``"checker"`` / ``"checker:ADAPTER"`` (NLI) for the offline ones, where ``LM`` is any name
-:func:`faithkit.models.load` accepts and ``ADAPTER`` a folder ``faithkit checker train`` wrote.
+:func:`faithkit.serving.models.load` accepts and ``ADAPTER`` a folder ``faithkit checker train`` wrote.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from .. import models
-from ..errors import ConfigError
-from .q2_hub import ExtractiveQA, SequenceClassificationNLI, T5QuestionGenerator, _strip_prefix, label_names
-from .q2_offline import (
+from ...serving import models
+from ...errors import ConfigError
+from .hub import ExtractiveQA, SequenceClassificationNLI, T5QuestionGenerator, _strip_prefix, label_names
+from .offline import (
     LABEL_WORDS,
     NLI_EXAMPLES,
     PERSON_PRONOUNS,
@@ -44,8 +44,8 @@ from .q2_offline import (
     rule_question,
     statement_parts,
 )
-from .q2_specs import NAMING_NO_MODEL, OFFLINE_METHODS
-from .q2_stages import (
+from .specs import NAMING_NO_MODEL, OFFLINE_METHODS
+from .stages import (
     NLI_LABELS,
     NO_ANSWER,
     STAGES,
@@ -105,8 +105,8 @@ def build_backend(
         if not isinstance(spec, STAGES[stage]):
             protocol = STAGES[stage].__name__
             raise ConfigError(
-                f"{stage}_model: a {type(spec).__name__} is no {protocol} (faithkit.metrics.q2_stages names the "
-                f"method it needs); pass a hub id, an offline spec, or a backend of faithkit.metrics.q2_backends"
+                f"{stage}_model: a {type(spec).__name__} is no {protocol} (faithkit.metrics.q2.stages names the "
+                f"method it needs); pass a hub id, an offline spec, or a backend of faithkit.metrics.q2.backends"
             )
         return spec
     load_lm = load_lm or (lambda name: _CausalLM(*models.load(name, device=device, dtype=dtype)))

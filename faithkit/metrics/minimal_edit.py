@@ -22,7 +22,7 @@ An edit's margin is ``log P(edit | d, h) - log P(response | d, h)`` (total log-p
 the response's tokens) and its PMI margin the same difference of ``log P(· | d, h) - log P(· | h)``,
 which discounts an edit the model finds likelier whatever the document. A span is contradicted when
 its best edit's margin exceeds ``threshold``. All versions of all rows go through one
-:class:`faithkit.scoring.TokenScorer` call: edits share the response's tokens up to the span, and
+:class:`faithkit.serving.scoring.TokenScorer` call: edits share the response's tokens up to the span, and
 the prefix tree runs that shared part once.
 """
 
@@ -33,9 +33,9 @@ import re
 from dataclasses import dataclass
 from collections.abc import Sequence
 
-from .. import models
+from ..serving import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
-from ..scoring import Request, TokenScorer
+from ..serving.scoring import Request, TokenScorer
 from .base import Metric, check_columns, check_not_empty
 from .metric_options import JUDGE_LM, check_option_values
 
@@ -210,8 +210,8 @@ class EditPolicy:
 
 @functools.lru_cache(maxsize=2)
 def spacy_pipeline(name: str | None = None):
-    """The spaCy pipeline of :func:`faithkit.metrics.q2.load_spacy`, loaded once per process."""
-    from .q2 import load_spacy
+    """The spaCy pipeline of :func:`faithkit.metrics.q2.metric.load_spacy`, loaded once per process."""
+    from .q2.metric import load_spacy
 
     return load_spacy(name)
 
@@ -219,7 +219,7 @@ def spacy_pipeline(name: str | None = None):
 @dataclass(frozen=True)
 class ScoringLM:
     """A causal LM ready to score responses, as a caller already holding one has it: its
-    :class:`~faithkit.scoring.TokenScorer`, its tokenizer and the prompt layout."""
+    :class:`~faithkit.serving.scoring.TokenScorer`, its tokenizer and the prompt layout."""
 
     scorer: TokenScorer
     tokenizer: object
@@ -238,7 +238,7 @@ def contrast_features(
 
     Every row's response and each of its edits is scored with and without the document, all in one
     batch of ``lm``'s scorer; ``nlp`` is a loaded spaCy pipeline (default:
-    :func:`faithkit.metrics.q2.load_spacy`) that finds the spans to edit.
+    :func:`faithkit.metrics.q2.metric.load_spacy`) that finds the spans to edit.
     """
     documents, histories, responses, _ = check_columns(documents, histories, responses)
     check_not_empty(documents, responses)
@@ -312,7 +312,7 @@ class MinimalEdit(Metric):
 
     Example::
 
-        >>> from faithkit.metrics.contrast import MinimalEdit
+        >>> from faithkit.metrics.minimal_edit import MinimalEdit
         >>> metric = MinimalEdit(model="smollm2-135m")
         >>> row = metric.compute_rows(["The Eiffel Tower is 330 metres tall."],
         ...                           [["User: How tall is the Eiffel Tower?"]], ["It is 150 metres tall."])[0]
@@ -320,7 +320,7 @@ class MinimalEdit(Metric):
         [('150 metres', '330 metres')]
 
     ``model`` is an offline name, hub id or folder, or a loaded causal LM (then pass ``tokenizer``);
-    ``scorer`` reuses a caller's :class:`~faithkit.scoring.TokenScorer` of that model.
+    ``scorer`` reuses a caller's :class:`~faithkit.serving.scoring.TokenScorer` of that model.
     """
 
     score_keys = ("minimal_edit", "contrast_logp_margin", "contrast_pmi_margin")

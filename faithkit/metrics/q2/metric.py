@@ -52,7 +52,7 @@ Deliberate differences from the reference code (github.com/orhonovich/q-squared)
   result with far fewer QA calls; every stage is batched across all responses.
 
 With ``preset="offline"`` the stages run on local models and rules instead (see
-:mod:`faithkit.metrics.q2_backends`): rule-based wh-questions from spaCy's parse,
+:mod:`faithkit.metrics.q2.backends`): rule-based wh-questions from spaCy's parse,
 answers by scoring candidate spans with SmolLM2-135M-Instruct (each candidate fills the
 question's wh-slot and the LM scores the statement after the passage), and NLI by
 faithkit's claim checker (``faithkit-checker``) for the end-to-end fallback only. They approximate the
@@ -69,12 +69,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from .. import models
-from ..prompts import within_budget
-from .base import Metric, check_columns
-from .metric_options import check_option_values
-from .lexical import normalize_answer, token_f1
-from .q2_backends import NO_ANSWER, Candidate, _CausalLM, build_backend
+from ...serving import models
+from ...prompts import within_budget
+from ..base import Metric, check_columns
+from ..metric_options import check_option_values
+from ..lexical import normalize_answer, token_f1
+from .backends import NO_ANSWER, Candidate, _CausalLM, build_backend
 
 HUB_DEFAULTS = {
     "qg": "mrm8488/t5-base-finetuned-question-generation-ap",
@@ -163,7 +163,7 @@ class Q2(Metric):
     ``qg_model``, ``qa_model`` and ``nli_model`` take a hub id or local folder (the
     paper's models are the defaults), an offline spec (``"rules"``, ``"fewshot:LM"``,
     ``"scoring:LM"``, ``"labels:LM"``, ``"checker"``), or a backend object from
-    :mod:`faithkit.metrics.q2_backends`. ``preset="offline"`` changes only the defaults.
+    :mod:`faithkit.metrics.q2.backends`. ``preset="offline"`` changes only the defaults.
     Each model is loaded once, and an LM named by several offline stages is shared.
     """
 

@@ -8,7 +8,7 @@ import types
 import typing
 from pathlib import Path
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .numbers import check_finite
 
 

@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import FaithkitError, InputError
+from ..errors import FaithkitError, InputError
 
 
 class SchemaMismatch(Exception):

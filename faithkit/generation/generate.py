@@ -1,8 +1,8 @@
-"""Generation over rows of a file, for :func:`faithkit.jobs.run_job`: ``faithkit generate``."""
+"""Generation over rows of a file, for :func:`faithkit.data.jobs.run_job`: ``faithkit generate``."""
 
 from __future__ import annotations
 
-from .data import Row, reference_of
+from ..data import Row, reference_of
 
 
 class GeneratorJob:
@@ -15,8 +15,8 @@ class GeneratorJob:
     """
 
     def __init__(self, model: str, strategy, options, device=None, dtype=None):
-        from .decoding.strategies import Cell
-        from .models import LazyModel
+        from ..decoding.strategies import Cell
+        from ..serving.models import LazyModel
 
         self.strategy, self.options, self.device = strategy, options, device
         self.model = LazyModel(model, device, dtype)
@@ -24,8 +24,8 @@ class GeneratorJob:
         self._judges = None
 
     def __call__(self, rows: list[Row]) -> list[dict]:
-        from .decoding.generate import generate
-        from .decoding.inputs import context_cuts
+        from ..decoding.generate import generate
+        from ..decoding.inputs import context_cuts
 
         model, tokenizer = self.model()
         seeds = self.options.row_seeds([row.id for row in rows]) if self.sampled else None
@@ -39,10 +39,10 @@ class GeneratorJob:
 
     def judges(self):
         """The rerank strategy's judges for the loaded generator (built once), or None for any other strategy."""
-        from .decoding.rerank import Rerank
+        from ..decoding.rerank import Rerank
 
         if self._judges is None and isinstance(self.strategy, Rerank):
-            from .reranking import generator_judges
+            from .rerank import generator_judges
 
             model, tokenizer = self.model()
             self._judges = generator_judges(model, tokenizer, self.options, self.device)

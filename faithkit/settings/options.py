@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 
 from . import redaction
 from .configfile import base_type, coerce, is_optional, item_type
-from .errors import ConfigError
+from ..errors import ConfigError
 from .numbers import finite_float, is_non_finite
 
 
@@ -69,13 +69,13 @@ def option(
 
     ``meaning`` explains the range's ends in messages ("0 = plain decoding"); ``grid`` is the
     values a sweep tries when none are given. The rest shape its command-line flag:
-    ``flag_type`` replaces the argparse type of each word (a :class:`~faithkit.paths.PathArg`
+    ``flag_type`` replaces the argparse type of each word (a :class:`~faithkit.data.paths.PathArg`
     that checks a path; a list flag's item, or its whole comma-separated text), ``metavar`` its
     value's name in usage lines, ``required`` makes the flag one a command cannot run without,
     ``nargs`` says how a list flag takes its words (``"+"``: at least one; ``"append"``: the flag
     repeated, one value each; ``argparse.REMAINDER``; unsaid: any number) and ``positional``
     makes it an argument without ``--``. ``secret`` says the value carries a secret, and how
-    (:data:`faithkit.redaction.KINDS`: an API key, a URL's userinfo, headers): it is sent, never written.
+    (:data:`faithkit.settings.redaction.KINDS`: an API key, a URL's userinfo, headers): it is sent, never written.
     A list or dict default is copied for every instance.
 
     Wide signature: this is the declaration API; each keyword is one part of a declaration, stored under its own
@@ -158,7 +158,7 @@ def check(instance, where: str = "") -> None:
 
 def check_values(cls, values: Mapping, where: str = "") -> None:
     """:func:`check` for values given apart from an instance (a constructor's arguments): each against the field of
-    ``cls`` it names. A value its declaration calls secret is handed to :func:`faithkit.redaction.remember`, so
+    ``cls`` it names. A value its declaration calls secret is handed to :func:`faithkit.settings.redaction.remember`, so
     that a setting read from a file or given from Python is never written either."""
     declared = {item.name: item for item in dataclasses.fields(cls)}
     for name, value in values.items():
@@ -192,7 +192,7 @@ def from_mapping(cls, values: Mapping, where: str = "", prefix: str = ""):
 
 def check_paths(settings, where: str = "", prefix: str = "") -> None:
     """Each path of ``settings`` (a dataclass, its nested sections too) checked by the
-    :class:`~faithkit.paths.PathArg` its flag reads it with (a ``flag_type`` with a ``kind``), so a path from a config
+    :class:`~faithkit.data.paths.PathArg` its flag reads it with (a ``flag_type`` with a ``kind``), so a path from a config
     file is refused as the same flag's would be (a missing input, a file where an output folder goes): a ConfigError
     naming the key. A path left at its default is the command's to check (``runs/checker-data`` is made by a step
     before). A command calls it on what it read, before any work."""

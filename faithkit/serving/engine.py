@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ServerError
-from .options import option
+from ..errors import ServerError
+from ..settings.options import option
 
 ENDPOINTS = ("completions", "chat")
 """``completions``: ``/v1/completions`` with the prompt faithkit builds (token ids or text); ``chat``:

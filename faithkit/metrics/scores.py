@@ -23,17 +23,17 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from .data import Row, read_results
-from .data.results import DIGEST_KEY
-from .errors import OutputError
-from .files import to_json, write_json, write_text
-from .jobs import is_main_process, row_record, score_rows
-from .metrics.registry import get_spec
+from ..data import Row, read_results
+from ..data.results import DIGEST_KEY
+from ..errors import OutputError
+from ..data.files import to_json, write_json, write_text
+from ..data.jobs import is_main_process, row_record, score_rows
+from .registry import get_spec
 
 logger = logging.getLogger(__name__)
 
 INPUT_KEYS = ("id", "document", "history", "response", "extras", DIGEST_KEY)
-"""What a metric's record holds besides the metric's own fields (:func:`faithkit.jobs.row_record`)."""
+"""What a metric's record holds besides the metric's own fields (:func:`faithkit.data.jobs.row_record`)."""
 
 
 def metric_store(output: str | Path, metric: str) -> Path:
@@ -51,10 +51,10 @@ def score_metrics(
     **job,
 ) -> dict[str, dict]:
     """Score the rows with each metric (``{name: metric}``, in output order) into its :func:`metric_store`, then write
-    ``output`` with every metric's fields; return each metric's counts (as :func:`faithkit.jobs.run_job`'s).
+    ``output`` with every metric's fields; return each metric's counts (as :func:`faithkit.data.jobs.run_job`'s).
 
     ``fingerprints[name]`` guards the metric's store, ``references[name]`` (row id: reference) are that metric's
-    references, ``job`` holds :func:`~faithkit.jobs.run_job`'s options. A metric with a ``release()`` method lets its
+    references, ``job`` holds :func:`~faithkit.data.jobs.run_job`'s options. A metric with a ``release()`` method lets its
     model go when its pass ends. The output's ``.meta.json`` holds every fingerprint."""
     output = Path(output)
     with _held(output, job.get("restart", False)):

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from .data import Row
-from .decoding.inputs import response_text
-from .decoding.generation_options import row_seed
-from .decoding.rerank import candidate_seeds
-from .engine import Engine, EngineSampling
-from .errors import ConfigError
-from .prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate
+from ..data import Row
+from ..decoding.inputs import response_text
+from ..decoding.generation_options import row_seed
+from ..decoding.rerank import candidate_seeds
+from ..serving.engine import Engine, EngineSampling
+from ..errors import ConfigError
+from ..prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE, PromptTemplate
 
 SEED_RANGE = 2**31
 """Request seeds stay below this: llama.cpp takes a 32-bit seed, and OpenAI's API a signed integer."""

@@ -1,14 +1,14 @@
 """Secrets never written: the one place that every writer of faithkit's outputs passes its text through.
 
 An API key, or a password in a server's URL, is given to faithkit to be sent to a server, never to be written.
-Each option that carries one says so in its declaration (:func:`faithkit.options.option`'s ``secret``: ``"value"``
+Each option that carries one says so in its declaration (:func:`faithkit.settings.options.option`'s ``secret``: ``"value"``
 for an API key, ``"url"`` for a URL whose userinfo holds one, ``"headers"`` for ``Name: value`` request headers), and
 its value is handed to :func:`remember`: by the command line before it parses (so that an error line about a
 mistyped flag cannot show it), by the option checks of every declared setting (a config file's ``server:``), and by
 the engine for the key it sends (``$OPENAI_API_KEY`` included).
 
 :func:`redact` then writes ``***`` for every secret it was given, wherever it occurs: in every file of
-:mod:`faithkit.files` (results, ``.meta.json``, provenance sidecars, pages, CSVs, training logs), in
+:mod:`faithkit.data.files` (results, ``.meta.json``, provenance sidecars, pages, CSVs, training logs), in
 :func:`faithkit.provenance.record`, and in everything the ``faithkit`` command prints (:func:`redacting_streams`:
 result tables, logging, error lines, tracebacks). A new writer needs nothing more than to write through them.
 """

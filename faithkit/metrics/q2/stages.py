@@ -2,7 +2,7 @@
 
 Every backend takes whole lists and batches them itself, so Q² makes one batched call per stage (and per
 ``batch_size`` rows), never one call per span. :class:`HubBackend` is the loader the hub backends share: a model
-by name (:func:`faithkit.models.load`), or one handed over loaded.
+by name (:func:`faithkit.serving.models.load`), or one handed over loaded.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from .. import models
+from ...serving import models
 
 NLI_LABELS = ("entailment", "neutral", "contradiction")
 NO_ANSWER = ""

@@ -9,7 +9,7 @@ record (:func:`open_append`) cannot be renamed on every record, so it is opened 
 ``O_NOFOLLOW`` and refused when it has a second name (a hard link). A write that fails for
 want of space or permission (ENOSPC, EDQUOT, EROFS, EIO, ...) is an
 :class:`~faithkit.errors.OutputError` naming the file: the temporary file is removed and
-the old file stays as it was. Every text written here passes :func:`faithkit.redaction.redact`: no
+the old file stays as it was. Every text written here passes :func:`faithkit.settings.redaction.redact`: no
 secret (an API key, a password in a server's URL) reaches a file.
 """
 
@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import IO, cast
 from collections.abc import Iterator
 
-from . import redaction
-from .errors import OutputError
-from .numbers import is_non_finite
+from ..settings import redaction
+from ..errors import OutputError
+from ..settings.numbers import is_non_finite
 
 
 def write_text(path: str | Path, text: str) -> None:
@@ -62,7 +62,7 @@ def _finite(value):
 def replacing(path: str | Path, mode: str = "w", newline: str | None = None) -> Iterator[IO]:
     """A handle on a new file beside ``path`` that replaces ``path`` (a link: the link, not its target) when the
     block ends without an error; with an error the new file is removed and ``path`` is left as it was. Text written
-    to it is redacted (:mod:`faithkit.redaction`)."""
+    to it is redacted (:mod:`faithkit.settings.redaction`)."""
     path = Path(path)
     try:
         handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)

@@ -3,8 +3,8 @@
 ``float("nan")`` compares false with every bound, so a range check alone lets it through (and
 ``inf`` passes an open upper end); both then reach a decode or a fingerprint, which JSON cannot
 hold. :func:`finite_float` is the argparse type of every number flag; :func:`check_finite`
-is what :func:`faithkit.options.coerce` and metric options call, and
-:func:`faithkit.options.check` (strategies, generation options, sweep grids, training config,
+is what :func:`faithkit.settings.options.coerce` and metric options call, and
+:func:`faithkit.settings.options.check` (strategies, generation options, sweep grids, training config,
 metric constructors) refuses them in the same words (:func:`is_non_finite`).
 """
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import math
 
-from .errors import ConfigError
+from ..errors import ConfigError
 
 
 def is_non_finite(value) -> bool:

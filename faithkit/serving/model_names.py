@@ -15,8 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import ConfigError, ModelNotAvailableError
-from .paths import check_model_folder
+from ..errors import ConfigError, ModelNotAvailableError
+from ..data.paths import check_model_folder
 
 HUB_TIMEOUT = 10.0
 """Seconds the one question to the hub may take."""
@@ -82,7 +82,7 @@ def is_adapter_folder(folder: Path) -> bool:
 def adapter_base(folder: Path) -> str:
     """The base model an adapter folder names (its config's ``base_model_name_or_path``); a ConfigError naming the
     field if a hand edit broke it."""
-    from .schema import TEXT, Object, read_json_file
+    from ..data.schema import TEXT, Object, read_json_file
 
     fix = "give the folder peft's save_pretrained wrote (e.g. the adapter/ of 'faithkit checker train')"
     config = read_json_file(folder / "adapter_config.json", Object({"base_model_name_or_path": TEXT}), fix, ConfigError)
@@ -91,7 +91,7 @@ def adapter_base(folder: Path) -> str:
 
 def check_model_name(name: str, role: str = "model") -> None:
     """Raise one :class:`ModelNotAvailableError` naming ``role`` (``--judge``, ``pmi-faith model``) and the model
-    unless ``name`` is an offline name, a model folder (:func:`~faithkit.paths.check_model_folder`), an adapter
+    unless ``name`` is an offline name, a model folder (:func:`~faithkit.data.paths.check_model_folder`), an adapter
     folder whose base model passes, a hub id in the Hugging Face cache, or a hub id the hub answers for (one
     attempt; none under ``HF_HUB_OFFLINE``). Whether the role loads adapters is the loader's to say."""
     if name in OFFLINE_MODELS:

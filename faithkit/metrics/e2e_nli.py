@@ -11,8 +11,8 @@ from collections.abc import Sequence
 
 from .base import Metric, check_columns
 from .metric_options import check_option_values
-from .q2 import FALLBACK_SCORES, HUB_DEFAULTS, OFFLINE_DEFAULTS, _documents, cut_knowledge
-from .q2_backends import build_backend
+from .q2.metric import FALLBACK_SCORES, HUB_DEFAULTS, OFFLINE_DEFAULTS, _documents, cut_knowledge
+from .q2.backends import build_backend
 
 
 class E2ENLI(Metric):

@@ -1,4 +1,4 @@
-"""The precisions a model runs in, by the names every command, config and :func:`faithkit.models.load` take, and
+"""The precisions a model runs in, by the names every command, config and :func:`faithkit.serving.models.load` take, and
 the check that a precision held.
 
 ``auto`` is the checkpoint's own dtype. Nothing asked (None) means ``auto`` on a GPU and float32 on a CPU, where
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .options import option
+from ..settings.options import option
 
 DTYPES = ("auto", "float32", "bfloat16", "float16")
 HELP = (
@@ -32,7 +32,7 @@ class Placement:
 def dtype_name(value) -> str | None:
     """The name in :data:`DTYPES` of ``value`` (a name, a ``torch.dtype`` or None); a ConfigError naming the choices
     for anything else."""
-    from .errors import ConfigError
+    from ..errors import ConfigError
 
     if value is None:
         return None
@@ -55,7 +55,7 @@ def non_finite_message(dtype=None) -> str:
     return (
         f"the model's logits are NaN or infinite: {which}, and half precision overflows in some models "
         "(Gemma 3 in float16 does). Load it in bfloat16 or float32: --dtype bfloat16 on the command line, "
-        "dtype='bfloat16' in faithkit.models.load"
+        "dtype='bfloat16' in faithkit.serving.models.load"
     )
 
 
@@ -67,7 +67,7 @@ def check_finite(values, dtype=None) -> None:
     """
     import torch
 
-    from .errors import PrecisionError
+    from ..errors import PrecisionError
 
     total = values.sum(dtype=torch.float32)
     if torch.isnan(total) or total == float("inf"):

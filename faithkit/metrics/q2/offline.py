@@ -10,10 +10,10 @@ from collections.abc import Sequence
 
 import torch
 
-from .. import models
-from ..prompts import start_ids
-from ..scoring import Request, TokenScorer
-from .q2_stages import NO_ANSWER, Candidate, batches
+from ...serving import models
+from ...prompts import start_ids
+from ...serving.scoring import Request, TokenScorer
+from .stages import NO_ANSWER, Candidate, batches
 
 
 WH_BY_ENTITY = {
@@ -248,7 +248,7 @@ class CheckerNLI:
     """The NLI label of each of the checker's classes (supported, generic, unsupported)."""
 
     def __init__(self, adapter: str | None = None, device=None, batch_size=8, dtype=None, compare_answers=False):
-        from .claim_checkers import ClaimChecker
+        from ..claim_checkers import ClaimChecker
 
         self.compare_answers = compare_answers
         self.checker = ClaimChecker(

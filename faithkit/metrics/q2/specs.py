@@ -1,5 +1,5 @@
 """Q²'s offline backend specs, read without torch, so that the command line checks the model a spec names
-(``"scoring:smollm2-135m"`` names ``smollm2-135m``) before anything loads; :func:`~.q2_backends.build_backend` builds
+(``"scoring:smollm2-135m"`` names ``smollm2-135m``) before anything loads; :func:`~.backends.build_backend` builds
 them."""
 
 from __future__ import annotations

@@ -12,8 +12,8 @@ import argparse
 import codecs
 from pathlib import Path
 
-from .data.results import check_writable
-from .errors import ModelNotAvailableError
+from .results import check_writable
+from ..errors import ModelNotAvailableError
 
 SNIFF_BYTES = 1 << 20
 """How much of an input file is read up front to tell text from binary."""
@@ -88,7 +88,7 @@ def check_path(kind: str, path: Path) -> None:
 
 def _is_dataset_source(path: Path) -> bool:
     """A hub dataset (hf:…), a Parquet file or a save_to_disk folder: rows that are not text (see faithkit.data.arrow)."""
-    from .data.arrow import is_dataset_source
+    from .arrow import is_dataset_source
 
     return is_dataset_source(str(path))
 
@@ -129,7 +129,7 @@ TOKENIZER_FILES = (
 def check_model_folder(name: str) -> None:
     """A local folder must hold a model's config, weights and tokenizer; otherwise one ModelNotAvailableError
     naming what is missing, before any row runs (hub ids and offline names are left to
-    :func:`faithkit.models.load`)."""
+    :func:`faithkit.serving.models.load`)."""
     folder = Path(name).expanduser()
     if not folder.exists():
         return

@@ -21,9 +21,9 @@ import torch
 
 
 from . import precision
-from .errors import ConfigError, ModelNotAvailableError
-from .model_names import OFFLINE_MODELS, OfflineModel, cache_dir, is_adapter_folder  # noqa: F401  (OfflineModel: faithkit.models' API)
-from .paths import check_model_folder
+from ..errors import ConfigError, ModelNotAvailableError
+from .model_names import OFFLINE_MODELS, OfflineModel, cache_dir, is_adapter_folder  # noqa: F401  (OfflineModel: faithkit.serving.models' API)
+from ..data.paths import check_model_folder
 
 logger = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ def load(
 ):
     """Return ``(model, tokenizer)``: on ``device`` in eval mode, or as loaded with ``for_training=True``.
 
-    ``dtype`` (or transformers' older spelling ``torch_dtype``) is one of :data:`faithkit.precision.DTYPES` or
+    ``dtype`` (or transformers' older spelling ``torch_dtype``) is one of :data:`faithkit.serving.precision.DTYPES` or
     a ``torch.dtype``; ``"auto"`` keeps the checkpoint's own. Unset, a GPU runs the checkpoint's dtype and a
     CPU float32 (a log line says when that upcasts a half-precision checkpoint).
 
@@ -93,7 +93,7 @@ def load(
     decides between seq2seq and causal (``causal`` when it has no readable config), and a ``"causal"`` or ``"seq2seq"``
     that contradicts the config is a :class:`ConfigError` (a causal head on an encoder-decoder
     checkpoint would silently drop its encoder). A local folder without model weights or
-    tokenizer files fails before anything loads (:func:`~faithkit.paths.check_model_folder`). Hub ids
+    tokenizer files fails before anything loads (:func:`~faithkit.data.paths.check_model_folder`). Hub ids
     that are not cached locally and cannot be downloaded raise
     :class:`ModelNotAvailableError` with the fix. With ``for_training=True`` the model stays
     where it was loaded, in train mode and float32 unless ``dtype`` says otherwise, so that
@@ -190,7 +190,7 @@ def _for_inference(name: str, model, device, dtype: str | None):
 
 
 def _asked_dtype(dtype, torch_dtype) -> str | None:
-    """The precision asked for by either spelling, as a name of :data:`faithkit.precision.DTYPES` (None: unset)."""
+    """The precision asked for by either spelling, as a name of :data:`faithkit.serving.precision.DTYPES` (None: unset)."""
     dtype, torch_dtype = precision.dtype_name(dtype), precision.dtype_name(torch_dtype)
     if dtype is not None and torch_dtype is not None and dtype != torch_dtype:
         raise ConfigError(f"dtype={dtype!r} and torch_dtype={torch_dtype!r} disagree; give one of them")
@@ -239,7 +239,7 @@ def check_head(model) -> None:
     if family_is_encoder_decoder and not config.is_encoder_decoder:
         raise ConfigError(
             f"{_described(model)} is the decoder of an encoder-decoder model without its encoder; "
-            f"load it with faithkit.models.load(name), which picks the seq2seq head from its config"
+            f"load it with faithkit.serving.models.load(name), which picks the seq2seq head from its config"
         )
 
 
@@ -304,7 +304,7 @@ def file_digest(path: Path) -> str:
     import hashlib
     import json
 
-    from .files import write_json
+    from ..data.files import write_json
 
     stat = path.stat()
     key, stamp = str(path.resolve()), [stat.st_size, stat.st_mtime_ns, stat.st_ino, stat.st_ctime_ns]

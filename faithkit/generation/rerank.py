@@ -21,11 +21,11 @@ import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from .data import Row, reference_of
-from .decoding.rerank import Rerank, rerank, why_chosen
-from .errors import ConfigError, InputError
-from .metrics.registry import get_spec, load_metric
-from .schema import ID, TEXT, ListOf, Object, check_schema, read_json_line
+from ..data import Row, reference_of
+from ..decoding.rerank import Rerank, rerank, why_chosen
+from ..errors import ConfigError, InputError
+from ..metrics.registry import get_spec, load_metric
+from ..data.schema import ID, TEXT, ListOf, Object, check_schema, read_json_line
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class Judges:
     """
 
     def __init__(self, model, tokenizer, template=None, batch_size: int = 8, device=None):
-        from .decoding import default_template
+        from ..decoding import default_template
 
         self.model, self.tokenizer, self.batch_size, self.device = model, tokenizer, batch_size, device
         self.template = template or default_template(model, tokenizer)
@@ -52,7 +52,7 @@ class Judges:
         if name not in self._metrics:
             spec = get_spec(name)
             if name == "pmi-faith":
-                from .metrics.pmi_faith import PMIFaith
+                from ..metrics.pmi_faith import PMIFaith
 
                 self._metrics[name] = PMIFaith(
                     model=self.model,
@@ -124,7 +124,7 @@ def read_candidates(path) -> dict[str, dict]:
 
 def _field_with_bad_text(record: dict) -> str | None:
     """The field of a candidates record (``'responses' item 2``) whose text cannot be written as UTF-8, if any."""
-    from .data.rows import has_bad_text
+    from ..data.rows import has_bad_text
 
     if has_bad_text(record.get("greedy", "")):
         return "'greedy'"
@@ -161,11 +161,11 @@ class Generator(NamedTuple):
 
 
 class LazyGenerator:
-    """The generator ``name`` (a :class:`~faithkit.models.LazyModel`) with :func:`generator_judges` for it, as a
+    """The generator ``name`` (a :class:`~faithkit.serving.models.LazyModel`) with :func:`generator_judges` for it, as a
     :class:`Generator` on each call; loaded on the first and kept until :meth:`release`."""
 
     def __init__(self, name: str, options, device=None, dtype=None):
-        from .models import LazyModel
+        from ..serving.models import LazyModel
 
         self.model, self.options, self.device = LazyModel(name, device, dtype), options, device
         self._judges: Judges | None = None
@@ -178,7 +178,7 @@ class LazyGenerator:
 
     def chat_layout(self) -> bool:
         """Whether the generator decodes (and its PMI-FAITH judge scores) in the chat layout."""
-        from .prompts import CHAT_TEMPLATE
+        from ..prompts import CHAT_TEMPLATE
 
         return self().judges.template == CHAT_TEMPLATE
 
@@ -201,7 +201,7 @@ class CandidatesJob:
         self.generator = LazyGenerator(model, options, device, dtype)
 
     def __call__(self, rows: list[Row]) -> list[dict]:
-        from .decoding import generate
+        from ..decoding import generate
 
         missing = [row.id for row in rows if row.id not in self.candidates]
         if missing:
@@ -275,13 +275,13 @@ def rerank_summary(records: Sequence[dict]) -> list[str]:
 def self_judging(judge: str, generator: str) -> str | None:
     """A warning when rerank's ``judge`` is the generator itself (PMI-FAITH always is; faith-judge when its judge
     LM is the generator), naming judges that are not; None otherwise."""
-    from . import models
+    from ..serving import models
 
     def judge_lm(name: str) -> str | None:
         if name == "pmi-faith":
             return generator
         if name == "faith-judge":
-            from .metrics.judge import JudgeWeights
+            from ..metrics.faith_judge import JudgeWeights
 
             return JudgeWeights.load().model
         return None

@@ -25,10 +25,10 @@ from typing import Any
 import numpy as np
 from scipy import optimize
 
-from .. import files
+from ..data import files
 from .base import Metric
 from .metric_options import check_option_values
-from ..schema import NUMBER, TEXT, ListOf, Object, read_json_file
+from ..data.schema import NUMBER, TEXT, ListOf, Object, read_json_file
 from .registry import FAITH_JUDGE_WEIGHTS
 from .lexical import knowledge_precision, token_f1_overlap
 from .token_evidence import AGGREGATE_KEYS, PER_TOKEN_KEYS
@@ -52,7 +52,7 @@ WEIGHTS_SCHEMA = Object(
 LM_SIGNALS = ("pmi", "uncond_pmi", "logp_doc_history", "logp_history", *AGGREGATE_KEYS)
 """The signals PMI-FAITH with ``evidence=True`` gives under the judge LM."""
 CHECKER_SIGNALS = {"checker_supported": "faithkit_checker", "checker_hallucination": "faithkit_checker_hallucination"}
-"""The claim checker's signals (:mod:`.checker`) and the keys of its rows they are read from."""
+"""The claim checker's signals (:mod:`.faithkit_checker`) and the keys of its rows they are read from."""
 CANDIDATES = (*LM_SIGNALS, "knowledge_precision", "overlap_f1", "log_words", *CHECKER_SIGNALS)
 """Every signal a judge may use: the LM's, three from the words alone, and the claim checker's."""
 
@@ -246,7 +246,7 @@ def pmi_faith_part(row: dict, unconditional: bool = False) -> dict:
 def shares_judge_lm(judge_options: dict, pmi_faith_options: dict) -> bool:
     """Whether faith-judge and pmi-faith with these options (as their constructors take them) run the same judge LM
     the same way, so that PMI-FAITH's rows can be read off the judge's (:class:`PMIFaithOffJudge`)."""
-    from .. import models
+    from ..serving import models
     from .registry import option_defaults
 
     defaults = option_defaults("pmi-faith")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..prompts import as_history
-from ..model_names import adapter_base, is_adapter_folder
+from ..serving.model_names import adapter_base, is_adapter_folder
 
 LABELS = ("supported", "generic", "unsupported")
 LABEL_WORDS = (" Yes", " Generic", " No")
@@ -94,7 +94,7 @@ class CheckerModel:
     ) -> list[list[float]]:
         import torch
 
-        from .. import models
+        from ..serving import models
 
         texts = [prompt(p, h, c) for p, h, c in zip(premises, histories, claims)]
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -111,9 +111,9 @@ class CheckerModel:
 
 def load_checker(name: str | None = None, device=None, dtype=None, batch_size: int = 8) -> CheckerModel:
     """The checker from ``name``: an adapter folder (``adapter_config.json``; its base model is loaded by
-    :func:`faithkit.models.load`, offline names included, and the adapter merged in) or a full causal-LM folder
+    :func:`faithkit.serving.models.load`, offline names included, and the adapter merged in) or a full causal-LM folder
     or hub id. Default: the adapter that ships with faithkit."""
-    from .. import models
+    from ..serving import models
 
     folder = Path(name).expanduser() if name else ADAPTER
     if not is_adapter_folder(folder):
@@ -123,7 +123,7 @@ def load_checker(name: str | None = None, device=None, dtype=None, batch_size: i
         return CheckerModel(model, tokenizer, batch_size)
     from peft import PeftModel
 
-    from ..third_party import hidden_warnings
+    from ..serving.third_party import hidden_warnings
 
     model, tokenizer = models.load(adapter_base(folder), kind="causal", device=device, dtype=dtype)
     with hidden_warnings():
