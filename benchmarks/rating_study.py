@@ -1,0 +1,140 @@
+"""The rating study's plumbing: contexts to decode, history-only replies, and the items a blind rater reads.
+
+docs/ratings.md gives the whole pipeline with every command; the three steps this script owns:
+
+    python benchmarks/rating_study.py sample ROWS.jsonl OUT_DIR --tasks 6 --per-task 60 --seed 0
+        one turn per conversation, conversations disjoint across tasks: OUT_DIR/task<k>.jsonl
+    python benchmarks/rating_study.py history-only ROWS.jsonl OUT.jsonl --model smollm2-135m --seed 0
+        the model's reply without the document (a `faithkit generate` output with the rows' documents kept, so the
+        reply is rated against the document the dialogue had)
+    python benchmarks/rating_study.py pick SCORED.jsonl [SCORED.jsonl ...] --output RECIPE.jsonl
+        per row, the candidate (one scored file per decoding strategy) the claim checker finds least likely to hold an
+        unsupported claim (highest 1 - P(unsupported)); ties keep the earlier file, so list greedy first
+    python benchmarks/rating_study.py items TASK_DIR [TASK_DIR ...] --out ITEMS.md
+        the items of annotation pages as plain text for a rater: documents, histories and the two responses of each
+        item, with the page's own questions; read from the page itself (annotate.html), which holds no system name
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+from pathlib import Path
+
+
+def sample(rows_path: Path, out: Path, tasks: int, per_task: int, seed: int, min_history: int) -> None:
+    rows = [json.loads(line) for line in rows_path.open(encoding="utf-8") if line.strip()]
+    by_conversation: dict[str, list[dict]] = {}
+    for row in rows:
+        if len(row["history"]) >= min_history and row["document"].strip():
+            by_conversation.setdefault(row["conversation_id"], []).append(row)
+    rng = random.Random(seed)
+    conversations = sorted(by_conversation)
+    rng.shuffle(conversations)
+    needed = tasks * per_task
+    if needed > len(conversations):
+        raise SystemExit(f"error: {needed} contexts asked, {len(conversations)} conversations have one")
+    out.mkdir(parents=True, exist_ok=True)
+    for task in range(tasks):
+        chosen = conversations[task * per_task : (task + 1) * per_task]
+        with (out / f"task{task + 1}.jsonl").open("w", encoding="utf-8") as file:
+            for conversation in chosen:
+                file.write(json.dumps(rng.choice(by_conversation[conversation])) + "\n")
+    print(json.dumps({"rows": len(rows), "conversations": len(conversations), "tasks": tasks, "per_task": per_task}))
+
+
+def history_only(rows_path: Path, out: Path, model: str, seed: int, max_new_tokens: int) -> None:
+    from faithkit.checker.lm_claims import history_only_replies
+
+    rows = [json.loads(line) for line in rows_path.open(encoding="utf-8") if line.strip()]
+    replies = history_only_replies(model, seed, max_new_tokens=max_new_tokens)([row["history"] for row in rows])
+    with out.open("w", encoding="utf-8") as file:
+        for row, reply in zip(rows, replies):
+            record = {key: row[key] for key in ("id", "document", "history")}
+            record.update(response=reply.strip(), strategy="history-only", model=model)
+            file.write(json.dumps(record) + "\n")
+    print(json.dumps({"rows": len(rows), "output": str(out)}))
+
+
+def pick(scored: list[Path], out: Path) -> None:
+    candidates: dict[str, list[dict]] = {}
+    for path in scored:
+        for line in path.open(encoding="utf-8"):
+            record = json.loads(line)
+            record["candidate_of"] = path.stem
+            candidates.setdefault(str(record["id"]), []).append(record)
+    picked = {name.stem: 0 for name in scored}
+    with out.open("w", encoding="utf-8") as file:
+        for row, records in candidates.items():
+            if len(records) != len(scored):
+                raise SystemExit(f"error: row {row} is not in every scored file")
+            best = max(records, key=lambda r: 1 - r["faithkit_checker_hallucination"])
+            picked[best["candidate_of"]] += 1
+            file.write(json.dumps(best) + "\n")
+    print(json.dumps({"rows": len(candidates), "picked": picked, "output": str(out)}))
+
+
+PAGE_DATA = re.compile(r"<script id=\"task-data\" type=\"application/json\">(.*?)</script>", re.S)
+
+
+def page_items(task: Path) -> dict:
+    text = (task / "annotate.html").read_text(encoding="utf-8")
+    return json.loads(PAGE_DATA.search(text).group(1))
+
+
+def items(tasks: list[Path], out: Path) -> None:
+    lines: list[str] = []
+    for task in tasks:
+        public = page_items(task)
+        lines.append(f"# Task {public['task']} ({len(public['items'])} items)\n")
+        for item in public["items"]:
+            lines.append(f"## Task {public['task']}, item {item['item']}\n")
+            lines.append("Document:\n")
+            lines.extend(f"> {line}" for line in item["document"].splitlines())
+            lines.append("\nDialogue history (oldest first):\n")
+            lines.extend(f"- {turn}" for turn in item["history"])
+            cuts = item.get("cut") or [False] * len(item["responses"])
+            for side, (response, cut) in enumerate(zip(item["responses"], cuts), 1):
+                lines.append(f"\nResponse {side}: {response}" + (" [cut at the length limit]" if cut else ""))
+            lines.append("")
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(json.dumps({"tasks": len(tasks), "output": str(out)}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
+    commands = parser.add_subparsers(dest="command", required=True)
+    one = commands.add_parser("sample", allow_abbrev=False)
+    one.add_argument("rows", type=Path)
+    one.add_argument("out", type=Path)
+    one.add_argument("--tasks", type=int, default=6)
+    one.add_argument("--per-task", type=int, default=60)
+    one.add_argument("--seed", type=int, default=0)
+    one.add_argument("--min-history", type=int, default=1)
+    two = commands.add_parser("history-only", allow_abbrev=False)
+    two.add_argument("rows", type=Path)
+    two.add_argument("out", type=Path)
+    two.add_argument("--model", default="smollm2-135m")
+    two.add_argument("--seed", type=int, default=0)
+    two.add_argument("--max-new-tokens", type=int, default=40)
+    four = commands.add_parser("pick", allow_abbrev=False)
+    four.add_argument("scored", type=Path, nargs="+")
+    four.add_argument("--output", type=Path, required=True)
+    three = commands.add_parser("items", allow_abbrev=False)
+    three.add_argument("tasks", type=Path, nargs="+")
+    three.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    if args.command == "sample":
+        sample(args.rows, args.out, args.tasks, args.per_task, args.seed, args.min_history)
+    elif args.command == "history-only":
+        history_only(args.rows, args.out, args.model, args.seed, args.max_new_tokens)
+    elif args.command == "pick":
+        pick(args.scored, args.output)
+    else:
+        items(args.tasks, args.out)
+
+
+if __name__ == "__main__":
+    main()
