@@ -10,6 +10,10 @@ docs/ratings.md gives the whole pipeline with every command; the three steps thi
     python benchmarks/rating_study.py pick SCORED.jsonl [SCORED.jsonl ...] --output RECIPE.jsonl
         per row, the candidate (one scored file per decoding strategy) the claim checker finds least likely to hold an
         unsupported claim (highest 1 - P(unsupported)); ties keep the earlier file, so list greedy first
+    python benchmarks/rating_study.py judges RATED.jsonl SCORED.jsonl [SCORED.jsonl ...]
+        how well each judge's score key tells the responses some rater found unfaithful ("disagree") from the rest
+        (AUROC, positive = no rater disagreed, with a 95% bootstrap interval) and follows the mean faithfulness
+        rating (Spearman), over the rated responses the scored files hold (`faithkit annotate export` rows)
     python benchmarks/rating_study.py items TASK_DIR [TASK_DIR ...] --out ITEMS.md
         the items of annotation pages as plain text for a rater: documents, histories and the two responses of each
         item, with the page's own questions; read from the page itself (annotate.html), which holds no system name
@@ -76,6 +80,48 @@ def pick(scored: list[Path], out: Path) -> None:
     print(json.dumps({"rows": len(candidates), "picked": picked, "output": str(out)}))
 
 
+JUDGE_KEYS = {  # score key -> its sign for "higher = more faithful"
+    "faithkit_checker": 1,
+    "faithkit_checker_generic": 1,
+    "faithkit_checker_hallucination": -1,
+    "knowledge_precision": 1,
+    "pmi": 1,
+}
+
+
+def judges(rated_path: Path, scored: list[Path]) -> None:
+    import numpy as np
+
+    from faithkit.stats import auroc, spearman
+
+    by_text: dict[tuple[str, str], dict] = {}
+    for path in scored:
+        for line in path.open(encoding="utf-8"):
+            record = json.loads(line)
+            by_text[(str(record["id"]), record["response"].strip())] = record
+    rows = [json.loads(line) for line in rated_path.open(encoding="utf-8") if line.strip()]
+    pairs = [(row, by_text.get((row["row"], row["response"].strip()))) for row in rows]
+    pairs = [(row, record) for row, record in pairs if record is not None]
+    faithful = [int(row["aggregate"]["faithfulness"]["disagree"] == 0) for row, _ in pairs]
+    mean = [row["aggregate"]["faithfulness"]["mean"] for row, _ in pairs]
+    table = {"rated": len(rows), "scored": len(pairs), "faithful": sum(faithful)}
+    for key, sign in JUDGE_KEYS.items():
+        if not all(isinstance(record.get(key), (int, float)) for _, record in pairs):
+            continue
+        score = [sign * record[key] for _, record in pairs]
+        draws = np.random.default_rng(0).integers(0, len(score), size=(1000, len(score)))
+        values = [
+            auroc(np.take(score, d), np.take(faithful, d)) for d in draws if 0 < np.take(faithful, d).sum() < len(d)
+        ]
+        low, high = np.percentile(values, [2.5, 97.5])
+        table[key] = {
+            "auroc": round(auroc(score, faithful), 3),
+            "interval": [round(low, 3), round(high, 3)],
+            "spearman": round(spearman(score, mean), 3),
+        }
+    print(json.dumps(table))
+
+
 PAGE_DATA = re.compile(r"<script id=\"task-data\" type=\"application/json\">(.*?)</script>", re.S)
 
 
@@ -122,6 +168,9 @@ def main() -> None:
     four = commands.add_parser("pick", allow_abbrev=False)
     four.add_argument("scored", type=Path, nargs="+")
     four.add_argument("--output", type=Path, required=True)
+    five = commands.add_parser("judges", allow_abbrev=False)
+    five.add_argument("rated", type=Path)
+    five.add_argument("scored", type=Path, nargs="+")
     three = commands.add_parser("items", allow_abbrev=False)
     three.add_argument("tasks", type=Path, nargs="+")
     three.add_argument("--out", type=Path, required=True)
@@ -130,6 +179,8 @@ def main() -> None:
         sample(args.rows, args.out, args.tasks, args.per_task, args.seed, args.min_history)
     elif args.command == "history-only":
         history_only(args.rows, args.out, args.model, args.seed, args.max_new_tokens)
+    elif args.command == "judges":
+        judges(args.rated, args.scored)
     elif args.command == "pick":
         pick(args.scored, args.output)
     else:
