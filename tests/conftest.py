@@ -209,3 +209,13 @@ def _is_module_fixture_of(item, name: str) -> bool:
         and definitions[-1].scope == "module"
         and item.nodeid.startswith(definitions[-1].baseid + "::")
     )
+
+
+@pytest.fixture(autouse=True)
+def _no_secrets_from_other_tests():
+    """Secrets are remembered per process (faithkit.settings.redaction); a test starts with none, as a command does."""
+    from faithkit.settings import redaction
+
+    redaction.forget_all()
+    yield
+    redaction.forget_all()

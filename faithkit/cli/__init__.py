@@ -174,6 +174,17 @@ def secret_flags(parser: argparse.ArgumentParser) -> dict[str, str]:
     return found
 
 
+def option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    """Every flag of ``parser`` and its commands."""
+    found = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for command in action.choices.values():
+                found |= option_strings(command)
+        found.update(action.option_strings)
+    return found
+
+
 SECRET_FLAGS = {"--server": "url", "--api-key": "value"}
 """The secret flags of every command, by the kind of secret (``tests/cli/test_secrets.py`` checks this against the
 declarations): a command that has none of them still redacts what follows one typed to it by mistake."""
@@ -185,9 +196,10 @@ def remember_secrets(parser: argparse.ArgumentParser, argv: list[str]) -> None:
     error line that names the words it did not take), whether or not the command takes it, so no line or file
     shows it."""
     flags = {**SECRET_FLAGS, **secret_flags(parser)}
+    exact = option_strings(parser) - set(flags)  # another command's own flag (annotate's --a), not an abbreviation
     for index, word in enumerate(argv):
         name, equals, value = word.partition("=")
-        if not name.startswith("--") or len(name) < 3:
+        if not name.startswith("--") or len(name) < 3 or name in exact:
             continue
         kinds = {kind for flag, kind in flags.items() if flag.startswith(name)}
         given = value if equals else argv[index + 1] if index + 1 < len(argv) else None

@@ -71,7 +71,18 @@ def remember(value, kind: str = "value") -> None:
     with _lock:
         _secrets.update(found)
         alternatives = sorted(_secrets, key=len, reverse=True)  # the longest first: a key inside a userinfo
-        _pattern = re.compile("|".join(re.escape(secret) for secret in alternatives))
+        _pattern = re.compile("|".join(map(_alternative, alternatives)))
+
+
+SHORT = 8
+"""Secrets shorter than this (placeholders such as llama.cpp's ``--api-key x``) are redacted only where they stand as
+a word of their own: masked inside words, they would corrupt every field name that holds their letters."""
+
+
+def _alternative(secret: str) -> str:
+    if len(secret) >= SHORT:
+        return re.escape(secret)
+    return rf"(?<![A-Za-z0-9_]){re.escape(secret)}(?![A-Za-z0-9_])"
 
 
 def _forms(secret: str) -> set[str]:

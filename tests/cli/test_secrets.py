@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from faithkit.settings import redaction
-from faithkit.cli import SECRET_FLAGS, build_parser, secret_flags, secret_kind
+from faithkit.cli import SECRET_FLAGS, build_parser, remember_secrets, secret_flags, secret_kind
 
 from .fake_engine import FakeEngine
 from .helpers import write_jsonl
@@ -128,3 +128,22 @@ def test_a_server_that_is_down_names_its_url_without_the_password(faithkit, tmp_
     assert run.code == 2 and run.error_lines == run.err.splitlines(), run.err
     assert run.err.startswith("error: http://***@127.0.0.1:9/v1: listing its models (GET /models): cannot connect")
     assert PASSWORD not in run.err + _files_text(tmp_path)
+
+
+def test_a_short_secret_is_redacted_as_a_word_never_inside_one():
+    redaction.forget_all()
+    try:
+        redaction.remember("x", "value")  # llama.cpp's placeholder key
+        assert redaction.redact('{"max_new_tokens": 5, "key": "x"}') == '{"max_new_tokens": 5, "key": "***"}'
+        assert redaction.redacted({"context_tokens": "x y"}) == {"context_tokens": "*** y"}
+    finally:
+        redaction.forget_all()
+
+
+def test_another_command_s_own_flag_is_not_taken_for_an_abbreviated_secret_flag():
+    redaction.forget_all()
+    try:
+        remember_secrets(build_parser(), ["annotate", "build", "--a", "plain", "--b", "pmi", "--api-k", "sk-123"])
+        assert redaction.redact("plain vs pmi, sk-123") == "plain vs pmi, ***"
+    finally:
+        redaction.forget_all()
