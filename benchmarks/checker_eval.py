@@ -11,7 +11,7 @@ Sets (label 1 = faithful):
 
 The checker's and faith-judge's scores of the synthetic and pair rows are computed here, written row by row
 under ``--out`` (rerun to resume). Per set: AUROC with a 95% bootstrap interval and paired bootstrap p-values
-against the checker (:func:`faithkit.eval.leaderboard.group_table`, 1,000 resamples). The refitted faith-judge
+against the checker (:func:`faithkit.eval.leaderboard_stats.group_table`, 1,000 resamples). The refitted faith-judge
 (``--weights``, written by ``benchmarks/judge_fit.py``) is scored from the cached features and the checker's
 scores on the sets it was not fitted on (dodeca, synthetic, pairs); its BEGIN figures are judge_fit.py's
 cross-source ones (fitted on the other two sources).
@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from faithkit.data import Row, read_results
-from faithkit.eval.leaderboard import group_table
+from faithkit.eval.leaderboard_stats import group_table
 from faithkit.data.jobs import job_fingerprint, score_rows
 from faithkit.metrics.claim_checkers import ClaimChecker
 from faithkit.metrics.faith_judge import WEIGHTS, FaithJudge, JudgeWeights, signals
@@ -59,7 +59,7 @@ def pair_rows() -> list[tuple[str, int, Row]]:
 
 
 def synthetic_rows(folder: Path) -> list[tuple[str, int, Row]]:
-    from faithkit.checker.synthetic import read
+    from faithkit.checker.examples import read
 
     return [
         ("synthetic", int(e.label == "supported"), Row(e.id, e.document, e.history, e.response))

@@ -2,7 +2,7 @@
 never trained on, so its agreement with the ratings is measured on unseen documents.
 
 Reads a ``faithkit data export topicalchat --split valid_freq --half dev`` file and writes a seeded sample of the
-rows that have at least one held-out section (``faithkit.checker.synthetic.section_split`` with the recipe's
+rows that have at least one held-out section (``faithkit.checker.contexts.section_split`` with the recipe's
 ``test_share``). Both systems then decode these rows and ``faithkit annotate build`` makes the page:
 
     faithkit data export topicalchat --split valid_freq --half dev --output runs/human/vf_dev.jsonl
@@ -19,7 +19,7 @@ import argparse
 import json
 import random
 
-from faithkit.checker.synthetic import MIN_SECTION_CHARS, section_split
+from faithkit.checker.contexts import MIN_SECTION_CHARS, section_split
 
 
 def held_out(document: str, test_share: float) -> bool:

@@ -27,9 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from faithkit import stats
-from faithkit.annotate.report import read_annotations
+from faithkit.annotate.exports import read_annotations
 from faithkit.annotate.task import DIMENSIONS, SYSTEMS, System, read_key
-from faithkit.eval.leaderboard import group_table
+from faithkit.eval.leaderboard_stats import group_table
 from faithkit.metrics.claim_checkers import ClaimChecker
 from faithkit.metrics.lexical import knowledge_precision
 from faithkit.metrics.pmi_faith import PMIFaith

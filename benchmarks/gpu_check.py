@@ -38,7 +38,8 @@ from transformers import (
 )
 
 from faithkit.decoding import PMIDecode
-from faithkit.decoding.strategies import CAD, PMI, AdaCAD, Plain
+from faithkit.decoding.two_view_strategies import CAD, PMI, AdaCAD
+from faithkit.decoding.base import Plain
 from faithkit.serving.scoring import TokenScorer, reference_token_logprobs
 
 SHAPES = {  # name: (config class, model class, real shape, tiny shape)

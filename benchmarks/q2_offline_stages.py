@@ -34,7 +34,8 @@ import torch
 from faithkit.stats import auroc
 from faithkit.metrics.lexical import normalize_answer
 from faithkit.metrics.q2.metric import Q2, extract_spans, is_personal
-from faithkit.metrics.q2.backends import Candidate, CheckerNLI
+from faithkit.metrics.q2.stages import Candidate
+from faithkit.metrics.q2.offline import CheckerNLI
 from faithkit.data import data_root
 
 DATA = data_root() / "q2_wow"

@@ -21,17 +21,9 @@ import time
 import torch
 
 from faithkit.data.corpora.q2_wow import load_q2_wow
-from faithkit.metrics.q2.metric import (
-    FALLBACK_SCORES,
-    Q2,
-    extract_spans,
-    is_personal,
-    needs_nli,
-    normalize_answer,
-    question_score,
-    token_f1,
-)
-from faithkit.metrics.q2.backends import NO_ANSWER, Candidate
+from faithkit.metrics.q2.metric import FALLBACK_SCORES, Q2, extract_spans, is_personal, needs_nli, question_score
+from faithkit.metrics.lexical import normalize_answer, token_f1
+from faithkit.metrics.q2.stages import NO_ANSWER, Candidate
 from faithkit.data import data_root
 from model_work import ModelWork
 

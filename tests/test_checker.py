@@ -11,10 +11,20 @@ import pytest
 from faithkit.errors import ConfigError, InputError
 
 from faithkit.checker import rated, synthetic
-from faithkit.checker.contexts import section_split
+from faithkit.checker.examples import KINDS, Example, card, read, write
+from faithkit.checker.edits import entity_swap, negation_flip, number_change, role_swap
+from faithkit.checker.contexts import (
+    MAX_DOCUMENT_CHARS,
+    Context,
+    section_split,
+    SectionSplit,
+    topicalchat_contexts,
+    wiki_contexts,
+)
 from faithkit.checker.training import CheckerTraining, lora_model, micro_batches, train
 from faithkit.metrics import faithkit_checker
-from faithkit.metrics.claim_checkers import ClaimChecker, document_windows, response_sentences
+from faithkit.metrics.claim_checkers import ClaimChecker
+from faithkit.metrics.claim_windows import document_windows, response_sentences
 from faithkit.metrics.registry import get_spec
 
 CORPUS = Path(__file__).parent / "data" / "corpora" / "topicalchat"
@@ -33,10 +43,8 @@ SECTIONS = [
 
 def contexts():
     """The Topical-Chat fixture's turns, and three longer sections, each with one of the turns' histories."""
-    turns = synthetic.topicalchat_contexts(CORPUS, "valid_freq", min_chars=40)  # the fixture's sections are short
-    sections = [
-        synthetic.Context(f"s{i}", [text], turns[i].history, "", False, False) for i, text in enumerate(SECTIONS)
-    ]
+    turns = topicalchat_contexts(CORPUS, "valid_freq", min_chars=40)  # the fixture's sections are short
+    sections = [Context(f"s{i}", [text], turns[i].history, "", False, False) for i, text in enumerate(SECTIONS)]
     return turns, sections
 
 
@@ -52,56 +60,46 @@ def sentence(nlp, text):
 
 
 def test_negation_flips_both_ways(nlp):
-    assert (
-        synthetic.negation_flip(sentence(nlp, "The museum is open on Mondays."))[0]
-        == "The museum is not open on Mondays."
-    )
-    assert (
-        synthetic.negation_flip(sentence(nlp, "The museum is not open on Mondays."))[0]
-        == "The museum is open on Mondays."
-    )
-    assert (
-        synthetic.negation_flip(sentence(nlp, "He signed with Sun Records."))[0] == "He did not sign with Sun Records."
-    )
-    assert synthetic.negation_flip(sentence(nlp, "Penguins can't fly."))[0] == "Penguins can fly."
+    assert negation_flip(sentence(nlp, "The museum is open on Mondays."))[0] == "The museum is not open on Mondays."
+    assert negation_flip(sentence(nlp, "The museum is not open on Mondays."))[0] == "The museum is open on Mondays."
+    assert negation_flip(sentence(nlp, "He signed with Sun Records."))[0] == "He did not sign with Sun Records."
+    assert negation_flip(sentence(nlp, "Penguins can't fly."))[0] == "Penguins can fly."
 
 
 def test_swaps_change_one_fact_and_reuse_the_pool(nlp):
     text = "Elvis Presley recorded at Sun Records with Sam Phillips in Memphis."
     parsed = sentence(nlp, text)
     pool = list(nlp("Scotty Moore played guitar.").ents)
-    swapped, detail = synthetic.entity_swap(parsed, pool, random.Random(0))
+    swapped, detail = entity_swap(parsed, pool, random.Random(0))
     assert swapped.count("Scotty Moore") == 1 and swapped.replace("Scotty Moore", "X") in {
         text.replace(name, "X") for name in ("Elvis Presley", "Sam Phillips")
     }
     assert detail.startswith("PERSON")
-    assert synthetic.role_swap(parsed)[0] == "Sam Phillips recorded at Sun Records with Elvis Presley in Memphis."
-    changed, _ = synthetic.number_change(sentence(nlp, "The tower was finished in 1889."), random.Random(0))
+    assert role_swap(parsed)[0] == "Sam Phillips recorded at Sun Records with Elvis Presley in Memphis."
+    changed, _ = number_change(sentence(nlp, "The tower was finished in 1889."), random.Random(0))
     year = int(changed.split()[-1].rstrip("."))
     assert changed.startswith("The tower was finished in ") and year != 1889 and abs(year - 1889) <= 12
 
 
 def test_build_is_deterministic_and_splits_by_section(nlp):
     turns, sections = contexts()
-    assert (
-        len(turns) == 4 and synthetic.wiki_contexts(CORPUS, turns, "valid_rare", seed=0, min_chars=40) == []
-    )  # rare reads all
-    first = synthetic.build(turns, sections, nlp, size=40, seed=3, split=synthetic.SectionSplit(0.5))
-    second = synthetic.build(turns, sections, nlp, size=40, seed=3, split=synthetic.SectionSplit(0.5))
+    assert len(turns) == 4 and wiki_contexts(CORPUS, turns, "valid_rare", seed=0, min_chars=40) == []  # rare reads all
+    first = synthetic.build(turns, sections, nlp, size=40, seed=3, split=SectionSplit(0.5))
+    second = synthetic.build(turns, sections, nlp, size=40, seed=3, split=SectionSplit(0.5))
     assert [vars(e) for e in first] == [vars(e) for e in second] and len(first) >= 10
     train_sections = {e.section for e in first if e.split == "train"}
     assert not train_sections & {e.section for e in first if e.split == "test"}
-    assert all(e.label == synthetic.KINDS[e.kind][0] for e in first)
+    assert all(e.label == KINDS[e.kind][0] for e in first)
 
 
 def test_written_data_reads_back_and_bad_lines_name_the_file(tmp_path, nlp):
-    examples = synthetic.build(*contexts(), nlp, size=20, seed=0, split=synthetic.SectionSplit(0.0))
-    paths = synthetic.write(examples, tmp_path, synthetic.card(examples, ["fixture"], 0))
-    assert [vars(e) for e in synthetic.read(paths["train"])] == [vars(e) for e in examples]
+    examples = synthetic.build(*contexts(), nlp, size=20, seed=0, split=SectionSplit(0.0))
+    paths = write(examples, tmp_path, card(examples, ["fixture"], 0))
+    assert [vars(e) for e in read(paths["train"])] == [vars(e) for e in examples]
     assert "| extractive | supported |" in (tmp_path / "README.md").read_text()
     paths["train"].write_text('{"label": "maybe"}\n')
     with pytest.raises(Exception, match=r"train.jsonl:1: not a checker example"):
-        synthetic.read(paths["train"])
+        read(paths["train"])
 
 
 def test_combine_is_the_worst_sentence_rule():
@@ -174,11 +172,11 @@ def test_checker_metric_equals_slow_reference(checker_folders):
 
 
 def tiny_data(folder: Path, nlp) -> Path:
-    examples = synthetic.build(*contexts(), nlp, size=30, seed=0, split=synthetic.SectionSplit(0.0))[:24]
+    examples = synthetic.build(*contexts(), nlp, size=30, seed=0, split=SectionSplit(0.0))[:24]
     for label in ("supported", "unsupported"):
         for example in [e for e in examples if e.label == label][:2]:
             example.split = "test"
-    synthetic.write(examples, folder, synthetic.card(examples, ["fixture"], 0))
+    write(examples, folder, card(examples, ["fixture"], 0))
     return folder
 
 
@@ -254,7 +252,7 @@ def test_micro_batches_and_checkpointing_make_the_same_update_in_less_memory(tmp
 
 
 def test_micro_batches_cut_a_step_in_order():
-    group = [synthetic.Example(str(i), "d", [], "r", "supported", "extractive", "s") for i in range(8)]
+    group = [Example(str(i), "d", [], "r", "supported", "extractive", "s") for i in range(8)]
     assert [[e.id for e in part] for part in micro_batches(group, 3)] == [["0", "1", "2"], ["3", "4", "5"], ["6", "7"]]
     assert micro_batches(group, None) == [group] and micro_batches(group, 8) == [group]
 
@@ -434,16 +432,14 @@ def test_a_long_rated_document_is_cut_to_the_sentences_that_share_most_words():
     target = "The Hawkeyes play football at Kinnick Stadium in Iowa City."
     document = filler + "\n" + filler + " " + target + " " + filler
     window = rated.best_window(document, "They play at Kinnick Stadium, right?")
-    assert target in window and len(window) <= synthetic.MAX_DOCUMENT_CHARS
+    assert target in window and len(window) <= MAX_DOCUMENT_CHARS
     assert window.startswith("Filler sentence number") and "\n" not in window
     assert rated.best_window(target, "anything") == target
 
 
 def test_build_holds_rated_test_sections_out_of_training(nlp):
     turns, sections = contexts()
-    examples = synthetic.build(
-        turns, sections, nlp, size=40, seed=3, split=synthetic.SectionSplit(0.0, frozenset(SECTIONS[:1]))
-    )
+    examples = synthetic.build(turns, sections, nlp, size=40, seed=3, split=SectionSplit(0.0, frozenset(SECTIONS[:1])))
     key = hashlib.sha256(SECTIONS[0].encode()).hexdigest()[:12]
     assert {e.split for e in examples if e.section == key} == {"test"}
     assert {e.split for e in examples if e.section != key} == {"train"}

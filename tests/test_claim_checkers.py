@@ -5,14 +5,8 @@ import json
 
 import pytest
 
-from faithkit.metrics.claim_checkers import (
-    HHEM_PROMPT,
-    PRESETS,
-    ClaimChecker,
-    chosen_windows,
-    document_windows,
-    response_sentences,
-)
+from faithkit.metrics.claim_checkers import HHEM_PROMPT, PRESETS, ClaimChecker
+from faithkit.metrics.claim_windows import chosen_windows, document_windows, response_sentences
 from faithkit.metrics.registry import load_metric
 
 from tests.conftest import gpt2_bpe_files

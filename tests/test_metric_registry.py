@@ -2,6 +2,8 @@
 
 import pytest
 
+from faithkit.errors import ConfigError
+
 from faithkit.metrics.corpus import AGGREGATES
 from faithkit.metrics.lexical import ResponseForm
 from faithkit.metrics.registry import MEASURES, METRICS, load_metric, metric_fingerprint
@@ -59,19 +61,16 @@ def test_a_metric_fingerprint_holds_the_settings_that_change_a_score():
     assert metric_fingerprint("lexical", {}) == {"metric": "lexical", "metric_options": {}}
 
 
-def test_the_metric_bleu_against_the_document_is_document_bleu_and_its_old_name_still_reads():
+def test_the_metric_bleu_against_the_document_is_document_bleu_and_bleu_names_no_metric():
     from faithkit.metrics.registry import get_spec
 
-    assert get_spec("bleu") is METRICS["document-bleu"]
     assert "bleu" not in METRICS
+    with pytest.raises(ConfigError, match=r"^unknown metric 'bleu'; choose one of .*document-bleu"):
+        get_spec("bleu")
     assert [measure.name for measure in METRICS["document-bleu"].measures] == ["document_bleu"]
-    assert (
-        metric_fingerprint("bleu", {})["metric"] == metric_fingerprint("document-bleu", {})["metric"] == "document-bleu"
-    )
+    assert metric_fingerprint("document-bleu", {})["metric"] == "document-bleu"
 
 
 def test_a_metric_runs_on_a_device_when_it_takes_one():
     assert METRICS["pmi-faith"].runs_on_device and METRICS["q2"].runs_on_device and METRICS["llm-judge"].runs_on_device
     assert not METRICS["lexical"].runs_on_device and not METRICS["document-bleu"].runs_on_device
-    with pytest.warns(DeprecationWarning, match="use runs_on_device"):
-        assert METRICS["pmi-faith"].needs_model

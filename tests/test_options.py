@@ -17,7 +17,8 @@ from faithkit.cli import build_parser, main
 from faithkit.cli.shared_flags import JobFlags
 from faithkit.data.rows import InputOptions
 from faithkit.decoding import PMI, GenerationOptions, PMIDecode
-from faithkit.decoding.strategies import STRATEGIES, Strategy, strategy_from_dict
+from faithkit.decoding.strategies import STRATEGIES, strategy_from_dict
+from faithkit.decoding.base import Strategy
 from faithkit.errors import ConfigError
 from faithkit.metrics.pmi_faith import PMIFaith
 from faithkit.metrics.metric_options import MetricOptions

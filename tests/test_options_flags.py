@@ -62,22 +62,3 @@ def test_differences_name_each_changed_option():
         "faithkit score --metric: default 'pmi-faith' -> 'q2'",
         "faithkit score --model: added",
     ]
-
-
-def test_the_old_module_names_still_work_with_a_deprecation_warning():
-    import importlib
-    import sys
-    import warnings
-
-    for old, new, name in (
-        ("faithkit.metrics.options", "faithkit.metrics.metric_options", "MetricOptions"),
-        ("faithkit.cli.options", "faithkit.cli.shared_flags", "add_job_options"),
-    ):
-        sys.modules.pop(old, None)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            module = importlib.import_module(old)
-        assert getattr(module, name) is getattr(importlib.import_module(new), name)
-        assert [str(w.message) for w in caught if w.category is DeprecationWarning] == [
-            f"{old} is now {new}; the old name goes in the next release"
-        ]

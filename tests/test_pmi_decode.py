@@ -653,10 +653,5 @@ def test_contexts_longer_than_the_model_keep_their_end(tiny_gpt2, gpt2_tokenizer
     budgets = GenerationOptions(max_context_tokens=1000, max_new_tokens=6)
     rows = build_inputs(tiny_gpt2, gpt2_tokenizer, documents, histories, options=budgets)
     assert rows["input_ids"].shape[1] == 250  # a larger limit than the model's room is no way past it
-    with pytest.warns(
-        DeprecationWarning, match=r"^build_inputs\(max_context_tokens=, max_new_tokens=…\) is deprecated"
-    ):
-        old = build_inputs(tiny_gpt2, gpt2_tokenizer, documents, histories, max_context_tokens=1000, max_new_tokens=6)
-    assert torch.equal(old["input_ids"], rows["input_ids"])  # the old keywords set the same budgets
     with pytest.raises(ConfigError, match="--max-new-tokens 300 leaves no room for a context in the model's 256"):
         generate(tiny_gpt2, gpt2_tokenizer, documents, histories, max_new_tokens=300)

@@ -14,14 +14,8 @@ import pytest
 import torch
 
 from faithkit.metrics.q2.metric import Q2
-from faithkit.metrics.q2.backends import (
-    NO_ANSWER,
-    Candidate,
-    ExtractiveQA,
-    SequenceClassificationNLI,
-    T5QuestionGenerator,
-    label_names,
-)
+from faithkit.metrics.q2.stages import NO_ANSWER, Candidate
+from faithkit.metrics.q2.hub import ExtractiveQA, SequenceClassificationNLI, T5QuestionGenerator, label_names
 from tests.conftest import gpt2_bpe_tokenizer
 
 
@@ -135,7 +129,7 @@ def test_t5_input_format_beams_and_batching(tiny_t5):
 
 
 def test_question_prefix_is_removed():
-    from faithkit.metrics.q2.backends import _strip_prefix
+    from faithkit.metrics.q2.hub import _strip_prefix
 
     assert _strip_prefix("question: Who hosted it?", "question:") == "Who hosted it?"
     assert _strip_prefix("Who asked the question: why?", "question:") == "Who asked the question: why?"
@@ -343,7 +337,8 @@ def test_every_hub_backend_loads_through_the_one_loader_with_its_kind(monkeypatc
 
 def test_a_ready_backend_of_another_stage_is_refused():
     from faithkit.errors import ConfigError
-    from faithkit.metrics.q2.backends import RuleQuestionGenerator, build_backend
+    from faithkit.metrics.q2.offline import RuleQuestionGenerator
+    from faithkit.metrics.q2.backends import build_backend
 
     with pytest.raises(ConfigError) as error:
         build_backend("qa", RuleQuestionGenerator())

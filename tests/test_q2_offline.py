@@ -5,18 +5,17 @@ import json
 import pytest
 
 from faithkit.metrics.q2.metric import Q2, load_spacy
-from faithkit.metrics.q2.backends import (
-    NO_ANSWER,
-    Candidate,
+from faithkit.metrics.q2.stages import NO_ANSWER, Candidate
+from faithkit.metrics.q2.offline import (
     CheckerNLI,
     FewShotQuestionGenerator,
     LabelWordNLI,
     RuleQuestionGenerator,
     SpanScoringQA,
     _CausalLM,
-    build_backend,
     statement_parts,
 )
+from faithkit.metrics.q2.backends import build_backend
 
 PASSAGES = ["The show aired on PBS from 1983 to 1994.", "Bob Ross hosted The Joy of Painting."]
 QUESTIONS = ["When did the show air?", "Who hosted The Joy of Painting?"]

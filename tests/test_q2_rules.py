@@ -4,7 +4,8 @@ import pytest
 
 from faithkit.metrics.lexical import normalize_answer, token_f1
 from faithkit.metrics.q2.metric import Q2, extract_spans, is_personal, load_spacy, needs_nli, question_score
-from faithkit.metrics.q2.backends import NO_ANSWER, rule_question
+from faithkit.metrics.q2.stages import NO_ANSWER
+from faithkit.metrics.q2.offline import rule_question
 
 
 @pytest.fixture(scope="module")
@@ -253,7 +254,8 @@ def test_e2e_nli_scores_and_rows():
 
 
 def test_rules_ask_nothing_about_pronouns(nlp):
-    from faithkit.metrics.q2.backends import Candidate, RuleQuestionGenerator
+    from faithkit.metrics.q2.stages import Candidate
+    from faithkit.metrics.q2.offline import RuleQuestionGenerator
 
     response = "it aired in canada and they loved it"
     spans = extract_spans(nlp(response))

@@ -450,28 +450,15 @@ def test_prefill_is_shared_and_history_only_views_only_for_two_view_cells(tiny_g
     assert blocks == [2, 2]  # once per batch for all four cells
 
 
-def test_the_pre_strategy_alpha_and_top_p_keywords_mean_pmi_decode_with_a_warning(tiny_gpt2, gpt2_tokenizer):
+def test_pmi_parameters_as_keywords_are_refused_with_the_strategy_spelling(tiny_gpt2, gpt2_tokenizer):
     options = {"template": DEFAULT_TEMPLATE, "max_new_tokens": 3}
-    with pytest.warns(
-        DeprecationWarning,
-        match=r"generate\(alpha=, top_p=…\) is deprecated; pass the strategy: "
-        r"generate\(model, tokenizer, documents, histories, PMI\(alpha=0.5, top_p=0.9\), …\)",
-    ):
-        old = generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, alpha=0.5, top_p=0.9, **options)
-    assert old == generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, PMI(0.5, 0.9), **options)
-    with pytest.warns(DeprecationWarning, match=r"PMI\(alpha=1, top_p=0.6\)"):  # top_p left out: PMI's default
-        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS[:1], HISTORIES[:1], alpha=1.0, **options)
-    with pytest.raises(
-        ConfigError,
-        match=r"alpha= \(the pre-strategy spelling of PMI\(alpha, top_p\)\) with "
-        r"strategy 'cad': give the parameters in the strategy instead, e.g. \{'name': 'cad', \*\*",
-    ):
-        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, "cad", alpha=1.0, **options)
-    with pytest.raises(
-        ConfigError,
-        match=r"alpha=: a grid names each cell's strategy with its parameters, e.g. "
-        r"Cell\(PMI\(alpha=0.25, top_p=0.6\), 'greedy'\)",
-    ):
+    spelling = (
+        r"alpha=, top_p=: a strategy holds its parameters, e.g. generate\(model, tokenizer, documents, histories, "
+        r"PMI\(alpha=0.25, top_p=0.6\)\) or, in a grid, Cell\(PMI\(alpha=0.25, top_p=0.6\), 'greedy'\)"
+    )
+    with pytest.raises(ConfigError, match=spelling):
+        generate(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, alpha=0.5, top_p=0.9, **options)
+    with pytest.raises(ConfigError, match=r"^alpha=: a strategy holds its parameters"):
         generate_grid(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, [Cell(Plain())], alpha=0.5, **options)
 
 

@@ -187,15 +187,16 @@ def parse(argv):
     return parser.parse_args(["sweep", *argv])
 
 
-def test_the_old_name_of_document_bleu_reads(capsys):
-    """As ``faithkit score --metric bleu``: the flag and the config key both take it, as document-bleu."""
-    assert parse(["--metrics", "bleu,lexical"]).metrics == ("document-bleu", "lexical")
+def test_metric_lists_read_the_same_from_the_flag_and_the_config(capsys):
+    """As ``faithkit score --metric``: the flag and the config key read one list, and a name of none is refused."""
+    assert parse(["--metrics", "document-bleu,lexical"]).metrics == ("document-bleu", "lexical")
     given = {"generator": "g", "input": "i", "out": "o"}
-    metrics = ["bleu", "pmi-faith", "lexical"]
+    metrics = ["document-bleu", "pmi-faith", "lexical"]
     assert load_config(None, {**given, "metrics": metrics}).metrics == ("document-bleu", "pmi-faith", "lexical")
-    with pytest.raises(SystemExit):
-        parse(["--metrics", "blue"])
-    assert "argument --metrics: must be one of pmi-faith, " in capsys.readouterr().err
+    for old in ("blue", "bleu"):
+        with pytest.raises(SystemExit):
+            parse(["--metrics", old])
+        assert "argument --metrics: must be one of pmi-faith, " in capsys.readouterr().err
 
 
 @pytest.fixture
@@ -302,21 +303,19 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
         load_config(path)
 
 
-def test_the_search_mode_key_of_old_still_reads_with_a_warning(tmp_path, caplog, rows_file):
-    """``decoding`` (the config key, a strategies entry's key, the attribute) is ``search_mode`` now; the flag keeps its
-    name and dest (tests/data/flags.json)."""
+def test_the_search_mode_reads_from_the_config_the_entries_and_the_flag_and_the_old_key_is_refused(tmp_path, rows_file):
+    """``search_mode`` (the config key, a strategies entry's key) and its flag ``--decoding``; the old key
+    ``decoding`` is an unknown key."""
     path = tmp_path / "sweep.yaml"
-    path.write_text("generator: g\ninput: x\nout: o\ndecoding: beam\nstrategies: [{name: plain, decoding: sample}]\n")
-    with caplog.at_level("WARNING", logger="faithkit.sweep.config"):
-        config = load_config(path)
+    path.write_text(
+        "generator: g\ninput: x\nout: o\nsearch_mode: beam\nstrategies: [{name: plain, search_mode: sample}]\n"
+    )
+    config = load_config(path)
     assert config.search_mode == "beam" and config.strategies == ({"name": "plain", "search_mode": "sample"},)
     assert [c.label for c in config.cells()] == ["plain_beam", "plain_sample"]
-    assert caplog.messages == [
-        f"config file {path}: 'decoding' is deprecated and goes in the next release; write 'search_mode'",
-        "strategies[0]: 'decoding' is deprecated and goes in the next release; write 'search_mode'",
-    ]
-    with pytest.warns(DeprecationWarning, match="SweepConfig.decoding is deprecated; use SweepConfig.search_mode"):
-        assert config.decoding == "beam"
+    path.write_text("generator: g\ninput: x\nout: o\ndecoding: beam\n")
+    with pytest.raises(ConfigError, match=rf"^config file {re.escape(str(path))}: unknown key 'decoding'"):
+        load_config(path)
     assert parse(["--decoding", "sample"]).decoding == "sample"
     assert (
         sweep_cli._config(
@@ -950,22 +949,6 @@ def test_explain_page_colours_pmi_faith_tokens(tmp_path):
     assert is_explained(scores)
 
 
-def test_the_old_names_of_the_sweeps_table_and_of_decoded_by_still_work_with_a_warning():
-    import faithkit.decoding
-    import faithkit.sweep
-
-    with pytest.warns(
-        DeprecationWarning, match="faithkit.sweep.markdown_table is deprecated; use faithkit.sweep.sweep_markdown"
-    ):
-        assert faithkit.sweep.markdown_table is sweep_markdown
-    with pytest.warns(DeprecationWarning, match="use faithkit.decoding.shared_decode"):
-        assert faithkit.sweep.decoded_by is shared_decode
-    with pytest.warns(DeprecationWarning, match="faithkit.decoding.decoded_by is deprecated; use shared_decode"):
-        assert faithkit.decoding.decoded_by is shared_decode
-
-
-# ---- rerank cells in the judge pass --------------------------------------------------------------
-@pytest.mark.parametrize("judge", ["generator", "judge"])
 def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
     config, models_dir, tmp_path, monkeypatch, judge
 ):

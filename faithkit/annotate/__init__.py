@@ -10,7 +10,8 @@
 - :mod:`~faithkit.annotate.agreement`: Krippendorff's alpha and Fleiss' kappa.
 """
 
-from .report import read_annotations, summarize, write_report
+from .exports import read_annotations
+from .report import summarize, write_report
 from .task import ANSWERS, DIMENSIONS, System, build_task, read_key, sweep_cells, sweep_system
 
 __all__ = [

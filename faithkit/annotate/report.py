@@ -32,19 +32,10 @@ import numpy as np
 from ..data.files import replacing, save_figure
 from ..report import markdown_table
 from .agreement import agreement
-from .exports import Annotations, read_annotations
+from .exports import Annotations
 from .task import ANSWERS, DIMENSIONS, SYSTEMS
 
-__all__ = [
-    "MEASURES",
-    "Annotations",
-    "csv_rows",
-    "markdown",
-    "read_annotations",
-    "sign_test",
-    "summarize",
-    "write_report",
-]
+__all__ = ["MEASURES", "csv_rows", "markdown", "sign_test", "summarize", "write_report"]
 
 MEASURES = {
     "pmi_faith": "PMI-FAITH",

@@ -3,21 +3,20 @@ the document does not: added claims of the kind a dialogue model hallucinates.""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
-from .contexts import MAX_DOCUMENT_CHARS, Context, window_around
+from .contexts import Context
 from .edits import novel_facts
 from .examples import Example
 
-if TYPE_CHECKING:
-    from .synthetic import Builder
 
-
-def lm_claims(contexts: Sequence[Context], count: int, generate, nlp, builder: Builder) -> list[Example]:
+def lm_claims(
+    contexts: Sequence[Context], count: int, generate, nlp, example_of: Callable[[Context, str, str], Example]
+) -> list[Example]:
     """Replies of an LM that was shown the history only, kept where they name an entity or number that the
     context's document does not: added claims of the kind a model hallucinates. ``generate`` maps a list of
-    histories to replies; it is asked in rounds of twice what is still missing."""
+    histories to replies; it is asked in rounds of twice what is still missing. ``example_of(context, reply,
+    detail)`` makes the example (the recipe's :meth:`~faithkit.checker.synthetic.Builder.lm_claim`)."""
     examples: list[Example] = []
     position = 0
     while len(examples) < count and position < len(contexts):
@@ -27,13 +26,7 @@ def lm_claims(contexts: Sequence[Context], count: int, generate, nlp, builder: B
             reply = reply.strip()
             novel = novel_facts(nlp(reply), "\n".join(context.sections)) if reply else []
             if novel and len(reply.split()) >= 4 and len(examples) < count:
-                section = builder.sections[context.sections[0]]
-                document = (
-                    section.text if len(section.text) <= MAX_DOCUMENT_CHARS else window_around(section, 0, builder.rng)
-                )
-                examples.append(
-                    builder.make("lm_claim", context, section, document, reply, "names " + ", ".join(novel[:3]))
-                )
+                examples.append(example_of(context, reply, "names " + ", ".join(novel[:3])))
     return examples
 
 

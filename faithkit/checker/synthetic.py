@@ -35,11 +35,9 @@ from ..settings.options import option
 from ..data.paths import PathArg
 from .contexts import (
     MAX_DOCUMENT_CHARS,
-    MIN_SECTION_CHARS,
     Context,
     Section,
     SectionSplit,
-    section_split,
     topicalchat_contexts,
     wiki_contexts,
     window_around,
@@ -50,7 +48,6 @@ from .edits import (
     entity_swap,
     first_clause,
     negation_flip,
-    novel_facts,
     number_change,
     pronoun_subject,
     restyle,
@@ -58,47 +55,11 @@ from .edits import (
     same_text,
     with_prefix,
 )
-from .examples import KINDS, LABELS, Example, card, read, write
+from .examples import KINDS, Example, card, write
 from .lm_claims import history_only_replies, lm_claims
 from .rated import document_sections, rated_examples, read_rated
 
-__all__ = [  # the recipe, and the names this module held before the examples, contexts, edits and LM claims moved out
-    "GENERIC_REPLIES",
-    "HUMAN_KINDS",
-    "KINDS",
-    "LABELS",
-    "MAX_DOCUMENT_CHARS",
-    "MIN_SECTION_CHARS",
-    "MIX",
-    "Builder",
-    "CheckerData",
-    "Context",
-    "Example",
-    "Section",
-    "SectionSplit",
-    "antonym_flip",
-    "build",
-    "build_from_corpora",
-    "card",
-    "content_words",
-    "entity_swap",
-    "first_clause",
-    "history_only_replies",
-    "lm_claims",
-    "negation_flip",
-    "novel_facts",
-    "number_change",
-    "pronoun_subject",
-    "read",
-    "restyle",
-    "role_swap",
-    "section_split",
-    "topicalchat_contexts",
-    "wiki_contexts",
-    "window_around",
-    "with_prefix",
-    "write",
-]
+__all__ = ["GENERIC_REPLIES", "HUMAN_KINDS", "MIX", "Builder", "CheckerData", "build", "build_from_corpora"]
 
 MIX: dict[str, float] = {
     "extractive": 0.14,
@@ -277,6 +238,13 @@ class Builder:
             section=section.key,
         )
 
+    def lm_claim(self, context: Context, reply: str, detail: str) -> Example:
+        """The ``lm_claim`` example of an LM's ``reply`` to ``context``'s history, on its first section (a window of
+        it when the section is long)."""
+        section = self.sections[context.sections[0]]
+        document = section.text if len(section.text) <= MAX_DOCUMENT_CHARS else window_around(section, 0, self.rng)
+        return self.make("lm_claim", context, section, document, reply, detail)
+
 
 HUMAN_KINDS = ("human_grounded", "human_generic", "lm_claim")
 """Kinds made from a real turn (its history, its human response); the others from any section."""
@@ -308,7 +276,7 @@ def build(
     for kind, count in wanted.items():
         if kind == "lm_claim":
             assert generate is not None
-            made = lm_claims(order[len(order) // 2 :], count, generate, nlp, builder)
+            made = lm_claims(order[len(order) // 2 :], count, generate, nlp, builder.lm_claim)
         else:
             made, seen = [], set()
             visits = order if kind in HUMAN_KINDS else documents * 30

@@ -346,7 +346,8 @@ def _run_labels(args) -> int:
 
     refuse_unused_metric_flags(args, args.metrics, "--metrics")
     judged_by = check_metric_models(args, args.metrics)
-    from ..eval.leaderboard import label_rows, meta_eval_labels  # numpy, scipy: after the check
+    from ..eval.labelled import label_rows
+    from ..eval.leaderboard import meta_eval_labels
     from ..metrics.faith_judge import shares_judge_lm
 
     rows = list(read_rows(args.input, columns_from_args(args), quoting=args.quoting, split=args.split))

@@ -1,4 +1,5 @@
-"""Grid running: a grid of (strategy, search) cells decoded batch by batch, each batch's prompt work done once.
+"""Grid running: a grid of (strategy, search) cells decoded batch by batch, each batch's prompt work done once; and
+:func:`generate`, one strategy's responses, the public entry of a decode: a grid of one cell.
 
 :func:`iter_grid` plans the grid (:func:`~faithkit.decoding.grid_plan.plan_grid`), lays out each batch once
 (:mod:`~faithkit.decoding.inputs`, :mod:`~faithkit.decoding.prefill`) and runs each decode of the plan once per
@@ -23,10 +24,12 @@ from .inputs import build_inputs, context_room, decode_responses, length_order, 
 from .joint import decode_jointly, joint_runs
 from .prefill import PreparedBatch
 from .rerank import Judge, Rerank, rerank
-from .strategies import as_cell
+from .base import Strategy
+from .strategies import Cell, as_cell, strategy_from_dict
+from .two_view_strategies import PMI
 
-LEGACY_KEYWORDS = ("alpha", "top_p")
-"""PMI-DECODE's parameters as keywords of ``generate``, from before strategies: deprecated (see generate)."""
+PARAMETER_KEYWORDS = ("alpha", "top_p")
+"""PMI-DECODE's parameters, which a strategy holds: refused as keywords of a decode, with the spelling to use."""
 OPTION_NAMES = tuple(field.name for field in dataclasses.fields(GenerationOptions))
 """The :class:`GenerationOptions` fields, which generate and generate_grid also take as keywords."""
 # generate's sampling warpers other than temperature/top_k; PMIDecode's one-hot would make them silent no-ops
@@ -56,6 +59,37 @@ def options_of(model, options: GenerationOptions | None, keywords: dict, names=O
     if "max_new_tokens" not in given and model.generation_config.max_new_tokens:
         given["max_new_tokens"] = model.generation_config.max_new_tokens
     return GenerationOptions(**given)
+
+
+def generate(
+    model,
+    tokenizer,
+    documents: Sequence[str],
+    histories: Sequence,
+    strategy: Strategy | dict | str = PMI(),
+    options: GenerationOptions | None = None,
+    **keywords,
+) -> list:
+    """Responses of one strategy for (document, history) contexts: one string each, or a list with ``num_return_sequences>1``.
+
+    ``strategy`` is a :class:`~faithkit.decoding.strategies.Strategy`, its config dict
+    (``{"name": "cad", "alpha": 1}``) or a name (default: PMI-DECODE at its defaults). ``options``: a
+    :class:`~faithkit.decoding.GenerationOptions`, taken whole (its ``num_beams`` and ``do_sample`` choose the
+    search); its fields given as keywords (``max_new_tokens=40``, ``do_sample=True``…) change it, and without
+    options make it (``max_new_tokens`` unset: the model's generation config's, else 40). Contexts are batched by
+    length, ``batch_size`` contexts at a time, and their prompts prefilled once without padding.
+
+    The other keywords: ``template`` (the prompt layout), ``seeds`` (when sampling, one per context, e.g.
+    :func:`faithkit.decoding.row_seed` of the row ids: every context draws from its own generator, so its response
+    does not depend on its batch; without them, draws come from torch's global RNG), ``judge`` (the ``rerank``
+    strategy's, :class:`faithkit.generation.rerank.Judges`), and the rest go to ``model.generate``
+    (``logits_processor``…).
+    """
+    strategy = strategy_from_dict(strategy)
+    options = options_of(model, options, keywords)
+    cells = [Cell(strategy, options.search)]
+    require_judge(cells, keywords.get("judge"))
+    return collect(iter_grid(model, tokenizer, documents, histories, cells, options, **keywords), 1, len(documents))[0]
 
 
 def require_judge(cells: Sequence, judge: Judge | None) -> None:
@@ -156,11 +190,12 @@ def _check_grid_inputs(documents, histories, plan: GridPlan, options, inputs: Gr
         raise ValueError(
             f"seed {options.seed} seeds each row with its id: pass seeds=options.row_seeds(ids), one per context"
         )
-    legacy = [name for name in LEGACY_KEYWORDS if name in generate_kwargs]
-    if legacy:
+    parameters = [name for name in PARAMETER_KEYWORDS if name in generate_kwargs]
+    if parameters:
         raise ConfigError(
-            f"{', '.join(f'{key}=' for key in legacy)}: a grid names each cell's strategy with its "
-            "parameters, e.g. Cell(PMI(alpha=0.25, top_p=0.6), 'greedy')"
+            f"{', '.join(f'{key}=' for key in parameters)}: a strategy holds its parameters, e.g. "
+            "generate(model, tokenizer, documents, histories, PMI(alpha=0.25, top_p=0.6)) or, in a grid, "
+            "Cell(PMI(alpha=0.25, top_p=0.6), 'greedy')"
         )
     unsupported = [name for name in _UNSUPPORTED_WARPERS if generate_kwargs.get(name) is not None]
     if unsupported:

@@ -17,7 +17,8 @@ from ..serving import models
 from .generation_options import GenerationOptions
 from .prefill import PreparedBatch, select_contexts
 from .rerank import Rerank, candidate_seeds
-from .strategies import Cell, Plain, Sampling, as_cell, shared_decode
+from .strategies import Cell, as_cell, shared_decode
+from .base import Plain, Sampling
 from .two_view import FiniteLogits
 
 

@@ -8,7 +8,6 @@ effect" is.
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,9 +19,6 @@ from ..prompts import PromptTemplate
 from .generation_options import GenerationOptions, default_template
 
 logger = logging.getLogger(__name__)
-
-_BUDGETS = ("max_context_tokens", "max_new_tokens")
-"""build_inputs' keywords from before it took the options: deprecated (the options hold both)."""
 
 
 def pad_token_id(tokenizer) -> int:
@@ -41,7 +37,6 @@ def build_inputs(
     template: PromptTemplate | None = None,
     options: GenerationOptions | None = None,
     views: int = 2,
-    **deprecated,
 ) -> dict[str, torch.Tensor]:
     """``input_ids`` and ``attention_mask`` with 2B rows: the B conditioned views, then the B history-only views.
 
@@ -51,8 +46,7 @@ def build_inputs(
     are the encoder inputs (the decoder starts identically for both halves). Over-long
     contexts keep their end: at most ``options.max_context_tokens``, and never more than the model's
     context window leaves beside ``options.max_new_tokens`` (without options: the whole window; a warning counts
-    the contexts that limit cut). The keywords ``max_context_tokens=``/``max_new_tokens=`` still set the two
-    budgets, with a DeprecationWarning.
+    the contexts that limit cut).
     """
     if len(documents) != len(histories):
         raise ValueError(
@@ -66,26 +60,13 @@ def build_inputs(
     pairs: list[tuple[str | None, Any]] = [(document, history) for document, history in zip(documents, histories)]
     if views == 2:
         pairs += [(None, history) for history in histories]
-    contexts = _views(
-        model, tokenizer, pairs, template or default_template(model, tokenizer), _budgets(options, deprecated)
-    )
+    contexts = _views(model, tokenizer, pairs, template or default_template(model, tokenizer), _budgets(options))
     return _padded(model, tokenizer, [context.ids for context in contexts])
 
 
-def _budgets(options: GenerationOptions | None, deprecated: dict) -> tuple[int | None, int]:
-    """``(max_context_tokens, max_new_tokens)`` from the options, or from build_inputs' deprecated keywords."""
-    unknown = [key for key in deprecated if key not in _BUDGETS]
-    if unknown:
-        raise TypeError(f"build_inputs() got an unexpected keyword argument {unknown[0]!r}")
-    if deprecated:
-        warnings.warn(
-            f"build_inputs({', '.join(f'{key}=' for key in deprecated)}…) is deprecated; pass "
-            "options=GenerationOptions(max_context_tokens=…, max_new_tokens=…)",
-            DeprecationWarning,
-            stacklevel=3,
-        )
-    given = (options.max_context_tokens, options.max_new_tokens) if options is not None else (None, 0)
-    return deprecated.get("max_context_tokens", given[0]), deprecated.get("max_new_tokens", given[1]) or 0
+def _budgets(options: GenerationOptions | None) -> tuple[int | None, int]:
+    """``(max_context_tokens, max_new_tokens)`` of the options; without options, no limit but the model's window."""
+    return (options.max_context_tokens, options.max_new_tokens or 0) if options is not None else (None, 0)
 
 
 def _cut(model, tokenizer, pairs: list, template: PromptTemplate, budgets: tuple[int | None, int]):
@@ -129,7 +110,7 @@ def context_cuts(
     options' (:meth:`GenerationOptions.template`), as decoding with them lays prompts out."""
     if template is None:
         template = options.template(model, tokenizer) if options is not None else default_template(model, tokenizer)
-    contexts, _, _ = _cut(model, tokenizer, list(zip(documents, histories)), template, _budgets(options, {}))
+    contexts, _, _ = _cut(model, tokenizer, list(zip(documents, histories)), template, _budgets(options))
     return [
         {
             "document_chars": len(document),

@@ -35,21 +35,14 @@ from ..settings.options import (
     mark_declared,
     value_parser,
 )
-from .base import Plain, Sampling, Strategy
+from .base import Plain, Strategy
 from .two_view_strategies import CAD, PMI, AdaCAD
 from .rerank import Rerank
 
 __all__ = [
-    "CAD",
-    "PMI",
     "STRATEGIES",
     "STRATEGY_NAMES",
-    "AdaCAD",
     "Cell",
-    "Plain",
-    "Rerank",
-    "Sampling",
-    "Strategy",
     "add_parameter_flags",
     "as_cell",
     "shared_decode",

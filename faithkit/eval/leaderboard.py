@@ -36,37 +36,18 @@ from ..data.jobs import current_process, score_rows
 from ..metrics.registry import get_spec
 from ..report import markdown_table
 from . import plots
-from .labelled import Labelled, label_rows
+from .labelled import Labelled
 from .leaderboard_stats import (
-    BOOTSTRAP_BLOCK,
     GRADED_COLUMNS,
     LEVEL,
     PAIRED_COLUMNS,
     RESULT_COLUMNS,
-    bootstrap_aurocs,
-    bootstrap_correlations,
-    graded_table,
-    group_table,
     leaderboard,
-    paired_p_value,
 )
 
-__all__ = [  # the leaderboard's steps, and the names this module held before the labels and statistics moved out
+__all__ = [
     "ALL",
-    "BOOTSTRAP_BLOCK",
-    "GRADED_COLUMNS",
-    "LEVEL",
-    "PAIRED_COLUMNS",
-    "RESULT_COLUMNS",
-    "Labelled",
-    "bootstrap_aurocs",
-    "bootstrap_correlations",
-    "graded_table",
-    "group_table",
-    "label_rows",
-    "leaderboard",
     "meta_eval_labels",
-    "paired_p_value",
     "print_leaderboard",
     "row_slices",
     "score_metrics",

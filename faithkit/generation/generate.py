@@ -24,7 +24,7 @@ class GeneratorJob:
         self._judges = None
 
     def __call__(self, rows: list[Row]) -> list[dict]:
-        from ..decoding.generate import generate
+        from ..decoding.grid import generate
         from ..decoding.inputs import context_cuts
 
         model, tokenizer = self.model()

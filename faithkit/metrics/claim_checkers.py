@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, cast
 from ..serving import precision
 from ..errors import ConfigError
 from .base import Metric, check_columns
-from .claim_windows import MAX_WINDOWS, chosen_windows, document_windows, response_sentences
+from .claim_windows import MAX_WINDOWS, chosen_windows, response_sentences
 from .metric_options import check_option_values
 
 if TYPE_CHECKING:
@@ -396,13 +396,4 @@ class ClaimChecker(Metric):
         return {key: sum(per_sentence) / len(per_sentence)}
 
 
-__all__ = [
-    "ClaimChecker",
-    "CheckerPreset",
-    "MAX_WINDOWS",
-    "PRESETS",
-    "chosen_windows",
-    "document_windows",
-    "load_hhem",
-    "response_sentences",
-]
+__all__ = ["ClaimChecker", "CheckerPreset", "PRESETS", "load_hhem"]

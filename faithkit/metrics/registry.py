@@ -13,7 +13,6 @@ import importlib
 import inspect
 import json
 import logging
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,12 +59,6 @@ class MetricSpec:
         """Whether it runs a model, on a ``device`` here or on a ``server`` (and so is worth scoring into a
         resumable file), where the lexical metrics run in a moment on the CPU."""
         return "device" in self.options or "server" in self.options
-
-    @property
-    def needs_model(self) -> bool:
-        """Deprecated spelling of :attr:`runs_on_device`."""
-        warnings.warn("MetricSpec.needs_model is deprecated; use runs_on_device", DeprecationWarning, stacklevel=2)
-        return self.runs_on_device
 
 
 class _Lazy:
@@ -218,11 +211,6 @@ MEASURES: dict[str, tuple[MetricSpec, Measure]] = {
 """Every measure by its (unique) name, with the metric that gives it."""
 
 
-RENAMED_METRICS = {"bleu": "document-bleu"}
-"""Old metric names that still work, with a warning line, and their names now."""
-_warned: set[str] = set()
-
-
 FAITH_JUDGE_WEIGHTS = Path(__file__).with_name("judge_weights.json")
 """faith-judge's shipped weights (:mod:`.faith_judge` fits and reads them)."""
 
@@ -234,34 +222,14 @@ def faith_judge_lm() -> str:
     return read_json_file(FAITH_JUDGE_WEIGHTS, Object({"model": TEXT}), "reinstall faithkit")["model"]
 
 
-def rename_notice(name: str) -> str:
-    """What a warning says about the renamed metric ``name``."""
-    new = RENAMED_METRICS[name]
-    return (
-        f"metric '{name}' is now '{new}' (BLEU of the response against the document; lexical's measure bleu is "
-        f"BLEU against the gold response); the old name is deprecated: use '{new}'"
-    )
-
-
-def current_name(name: str, warn_again: bool = False) -> str:
-    """``name``, or the name now of a renamed metric (:data:`RENAMED_METRICS`; a warning line the first time, or
-    with ``warn_again`` every time: each flag or config file that names it is told)."""
-    if name not in RENAMED_METRICS:
-        return name
-    if name not in _warned or warn_again:
-        _warned.add(name)
-        logger.warning(rename_notice(name))
-    return RENAMED_METRICS[name]
-
-
 def metric_names(names, allowed: Sequence[str] = METRIC_NAMES) -> tuple[str, ...]:
-    """The metrics ``names`` (a list, or comma-separated text as flags and config files write them) by their names
-    now (:func:`current_name`), each once. The one reader of metric lists, for flags and config keys alike: a name not of
+    """The metrics ``names`` (a list, or comma-separated text as flags and config files write them), each once. The
+    one reader of metric lists, for flags and config keys alike: a name not of
     ``allowed`` is an ``argparse.ArgumentTypeError``, so a flag says ``argument --metrics: must be one of …``."""
     import argparse
 
     given = names.split(",") if isinstance(names, str) else names
-    current = tuple(dict.fromkeys(current_name(str(name).strip(), True) for name in given if str(name).strip()))
+    current = tuple(dict.fromkeys(str(name).strip() for name in given if str(name).strip()))
     unknown = [name for name in current if name not in allowed]
     if unknown or not current:
         got = repr(unknown[0]) if unknown else "none"
@@ -276,9 +244,7 @@ def metric_name(text: str) -> str:
 
 
 def get_spec(name: str) -> MetricSpec:
-    """The metric ``name`` (a renamed metric's old name too, with a warning); a ConfigError naming the metrics for
-    an unknown one."""
-    name = current_name(name)
+    """The metric ``name``; a ConfigError naming the metrics for an unknown one."""
     if name not in METRICS:
         raise ConfigError(f"unknown metric '{name}'; choose one of {', '.join(METRIC_NAMES)}")
     return METRICS[name]

@@ -12,39 +12,13 @@ resumes where an interrupted run stopped. Settings: :class:`SweepConfig` /
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
+from .. import lazy_names
+
+if TYPE_CHECKING:  # loaded on first use, so the command line reads the settings (config.py) without torch and scipy
     from .config import SweepConfig, load_config
     from .run import SweepResult, run_sweep
     from .table import choose_best, sweep_markdown
 
-_HOME = {
-    "SweepConfig": "config",
-    "load_config": "config",
-    "SweepResult": "run",
-    "run_sweep": "run",
-    "choose_best": "table",
-    "sweep_markdown": "table",
-}
-"""Where each name lives: loaded on first use, so the command line reads the settings' declarations (config.py)
-without the run's imports (torch, scipy)."""
-
-__all__ = sorted(_HOME)
-
-_MOVED = {"markdown_table": ("faithkit.sweep", "sweep_markdown"), "decoded_by": ("faithkit.decoding", "shared_decode")}
-"""Names this package had, and where they are now."""
-
-
-def __getattr__(name: str):
-    """A name of this package, importing its module on first use; a name that moved, with a DeprecationWarning
-    naming where it is now."""
-    if name in _HOME:
-        return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    module, new = _MOVED[name]
-    warnings.warn(f"faithkit.sweep.{name} is deprecated; use {module}.{new}", DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(module), new)
+__getattr__, __dir__ = lazy_names(__name__, __file__)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import typing
-import warnings
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from pathlib import Path
@@ -39,9 +38,6 @@ DATA_PREFIX = "${data}"
 GENERATION = tuple(f.name for f in fields(GenerationOptions) if f.name not in ("do_sample", "num_return_sequences"))
 """The :class:`~faithkit.decoding.GenerationOptions` a sweep takes as keys and flags: all but the search (each cell
 names its own) and the responses per row (a cell writes one)."""
-RENAMED_KEYS = {"decoding": "search_mode"}
-"""Keys of a config or a ``strategies`` entry renamed, still read under the old name (with a warning) for one
-release: ``decoding`` was a search mode (greedy, beam…), not a decoding strategy."""
 
 
 @dataclass(frozen=True)
@@ -186,20 +182,9 @@ class SweepConfig:
 
     def __post_init__(self) -> None:
         """``strategies`` entries as mappings with underscored keys (``pmi`` is ``{name: pmi}``, ``top-p`` is
-        ``top_p``) and the keys of :data:`RENAMED_KEYS` under their names now."""
+        ``top_p``)."""
         if self.strategies is not None:
-            entries = tuple(
-                renamed_keys(_entry(entry), f"strategies[{index}]: ") for index, entry in enumerate(self.strategies)
-            )
-            object.__setattr__(self, "strategies", entries)
-
-    @property
-    def decoding(self) -> str:
-        """Deprecated: :attr:`search_mode` (the search mode of the baseline and of every strategy that names none)."""
-        warnings.warn(
-            "SweepConfig.decoding is deprecated; use SweepConfig.search_mode", DeprecationWarning, stacklevel=2
-        )
-        return self.search_mode
+            object.__setattr__(self, "strategies", tuple(_entry(entry) for entry in self.strategies))
 
     def choice_rule(self) -> dict[str, typing.Any]:
         """The keywords of :func:`~faithkit.sweep.table.choose_best`: which measures best.json weighs, and how."""
@@ -368,8 +353,8 @@ def load_config(path: str | Path | None = None, overrides: dict | None = None) -
     message of :func:`~faithkit.settings.options.reject_unknown`. The :data:`GENERATION` keys fill
     :class:`~faithkit.decoding.GenerationOptions`. A mistake in a value the file gave names the file.
     """
-    values = renamed_keys(_read_yaml(Path(path)), f"config file {path}: ") if path is not None else {}
-    overrides = renamed_keys({key: value for key, value in (overrides or {}).items() if value is not None})
+    values = _read_yaml(Path(path)) if path is not None else {}
+    overrides = {key: value for key, value in (overrides or {}).items() if value is not None}
     accepted = [*(f.name for f in fields(SweepConfig) if f.name != "generation"), *GENERATION]
     reject_unknown(values, accepted, f"config file {path}: ")
     reject_unknown(overrides, accepted)
@@ -423,16 +408,6 @@ def _read_yaml(path: Path) -> dict:
     if not isinstance(values, dict):
         raise ConfigError(f"config file {path} must be a mapping of keys to values, got {type(values).__name__}")
     return {str(key).replace("-", "_"): value for key, value in values.items()}
-
-
-def renamed_keys(values: dict, where: str = "") -> dict:
-    """``values`` with each key of :data:`RENAMED_KEYS` under its name now, and a warning line naming the old one
-    (``where`` says whose: ``config file sweep.yaml: ``)."""
-    for old, new in RENAMED_KEYS.items():
-        if old in values:
-            logger.warning("%s'%s' is deprecated and goes in the next release; write '%s'", where, old, new)
-            values = {new if key == old else key: value for key, value in values.items()}
-    return values
 
 
 def _entry(entry: dict | str) -> dict:

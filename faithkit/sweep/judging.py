@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -419,16 +418,3 @@ def _compute(metric, items: list) -> list[dict]:
         {"error": str(result)} if isinstance(result, Exception) else result
         for result in (compute_isolating_failures(compute, rows) if rows else [])
     ]
-
-
-_RENAMED = {"judge": "score_responses", "drawn_by": "candidate_pool"}
-"""Names this module had, and their names now: "judge" names the sweep's judge LM, and ``drawn_by`` read like
-:func:`~faithkit.decoding.shared_decode`'s old name, ``decoded_by``."""
-
-
-def __getattr__(name: str):
-    """A renamed function under its old name, with a DeprecationWarning naming the new one."""
-    if name not in _RENAMED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    warnings.warn(f"{__name__}.{name} is deprecated; use {_RENAMED[name]}", DeprecationWarning, stacklevel=2)
-    return globals()[_RENAMED[name]]

@@ -17,22 +17,12 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
+from .. import lazy_names
+
+if TYPE_CHECKING:  # loaded on first use, so `faithkit train --help` reads the settings without torch and accelerate
     from .config import TrainConfig, load_config
     from .loop import train
 
-_HOME = {"TrainConfig": "config", "load_config": "config", "train": "loop"}
-"""Where each name lives: loaded on first use, so ``faithkit train --help`` reads the settings (config.py) without
-the loop's imports (torch, accelerate)."""
-
-__all__ = sorted(_HOME)
-
-
-def __getattr__(name: str):
-    """A name of this package, importing its module on first use."""
-    if name not in _HOME:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_HOME[name]}", __name__), name)
+__getattr__, __dir__ = lazy_names(__name__, __file__)

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..decoding.generation_options import GenerationOptions
-from ..decoding.strategies import Strategy, strategy_from_dict, strategy_from_text, written_forms
+from ..decoding.base import Strategy
+from ..decoding.strategies import strategy_from_dict, strategy_from_text, written_forms
 from ..errors import ConfigError
 from ..metrics.registry import check_options
 from ..data.paths import PathArg

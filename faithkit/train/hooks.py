@@ -20,7 +20,8 @@ from ..data import Row, reference_of
 from ..decoding import default_template
 from ..decoding.generation_options import GenerationOptions, row_seed
 from ..decoding.grid import generate_grid
-from ..decoding.strategies import Cell, Strategy
+from ..decoding.strategies import Cell
+from ..decoding.base import Strategy
 from ..generation.rerank import Judges
 from .config import evaluation_decoders
 from .memory import release_memory

@@ -53,28 +53,11 @@ from .data import Collator, encode_rows, load_rows
 from .hooks import build_hook, load_hook_metrics
 from .memory import map_large_allocations, release_memory
 from .model import build_model
-from .run_folder import ROWS_KEY, RUN_CONFIG, RunLog, check_output_dir, claim_output_dir, run_name, run_record
+from .run_folder import RunLog, claim_output_dir, run_name, run_record
 from .state import RunState, load_state, save_state
 from .steps import TokenLoss, dev_loss, parameter_groups, train_step, windows
 
-__all__ = [  # the names this module held before the run folder, steps and checkpoints moved out
-    "ROWS_KEY",
-    "RUN_CONFIG",
-    "RunLog",
-    "RunState",
-    "TokenLoss",
-    "TrainingRun",
-    "check_output_dir",
-    "claim_output_dir",
-    "dev_loss",
-    "enable_activation_checkpointing",
-    "make_accelerator",
-    "run_name",
-    "run_record",
-    "save_checkpoint",
-    "train",
-    "train_step",
-]
+__all__ = ["TrainingRun", "enable_activation_checkpointing", "make_accelerator", "train"]
 
 logger = get_logger(__name__)
 

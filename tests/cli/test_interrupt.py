@@ -127,7 +127,7 @@ def test_score_survives_crashes_at_random_rows(faithkit, monkeypatch, rows, neve
 def test_generate_survives_crashes_at_random_rows(faithkit, monkeypatch, model_folder, rows, never_stopped, tmp_path):
     output = tmp_path / "responses.jsonl"
     argv = _generate(model_folder, rows, output, "--chunk-size", "4")
-    generate_module = importlib.import_module("faithkit.decoding.generate")
+    generate_module = importlib.import_module("faithkit.decoding.grid")
     _crash_and_resume(faithkit, monkeypatch, argv, output, generate_module, "generate", 2, "generated")
     _assert_same_as_never_stopped(output, never_stopped["generate"])
 

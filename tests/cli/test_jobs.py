@@ -253,12 +253,8 @@ def test_another_input_with_the_same_ids_is_computed_again(faithkit, scored, tmp
     assert all(r["response"] == "pears" and r["overlap_f1"] == 0.0 for r in read_results(out))
 
 
-def test_the_renamed_bleu_metric_reads_its_old_name_with_a_warning_and_resumes_what_it_wrote(faithkit, scored):
+def test_the_old_bleu_name_is_refused_naming_the_metrics(faithkit, scored):
     argv, out = scored
     old = faithkit(*argv, "--metric", "bleu", "--restart")
-    assert old.code == 0 and "warning: metric 'bleu' is now 'document-bleu'" in old.err
-    assert "the old name is deprecated: use 'document-bleu'" in old.err
-    before = out.read_text()
-    new = faithkit(*argv, "--metric", "document-bleu")
-    assert new.code == 0 and "0 scored, 6 already done, 0 errors" in new.err and "warning" not in new.err
-    assert out.read_text() == before
+    assert old.code == 2 and "argument --metric: must be one of " in old.err and "document-bleu" in old.err
+    assert old.err.rstrip().endswith("got 'bleu'")

@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from faithkit.eval.leaderboard import bootstrap_aurocs, paired_p_value
+from faithkit.eval.leaderboard_stats import bootstrap_aurocs, paired_p_value
 from faithkit.metrics import lexical
 from faithkit.metrics.lexical import knowledge_precision, token_f1_overlap
 

@@ -137,7 +137,9 @@ def test_a_large_grid_runs_when_allowed_and_is_counted_as_built():
     config = load_config(None, {**settings, "allow_large_grid": True})
     assert config.grid_size() == len(config.cells()) == 601
     strategies = "plain,cad,pmi:alpha=0.5"
-    config = load_config(None, {"strategies": strategies, "decoding": "greedy", **settings, "allow_large_grid": True})
+    config = load_config(
+        None, {"strategies": strategies, "search_mode": "greedy", **settings, "allow_large_grid": True}
+    )
     assert config.grid_size() >= len(config.cells())  # cells that decode alike are counted, then merged
 
 
@@ -252,7 +254,7 @@ def test_a_hand_edited_checker_adapter_config_is_one_error_naming_the_field(tmp_
 
 def test_a_hand_edited_training_run_state_is_one_error_naming_the_field(tmp_path):
     from faithkit.errors import ConfigError
-    from faithkit.train.loop import RunState
+    from faithkit.train.state import RunState
     from faithkit.train.state import RUN_STATE, load_state
 
     state = RunState().state_dict()
@@ -274,7 +276,7 @@ def test_a_training_run_s_generations_log_with_a_bad_line_is_named(tmp_path):
     from types import SimpleNamespace
 
     from faithkit.errors import OutputError
-    from faithkit.train.loop import RunLog
+    from faithkit.train.run_folder import RunLog
 
     samples = tmp_path / "generations.jsonl"
     samples.write_text('{"step": 1, "response": "a"}\n{"response": "b"}\n')

@@ -25,69 +25,21 @@ from collections.abc import Callable
 
 from ...serving import models
 from ...errors import ConfigError
-from .hub import ExtractiveQA, SequenceClassificationNLI, T5QuestionGenerator, _strip_prefix, label_names
+from .hub import ExtractiveQA, SequenceClassificationNLI, T5QuestionGenerator
 from .offline import (
-    LABEL_WORDS,
-    NLI_EXAMPLES,
-    PERSON_PRONOUNS,
-    QG_EXAMPLES,
-    WH_BY_ENTITY,
-    WH_PHRASE,
     CheckerNLI,
     FewShotQuestionGenerator,
     LabelWordNLI,
     RuleQuestionGenerator,
     SpanScoringQA,
     _CausalLM,
-    cut_passage,
-    is_pronoun,
-    rule_question,
-    statement_parts,
 )
 from .specs import NAMING_NO_MODEL, OFFLINE_METHODS
 from .stages import (
-    NLI_LABELS,
-    NO_ANSWER,
     STAGES,
-    Candidate,
-    HubBackend,
-    NLIClassifier,
-    QuestionAnswerer,
-    QuestionGenerator,
 )
 
-__all__ = [  # the backends, their protocols, and the names this module held before hub and offline moved out
-    "LABEL_WORDS",
-    "NLI_EXAMPLES",
-    "NLI_LABELS",
-    "NO_ANSWER",
-    "OFFLINE_METHODS",
-    "PERSON_PRONOUNS",
-    "QG_EXAMPLES",
-    "WH_BY_ENTITY",
-    "WH_PHRASE",
-    "Candidate",
-    "CheckerNLI",
-    "ExtractiveQA",
-    "FewShotQuestionGenerator",
-    "HubBackend",
-    "LabelWordNLI",
-    "NLIClassifier",
-    "QuestionAnswerer",
-    "QuestionGenerator",
-    "RuleQuestionGenerator",
-    "SequenceClassificationNLI",
-    "SpanScoringQA",
-    "T5QuestionGenerator",
-    "_CausalLM",
-    "_strip_prefix",
-    "build_backend",
-    "cut_passage",
-    "is_pronoun",
-    "label_names",
-    "rule_question",
-    "statement_parts",
-]
+__all__ = ["build_backend"]
 
 
 def build_backend(

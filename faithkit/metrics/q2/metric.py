@@ -74,7 +74,9 @@ from ...prompts import within_budget
 from ..base import Metric, check_columns
 from ..metric_options import check_option_values
 from ..lexical import normalize_answer, token_f1
-from .backends import NO_ANSWER, Candidate, _CausalLM, build_backend
+from .stages import NO_ANSWER, Candidate
+from .offline import _CausalLM
+from .backends import build_backend
 
 HUB_DEFAULTS = {
     "qg": "mrm8488/t5-base-finetuned-question-generation-ap",
@@ -354,6 +356,4 @@ __all__ = [
     "cut_knowledge",
     "extract_spans",
     "is_personal",
-    "normalize_answer",
-    "token_f1",
 ]
