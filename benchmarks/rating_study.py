@@ -14,6 +14,10 @@ docs/ratings.md gives the whole pipeline with every command; the three steps thi
         how well each judge's score key tells the responses some rater found unfaithful ("disagree") from the rest
         (AUROC, positive = no rater disagreed, with a 95% bootstrap interval) and follows the mean faithfulness
         rating (Spearman), over the rated responses the scored files hold (`faithkit annotate export` rows)
+    python benchmarks/rating_study.py reading TRAIN_RATED.jsonl TRAIN_SCORED.jsonl TEST_RATED.jsonl TEST_SCORED.jsonl...
+        a logistic reading of the checker's three probabilities (log-odds of not unsupported, of supported vs
+        generic) fitted on the first rated set and measured on the second: AUROC, expected calibration error, and
+        balanced accuracy at the threshold of best balanced accuracy on the first; beside it 1 - P(unsupported)
     python benchmarks/rating_study.py items TASK_DIR [TASK_DIR ...] --out ITEMS.md
         the items of annotation pages as plain text for a rater: documents, histories and the two responses of each
         item, with the page's own questions; read from the page itself (annotate.html), which holds no system name
@@ -122,6 +126,75 @@ def judges(rated_path: Path, scored: list[Path]) -> None:
     print(json.dumps(table))
 
 
+def _checker_triples(rated_path: Path, scored: list[Path]):
+    import math
+
+    import numpy as np
+
+    by_text: dict[tuple[str, str], dict] = {}
+    for path in scored:
+        for line in path.open(encoding="utf-8"):
+            record = json.loads(line)
+            by_text[(str(record["id"]), record["response"].strip())] = record
+    features, labels, triples = [], [], []
+    for line in rated_path.open(encoding="utf-8"):
+        row = json.loads(line)
+        record = by_text.get((row["row"], row["response"].strip())) or by_text.get((row["id"], row["response"].strip()))
+        if record is None:
+            continue
+        keys = ("faithkit_checker", "faithkit_checker_generic", "faithkit_checker_hallucination")
+        supported, generic, unsupported = (max(record[key], 1e-7) for key in keys)
+        features.append(
+            [math.log(supported + generic) - math.log(unsupported), math.log(supported) - math.log(generic)]
+        )
+        labels.append(int(row["aggregate"]["faithfulness"]["disagree"] == 0))
+        triples.append((supported, generic, unsupported))
+    return np.array(features), np.array(labels), np.array(triples)
+
+
+def reading(train: tuple[Path, list[Path]], test: tuple[Path, list[Path]]) -> None:
+    import numpy as np
+    from scipy.optimize import minimize
+
+    from faithkit.stats import auroc
+
+    def calibration_error(p, y, bins: int = 10) -> float:
+        index = np.minimum((p * bins).astype(int), bins - 1)
+        return float(sum((index == b).mean() * abs(p[index == b].mean() - y[index == b].mean()) for b in set(index)))
+
+    def balanced(p, y, threshold: float) -> float:
+        verdict = p >= threshold
+        return float((verdict[y == 1].mean() + (~verdict[y == 0]).mean()) / 2)
+
+    x_train, y_train, t_train = _checker_triples(*train)
+    x_test, y_test, t_test = _checker_triples(*test)
+
+    def loss(w):
+        z = x_train @ w[1:] + w[0]
+        return np.sum(np.logaddexp(0, z) - y_train * z) + np.sum(w[1:] ** 2)
+
+    w = minimize(loss, np.zeros(3)).x
+    fitted_train, fitted_test = (1 / (1 + np.exp(-(x @ w[1:] + w[0]))) for x in (x_train, x_test))
+    base_train, base_test = 1 - t_train[:, 2], 1 - t_test[:, 2]
+    table = {"train": {"rows": len(y_train), "faithful": int(y_train.sum())}}
+    table["test"] = {"rows": len(y_test), "faithful": int(y_test.sum())}
+    table["weights"] = {
+        "intercept": round(w[0], 4),
+        "not_unsupported": round(w[1], 4),
+        "supported_vs_generic": round(w[2], 4),
+    }
+    for name, on_train, on_test in (("fitted", fitted_train, fitted_test), ("1-P(unsupported)", base_train, base_test)):
+        threshold = max(np.unique(on_train), key=lambda t: balanced(on_train, y_train, t))
+        table[name] = {
+            "auroc_train": round(auroc(on_train, y_train), 3),
+            "auroc_test": round(auroc(on_test, y_test), 3),
+            "calibration_error_test": round(calibration_error(on_test, y_test), 3),
+            "threshold": round(float(threshold), 3),
+            "balanced_accuracy_test": round(balanced(on_test, y_test, threshold), 3),
+        }
+    print(json.dumps(table))
+
+
 PAGE_DATA = re.compile(r"<script id=\"task-data\" type=\"application/json\">(.*?)</script>", re.S)
 
 
@@ -171,6 +244,11 @@ def main() -> None:
     five = commands.add_parser("judges", allow_abbrev=False)
     five.add_argument("rated", type=Path)
     five.add_argument("scored", type=Path, nargs="+")
+    six = commands.add_parser("reading", allow_abbrev=False)
+    six.add_argument("train_rated", type=Path)
+    six.add_argument("train_scored", type=Path)
+    six.add_argument("test_rated", type=Path)
+    six.add_argument("test_scored", type=Path, nargs="+")
     three = commands.add_parser("items", allow_abbrev=False)
     three.add_argument("tasks", type=Path, nargs="+")
     three.add_argument("--out", type=Path, required=True)
@@ -181,6 +259,8 @@ def main() -> None:
         history_only(args.rows, args.out, args.model, args.seed, args.max_new_tokens)
     elif args.command == "judges":
         judges(args.rated, args.scored)
+    elif args.command == "reading":
+        reading((args.train_rated, [args.train_scored]), (args.test_rated, args.test_scored))
     elif args.command == "pick":
         pick(args.scored, args.output)
     else:
