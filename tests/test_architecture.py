@@ -251,7 +251,8 @@ its lines and its docstring still are."""
 
 @dataclass(frozen=True)
 class Function:
-    """A public function or method: where it is, its lines, its parameters and whether its docstring apologises."""
+    """A public function or method: where it is, its lines (its docstring left out), its parameters and whether its
+    docstring apologises."""
 
     where: str  # faithkit/x.py:LINE qualified.name
     lines: int
@@ -266,6 +267,14 @@ def _parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
     arguments = node.args
     names = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
     return len([name for name in names if name not in ("self", "cls")])
+
+
+def _docstring_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """The lines of the function's docstring: not counted in its length (its Args and Examples are the reader's)."""
+    first = node.body[0]
+    if ast.get_docstring(node) is None:
+        return 0
+    return first.end_lineno - first.lineno + 1
 
 
 def public_functions(path: Path, relative: str) -> list[Function]:
@@ -284,7 +293,7 @@ def public_functions(path: Path, relative: str) -> list[Function]:
                 found.append(
                     Function(
                         f"{relative}:{child.lineno} {prefix}{child.name}",
-                        child.end_lineno - child.lineno + 1,
+                        child.end_lineno - child.lineno + 1 - _docstring_lines(child),
                         _parameters(child),
                         child.name == "__init__",
                         bool(APOLOGY.search(docstring)),
@@ -318,8 +327,8 @@ def test_the_counts_see_what_they_count(tmp_path):
     )
     assert public_functions(source, "m.py") == [
         Function("m.py:1 f", 2, 3, False, False),
-        Function("m.py:10 C.__init__", 2, 1, True, True),
-        Function("m.py:18 g", 2, 8, False, False, True),
+        Function("m.py:10 C.__init__", 1, 1, True, True),  # its docstring not counted
+        Function("m.py:18 g", 1, 8, False, False, True),
     ]
 
 

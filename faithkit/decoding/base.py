@@ -21,7 +21,22 @@ from .generation_options import SEARCHES
 
 
 class Sampling(NamedTuple):
-    """How a processor draws the token itself: warpers on the strategy's scores, and one generator per row (or None)."""
+    """How a processor draws the token itself: warpers on the strategy's scores, and one generator per row (or None).
+
+    Args:
+        temperature (`float`, defaults to 1.0): divides the scores before the draw.
+        top_k (`int`, *optional*): draw among the k best scores only.
+        generators (`list[torch.Generator]`, *optional*): one per row, so a row's draw depends on its own seed only;
+            None draws from torch's global RNG.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.base import Sampling, sampling_kwargs
+    >>> sampling_kwargs(Sampling(temperature=0.7))  # a processor's keywords
+    {'do_sample': True, 'temperature': 0.7, 'top_k': None, 'generators': None}
+    ```
+    """
 
     temperature: float = 1.0
     top_k: int | None = None
@@ -29,17 +44,54 @@ class Sampling(NamedTuple):
 
 
 def parameter_text(value) -> str:
-    """A parameter as labels and flags show it: numbers in their shortest form (``0.25``, ``8``), text as is."""
+    """A parameter as labels and flags show it: numbers in their shortest form, text as is.
+
+    Args:
+        value (`float`, `int` or `str`): the parameter's value.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.base import parameter_text
+    >>> parameter_text(0.25), parameter_text(1.0), parameter_text("sample")
+    ('0.25', '1', 'sample')
+    ```
+    """
     return f"{value:g}" if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
 
 
 def sampling_kwargs(sampling: Sampling | None) -> dict:
+    """A processor's sampling keywords: none when it does not draw the token itself.
+
+    Args:
+        sampling (`Sampling`, *optional*): how the processor draws; None: it does not.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.base import Sampling, sampling_kwargs
+    >>> sampling_kwargs(None), sampling_kwargs(Sampling(top_k=50))
+    ({}, {'do_sample': True, 'temperature': 1.0, 'top_k': 50, 'generators': None})
+    ```
+    """
     return {} if sampling is None else {"do_sample": True, **sampling._asdict()}
 
 
 @dataclass(frozen=True)
 class Strategy:
-    """Base of every strategy. Subclasses declare ``name``, ``views``, ``searches``, ``summary`` and their fields."""
+    """Base of every strategy. Subclasses declare ``name``, ``views``, ``searches``, ``summary`` and their fields.
+
+    A strategy's fields are its parameters, each an :func:`~faithkit.settings.options.option` (default, range,
+    help), checked when it is made; its class attributes say how generate runs it.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding import STRATEGIES
+    >>> {name: cls.views for name, cls in STRATEGIES.items()}  # 2: conditioned and history-only views
+    {'plain': 1, 'pmi': 2, 'cad': 2, 'adacad': 2, 'rerank': 1}
+    ```
+    """
 
     name: ClassVar[str]
     views: ClassVar[int]
@@ -107,7 +159,16 @@ class Strategy:
 
 @dataclass(frozen=True)
 class Plain(Strategy):
-    """transformers' own greedy search, beam search, sampling and beam sampling on the conditioned view alone."""
+    """transformers' own greedy search, beam search, sampling and beam sampling on the conditioned view alone.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding import Plain
+    >>> Plain().processors(), Plain().searches  # generate's own search, every mode
+    ([], ('greedy', 'beam', 'sample', 'beam_sample'))
+    ```
+    """
 
     name: ClassVar[str] = "plain"
     views: ClassVar[int] = 1

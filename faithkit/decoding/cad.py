@@ -47,16 +47,20 @@ class ContextAwareDecode(TwoViewProcessor):
 
     Examples:
 
-    ```python
-    >>> from faithkit.serving import models
-    >>> from faithkit.decoding import build_inputs, decode_responses
-    >>> from faithkit.decoding.cad import ContextAwareDecode
-    >>> model, tokenizer = models.load("smollm2-135m")
-    >>> inputs = build_inputs(model, tokenizer, ["The Eiffel Tower is 330 metres tall."],
-    ...                       [["How tall is the Eiffel Tower?"]])
-    >>> outputs = model.generate(**inputs, max_new_tokens=20, logits_processor=[ContextAwareDecode(alpha=1.0)])
-    >>> responses = decode_responses(model, tokenizer, outputs, inputs)
+    One step on a vocabulary of three tokens; in ``model.generate(**build_inputs(...),
+    logits_processor=[ContextAwareDecode(alpha=1.0)])`` it runs at every step, as
+    :class:`~faithkit.decoding.PMIDecode` does.
 
+    ```python
+    >>> import torch
+    >>> from faithkit.decoding import ContextAwareDecode
+    >>> input_ids = torch.tensor([[7, 8, 9], [0, 8, 9]])  # a conditioned row, then its history-only row (0: padding)
+    >>> scores = torch.tensor([[0.5, 0.4, 0.1], [0.6, 0.1, 0.3]]).log()  # P(y | d, h), then P(y | h)
+    >>> cad = ContextAwareDecode(alpha=1.0)(input_ids, scores)
+    >>> [round(p, 4) for p in cad[0].softmax(-1).tolist()]  # token 1, which the document made likelier, wins
+    [0.2033, 0.7805, 0.0163]
+    >>> torch.equal(cad[0], cad[1])  # both halves take the same token
+    True
     ```
     """
 
@@ -101,15 +105,17 @@ class AdaptiveContextAwareDecode(TwoViewProcessor):
 
     Examples:
 
-    ```python
-    >>> from faithkit.serving import models
-    >>> from faithkit.decoding import generate, row_seed
-    >>> model, tokenizer = models.load("smollm2-135m")
-    >>> documents, histories = ["The Eiffel Tower is 330 metres tall."], [["How tall is the Eiffel Tower?"]]
-    >>> greedy = generate(model, tokenizer, documents, histories, "adacad", max_new_tokens=20)
-    >>> sampled = generate(model, tokenizer, documents, histories, "adacad", do_sample=True, temperature=0.7,
-    ...                    seeds=[row_seed(0, "eiffel")], max_new_tokens=20)  # the processor draws each row's token
+    The step of :class:`ContextAwareDecode`'s example: the two distributions differ a little (JSD 0.08 nats), so the
+    scores lean a little towards the document's token.
 
+    ```python
+    >>> import torch
+    >>> from faithkit.decoding import AdaptiveContextAwareDecode
+    >>> input_ids = torch.tensor([[7, 8, 9], [0, 8, 9]])
+    >>> scores = torch.tensor([[0.5, 0.4, 0.1], [0.6, 0.1, 0.3]]).log()
+    >>> adacad = AdaptiveContextAwareDecode()(input_ids, scores)
+    >>> [round(p, 4) for p in adacad[0].softmax(-1).tolist()]
+    [0.4788, 0.4319, 0.0893]
     ```
     """
 

@@ -21,7 +21,20 @@ SEARCHES = ("greedy", "beam", "sample", "beam_sample")
 
 
 def search_of(num_beams: int = 1, do_sample: bool = False) -> str:
-    """The search mode of generate's ``num_beams`` and ``do_sample``: greedy, beam, sample or beam_sample."""
+    """The search mode of generate's ``num_beams`` and ``do_sample``: greedy, beam, sample or beam_sample.
+
+    Args:
+        num_beams (`int`, defaults to 1): generate's beams.
+        do_sample (`bool`, defaults to False): whether generate samples.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.generation_options import search_of
+    >>> search_of(), search_of(num_beams=4), search_of(num_beams=4, do_sample=True)
+    ('greedy', 'beam', 'beam_sample')
+    ```
+    """
     if do_sample:
         return "beam_sample" if num_beams > 1 else "sample"
     return "beam" if num_beams > 1 else "greedy"
@@ -38,6 +51,34 @@ class GenerationOptions:
     resumed run writes exactly what an uninterrupted one would. Bad values raise when the options are
     made (before a model loads); :meth:`validate` checks them against the searches that will run. generate,
     the grid and the processors take one options object whole, as transformers passes a ``GenerationConfig``.
+
+    Args:
+        num_beams (`int`, defaults to 1): beams for beam search and beam sampling.
+        num_return_sequences (`int`, defaults to 1): responses per row (then a list per row).
+        do_sample (`bool`, defaults to False): sample instead of taking the best token.
+        temperature (`float`, *optional*): sampling temperature on the strategy's scores.
+        top_k (`int`, *optional*): sample among the k best scores only.
+        seed (`int`, *optional*): seed of every sampled row's own generator, with the row's id (unset: 0).
+        max_new_tokens (`int`, defaults to 40): longest response in tokens.
+        batch_size (`int`, defaults to 8): contexts per generate call.
+        max_context_tokens (`int`, *optional*): cut longer contexts, keeping their end (unset, and at most: what
+            the model's window leaves beside ``max_new_tokens``).
+        chat (`bool`, *optional*): lay prompts out with the tokenizer's chat template (unset: when the tokenizer
+            has one and the model is decoder-only).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding import GenerationOptions
+    >>> GenerationOptions(num_beams=4).search
+    'beam'
+    >>> GenerationOptions(do_sample=True, seed=3).row_seeds(["eiffel", "penguins"])  # the same in any batch
+    [2025265098271077776, 6736918486602039623]
+    >>> GenerationOptions(num_return_sequences=2).validate()
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: --num-return-sequences 2 is more than --num-beams 1 of greedy search: search returns at most one response per beam; raise --num-beams or add --do-sample
+    ```
     """
 
     num_beams: int = option(1, "beams for beam search and beam sampling", low=1)
@@ -119,13 +160,44 @@ class GenerationOptions:
 
 
 def default_template(model, tokenizer) -> PromptTemplate:
-    """The tokenizer's chat template for decoder-only models that have one (instruct models), else the plain one."""
+    """The tokenizer's chat template for decoder-only models that have one (instruct models), else the plain one:
+    an instruct model answers in its own chat format.
+
+    Args:
+        model (`PreTrainedModel`): the generator (its config says whether it is an encoder-decoder).
+        tokenizer (`PreTrainedTokenizerBase`): its tokenizer (its ``chat_template``, if any).
+
+    Examples:
+
+    ```python
+    >>> from types import SimpleNamespace
+    >>> from faithkit.decoding import default_template
+    >>> from faithkit.prompts import CHAT_TEMPLATE
+    >>> decoder = SimpleNamespace(config=SimpleNamespace(is_encoder_decoder=False))
+    >>> default_template(decoder, SimpleNamespace(chat_template="{{ messages }}")) is CHAT_TEMPLATE
+    True
+    ```
+    """
     if not model.config.is_encoder_decoder and getattr(tokenizer, "chat_template", None):
         return CHAT_TEMPLATE
     return DEFAULT_TEMPLATE
 
 
 def row_seed(seed: int, row_id) -> int:
-    """A row's own seed: a stable hash of the run's seed and the row id (the same in every process and order)."""
+    """A row's own seed: a stable hash of the run's seed and the row id (the same in every process and order), so a
+    sampled row's response does not depend on its batch.
+
+    Args:
+        seed (`int`): the run's seed.
+        row_id (`str` or `int`): the row's id.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding import row_seed
+    >>> row_seed(0, "eiffel")
+    7534815851671912960
+    ```
+    """
     digest = hashlib.sha256(f"{seed}\x00{row_id}".encode()).digest()
     return int.from_bytes(digest[:8], "little") & (2**63 - 1)

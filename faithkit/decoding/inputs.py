@@ -22,7 +22,20 @@ logger = logging.getLogger(__name__)
 
 
 def pad_token_id(tokenizer) -> int:
-    """The tokenizer's pad token, or its end-of-sequence token when it has none (GPT-2, many base LMs)."""
+    """The tokenizer's pad token, or its end-of-sequence token when it has none (GPT-2, many base LMs).
+
+    Args:
+        tokenizer (`PreTrainedTokenizerBase`): the model's tokenizer.
+
+    Examples:
+
+    ```python
+    >>> from types import SimpleNamespace
+    >>> from faithkit.decoding import pad_token_id
+    >>> pad_token_id(SimpleNamespace(pad_token_id=None, eos_token_id=2))  # GPT-2's case
+    2
+    ```
+    """
     for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id):
         if candidate is not None:
             return int(candidate)
@@ -47,6 +60,43 @@ def build_inputs(
     contexts keep their end: at most ``options.max_context_tokens``, and never more than the model's
     context window leaves beside ``options.max_new_tokens`` (without options: the whole window; a warning counts
     the contexts that limit cut).
+
+    Args:
+        model (`PreTrainedModel`): the generator (its config: encoder-decoder or not, context window).
+        tokenizer (`PreTrainedTokenizerBase`): its tokenizer.
+        documents (`Sequence[str]`): one grounding document per context.
+        histories (`Sequence`): one dialogue history per context, a list of turns or one string.
+        template (`PromptTemplate`, *optional*): the prompt layout; unset, :func:`default_template` (the chat
+            template of an instruct model), as PMI-FAITH lays out the same views.
+        options (`GenerationOptions`, *optional*): the budgets ``max_context_tokens`` and ``max_new_tokens``.
+        views (`int`, defaults to 2): 2 for the two-view strategies, 1 for plain decoding.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.serving import models
+    >>> from faithkit.decoding import build_inputs
+    >>> model, tokenizer = models.load("smollm2-135m")
+    >>> inputs = build_inputs(model, tokenizer, ["The Eiffel Tower is 330 metres tall."],
+    ...                       [["How tall is the Eiffel Tower?"]])
+    >>> inputs["input_ids"].shape  # two views of one context, left-padded to one width
+    torch.Size([2, 44])
+    >>> for row, mask in zip(inputs["input_ids"], inputs["attention_mask"]):
+    ...     print(tokenizer.decode(row[mask.bool()]))
+    <|im_start|>system
+    Answer using only this document.
+    <BLANKLINE>
+    Document: The Eiffel Tower is 330 metres tall.<|im_end|>
+    <|im_start|>user
+    How tall is the Eiffel Tower?<|im_end|>
+    <|im_start|>assistant
+    <BLANKLINE>
+    <|im_start|>system
+    Answer using only this document.<|im_end|>
+    <|im_start|>user
+    How tall is the Eiffel Tower?<|im_end|>
+    <|im_start|>assistant
+    ```
     """
     if len(documents) != len(histories):
         raise ValueError(
@@ -107,7 +157,28 @@ def context_cuts(
     """What :func:`build_inputs` left out of each conditioned context, for a report per row: ``{}`` when nothing,
     else the document's length (``document_chars``), the characters cut before tokenising (``truncated_chars``),
     the tokens cut then (``truncated_tokens``) and the tokens kept (``context_tokens``). Unset, ``template`` is the
-    options' (:meth:`GenerationOptions.template`), as decoding with them lays prompts out."""
+    options' (:meth:`GenerationOptions.template`), as decoding with them lays prompts out.
+
+    Args:
+        model (`PreTrainedModel`): the generator.
+        tokenizer (`PreTrainedTokenizerBase`): its tokenizer.
+        documents (`Sequence[str]`): one document per context.
+        histories (`Sequence`): one history per context.
+        template (`PromptTemplate`, *optional*): the prompt layout (unset: the options').
+        options (`GenerationOptions`, *optional*): the budgets, as :func:`build_inputs` takes them.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.serving import models
+    >>> from faithkit.decoding import GenerationOptions
+    >>> from faithkit.decoding.inputs import context_cuts
+    >>> model, tokenizer = models.load("smollm2-135m")
+    >>> context_cuts(model, tokenizer, ["The Eiffel Tower is 330 metres tall. " * 20, "Short."],
+    ...              [["How tall is it?"]] * 2, options=GenerationOptions(max_context_tokens=64))
+    [{'document_chars': 740, 'truncated_chars': 228, 'truncated_tokens': 134, 'context_tokens': 63}, {}]
+    ```
+    """
     if template is None:
         template = options.template(model, tokenizer) if options is not None else default_template(model, tokenizer)
     contexts, _, _ = _cut(model, tokenizer, list(zip(documents, histories)), template, _budgets(options))
@@ -138,7 +209,25 @@ def _padded(model, tokenizer, rows: list[list[int]]) -> dict[str, torch.Tensor]:
 
 
 def context_room(model, tokenizer, max_new_tokens: int = 0) -> int:
-    """Context tokens the model takes: its whole window for an encoder, else what the new tokens leave."""
+    """Context tokens the model takes: its whole window for an encoder, else what the new tokens leave; a
+    :class:`ConfigError` when they leave none.
+
+    Args:
+        model (`PreTrainedModel`): the generator.
+        tokenizer (`PreTrainedTokenizerBase`): its tokenizer (a sane ``model_max_length`` when the config has no
+            position table).
+        max_new_tokens (`int`, defaults to 0): the tokens the response may take.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.serving import models
+    >>> from faithkit.decoding.inputs import context_room
+    >>> model, tokenizer = models.load("smollm2-135m")
+    >>> context_room(model, tokenizer, max_new_tokens=40)  # SmolLM2's 8192 positions
+    8152
+    ```
+    """
     window = models.context_window(model, tokenizer)
     room = window if model.config.is_encoder_decoder else window - max_new_tokens
     if room < 1:
@@ -164,6 +253,28 @@ def decode_responses(
     With ``num_return_sequences > 1``, one list of texts per context. A response that starts
     with the ``template``'s own speaker prefix (``Agent:``, which models often repeat) loses it:
     the prefix belongs to the prompt, not to the response.
+
+    Args:
+        model (`PreTrainedModel`): the generator.
+        tokenizer (`PreTrainedTokenizerBase`): its tokenizer.
+        outputs (`torch.Tensor`): ``model.generate``'s output for ``inputs``.
+        inputs (`dict`): :func:`build_inputs`' batch.
+        num_return_sequences (`int`, defaults to 1): as given to ``model.generate``.
+        template (`PromptTemplate`, *optional*): the prompt layout, whose speaker prefix a response loses.
+        views (`int`, defaults to 2): as given to :func:`build_inputs`.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.serving import models
+    >>> from faithkit.decoding import build_inputs, decode_responses
+    >>> model, tokenizer = models.load("smollm2-135m")
+    >>> inputs = build_inputs(model, tokenizer, ["The Eiffel Tower is 330 metres tall."],
+    ...                       [["How tall is the Eiffel Tower?"]], views=1)  # plain decoding: one view
+    >>> outputs = model.generate(**inputs, num_beams=2, num_return_sequences=2, max_new_tokens=12)
+    >>> decode_responses(model, tokenizer, outputs, inputs, num_return_sequences=2, views=1)
+    [['The Eiffel Tower is 330 meters tall.', 'The Eiffel Tower is approximately 330 meters tall']]
+    ```
     """
     contexts = inputs["input_ids"].shape[0] // views
     generated = outputs if model.config.is_encoder_decoder else outputs[:, inputs["input_ids"].shape[1] :]
@@ -176,7 +287,21 @@ def decode_responses(
 
 def response_text(text: str, template: PromptTemplate | None) -> str:
     """A decoded continuation as a response: stripped, without the ``template``'s speaker prefix (``Agent:``)
-    that models often repeat (it belongs to the prompt). Engine candidates are cleaned the same way."""
+    that models often repeat (it belongs to the prompt). Engine candidates are cleaned the same way.
+
+    Args:
+        text (`str`): the decoded continuation.
+        template (`PromptTemplate`, *optional*): the prompt layout; None removes no prefix.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.inputs import response_text
+    >>> from faithkit.prompts import DEFAULT_TEMPLATE
+    >>> response_text(" Agent: It is 330 metres tall.", DEFAULT_TEMPLATE)
+    'It is 330 metres tall.'
+    ```
+    """
     text = text.strip()
     prefix = template.response_prefix.strip() if template is not None else ""
     return text[len(prefix) :].strip() if prefix and text.startswith(prefix) else text
@@ -187,5 +312,17 @@ def length_order(documents: Sequence[str], histories: Sequence) -> list[int]:
 
     :func:`generate_grid` batches contexts in this order, so a caller that makes batches the
     same way (the sweep, to resume batch by batch) gets the same batches and the same tokens.
+
+    Args:
+        documents (`Sequence[str]`): one document per context.
+        histories (`Sequence`): one history per context.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding import length_order
+    >>> length_order(["Short.", "A much longer document."], [[], ["Hi"]])
+    [1, 0]
+    ```
     """
     return sorted(range(len(documents)), key=lambda i: -len(str(documents[i])) - len(str(histories[i])))

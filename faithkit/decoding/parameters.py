@@ -15,7 +15,21 @@ from ..settings.options import check, option
 
 @dataclass(frozen=True)
 class PMIParameters:
-    """PMI-DECODE's weight of the PMI term and nucleus."""
+    """PMI-DECODE's weight of the PMI term and nucleus: the :class:`~faithkit.decoding.PMI` strategy's and the
+    :class:`~faithkit.decoding.PMIDecode` processor's, declared once.
+
+    Args:
+        alpha (`float`, defaults to 0.25): weight of the PMI term, in [0, 1].
+        top_p (`float`, defaults to 0.6): nucleus of P(y | d, h) the token is chosen from, in (0, 1].
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.parameters import PMIParameters
+    >>> PMIParameters(top_p=0.9)
+    PMIParameters(alpha=0.25, top_p=0.9)
+    ```
+    """
 
     alpha: float = option(
         0.25,
@@ -41,7 +55,19 @@ class PMIParameters:
 
 @dataclass(frozen=True)
 class CADParameters:
-    """CAD's push away from the history-only distribution."""
+    """CAD's push away from the history-only distribution, declared once for the strategy and the processor.
+
+    Args:
+        alpha (`float`, defaults to 0.5): at least 0; 0 is plain decoding.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.parameters import CADParameters
+    >>> CADParameters(alpha=1)
+    CADParameters(alpha=1)
+    ```
+    """
 
     alpha: float = option(
         0.5,
@@ -60,7 +86,26 @@ Parameters = TypeVar("Parameters", PMIParameters, CADParameters)
 
 def checked_parameters(cls: type[Parameters], given, **more) -> Parameters:
     """``given`` as it is when it is ``cls`` (a strategy is one, checked when made), else ``cls`` made from it and
-    ``more`` (numbers, each checked against its declaration); a processor's parameters either way."""
+    ``more`` (numbers, each checked against its declaration); a processor's parameters either way.
+
+    Args:
+        cls (`type`): :class:`PMIParameters` or :class:`CADParameters`.
+        given (`float` or `cls`): the first parameter's value, or the parameters whole.
+        **more (`float`): the other parameters' values (given whole, they must be left at their defaults).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding import PMI
+    >>> from faithkit.decoding.parameters import PMIParameters, checked_parameters
+    >>> checked_parameters(PMIParameters, 0.5, top_p=0.9), checked_parameters(PMIParameters, PMI(alpha=0.5))
+    (PMIParameters(alpha=0.5, top_p=0.9), PMI(alpha=0.5, top_p=0.6))
+    >>> checked_parameters(PMIParameters, PMI(alpha=0.5), top_p=0.9)
+    Traceback (most recent call last):
+      ...
+    ValueError: top_p: given with a PMI, which holds them already
+    ```
+    """
     if isinstance(given, cls):
         changed = [key for key, value in more.items() if value != getattr(cls, key)]
         if changed:

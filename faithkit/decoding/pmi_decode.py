@@ -77,19 +77,22 @@ class PMIDecode(TwoViewProcessor):
     >>> from faithkit.serving import models
     >>> from faithkit.decoding import PMIDecode, build_inputs, decode_responses
     >>> model, tokenizer = models.load("smollm2-135m")
-    >>> documents = ["The Eiffel Tower is 330 metres tall."]
-    >>> histories = [["How tall is the Eiffel Tower?"]]
-    >>> inputs = build_inputs(model, tokenizer, documents, histories)  # 2 rows: conditioned, history-only
-    >>> outputs = model.generate(**inputs, max_new_tokens=20, logits_processor=[PMIDecode(alpha=0.25, top_p=0.6)])
-    >>> responses = decode_responses(model, tokenizer, outputs, inputs)  # the conditioned rows' texts
+    >>> inputs = build_inputs(model, tokenizer, ["The Eiffel Tower is 330 metres tall."],
+    ...                       [["How tall is the Eiffel Tower?"]])  # 2 rows: conditioned, then history-only
+    >>> outputs = model.generate(**inputs, max_new_tokens=12, logits_processor=[PMIDecode(alpha=0.25, top_p=0.6)])
+    >>> decode_responses(model, tokenizer, outputs, inputs)  # plain decoding says "330 meters"
+    ['The Eiffel Tower is 330 metres tall.']
 
     >>> _ = torch.manual_seed(0)  # sampling: the processor draws, generate follows
-    >>> outputs = model.generate(
-    ...     **inputs, do_sample=True, max_new_tokens=20,
-    ...     logits_processor=[PMIDecode(alpha=0.25, top_p=0.6, do_sample=True, temperature=0.7, top_k=50)],
-    ... )
-    >>> sampled = decode_responses(model, tokenizer, outputs, inputs)
+    >>> sampler = PMIDecode(alpha=0.25, top_p=0.6, do_sample=True, temperature=0.7, top_k=50)
+    >>> outputs = model.generate(**inputs, do_sample=True, max_new_tokens=12, logits_processor=[sampler])
+    >>> decode_responses(model, tokenizer, outputs, inputs)
+    ['The Eiffel Tower is 330 metres tall.']
 
+    >>> PMIDecode(alpha=1.5)  # checked against the pmi strategy's declaration
+    Traceback (most recent call last):
+      ...
+    faithkit.settings.options.OptionError: alpha must be in [0, 1], got 1.5 (0 = plain decoding, 1 = rank by PMI alone)
     ```
     """
 

@@ -59,6 +59,23 @@ STRATEGY_NAMES = tuple(STRATEGIES)
 
 
 def get_strategy(name: str) -> type[Strategy]:
+    """The strategy class registered as ``name``; an unknown name is a :class:`ConfigError` listing the known ones.
+
+    Args:
+        name (`str`): a name of :data:`STRATEGIES` (``plain``, ``pmi``, ``cad``, ``adacad``, ``rerank``).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding import get_strategy
+    >>> get_strategy("cad")(alpha=1)
+    CAD(alpha=1)
+    >>> get_strategy("greedy")  # a search mode, not a strategy
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: unknown strategy 'greedy'; choose one of plain, pmi, cad, adacad, rerank
+    ```
+    """
     if name not in STRATEGIES:
         raise ConfigError(f"unknown strategy '{name}'; choose one of {', '.join(STRATEGY_NAMES)}")
     return STRATEGIES[name]
@@ -67,8 +84,24 @@ def get_strategy(name: str) -> type[Strategy]:
 def strategy_from_dict(spec: Mapping | str | Strategy, where: str = "") -> Strategy:
     """A strategy from a config entry: ``{"name": "pmi", "alpha": 0.25}`` (missing parameters: their defaults), or a name.
 
-    Unknown names or parameters and out-of-range values raise :class:`ConfigError` naming them
-    (``where`` prefixes the message, e.g. ``evaluation.strategies[1]: ``).
+    Unknown names or parameters and out-of-range values raise :class:`ConfigError` naming them, so a config file's
+    mistake is one line that says where it is.
+
+    Args:
+        spec (`Mapping`, `str` or `Strategy`): the entry, a strategy's name, or a strategy (returned as it is).
+        where (`str`, defaults to ""): prefixes the error message, e.g. ``evaluation.strategies[1]: ``.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding import strategy_from_dict
+    >>> strategy_from_dict({"name": "pmi", "alpha": 0.5}), strategy_from_dict("adacad")
+    (PMI(alpha=0.5, top_p=0.6), AdaCAD())
+    >>> strategy_from_dict({"name": "pmi", "alpha": 7}, where="evaluation.strategies[1]: ")
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: evaluation.strategies[1]: pmi: alpha must be in [0, 1], got 7 (0 = plain decoding, 1 = rank by PMI alone)
+    ```
     """
     if isinstance(spec, Strategy):
         return spec
@@ -93,9 +126,23 @@ def strategy_from_dict(spec: Mapping | str | Strategy, where: str = "") -> Strat
 def strategy_from_text(text: str, where: str = "") -> dict:
     """The config entry of a strategy written on one line, checked: ``NAME``, ``NAME:PARAM=VALUE,…``
     (``cad:alpha=1``) or a YAML/JSON mapping (``{name: cad, alpha: 1}``), as a command line gives it. The entry
-    holds the parameters written, as numbers (``{"name": "cad", "alpha": 1.0}``); the others keep their defaults.
+    holds the parameters written, as numbers; the others keep their defaults.
 
-    Mistakes raise :class:`ConfigError` prefixed by ``where`` (the flag, say) and the text.
+    Args:
+        text (`str`): the strategy as written.
+        where (`str`, defaults to ""): prefixes a mistake's :class:`ConfigError`, before the text (the flag, say).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.strategies import strategy_from_text
+    >>> strategy_from_text("cad:alpha=1"), strategy_from_text("{name: pmi, top_p: 0.9}")
+    ({'name': 'cad', 'alpha': 1.0}, {'name': 'pmi', 'top_p': 0.9})
+    >>> strategy_from_text("cad:alpha", where="--strategy ")
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: --strategy cad:alpha: 'alpha' is no PARAMETER=VALUE; write e.g. cad:alpha=1
+    ```
     """
     text = text.strip()
     where = f"{where}{text}: "
@@ -123,7 +170,16 @@ def strategy_from_text(text: str, where: str = "") -> dict:
 
 
 def written_forms() -> str:
-    """Every strategy as :func:`strategy_from_text` reads it, with its parameters: ``plain; pmi:alpha=,top_p=; …``."""
+    """Every strategy as :func:`strategy_from_text` reads it, with its parameters, for help texts and errors.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.strategies import written_forms
+    >>> written_forms()
+    'plain; pmi:alpha=,top_p=; cad:alpha=; adacad; rerank:n=,search=,judge=,fluency_tolerance='
+    ```
+    """
     return "; ".join(
         cls.name
         + (":" + ",".join(f"{item.name}=" for item in dataclasses.fields(cls)) if dataclasses.fields(cls) else "")
@@ -132,7 +188,16 @@ def written_forms() -> str:
 
 
 def parameter_fields() -> dict[str, list[tuple[type[Strategy], dataclasses.Field]]]:
-    """Every strategy parameter by name, with the strategies that take it (``alpha``: pmi and cad)."""
+    """Every strategy parameter by name, with the strategies that take it and their declarations: one flag each.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.strategies import parameter_fields
+    >>> {name: [cls.name for cls, _ in owners] for name, owners in parameter_fields().items()}
+    {'alpha': ['pmi', 'cad'], 'top_p': ['pmi'], 'n': ['rerank'], 'search': ['rerank'], 'judge': ['rerank'], 'fluency_tolerance': ['rerank']}
+    ```
+    """
     table: dict[str, list] = {}
     for cls in STRATEGIES.values():
         for item in dataclasses.fields(cls):
@@ -145,6 +210,20 @@ def add_parameter_flags(group) -> None:
 
     A flag whose strategies declare one range checks it as it parses; ``--alpha`` (pmi: [0, 1], cad: at least 0)
     is checked against the chosen strategy's, by :func:`strategy_from_args`, in the same words.
+
+    Args:
+        group (`argparse._ActionsContainer`): the parser or argument group to add the flags to.
+
+    Examples:
+
+    ```python
+    >>> import argparse
+    >>> from faithkit.decoding.strategies import add_parameter_flags, strategy_from_args
+    >>> parser = argparse.ArgumentParser(prog="faithkit generate")
+    >>> add_parameter_flags(parser)
+    >>> strategy_from_args("cad", parser.parse_args(["--alpha", "1"]))
+    CAD(alpha=1.0)
+    ```
     """
     for name, owners in parameter_fields().items():
         described = "; ".join(f"{cls.name}: {flag_help(item)}" for cls, item in owners)
@@ -165,7 +244,29 @@ def _checked_part(item: dataclasses.Field) -> tuple:
 
 def strategy_from_args(name: str, args) -> Strategy:
     """The strategy ``name`` with the parameter flags given on the command line; a flag it does not take, or a value
-    out of its range, is an error naming the flag (:class:`~faithkit.settings.options.FlagError`)."""
+    out of its range, is an error naming the flag (:class:`~faithkit.settings.options.FlagError`).
+
+    Args:
+        name (`str`): the ``--strategy``.
+        args (`argparse.Namespace`): the parsed command line, with the flags of :func:`add_parameter_flags`.
+
+    Examples:
+
+    ```python
+    >>> import argparse
+    >>> from faithkit.decoding.strategies import add_parameter_flags, strategy_from_args
+    >>> parser = argparse.ArgumentParser(prog="faithkit generate")
+    >>> add_parameter_flags(parser)
+    >>> strategy_from_args("adacad", parser.parse_args(["--alpha", "1"]))
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: --alpha does not apply to --strategy adacad; its parameters are none
+    >>> strategy_from_args("pmi", parser.parse_args(["--alpha", "2"]))  # in range for cad, not for pmi
+    Traceback (most recent call last):
+      ...
+    faithkit.settings.options.FlagError: argument --alpha: must be in [0, 1], got 2 (0 = plain decoding, 1 = rank by PMI alone)
+    ```
+    """
     cls = get_strategy(name)
     given = {key: getattr(args, key) for key in parameter_fields() if getattr(args, key, None) is not None}
     own = {item.name for item in dataclasses.fields(cls)}
@@ -182,7 +283,25 @@ def strategy_from_args(name: str, args) -> Strategy:
 
 
 class Cell(NamedTuple):
-    """One decode of a grid: a strategy under a search mode."""
+    """One decode of a grid: a strategy under a search mode.
+
+    Args:
+        strategy (`Strategy`): what ranks the tokens.
+        search (`str`, defaults to "greedy"): a mode of :data:`~faithkit.decoding.SEARCHES`.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding import PMI, Cell
+    >>> cell = Cell(PMI(), "sample")
+    >>> cell.label, cell.sampled
+    ('pmi_a0.25_p0.6_sample', True)
+    >>> Cell(PMI(), "beam_sample").check()  # generate would sample each half on its own
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: strategy pmi does not support beam_sample search (generate samples every row on its own, so the history-only rows could not follow their conditioned rows); it supports greedy, beam, sample
+    ```
+    """
 
     strategy: Strategy
     search: str = "greedy"
@@ -216,12 +335,39 @@ def shared_decode(cell: Cell) -> Cell:
     strategy says it decodes as plain (:meth:`~faithkit.decoding.Strategy.decodes_as_plain`), else itself.
 
     The grid decodes such cells once (:func:`~faithkit.decoding.iter_grid`), and the sweep writes and
-    scores them once."""
+    scores them once.
+
+    Args:
+        cell (`Cell`): a strategy under a search mode.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding import PMI, Cell, shared_decode
+    >>> shared_decode(Cell(PMI(alpha=0)))  # greedy: the best token is in every top-p set
+    Cell(strategy=Plain(), search='greedy')
+    >>> shared_decode(Cell(PMI(alpha=0), "beam"))  # a beam may want a token outside it
+    Cell(strategy=PMI(alpha=0, top_p=0.6), search='beam')
+    ```
+    """
     return Cell(Plain(), cell.search) if cell.strategy.decodes_as_plain(cell.search) else cell
 
 
 def as_cell(cell) -> Cell:
-    """A :class:`Cell` from a Cell, a ``(strategy, search)`` pair, a strategy or its dict (greedy search)."""
+    """A :class:`Cell` from a Cell, a ``(strategy, search)`` pair, a strategy or its dict (greedy search), checked:
+    the grid takes cells written any of these ways.
+
+    Args:
+        cell (`Cell`, `tuple`, `Strategy`, `dict` or `str`): the cell, or what :func:`strategy_from_dict` reads.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.strategies import as_cell
+    >>> as_cell(({"name": "cad", "alpha": 1}, "beam")), as_cell("pmi")
+    (Cell(strategy=CAD(alpha=1.0), search='beam'), Cell(strategy=PMI(alpha=0.25, top_p=0.6), search='greedy'))
+    ```
+    """
     if isinstance(cell, Cell):
         return cell.check()
     if isinstance(cell, tuple) and len(cell) == 2 and isinstance(cell[1], str):

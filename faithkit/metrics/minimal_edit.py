@@ -310,17 +310,33 @@ class MinimalEdit(Metric):
     ``minimal_edit`` is minus the best edit's margin in log P(· | d, h), clipped at 0 (a response without
     a checkable span, or whose every edit the document makes less likely, scores 0).
 
-    Example::
+    Each parameter is a metric option the command line and ``evaluate.load`` pass by name
+    (:data:`faithkit.metrics.registry.METRICS`).
 
-        >>> from faithkit.metrics.minimal_edit import MinimalEdit
-        >>> metric = MinimalEdit(model="smollm2-135m")
-        >>> row = metric.compute_rows(["The Eiffel Tower is 330 metres tall."],
-        ...                           [["User: How tall is the Eiffel Tower?"]], ["It is 150 metres tall."])[0]
-        >>> [(s["text"], s["replacement"]) for s in row["contradicted_spans"]]
-        [('150 metres', '330 metres')]
+    Args:
+        model (`str` or `PreTrainedModel`, defaults to "bigscience/bloom-560m"): the judge LM: an offline name, hub
+            id or folder, or a loaded causal LM (then pass ``tokenizer``).
+        tokenizer (`PreTrainedTokenizerBase`, *optional*): the loaded model's tokenizer.
+        batch_size (`int`, defaults to 8): sequences per forward pass.
+        device (`str`, *optional*): where a model loaded here runs.
+        template (`PromptTemplate`, defaults to `DEFAULT_TEMPLATE`): the views' layout, as PMI-FAITH's.
+        max_edits (`int`, defaults to 8): edits scored per response at most.
+        threshold (`float`, defaults to 1.0): nats by which an edit must beat the response for its span to count
+            as contradicted.
+        scorer (`TokenScorer`, *optional*): a caller's :class:`~faithkit.serving.scoring.TokenScorer` of ``model``,
+            reused.
+        dtype (`str`, *optional*): the precision of a model loaded here.
 
-    ``model`` is an offline name, hub id or folder, or a loaded causal LM (then pass ``tokenizer``);
-    ``scorer`` reuses a caller's :class:`~faithkit.serving.scoring.TokenScorer` of that model.
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.minimal_edit import MinimalEdit
+    >>> metric = MinimalEdit(model="smollm2-135m")
+    >>> row = metric.compute_rows(["The Eiffel Tower is 330 metres tall."],
+    ...                           [["User: How tall is the Eiffel Tower?"]], ["It is 150 metres tall."])[0]
+    >>> [(span["text"], span["replacement"]) for span in row["contradicted_spans"]]
+    [('150 metres', '330 metres')]
+    ```
     """
 
     score_keys = ("minimal_edit", "contrast_logp_margin", "contrast_pmi_margin")
@@ -337,9 +353,6 @@ class MinimalEdit(Metric):
         scorer: TokenScorer | None = None,
         dtype=None,
     ):
-        """Load the judge LM (a name, or a loaded model with its tokenizer) and fix the edits to try. Each parameter
-        is a metric option the command line and ``evaluate.load`` pass by name
-        (:data:`faithkit.metrics.registry.METRICS`)."""
         check_option_values(batch_size=batch_size, max_edits=max_edits, threshold=threshold)
         model, tokenizer = models.causal_lm(model, tokenizer, "the minimal-edit contrast", "MinimalEdit", device, dtype)
         self.lm = ScoringLM(scorer or TokenScorer(model, batch_size=batch_size), tokenizer, template)

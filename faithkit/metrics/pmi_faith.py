@@ -39,26 +39,46 @@ COUNTERPART = {"history": "doc_history", "none": "doc"}
 class PMIFaith(Metric):
     """Score responses with PMI-FAITH, in the calling style of ``evaluate`` metrics.
 
-    Example::
+    ``pmi`` is ``log P(r | d, h) - log P(r | h)``: how much more likely the document makes the response;
+    ``uncond_pmi`` the same without the history. Each row also holds the views' ``logp_<view>``, the response's
+    ``tokens`` and their ``token_pmi``. A document that does not fit in ``max_length`` tokens keeps its end and
+    the row reports ``truncated_tokens`` (with a warning), and ``truncated_chars`` when the document was long
+    enough to be cut by characters before tokenising (:func:`faithkit.prompts.within_budget`). Each parameter is
+    a metric option the command line and ``evaluate.load`` pass by name (:data:`faithkit.metrics.registry.METRICS`).
 
-        >>> from faithkit.metrics import PMIFaith
-        >>> metric = PMIFaith(model="smollm2-135m")
-        >>> result = metric.compute(
-        ...     documents=["Apple is orange in color."],
-        ...     histories=[["User: What is the color of an apple?"]],
-        ...     responses=["Apple is red in color."],
-        ... )
-        >>> sorted(result)[:3]
-        ['logp_doc', 'logp_doc_history', 'logp_history']
+    Args:
+        model (`str` or `PreTrainedModel`, defaults to "bigscience/bloom-560m"): the judge LM: a hub id, a local
+            folder, an offline name (``smollm2-135m``) or a loaded causal LM (then pass ``tokenizer``).
+        tokenizer (`PreTrainedTokenizerBase`, *optional*): the loaded model's tokenizer.
+        batch_size (`int`, defaults to 8): sequences per forward pass; the scores do not depend on it.
+        device (`str` or `torch.device`, *optional*): where a model loaded here runs (default: a GPU if any).
+        template (`PromptTemplate`, defaults to `DEFAULT_TEMPLATE`): how the views are laid out, as decoding lays
+            them out.
+        normalize (`str`, defaults to "mean"): ``"mean"`` averages log-probabilities over the response's tokens,
+            as the authors' code does; ``"sum"`` totals them.
+        unconditional (`bool`, defaults to True): also score ``uncond_pmi`` (two more views).
+        max_length (`int`, *optional*): context and response tokens at most (default: the model's window).
+        share_prefixes (`bool`, defaults to True): run the views' shared prefixes once (the same scores, faster).
+        dtype (`str` or `torch.dtype`, *optional*): the precision of a model loaded here
+            (:data:`faithkit.serving.precision.DTYPES`).
+        evidence (`bool`, defaults to False): also give each token's evidence and its aggregates
+            (:mod:`~faithkit.metrics.token_evidence`).
 
-    ``model`` is a hub id, a local folder, an offline name (``smollm2-135m``) or an
-    already loaded causal LM (then pass ``tokenizer``); ``dtype`` its precision when loaded here
-    (:data:`faithkit.serving.precision.DTYPES`). ``normalize="mean"`` averages
-    log-probabilities over the response's tokens as the authors' code does; ``"sum"``
-    uses total log-probabilities. A document that does not fit in ``max_length``
-    tokens keeps its end and the row reports ``truncated_tokens`` (with a warning), and ``truncated_chars`` when
-    the document was long enough to be cut by characters before tokenising
-    (:func:`faithkit.prompts.within_budget`).
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics import PMIFaith
+    >>> metric = PMIFaith(model="smollm2-135m")  # an offline name: no network
+    >>> result = metric.compute(
+    ...     documents=["The Eiffel Tower is 330 metres tall."] * 2,
+    ...     histories=[["User: How tall is the Eiffel Tower?"]] * 2,  # a list of turns, or one string
+    ...     responses=["It is 330 metres tall.", "It is about 150 metres tall."],
+    ... )
+    >>> [round(pmi, 4) for pmi in result["pmi"]]  # the supported answer scores higher
+    [1.1221, 0.528]
+    >>> round(result["mean_pmi"], 4)
+    0.825
+    ```
     """
 
     score_keys = ("pmi", "uncond_pmi")
@@ -77,9 +97,6 @@ class PMIFaith(Metric):
         dtype=None,
         evidence: bool = False,
     ):
-        """Load the judge LM (a name, or a loaded model with its tokenizer) and fix how to score with it. Each
-        parameter is a metric option the command line and ``evaluate.load`` pass by name
-        (:data:`faithkit.metrics.registry.METRICS`)."""
         check_option_values(batch_size=batch_size, normalize=normalize, max_length=max_length)
         self.model, self.tokenizer = models.causal_lm(model, tokenizer, "PMI-FAITH", "PMIFaith", device, dtype)
         self.template = template
@@ -97,7 +114,18 @@ class PMIFaith(Metric):
         references=None,
         progress=None,
     ) -> dict:
-        """Per-example fields as lists, ``mean_pmi`` and ``mean_uncond_pmi``; a cut context is logged as a warning."""
+        """Per-example fields as lists, ``mean_pmi`` and ``mean_uncond_pmi``; a cut context is logged as a warning.
+
+        Args:
+            documents (`Sequence[str]`): one grounding document per example.
+            histories (`Sequence`, *optional*): one dialogue history per example, a list of turns or one string
+                (None: no history).
+            responses (`Sequence[str]`): the responses to score.
+            references (*optional*): ignored (the metric contract's column).
+            progress (`Callable[[int], None]`, *optional*): called with the number of examples done, as they are.
+
+        The class's example calls it.
+        """
         rows = self.compute_rows(documents, histories, responses, progress=progress)
         for i, row in enumerate(rows):
             if row["truncated_tokens"]:
@@ -114,6 +142,26 @@ class PMIFaith(Metric):
 
         A cut context is recorded in ``truncated_tokens`` (:meth:`compute` also logs it; jobs over
         files report it by row id). Histories may be None (no history); references are ignored.
+
+        Args:
+            documents (`Sequence[str]`): one grounding document per example.
+            histories (`Sequence`, *optional*): one dialogue history per example (None: no history).
+            responses (`Sequence[str]`): the responses to score.
+            references (*optional*): ignored.
+            progress (`Callable[[int], None]`, *optional*): called with the number of examples done.
+
+        Examples:
+
+        ```python
+        >>> from faithkit.metrics import PMIFaith
+        >>> metric = PMIFaith(model="smollm2-135m")
+        >>> row = metric.compute_rows(["The Eiffel Tower is 330 metres tall."], [["How tall is the Eiffel Tower?"]],
+        ...                           ["It is 330 metres tall."])[0]
+        >>> list(row)
+        ['pmi', 'uncond_pmi', 'tokens', 'num_tokens', 'truncated_tokens', 'logp_doc_history', 'logp_history', 'logp_doc', 'logp_none', 'token_pmi']
+        >>> [(token, round(pmi, 2)) for token, pmi in zip(row["tokens"], row["token_pmi"])][3:8]  # the number, the unit
+        [('3', 0.16), ('3', 1.36), ('0', 1.86), ('Ġmetres', 2.27), ('Ġtall', 1.02)]
+        ```
         """
         documents, histories, responses, _ = check_columns(documents, histories, responses)
         check_not_empty(documents, responses)

@@ -153,20 +153,43 @@ def needs_nli(f1: float, knowledge_answer: str) -> bool:
 class Q2(Metric):
     """The Q² consistency metric, in the calling style of ``evaluate`` metrics.
 
-    Example (offline)::
+    Each informative span of a response (spaCy's noun chunks and entities) gets a question; the question is
+    answered from the document, and the two answers are compared by token F1, then by NLI where F1 is neither 0
+    nor 1. A response without a span falls back to end-to-end NLI (``fallback``). Every judged span is explained:
+    its question and both answers. Each model is loaded once, and an LM named by several offline stages is shared;
+    each parameter is a metric option the command line and ``evaluate.load`` pass by name
+    (:data:`faithkit.metrics.registry.METRICS`).
 
-        >>> metric = Q2(preset="offline")
-        >>> result = metric.compute(
-        ...     documents=["The show aired from 1983 to 1994 on PBS."],
-        ...     responses=["it aired on pbs from 1983 ."],
-        ... )
-        >>> result["q2"], result["explanations"][0][0]["question"]
+    Args:
+        qg_model (`str` or backend, *optional*): the question generator: a hub id or local folder (default: the
+            paper's), an offline spec (``"rules"``, ``"fewshot:LM"``), or a backend object from
+            :mod:`faithkit.metrics.q2.backends`.
+        qa_model (`str` or backend, *optional*): the question answerer, likewise (offline: ``"scoring:LM"``).
+        nli_model (`str` or backend, *optional*): the NLI model, likewise (offline: ``"labels:LM"``, ``"checker"``).
+        preset (`str`, *optional*): ``"offline"`` makes the defaults local models and rules (rules, SmolLM2,
+            faithkit's checker); it changes nothing given.
+        device (`str`, *optional*): where the models run (default: a GPU if any).
+        batch_size (`int`, defaults to 8): inputs per forward pass of each stage.
+        spacy_model (`str`, *optional*): spaCy's pipeline (default: ``en_core_web_sm`` or its offline copy).
+        dtype (`str`, *optional*): the models' precision (:data:`faithkit.serving.precision.DTYPES`).
 
-    ``qg_model``, ``qa_model`` and ``nli_model`` take a hub id or local folder (the
-    paper's models are the defaults), an offline spec (``"rules"``, ``"fewshot:LM"``,
-    ``"scoring:LM"``, ``"labels:LM"``, ``"checker"``), or a backend object from
-    :mod:`faithkit.metrics.q2.backends`. ``preset="offline"`` changes only the defaults.
-    Each model is loaded once, and an LM named by several offline stages is shared.
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics import Q2
+    >>> metric = Q2(preset="offline")  # no network: rules, SmolLM2 and faithkit's checker
+    >>> result = metric.compute(
+    ...     documents=["The show aired from 1983 to 1994 on PBS."],
+    ...     responses=["it aired on pbs from 1983 ."],
+    ... )
+    >>> result["q2"], result["coverage"]
+    ([0.25], 1.0)
+    >>> [(span["span"], span["question"], span["knowledge_answer"]) for span in result["explanations"][0]]
+    [('pbs', 'it aired on what from 1983?', '1983 to 1994'), ('1983', 'it aired on pbs when?', '1983 to 1994')]
+    ```
+
+    The offline answerer never abstains and took "1983 to 1994" for both questions: a wrong span costs F1 0
+    (``benchmarks/q2_offline_stages.py`` measures each stage).
     """
 
     score_keys = ("q2", "q2_no_nli")
@@ -182,9 +205,6 @@ class Q2(Metric):
         spacy_model=None,
         dtype=None,
     ):
-        """Build the three models' backends (by name, or the preset's) and say how to run them. Each
-        parameter is a metric option the command line and ``evaluate.load`` pass by name
-        (:data:`faithkit.metrics.registry.METRICS`)."""
         if preset not in PRESETS:
             raise ValueError(f"preset must be None (the paper's hub models) or 'offline', got {preset!r}")
         check_option_values(batch_size=batch_size)

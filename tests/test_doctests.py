@@ -1,0 +1,144 @@
+"""The ``Examples:`` of the docstrings of faithkit's front doors run as doctests, so that none shows an output the
+code no longer gives; and the modules that promise front doors keep them.
+
+How a docstring's example is written (docs/contributing.md tells writers the same), as transformers'
+``logits_process.py`` writes its own:
+
+* an ``Examples:`` section holding a fenced ```` ```python ```` block of ``>>>`` lines, each followed by the output it
+  prints: exactly (round numbers in the example, ``round(x, 4)``), deterministic on a CPU, offline;
+* the fence lines are not part of the example (a closing fence may follow the last output directly);
+* an example imports what it uses: it runs in a namespace of its own, not its module's.
+
+Examples that name a real offline model (``smollm2-135m``, ``gemma3-270m``, the checker that ships on SmolLM2) are
+``slow`` and run in the real models' group of workers; there :func:`faithkit.serving.models.load` reads each model
+from disk once per test run and hands every example a copy of its own (an example may change its model: the
+checker merges its adapter into it). The others use small hand-made inputs or tiny random models and take well under
+a second each.
+
+Discovery reads the source (ast), so collecting these tests imports neither faithkit's modules nor torch.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import doctest
+import importlib
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("faithkit/decoding", "faithkit/metrics", "faithkit/checker")
+"""Where docstrings' examples run: the front doors of decoding, of the metrics, and of the claim checker."""
+REAL_MODELS = re.compile(r"smollm2-135m|gemma3-270m|faithkit-checker|load_checker|preset=\"offline\"")
+FENCE = re.compile(r"^\s*```\w*\s*$")
+OPTIONS = doctest.NORMALIZE_WHITESPACE
+"""A long list may wrap where the example shows it wrapped; nothing else is loose (no ellipsis)."""
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def docstring(node) -> tuple[str, int]:
+    """``node``'s docstring and the line before its first (doctest counts from there), or ``("", 0)``."""
+    text = ast.get_docstring(node, clean=False)
+    return (text, node.body[0].lineno - 1) if text else ("", 0)
+
+
+def documented(node, prefix: str = ""):
+    """``(qualified name, docstring, line)`` of ``node`` ("") and its classes, functions and methods, depth first."""
+    yield (prefix.rstrip("."), *docstring(node))
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.ClassDef):
+            yield from documented(child, f"{prefix}{child.name}.")
+        elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield (f"{prefix}{child.name}", *docstring(child))
+
+
+def examples() -> list[tuple[str, str, str, int]]:
+    """``(module, qualified name or "", docstring, line)`` of every docstring under :data:`PACKAGES` with ``>>>``."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for name, text, line in documented(ast.parse(path.read_text(encoding="utf-8"))):
+                if ">>>" in text:
+                    found.append((module_name(path), name, text, line))
+    return found
+
+
+EXAMPLES = examples()
+
+
+def unfenced(text: str) -> str:
+    """The docstring with its fence lines blank: doctest would read a closing fence as output."""
+    return "\n".join("" if FENCE.match(line) else line for line in text.splitlines())
+
+
+def target(module: str, name: str):
+    item = importlib.import_module(module)
+    for part in filter(None, name.split(".")):
+        item = getattr(item, part)
+    return item
+
+
+# ---- the real models, read from disk once ---------------------------------------------------------------------------
+_LOADED: dict[str, tuple] = {}
+
+
+def _plain(options: dict) -> bool:
+    """A load with the defaults (the head the config names, the default device and dtype, for inference)."""
+    return all(value in (None, False) or (key == "kind" and value == "causal") for key, value in options.items())
+
+
+@pytest.fixture
+def models_loaded_once(monkeypatch):
+    """:func:`faithkit.serving.models.load` reading each model once per process, each caller getting its own copy."""
+    from faithkit.serving import models
+
+    load = models.load
+
+    def shared(name, **options):
+        if not _plain(options):
+            return load(name, **options)
+        if name not in _LOADED:
+            _LOADED[name] = load(name)
+        return copy.deepcopy(_LOADED[name])
+
+    monkeypatch.setattr(models, "load", shared)
+
+
+def marks(text: str) -> list:
+    return [pytest.mark.slow, pytest.mark.xdist_group("real-models")] if REAL_MODELS.search(text) else []
+
+
+@pytest.mark.parametrize(
+    "module, name, text, line",
+    [
+        pytest.param(*example, id=f"{example[0]}.{example[1]}".rstrip("."), marks=marks(example[2]))
+        for example in EXAMPLES
+    ],
+)
+def test_docstring_examples(module, name, text, line, request, monkeypatch):
+    """Each docstring's example, run as a reader would paste it: its own imports, its outputs as shown."""
+    if REAL_MODELS.search(text):
+        request.getfixturevalue("models_loaded_once")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    item = target(module, name)
+    source = inspect.getsourcefile(item)
+    parsed = doctest.DocTestParser().get_doctest(unfenced(text), {"__name__": module}, f"{module}.{name}", source, line)
+    report: list[str] = []
+    runner = doctest.DocTestRunner(optionflags=OPTIONS)
+    result = runner.run(parsed, out=report.append, clear_globs=True)
+    assert result.attempted, f"{module}.{name}: no example found"
+    assert not result.failed, "".join(report)
+
+
+def test_an_example_may_close_its_fence_right_after_its_output():
+    text = "Examples:\n\n    ```python\n    >>> 1 + 1\n    2\n    ```\n"
+    parsed = doctest.DocTestParser().get_doctest(unfenced(text), {}, "t", None, 0)
+    assert [(e.source, e.want) for e in parsed.examples] == [("1 + 1\n", "2\n")]
