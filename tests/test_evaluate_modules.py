@@ -42,26 +42,27 @@ def test_combine_runs_two_faithkit_modules_on_the_same_columns(model_folder):
     combined = evaluate.combine(
         [
             evaluate.load(evaluate_path("pmi-faith"), model=model_folder, unconditional=False),
-            evaluate.load(evaluate_path("knowledge-precision")),
+            evaluate.load(evaluate_path("overlap-f1")),
         ]
     )
     combined.add_batch(**batch(COLUMNS, 0, 3))
     combined.add_batch(**batch(COLUMNS, 3, 6))
     result = combined.compute()
     pmi = PMIFaith(model=model_folder, unconditional=False).compute(**COLUMNS)
-    precision = load_metric("lexical").compute(documents=COLUMNS["documents"], responses=COLUMNS["responses"])
-    assert result == {**pmi, **precision}
-    assert combined.compute(**COLUMNS) == result  # knowledge precision ignores the histories it is handed
+    overlap = load_metric("overlap-f1").compute(documents=COLUMNS["documents"], responses=COLUMNS["responses"])
+    assert result == {**pmi, **overlap}
+    assert combined.compute(**COLUMNS) == result  # overlap F1 takes no histories: combine hands it its own columns
 
 
-def test_knowledge_precision_module_and_its_card():
-    module = evaluate.load(evaluate_path("knowledge-precision"))
-    assert module.compute(documents=COLUMNS["documents"], responses=COLUMNS["responses"]) == load_metric(
-        "lexical"
-    ).compute(documents=COLUMNS["documents"], responses=COLUMNS["responses"])
-    card = metric_card("knowledge_precision")
+def test_the_lexical_module_takes_references_and_has_its_card():
+    module = evaluate.load(evaluate_path("lexical"))
+    references = [f"gold {i}" for i in range(len(DEMO))]
+    given = {"documents": COLUMNS["documents"], "responses": COLUMNS["responses"], "references": references}
+    assert module.compute(**given) == load_metric("lexical").compute(**given)
+    assert {"knowledge_precision", "token_f1", "bleu", "corpus_bleu"} <= module.compute(**given).keys()
+    card = metric_card("lexical")
     assert module.description == card["Metric Description"] and module.citation.startswith("@article{adlakha")
-    assert list(module.features) == ["documents", "responses"]
+    assert list(module.features) == ["documents", "responses", "references"]
 
 
 @pytest.mark.parametrize("name", sorted(MODULES))
@@ -76,10 +77,12 @@ def test_every_module_has_a_card_with_the_sections_evaluate_shows(name):
 def test_options_are_checked_by_the_registry_and_names_by_evaluate_path():
     with pytest.raises(ConfigError, match=r"metric 'pmi-faith' takes no option temperature"):
         evaluate.load(evaluate_path("pmi-faith"), temperature=1.0)
-    with pytest.raises(
-        ConfigError, match=r"no evaluate module 'bleurt'; choose one of pmi-faith, faith-judge, q2, e2e-nli"
-    ):
+    with pytest.raises(ConfigError, match=r"no evaluate module 'bleurt'; choose one of pmi-faith, minimal-edit, "):
         evaluate_path("bleurt")
+    with pytest.raises(ConfigError, match=r"^no evaluate module 'bleu': the metric is 'document-bleu' now$"):
+        evaluate_path("bleu")
+    with pytest.raises(ConfigError, match=r"no evaluate module 'knowledge-precision'; choose one of "):
+        evaluate_path("knowledge-precision")  # its name until the modules took the registry's names: lexical
 
 
 @pytest.mark.slow  # a fresh process: evaluate imports transformers' pipelines
@@ -87,21 +90,98 @@ def test_loads_from_the_folder_path_with_the_hub_offline(tmp_path):
     """A fresh process with HF_HUB_OFFLINE=1 and empty caches loads the module from its folder by path."""
     code = (
         "import evaluate; m = evaluate.load(sys.argv[1]); "
-        "print(m.compute(documents=['The tower is tall.'], responses=['The tower is tall.']))"
+        "print(m.compute(documents=['The tower is tall.'], responses=['The tower is tall.'], references=['Tall.']))"
     )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     result = subprocess.run(
-        [sys.executable, "-c", "import sys; " + code, evaluate_path("knowledge-precision")],
+        [sys.executable, "-c", "import sys; " + code, evaluate_path("lexical")],
         capture_output=True,
         text=True,
         env=env,
         timeout=300,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "{'knowledge_precision': [1.0], 'mean_knowledge_precision': 1.0}"
+    assert result.stdout.strip().startswith("{'knowledge_precision': [1.0], 'token_f1': [0.5], 'bleu': [")
 
 
-def test_the_knowledge_precision_module_gives_knowledge_precision_only():
-    module = evaluate.load(evaluate_path("knowledge-precision"))
-    result = module.compute(documents=COLUMNS["documents"], responses=COLUMNS["responses"])
-    assert sorted(result) == ["knowledge_precision", "mean_knowledge_precision"]
+# ---- every metric of the registry, walked: its module loads under its name and computes what the metric does ----
+
+
+@pytest.fixture(scope="module")
+def offline_options(tmp_path_factory, model_folder, roberta_tokenizer, smollm2_tokenizer, checker_folders):
+    """Options under which each metric runs here, offline and small: tiny random models of each claim checker's
+    architecture (tests/test_claim_checkers.py), the tiny adapter of tests/test_checker.py, the tiny GPT-2 as judge LM,
+    Q²'s and e2e-NLI's offline stages on it; llm-judge's server is started by the test."""
+    import torch
+    from transformers import T5ForConditionalGeneration
+
+    from tests.test_claim_checkers import _hhem_folder, _save, _t5_config, _tiny_deberta, _tiny_roberta
+
+    torch.manual_seed(0)
+    root = tmp_path_factory.mktemp("checkers")
+    roberta3 = _save(_tiny_roberta(roberta_tokenizer, labels=3), roberta_tokenizer, root / "roberta3")
+    roberta2 = _save(_tiny_roberta(roberta_tokenizer, labels=2), roberta_tokenizer, root / "roberta2")
+    t5 = _save(T5ForConditionalGeneration(_t5_config(smollm2_tokenizer)), smollm2_tokenizer, root / "t5")
+    deberta = _save(_tiny_deberta(smollm2_tokenizer), smollm2_tokenizer, root / "deberta")
+    hhem, _ = _hhem_folder(smollm2_tokenizer, root)
+    windows = {"window": 6, "stride": 4, "device": "cpu"}
+    lm = {"model": model_folder, "device": "cpu"}
+    return {
+        "pmi-faith": lm,
+        "minimal-edit": lm,
+        "faith-judge": lm,
+        "q2": {"qg_model": "rules", "qa_model": f"scoring:{model_folder}", "nli_model": f"labels:{model_folder}"},
+        "e2e-nli": {"nli_model": f"labels:{model_folder}"},
+        "nli-roberta-large-mnli": {"nli_model": roberta3, **windows},
+        "minicheck-roberta-large": {"nli_model": roberta2, **windows},
+        "minicheck-deberta-v3-large": {"nli_model": deberta, **windows},
+        "minicheck-flan-t5-large": {"nli_model": t5, **windows},
+        "hhem-2.1-open": {"nli_model": hhem, **windows},
+        "alignscore-style": {"nli_model": roberta3, **windows},
+        "faithkit-checker": {"nli_model": str(checker_folders[1]), **windows},
+        "llm-judge": {},
+        "overlap-f1": {},
+        "document-bleu": {},
+        "lexical": {},
+        "form": {},
+    }
+
+
+from tests.test_checker import checker_folders  # noqa: E402, F401  (fixtures)
+from tests.test_claim_checkers import roberta_tokenizer, smollm2_tokenizer  # noqa: E402, F401
+
+
+def test_every_registered_metric_has_one_module_under_its_name():
+    from faithkit.metrics.registry import METRIC_NAMES
+
+    assert list(MODULES) == list(METRIC_NAMES)
+    folders = sorted(path.name for path in Path(evaluate_path("form")).parent.iterdir() if path.is_dir())
+    assert sorted(MODULES.values()) == [name for name in folders if name != "__pycache__"]
+
+
+@pytest.mark.parametrize("name", list(MODULES))
+def test_each_metric_loads_with_evaluate_and_computes_what_the_metric_computes(name, offline_options):
+    from tests.cli.fake_engine import FakeEngine
+
+    with FakeEngine(answer="Agree.") as server:
+        options = {**offline_options[name], **({"server": server.url} if name == "llm-judge" else {})}
+        module = evaluate.load(evaluate_path(name), **options)
+        columns = {
+            "documents": [
+                "The Eiffel Tower is 330 metres tall and was finished in 1889.",
+                "Penguins live in Antarctica.",
+            ],
+            "histories": [["User: How tall is the Eiffel Tower?"], []],
+            "responses": ["It is 330 metres tall. It was finished in 1889.", "They live in the Arctic."],
+            "references": ["It is 330 metres tall.", "In Antarctica."],
+        }
+        given = {key: columns[key] for key in module.inputs}
+        expected = load_metric(name, **options).compute(
+            **{key: columns[key] for key in ("documents", "histories", "responses", "references") if key in given}
+            if "documents" in given
+            else {"documents": ["", ""], "responses": columns["responses"]}
+        )
+        assert module.compute(**given) == expected
+    assert list(module.features) == list(module.inputs) and module.registry_name == name
+    card = metric_card(MODULES[name])
+    assert module.description == card["Metric Description"] and f'evaluate_path("{name}")' in card["How to Use"]

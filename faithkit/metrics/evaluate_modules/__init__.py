@@ -1,4 +1,6 @@
-"""faithkit's metrics as ``evaluate`` modules, shipped inside the package and loaded from their folder, offline::
+"""faithkit's metrics as ``evaluate`` modules, shipped inside the package and loaded from their folder, offline.
+
+Every metric of the registry is one, under its registry name (:func:`evaluate_path`)::
 
     import evaluate
     from faithkit.metrics import evaluate_path
@@ -7,7 +9,7 @@
     pmi.add_batch(documents=[...], histories=[[...]], responses=[...])
     pmi.compute()              # the same dict as PMIFaith(model="smollm2-135m").compute(...)
 
-Each folder (``pmi_faith/``, ``faith_judge/``, ``q2/``, ``e2e_nli/``, ``knowledge_precision/``) holds the module
+Each folder (the metric's name with ``_`` for ``-`` and ``.``: ``pmi_faith/``, ``hhem_2_1_open/``) holds the module
 ``evaluate.load`` imports, named after the folder, and a metric card, ``README.md``. The
 modules are thin: :class:`RegistryMetric` gives ``evaluate`` its inputs (as ``Features``) and
 the card's text, and hands the rows to the metric :mod:`faithkit.metrics.registry` builds, so
@@ -16,8 +18,9 @@ every score has one implementation. ``evaluate.load``'s keyword arguments beyond
 (``model``, ``batch_size``, ``preset`` …); the metric and its models load once, in
 ``evaluate.load``.
 
-``histories``, which PMI-FAITH reads and the others do not, is accepted and ignored by the
-others' ``compute``, so ``evaluate.combine`` can hand the same columns to all of them.
+A module's columns are those its metric reads: ``documents`` and ``responses``, ``histories`` for the metrics that
+read the dialogue (PMI-FAITH, faith-judge, minimal-edit, faithkit-checker, llm-judge), ``references`` (the gold
+responses) for ``lexical``, and ``responses`` alone for ``form``.
 """
 
 from __future__ import annotations
@@ -30,29 +33,26 @@ import datasets
 import evaluate
 
 from ...errors import ConfigError
-from ..registry import check_options, load_metric
+from ..registry import METRIC_NAMES, RENAMED_METRICS, check_options, load_metric
 
 FOLDER = Path(__file__).parent
-MODULES = {
-    "pmi-faith": "pmi_faith",
-    "faith-judge": "faith_judge",
-    "q2": "q2",
-    "e2e-nli": "e2e_nli",
-    "knowledge-precision": "knowledge_precision",
-}
-"""An evaluate module's name (as the command line spells metrics) -> its folder here."""
+MODULES = {name: name.replace("-", "_").replace(".", "_") for name in METRIC_NAMES}
+"""Each metric's evaluate module, by its registry name (as the command line spells metrics) -> its folder here."""
 
 _COLUMNS = {
     "documents": datasets.Value("string"),
     "histories": datasets.List(datasets.Value("string")),
     "responses": datasets.Value("string"),
+    "references": datasets.Value("string"),
 }
 _EVALUATE_ARGUMENTS = set(inspect.signature(evaluate.EvaluationModule.__init__).parameters) - {"self", "kwargs"}
 
 
 def evaluate_path(name: str) -> str:
-    """The folder of faithkit's ``evaluate`` module ``name``: ``pmi-faith``, ``faith-judge``, ``q2``, ``e2e-nli``
-    or ``knowledge-precision``."""
+    """The folder of the ``evaluate`` module of the metric ``name``, one of :data:`MODULES` (every registered metric,
+    by the one name the registry gives it; an old name is refused with the name now)."""
+    if name in RENAMED_METRICS:
+        raise ConfigError(f"no evaluate module '{name}': the metric is '{RENAMED_METRICS[name]}' now")
     if name not in MODULES:
         raise ConfigError(f"no evaluate module '{name}'; choose one of {', '.join(MODULES)}")
     return str(FOLDER / MODULES[name])
@@ -61,13 +61,17 @@ def evaluate_path(name: str) -> str:
 class RegistryMetric(evaluate.Metric):
     """An ``evaluate.Metric`` whose work is done by the registry's metric ``registry_name``.
 
-    Subclasses (one per module file) set ``module``, ``registry_name`` and ``inputs``, the
-    columns ``compute`` and ``add_batch`` take.
+    Subclasses (one per module file) set ``registry_name`` and ``inputs``, the columns ``compute`` and ``add_batch``
+    take (``evaluate`` needs each of them in every call).
     """
 
-    module: str
     registry_name: str
-    inputs: tuple[str, ...] = ("documents", "histories", "responses")
+    inputs: tuple[str, ...] = ("documents", "responses")
+
+    @property
+    def module(self) -> str:
+        """The module's folder here."""
+        return MODULES[self.registry_name]
 
     def __init__(self, **kwargs):
         options = {key: kwargs.pop(key) for key in list(kwargs) if key not in _EVALUATE_ARGUMENTS}
@@ -95,11 +99,13 @@ class RegistryMetric(evaluate.Metric):
             self._metric = load_metric(self.registry_name, **self.options)
         return self._metric
 
-    def _compute(self, documents, responses, histories=None) -> dict:
-        """The registry metric's ``compute`` on the collected rows; ``histories`` only if the module takes them."""
-        if "histories" not in self.inputs:
-            histories = None
-        return self._load().compute(documents=documents, histories=histories, responses=responses)
+    def _compute(self, responses, documents=None, histories=None, references=None) -> dict:
+        """The registry metric's ``compute`` on the collected rows, with the histories and references given (a module
+        without documents, ``form``, hands its metric empty ones)."""
+        documents = [""] * len(responses) if documents is None else documents
+        return self._load().compute(
+            documents=documents, histories=histories, responses=responses, references=references
+        )
 
 
 def metric_card(module: str) -> dict[str, str]:

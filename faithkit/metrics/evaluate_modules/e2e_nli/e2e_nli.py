@@ -5,6 +5,5 @@ from faithkit.metrics import evaluate_modules  # not its class: evaluate.load ta
 
 
 class E2eNli(evaluate_modules.RegistryMetric):
-    module = "e2e_nli"
     registry_name = "e2e-nli"
     inputs = ("documents", "responses")

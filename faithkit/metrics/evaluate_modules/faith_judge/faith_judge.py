@@ -5,6 +5,5 @@ from faithkit.metrics import evaluate_modules  # not its class: evaluate.load ta
 
 
 class FaithJudge(evaluate_modules.RegistryMetric):
-    module = "faith_judge"
     registry_name = "faith-judge"
     inputs = ("documents", "histories", "responses")

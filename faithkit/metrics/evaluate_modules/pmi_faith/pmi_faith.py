@@ -5,6 +5,5 @@ from faithkit.metrics import evaluate_modules  # not its class: evaluate.load ta
 
 
 class PmiFaith(evaluate_modules.RegistryMetric):
-    module = "pmi_faith"
     registry_name = "pmi-faith"
     inputs = ("documents", "histories", "responses")

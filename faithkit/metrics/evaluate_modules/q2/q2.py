@@ -5,6 +5,5 @@ from faithkit.metrics import evaluate_modules  # not its class: evaluate.load ta
 
 
 class Q2(evaluate_modules.RegistryMetric):
-    module = "q2"
     registry_name = "q2"
     inputs = ("documents", "responses")
