@@ -96,6 +96,7 @@ def test_a_row_says_how_many_windows_it_scored_and_what_it_left_out(roberta_toke
         "sentence_scores": [1.0],
         "windows": 2,
         "truncated_chars": len("one two three "),
+        "truncated_from": "outside the windows",
     }
     assert whole == {"minicheck_roberta_large": 1.0, "sentence_scores": [1.0]}
 

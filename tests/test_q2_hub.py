@@ -290,6 +290,7 @@ def test_e2e_nli_reads_a_huge_document_s_start_cut_by_characters(tiny_roberta_nl
     document = "The sky is blue. " * window  # 5 tokens per 17 characters: 8 characters a token hold the window
     rows = metric.compute_rows([document, "The sky is blue."], None, ["The sky is red.", "The sky is red."])
     assert rows[0]["truncated_chars"] == len(document) - 8 * window and "truncated_chars" not in rows[1]
+    assert rows[0]["truncated_from"] == "end"  # the NLI model reads the document's start
     assert recorder.longest == 8 * window  # the whole document was never tokenised
     # the label is the one of the whole document: the model reads its first 512 tokens either way
     whole = SequenceClassificationNLI(None, model=tiny_roberta_nli, tokenizer=roberta_tokenizer)
@@ -311,6 +312,7 @@ def test_q2_answers_from_a_huge_knowledge_s_first_windows(tiny_t5, tiny_albert_q
     knowledge = "The show aired from 1983 to 1994 on PBS. " * (budget // 20)
     rows = metric.compute_rows([knowledge, "The show aired on PBS."], None, ["it aired on pbs in 1983 ."] * 2)
     assert rows[0]["truncated_chars"] == len(knowledge) - budget and "truncated_chars" not in rows[1]
+    assert rows[0]["truncated_from"] == "end"  # the knowledge keeps its start
     assert recorder.longest <= budget
 
 

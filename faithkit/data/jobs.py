@@ -323,6 +323,12 @@ def _report_resumed(writer: ResultWriter) -> None:
 
 CUT_KEYS = {"truncated_chars": "characters", "truncated_tokens": "tokens"}
 """What a result row says was left out of its context (the document's characters, then tokens), for the warning."""
+CUT_FROM = {
+    "start": " from the document's start",
+    "end": " from the document's end",
+    "outside the windows": " outside the windows scored",
+}
+"""Where a row says its cut came from (``truncated_from``), as the warning says it."""
 
 
 def _run(compute, rows, writer: ResultWriter, job: JobOptions, desc, order, output_writer) -> dict:
@@ -350,7 +356,8 @@ def _run(compute, rows, writer: ResultWriter, job: JobOptions, desc, order, outp
                 counts["done"] += 1
                 cut = [f"{result[key]} {unit}" for key, unit in CUT_KEYS.items() if result.get(key)]
                 if cut:
-                    logger.warning("row %s: context cut by %s to fit the model", row.id, " and ".join(cut))
+                    where = CUT_FROM.get(result.get("truncated_from"), "")
+                    logger.warning("row %s: context cut by %s%s to fit the model", row.id, " and ".join(cut), where)
             writer.sync()  # once per chunk: see the crash guarantee in faithkit.data.results
             start += len(chunk)
             progress.update(len(chunk))

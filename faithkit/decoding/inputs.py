@@ -187,6 +187,7 @@ def context_cuts(
             "document_chars": len(document),
             "truncated_chars": context.truncated_chars,
             "truncated_tokens": context.truncated_tokens,
+            "truncated_from": "start",  # the prompt keeps the document's end, next to the dialogue
             "context_tokens": len(context.ids),
         }
         if context.truncated_chars or context.truncated_tokens

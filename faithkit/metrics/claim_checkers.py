@@ -381,7 +381,8 @@ class ClaimChecker(Metric):
             best = [max((next(probabilities) for _ in windows), key=lambda row: row[supported]) for _ in sentences]
             per_sentence = [row[supported] for row in best]
             row = {**self._combine(best, per_sentence), "sentence_scores": per_sentence}
-            rows.append({**row, "windows": len(windows), "truncated_chars": chars} if chars else row)
+            cut = {"windows": len(windows), "truncated_chars": chars, "truncated_from": "outside the windows"}
+            rows.append({**row, **cut} if chars else row)
         return rows
 
     def _combine(self, best: list[list[float]], per_sentence: list[float]) -> dict:

@@ -47,7 +47,11 @@ class E2ENLI(Metric):
         cuts = cut_knowledge(self.nli, documents)
         labels = self.nli.predict([text for text, _ in cuts], responses) if responses else []
         return [
-            {"e2e_nli": FALLBACK_SCORES[label], "label": label, **({"truncated_chars": left_out} if left_out else {})}
+            {
+                "e2e_nli": FALLBACK_SCORES[label],
+                "label": label,
+                **({"truncated_chars": left_out, "truncated_from": "end"} if left_out else {}),
+            }
             for label, (_, left_out) in zip(labels, cuts)
         ]
 

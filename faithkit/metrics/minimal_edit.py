@@ -301,6 +301,7 @@ def _row_features(edits: list[Edit], logprobs: list[float], truncated: int, thre
         "contrast_pmi_margin": max(pmi_margins) if margins else None,
         "contradicted_spans": contradicted,
         "truncated_tokens": truncated,
+        **({"truncated_from": "start"} if truncated else {}),
     }
 
 

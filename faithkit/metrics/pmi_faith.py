@@ -190,6 +190,8 @@ class PMIFaith(Metric):
                 if context.truncated_chars:  # the document's start, left out before tokenising (a huge one)
                     row["truncated_chars"] = max(row.get("truncated_chars", 0), context.truncated_chars)
                 requests.append((context.ids, target))
+            if row["truncated_tokens"] or row.get("truncated_chars"):
+                row["truncated_from"] = "start"  # the context keeps its end, next to the response
             rows.append(row)
         per_views = self._score(requests, len(rows), progress)
         for row, per_view, (_, target) in zip(rows, per_views, requests[:: len(self.views)]):

@@ -81,7 +81,9 @@ def test_an_over_long_document_keeps_its_end_and_the_warning_names_the_row(faith
     assert run.code == 0
     [record] = read_results(output)
     assert record["truncated_tokens"] > 150  # 256 positions in the tiny model
-    assert f"warning: row long-one: context cut by {record['truncated_tokens']} tokens" in run.err
+    assert record["truncated_from"] == "start"
+    cut = f"warning: row long-one: context cut by {record['truncated_tokens']} tokens from the document's start"
+    assert f"{cut} to fit the model" in run.err
 
 
 def test_rerun_after_a_crash_neither_repeats_nor_loses_rows(faithkit, model_folder, rows_file, tmp_path):

@@ -294,7 +294,10 @@ class Q2(Metric):
                 }
             )
         rows = self._rows(knowledge, responses, explanations)
-        return [{**row, "truncated_chars": left_out} if left_out else row for row, (_, left_out) in zip(rows, cuts)]
+        return [
+            {**row, "truncated_chars": left_out, "truncated_from": "end"} if left_out else row
+            for row, (_, left_out) in zip(rows, cuts)
+        ]
 
     # backends are not called with nothing to do, so an empty stage costs no model call
     def _answer(self, questions, passages) -> list[str]:
