@@ -76,20 +76,26 @@ OPTION_CALL = re.compile(r"^option\((?P<default>[^,()]+),")
 class RolesAsLinks(griffe.Extension):
     """Readies the loaded package for mkdocstrings: roles become links; a parameter written transformers' way,
     ``alpha (`float`, defaults to 0.25): …``, becomes ``alpha (float): …`` (the table's Default column says the
-    default); a default that names an ``option()`` declaration shows the declared value."""
+    default); a default that names an ``option()`` declaration or a constant holding a plain value shows that value
+    (``JUDGE_LM``: ``'bigscience/bloom-560m'``); every public function and class whose docstring has no ``Args:``
+    gets one made from its signature (:func:`with_parameters`), so each renders its parameters' table."""
 
     def on_package(self, *, pkg: griffe.Module, **kwargs) -> None:
-        for item in _objects(pkg):
-            if item.docstring is not None:
-                text = HF_PARAMETER.sub(r"\g<name> (\g<type>):", item.docstring.value)
-                item.docstring.value = roles_as_links(text, item)
+        for item in list(_objects(pkg)):
+            if isinstance(item, griffe.Attribute) and item.value is not None:  # a dataclass field's default
+                item.value = _declared_default(pkg, item.value)
             if isinstance(item, griffe.Function):
                 for parameter in item.parameters:
                     parameter.default = _declared_default(pkg, parameter.default)
+            with_parameters(item)
+            if item.docstring is not None:
+                text = HF_PARAMETER.sub(r"\g<name> (\g<type>):", item.docstring.value)
+                item.docstring.value = roles_as_links(text, item)
 
 
 def _declared_default(package: griffe.Module, default):
-    """``PMIParameters.alpha`` or ``option(0.25, …)`` as the value it declares, ``0.25``; any other default as is."""
+    """``PMIParameters.alpha`` or ``option(0.25, …)`` as the value it declares, ``0.25``, and a constant that holds
+    a plain value (``JUDGE_LM``) as that value; any other default as is."""
     if default is None:
         return None
     declaration = str(default)
@@ -99,8 +105,63 @@ def _declared_default(package: griffe.Module, default):
             declaration = str(declared.value)
         except (KeyError, ValueError, AttributeError):
             return default
+        if _is_literal(declaration):
+            return declaration
     match = OPTION_CALL.match(declaration)
     return match["default"].strip() if match else default
+
+
+def _is_literal(text: str) -> bool:
+    """Whether ``text`` is a plain Python value (a string, a number, a tuple of them), as a default may show it."""
+    import ast
+
+    try:
+        ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return False
+    return True
+
+
+PARAMETERS_SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params|Keyword Args|Other Parameters):\s*$", re.M)
+
+
+def with_parameters(item: griffe.Object) -> None:
+    """A public function, method or class (its ``__init__``) whose docstring has no ``Args:`` section gets one, made
+    from its signature: each parameter with its annotation and default (mkdocstrings' table reads them), described
+    by the help of its ``option()`` declaration where a dataclass field has one. Written ``Args:`` sections win."""
+    if item.name.startswith("_") or item.is_alias or not isinstance(item, (griffe.Class, griffe.Function)):
+        return
+    function = item.members.get("__init__") if isinstance(item, griffe.Class) else item
+    names = [(p.name, p.kind) for p in getattr(function, "parameters", ()) if p.name not in ("self", "cls")]
+    if isinstance(item, griffe.Class) and "dataclass" in item.labels and not isinstance(function, griffe.Function):
+        names = [(name, None) for name, member in item.members.items() if _is_field(member)]  # griffe makes no __init__
+    documented = [item.docstring, getattr(function, "docstring", None) if function is not item else None]
+    names = [(name, kind) for name, kind in names if not name.startswith("_")]
+    if not names or any(d is not None and PARAMETERS_SECTION.search(d.value) for d in documented):
+        return
+    lines = []
+    for name, kind in names:
+        stars = "*" if kind is griffe.ParameterKind.var_positional else ""
+        stars = "**" if kind is griffe.ParameterKind.var_keyword else stars
+        field = item.members.get(name) if isinstance(item, griffe.Class) else None
+        helped = OPTION_HELP.match(str(getattr(field, "value", "") or ""))
+        description = " ".join(helped["help"].split()) if helped else ""
+        lines.append(f"    {stars}{name}: {description}".rstrip())
+    section = "Args:\n" + "\n".join(lines)
+    if item.docstring is None:
+        item.docstring = griffe.Docstring("", parent=item)
+        item.docstring.value = section  # as written: the constructor would dedent the parameters out of the section
+    else:
+        item.docstring.value = item.docstring.value.rstrip() + "\n\n" + section
+
+
+def _is_field(member) -> bool:
+    """A dataclass field: an annotated attribute of the class that is no ``ClassVar``."""
+    annotation = str(getattr(member, "annotation", None) or "")
+    return getattr(member, "is_attribute", False) and bool(annotation) and "ClassVar" not in annotation
+
+
+OPTION_HELP = re.compile(r"^option\([^,]+,\s*(?P<q>['\"])(?P<help>(?:(?!(?P=q)).)*)(?P=q)", re.S)
 
 
 def _objects(item: griffe.Object):
