@@ -79,8 +79,8 @@ def test_options_are_checked_by_the_registry_and_names_by_evaluate_path():
         evaluate.load(evaluate_path("pmi-faith"), temperature=1.0)
     with pytest.raises(ConfigError, match=r"no evaluate module 'bleurt'; choose one of pmi-faith, minimal-edit, "):
         evaluate_path("bleurt")
-    with pytest.raises(ConfigError, match=r"^no evaluate module 'bleu': the metric is 'document-bleu' now$"):
-        evaluate_path("bleu")
+    with pytest.raises(ConfigError, match=r"no evaluate module 'bleu'; choose one of "):
+        evaluate_path("bleu")  # document-bleu's name before
     with pytest.raises(ConfigError, match=r"no evaluate module 'knowledge-precision'; choose one of "):
         evaluate_path("knowledge-precision")  # its name until the modules took the registry's names: lexical
 

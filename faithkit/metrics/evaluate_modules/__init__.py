@@ -33,7 +33,7 @@ import datasets
 import evaluate
 
 from ...errors import ConfigError
-from ..registry import METRIC_NAMES, RENAMED_METRICS, check_options, load_metric
+from ..registry import METRIC_NAMES, check_options, load_metric
 
 FOLDER = Path(__file__).parent
 MODULES = {name: name.replace("-", "_").replace(".", "_") for name in METRIC_NAMES}
@@ -50,9 +50,7 @@ _EVALUATE_ARGUMENTS = set(inspect.signature(evaluate.EvaluationModule.__init__).
 
 def evaluate_path(name: str) -> str:
     """The folder of the ``evaluate`` module of the metric ``name``, one of :data:`MODULES` (every registered metric,
-    by the one name the registry gives it; an old name is refused with the name now)."""
-    if name in RENAMED_METRICS:
-        raise ConfigError(f"no evaluate module '{name}': the metric is '{RENAMED_METRICS[name]}' now")
+    by the one name the registry gives it, and no other)."""
     if name not in MODULES:
         raise ConfigError(f"no evaluate module '{name}'; choose one of {', '.join(MODULES)}")
     return str(FOLDER / MODULES[name])
