@@ -949,6 +949,7 @@ def test_explain_page_colours_pmi_faith_tokens(tmp_path):
     assert is_explained(scores)
 
 
+@pytest.mark.parametrize("judge", ["generator", "judge"])
 def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
     config, models_dir, tmp_path, monkeypatch, judge
 ):

@@ -23,7 +23,7 @@ from .generation_options import SEARCHES
 class Sampling(NamedTuple):
     """How a processor draws the token itself: warpers on the strategy's scores, and one generator per row (or None).
 
-    Args:
+    Attributes:
         temperature (`float`, defaults to 1.0): divides the scores before the draw.
         top_k (`int`, *optional*): draw among the k best scores only.
         generators (`list[torch.Generator]`, *optional*): one per row, so a row's draw depends on its own seed only;

@@ -285,7 +285,7 @@ def strategy_from_args(name: str, args) -> Strategy:
 class Cell(NamedTuple):
     """One decode of a grid: a strategy under a search mode.
 
-    Args:
+    Attributes:
         strategy (`Strategy`): what ranks the tokens.
         search (`str`, defaults to "greedy"): a mode of :data:`~faithkit.decoding.SEARCHES`.
 

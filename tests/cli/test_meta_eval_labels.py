@@ -176,12 +176,12 @@ def test_the_bootstrap_is_each_resample_s_auroc_on_the_same_draws():
 
 
 def test_the_bootstrap_draws_the_same_rows_in_blocks(monkeypatch):
-    from faithkit.eval import leaderboard
+    from faithkit.eval import leaderboard_stats
 
     rng = np.random.default_rng(2)
     labels, scores = np.array([1, 0, 0] * 5), rng.normal(size=(1, 15))
     whole = bootstrap_aurocs(scores, labels, resamples=40, seed=5)
-    monkeypatch.setattr(leaderboard, "BOOTSTRAP_BLOCK", 15 * 7)  # blocks of 7 resamples: 5 of them and one of 5
+    monkeypatch.setattr(leaderboard_stats, "BOOTSTRAP_BLOCK", 15 * 7)  # blocks of 7 resamples: 5 of them and one of 5
     np.testing.assert_array_equal(bootstrap_aurocs(scores, labels, resamples=40, seed=5), whole)
 
 
