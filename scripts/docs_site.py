@@ -136,7 +136,7 @@ def with_parameters(item: griffe.Object) -> None:
     if isinstance(item, griffe.Class) and "dataclass" in item.labels and not isinstance(function, griffe.Function):
         names = [(name, None) for name, member in item.members.items() if _is_field(member)]  # griffe makes no __init__
     documented = [item.docstring, getattr(function, "docstring", None) if function is not item else None]
-    names = [(name, kind) for name, kind in names if not name.startswith("_")]
+    names = [(name, kind) for name, kind in names if not name.startswith("_") and _is_parameter(item, name)]
     if not names or any(d is not None and PARAMETERS_SECTION.search(d.value) for d in documented):
         return
     lines = []
@@ -153,6 +153,15 @@ def with_parameters(item: griffe.Object) -> None:
         item.docstring.value = section  # as written: the constructor would dedent the parameters out of the section
     else:
         item.docstring.value = item.docstring.value.rstrip() + "\n\n" + section
+
+
+def _is_parameter(item: griffe.Object, name: str) -> bool:
+    """Not a property nor a ``ClassVar`` of the class (griffe's made-up ``__init__`` of a dataclass lists both)."""
+    member = item.members.get(name) if isinstance(item, griffe.Class) else None
+    if member is None or member.is_alias:
+        return True
+    labels = getattr(member, "labels", set())
+    return "property" not in labels and not ("class-attribute" in labels and "instance-attribute" not in labels)
 
 
 def _is_field(member) -> bool:
