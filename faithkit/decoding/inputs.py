@@ -176,7 +176,7 @@ def context_cuts(
     >>> model, tokenizer = models.load("smollm2-135m")
     >>> context_cuts(model, tokenizer, ["The Eiffel Tower is 330 metres tall. " * 20, "Short."],
     ...              [["How tall is it?"]] * 2, options=GenerationOptions(max_context_tokens=64))
-    [{'document_chars': 740, 'truncated_chars': 228, 'truncated_tokens': 134, 'context_tokens': 63}, {}]
+    [{'document_chars': 740, 'truncated_chars': 228, 'truncated_tokens': 134, 'truncated_from': 'start', 'context_tokens': 63}, {}]
     ```
     """
     if template is None:
