@@ -172,6 +172,7 @@ def test_keyboard_annotation_reload_export_and_report(browser, tmp_path, capsys)
 )
 def test_layout_at_laptop_and_tablet_widths(browser, tmp_path, width, height, name, side_by_side):
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
 
     driver, _ = browser
     cut = "I think it was built by the army in 1925 for the"  # stopped by max-new-tokens
@@ -212,7 +213,10 @@ def test_layout_at_laptop_and_tablet_widths(browser, tmp_path, width, height, na
     turns = driver.find_elements(By.CSS_SELECTOR, "#history li")
     assert [(turn.text, turn.get_attribute("class")) for turn in turns] == [("(no earlier turns)", "empty")]
     driver.find_element(By.ID, "guide-button").click()  # hidden once the annotator hides it, after a reload too
+    stored = "return JSON.parse(localStorage.getItem('faithkit-annotate:' + JSON.parse(document.getElementById('task-data').textContent).task) || '{}').guideHidden"
+    WebDriverWait(driver, 10).until(lambda d: d.execute_script(stored) is True)  # a loaded CI machine saves late
     driver.refresh()
+    WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.ID, "s-0-faithfulness"))  # the page's script ran
     assert not driver.find_element(By.ID, "guide").is_displayed()
     driver.find_element(By.TAG_NAME, "body").send_keys("1", "2")
     inner, scroll = driver.execute_script("return [window.innerWidth, document.documentElement.scrollWidth]")
