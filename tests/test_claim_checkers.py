@@ -371,3 +371,24 @@ def test_the_leaderboard_ranks_a_claim_checker_with_its_options(roberta_tokenize
     assert float(results["minicheck_roberta_large"]["auroc"]) == pytest.approx(
         mann_whitney([r["minicheck_roberta_large"] for r in records], [label == "yes" for label in labels])
     )
+
+
+@pytest.mark.parametrize("where", ["faithkit-checker", "minimal-edit"])
+def test_a_response_longer_than_spacy_parses_is_the_rows_error_in_faithkits_words(where):
+    """Issue 52, case 6: a 2 MB response once gave spaCy's raw E088 text as the row's error."""
+    import spacy
+
+    from faithkit.metrics.claim_windows import response_sentences
+    from faithkit.metrics.minimal_edit import contrast_features
+
+    response = "Apples ripen. " * 150_000  # 2.1 million characters
+    said = (
+        f"the response is {len(response):,} characters, more than spaCy parses at once (1,000,000, its "
+        "nlp.max_length); shorten it"
+    )
+    with pytest.raises(ValueError) as refused:
+        if where == "faithkit-checker":
+            response_sentences(response)
+        else:
+            contrast_features(None, ["Apples ripen in autumn."], [["When?"]], [response], nlp=spacy.blank("en"))
+    assert str(refused.value) == said

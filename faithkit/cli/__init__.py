@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import argparse
 import errno
+import gc
 import importlib
 import logging
 import re
+import shlex
 import signal
 import sys
 import textwrap
@@ -251,41 +253,61 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
-    configure_logging()  # what parsing warns of (a renamed metric) is a warning line too
-    parser = build_parser(_named_command(argv))
-    remember_secrets(parser, argv)
-    args = parser.parse_args(argv)
-    configure_logging(args.quiet, args.verbose)
-    provenance.note_invocation(argv, changed_options(parser, args))
     with _sigterm_as_interrupt() as terminated:
         try:
-            from .declared_files import check_declared_files
-
-            check_declared_files(args)
-            args.command_line = list(argv)  # what a command says to rerun to continue
-            return args.run(args)
+            configure_logging()  # what parsing warns of (a renamed metric) is a warning line too
+            parser = build_parser(_named_command(argv))
+            remember_secrets(parser, argv)
+            args = parser.parse_args(argv)
+            configure_logging(args.quiet, args.verbose)
+            provenance.note_invocation(argv, changed_options(parser, args))
+            return _run(args, argv)
+        except KeyboardInterrupt:
+            return _stopped("terminated" if terminated else "interrupted", argv, terminated)
         except FaithkitError as error:
             from ..data.jobs import JobInterrupted
 
-            if isinstance(error, JobInterrupted):
-                if is_main_process():
-                    print(error, file=sys.stderr)
-                return 143 if terminated else 130
-            if isinstance(error, FlagError):  # as the parser says a bad value
-                return _say_the_mistake(f"faithkit {args.command}: {error}")
-            return _say_the_mistake(error)
-        except OSError as error:
-            if error.errno not in WRITE_FAILURES:
+            if not isinstance(error, JobInterrupted):
                 raise
-            return _say_the_mistake(
-                f"cannot write {error.filename or 'an output'}: {error.strerror}; the files "
-                f"written before stay as they are: free space (or fix the folder) and rerun "
-                f"the same command"
-            )
-        except KeyboardInterrupt:
-            if is_main_process():
-                print("terminated" if terminated else "interrupted", file=sys.stderr)
-            return 143 if terminated else 130
+            return _stopped(str(error), argv, terminated)
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    """The command ``args`` names, its user mistakes said in one line."""
+    from ..jobs import JobInterrupted
+
+    try:
+        from .declared_files import check_declared_files
+
+        check_declared_files(args)
+        return args.run(args)
+    except JobInterrupted:
+        raise
+    except FaithkitError as error:
+        if isinstance(error, FlagError):  # as the parser says a bad value
+            return _say_the_mistake(f"faithkit {args.command}: {error}")
+        return _say_the_mistake(error)
+    except OSError as error:
+        if error.errno not in WRITE_FAILURES:
+            raise
+        return _say_the_mistake(
+            f"cannot write {error.filename or 'an output'}: {error.strerror}; the files "
+            f"written before stay as they are: free space (or fix the folder) and rerun "
+            f"the same command"
+        )
+
+
+def _stopped(said: str, argv: list[str], terminated: list[int]) -> int:
+    """Ctrl-C (130) or SIGTERM (143), in one line: what a job saved (``said``: ``interrupted: 4 rows are in OUT;
+    rerun the same command to continue``), and that command (``--restart``, which would start over, left out)."""
+    if is_main_process():
+        again = shlex.join(["faithkit", *(arg for arg in argv if arg != "--restart")])
+        continues = (
+            "" if said.endswith("rerun the same command to continue") else "; rerun the same command to continue"
+        )
+        print(f"{said}{continues}: {again}", file=sys.stderr)
+    gc.freeze()  # the exit then skips walking every object for cycles: seconds, with torch loaded on a busy machine
+    return 143 if terminated else 130
 
 
 def _say_the_mistake(message) -> int:

@@ -143,10 +143,7 @@ def run(args) -> int:
     )
     unique_ids(rows)
     job, fingerprint = _candidates_job(args, options, sampling, server)
-    try:
-        counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="candidates", **job_options(args))
-    finally:
-        job.close()
+    counts = run_job(job, rows, args.output, fingerprint=fingerprint, desc="candidates", **job_options(args))
     if is_main_process():
         served = {"served_model": job.engine.model, "server": args.server}
         made_by = provenance.record({"engine": served, "tokenizer": args.model}, args.input)

@@ -103,20 +103,12 @@ def _config(args):
 
 
 def run(args) -> int:
-    import shlex
-
-    from ..data.jobs import JobInterrupted
-
     config = _config(args)
     served_judges(config)  # a served judge's server is asked, and a missing --server named, before any model loads
     check_models({"--generator": config.generator, "--judge": config.judge})  # from the config file too
     from ..sweep import run_sweep  # torch, scipy: after the checks
 
-    try:
-        result = run_sweep(config, restart=args.restart)
-    except JobInterrupted as interrupted:  # say the command that continues it (--restart would start over)
-        argv = [arg for arg in getattr(args, "command_line", None) or () if arg != "--restart"]
-        raise JobInterrupted(f"{interrupted}: faithkit {shlex.join(argv)}" if argv else str(interrupted)) from None
+    result = run_sweep(config, restart=args.restart)  # stopped, faithkit.cli.main says the command that continues
     if is_main_process():
         print(result.markdown)
     logger.info("sweep.csv, best.json, heatmaps/ and report.html -> %s", result.out)

@@ -321,8 +321,9 @@ def _report_resumed(writer: ResultWriter) -> None:
         )
 
 
-CUT_KEYS = {"truncated_chars": "characters", "truncated_tokens": "tokens"}
-"""What a result row says was left out of its context (the document's characters, then tokens), for the warning."""
+CUT_KEYS = {"truncated_chars": "characters before tokenising", "truncated_tokens": "tokens"}
+"""What a result row says was left out of its context, for the warning: the document's characters cut before it is
+tokenised (never counted in tokens: a 200,000-character document is not tokenised whole), then tokens."""
 CUT_FROM = {
     "start": " from the document's start",
     "end": " from the document's end",

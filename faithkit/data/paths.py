@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import codecs
+import json
 from pathlib import Path
 
 from .results import check_writable
@@ -157,3 +158,37 @@ def check_model_folder(name: str) -> None:
             f"give a folder written by save_pretrained (model and tokenizer), a hub id "
             f"or an offline name"
         )
+    check_safetensors_files(folder)
+
+
+def check_safetensors_files(folder: Path) -> None:
+    """Every ``*.safetensors`` file of ``folder`` whole, or one ModelNotAvailableError naming the file (a copy cut
+    short fails here, in a second, not deep inside the safetensors library)."""
+    for path in sorted(folder.glob("*.safetensors")):
+        problem = safetensors_problem(path)
+        if problem is not None:
+            raise ModelNotAvailableError(
+                f"{path} is no whole safetensors file: {problem}; copy or save the model folder {folder} again"
+            )
+
+
+def safetensors_problem(path: Path) -> str | None:
+    """Why ``path`` is no whole safetensors file (a header that is cut or not JSON, tensors past its end), or None.
+    Reads the header only."""
+    size = path.stat().st_size
+    with open(path, "rb") as file:
+        head = file.read(8)
+        if len(head) < 8:
+            return f"it holds {size} bytes, fewer than a safetensors header's"
+        length = int.from_bytes(head, "little")
+        if length > size - 8:
+            return f"its header says {length:,} bytes of index, and the file holds {size:,} bytes: it was cut short"
+        try:
+            index = json.loads(file.read(length))
+            ends = [entry["data_offsets"][1] for key, entry in index.items() if key != "__metadata__"]
+        except (ValueError, TypeError, KeyError, IndexError, AttributeError):
+            return "its header is not a safetensors index"
+    needed = 8 + length + max(ends, default=0)
+    if needed > size:
+        return f"its tensors end at byte {needed:,}, and the file holds {size:,} bytes: it was cut short"
+    return None

@@ -6,13 +6,11 @@ cuts it), sent as token ids (or their text, or as chat messages). A row asks for
 response (temperature 0) and ``n`` samples, each sample its own request with its own seed
 (from the run's seed, the row id and the candidate's number): every server takes a seed, not
 every one takes ``n``, and so a row's candidates do not depend on the chunk it lands in, and a
-resumed run asks again only for rows not yet written. Requests run ``concurrency`` at a time.
+resumed run asks again only for rows not yet written. Requests run ``concurrency`` at a time (:meth:`faithkit.serving.engine.Engine.map`).
 The records are the candidates file ``faithkit rerank`` reads.
 """
 
 from __future__ import annotations
-
-from concurrent.futures import ThreadPoolExecutor
 
 from ..data import Row
 from ..decoding.inputs import response_text
@@ -39,7 +37,7 @@ def request_seeds(seed: int, row_id, n: int) -> list[int]:
 
 
 class EngineCandidatesJob:
-    """Turns a chunk of rows into ``{"greedy", "responses"}`` records from the engine; :meth:`close` ends its pool."""
+    """Turns a chunk of rows into ``{"greedy", "responses"}`` records from the engine."""
 
     def __init__(
         self,
@@ -58,7 +56,6 @@ class EngineCandidatesJob:
         self.engine, self.tokenizer, self.template, self.sampling = engine, tokenizer, template, sampling
         self.max_new_tokens, self.max_context_tokens = max_new_tokens, max_context_tokens
         self.extra_body = extra_body
-        self.pool = ThreadPoolExecutor(max_workers=engine.options.concurrency, thread_name_prefix="engine")
 
     def prompt(self, row: Row):
         """What the engine gets for ``row``: token ids, their text, or the chat messages."""
@@ -88,11 +85,8 @@ class EngineCandidatesJob:
             seeds = request_seeds(self.sampling.seed, row.id, n)
             requests.append((prompt, 0.0, seeds[0]))  # greedy: the seed is unused
             requests += [(prompt, self.sampling.temperature, seed) for seed in seeds]
-        texts = list(self.pool.map(lambda request: self.ask(*request), requests))
+        texts = self.engine.map(lambda request: self.ask(*request), requests)
         step = n + 1
         return [
             {"greedy": texts[i * step], "responses": texts[i * step + 1 : (i + 1) * step]} for i in range(len(rows))
         ]
-
-    def close(self) -> None:
-        self.pool.shutdown(cancel_futures=True)

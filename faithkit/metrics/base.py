@@ -66,6 +66,18 @@ def check_not_empty(documents: Sequence[str], responses: Sequence[str]) -> None:
                 raise ValueError(f"example {i}: field '{name}' is empty")
 
 
+def check_parsable(nlp, texts: Sequence[str], what: str) -> None:
+    """A ValueError (the row's error, as a job records it) for the first of ``texts`` longer than the spaCy pipeline
+    ``nlp`` parses at once (``nlp.max_length``, 1,000,000 characters by default), naming ``what`` it is and its
+    length, before spaCy refuses it with its own E088 text."""
+    for text in texts:
+        if len(text) > nlp.max_length:
+            raise ValueError(
+                f"the {what} is {len(text):,} characters, more than spaCy parses at once ({nlp.max_length:,}, "
+                "its nlp.max_length); shorten it"
+            )
+
+
 def check_columns(documents, histories, responses, references=None) -> tuple[list, list, list, list | None]:
     """The columns as lists of equal length (no histories: empty ones); a single string where a list belongs is a
     TypeError naming the field."""

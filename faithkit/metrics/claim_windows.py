@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 
 from ..prompts import CHARS_PER_TOKEN
+from .base import check_parsable
 
 
 def document_windows(document: str, tokenizer, window: int, stride: int) -> list[str]:
@@ -103,5 +104,7 @@ def _sentencizer():
 
 def response_sentences(response: str) -> list[str]:
     """The response's sentences (spaCy's rule-based sentencizer); the whole response if it finds none."""
-    sentences = [sentence.text.strip() for sentence in _sentencizer()(response).sents if sentence.text.strip()]
+    nlp = _sentencizer()
+    check_parsable(nlp, [response], "response")
+    sentences = [sentence.text.strip() for sentence in nlp(response).sents if sentence.text.strip()]
     return sentences or [response.strip()]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from ..prompts import as_history
-from ..serving.model_names import adapter_base, is_adapter_folder
+from ..serving.model_names import check_adapter_folder, is_adapter_folder
 
 LABELS = ("supported", "generic", "unsupported")
 LABEL_WORDS = (" Yes", " Generic", " No")
@@ -125,7 +125,7 @@ def load_checker(name: str | None = None, device=None, dtype=None, batch_size: i
 
     from ..serving.third_party import hidden_warnings
 
-    model, tokenizer = models.load(adapter_base(folder), kind="causal", device=device, dtype=dtype)
+    model, tokenizer = models.load(check_adapter_folder(folder), kind="causal", device=device, dtype=dtype)
     with hidden_warnings():
         merged = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
     return CheckerModel(merged.eval(), tokenizer, batch_size)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 
 from ..questions import ANSWERS, DIMENSIONS
 from ..serving.engine import Engine, EngineOptions, Reply, api_key
@@ -93,8 +92,7 @@ class LLMJudge(Metric):
             )
             return judged(reply)
 
-        with ThreadPoolExecutor(max_workers=self.engine.options.concurrency, thread_name_prefix="judge") as pool:
-            return list(pool.map(ask, zip(documents, histories, responses)))
+        return self.engine.map(ask, zip(documents, histories, responses))
 
 
 def served_engine(server: str | None, served_model: str | None, key: str | None) -> Engine:

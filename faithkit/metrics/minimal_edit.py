@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from ..serving import models
 from ..prompts import DEFAULT_TEMPLATE, PromptTemplate, as_history
 from ..serving.scoring import Request, TokenScorer
-from .base import Metric, check_columns, check_not_empty
+from .base import Metric, check_columns, check_not_empty, check_parsable
 from .metric_options import JUDGE_LM, check_option_values
 
 MAX_EDITS = 8
@@ -243,6 +243,8 @@ def contrast_features(
     documents, histories, responses, _ = check_columns(documents, histories, responses)
     check_not_empty(documents, responses)
     nlp = nlp or spacy_pipeline()
+    check_parsable(nlp, documents, "document")
+    check_parsable(nlp, responses, "response")
     texts = sorted(set(documents) | set(responses))
     parsed = dict(zip(texts, nlp.pipe(texts)))
     scorer, tokenizer, template = lm.scorer, lm.tokenizer, lm.template

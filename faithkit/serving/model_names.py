@@ -89,6 +89,37 @@ def adapter_base(folder: Path) -> str:
     return config["base_model_name_or_path"]
 
 
+def check_adapter_folder(folder: Path) -> str:
+    """The base model of the adapter folder ``folder`` (:func:`adapter_base`), once the folder is one peft loads
+    safely: its weights in a whole ``adapter_model.safetensors`` (a pickle, ``adapter_model.bin``, could run code
+    when read and is refused), and its base a model, not an adapter folder (itself or another: a loop). Else one
+    ConfigError naming the folder and the file."""
+    from ..data.paths import safetensors_problem
+
+    base = adapter_base(folder)
+    weights = folder / "adapter_model.safetensors"
+    if not weights.is_file():
+        pickled = [path.name for path in sorted(folder.glob("adapter_model.*")) if path.suffix in (".bin", ".pt")]
+        why = (
+            f"its weights are a pickle ({folder / pickled[0]}), which could run code when read, so faithkit does not "
+            "load it; save the adapter as safetensors (peft's save_pretrained does by default)"
+            if pickled
+            else f"it has no {weights.name}; give the folder peft's save_pretrained wrote"
+        )
+        raise ConfigError(f"adapter folder {folder}: {why}")
+    problem = safetensors_problem(weights)
+    if problem is not None:
+        raise ConfigError(f"{weights} is no whole safetensors file: {problem}; copy or train the adapter again")
+    base_folder = Path(base).expanduser()
+    if is_adapter_folder(base_folder):
+        which = "the adapter folder itself" if base_folder.resolve() == folder.resolve() else "another adapter folder"
+        raise ConfigError(
+            f"{folder / 'adapter_config.json'}: base_model_name_or_path is {base}, {which}; an adapter's base is the "
+            "model it was trained on (a folder, a hub id or an offline name)"
+        )
+    return base
+
+
 def check_model_name(name: str, role: str = "model") -> None:
     """Raise one :class:`ModelNotAvailableError` naming ``role`` (``--judge``, ``pmi-faith model``) and the model
     unless ``name`` is an offline name, a model folder (:func:`~faithkit.data.paths.check_model_folder`), an adapter
@@ -98,7 +129,7 @@ def check_model_name(name: str, role: str = "model") -> None:
         return
     folder = Path(name).expanduser()
     if is_adapter_folder(folder):
-        check_model_name(adapter_base(folder), f"{role} (the base model of the adapter {folder})")
+        check_model_name(check_adapter_folder(folder), f"{role} (the base model of the adapter {folder})")
         return
     if folder.exists():
         check_model_folder(name)

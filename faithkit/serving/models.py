@@ -156,9 +156,11 @@ def _from_pretrained(name: str, path: str, head: str, dtype: str | None, for_tra
         loaded_as = precision.torch_dtype(dtype or ("float32" if for_training else "auto"))
         model = getattr(transformers, HEADS[head]).from_pretrained(path, dtype=loaded_as)
     except pickle.UnpicklingError:
+        pickles = sorted(p.name for p in Path(path).glob("*") if p.suffix in (".bin", ".pt", ".pth", ".ckpt"))
+        weights = f"{Path(path) / pickles[0]}" if pickles and _is_local(path) else "its weights"
         raise ModelNotAvailableError(
-            f"{name}: its weights are a pickle holding more than tensors, which could run code when read, so "
-            f"faithkit does not load them (torch's safe loader refused them); use a model saved as safetensors "
+            f"{name}: {weights} is a pickle holding more than tensors, which could run code when read, so "
+            f"faithkit does not load it (torch's safe loader refused it); use a model saved as safetensors "
             f"(save_pretrained writes model.safetensors)"
         ) from None
     except OSError as error:

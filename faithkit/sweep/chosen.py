@@ -25,6 +25,11 @@ def chosen_entries(path: Path) -> list[dict]:
 
     fix = "give the best.json of a finished sweep (or rerun that sweep to write it again)"
     picks = read_json_file(path, Object({"by_strategy": MapOf(Object({"strategy": TEXT, "decoding": TEXT}))}), fix)
+    if not picks["by_strategy"]:
+        raise InputError(
+            f"{path}: by_strategy is empty: that sweep chose no strategy (it ran plain decoding alone), so it gives "
+            "nothing to run again; give the best.json of a sweep that ran a strategy, or leave this one out"
+        )
     entries = []
     for name, pick in picks["by_strategy"].items():
         cls = STRATEGIES.get(pick["strategy"])

@@ -4,9 +4,12 @@
 Its completion is a text made from the prompt, the temperature and the seed, so a test can tell which request a
 response answers. ``behaviour`` says how it fails: ``slow`` (answers after ``delay`` s), ``flaky`` (HTTP 500 to the
 first ``failures`` completion requests), ``malformed`` (a 200 whose body is not JSON), ``alien`` (JSON, but no
-OpenAI reply), ``crash`` (stops listening after ``answers`` completions), or a required API ``key``. For a judge it
-replies ``answer`` instead, with the first token's ``top_logprobs`` (token -> log-probability) when a request asks
-for logprobs.
+OpenAI reply), ``crash`` (stops listening after ``answers`` completions), ``trickle`` (sends its reply, headers
+included, one byte every ``delay`` s; GET /models too), ``hang`` (answers ``answers`` completions, then none until
+stopped), ``flood`` (a completion of ``flood`` characters), ``echo`` (HTTP 500 whose body repeats the request's
+Authorization header), or a required API ``key`` (its 401 repeats the header too). For a judge it replies
+``answer`` instead, with the first token's ``top_logprobs`` (token -> log-probability) when a request asks for
+logprobs.
 """
 
 from __future__ import annotations
@@ -31,10 +34,20 @@ class FakeEngine:
     completion request's body, in the order they came."""
 
     def __init__(
-        self, behaviour: str = "ok", *, delay=0.0, failures=0, answers=0, key=None, answer=None, top_logprobs=None
+        self,
+        behaviour: str = "ok",
+        *,
+        delay=0.0,
+        failures=0,
+        answers=0,
+        key=None,
+        answer=None,
+        top_logprobs=None,
+        flood=0,
     ):
         self.behaviour, self.delay, self.failures, self.answers, self.key = behaviour, delay, failures, answers, key
-        self.answer, self.top_logprobs = answer, top_logprobs
+        self.answer, self.top_logprobs, self.flood = answer, top_logprobs, flood
+        self.released = threading.Event()  # a hanging server's requests end when it stops
         self.requests: list[dict] = []
         self.lock, self.stopped = threading.Lock(), False
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -56,6 +69,7 @@ class FakeEngine:
             if self.stopped:
                 return
             self.stopped = True
+        self.released.set()
         if self.thread.is_alive():
             self.server.shutdown()
         self.server.server_close()
@@ -69,6 +83,14 @@ class FakeEngine:
 
             def _send(self, status: int, body) -> None:
                 data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                if fake.behaviour == "trickle":
+                    head = f"HTTP/1.1 {status} OK\r\nContent-Type: application/json\r\n"
+                    for byte in (head + f"Content-Length: {len(data)}\r\n\r\n").encode() + data:
+                        if fake.released.wait(fake.delay):
+                            return
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    return
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -78,7 +100,8 @@ class FakeEngine:
             def _authorised(self) -> bool:
                 if fake.key is None or self.headers.get("Authorization") == f"Bearer {fake.key}":
                     return True
-                self._send(401, {"error": {"message": "Invalid API key", "type": "invalid_request_error"}})
+                said = f"Invalid API key: Authorization: {self.headers.get('Authorization')}"
+                self._send(401, {"error": {"message": said, "type": "invalid_request_error"}})
                 return False
 
             def do_GET(self):
@@ -103,6 +126,12 @@ class FakeEngine:
                     return
                 if fake.behaviour == "flaky" and count <= fake.failures:
                     return self._send(500, {"error": {"message": "overloaded"}})
+                if fake.behaviour == "hang" and count > fake.answers:
+                    fake.released.wait()
+                    return
+                if fake.behaviour == "echo":
+                    said = f"upstream failed for request with authorization: {self.headers.get('Authorization')}"
+                    return self._send(500, {"error": {"message": said}})
                 if fake.behaviour == "slow":
                     time.sleep(fake.delay)
                 if fake.behaviour == "malformed":
@@ -113,6 +142,7 @@ class FakeEngine:
                     return self._send(404, {"error": {"message": f"model {body.get('model')} not found"}})
                 prompt = body.get("messages") if self.path.endswith("/chat/completions") else body["prompt"]
                 text = fake.answer or reply_text(prompt, body.get("temperature", 1.0), body.get("seed"))
+                text = "x" * fake.flood if fake.behaviour == "flood" else text
                 top = fake.top_logprobs if body.get("logprobs") else None
                 if self.path.endswith("/chat/completions"):
                     choice = {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}

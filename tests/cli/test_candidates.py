@@ -92,7 +92,7 @@ def test_a_rerun_asks_only_for_the_rows_not_yet_written_and_other_settings_are_r
         (
             {"behaviour": "slow", "delay": 2.0},
             ("--timeout", "0.3"),
-            "no answer within --timeout 0.3 s, after 1 retries",
+            "no whole reply within --timeout 0.3 s (connecting and the whole reply), after 1 retries",
         ),
         ({"behaviour": "malformed"}, (), "the reply is not OpenAI's"),
         ({"behaviour": "alien"}, (), "the reply is not OpenAI's (no choices[0] text in a completions reply)"),

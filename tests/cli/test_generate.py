@@ -164,6 +164,6 @@ def test_a_cut_context_is_reported_in_its_row_s_record(faithkit, model_folder, t
     assert not {"document_chars", "truncated_chars", "truncated_tokens", "context_tokens"} & set(short)
     assert long["truncated_from"] == "start" and "truncated_from" not in short
     assert (
-        f"warning: row long: context cut by {len(document) - 320} characters and {context.truncated_tokens} tokens "
+        f"warning: row long: context cut by {len(document) - 320} characters before tokenising and {context.truncated_tokens} tokens "
         "from the document's start to fit the model" in run.err
     )

@@ -9,6 +9,7 @@ bug would) at seeded random rows, and once for real: a subprocess killed with SI
 import importlib
 import os
 import random
+import shlex
 import signal
 import time
 
@@ -111,7 +112,8 @@ def _crash_and_resume(faithkit, monkeypatch, argv, output, owner, name, document
         assert before < done < len(ROWS)  # each run got further before it died
         if isinstance(error, KeyboardInterrupt):
             assert run.err.splitlines()[-1] == (
-                f"interrupted: {done} rows are in {output}; rerun the same command to continue"
+                f"interrupted: {done} rows are in {output}; rerun the same command to continue: "
+                f"faithkit {shlex.join(map(str, argv))}"
             )
     run = faithkit(*argv)
     assert run.code == 0 and f"{len(ROWS) - done} {done_word}, {done} already done, 0 errors" in run.err
@@ -178,8 +180,8 @@ def test_ctrl_c_or_kill_9_loses_nothing_and_the_rerun_completes(faithkit, model_
         stopped: len(read_results(stopped)),  # every line whole
         killed: killed.read_text().count("\n"),
     }  # complete lines; a half-written last one is dropped on rerun
-    assert err.splitlines()[-1] == (
-        f"interrupted: {done[stopped]} rows are in {stopped}; rerun the same command to continue"
+    assert err.splitlines()[-1].startswith(
+        f"interrupted: {done[stopped]} rows are in {stopped}; rerun the same command to continue: faithkit "
     )
     assert processes[1].returncode == -signal.SIGKILL
     assert 1 <= done[stopped] < len(ROWS) and kill_at <= done[killed] < len(ROWS)
@@ -208,7 +210,8 @@ def test_ctrl_c_while_a_chunk_is_made_durable_counts_it(faithkit, monkeypatch, r
     monkeypatch.undo()
     assert run.code == 130 and len(read_results(output)) == FIRST_CHUNK
     assert run.err.splitlines()[-1] == (
-        f"interrupted: {FIRST_CHUNK} rows are in {output}; rerun the same command to continue"
+        f"interrupted: {FIRST_CHUNK} rows are in {output}; rerun the same command to continue: "
+        f"faithkit {shlex.join(map(str, _overlap_f1(None, rows, output)))}"
     )
 
 
@@ -229,7 +232,8 @@ def test_sigterm_stops_a_job_as_ctrl_c_does_with_status_143(faithkit, rows, neve
         process.kill()
     done = len(read_results(output))
     assert process.returncode == 143 and err.splitlines() == [
-        f"interrupted: {done} rows are in {output}; rerun the same command to continue"
+        f"interrupted: {done} rows are in {output}; rerun the same command to continue: "
+        f"faithkit {shlex.join(map(str, _overlap_f1(None, rows, output, '--chunk-size', '1')))}"
     ]
     run = faithkit(*_overlap_f1(None, rows, output))
     assert run.code == 0 and f"{len(ROWS) - done} scored, {done} already done, 0 errors" in run.err

@@ -98,6 +98,18 @@ def test_a_best_json_with_a_bom_is_read(faithkit, tmp_path):
     assert chosen_entries(path) == [{"name": "pmi", "search_mode": "greedy", "alpha": [0.5], "top_p": [0.9]}]
 
 
+def test_a_best_json_that_chose_no_strategy_is_one_line(faithkit, tmp_path):
+    """Issue 52, case 6: a sweep of plain decoding alone writes ``by_strategy: {}``; as --chosen it added nothing,
+    without a word."""
+    path = tmp_path / "best.json"
+    path.write_text(json.dumps({"by_strategy": {}}))
+    run = _sweep(faithkit, tmp_path, path)
+    assert run.code == 2 and run.err == (
+        f"error: {path}: by_strategy is empty: that sweep chose no strategy (it ran plain decoding alone), so it "
+        "gives nothing to run again; give the best.json of a sweep that ran a strategy, or leave this one out\n"
+    )
+
+
 def test_chosen_with_alpha_runs_both_the_chosen_cell_and_the_grid(tmp_path):
     """--chosen plus --alpha: the chosen cell keeps its alpha and the flag's grid runs beside it (it once replaced
     the chosen alpha, so the chosen cell never ran)."""

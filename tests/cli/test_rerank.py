@@ -1,5 +1,7 @@
 """``faithkit rerank``: the rerank strategy's choice over candidates from a file, under the job contract."""
 
+import shlex
+
 import pytest
 
 from faithkit.generation import rerank as reranking
@@ -131,7 +133,9 @@ def test_ctrl_c_and_rerun_gives_the_uninterrupted_output(faithkit, monkeypatch, 
     run = faithkit(*argv)
     monkeypatch.undo()
     assert run.code == 130
-    assert run.err.splitlines()[-1] == f"interrupted: 4 rows are in {stopped}; rerun the same command to continue"
+    assert run.err.splitlines()[-1] == (
+        f"interrupted: 4 rows are in {stopped}; rerun the same command to continue: faithkit {shlex.join(map(str, argv))}"
+    )
     run = faithkit(*argv)
     assert run.code == 0 and "6 reranked, 4 already done, 0 errors" in run.err
     for got, want in zip(read_results(stopped), read_results(whole), strict=True):  # batching moves scores by ulps

@@ -18,7 +18,7 @@ from faithkit.settings import redaction
 from faithkit.cli import SECRET_FLAGS, build_parser, remember_secrets, secret_flags, secret_kind
 
 from .fake_engine import FakeEngine
-from .helpers import write_jsonl
+from .helpers import write_jsonl, write_wow_csv
 from .test_bad_paths import _leaf_parsers
 
 KEY = "sk-live-7f3a9c"
@@ -97,19 +97,128 @@ def _files_text(folder: Path) -> str:
     return "".join(path.read_text(errors="replace") for path in folder.rglob("*") if path.is_file())
 
 
-def _score(tmp_path, server):
-    rows = write_jsonl(tmp_path / "rows.jsonl", ROWS)
-    return ["score", "--metric", "llm-judge", "--server", server, "--input", rows, "--output", tmp_path / "o.jsonl"]
+def _rows(tmp_path) -> Path:
+    return write_jsonl(
+        tmp_path / "rows.jsonl", [{**row, "gold": "Gold.", "label": i % 2} for i, row in enumerate(ROWS)]
+    )
 
 
-RUNS = {"score": _score}
+def _score(tmp_path, server, model_folder):
+    return [
+        "score",
+        "--metric",
+        "llm-judge",
+        "--server",
+        server,
+        "--input",
+        _rows(tmp_path),
+        "--output",
+        tmp_path / "o.jsonl",
+    ]
+
+
+def _candidates(tmp_path, server, model_folder):
+    return [
+        "candidates", "--server", server, "--model", model_folder, "--input", _rows(tmp_path),
+        "--output", tmp_path / "c.jsonl", "--n", "1", "--max-new-tokens", "4",
+    ]  # fmt: skip
+
+
+def _labels(tmp_path, server, model_folder):
+    return [
+        "meta-eval", "labels", "--input", _rows(tmp_path), "--metrics", "llm-judge", "--server", server,
+        "--out", tmp_path / "labels", "--resamples", "10",
+    ]  # fmt: skip
+
+
+def _begin(tmp_path, server, model_folder):
+    dev = tmp_path / "begin_dev_wow.tsv"
+    dev.write_text(
+        "knowledge\tmessage\tresponse\tbegin_label\n"
+        + "".join(f"{row['document']}\t{row['history'][0]}\t{row['response']}\t{label}\n" for row, label in
+                  zip(ROWS, ("Fully attributable", "Not fully attributable")))
+    )  # fmt: skip
+    return ["meta-eval", "begin", "--metric", "llm-judge", "--server", server, "--dev", dev, "--out", tmp_path / "b"]
+
+
+def _q2_wow(tmp_path, server, model_folder):
+    consistent = write_wow_csv(tmp_path / "consistent.csv", ["Apples ripen in autumn."], "Apples ripen in autumn.")
+    inconsistent = write_wow_csv(tmp_path / "inconsistent.csv", ["They ripen in May."], "Apples ripen in autumn.")
+    return [
+        "meta-eval", "q2-wow", "--metric", "llm-judge", "--server", server, "--consistent", consistent,
+        "--inconsistent", inconsistent, "--out", tmp_path / "q",
+    ]  # fmt: skip
+
+
+def _explain(tmp_path, server, model_folder):
+    return [
+        "explain",
+        "--metric",
+        "llm-judge",
+        "--server",
+        server,
+        "--input",
+        _rows(tmp_path),
+        "--html",
+        tmp_path / "e.html",
+    ]
+
+
+def _sweep(tmp_path, server, model_folder):
+    config = tmp_path / "sweep.yaml"
+    config.write_text(f"server: {server}\nmetrics: [llm-judge]\nstrategies: [plain]\n")
+    return [
+        "sweep", "--config", config, "--generator", model_folder, "--input", _rows(tmp_path), "--out", tmp_path / "s",
+        "--max-new-tokens", "3", "--resamples", "100", "--faithfulness", "llm_judge", "--relevance", "llm_judge",
+        "--fluency", "llm_judge",
+    ]  # fmt: skip
+
+
+RUNS = {
+    "score": _score,
+    "candidates": _candidates,
+    "meta-eval labels": _labels,
+    "meta-eval begin": _begin,
+    "meta-eval q2-wow": _q2_wow,
+    "explain": _explain,
+    "sweep": _sweep,
+}
+"""A command line of each command that takes a secret, given a server's URL and a model folder."""
+
+
+def test_the_commands_that_take_secrets_are_the_ones_run_with_them_here():
+    """A new command with a secret option must get a run in :data:`RUNS`, or this fails."""
+    taking = {" ".join(words) for words, parser in _leaf_parsers(build_parser()) if secret_flags(parser)}
+    assert taking == set(RUNS)
+
+
+@pytest.mark.parametrize("command", list(RUNS))
+def test_every_command_that_takes_a_secret_writes_and_prints_none(
+    faithkit, tmp_path, monkeypatch, command, model_folder
+):
+    """The key by --api-key where the command takes it (else $OPENAI_API_KEY), and a password in --server's URL:
+    after the run (or its refusal), no file under the test's folder and no printed line holds either."""
+    top = {" agree": -0.1, " disagree": -2.5}
+    with FakeEngine(answer="agree", top_logprobs=top) as fake:
+        server = fake.url.replace("http://", f"http://me:{PASSWORD}@")
+        argv = RUNS[command](tmp_path, server, model_folder)
+        if "--api-key" in secret_flags(build_parser(command.split()[0])):
+            argv += ["--api-key", KEY]
+        monkeypatch.setenv("OPENAI_API_KEY", KEY)
+        given = {path: path.read_bytes() for path in tmp_path.rglob("*") if path.is_file()}  # the inputs hold it
+        run = faithkit(*argv)
+    written = [path for path in tmp_path.rglob("*") if path.is_file() and given.get(path) != path.read_bytes()]
+    said = run.out + run.err + "".join(path.read_text(errors="replace") for path in written)
+    assert KEY not in said and PASSWORD not in said, run.err
+    assert run.code in (0, 2) and "Traceback" not in run.err, run.err
+    assert run.code == 0 or len(run.error_lines) == 1, run.err
 
 
 @pytest.mark.parametrize("how", ["flag", "flag=", "environment", "userinfo"])
 def test_score_with_llm_judge_writes_and_prints_no_secret(faithkit, tmp_path, monkeypatch, how):
     with FakeEngine(answer="agree", key=None if how == "userinfo" else KEY) as fake:  # userinfo: basic auth
         server = fake.url.replace("http://", f"http://me:{PASSWORD}@") if how == "userinfo" else fake.url
-        argv = RUNS["score"](tmp_path, server)
+        argv = _score(tmp_path, server, None)
         if how == "environment" or how == "userinfo":
             monkeypatch.setenv("OPENAI_API_KEY", KEY)
         argv += {"flag": ["--api-key", KEY], "flag=": [f"--api-key={KEY}"]}.get(how, [])
@@ -124,7 +233,9 @@ def test_score_with_llm_judge_writes_and_prints_no_secret(faithkit, tmp_path, mo
 
 
 def test_a_server_that_is_down_names_its_url_without_the_password(faithkit, tmp_path):
-    run = faithkit(*_score(tmp_path, f"http://me:{PASSWORD}@127.0.0.1:9/v1"), "--api-key", KEY)
+    run = faithkit(
+        *_score(tmp_path, f"http://me:{PASSWORD}@127.0.0.1:9/v1", None), "--api-key", KEY, "--chunk-size", "1"
+    )
     assert run.code == 2 and run.error_lines == run.err.splitlines(), run.err
     assert run.err.startswith("error: http://***@127.0.0.1:9/v1: listing its models (GET /models): cannot connect")
     assert PASSWORD not in run.err + _files_text(tmp_path)

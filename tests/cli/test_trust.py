@@ -433,8 +433,8 @@ def test_pickled_model_weights_are_refused_with_one_line(faithkit, model_folder,
     rows = write_jsonl(tmp_path / "rows.jsonl", ROWS)
     _one_error(
         faithkit("generate", "--model", folder, "--input", rows, "--output", tmp_path / "out.jsonl"),
-        f"{folder}: its weights are a pickle holding more than tensors, which could run code when read, so "
-        f"faithkit does not load them (torch's safe loader refused them); use a model saved as safetensors",
+        f"{folder}: {folder / 'pytorch_model.bin'} is a pickle holding more than tensors, which could run code when "
+        f"read, so faithkit does not load it (torch's safe loader refused it); use a model saved as safetensors",
     )
     assert not (tmp_path / "ran").exists()
 

@@ -71,7 +71,7 @@ from typing import Any, cast
 
 from ...serving import models
 from ...prompts import within_budget
-from ..base import Metric, check_columns
+from ..base import Metric, check_columns, check_parsable
 from ..metric_options import check_option_values
 from ..lexical import normalize_answer, token_f1
 from .stages import NO_ANSWER, Candidate
@@ -258,6 +258,7 @@ class Q2(Metric):
         knowledge, _, responses, _ = check_columns(documents, histories, responses)
         cuts = cut_knowledge(self.qa, knowledge, windows=KNOWLEDGE_WINDOWS)
         knowledge = [text for text, _ in cuts]
+        check_parsable(self.nlp, responses, "response")
         spans = [extract_spans(doc) for doc in self.nlp.pipe(responses)]
         flat = [(r, span) for r, response_spans in enumerate(spans) for span in response_spans]
         chosen = self._valid_questions([Candidate(s.text, responses[r], s.spacy_span) for r, s in flat])
