@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import argparse
 import errno
-import gc
 import importlib
 import logging
+import os
 import re
 import shlex
 import signal
@@ -245,11 +245,21 @@ WRITE_FAILURES = {errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO}
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run ``faithkit ARGV``; everything it prints and writes has its secrets redacted (:mod:`faithkit.settings.redaction`)."""
+    """Run ``faithkit ARGV``; everything it prints and writes has its secrets redacted (:mod:`faithkit.settings.redaction`).
+
+    Run as the program (no ``argv``: the ``faithkit`` command, ``python -m faithkit``), a run stopped by Ctrl-C or
+    SIGTERM ends the process as soon as it has said so: its rows are synced and its lock released by then, and the
+    interpreter's teardown (seconds with torch loaded, on a busy machine) is skipped."""
+    as_program = argv is None
     argv = sys.argv[1:] if argv is None else argv
     redaction.forget_all()
     with redaction.redacting_streams():
-        return _main(argv)
+        status = _main(argv)
+    if as_program and status in (130, 143):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
 
 
 def _main(argv: list[str]) -> int:
@@ -274,7 +284,7 @@ def _main(argv: list[str]) -> int:
 
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
     """The command ``args`` names, its user mistakes said in one line."""
-    from ..jobs import JobInterrupted
+    from ..data.jobs import JobInterrupted
 
     try:
         from .declared_files import check_declared_files
@@ -306,7 +316,6 @@ def _stopped(said: str, argv: list[str], terminated: list[int]) -> int:
             "" if said.endswith("rerun the same command to continue") else "; rerun the same command to continue"
         )
         print(f"{said}{continues}: {again}", file=sys.stderr)
-    gc.freeze()  # the exit then skips walking every object for cycles: seconds, with torch loaded on a busy machine
     return 143 if terminated else 130
 
 

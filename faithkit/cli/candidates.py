@@ -81,7 +81,8 @@ def register(subparsers) -> None:
         "and chat template), and write the candidates file 'faithkit rerank' reads: one record "
         '{"id", "greedy", "responses"} per row. With --rerank-output, rerank them in the same command, as '
         "'faithkit rerank' does. Requests run --concurrency at a time; failed ones (429, 5xx, timeouts, "
-        "refused connections) are retried with backoff. Rerunning the same command asks only for the rows "
+        "refused connections) are retried with backoff; --timeout bounds each request whole, and a reply longer than "
+        "--max-new-tokens allows is refused. Rerunning the same command asks only for the rows "
         "not yet written. The API key (--api-key or OPENAI_API_KEY) is sent to the server only.",
     )
     add_flags(parser, CandidatesFlags)

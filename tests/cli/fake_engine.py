@@ -48,6 +48,7 @@ class FakeEngine:
         self.behaviour, self.delay, self.failures, self.answers, self.key = behaviour, delay, failures, answers, key
         self.answer, self.top_logprobs, self.flood = answer, top_logprobs, flood
         self.released = threading.Event()  # a hanging server's requests end when it stops
+        self.first_request: float | None = None  # time.monotonic() of the first request of any kind
         self.requests: list[dict] = []
         self.lock, self.stopped = threading.Lock(), False
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -105,6 +106,7 @@ class FakeEngine:
                 return False
 
             def do_GET(self):
+                fake.first_request = fake.first_request or time.monotonic()
                 if not self._authorised():
                     return
                 if self.path.rstrip("/") == "/v1/models":

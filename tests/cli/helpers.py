@@ -74,7 +74,8 @@ def start_faithkit(*argv, prelude: str = "") -> subprocess.Popen:
     # Ctrl-C as from a terminal: a shell's background job (`pytest … &`) starts with SIGINT ignored, which the
     # child would inherit, and then no Ctrl-C test could stop it
     restore = "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)"
-    command = ["-c", f"{restore}\n{prelude}\nimport sys\nfrom faithkit.cli import main\nsys.exit(main({argv!r}))"]
+    program = f"import sys\nfrom faithkit.cli import main\nsys.argv[1:] = {argv!r}\nsys.exit(main())"  # as the program
+    command = ["-c", f"{restore}\n{prelude}\n{program}"]
     return subprocess.Popen(
         [sys.executable, *command],
         env=subprocess_env(),
