@@ -263,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str]) -> int:
+    """The command of ``argv``, its user mistakes said in one line, Ctrl-C and SIGTERM as :func:`_stopped` says."""
+    from ..data.jobs import JobInterrupted
+
     with _sigterm_as_interrupt() as terminated:
         try:
             configure_logging()  # what parsing warns of (a renamed metric) is a warning line too
@@ -271,40 +274,26 @@ def _main(argv: list[str]) -> int:
             args = parser.parse_args(argv)
             configure_logging(args.quiet, args.verbose)
             provenance.note_invocation(argv, changed_options(parser, args))
-            return _run(args, argv)
+            from .declared_files import check_declared_files
+
+            check_declared_files(args)
+            return args.run(args)
         except KeyboardInterrupt:
             return _stopped("terminated" if terminated else "interrupted", argv, terminated)
+        except JobInterrupted as interrupted:
+            return _stopped(str(interrupted), argv, terminated)
         except FaithkitError as error:
-            from ..data.jobs import JobInterrupted
-
-            if not isinstance(error, JobInterrupted):
+            if isinstance(error, FlagError):  # as the parser says a bad value
+                return _say_the_mistake(f"faithkit {args.command}: {error}")
+            return _say_the_mistake(error)
+        except OSError as error:
+            if error.errno not in WRITE_FAILURES:
                 raise
-            return _stopped(str(error), argv, terminated)
-
-
-def _run(args: argparse.Namespace, argv: list[str]) -> int:
-    """The command ``args`` names, its user mistakes said in one line."""
-    from ..data.jobs import JobInterrupted
-
-    try:
-        from .declared_files import check_declared_files
-
-        check_declared_files(args)
-        return args.run(args)
-    except JobInterrupted:
-        raise
-    except FaithkitError as error:
-        if isinstance(error, FlagError):  # as the parser says a bad value
-            return _say_the_mistake(f"faithkit {args.command}: {error}")
-        return _say_the_mistake(error)
-    except OSError as error:
-        if error.errno not in WRITE_FAILURES:
-            raise
-        return _say_the_mistake(
-            f"cannot write {error.filename or 'an output'}: {error.strerror}; the files "
-            f"written before stay as they are: free space (or fix the folder) and rerun "
-            f"the same command"
-        )
+            return _say_the_mistake(
+                f"cannot write {error.filename or 'an output'}: {error.strerror}; the files "
+                f"written before stay as they are: free space (or fix the folder) and rerun "
+                f"the same command"
+            )
 
 
 def _stopped(said: str, argv: list[str], terminated: list[int]) -> int:

@@ -1,6 +1,7 @@
 """An unknown model or judge name is one error line before any work: exit 2, the name and what HF_HUB_OFFLINE does,
 one question to the hub at most, nothing written to the outputs, and no torch imported on the way."""
 
+import shutil
 import subprocess
 import sys
 
@@ -138,6 +139,7 @@ def test_stage_specs_and_adapter_folders_name_the_models_they_load(monkeypatch, 
     )
     assert identity(str(ADAPTER))["name"] == str(ADAPTER.resolve())  # fingerprinted by its files' bytes
     (tmp_path / "adapter_config.json").write_text('{"base_model_name_or_path": "./no/base"}')
+    shutil.copyfile(ADAPTER / "adapter_model.safetensors", tmp_path / "adapter_model.safetensors")  # weights whole
     with pytest.raises(Exception) as no_base:
         check_models({"faithkit-checker --nli-model": str(tmp_path)})
     assert str(no_base.value).startswith(
