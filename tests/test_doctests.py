@@ -142,3 +142,100 @@ def test_an_example_may_close_its_fence_right_after_its_output():
     text = "Examples:\n\n    ```python\n    >>> 1 + 1\n    2\n    ```\n"
     parsed = doctest.DocTestParser().get_doctest(unfenced(text), {}, "t", None, 0)
     assert [(e.source, e.want) for e in parsed.examples] == [("1 + 1\n", "2\n")]
+
+
+# ---- front doors: every public class and function of a covered module has Args and an example with its output ----
+COVERED = (
+    "faithkit.decoding.base",
+    "faithkit.decoding.cad",
+    "faithkit.decoding.generation_options",
+    "faithkit.decoding.inputs",
+    "faithkit.decoding.parameters",
+    "faithkit.decoding.pmi_decode",
+    "faithkit.decoding.strategies",
+    "faithkit.decoding.two_view_strategies",
+    "faithkit.metrics.base",
+    "faithkit.metrics.claim_windows",
+    "faithkit.metrics.evaluate_modules",
+    "faithkit.metrics.faithkit_checker",
+    "faithkit.metrics.lexical",
+    "faithkit.metrics.registry",
+)
+"""The modules whose front doors are complete; a module joins when all its public names have theirs."""
+SECTION = re.compile(r"^\s*(\w[\w ]*):\s*$")
+
+
+def sections(text: str) -> dict[str, str]:
+    """A Google-style docstring's sections by title (``Args``, ``Examples``), each its text."""
+    found: dict[str, list[str]] = {"": []}
+    current = ""
+    for line in inspect.cleandoc(text).splitlines():
+        match = SECTION.match(line)
+        if match and not line.startswith(" "):
+            current = match[1]
+            found[current] = []
+        else:
+            found[current].append(line)
+    return {title: "\n".join(lines) for title, lines in found.items()}
+
+
+def parameters(item) -> list[str]:
+    """The names a caller passes: a class's constructor's (a dataclass's fields), not ``self``; ``**name`` kept."""
+    try:
+        signature = inspect.signature(item)
+    except (TypeError, ValueError):
+        return []
+    return [
+        ("**" if parameter.kind is parameter.VAR_KEYWORD else "*" if parameter.kind is parameter.VAR_POSITIONAL else "")
+        + name
+        for name, parameter in signature.parameters.items()
+        if name not in ("self", "cls")
+    ]
+
+
+def missing_parts(item) -> list[str]:
+    """What ``item``'s docstring lacks of a front door: Args naming each parameter, an example showing output."""
+    found = sections(item.__doc__ or "")
+    gaps = []
+    args = found.get("Args", "")
+    named = [name for name in parameters(item) if not re.search(rf"^\s*{re.escape(name)} \(", args, re.MULTILINE)]
+    if named:
+        gaps.append(f"Args for {', '.join(named)}")
+    examples = doctest.DocTestParser().get_examples(unfenced(found.get("Examples", "")))
+    if not any(example.want for example in examples):
+        gaps.append("an Examples section whose output is shown")
+    return gaps
+
+
+def public_names(module) -> list[str]:
+    """The module's public classes and functions, those it defines (not those it imports)."""
+    return [
+        name
+        for name, item in vars(module).items()
+        if not name.startswith("_")
+        and (inspect.isclass(item) or inspect.isfunction(item))
+        and getattr(item, "__module__", None) == module.__name__
+    ]
+
+
+@pytest.mark.parametrize("module_name", COVERED)
+def test_covered_modules_have_front_doors(module_name):
+    module = importlib.import_module(module_name)
+    gaps = {name: missing_parts(getattr(module, name)) for name in public_names(module)}
+    assert not {name: gap for name, gap in gaps.items() if gap}, f"{module_name}: front doors lacking: {gaps}"
+
+
+def test_a_front_door_names_every_parameter_and_shows_an_output():
+    def scale(value: float, factor: float = 2.0, **options) -> float:
+        """Args:
+            value (`float`): the number.
+
+        Examples:
+
+        ```python
+        >>> scale(1.5)
+        ```
+        """
+        return value * factor
+
+    assert missing_parts(scale) == ["Args for factor, **options", "an Examples section whose output is shown"]

@@ -129,7 +129,25 @@ class AdaptiveContextAwareDecode(TwoViewProcessor):
 
 
 def jensen_shannon(lp_c: torch.Tensor, lp_h: torch.Tensor, allowed: torch.Tensor) -> torch.Tensor:
-    """Per row, the Jensen–Shannon divergence (nats) of the two distributions renormalised over ``allowed``."""
+    """Per row, the Jensen–Shannon divergence (nats) of the two distributions renormalised over ``allowed``:
+    AdaCAD's weight, 0 where the document changes nothing, at most ln 2.
+
+    Args:
+        lp_c (`torch.Tensor`): the conditioned rows' log-probabilities, ``(rows, vocabulary)``.
+        lp_h (`torch.Tensor`): the history-only rows' log-probabilities, the same shape.
+        allowed (`torch.Tensor`): the tokens both may take (boolean, the same shape).
+
+    Examples:
+
+    ```python
+    >>> import torch
+    >>> from faithkit.decoding.cad import jensen_shannon
+    >>> p, q = torch.tensor([[0.5, 0.4, 0.1]]).log(), torch.tensor([[0.6, 0.1, 0.3]]).log()
+    >>> allowed = torch.ones(1, 3, dtype=torch.bool)
+    >>> round(jensen_shannon(p, q, allowed).item(), 4), jensen_shannon(p, p, allowed).item()
+    (0.0766, 0.0)
+    ```
+    """
     p = torch.softmax(lp_c.masked_fill(~allowed, -float("inf")), dim=-1)
     q = torch.softmax(lp_h.masked_fill(~allowed, -float("inf")), dim=-1)
     m = (p + q) / 2

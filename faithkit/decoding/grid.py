@@ -84,6 +84,33 @@ def generate(
     does not depend on its batch; without them, draws come from torch's global RNG), ``judge`` (the ``rerank``
     strategy's, :class:`faithkit.generation.rerank.Judges`), and the rest go to ``model.generate``
     (``logits_processor``…).
+
+    Args:
+        model (`PreTrainedModel`): the generator.
+        tokenizer (`PreTrainedTokenizerBase`): its tokenizer.
+        documents (`Sequence[str]`): one grounding document per context.
+        histories (`Sequence`): one dialogue history per context, a list of turns or one string.
+        strategy (`Strategy`, `dict` or `str`, defaults to `PMI()`): what ranks the tokens.
+        options (`GenerationOptions`, *optional*): the search, sampling, batching and prompt layout.
+        **keywords (`Any`): :class:`GenerationOptions` fields, ``template``, ``seeds``, ``judge``, and
+            ``model.generate``'s own keywords.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.serving import models
+    >>> from faithkit.decoding import generate, row_seed
+    >>> model, tokenizer = models.load("smollm2-135m")
+    >>> documents, histories = ["The Eiffel Tower is 330 metres tall."], [["How tall is the Eiffel Tower?"]]
+    >>> generate(model, tokenizer, documents, histories, max_new_tokens=12)  # PMI-DECODE at its defaults
+    ['The Eiffel Tower is 330 metres tall.']
+    >>> generate(model, tokenizer, documents, histories, "plain", num_beams=2, num_return_sequences=2,
+    ...          max_new_tokens=12)
+    [['The Eiffel Tower is 330 meters tall.', 'The Eiffel Tower is approximately 330 meters tall']]
+    >>> generate(model, tokenizer, documents, histories, {"name": "cad", "alpha": 1}, do_sample=True,
+    ...          temperature=0.7, seeds=[row_seed(0, "eiffel")], max_new_tokens=12)  # the same in any batch
+    ['Title: The Eiffel Tower is 330 metres']
+    ```
     """
     strategy = strategy_from_dict(strategy)
     options = options_of(model, options, keywords)
@@ -114,6 +141,26 @@ def generate_grid(
     identically are decoded once (see :func:`iter_grid`, which yields them as they finish). ``options``: a
     :class:`GenerationOptions`; its fields given as keywords (``max_new_tokens=4``) change it (``max_new_tokens``
     unset: the model's generation config's, else 40). The other keywords are :func:`iter_grid`'s.
+
+    Args:
+        model (`PreTrainedModel`): the generator.
+        tokenizer (`PreTrainedTokenizerBase`): its tokenizer.
+        documents (`Sequence[str]`): one grounding document per context.
+        histories (`Sequence`): one dialogue history per context.
+        cells (`Sequence`): :class:`~faithkit.decoding.Cell` s, ``(strategy, search)`` pairs, or strategies (greedy).
+        options (`GenerationOptions`, *optional*): shared by the cells (each names its own search).
+        **keywords (`Any`): :class:`GenerationOptions` fields but ``do_sample``, and :func:`iter_grid`'s keywords.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.serving import models
+    >>> from faithkit.decoding import PMI, Plain, generate_grid
+    >>> model, tokenizer = models.load("smollm2-135m")
+    >>> generate_grid(model, tokenizer, ["The Eiffel Tower is 330 metres tall."], [["How tall is the Eiffel Tower?"]],
+    ...               [Plain(), PMI(), ("adacad", "beam")], num_beams=2, max_new_tokens=12)
+    [['The Eiffel Tower is 330 meters tall.'], ['The Eiffel Tower is 330 metres tall.'], ['The Eiffel Tower is 330 meters tall.']]
+    ```
     """
     options = options_of(model, options, keywords, [name for name in OPTION_NAMES if name != "do_sample"])
     require_judge(cells, keywords.get("judge"))

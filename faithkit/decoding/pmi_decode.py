@@ -127,6 +127,21 @@ def top_p_set(logprobs: torch.Tensor, top_p: float, max_k: int = 1024) -> torch.
     below it exceeds ``1 - top_p``, i.e. ``total - mass above it``, so a nucleus among the top
     ``max_k`` tokens needs only a top-k. Rows with a wider nucleus (flat distributions, where
     float rounding of the two sums could move the boundary) use the warper itself.
+
+    Args:
+        logprobs (`torch.Tensor`): next-token log-probabilities, ``(rows, vocabulary)``.
+        top_p (`float`): the nucleus's mass, in (0, 1]; 1 keeps every token of nonzero probability.
+        max_k (`int`, defaults to 1024): the widest top-k tried before the warper sorts the row.
+
+    Examples:
+
+    ```python
+    >>> import torch
+    >>> from faithkit.decoding.pmi_decode import top_p_set
+    >>> logprobs = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()
+    >>> top_p_set(logprobs, top_p=0.75).tolist(), top_p_set(logprobs, top_p=0.9).tolist()
+    ([[True, True, False, False]], [[True, True, True, False]])
+    ```
     """
     probs = logprobs.softmax(dim=-1)
     if top_p >= 1.0:

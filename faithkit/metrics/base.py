@@ -21,7 +21,21 @@ from typing import Any
 
 
 class Metric:
-    """Base class: subclasses set ``score_keys`` and implement :meth:`compute_rows`."""
+    """Base class: subclasses set ``score_keys`` and implement :meth:`compute_rows`; :meth:`compute` follows.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.base import Metric
+    >>> class Words(Metric):
+    ...     score_keys = ("words",)
+    ...     def compute_rows(self, documents, histories, responses, references=None):
+    ...         return [{"words": len(response.split())} for response in responses]
+    >>> Words().compute(documents=["Emperor penguins live only in Antarctica."] * 2,
+    ...                 responses=["They live only in Antarctica.", "Yes."])
+    {'words': [5, 1], 'mean_words': 3.0}
+    ```
+    """
 
     score_keys: tuple[str, ...] = ()
 
@@ -46,7 +60,21 @@ class Metric:
 
 
 def aggregate(rows: list[dict], score_keys: Sequence[str]) -> dict:
-    """``compute_rows`` output as one flat dict: a list per field and ``mean_<key>`` per score key present."""
+    """``compute_rows`` output as one flat dict: a list per field and ``mean_<key>`` per score key present, the mean
+    over the rows that have a value (a row without one is no zero).
+
+    Args:
+        rows (`list[dict]`): one dict per example.
+        score_keys (`Sequence[str]`): the fields to average.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.base import aggregate
+    >>> aggregate([{"pmi": 1.0, "tokens": 3}, {"pmi": None, "tokens": 0}, {"pmi": 0.5, "tokens": 2}], ["pmi"])
+    {'pmi': [1.0, None, 0.5], 'tokens': [3, 0, 2], 'mean_pmi': 0.75}
+    ```
+    """
     result: dict[str, Any] = {
         key: [row.get(key) for row in rows] for key in dict.fromkeys(k for row in rows for k in row)
     }
@@ -59,7 +87,22 @@ def aggregate(rows: list[dict], score_keys: Sequence[str]) -> dict:
 
 def check_not_empty(documents: Sequence[str], responses: Sequence[str]) -> None:
     """A ValueError naming the first example whose document or response is blank: there is nothing to judge, and a
-    model would still give it a score."""
+    model would still give it a score.
+
+    Args:
+        documents (`Sequence[str]`): the examples' documents.
+        responses (`Sequence[str]`): their responses.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.base import check_not_empty
+    >>> check_not_empty(["Emperor penguins live only in Antarctica."], [" "])
+    Traceback (most recent call last):
+      ...
+    ValueError: example 0: field 'response' is empty
+    ```
+    """
     for i, (document, response) in enumerate(zip(documents, responses)):
         for name, text in (("document", document), ("response", response)):
             if not text.strip():
@@ -80,7 +123,26 @@ def check_parsable(nlp, texts: Sequence[str], what: str) -> None:
 
 def check_columns(documents, histories, responses, references=None) -> tuple[list, list, list, list | None]:
     """The columns as lists of equal length (no histories: empty ones); a single string where a list belongs is a
-    TypeError naming the field."""
+    TypeError naming the field (it would otherwise be read as one example per character).
+
+    Args:
+        documents (`Sequence[str]`): one document per example.
+        histories (`Sequence`, *optional*): one history per example (None: none).
+        responses (`Sequence[str]`): one response per example.
+        references (`Sequence[str]`, *optional*): one reference per example.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.base import check_columns
+    >>> check_columns(["A document."], None, ["A response."])
+    (['A document.'], [[]], ['A response.'], None)
+    >>> check_columns("A document.", None, ["A response."])
+    Traceback (most recent call last):
+      ...
+    TypeError: documents must be a list, got a single string; wrap it in a list
+    ```
+    """
     if histories is None and not isinstance(documents, str):
         histories = [[] for _ in documents]
     columns = {"documents": documents, "histories": histories, "responses": responses}

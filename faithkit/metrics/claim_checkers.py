@@ -60,6 +60,29 @@ class CheckerPreset:
     ``sentences``: how sentence scores combine, ``min`` or ``mean``. ``three_way``: the classes are (supported,
     generic, unsupported), as faithkit's own checker gives them (:mod:`.faithkit_checker`); its rows then also hold
     ``<key>_generic`` and ``<key>_hallucination``, and sentences combine by :func:`.faithkit_checker.combine`.
+
+    Args:
+        name (`str`): the metric's name.
+        hub_id (`str`): the checkpoint (faithkit's own checker: its adapter folder).
+        architecture (`str`): one of :data:`ARCHITECTURES`.
+        supported (`int`): the index of "supported" among the probabilities.
+        input_format (`str`): one of :data:`INPUT_FORMATS`.
+        window (`int`): tokens per document window.
+        stride (`int`): tokens between window starts.
+        max_length (`int`, *optional*): the model's longest input (None: no limit).
+        sentences (`str`, defaults to "min"): ``min`` or ``mean`` of the sentences' scores.
+        label_tokens (`tuple[int, int]`, *optional*): the decoder's (unsupported, supported) token ids.
+        note (`str`, defaults to ""): where the recipe comes from, for the docs' table.
+        three_way (`bool`, defaults to False): (supported, generic, unsupported) classes.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.claim_checkers import PRESETS
+    >>> preset = PRESETS["minicheck-flan-t5-large"]
+    >>> preset.architecture, preset.label_tokens, preset.window, preset.stride, preset.score_key
+    ('seq2seq-label-tokens', (3, 209), 500, 375, 'minicheck_flan_t5_large')
+    ```
     """
 
     name: str
@@ -317,10 +340,36 @@ class ClaimChecker(Metric):
     model: a function from (windows, claims, histories) to class probabilities, with ``tokenizer`` cutting the
     windows. A sentence's best window is the one where "supported" is likeliest.
 
-    Example (downloads the checkpoint)::
+    Args:
+        preset (`str`): a name of :data:`PRESETS`.
+        nli_model (`str`, *optional*): replaces the preset's checkpoint (a hub id or local folder).
+        window (`int`, *optional*): tokens per document window (default: the preset's).
+        stride (`int`, *optional*): tokens between window starts (default: the preset's).
+        max_windows (`int`, defaults to 16): windows scored per row at most.
+        batch_size (`int`, defaults to 8): pairs per forward pass.
+        device (`str`, *optional*): where the checker runs (default: a GPU if any).
+        dtype (`str`, *optional*): its precision (:data:`faithkit.serving.precision.DTYPES`).
+        support (`Callable`, *optional*): stands in for the support model (tests and other backends).
+        tokenizer (`PreTrainedTokenizerFast`, *optional*): cuts the windows when ``support`` is given.
 
-        checker = load_metric("minicheck-flan-t5-large")
-        checker.compute(documents=[document], responses=[response])["minicheck_flan_t5_large"]
+    Examples:
+
+    faithkit's own checker runs offline (the hub presets download their checkpoints the same way):
+
+    ```python
+    >>> from faithkit.metrics import load_metric
+    >>> checker = load_metric("faithkit-checker")  # ClaimChecker("faithkit-checker")
+    >>> document = "Emperor penguins live only in Antarctica. They breed during the Antarctic winter."
+    >>> result = checker.compute(
+    ...     documents=[document] * 2,
+    ...     histories=[["Where do emperor penguins live?"]] * 2,
+    ...     responses=["They live only in Antarctica. I love them!", "They live in the Arctic, close to polar bears."],
+    ... )
+    >>> [round(p, 2) for p in result["faithkit_checker"]], [round(p, 2) for p in result["faithkit_checker_hallucination"]]
+    ([0.58, 0.35], [0.24, 0.58])
+    >>> [[round(p, 2) for p in sentences] for sentences in result["sentence_scores"]]  # "I love them!" says nothing
+    [[0.58, 0.0], [0.35]]
+    ```
     """
 
     def __init__(
@@ -336,9 +385,6 @@ class ClaimChecker(Metric):
         support: Callable[[Sequence[str], Sequence[str], Sequence[Sequence[str]]], list[list[float]]] | None = None,
         tokenizer=None,
     ):
-        """The checker ``preset`` (a name of :data:`PRESETS`) and its metric options, as the command line and
-        ``evaluate.load`` pass them by name (:data:`faithkit.metrics.registry.METRICS`); ``support`` and ``tokenizer``
-        stand in for the support model (tests)."""
         if preset not in PRESETS:
             raise ValueError(f"unknown claim checker {preset!r}; choose one of {', '.join(PRESETS)}")
         check_option_values(batch_size=batch_size, window=window, stride=stride, max_windows=max_windows)

@@ -19,12 +19,52 @@ from .base import check_parsable
 
 def document_windows(document: str, tokenizer, window: int, stride: int) -> list[str]:
     """The document cut into windows of ``window`` tokens starting every ``stride`` tokens, the last one ending at
-    the document's end; each window is the document's own text from its first token to its last."""
+    the document's end; each window is the document's own text from its first token to its last.
+
+    Args:
+        document (`str`): the document.
+        tokenizer (`PreTrainedTokenizerFast`): the checker's tokenizer (offsets: a fast one).
+        window (`int`): tokens per window.
+        stride (`int`): tokens from one window's start to the next's, at most ``window`` (less: they overlap).
+
+    Examples:
+
+    ```python
+    >>> from tokenizers import Tokenizer, models, pre_tokenizers
+    >>> from transformers import PreTrainedTokenizerFast
+    >>> words = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    >>> words.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    >>> tokenizer = PreTrainedTokenizerFast(tokenizer_object=words)  # one token per word, for the example
+    >>> from faithkit.metrics.claim_windows import document_windows
+    >>> document_windows("a b c d e f g", tokenizer, window=4, stride=2)
+    ['a b c d', 'c d e f', 'd e f g']
+    ```
+    """
     return [document[start:end].strip() for start, end in window_spans(document, tokenizer, window, stride)]
 
 
 def window_spans(text: str, tokenizer, window: int, stride: int) -> list[tuple[int, int]]:
-    """The character spans of :func:`document_windows`' windows (the whole text when it fits in one)."""
+    """The character spans of :func:`document_windows`' windows (the whole text when it fits in one).
+
+    Args:
+        text (`str`): the document.
+        tokenizer (`PreTrainedTokenizerFast`): the checker's tokenizer.
+        window (`int`): tokens per window.
+        stride (`int`): tokens between window starts.
+
+    Examples:
+
+    ```python
+    >>> from tokenizers import Tokenizer, models, pre_tokenizers
+    >>> from transformers import PreTrainedTokenizerFast
+    >>> words = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    >>> words.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    >>> tokenizer = PreTrainedTokenizerFast(tokenizer_object=words)  # one token per word, for the example
+    >>> from faithkit.metrics.claim_windows import window_spans
+    >>> window_spans("a b c d e f g", tokenizer, window=4, stride=2), window_spans("a b", tokenizer, 4, 2)
+    ([(0, 7), (4, 11), (6, 13)], [(0, 3)])
+    ```
+    """
     offsets = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
     if len(offsets) <= window:
         return [(0, len(text))]
@@ -42,12 +82,37 @@ CLAIM_WORD = re.compile(r"\w{4,}")
 
 def claim_words(claims: Sequence[str]) -> set[str]:
     """The claims' distinct words of four characters or more, lowercased: short ones (the, and, is) are everywhere,
-    so they say nothing about where in a document a claim is."""
+    so they say nothing about where in a document a claim is.
+
+    Args:
+        claims (`Sequence[str]`): the response's sentences.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.claim_windows import claim_words
+    >>> sorted(claim_words(["They live in the Arctic.", "Polar bears live there."]))
+    ['arctic', 'bears', 'live', 'polar', 'there', 'they']
+    ```
+    """
     return {word for claim in claims for word in CLAIM_WORD.findall(claim.lower())}
 
 
 def overlap(text: str, words: set[str]) -> int:
-    """How many of ``words`` appear in ``text`` (a substring test: cheap enough to run over a 50 MB document)."""
+    """How many of ``words`` appear in ``text`` (a substring test: cheap enough to run over a 50 MB document).
+
+    Args:
+        text (`str`): a window or block of the document.
+        words (`set[str]`): :func:`claim_words`.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.claim_windows import overlap
+    >>> overlap("Polar bears live in the Arctic.", {"live", "arctic", "penguins"})
+    2
+    ```
+    """
     lowered = text.lower()
     return sum(word in lowered for word in words)
 
@@ -61,7 +126,30 @@ def chosen_windows(
 
     A document longer than ``max_windows`` windows span at :data:`~faithkit.prompts.CHARS_PER_TOKEN` characters a
     token is never tokenised whole: its blocks of one window's characters (every half block) are ranked by the same
-    overlap first, and only the best ``max_windows`` blocks are cut into token windows."""
+    overlap first, and only the best ``max_windows`` blocks are cut into token windows.
+
+    Args:
+        document (`str`): the document.
+        claims (`Sequence[str]`): the response's sentences.
+        tokenizer (`PreTrainedTokenizerFast`): the checker's tokenizer.
+        window (`int`): tokens per window.
+        stride (`int`): tokens between window starts.
+        max_windows (`int`): windows kept at most.
+
+    Examples:
+
+    ```python
+    >>> from tokenizers import Tokenizer, models, pre_tokenizers
+    >>> from transformers import PreTrainedTokenizerFast
+    >>> words = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    >>> words.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    >>> tokenizer = PreTrainedTokenizerFast(tokenizer_object=words)  # one token per word, for the example
+    >>> from faithkit.metrics.claim_windows import chosen_windows
+    >>> document = "Cats nap a lot. Polar bears live up north. Dogs bark loud."
+    >>> chosen_windows(document, ["Polar bears live up north."], tokenizer, window=4, stride=4, max_windows=2)
+    (['Polar bears live up', 'north. Dogs bark loud.'], 17)
+    ```
+    """
     words = claim_words(claims)
     block = CHARS_PER_TOKEN * window
     regions = [(0, len(document))]
@@ -103,7 +191,19 @@ def _sentencizer():
 
 
 def response_sentences(response: str) -> list[str]:
-    """The response's sentences (spaCy's rule-based sentencizer); the whole response if it finds none."""
+    """The response's sentences (spaCy's rule-based sentencizer); the whole response if it finds none.
+
+    Args:
+        response (`str`): the response.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.claim_windows import response_sentences
+    >>> response_sentences("They live in Antarctica. They breed in winter!")
+    ['They live in Antarctica.', 'They breed in winter!']
+    ```
+    """
     nlp = _sentencizer()
     check_parsable(nlp, [response], "response")
     sentences = [sentence.text.strip() for sentence in nlp(response).sents if sentence.text.strip()]

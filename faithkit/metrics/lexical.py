@@ -46,13 +46,39 @@ _PUNCTUATION = str.maketrans("", "", string.punctuation)
 
 
 def normalize_answer(text: str) -> str:
-    """Lowercase, strip punctuation and the articles a/an/the, collapse whitespace (SQuAD)."""
+    """Lowercase, strip punctuation and the articles a/an/the, collapse whitespace (SQuAD): answers that differ only
+    in these compare equal.
+
+    Args:
+        text (`str`): an answer.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import normalize_answer
+    >>> normalize_answer("The Arctic, of course!")
+    'arctic of course'
+    ```
+    """
     text = text.lower().translate(_PUNCTUATION)
     return " ".join(_ARTICLES.sub(" ", text).split())
 
 
 def token_f1(gold: str, predicted: str) -> float:
-    """Token-level F1 of two texts after :func:`normalize_answer`; an empty side scores 0."""
+    """Token-level F1 of two texts after :func:`normalize_answer`; an empty side scores 0.
+
+    Args:
+        gold (`str`): the reference answer or response.
+        predicted (`str`): the answer or response compared with it.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import token_f1
+    >>> token_f1("in Antarctica", "only in Antarctica"), token_f1("yes", "no")
+    (0.8, 0.0)
+    ```
+    """
     gold_tokens, predicted_tokens = normalize_answer(gold).split(), normalize_answer(predicted).split()
     common = sum((Counter(gold_tokens) & Counter(predicted_tokens)).values())
     if common == 0:
@@ -75,7 +101,20 @@ it in memory."""
 
 
 def content_tokens(text: str) -> list[str]:
-    """Lowercased spaCy tokens of ``text`` without stop words, punctuation or whitespace."""
+    """Lowercased spaCy tokens of ``text`` without stop words, punctuation or whitespace: the words that carry a
+    claim.
+
+    Args:
+        text (`str`): any text, however long (spaCy reads it in pieces).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import content_tokens
+    >>> content_tokens("They live only in the Antarctic winter!")
+    ['live', 'antarctic', 'winter']
+    ```
+    """
     return [
         token.text.lower()
         for piece in _pieces(text)
@@ -90,7 +129,21 @@ second, so a longer one is a row error in a few milliseconds instead of minutes 
 
 
 def check_lexical_lengths(**fields: Sequence[str] | None) -> None:
-    """A ValueError naming the example and the field when a text is longer than :data:`LEXICAL_MAX_CHARS`."""
+    """A ValueError naming the example and the field when a text is longer than :data:`LEXICAL_MAX_CHARS`.
+
+    Args:
+        **fields (`Sequence[str]`): each field's texts by the field's name (None: no such column).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import check_lexical_lengths
+    >>> check_lexical_lengths(document=["A document."], response=["x" * 5_000_001])
+    Traceback (most recent call last):
+      ...
+    ValueError: example 0: field 'response' has 5,000,001 characters, more than the 5,000,000 the lexical measures read; shorten it (pmi-faith and the other model metrics keep its end)
+    ```
+    """
     for name, texts in fields.items():
         for index, text in enumerate(texts or ()):
             if isinstance(text, str) and len(text) > LEXICAL_MAX_CHARS:
@@ -113,7 +166,20 @@ def _pieces(text: str, size: int = SPACY_PIECE):
 
 
 def token_f1_overlap(knowledge: str, response: str) -> float:
-    """F1 of the response's content tokens against the knowledge's: 1.0 when they are the same bag of words."""
+    """F1 of the response's content tokens against the knowledge's: 1.0 when they are the same bag of words.
+
+    Args:
+        knowledge (`str`): the document.
+        response (`str`): the response.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import token_f1_overlap
+    >>> round(token_f1_overlap("Emperor penguins live only in Antarctica. They breed during the Antarctic winter.", "They live in Antarctica."), 4)
+    0.4444
+    ```
+    """
     response_tokens = content_tokens(response)
     knowledge_tokens = content_tokens(knowledge)
     same = sum((Counter(response_tokens) & Counter(knowledge_tokens)).values())
@@ -125,7 +191,21 @@ def token_f1_overlap(knowledge: str, response: str) -> float:
 
 
 def knowledge_precision(document: str, response: str) -> float | None:
-    """Share of the response's content words that occur in the document; None when it has none."""
+    """Share of the response's content words that occur in the document; None when it has none (nothing to check).
+
+    Args:
+        document (`str`): the document.
+        response (`str`): the response.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import knowledge_precision
+    >>> document = "Emperor penguins live only in Antarctica. They breed during the Antarctic winter."
+    >>> knowledge_precision(document, "They live in the Arctic."), knowledge_precision(document, "They do.")
+    (0.5, None)
+    ```
+    """
     words = content_tokens(response)
     if not words:
         return None
@@ -141,7 +221,20 @@ def _bleu():
 
 
 def bleu_vs_knowledge(knowledge: str, response: str) -> float:
-    """Sentence BLEU (0–100) of the response with the knowledge as its reference."""
+    """Sentence BLEU (0–100) of the response with the knowledge as its reference, both lowercased.
+
+    Args:
+        knowledge (`str`): the document.
+        response (`str`): the response.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import bleu_vs_knowledge
+    >>> round(bleu_vs_knowledge("Emperor penguins live only in Antarctica. They breed during the Antarctic winter.", "Emperor penguins live only in Antarctica."), 4)
+    36.7879
+    ```
+    """
     return float(_bleu().sentence_score(response, [knowledge]).score)
 
 
@@ -150,6 +243,19 @@ class TextOverlap(Metric):
     ``document_bleu``, not :class:`Lexical`'s ``bleu``, which is against the gold response).
 
     Both compare the response with the knowledge only; histories and references are ignored.
+
+    Args:
+        kind (`str`, defaults to "overlap-f1"): ``"overlap-f1"`` (:func:`token_f1_overlap`) or ``"document-bleu"``
+            (:func:`bleu_vs_knowledge`).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import TextOverlap
+    >>> TextOverlap("document-bleu").compute(documents=["Emperor penguins live only in Antarctica. They breed during the Antarctic winter."],
+    ...                                      responses=["Emperor penguins live only in Antarctica."])
+    {'document_bleu': [36.78794411714425], 'mean_document_bleu': 36.78794411714425}
+    ```
     """
 
     def __init__(self, kind: str = "overlap-f1"):
@@ -182,6 +288,17 @@ class Lexical(Metric):
     when ``references`` are given ``token_f1`` (:func:`token_f1` against the reference) and
     ``bleu`` (sacrebleu sentence BLEU against the reference, 0–100). :meth:`compute` adds
     ``corpus_bleu``, the sacrebleu corpus BLEU that papers report.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import Lexical
+    >>> result = Lexical().compute(documents=["Emperor penguins live only in Antarctica. They breed during the Antarctic winter."] * 2,
+    ...                            responses=["They live only in Antarctica.", "They live in the Arctic."],
+    ...                            references=["Only in Antarctica.", "In Antarctica."])
+    >>> result["knowledge_precision"], [round(f1, 4) for f1 in result["token_f1"]], round(result["corpus_bleu"], 4)
+    ([1.0, 0.5], [0.75, 0.3333], 16.2334)
+    ```
     """
 
     score_keys = ("knowledge_precision", "token_f1", "bleu")
@@ -209,14 +326,39 @@ class Lexical(Metric):
 
 
 def corpus_bleu(responses: Sequence[str], references: Sequence[str]) -> float:
-    """sacrebleu corpus BLEU (0–100) of the responses against one reference each."""
+    """sacrebleu corpus BLEU (0–100) of the responses against one reference each, as papers report it.
+
+    Args:
+        responses (`Sequence[str]`): the responses.
+        references (`Sequence[str]`): one reference per response.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import corpus_bleu
+    >>> round(corpus_bleu(["They live only in Antarctica."], ["They live only in Antarctica, in the cold."]), 4)
+    40.8306
+    ```
+    """
     import sacrebleu
 
     return float(sacrebleu.corpus_bleu(list(responses), [list(references)]).score)
 
 
 def is_repeated(response: str) -> bool:
-    """Whether the response loops (see :data:`REPEAT_RUN`); words are lowercased ``\\w+`` runs."""
+    """Whether the response loops (see :data:`REPEAT_RUN`); words are lowercased ``\\w+`` runs.
+
+    Args:
+        response (`str`): the response.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import is_repeated
+    >>> is_repeated("no no no"), is_repeated("i love it. i love it. i love it."), is_repeated("They live in Antarctica.")
+    (True, True, False)
+    ```
+    """
     words = _WORD.findall(response.lower())
     for start in range(len(words) - REPEAT_RUN + 1):
         if len(set(words[start : start + REPEAT_RUN])) == 1:
@@ -232,7 +374,18 @@ def is_repeated(response: str) -> bool:
 
 class ResponseForm(Metric):
     """The form of each response, no model needed: ``words`` (whitespace-separated), ``empty`` and ``repeated``
-    (:func:`is_repeated`), the last two as 0/1."""
+    (:func:`is_repeated`), the last two as 0/1, so their means are shares.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.lexical import ResponseForm
+    >>> result = ResponseForm().compute(documents=["Emperor penguins live only in Antarctica. They breed during the Antarctic winter."] * 3,
+    ...                                 responses=["They live only in Antarctica.", "", "no no no"])
+    >>> result["words"], result["empty"], result["repeated"], round(result["mean_repeated"], 4)
+    ([5, 0, 3], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0], 0.3333)
+    ```
+    """
 
     score_keys = ("words", "empty", "repeated")
 

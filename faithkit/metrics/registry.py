@@ -33,6 +33,21 @@ class Measure:
     ``higher_is_better`` its direction (None: neither, e.g. length), ``aggregate`` a name in
     :data:`faithkit.metrics.corpus.AGGREGATES` (``mean`` over responses with a value, or
     ``corpus_bleu`` of the responses against their references).
+
+    Args:
+        name (`str`): its column.
+        key (`str`): the per-response field it is made of.
+        title (`str`): its display name.
+        higher_is_better (`bool`, *optional*, defaults to True): its direction; None: neither.
+        aggregate (`str`, defaults to "mean"): how the responses' values become one number.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics import get_spec
+    >>> get_spec("form").measures[2]
+    Measure(name='repeated', key='repeated', title='share repeated', higher_is_better=False, aggregate='mean')
+    ```
     """
 
     name: str
@@ -44,7 +59,26 @@ class Measure:
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A metric's name (as on the command line), builder, score keys (main score first), options and measures."""
+    """A metric's name (as on the command line), builder, score keys (main score first), options and measures.
+
+    Args:
+        name (`str`): as on the command line.
+        build (`Callable`): makes the metric from its options (its class, imported on first use).
+        score_keys (`tuple[str, ...]`): the per-response scores, main score first.
+        options (`tuple[str, ...]`, defaults to ()): the constructor options the command line may pass.
+        needs_references (`bool`, defaults to False): whether it reads gold responses.
+        summary (`str`, defaults to ""): one line for tables and ``--help``.
+        measures (`tuple[Measure, ...]`, defaults to ()): its corpus-level numbers.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics import get_spec
+    >>> spec = get_spec("pmi-faith")
+    >>> spec.score_keys, spec.options, spec.runs_on_device
+    (('pmi', 'uncond_pmi'), ('model', 'batch_size', 'device', 'dtype', 'normalize', 'max_length', 'unconditional'), True)
+    ```
+    """
 
     name: str
     build: _Lazy
@@ -216,7 +250,16 @@ FAITH_JUDGE_WEIGHTS = Path(__file__).with_name("judge_weights.json")
 
 
 def faith_judge_lm() -> str:
-    """The judge LM faith-judge's shipped weights were fitted with, read without importing the judge (numpy, scipy)."""
+    """The judge LM faith-judge's shipped weights were fitted with, read without importing the judge (numpy, scipy).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.registry import faith_judge_lm
+    >>> faith_judge_lm()
+    'smollm2-135m'
+    ```
+    """
     from ..data.schema import TEXT, Object, read_json_file
 
     return read_json_file(FAITH_JUDGE_WEIGHTS, Object({"model": TEXT}), "reinstall faithkit")["model"]
@@ -225,7 +268,24 @@ def faith_judge_lm() -> str:
 def metric_names(names, allowed: Sequence[str] = METRIC_NAMES) -> tuple[str, ...]:
     """The metrics ``names`` (a list, or comma-separated text as flags and config files write them), each once. The
     one reader of metric lists, for flags and config keys alike: a name not of
-    ``allowed`` is an ``argparse.ArgumentTypeError``, so a flag says ``argument --metrics: must be one of …``."""
+    ``allowed`` is an ``argparse.ArgumentTypeError``, so a flag says ``argument --metrics: must be one of …``.
+
+    Args:
+        names (`str` or `Iterable[str]`): the metrics.
+        allowed (`Sequence[str]`, defaults to `METRIC_NAMES`): the names accepted.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.registry import metric_names
+    >>> metric_names("pmi-faith, lexical,pmi-faith")
+    ('pmi-faith', 'lexical')
+    >>> metric_names("pmi", allowed=("pmi-faith", "lexical"))
+    Traceback (most recent call last):
+      ...
+    argparse.ArgumentTypeError: must be one of pmi-faith, lexical, got 'pmi'
+    ```
+    """
     import argparse
 
     given = names.split(",") if isinstance(names, str) else names
@@ -238,13 +298,41 @@ def metric_names(names, allowed: Sequence[str] = METRIC_NAMES) -> tuple[str, ...
 
 
 def metric_name(text: str) -> str:
-    """The argparse type of a flag naming one metric (``--metric``): :func:`metric_names` of one."""
+    """The argparse type of a flag naming one metric (``--metric``): :func:`metric_names` of one.
+
+    Args:
+        text (`str`): the flag's value.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.registry import metric_name
+    >>> metric_name(" form ")
+    'form'
+    ```
+    """
     [name] = metric_names([text])
     return name
 
 
 def get_spec(name: str) -> MetricSpec:
-    """The metric ``name``; a ConfigError naming the metrics for an unknown one."""
+    """The metric ``name``; a ConfigError naming the metrics for an unknown one.
+
+    Args:
+        name (`str`): a name of :data:`METRICS`.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics import get_spec
+    >>> get_spec("form").summary
+    'words per response, and the shares of empty and looping responses (no model)'
+    >>> get_spec("bleu")
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: unknown metric 'bleu'; choose one of pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, faithkit-checker, llm-judge, overlap-f1, document-bleu, lexical, form
+    ```
+    """
     if name not in METRICS:
         raise ConfigError(f"unknown metric '{name}'; choose one of {', '.join(METRIC_NAMES)}")
     return METRICS[name]
@@ -252,7 +340,19 @@ def get_spec(name: str) -> MetricSpec:
 
 def option_defaults(name: str) -> dict:
     """The metric's options with their constructor defaults, so a setting given at its default is the setting
-    left out (job fingerprints compare them)."""
+    left out (job fingerprints compare them).
+
+    Args:
+        name (`str`): a name of :data:`METRICS`.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.registry import option_defaults
+    >>> option_defaults("pmi-faith")
+    {'model': 'bigscience/bloom-560m', 'batch_size': 8, 'device': None, 'dtype': None, 'normalize': 'mean', 'max_length': None, 'unconditional': True}
+    ```
+    """
     spec = get_spec(name)
     builder = spec.build.target() if isinstance(spec.build, _Lazy) else spec.build  # a plain callable: its own
     parameters = inspect.signature(builder).parameters
@@ -273,7 +373,20 @@ of a fingerprint. A served model is in it by the id its server gives it."""
 def metric_fingerprint(name: str, options: Mapping) -> dict:
     """The metric part of a job fingerprint: ``{"metric": name, "metric_options": ...}`` with the options that change
     a score. An option at its default is left out (given or not, it is the same setting), a model is its identity
-    (a served one's, its server's model id: the server is asked), and the :data:`RUN_OPTIONS` are dropped."""
+    (a served one's, its server's model id: the server is asked), and the :data:`RUN_OPTIONS` are dropped.
+
+    Args:
+        name (`str`): a name of :data:`METRICS`.
+        options (`Mapping`): the options given.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.registry import metric_fingerprint
+    >>> metric_fingerprint("pmi-faith", {"batch_size": 4, "normalize": "sum", "unconditional": True})
+    {'metric': 'pmi-faith', 'metric_options': {'normalize': 'sum'}}
+    ```
+    """
     defaults = option_defaults(name)
     kept = {
         key: value
@@ -297,7 +410,26 @@ def metric_fingerprint(name: str, options: Mapping) -> dict:
 
 def check_options(name: str, options: Iterable[str]) -> MetricSpec:
     """The metric's spec; a ConfigError if it is unknown, does not take one of ``options`` or (given as a mapping) one
-    of their values is NaN, infinite or refused by its declaration (:class:`~faithkit.metrics.metric_options.MetricOptions`)."""
+    of their values is NaN, infinite or refused by its declaration (:class:`~faithkit.metrics.metric_options.MetricOptions`).
+
+    Args:
+        name (`str`): a name of :data:`METRICS`.
+        options (`Iterable[str]` or `Mapping`): the options' names, or the options with their values.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.registry import check_options
+    >>> check_options("lexical", {"model": "smollm2-135m"})
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: metric 'lexical' takes no option model; its options are none
+    >>> check_options("pmi-faith", {"batch_size": 0})
+    Traceback (most recent call last):
+      ...
+    faithkit.settings.options.OptionError: metric 'pmi-faith' option batch_size must be at least 1, got 0
+    ```
+    """
     spec = get_spec(name)
     for key, value in options.items() if isinstance(options, Mapping) else ():
         check_finite(value, f"metric '{name}' option {key}")
@@ -314,7 +446,23 @@ def check_options(name: str, options: Iterable[str]) -> MetricSpec:
 def check_scores(records: Iterable[dict], source, keys: Iterable[str] | None = None) -> None:
     """Every score field a scores file read back holds (``keys``, default: every registered metric's) is a number
     or null (undefined); otherwise an InputError naming the file, the record and the field, as a hand-edited file
-    would have it."""
+    would have it.
+
+    Args:
+        records (`Iterable[dict]`): the file's records.
+        source (`str` or `Path`): the file, for the message.
+        keys (`Iterable[str]`, *optional*): the score fields to check (default: every registered metric's).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.registry import check_scores
+    >>> check_scores([{"id": "r1", "pmi": "high"}], "scores.jsonl")
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.InputError: scores.jsonl: record 'r1' has pmi "high" where a number (or null) is expected; fix the file, or score its rows again
+    ```
+    """
     from ..errors import InputError
 
     keys = set(keys or (key for spec in METRICS.values() for key in spec.score_keys))
@@ -329,12 +477,44 @@ def check_scores(records: Iterable[dict], source, keys: Iterable[str] | None = N
 
 
 def load_metric(name: str, **options):
-    """Build a metric by name; ``options`` are its constructor's keyword arguments (see ``MetricSpec.options``)."""
+    """Build a metric by name, its options checked first (before a model loads).
+
+    Args:
+        name (`str`): a name of :data:`METRICS`.
+        **options (`Any`): its constructor's keyword arguments (:attr:`MetricSpec.options`).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics import load_metric
+    >>> metric = load_metric("overlap-f1")
+    >>> metric.compute(documents=["Emperor penguins live only in Antarctica."], responses=["They live in Antarctica."])
+    {'overlap_f1': [0.6666666666666666], 'mean_overlap_f1': 0.6666666666666666}
+    ```
+    """
     return check_options(name, options).build(**options)
 
 
 def load_metrics(names: Iterable[str], options: dict[str, dict] | None = None) -> dict[str, object]:
-    """Several metrics by name, each with its own options: ``{"pmi-faith": {"model": "gemma3-270m"}}``."""
+    """Several metrics by name, each with its own options, all checked before any is built.
+
+    Args:
+        names (`Iterable[str]`): the metrics.
+        options (`dict[str, dict]`, *optional*): each metric's options by its name, e.g.
+            ``{"pmi-faith": {"model": "gemma3-270m"}}``.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics import load_metrics
+    >>> {name: type(metric).__name__ for name, metric in load_metrics(["form", "lexical"]).items()}
+    {'form': 'ResponseForm', 'lexical': 'Lexical'}
+    >>> load_metrics(["form"], {"lexical": {}})
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: options given for metrics not asked for: lexical
+    ```
+    """
     names = list(dict.fromkeys(names))
     options = options or {}
     for name in [*names, *options]:

@@ -1,13 +1,15 @@
 """faithkit's metrics as ``evaluate`` modules, shipped inside the package and loaded from their folder, offline.
 
-Every metric of the registry is one, under its registry name (:func:`evaluate_path`)::
+Every metric of the registry is one, under its registry name (:func:`evaluate_path`):
 
-    import evaluate
-    from faithkit.metrics import evaluate_path
+```python
+import evaluate
+from faithkit.metrics import evaluate_path
 
-    pmi = evaluate.load(evaluate_path("pmi-faith"), model="smollm2-135m")
-    pmi.add_batch(documents=[...], histories=[[...]], responses=[...])
-    pmi.compute()              # the same dict as PMIFaith(model="smollm2-135m").compute(...)
+pmi = evaluate.load(evaluate_path("pmi-faith"), model="smollm2-135m")
+pmi.add_batch(documents=[...], histories=[[...]], responses=[...])
+pmi.compute()  # the same dict as PMIFaith(model="smollm2-135m").compute(...)
+```
 
 Each folder (the metric's name with ``_`` for ``-`` and ``.``: ``pmi_faith/``, ``hhem_2_1_open/``) holds the module
 ``evaluate.load`` imports, named after the folder, and a metric card, ``README.md``. The
@@ -50,7 +52,24 @@ _EVALUATE_ARGUMENTS = set(inspect.signature(evaluate.EvaluationModule.__init__).
 
 def evaluate_path(name: str) -> str:
     """The folder of the ``evaluate`` module of the metric ``name``, one of :data:`MODULES` (every registered metric,
-    by the one name the registry gives it, and no other)."""
+    by the one name the registry gives it, and no other), which ``evaluate.load`` reads without the hub.
+
+    Args:
+        name (`str`): a metric's registry name.
+
+    Examples:
+
+    ```python
+    >>> from pathlib import Path
+    >>> from faithkit.metrics import evaluate_path
+    >>> Path(evaluate_path("pmi-faith")).name
+    'pmi_faith'
+    >>> evaluate_path("bleu")
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: no evaluate module 'bleu'; choose one of pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, faithkit-checker, llm-judge, overlap-f1, document-bleu, lexical, form
+    ```
+    """
     if name not in MODULES:
         raise ConfigError(f"no evaluate module '{name}'; choose one of {', '.join(MODULES)}")
     return str(FOLDER / MODULES[name])
@@ -61,6 +80,22 @@ class RegistryMetric(evaluate.Metric):
 
     Subclasses (one per module file) set ``registry_name`` and ``inputs``, the columns ``compute`` and ``add_batch``
     take (``evaluate`` needs each of them in every call).
+
+    Args:
+        **kwargs (`Any`): ``evaluate.load``'s own arguments (``cache_dir``, ``experiment_id``, …) and the metric's
+            options (``model``, ``batch_size``, …), checked before anything loads.
+
+    Examples:
+
+    ```python
+    >>> import evaluate
+    >>> from faithkit.metrics import evaluate_path
+    >>> overlap = evaluate.load(evaluate_path("overlap-f1"))  # a RegistryMetric
+    >>> overlap.add_batch(documents=["Emperor penguins live only in Antarctica."], responses=["They live in the Arctic."])
+    >>> overlap.add(documents="Emperor penguins live only in Antarctica.", responses="They live only in Antarctica.")
+    >>> [round(f1, 4) for f1 in overlap.compute()["overlap_f1"]]
+    [0.0, 0.0]
+    ```
     """
 
     registry_name: str
@@ -107,7 +142,20 @@ class RegistryMetric(evaluate.Metric):
 
 
 def metric_card(module: str) -> dict[str, str]:
-    """The ``## `` sections of a module's README.md by heading (their text, headings of lower levels included)."""
+    """The ``## `` sections of a module's README.md by heading (their text, headings of lower levels included): the
+    card is the one source of the module's description, inputs and citation.
+
+    Args:
+        module (`str`): the module's folder name (``pmi_faith``).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.evaluate_modules import metric_card
+    >>> list(metric_card("pmi_faith"))
+    ['Metric Description', 'How to Use', 'Limitations and Bias', 'Citation', 'Further References']
+    ```
+    """
     text = (FOLDER / module / "README.md").read_text(encoding="utf-8")
     body = text.split("\n---\n", 1)[1] if text.startswith("---\n") else text  # past the YAML front matter
     parts = re.split(r"^## (.+)$", body, flags=re.MULTILINE)
