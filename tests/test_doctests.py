@@ -194,10 +194,11 @@ def parameters(item) -> list[str]:
 
 
 def missing_parts(item) -> list[str]:
-    """What ``item``'s docstring lacks of a front door: Args naming each parameter, an example showing output."""
+    """What ``item``'s docstring lacks of a front door: Args (a NamedTuple's Attributes) naming each parameter, an
+    example showing output."""
     found = sections(item.__doc__ or "")
     gaps = []
-    args = found.get("Args", "")
+    args = found.get("Args", "") + found.get("Attributes", "")  # a NamedTuple's fields are its attributes
     named = [name for name in parameters(item) if not re.search(rf"^\s*{re.escape(name)} \(", args, re.MULTILINE)]
     if named:
         gaps.append(f"Args for {', '.join(named)}")

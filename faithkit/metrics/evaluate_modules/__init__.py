@@ -94,7 +94,7 @@ class RegistryMetric(evaluate.Metric):
     >>> overlap.add_batch(documents=["Emperor penguins live only in Antarctica."], responses=["They live in the Arctic."])
     >>> overlap.add(documents="Emperor penguins live only in Antarctica.", responses="They live only in Antarctica.")
     >>> [round(f1, 4) for f1 in overlap.compute()["overlap_f1"]]
-    [0.0, 0.0]
+    [0.3333, 0.6667]
     ```
     """
 
