@@ -9,7 +9,7 @@ How a docstring's example is written (docs/contributing.md tells writers the sam
 * the fence lines are not part of the example (a closing fence may follow the last output directly);
 * an example imports what it uses: it runs in a namespace of its own, not its module's.
 
-Examples that name a real offline model (``smollm2-135m``, ``gemma3-270m``, the checker that ships on SmolLM2) are
+Examples that load a real offline model (``smollm2-135m``, ``gemma3-270m``, the checker that ships on SmolLM2) are
 ``slow`` and run in the real models' group of workers; there :func:`faithkit.serving.models.load` reads each model
 from disk once per test run and hands every example a copy of its own (an example may change its model: the
 checker merges its adapter into it). The others use small hand-made inputs or tiny random models and take well under
@@ -33,7 +33,11 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("faithkit/decoding", "faithkit/metrics", "faithkit/checker")
 """Where docstrings' examples run: the front doors of decoding, of the metrics, and of the claim checker."""
-REAL_MODELS = re.compile(r"smollm2-135m|gemma3-270m|faithkit-checker|load_checker|preset=\"offline\"")
+REAL_MODELS = re.compile(
+    r"models\.(load|resolve)\(|load_checker\(|model=\"(smollm2-135m|gemma3-270m)\"|load_metric\(\"faithkit-checker\"|"
+    r"preset=\"offline\""
+)
+"""An example that loads a real offline model (or its tokenizer: a fresh clone converts the model first)."""
 FENCE = re.compile(r"^\s*```\w*\s*$")
 OPTIONS = doctest.NORMALIZE_WHITESPACE
 """A long list may wrap where the example shows it wrapped; nothing else is loose (no ellipsis)."""

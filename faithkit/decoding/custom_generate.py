@@ -10,10 +10,12 @@ transformers' ``generate(custom_generate=...)`` (since 4.56) takes either
 * a folder (a hub repository or a local path) holding ``custom_generate/generate.py``, which replaces generate
   whole. :data:`PMI_DECODE_FOLDER`, shipped in this package, is such a folder, ready to upload as it is; its
   ``generate`` is :func:`pmi_generate`, which builds the two views from ``documents`` and ``histories`` and
-  decodes with :func:`pmi_decoding`::
+  decodes with :func:`pmi_decoding`:
 
-      model.generate(custom_generate=str(PMI_DECODE_FOLDER), trust_remote_code=True, tokenizer=tokenizer,
-                     documents=documents, histories=histories, alpha=0.25, top_p=0.6, max_new_tokens=40)
+```python
+model.generate(custom_generate=str(PMI_DECODE_FOLDER), trust_remote_code=True, tokenizer=tokenizer,
+               documents=documents, histories=histories, alpha=0.25, top_p=0.6, max_new_tokens=40)
+```
 """
 
 from __future__ import annotations
@@ -58,7 +60,36 @@ def pmi_decoding(
     ``PMIDecode(do_sample=True, temperature=..., top_k=...)`` applies them (``top_p`` is PMI-DECODE's own).
 
     Wide signature: transformers' ``custom_generate`` calls a decoding loop with these keywords, and hands it only
-    the keywords its signature names, so PMI-DECODE's two cannot ride in ``model_kwargs``."""
+    the keywords its signature names, so PMI-DECODE's two cannot ride in ``model_kwargs``.
+
+    Args:
+        model (`PreTrainedModel`): the generator (generate passes it).
+        input_ids (`torch.LongTensor`): the two views of each context, as :func:`~faithkit.decoding.build_inputs`
+            lays them out.
+        logits_processor (`LogitsProcessorList`): generate's prepared processors; PMI-DECODE goes before its
+            sampling warpers.
+        stopping_criteria (`StoppingCriteriaList`): generate's.
+        generation_config (`GenerationConfig`): generate's (its ``num_beams`` and ``do_sample`` choose the loop).
+        synced_gpus (`bool`, defaults to False): generate's.
+        streamer (`BaseStreamer`, *optional*): generate's (greedy and sampling only).
+        alpha (`float`, defaults to 0.25): weight of the PMI term, in [0, 1].
+        top_p (`float`, defaults to 0.6): nucleus of P(y | d, h), in (0, 1].
+        **model_kwargs (`Any`): the rest of generate's inputs (the attention mask, the cache).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.serving import models
+    >>> from faithkit.decoding import build_inputs, decode_responses
+    >>> from faithkit.decoding.custom_generate import pmi_decoding
+    >>> model, tokenizer = models.load("smollm2-135m")
+    >>> inputs = build_inputs(model, tokenizer, ["The Eiffel Tower is 330 metres tall."],
+    ...                       [["How tall is the Eiffel Tower?"]])
+    >>> outputs = model.generate(**inputs, custom_generate=pmi_decoding, alpha=0.25, top_p=0.6, max_new_tokens=12)
+    >>> decode_responses(model, tokenizer, outputs, inputs)  # the tokens of logits_processor=[PMIDecode(0.25, 0.6)]
+    ['The Eiffel Tower is 330 metres tall.']
+    ```
+    """
     parameters = PMI(alpha, top_p)
     sampled = bool(generation_config.do_sample)
     processor = PMIDecode(
@@ -97,6 +128,29 @@ def pmi_generate(
     ``max_context_tokens`` (cut longer contexts, keeping their end), and generate's own (``max_new_tokens``,
     ``num_beams``, ``do_sample``, ...). Returns the conditioned rows only: ``B x num_return_sequences`` sequences (or generate's
     output object holding them, with ``return_dict_in_generate``), prompt included, as generate returns them.
+
+    Args:
+        model (`PreTrainedModel`): the generator.
+        documents (`Sequence[str]`): one grounding document per context (required).
+        histories (`Sequence`): one dialogue history per context (required).
+        tokenizer (`PreTrainedTokenizerBase`): the model's tokenizer (required).
+        template (`PromptTemplate`, *optional*): the prompt layout (default: the chat template of an instruct model).
+        **generate_arguments (`Any`): ``alpha``, ``top_p``, ``max_context_tokens`` and generate's own.
+
+    Examples:
+
+    The folder loaded as transformers loads a hub repository's ``custom_generate``:
+
+    ```python
+    >>> from faithkit.serving import models
+    >>> from faithkit.decoding.custom_generate import PMI_DECODE_FOLDER
+    >>> model, tokenizer = models.load("smollm2-135m")
+    >>> outputs = model.generate(custom_generate=str(PMI_DECODE_FOLDER), trust_remote_code=True, tokenizer=tokenizer,
+    ...                          documents=["The Eiffel Tower is 330 metres tall."],
+    ...                          histories=[["How tall is the Eiffel Tower?"]], max_new_tokens=12)
+    >>> tokenizer.decode(outputs[0], skip_special_tokens=True).splitlines()[-1]  # the prompt, then the response
+    'The Eiffel Tower is 330 metres tall.'
+    ```
     """
     from .generation_options import GenerationOptions
     from .inputs import build_inputs

@@ -15,7 +15,18 @@ import numpy as np
 
 
 class Mean:
-    """The mean of a per-response value over the responses that have one (booleans count as 0/1)."""
+    """The mean of a per-response value over the responses that have one (booleans count as 0/1): each response's
+    statistics are ``(value, 1)``, or ``(0, 0)`` without a value.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.corpus import Mean
+    >>> statistics = Mean().statistics([1.0, None, 0.5, True], responses=[], references=None)
+    >>> statistics.tolist(), round(Mean().finish(statistics.sum(axis=0)), 4)
+    ([[1.0, 1.0], [0.0, 0.0], [0.5, 1.0], [1.0, 1.0]], 0.8333)
+    ```
+    """
 
     name = "mean"
 
@@ -27,7 +38,19 @@ class Mean:
 
 
 class CorpusBLEU:
-    """sacrebleu's corpus BLEU (0–100) of the responses against their references; None without references."""
+    """sacrebleu's corpus BLEU (0–100) of the responses against their references; None without references. Each
+    response's statistics are its n-gram matches and lengths, which add up over a corpus.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.corpus import CorpusBLEU
+    >>> statistics = CorpusBLEU().statistics([], ["They live only in Antarctica."],
+    ...                                      ["They live only in Antarctica, in the cold."])
+    >>> statistics.shape, round(CorpusBLEU().finish(statistics.sum(axis=0)), 4)
+    ((1, 10), 40.8306)
+    ```
+    """
 
     name = "corpus_bleu"
 
@@ -51,7 +74,22 @@ AGGREGATES = {aggregate.name: aggregate for aggregate in (Mean(), CorpusBLEU())}
 
 
 def corpus_value(aggregate: str, values: Sequence, responses: Sequence[str], references: Sequence[str] | None):
-    """The corpus number itself (None when it cannot be computed)."""
+    """The corpus number itself (None when it cannot be computed).
+
+    Args:
+        aggregate (`str`): a name of :data:`AGGREGATES` (``mean``, ``corpus_bleu``).
+        values (`Sequence`): each response's value (None: none).
+        responses (`Sequence[str]`): the responses.
+        references (`Sequence[str]`, *optional*): their references (corpus BLEU needs them).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.corpus import corpus_value
+    >>> corpus_value("mean", [1.0, None, 0.5], ["a", "b", "c"], None), corpus_value("corpus_bleu", [None], ["a"], None)
+    (0.75, None)
+    ```
+    """
     method = AGGREGATES[aggregate]
     statistics = method.statistics(values, responses, references)
     return None if statistics is None or not len(statistics) else method.finish(statistics.sum(axis=0))

@@ -63,6 +63,20 @@ def signals(row: dict, document: str, response: str) -> dict[str, float]:
 
     A response without content words has no knowledge precision; it counts as 0 here (none of
     its words is shown to come from the document), which is how BEGIN labels such generic replies.
+
+    Args:
+        row (`dict`): the response's PMI-FAITH row (and the checker's keys, where it ran).
+        document (`str`): the document.
+        response (`str`): the response.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.faith_judge import signals
+    >>> found = signals({"pmi": 1.2, "faithkit_checker": 0.58}, "Emperor penguins live only in Antarctica.", "They live only in Antarctica.")
+    >>> {name: round(value, 4) for name, value in found.items()}
+    {'pmi': 1.2, 'checker_supported': 0.58, 'knowledge_precision': 1.0, 'overlap_f1': 0.6667, 'log_words': 1.7918}
+    ```
     """
     precision = knowledge_precision(document, response)
     values = {key: float(row[key]) for key in LM_SIGNALS if key in row}  # uncond_pmi: if its views ran
@@ -77,7 +91,27 @@ def signals(row: dict, document: str, response: str) -> dict[str, float]:
 
 @dataclass(frozen=True)
 class JudgeWeights:
-    """A fitted judge: feature names with their standardisation, coefficients, and where they come from."""
+    """A fitted judge: feature names with their standardisation, coefficients, and where they come from.
+
+    Args:
+        features (`tuple[str, ...]`): the signals it reads, names of :data:`CANDIDATES`.
+        means (`tuple[float, ...]`): each signal's mean on the fitting data.
+        stds (`tuple[float, ...]`): each signal's standard deviation there.
+        coefficients (`tuple[float, ...]`): each standardised signal's weight.
+        intercept (`float`): the logit's intercept.
+        model (`str`): the judge LM the LM signals came from.
+        l2 (`float`): the penalty it was fitted with.
+        fitted_on (`str`): the data it was fitted on.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.faith_judge import JudgeWeights
+    >>> shipped = JudgeWeights.load()  # judge_weights.json, beside the module
+    >>> shipped.features, shipped.model
+    (('knowledge_precision', 'pmi', 'pmi_softmin', 'js_mean', 'logp_history', 'log_words'), 'smollm2-135m')
+    ```
+    """
 
     features: tuple[str, ...]
     means: tuple[float, ...]
@@ -113,6 +147,21 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, f
     """Coefficients and intercept minimising mean log-loss + ``l2`` / 2 * |w|^2 (intercept not penalised).
 
     ``x`` should be standardised (``l2`` then weighs every feature alike). L-BFGS on the exact gradient.
+
+    Args:
+        x (`np.ndarray`): ``(rows, features)``, standardised.
+        y (`np.ndarray`): 0/1 labels.
+        l2 (`float`): the penalty on the coefficients.
+
+    Examples:
+
+    ```python
+    >>> import numpy as np
+    >>> from faithkit.metrics.faith_judge import fit_logistic
+    >>> coefficients, intercept = fit_logistic(np.array([[-1.0], [0.0], [1.0], [2.0]]), np.array([0, 0, 1, 1]), l2=0.1)
+    >>> round(float(coefficients[0]), 2), round(intercept, 2)
+    (1.51, -0.75)
+    ```
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
 
@@ -127,7 +176,27 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, f
 
 
 def fit_judge(table: list[dict], labels, features, l2: float, model: str, fitted_on: str) -> JudgeWeights:
-    """:class:`JudgeWeights` fitted on ``table`` (one :func:`signals` dict per row) and 0/1 ``labels``."""
+    """:class:`JudgeWeights` fitted on ``table`` (one :func:`signals` dict per row) and 0/1 ``labels``, its features
+    standardised first so that ``l2`` weighs them alike.
+
+    Args:
+        table (`list[dict]`): one :func:`signals` dict per row.
+        labels (`Sequence[int]`): 1 faithful, 0 not.
+        features (`Sequence[str]`): the signals to use.
+        l2 (`float`): the penalty on the coefficients.
+        model (`str`): the judge LM the signals came from.
+        fitted_on (`str`): what the rows are, for the weights file.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.faith_judge import fit_judge
+    >>> table = [{"pmi": -0.5}, {"pmi": 0.2}, {"pmi": 1.0}, {"pmi": 1.5}]
+    >>> weights = fit_judge(table, [0, 0, 1, 1], ["pmi"], l2=0.1, model="smollm2-135m", fitted_on="four rows")
+    >>> weights.means, round(weights.logit({"pmi": 1.2}), 2)
+    ((0.55,), 1.29)
+    ```
+    """
     x = np.array([[row[f] for f in features] for row in table], dtype=float)
     means, stds = x.mean(0), x.std(0)
     stds[stds == 0] = 1.0
@@ -153,6 +222,30 @@ class FaithJudge(Metric):
     on other scales.
     Each row also carries PMI-FAITH's fields, the evidence (``token_js``, ...), the checker's scores and the
     signals used.
+
+    Args:
+        model (`str` or `PreTrainedModel`, *optional*): the judge LM (default: the weights').
+        tokenizer (`PreTrainedTokenizerBase`, *optional*): a loaded model's tokenizer.
+        batch_size (`int`, defaults to 8): sequences per forward pass.
+        device (`str`, *optional*): where the models run.
+        max_length (`int`, *optional*): context and response tokens at most (default: the model's window).
+        weights (`str` or `Path`, defaults to the shipped `judge_weights.json`): a weights file
+            (:meth:`JudgeWeights.save`).
+        dtype (`str`, *optional*): the models' precision.
+        unconditional (`bool`, *optional*): whether PMI-FAITH's two unconditional views run too (None: when the
+            weights use ``uncond_pmi``); a meta-evaluation that also asks for pmi-faith under the same LM sets it, so
+            that PMI-FAITH's rows are read off the judge's (:class:`PMIFaithOffJudge`).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.faith_judge import FaithJudge
+    >>> judge = FaithJudge(model="smollm2-135m")  # the LM the shipped weights were fitted with: offline
+    >>> result = judge.compute(documents=["Emperor penguins live only in Antarctica."] * 2, histories=[["Where do they live?"]] * 2,
+    ...                        responses=["They live only in Antarctica.", "They live in the Arctic."])
+    >>> [round(score, 2) for score in result["faith_judge"]]  # P(faithful)
+    [0.97, 0.46]
+    ```
     """
 
     score_keys = ("faith_judge",)
@@ -168,9 +261,6 @@ class FaithJudge(Metric):
         dtype=None,
         unconditional: bool | None = None,
     ):
-        """``unconditional``: whether PMI-FAITH's two unconditional views run too (None: when the weights use
-        ``uncond_pmi``); a meta-evaluation that also asks for pmi-faith under the same LM sets it, so that
-        PMI-FAITH's rows, ``uncond_pmi`` included, are read off the judge's (:class:`PMIFaithOffJudge`)."""
         from .pmi_faith import PMIFaith
 
         check_option_values(batch_size=batch_size, max_length=max_length)
@@ -238,14 +328,40 @@ _RECORD_KEYS = {"id", "cell", "row", "document", "history", "response", "extras"
 def pmi_faith_part(row: dict, unconditional: bool = False) -> dict:
     """The fields of a faith-judge row (or record) that PMI-FAITH under the same judge LM gives, with its
     unconditional views when ``unconditional``: what a sweep or meta-evaluation that asks for both reads off the
-    judge's rows instead of running the LM again."""
+    judge's rows instead of running the LM again.
+
+    Args:
+        row (`dict`): a faith-judge row or record.
+        unconditional (`bool`, defaults to False): keep the unconditional views' fields.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.faith_judge import pmi_faith_part
+    >>> pmi_faith_part({"id": "r1", "faith_judge": 0.8, "pmi": 1.1, "uncond_pmi": 3.0, "signal_pmi": 1.1})
+    {'pmi': 1.1}
+    ```
+    """
     dropped = _NOT_PMI_FAITH | _RECORD_KEYS | (set() if unconditional else _UNCONDITIONAL)
     return {key: value for key, value in row.items() if key not in dropped and not key.startswith("signal_")}
 
 
 def shares_judge_lm(judge_options: dict, pmi_faith_options: dict) -> bool:
     """Whether faith-judge and pmi-faith with these options (as their constructors take them) run the same judge LM
-    the same way, so that PMI-FAITH's rows can be read off the judge's (:class:`PMIFaithOffJudge`)."""
+    the same way, so that PMI-FAITH's rows can be read off the judge's (:class:`PMIFaithOffJudge`).
+
+    Args:
+        judge_options (`dict`): faith-judge's options.
+        pmi_faith_options (`dict`): pmi-faith's options.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.faith_judge import shares_judge_lm
+    >>> shares_judge_lm({"model": "gpt2"}, {"model": "gpt2"}), shares_judge_lm({"model": "gpt2"}, {"model": "gpt2", "normalize": "sum"})
+    (True, False)
+    ```
+    """
     from ..serving import models
     from .registry import option_defaults
 
@@ -262,7 +378,23 @@ def shares_judge_lm(judge_options: dict, pmi_faith_options: dict) -> bool:
 class PMIFaithOffJudge(Metric):
     """PMI-FAITH read off faith-judge's records under the same judge LM (:func:`pmi_faith_part`), by
     (document, history, response), so asking for both runs the LM once. A response the records lack is a
-    ValueError (that row's error)."""
+    ValueError (that row's error).
+
+    Args:
+        records (`Iterable[dict]`): faith-judge's records (document, history, response and the row's fields).
+        unconditional (`bool`, defaults to False): read the unconditional views' fields too.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.faith_judge import PMIFaithOffJudge
+    >>> records = [{"document": "Emperor penguins live only in Antarctica.", "history": ["Where?"], "response": "In Antarctica.",
+    ...             "faith_judge": 0.8, "pmi": 1.1}]
+    >>> PMIFaithOffJudge(records).compute(documents=["Emperor penguins live only in Antarctica."], histories=[["Where?"]],
+    ...                                   responses=["In Antarctica."])
+    {'pmi': [1.1], 'mean_pmi': 1.1}
+    ```
+    """
 
     score_keys = ("pmi", "uncond_pmi")
 

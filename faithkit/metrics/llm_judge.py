@@ -29,7 +29,34 @@ _ANSWER_WORD = re.compile(rf"\b({'|'.join(ANSWERS)})\b", re.IGNORECASE)
 
 
 def judge_messages(document: str, history: Sequence[str], response: str) -> list[dict]:
-    """The chat messages the judge gets: the page's faithfulness statement and definition about one response."""
+    """The chat messages the judge gets: the page's faithfulness statement and definition about one response, so a
+    model is asked what human raters are asked.
+
+    Args:
+        document (`str`): the document.
+        history (`Sequence[str]`): the dialogue's turns, the user's last.
+        response (`str`): the response.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.llm_judge import judge_messages
+    >>> messages = judge_messages("Emperor penguins live only in Antarctica.", ["Where do they live?"], "In the Arctic.")
+    >>> print(messages[1]["content"])
+    Document:
+    Emperor penguins live only in Antarctica.
+    <BLANKLINE>
+    Dialogue:
+    User: Where do they live?
+    <BLANKLINE>
+    Response:
+    In the Arctic.
+    <BLANKLINE>
+    Statement: Everything the response says can be inferred from the document.
+    Can the whole response be inferred from the document? Judge this regardless of relevance: a response that is off-topic for the dialogue but supported by the document is faithful.
+    Do you agree with the statement? Answer with one word: agree, neutral or disagree.
+    ```
+    """
     statement, definition = DIMENSIONS["faithfulness"]
     speakers = ["User" if (len(history) - i) % 2 else "Assistant" for i in range(len(history))]  # the last asks
     dialogue = "\n".join(f"{speaker}: {turn}" for speaker, turn in zip(speakers, history)) or "(no earlier turns)"
@@ -46,7 +73,20 @@ def judge_messages(document: str, history: Sequence[str], response: str) -> list
 
 def answer_probabilities(first_token: dict[str, float]) -> dict[str, float] | None:
     """Each answer's share of the probability the first token's alternatives give the answers (a token counts for
-    the one answer it begins: " Agree", "dis"); None when none begins an answer."""
+    the one answer it begins: " Agree", "dis"); None when none begins an answer.
+
+    Args:
+        first_token (`dict[str, float]`): the reply's first token's alternatives, token -> log-probability.
+
+    Examples:
+
+    ```python
+    >>> import math
+    >>> from faithkit.metrics.llm_judge import answer_probabilities
+    >>> answer_probabilities({" agree": math.log(0.6), " disagree": math.log(0.2), "The": math.log(0.1)})
+    {'agree': 0.7499999999999999, 'neutral': 0.0, 'disagree': 0.25}
+    ```
+    """
     mass = dict.fromkeys(ANSWERS, 0.0)
     for token, logprob in first_token.items():
         word = token.strip().lower()
@@ -59,7 +99,20 @@ def answer_probabilities(first_token: dict[str, float]) -> dict[str, float] | No
 
 def judged(reply: Reply) -> dict:
     """One row's fields: ``llm_judge`` (None when the reply names no answer and no logprobs weigh one), the reply's
-    ``answer``, and the weights ``answer_probs`` where the server sent logprobs."""
+    ``answer``, and the weights ``answer_probs`` where the server sent logprobs.
+
+    Args:
+        reply (`Reply`): the server's reply, with its first token's alternatives if it sent them.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.llm_judge import judged
+    >>> from faithkit.serving.engine import Reply
+    >>> judged(Reply("Disagree.")), judged(Reply("I cannot tell."))
+    ({'llm_judge': 0.0, 'answer': 'disagree'}, {'llm_judge': None, 'answer': 'I cannot tell.'})
+    ```
+    """
     named = _ANSWER_WORD.search(reply.text)
     answer = named.group(1).lower() if named else None
     probabilities = answer_probabilities(reply.first_token) if reply.first_token else None
@@ -72,7 +125,23 @@ def judged(reply: Reply) -> dict:
 
 
 class LLMJudge(Metric):
-    """Score responses by asking a served chat model whether the document supports them, in the ``evaluate`` style."""
+    """Score responses by asking a served chat model whether the document supports them, in the ``evaluate`` style.
+
+    Args:
+        server (`str`): the OpenAI-compatible API's base URL, e.g. ``http://127.0.0.1:8080/v1`` (llama.cpp's server).
+        served_model (`str`, *optional*): the model's name on the server (unset: its only model).
+        api_key (`str`, *optional*): the server's key (unset: ``$OPENAI_API_KEY``; local servers need none).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.llm_judge import LLMJudge
+    >>> LLMJudge()  # with a server, compute() asks it one request per row
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: llm-judge asks a served model: give the API's base URL with --server, e.g. http://127.0.0.1:8080/v1
+    ```
+    """
 
     score_keys = ("llm_judge",)
 
@@ -96,7 +165,23 @@ class LLMJudge(Metric):
 
 
 def served_engine(server: str | None, served_model: str | None, key: str | None) -> Engine:
-    """The judge's :class:`Engine` (it asks the server which model it serves); a ConfigError without ``server``."""
+    """The judge's :class:`Engine` (it asks the server which model it serves); a ConfigError without ``server``.
+
+    Args:
+        server (`str`, *optional*): the API's base URL.
+        served_model (`str`, *optional*): the model's name there.
+        key (`str`, *optional*): the API key.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.llm_judge import served_engine
+    >>> served_engine(None, None, None)
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: llm-judge asks a served model: give the API's base URL with --server, e.g. http://127.0.0.1:8080/v1
+    ```
+    """
     if not server:
         raise ConfigError(
             "llm-judge asks a served model: give the API's base URL with --server, e.g. http://127.0.0.1:8080/v1"

@@ -23,7 +23,38 @@ JUDGE_LM = "bigscience/bloom-560m"
 class MetricOptions:
     """Every option a metric may take, declared once: the command line's flags, config files' ``metric_options``
     and the metrics' constructors check them here. A metric takes those its :class:`MetricSpec` lists; a default
-    here is the constructors' (None: each metric's own)."""
+    here is the constructors' (None: each metric's own). Each field's help is its flag's, its range and choices
+    the checks'.
+
+    Args:
+        model (`str`, *optional*): PMI-FAITH's, faith-judge's and minimal-edit's causal LM.
+        preset (`str`, *optional*): Q²'s and e2e-NLI's ``"offline"`` backends.
+        qg_model (`str`, *optional*): Q²'s question generator.
+        qa_model (`str`, *optional*): Q²'s question answerer.
+        nli_model (`str`, *optional*): Q²'s and e2e-NLI's NLI model; a claim checker's checkpoint.
+        batch_size (`int`, defaults to 8): rows per model call, at least 1.
+        device (`str`, *optional*): where the models run.
+        dtype (`str`, *optional*): their precision.
+        normalize (`str`, defaults to "mean"): PMI-FAITH's ``mean`` or ``sum`` over response tokens.
+        max_length (`int`, *optional*): PMI-FAITH's longest sequence.
+        unconditional (`bool`, defaults to True): PMI-FAITH's unconditional views too.
+        window (`int`, *optional*): a claim checker's tokens per document window.
+        stride (`int`, *optional*): a claim checker's tokens between window starts.
+        max_windows (`int`, defaults to 16): a claim checker's windows per row at most.
+        max_edits (`int`, defaults to 8): minimal-edit's swaps per response at most.
+        threshold (`float`, defaults to 1.0): minimal-edit's margin, in nats.
+        server (`str`, *optional*): llm-judge's OpenAI-compatible base URL.
+        served_model (`str`, *optional*): llm-judge's model name on the server.
+        api_key (`str`, *optional*): llm-judge's API key, never written.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.metric_options import MetricOptions
+    >>> MetricOptions().batch_size, MetricOptions().max_windows
+    (8, 16)
+    ```
+    """
 
     model: str | None = option(
         None,
@@ -78,5 +109,21 @@ class MetricOptions:
 
 def check_option_values(where: str = "", **values) -> None:
     """A metric's option values against their declarations (:class:`MetricOptions`): an
-    :class:`~faithkit.settings.options.OptionError` naming the parameter (``batch_size must be at least 1, got 0``)."""
+    :class:`~faithkit.settings.options.OptionError` naming the parameter, before a model loads.
+
+    Args:
+        where (`str`, defaults to ""): prefixes the message (``"metric 'pmi-faith' option "``).
+        **values (`Any`): the options given, by name.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.metric_options import check_option_values
+    >>> check_option_values(batch_size=4, normalize="sum")  # fine: nothing happens
+    >>> check_option_values(batch_size=0)
+    Traceback (most recent call last):
+      ...
+    faithkit.settings.options.OptionError: batch_size must be at least 1, got 0
+    ```
+    """
     check_values(MetricOptions, values, where)

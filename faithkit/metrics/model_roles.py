@@ -21,7 +21,23 @@ SHIPPED_CHECKER = Path(__file__).with_name("checker_adapter")
 def models_read(name: str, options: Mapping[str, object]) -> dict[str, str]:
     """``{role: model}`` for the metric ``name`` built with ``options`` (its constructor's keywords): each role
     ``"<metric> --<option>"`` as the command line names the option (``"q2 --qa-model"``), an adapter's base model as
-    ``"<role> base"``. Models given as objects (not names) and the served model of ``llm-judge`` are not named here."""
+    ``"<role> base"``. Models given as objects (not names) and the served model of ``llm-judge`` are not named here.
+
+    Args:
+        name (`str`): a metric's registry name.
+        options (`Mapping[str, object]`): the options it is built with.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.model_roles import models_read
+    >>> models_read("pmi-faith", {"model": "smollm2-135m"})
+    {'pmi-faith --model': 'smollm2-135m'}
+    >>> roles = models_read("faithkit-checker", {})  # its default: the shipped adapter, on its base model
+    >>> list(roles), roles["faithkit-checker --nli-model base"]
+    (['faithkit-checker --nli-model', 'faithkit-checker --nli-model base'], 'smollm2-135m')
+    ```
+    """
     spec = get_spec(name)
     given = {**option_defaults(name), **{key: value for key, value in options.items() if value is not None}}
     found: dict[str, object] = {}

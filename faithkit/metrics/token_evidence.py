@@ -35,7 +35,20 @@ NEGATIVE_PMI = -1.0
 def js_divergence(doc_top_logprobs: torch.Tensor, history_top_logprobs: torch.Tensor) -> torch.Tensor:
     """Per row, JS divergence (nats) of two distributions over the same top tokens plus a rest bucket.
 
-    Both arguments are ``[T, k]`` log-probabilities of the same k token ids under P_d and P_h.
+    Args:
+        doc_top_logprobs (`torch.Tensor`): ``[T, k]`` log-probabilities of k token ids under P_d.
+        history_top_logprobs (`torch.Tensor`): the same ids' log-probabilities under P_h.
+
+    Examples:
+
+    ```python
+    >>> import torch
+    >>> from faithkit.metrics.token_evidence import js_divergence
+    >>> doc = torch.tensor([[0.7, 0.2], [0.5, 0.1]]).log()  # two positions, their two top tokens
+    >>> history = torch.tensor([[0.7, 0.2], [0.1, 0.6]]).log()
+    >>> [round(value, 4) for value in js_divergence(doc, history).tolist()]  # the document moved the second
+    [0.0, 0.1754]
+    ```
     """
 
     def buckets(logprobs: torch.Tensor) -> torch.Tensor:
@@ -60,6 +73,25 @@ def per_token(target_ids: Sequence[int], doc, history) -> dict[str, list]:
 
     ``doc`` must carry ``top_ids`` / ``top_logprobs`` and ``history`` the log-probabilities at those
     ids (``extra_logprobs``), as :class:`faithkit.metrics.PMIFaith` asks the scorer for them.
+
+    Args:
+        target_ids (`Sequence[int]`): the response's tokens.
+        doc (`TokenEvidence`): the document view's evidence.
+        history (`TokenEvidence`): the history view's, at the document view's top ids.
+
+    Examples:
+
+    ```python
+    >>> import torch
+    >>> from types import SimpleNamespace
+    >>> from faithkit.metrics.token_evidence import per_token
+    >>> doc = SimpleNamespace(top_ids=torch.tensor([[5, 9], [7, 3]]), logprobs=torch.tensor([0.7, 0.1]).log(),
+    ...                       top_logprobs=torch.tensor([[0.7, 0.2], [0.5, 0.1]]).log())
+    >>> history = SimpleNamespace(extra_logprobs=torch.tensor([[0.7, 0.2], [0.1, 0.6]]).log())
+    >>> evidence = per_token([5, 3], doc, history)  # the document wanted token 7 where the response has 3
+    >>> {key: [round(value, 4) for value in values] for key, values in evidence.items()}
+    {'token_js': [0.0, 0.1754], 'token_prefers_other': [0, 1], 'token_top_margin': [0.0, 1.6094], 'token_top_raise': [0.0, 1.6094]}
+    ```
     """
     targets = torch.as_tensor(list(target_ids))
     top_logprob = doc.top_logprobs[:, 0].double()
@@ -88,6 +120,22 @@ def aggregates(
       the document matters;
     * ``conflict_max`` / ``conflict_mean``: over tokens where the document prefers another token,
       ``min(margin_t, raise_t)^+``: it prefers the other token by that much *and* raised it by that much.
+
+    Args:
+        token_pmi (`Sequence[float]`): each token's PMI.
+        token_js (`Sequence[float]`): each position's divergence (:func:`js_divergence`).
+        token_prefers_other (`Sequence[int]`): 1 where the document view's top token is another.
+        token_top_margin (`Sequence[float]`): by how much it prefers that token.
+        token_top_raise (`Sequence[float]`): by how much the document raised that token.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.token_evidence import aggregates
+    >>> found = aggregates([0.5, -2.0, 1.0], [0.0, 0.3, 0.1], [0, 1, 0], [0.0, 2.5, 0.0], [0.0, 1.5, 0.0])
+    >>> {key: round(value, 4) for key, value in found.items()}  # one token the document contradicts
+    {'pmi_min': -2.0, 'pmi_softmin': -1.0253, 'negative_pmi_share': 0.3333, 'js_mean': 0.1333, 'js_max': 0.3, 'js_weighted_negative_pmi': 1.5, 'conflict_max': 1.5, 'conflict_mean': 0.5}
+    ```
     """
     pmi = np.asarray(token_pmi, dtype=float)
     js = np.asarray(token_js, dtype=float)
