@@ -152,6 +152,7 @@ def test_an_example_may_close_its_fence_right_after_its_output():
 COVERED = (
     "faithkit.decoding.base",
     "faithkit.decoding.cad",
+    "faithkit.decoding.custom_generate",
     "faithkit.decoding.generation_options",
     "faithkit.decoding.inputs",
     "faithkit.decoding.parameters",
@@ -160,22 +161,31 @@ COVERED = (
     "faithkit.decoding.two_view_strategies",
     "faithkit.metrics.base",
     "faithkit.metrics.claim_windows",
+    "faithkit.metrics.corpus",
     "faithkit.metrics.evaluate_modules",
+    "faithkit.metrics.faith_judge",
     "faithkit.metrics.faithkit_checker",
     "faithkit.metrics.lexical",
+    "faithkit.metrics.llm_judge",
+    "faithkit.metrics.metric_options",
+    "faithkit.metrics.model_roles",
+    "faithkit.metrics.pmi_faith",
     "faithkit.metrics.registry",
+    "faithkit.metrics.token_evidence",
 )
 """The modules whose front doors are complete; a module joins when all its public names have theirs."""
 SECTION = re.compile(r"^\s*(\w[\w ]*):\s*$")
 
 
 def sections(text: str) -> dict[str, str]:
-    """A Google-style docstring's sections by title (``Args``, ``Examples``), each its text."""
+    """A Google-style docstring's sections by title (``Args``, ``Examples``), each its text (a line inside a fenced
+    block, ``Document:`` say, is no title)."""
     found: dict[str, list[str]] = {"": []}
-    current = ""
+    current, fenced = "", False
     for line in inspect.cleandoc(text).splitlines():
+        fenced ^= bool(FENCE.match(line))
         match = SECTION.match(line)
-        if match and not line.startswith(" "):
+        if match and not line.startswith(" ") and not fenced:
             current = match[1]
             found[current] = []
         else:
@@ -244,3 +254,4 @@ def test_a_front_door_names_every_parameter_and_shows_an_output():
         return value * factor
 
     assert missing_parts(scale) == ["Args for factor, **options", "an Examples section whose output is shown"]
+    assert sections("Examples:\n\n```python\n>>> print('Document:')\nDocument:\n```\n")["Examples"].count(">>>") == 1
