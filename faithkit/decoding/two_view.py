@@ -22,7 +22,22 @@ from ..serving.precision import check_finite
 class FiniteLogits(LogitsProcessor):
     """Stops generate with a :class:`~faithkit.errors.PrecisionError` naming ``dtype`` (the model's) when the
     model's scores hold NaN or +inf, as a float16 overflow gives: they would decode as empty responses.
-    :func:`faithkit.decoding.generate` puts it first for every strategy."""
+    :func:`faithkit.decoding.generate` puts it first for every strategy.
+
+    Args:
+        dtype (`str` or `torch.dtype`, *optional*): the model's precision, for the message.
+
+    Examples:
+
+    ```python
+    >>> import torch
+    >>> from faithkit.decoding.two_view import FiniteLogits
+    >>> FiniteLogits("float16")(None, torch.tensor([[0.0, float("nan")]]))
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.PrecisionError: the model's logits are NaN or infinite: the model runs in float16, and half precision overflows in some models (Gemma 3 in float16 does). Load it in bfloat16 or float32: --dtype bfloat16 on the command line, dtype='bfloat16' in faithkit.serving.models.load
+    ```
+    """
 
     def __init__(self, dtype=None):
         self.dtype = dtype
@@ -46,6 +61,17 @@ class RowSampler(LogitsProcessor):
         top_k (`int`, *optional*): draw among the k best scores only.
         generators (`list[torch.Generator]`, *optional*): one per row (contexts x ``num_return_sequences``;
             copies of one context share its generator and draw in turn).
+
+    Examples:
+
+    ```python
+    >>> import torch
+    >>> from faithkit.decoding.two_view import RowSampler
+    >>> generators = [torch.Generator().manual_seed(0), torch.Generator().manual_seed(1)]
+    >>> scores = torch.tensor([[0.5, 0.4, 0.1], [0.1, 0.1, 0.8]]).log()
+    >>> RowSampler(temperature=0.7, generators=generators)(None, scores).tolist()  # one token per row, as a one-hot
+    [[-inf, 0.0, -inf], [-inf, -inf, 0.0]]
+    ```
     """
 
     def __init__(
@@ -95,8 +121,27 @@ class TwoViewProcessor(LogitsProcessor):
 
     Args:
         do_sample (`bool`, defaults to False): draw the token inside the processor (see the module).
-        temperature (`float`, defaults to 1.0), top_k (`int`, *optional*), generators (*optional*):
-            the draw's warpers and per-row generators, as in :class:`RowSampler`; sampling only.
+        temperature (`float`, defaults to 1.0): divides the combined scores before the draw; sampling only.
+        top_k (`int`, *optional*): draw among the k best combined scores only; sampling only.
+        generators (`list[torch.Generator]`, *optional*): one per conditioned row, as in :class:`RowSampler`;
+            sampling only.
+
+    Examples:
+
+    ```python
+    >>> import torch
+    >>> from faithkit.decoding.two_view import TwoViewProcessor
+    >>> class Contrast(TwoViewProcessor):
+    ...     method = "Contrast"
+    ...     def combine(self, scores_c, scores_h):
+    ...         return 2 * scores_c - scores_h
+    >>> Contrast()(torch.tensor([[7, 8, 9], [0, 8, 9]]), torch.tensor([[1.0, 2.0], [0.0, 3.0]])).tolist()
+    [[2.0, 1.0], [2.0, 1.0]]
+    >>> Contrast()(torch.tensor([[7, 8, 9]]), torch.tensor([[1.0, 2.0]]))
+    Traceback (most recent call last):
+      ...
+    ValueError: Contrast needs 2B rows (B conditioned views, then the B history-only views), got 1 rows; build the inputs with faithkit.decoding.build_inputs
+    ```
     """
 
     method = "this processor"
@@ -167,7 +212,19 @@ class TwoViewProcessor(LogitsProcessor):
 def generate_samples(depth: int = 8) -> bool | None:
     """Whether the transformers ``generate`` run calling a logits processor samples: its ``generation_config``'s
     ``do_sample``, found among the nearest ``depth`` caller frames (None when no such frame: called outside
-    generate)."""
+    generate).
+
+    Args:
+        depth (`int`, defaults to 8): caller frames searched.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.two_view import generate_samples
+    >>> generate_samples() is None  # not called from inside generate
+    True
+    ```
+    """
     frame = sys._getframe(1)
     for _ in range(depth):
         if frame is None:
@@ -194,6 +251,22 @@ def check_two_views(input_ids: torch.Tensor, method: str) -> None:
     conditioned row too: at least half of them (where the document joins, tokenisation or a cut
     context may differ by a few tokens). Unrelated prompts share only a few tokens, such as a
     trailing ``Agent:``. Encoder-decoder inputs (the decoder start, the same in every row) pass.
+
+    Args:
+        input_ids (`torch.Tensor`): the batch's 2B rows.
+        method (`str`): the processor's name, for the message.
+
+    Examples:
+
+    ```python
+    >>> import torch
+    >>> from faithkit.decoding.two_view import check_two_views
+    >>> check_two_views(torch.tensor([[7, 8, 9], [0, 8, 9]]), "PMIDecode")  # document 7, history 8 9: fine
+    >>> check_two_views(torch.tensor([[7, 8, 9], [0, 5, 6]]), "PMIDecode")
+    Traceback (most recent call last):
+      ...
+    ValueError: PMIDecode: rows 0 and 1 are not two views of one context: a history-only row ends as its conditioned row does (history, then response prefix), but these share only their last 0 tokens. The batch must hold the B conditioned views, then the B history-only views of the same contexts: build the inputs with faithkit.decoding.build_inputs
+    ```
     """
     half = input_ids.shape[0] // 2
     for row, (conditioned, history) in enumerate(zip(input_ids[:half].tolist(), input_ids[half:].tolist())):
@@ -231,6 +304,22 @@ def log_probs_pair(scores_c: torch.Tensor, scores_h: torch.Tensor, allowed: torc
     is not chosen), unless that leaves none, in which case the history-only half is ignored.
     Outside ``allowed`` both are 0; where only the history-only half is -inf it copies
     ``lp_c``. Callers mask their combination with ``allowed`` (``-inf`` outside).
+
+    Args:
+        scores_c (`torch.Tensor`): the conditioned rows' scores.
+        scores_h (`torch.Tensor`): the history-only rows' scores.
+        allowed (`torch.Tensor`, *optional*): the tokens the combination may choose (boolean).
+
+    Examples:
+
+    ```python
+    >>> import torch
+    >>> from faithkit.decoding.two_view import log_probs_pair
+    >>> inf = float("inf")
+    >>> lp_c, lp_h, allowed = log_probs_pair(torch.tensor([[0.0, 0.0, -inf]]), torch.tensor([[0.0, -inf, 0.0]]))
+    >>> allowed.tolist(), [round(value, 4) for value in lp_c[0].tolist()]  # token 1: forbidden in one half
+    ([[True, False, False]], [-0.6931, 0.0, 0.0])
+    ```
     """
     lp_c = torch.log_softmax(scores_c.float(), dim=-1)
     lp_h = torch.log_softmax(scores_h.float(), dim=-1)

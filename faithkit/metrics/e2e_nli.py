@@ -16,7 +16,29 @@ from .q2.backends import build_backend
 
 
 class E2ENLI(Metric):
-    """Score responses by end-to-end NLI against their knowledge, in the ``evaluate`` calling style."""
+    """Score responses by end-to-end NLI against their knowledge, in the ``evaluate`` calling style: the Q² paper's
+    baseline, which any finer metric must beat.
+
+    Args:
+        nli_model (`str` or backend, *optional*): the NLI model: a hub id or folder (default:
+            ``FacebookAI/roberta-large-mnli``), an offline spec (``"checker"``, ``"labels:LM"``) or a backend.
+        preset (`str`, *optional*): ``"offline"`` makes the default faithkit's claim checker.
+        device (`str`, *optional*): where the model runs.
+        batch_size (`int`, defaults to 8): pairs per forward pass.
+        dtype (`str`, *optional*): the model's precision.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.e2e_nli import E2ENLI
+    >>> metric = E2ENLI(preset="offline")  # faithkit's claim checker as the NLI model: no network
+    >>> document = "Emperor penguins live only in Antarctica. They breed during the Antarctic winter."
+    >>> result = metric.compute(documents=[document] * 2,
+    ...                         responses=["They live only in Antarctica.", "They live in the Arctic, close to polar bears."])
+    >>> result["label"], result["e2e_nli"]
+    (['entailment', 'neutral'], [1.0, 0.5])
+    ```
+    """
 
     score_keys = ("e2e_nli",)
 
