@@ -41,6 +41,31 @@ KINDS: dict[str, tuple[str, str]] = {
 
 @dataclass
 class Example:
+    """One training or test example of the checker: a (document, history, response) with its label, and how it was
+    made (its kind, source and the edit's detail), so the data card can count and explain them.
+
+    Args:
+        id (`str`): unique across the data.
+        document (`str`): the document window the checker reads.
+        history (`list[str]`): the dialogue's turns.
+        response (`str`): the response.
+        label (`str`): one of :data:`LABELS`.
+        kind (`str`): one of :data:`KINDS`.
+        source (`str`): the corpus it came from.
+        detail (`str`, defaults to ""): what the edit did.
+        split (`str`, defaults to "train"): ``train`` or ``test``.
+        section (`str`, defaults to ""): the document section it came from (the split follows sections).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.checker.examples import Example
+    >>> Example("wiki-1", "Emperor penguins live only in Antarctica.", ["Where do they live?"], "They live in the Arctic.",
+    ...         "unsupported", "swap_same_document", "wiki", detail="LOC 'Antarctica' -> 'the Arctic'")
+    Example(id='wiki-1', document='Emperor penguins live only in Antarctica.', history=['Where do they live?'], response='They live in the Arctic.', label='unsupported', kind='swap_same_document', source='wiki', detail="LOC 'Antarctica' -> 'the Arctic'", split='train')
+    ```
+    """
+
     id: str
     document: str
     history: list[str]
@@ -59,7 +84,25 @@ RATED_KINDS = ("rated_supported", "rated_generic", "rated_unsupported")
 
 def card(examples: Sequence[Example], sources: Iterable[str], seed: int, notes: Sequence[str] = ()) -> str:
     """A dataset card: what each kind is, how many of each per split, how to rebuild the files, and ``notes``
-    (paragraphs: how rated examples were labelled)."""
+    (paragraphs: how rated examples were labelled).
+
+    Args:
+        examples (`Sequence[Example]`): the data.
+        sources (`Iterable[str]`): the corpora they came from.
+        seed (`int`): the recipe's seed.
+        notes (`Sequence[str]`, defaults to ()): paragraphs to add.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.checker.examples import Example
+    >>> example = Example("wiki-1", "Emperor penguins live only in Antarctica.", [], "They live in the Arctic.",
+    ...                   "unsupported", "swap_same_document", "wiki")
+    >>> from faithkit.checker.examples import card
+    >>> card([example], ["wiki"], seed=0).splitlines()[-3:]  # the labels' table: train, test
+    ['| supported | 0 | 0 |', '| generic | 0 | 0 |', '| unsupported | 1 | 0 |']
+    ```
+    """
     counts = Counter((e.kind, e.split) for e in examples)
     lines = [
         "---",
@@ -87,7 +130,26 @@ def card(examples: Sequence[Example], sources: Iterable[str], seed: int, notes: 
 
 def write(examples: Sequence[Example], folder: str | Path, card_text: str) -> dict[str, Path]:
     """``train.jsonl``, ``test.jsonl`` (one example per line; ``datasets.load_dataset("json", ...)`` reads them)
-    and ``README.md``, the card, each written whole by :mod:`faithkit.data.files` (never through a link)."""
+    and ``README.md``, the card, each written whole by :mod:`faithkit.data.files` (never through a link).
+
+    Args:
+        examples (`Sequence[Example]`): the data.
+        folder (`str` or `Path`): where to write (made if missing).
+        card_text (`str`): the card (:func:`card`).
+
+    Examples:
+
+    ```python
+    >>> import tempfile
+    >>> from faithkit.checker.examples import Example
+    >>> example = Example("wiki-1", "Emperor penguins live only in Antarctica.", [], "They live in the Arctic.",
+    ...                   "unsupported", "swap_same_document", "wiki")
+    >>> from faithkit.checker.examples import read, write
+    >>> paths = write([example], tempfile.mkdtemp(), card_text="# data")
+    >>> sorted(paths), [e.id for e in read(paths["train"])], read(paths["test"])
+    (['test', 'train'], ['wiki-1'], [])
+    ```
+    """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     paths = {}
@@ -102,7 +164,24 @@ def write(examples: Sequence[Example], folder: str | Path, card_text: str) -> di
 
 
 def read(path: str | Path) -> list[Example]:
-    """Examples written by :func:`write`; a line that is not one is an :class:`InputError` naming it."""
+    """Examples written by :func:`write`; a line that is not one is an :class:`InputError` naming it.
+
+    Args:
+        path (`str` or `Path`): a ``train.jsonl`` or ``test.jsonl``.
+
+    Examples:
+
+    ```python
+    >>> import pathlib, tempfile
+    >>> from faithkit.checker.examples import read
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "train.jsonl"
+    >>> _ = path.write_text('{"id": "x", "label": "true"}\\n')
+    >>> read(path)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.InputError: .../train.jsonl:1: not a checker example (label must be one of supported, generic, unsupported, got 'true')
+    ```
+    """
     examples = []
     with open(path, encoding="utf-8-sig") as stream:
         for number, line in enumerate(stream, 1):

@@ -50,7 +50,19 @@ FAITHFULNESS_ANSWERS = ("agree", "neutral", "disagree")
 
 
 def rated_label(answers: Sequence[str]) -> str | None:
-    """The example label of a response from its raters' faithfulness answers (the module's rule), or None."""
+    """The example label of a response from its raters' faithfulness answers (the module's rule), or None.
+
+    Args:
+        answers (`Sequence[str]`): each rater's answer: ``agree``, ``neutral`` or ``disagree``.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.checker.rated import rated_label
+    >>> [rated_label(answers) for answers in (["agree", "agree"], ["agree", "disagree"], ["neutral"], ["agree", "neutral"])]
+    ['supported', 'unsupported', 'generic', None]
+    ```
+    """
     if "disagree" in answers:
         return "unsupported"
     if all(answer == "agree" for answer in answers):

@@ -33,7 +33,39 @@ from .examples import Example, read
 
 @dataclass(frozen=True)
 class CheckerTraining:
-    """The training recipe: base model, data, LoRA shape and optimiser settings."""
+    """The training recipe: base model, data, LoRA shape and optimiser settings, each checked when made (before the
+    data are read or a model loads).
+
+    Args:
+        model (`str`, defaults to "smollm2-135m"): the base causal LM (an offline name, a hub id or a folder).
+        data (`str`, defaults to "runs/checker-data"): the folder of ``train.jsonl`` and ``test.jsonl``.
+        output (`str`, defaults to "runs/checker"): the run folder.
+        seed (`int`, defaults to 0): seed of the batch order and of the LoRA initialisation.
+        layers (`int`, defaults to 12): LoRA on every linear layer of this many top blocks.
+        lora_rank (`int`, defaults to 16): the LoRA rank.
+        lora_alpha (`int`, defaults to 32): the LoRA alpha.
+        learning_rate (`float`, defaults to 3e-4): the peak learning rate.
+        epochs (`float`, defaults to 1.0): passes over the training examples (a fraction stops early).
+        batch_size (`int`, defaults to 8): examples per step.
+        micro_batch_size (`int`, *optional*): examples per forward and backward pass (unset: the whole batch).
+        gradient_checkpointing (`bool`, defaults to False): recompute activations in the backward pass.
+        max_examples (`int`, *optional*): train on the first N examples only.
+        mixed_precision (`str`, defaults to "bf16"): ``bf16`` autocast or ``no``.
+        save_every (`int`, defaults to 25): steps between checkpoints.
+        log_every (`int`, defaults to 5): steps between lines of ``log.jsonl``.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.checker.training import CheckerTraining
+    >>> CheckerTraining(epochs=0.5).model
+    'smollm2-135m'
+    >>> CheckerTraining(layers=0)
+    Traceback (most recent call last):
+      ...
+    faithkit.settings.options.OptionError: layers must be at least 1, got 0
+    ```
+    """
 
     model: str = option(
         "smollm2-135m", "base causal LM (an offline name, a hub id or a folder)", flag_type=PathArg("model")
@@ -79,7 +111,25 @@ class CheckerTraining:
 
 def batches(examples: list[Example], batch_size: int, seed: int, epochs: float) -> list[list[Example]]:
     """Length-sorted buckets of ``batch_size`` examples, shuffled by ``seed``; ``epochs`` (may be fractional)
-    passes, each shuffled again."""
+    passes, each shuffled again: batches of similar length pad little, and a seed gives the same plan.
+
+    Args:
+        examples (`list[Example]`): the training examples.
+        batch_size (`int`): examples per step.
+        seed (`int`): the shuffle's seed.
+        epochs (`float`): passes over the examples.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.checker.examples import Example
+    >>> examples = [Example(f"e{i}", "Emperor penguins live only in Antarctica.", [], "x" * i, "supported",
+    ...                     "extractive", "demo") for i in range(1, 6)]  # responses of 1 to 5 characters
+    >>> from faithkit.checker.training import batches
+    >>> [[example.id for example in batch] for batch in batches(examples, 2, seed=0, epochs=1.5)]
+    [['e1', 'e2'], ['e5'], ['e3', 'e4'], ['e5'], ['e3', 'e4']]
+    ```
+    """
     plan: list[list[Example]] = []
     rng = random.Random(seed)
     for epoch in range(math.ceil(epochs)):
@@ -95,7 +145,23 @@ def batches(examples: list[Example], batch_size: int, seed: int, epochs: float) 
 def micro_batches(group: list[Example], size: int | None) -> list[list[Example]]:
     """A step's batch cut into consecutive micro-batches of ``size`` (the batch is length-sorted, so each pads
     little); the whole batch when ``size`` is unset. Each one's mean loss counts by its share of the batch, so the
-    gradients add up to the whole batch's mean loss's."""
+    gradients add up to the whole batch's mean loss's.
+
+    Args:
+        group (`list[Example]`): a step's batch.
+        size (`int`, *optional*): examples per micro-batch.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.checker.examples import Example
+    >>> examples = [Example(f"e{i}", "Emperor penguins live only in Antarctica.", [], "x" * i, "supported",
+    ...                     "extractive", "demo") for i in range(1, 6)]  # responses of 1 to 5 characters
+    >>> from faithkit.checker.training import micro_batches
+    >>> [[example.id for example in part] for part in micro_batches(examples[:3], 2)]
+    [['e1', 'e2'], ['e3']]
+    ```
+    """
     size = size or len(group)
     return [group[start : start + size] for start in range(0, len(group), size)]
 
