@@ -52,7 +52,29 @@ def build_backend(
     nlp=None,
     load_lm: Callable[[str], _CausalLM] | None = None,
 ):
-    """Turn a spec (hub id, local folder, ``"method:LM"``, ``"rules"``, or a ready backend) into a backend for ``stage``."""
+    """Turn a spec (hub id, local folder, ``"method:LM"``, ``"rules"``, or a ready backend) into a backend for ``stage``.
+
+    Args:
+        stage (`str`): ``qg``, ``qa`` or ``nli``.
+        spec (`str` or backend): the model or method; a backend object is checked against the stage's protocol.
+        device (`str`, *optional*): where a model loaded here runs.
+        batch_size (`int`, defaults to 8): inputs per forward pass.
+        dtype (`str`, *optional*): a loaded model's precision.
+        nlp (`spacy.Language`, *optional*): the pipeline the span-scoring answerer reads candidates with.
+        load_lm (`Callable[[str], _CausalLM]`, *optional*): loads an offline LM by name (Q² shares one per name).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.backends import build_backend
+    >>> type(build_backend("qg", "rules")).__name__
+    'RuleQuestionGenerator'
+    >>> build_backend("qa", 3)
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.ConfigError: qa_model: a int is no QuestionAnswerer (faithkit.metrics.q2.stages names the method it needs); pass a hub id, an offline spec, or a backend of faithkit.metrics.q2.backends
+    ```
+    """
     if not isinstance(spec, str):
         if not isinstance(spec, STAGES[stage]):
             protocol = STAGES[stage].__name__

