@@ -104,9 +104,6 @@ def generate(
     >>> documents, histories = ["The Eiffel Tower is 330 metres tall."], [["How tall is the Eiffel Tower?"]]
     >>> generate(model, tokenizer, documents, histories, max_new_tokens=12)  # PMI-DECODE at its defaults
     ['The Eiffel Tower is 330 metres tall.']
-    >>> generate(model, tokenizer, documents, histories, "plain", num_beams=2, num_return_sequences=2,
-    ...          max_new_tokens=12)
-    [['The Eiffel Tower is 330 meters tall.', 'The Eiffel Tower is approximately 330 meters tall']]
     >>> generate(model, tokenizer, documents, histories, {"name": "cad", "alpha": 1}, do_sample=True,
     ...          temperature=0.7, seeds=[row_seed(0, "eiffel")], max_new_tokens=12)  # the same in any batch
     ['Title: The Eiffel Tower is 330 metres']
@@ -158,8 +155,8 @@ def generate_grid(
     >>> from faithkit.decoding import PMI, Plain, generate_grid
     >>> model, tokenizer = models.load("smollm2-135m")
     >>> generate_grid(model, tokenizer, ["The Eiffel Tower is 330 metres tall."], [["How tall is the Eiffel Tower?"]],
-    ...               [Plain(), PMI(), ("adacad", "beam")], num_beams=2, max_new_tokens=12)
-    [['The Eiffel Tower is 330 meters tall.'], ['The Eiffel Tower is 330 metres tall.'], ['The Eiffel Tower is 330 meters tall.']]
+    ...               [Plain(), PMI()], max_new_tokens=12)  # both greedy: one generate call for the two
+    [['The Eiffel Tower is 330 meters tall.'], ['The Eiffel Tower is 330 metres tall.']]
     ```
     """
     options = options_of(model, options, keywords, [name for name in OPTION_NAMES if name != "do_sample"])

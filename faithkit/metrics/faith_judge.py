@@ -192,7 +192,7 @@ def fit_judge(table: list[dict], labels, features, l2: float, model: str, fitted
     ```python
     >>> from faithkit.metrics.faith_judge import fit_judge
     >>> table = [{"pmi": -0.5}, {"pmi": 0.2}, {"pmi": 1.0}, {"pmi": 1.5}]
-    >>> weights = fit_judge(table, [0, 0, 1, 1], ["pmi"], l2=0.1, model="smollm2-135m", fitted_on="four rows")
+    >>> weights = fit_judge(table, [0, 0, 1, 1], ["pmi"], l2=0.1, model="my-judge-lm", fitted_on="four rows")
     >>> weights.means, round(weights.logit({"pmi": 1.2}), 2)
     ((0.55,), 1.29)
     ```
