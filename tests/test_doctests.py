@@ -133,7 +133,7 @@ def test_docstring_examples(module, name, text, line, request, monkeypatch):
         request.getfixturevalue("models_loaded_once")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     item = target(module, name)
-    source = inspect.getsourcefile(item)
+    source = inspect.getsourcefile(inspect.unwrap(item))
     parsed = doctest.DocTestParser().get_doctest(unfenced(text), {"__name__": module}, f"{module}.{name}", source, line)
     report: list[str] = []
     runner = doctest.DocTestRunner(optionflags=OPTIONS)

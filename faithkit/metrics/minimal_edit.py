@@ -63,7 +63,19 @@ FEATURE_KEYS = ("contrast_edits", "contrast_logp_margin", "contrast_pmi_margin",
 
 
 def kind(label: str) -> str:
-    """The group of labels whose spans may replace each other: numbers, dates, negations, or names (the rest)."""
+    """The group of labels whose spans may replace each other: numbers, dates, negations, or names (the rest).
+
+    Args:
+        label (`str`): a spaCy entity label, ``NUM`` or ``NEG``.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.minimal_edit import kind
+    >>> kind("CARDINAL"), kind("DATE"), kind("NEG"), kind("GPE")
+    ('number', 'date', 'negation', 'name')
+    ```
+    """
     if label in NUMBER_LABELS or label == BARE_NUMBER:
         return "number"
     if label in DATE_LABELS:
@@ -73,7 +85,22 @@ def kind(label: str) -> str:
 
 @dataclass(frozen=True)
 class Span:
-    """A checkable piece of a text: its characters ``start:end`` and spaCy label."""
+    """A checkable piece of a text: its characters ``start:end`` and spaCy label.
+
+    Args:
+        text (`str`): the span's text.
+        label (`str`): its spaCy label, ``NUM`` (a bare number) or ``NEG`` (a negation).
+        start (`int`): its first character.
+        end (`int`): the character after its last.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.minimal_edit import Span
+    >>> Span("150 metres", "QUANTITY", 6, 16)
+    Span(text='150 metres', label='QUANTITY', start=6, end=16)
+    ```
+    """
 
     text: str
     label: str
@@ -83,7 +110,20 @@ class Span:
 
 @dataclass(frozen=True)
 class Edit:
-    """``span`` of the response replaced by ``replacement``."""
+    """``span`` of the response replaced by ``replacement``.
+
+    Args:
+        span (`Span`): the response's span.
+        replacement (`str`): its replacement (a negation's removal: ``""``).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.minimal_edit import Edit, Span
+    >>> Edit(Span("150 metres", "QUANTITY", 6, 16), "330 metres").apply("It is 150 metres tall.")
+    'It is 330 metres tall.'
+    ```
+    """
 
     span: Span
     replacement: str
@@ -93,7 +133,19 @@ class Edit:
 
 
 def checkable_spans(doc) -> list[Span]:
-    """A parsed text's named entities, dates and numbers, in text order; numbers outside entities as ``NUM``."""
+    """A parsed text's named entities, dates and numbers, in text order; numbers outside entities as ``NUM``.
+
+    Args:
+        doc (`spacy.tokens.Doc`): the parsed text.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.minimal_edit import checkable_spans, spacy_pipeline
+    >>> checkable_spans(spacy_pipeline()("It is 150 metres tall and opened in 1889."))
+    [Span(text='150 metres', label='QUANTITY', start=6, end=16), Span(text='1889', label='DATE', start=36, end=40)]
+    ```
+    """
     spans = [Span(e.text, e.label_, e.start_char, e.end_char) for e in doc.ents]
     inside = {token.i for e in doc.ents for token in e}
     spans += [Span(t.text, BARE_NUMBER, t.idx, t.idx + len(t)) for t in doc if t.like_num and t.i not in inside]
@@ -102,7 +154,21 @@ def checkable_spans(doc) -> list[Span]:
 
 def candidate_replacements(span: Span, document_spans: Sequence[Span]) -> list[str]:
     """Distinct texts of the document's spans of ``span``'s kind that are no mere refinement of it: same label
-    first; lowercased where ``span`` is lowercase."""
+    first; lowercased where ``span`` is lowercase.
+
+    Args:
+        span (`Span`): the response's span.
+        document_spans (`Sequence[Span]`): the document's :func:`checkable_spans`.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.minimal_edit import Span, candidate_replacements, checkable_spans, spacy_pipeline
+    >>> document = spacy_pipeline()("The Eiffel Tower is 330 metres tall. It opened in 1889 in Paris.")
+    >>> candidate_replacements(Span("150 metres", "QUANTITY", 6, 16), checkable_spans(document))  # not 1889: a date
+    ['330 metres']
+    ```
+    """
     same_kind = [s for s in document_spans if kind(s.label) == kind(span.label)]
     ordered = [s for s in same_kind if s.label == span.label] + [s for s in same_kind if s.label != span.label]
     seen, texts = set(), []
@@ -132,7 +198,20 @@ def _is_negation(token) -> bool:
 
 def negation_edits(doc) -> list[Edit]:
     """Each negation removed; in a sentence without one, ``not`` put in after its root's auxiliary. Sentences whose
-    subject is a speaker ("I haven't seen it") are left alone."""
+    subject is a speaker ("I haven't seen it") are left alone.
+
+    Args:
+        doc (`spacy.tokens.Doc`): the parsed response.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.minimal_edit import negation_edits, spacy_pipeline
+    >>> response = "Penguins do not fly. They swim well."
+    >>> [edit.apply(response) for edit in negation_edits(spacy_pipeline()(response))]
+    ['Penguins do fly. They swim well.', 'Penguins do not fly. They do not swim well.']
+    ```
+    """
     edits: list[Edit | None] = []
     for sentence in doc.sents:
         if any(c.dep_ in ("nsubj", "nsubjpass") and c.lower_ in _SPEAKERS for c in sentence.root.children):
@@ -176,7 +255,23 @@ def _negated(root) -> Edit | None:
 
 
 def candidate_edits(response_doc, document_doc, max_edits: int = MAX_EDITS) -> list[Edit]:
-    """At most ``max_edits`` edits of the response, one per span in turn (spans the document lacks first)."""
+    """At most ``max_edits`` edits of the response, one per span in turn (spans the document lacks first).
+
+    Args:
+        response_doc (`spacy.tokens.Doc`): the parsed response.
+        document_doc (`spacy.tokens.Doc`): the parsed document.
+        max_edits (`int`, defaults to 8): edits at most.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.minimal_edit import candidate_edits, spacy_pipeline
+    >>> nlp = spacy_pipeline()
+    >>> document = nlp("The Eiffel Tower is 330 metres tall. It opened in 1889 in Paris.")
+    >>> [edit.apply("It is 150 metres tall.") for edit in candidate_edits(nlp("It is 150 metres tall."), document)]
+    ['It is not 150 metres tall.', 'It is 330 metres tall.']
+    ```
+    """
     document_spans = checkable_spans(document_doc)
     document_text = document_doc.text.lower()
     per_span: list[list[Edit]] = []
@@ -198,7 +293,23 @@ def candidate_edits(response_doc, document_doc, max_edits: int = MAX_EDITS) -> l
 
 @dataclass(frozen=True)
 class EditPolicy:
-    """Which edits a response gets and when one contradicts it."""
+    """Which edits a response gets and when one contradicts it.
+
+    Args:
+        max_edits (`int`, defaults to 8): edits scored per response at most, at least 1.
+        threshold (`float`, defaults to 1.0): nats by which an edit must beat the response for its span to count as
+            contradicted.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.minimal_edit import EditPolicy
+    >>> EditPolicy(max_edits=0)
+    Traceback (most recent call last):
+      ...
+    ValueError: max_edits must be at least 1, got 0
+    ```
+    """
 
     max_edits: int = MAX_EDITS
     threshold: float = THRESHOLD
@@ -210,7 +321,19 @@ class EditPolicy:
 
 @functools.lru_cache(maxsize=2)
 def spacy_pipeline(name: str | None = None):
-    """The spaCy pipeline of :func:`faithkit.metrics.q2.metric.load_spacy`, loaded once per process."""
+    """The spaCy pipeline of :func:`faithkit.metrics.q2.metric.load_spacy`, loaded once per process.
+
+    Args:
+        name (`str`, *optional*): a spaCy pipeline's name (default: the small English one).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.minimal_edit import spacy_pipeline
+    >>> spacy_pipeline() is spacy_pipeline()
+    True
+    ```
+    """
     from .q2.metric import load_spacy
 
     return load_spacy(name)
