@@ -337,7 +337,8 @@ def metrics_page() -> str:
         "",
         "Every metric of the registry (`faithkit.metrics.METRICS`), by the name `--metric`, sweeps and training hooks "
         "take; generated from it. The scores are the per-response fields it writes, main score first; the measures "
-        "are the corpus-level numbers sweeps and tables report (▲ higher is better, ▼ lower).",
+        "are the corpus-level numbers sweeps and tables report (▲ higher is better: more faithful; ▼ lower is; each "
+        "key's direction, declared once in the registry, is what meta-evaluations, sweeps and rerank rank by).",
         "",
         "| metric | what it measures | scores | options | measures |",
         "|---|---|---|---|---|",
@@ -345,7 +346,9 @@ def metrics_page() -> str:
     for name, spec in METRICS.items():
         measures = ", ".join(f"{measure.title} {_direction(measure.higher_is_better)}" for measure in spec.measures)
         lines.append(
-            f"| `{name}` | {_cell(roles_as_links(spec.summary))} | {_codes(spec.score_keys)} | {_codes(spec.options)} "
+            f"| `{name}` | {_cell(roles_as_links(spec.summary))} | "
+            f"{', '.join(f'`{key}` {_direction(spec.directions[key])}'.strip() for key in spec.score_keys)} | "
+            f"{_codes(spec.options)} "
             f"| {_cell(measures)} |"
         )
     return "\n".join(lines)

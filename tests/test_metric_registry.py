@@ -74,3 +74,35 @@ def test_the_metric_bleu_against_the_document_is_document_bleu_and_bleu_names_no
 def test_a_metric_runs_on_a_device_when_it_takes_one():
     assert METRICS["pmi-faith"].runs_on_device and METRICS["q2"].runs_on_device and METRICS["llm-judge"].runs_on_device
     assert not METRICS["lexical"].runs_on_device and not METRICS["document-bleu"].runs_on_device
+
+
+def test_every_key_declares_its_direction_once_and_metrics_that_share_a_key_agree():
+    from faithkit.metrics.registry import score_direction
+
+    seen: dict[str, bool | None] = {}
+    for spec in METRICS.values():
+        keys = {*spec.score_keys, *(measure.key for measure in spec.measures)}
+        assert set(spec.directions) == keys, spec.name
+        assert all(direction in (True, False, None) for direction in spec.directions.values())
+        key, sign = spec.ranking_key  # every metric can judge: it has a key with a direction
+        assert spec.directions[key] is (sign == 1) and key in spec.score_keys
+        for measure in spec.measures:
+            assert measure.higher_is_better is spec.directions[measure.key]
+        for key, direction in spec.directions.items():
+            assert seen.setdefault(key, direction) is direction, key
+            assert score_direction(f"{spec.name}:{key}") is direction
+    assert score_direction("faithkit_checker_hallucination") is False  # lower P(unsupported): more faithful
+    assert score_direction("faithkit_checker") is True and score_direction("words") is None
+    assert score_direction("contrast_pmi_margin") is False and score_direction("not_a_key") is None
+    assert METRICS["faithkit-checker"].ranking_key == ("faithkit_checker", 1)
+
+
+def test_a_metric_without_a_direction_for_a_key_is_refused_and_a_lower_only_one_ranks_low_first():
+    from faithkit.metrics.registry import Measure, MetricSpec
+
+    with pytest.raises(ValueError, match=r"metric 'x': directions must name each .* \(missing: b; not a key: c\)"):
+        MetricSpec("x", None, ("a", "b"), directions={"a": True, "c": False})
+    with pytest.raises(ValueError, match=r"missing: m"):
+        MetricSpec("x", None, ("a",), measures=(Measure("x_m", "m", "m"),), directions={"a": True})
+    lower = MetricSpec("x", None, ("words", "unsupported"), directions={"words": None, "unsupported": False})
+    assert lower.ranking_key == ("unsupported", -1)

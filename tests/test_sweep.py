@@ -227,6 +227,10 @@ def no_model_loads(monkeypatch):
             ["--metrics", "llm-judge,lexical", "--faithfulness", "llm_judge"],
             "llm-judge asks a served model: give the API's base URL with --server",
         ),
+        (
+            ["--faithfulness", "words"],
+            "--faithfulness words: the measure has no better direction",
+        ),
     ],
 )
 def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_path, argv, message):
@@ -807,6 +811,23 @@ def test_best_rule_on_a_hand_made_table():
     assert not choose_best(table, tolerance=0.0)["significant"]
     assert choose_best(table, relevance="token_f1")["best"]["cell"] == "c"  # no relevance: no bound
     assert "bleu >= baseline bleu - 1 = 3" in best["rule"]
+
+
+def test_a_measure_where_lower_is_better_is_minimised_and_bounded_from_above():
+    """``repeated`` (share of looping responses) is declared lower-is-better: choosing by it, or bounding by it, reads
+    it that way round."""
+    table = [
+        {"cell": "plain", "repeated": 0.30, "empty": 0.10, "bleu": 2.0, "repeated_p": 1.0},
+        {"cell": "a", "repeated": 0.10, "empty": 0.50, "bleu": 2.0, "repeated_p": 0.01},
+        {"cell": "b", "repeated": 0.20, "empty": 0.15, "bleu": 2.0, "repeated_p": 0.20},
+        {"cell": "c", "repeated": 0.60, "empty": 0.00, "bleu": 2.0, "repeated_p": 0.01},
+    ]
+    best = choose_best(table, faithfulness="repeated")
+    assert best["best"]["cell"] == "a" and best["significant"]  # the least looping, significantly below plain's
+    bounded = choose_best(table, faithfulness="repeated", fluency="empty", fluency_tolerance=0.1)
+    assert bounded["bounds"]["empty"] == pytest.approx(0.2) and bounded["eligible"] == ["plain", "b", "c"]
+    assert bounded["best"]["cell"] == "b" and not bounded["significant"]
+    assert "empty <= baseline empty + 0.1 = 0.2" in bounded["rule"]
 
 
 def test_the_fluency_bound_keeps_degenerate_cells_out():

@@ -2,7 +2,9 @@
 
 Following the PMI-FAITH paper (§5.1), ``Fully attributable`` is the positive class and
 ``Generic`` / ``Not fully attributable`` are negative. Each score's threshold is the one
-with the best F1 on dev; test is evaluated at the dev threshold. Scores are written row by
+with the best F1 on dev; test is evaluated at the dev threshold. A score whose metric declares
+lower values faithful (:func:`~faithkit.metrics.registry.score_direction`) is evaluated low-first:
+its AUROC and correlations are those of the faithful direction, its threshold an upper one. Scores are written row by
 row to ``scores_<split>.jsonl`` in the output folder, so an interrupted run resumes.
 """
 
@@ -17,14 +19,15 @@ from ..errors import InputError
 from ..data.files import replacing, write_json
 from ..data.jobs import current_process, score_rows
 from ..metrics.lexical import bleu_vs_knowledge, token_f1_overlap
-from ..metrics.registry import get_spec
+from ..metrics.registry import get_spec, score_direction
 from ..report import markdown_table
 from .. import stats
 from . import plots
 from .labels import without_missing_labels
+from .leaderboard import DIRECTION_WORDS
 
 BASELINES = {"overlap_f1": token_f1_overlap, "document_bleu": bleu_vs_knowledge}
-REPORTED = ("n", "threshold", "accuracy", "precision", "recall", "f1", "auroc", "spearman", "pearson")
+REPORTED = ("direction", "n", "threshold", "accuracy", "precision", "recall", "f1", "auroc", "spearman", "pearson")
 
 
 def _scored_records(metric, rows, path: Path, fingerprint: dict | None, job: dict) -> list[dict]:
@@ -98,7 +101,7 @@ def meta_eval_begin(
     score_names = list(dict.fromkeys([k for k in keys if k in splits["dev"][0]] + list(BASELINES)))
 
     thresholds = {
-        name: stats.best_f1_threshold([r[name] for r in splits["dev"]], [r["label"] for r in splits["dev"]])
+        name: stats.best_f1_threshold(_faithful_side(splits["dev"], name), [r["label"] for r in splits["dev"]])
         for name in score_names
     }
     results = [
@@ -117,16 +120,25 @@ def _split_results(split: str, records: list[dict], score_names: list[str], thre
         subset = [r for r in records if source == "all" or r["source"] == source]
         labels = [r["label"] for r in subset]
         for name in score_names:
-            summary = stats.summarize([r[name] for r in subset], labels, thresholds[name])
-            results.append({"split": split, "source": source, "score": name, **summary})
+            summary = stats.summarize(_faithful_side(subset, name), labels, thresholds[name])
+            if score_direction(name) is False:  # the threshold in the score's own units: faithful at or below it
+                summary["threshold"] = -summary["threshold"]
+            direction = DIRECTION_WORDS[score_direction(name)]
+            results.append({"split": split, "source": source, "score": name, "direction": direction, **summary})
     return results
+
+
+def _faithful_side(records: list[dict], name: str) -> list:
+    """The score ``name`` of each record, negated when lower values are the faithful ones, so higher is faithful."""
+    sign = -1 if score_direction(name) is False else 1
+    return [sign * r[name] if r[name] is not None else None for r in records]
 
 
 def _write_results(out: Path, splits: dict, score_names: list[str], results: list[dict]) -> None:
     """ROC curves per split, results.csv and results.json, and the table printed."""
     for split, records in splits.items():
         plots.roc_curves(
-            {name: [r[name] for r in records] for name in score_names},
+            {name: _faithful_side(records, name) for name in score_names},
             [r["label"] for r in records],
             out / f"roc_{split}.png",
             title=f"BEGIN {split}",

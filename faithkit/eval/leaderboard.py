@@ -4,7 +4,9 @@
 registry (each into its own resumable ``scores/<metric>.jsonl``), and reports per score and per
 group of rows (``--group-by``):
 
-* AUROC (Mann-Whitney, ties count half) with a percentile bootstrap interval over rows;
+* AUROC (Mann-Whitney, ties count half) with a percentile bootstrap interval over rows, each score taken in the
+  direction its metric declares (:func:`~faithkit.metrics.registry.score_direction`): a score where lower is more
+  faithful (``faithkit_checker_hallucination``) is ranked low-first, and its threshold reads "at most";
 * the best-F1 threshold, chosen on the same rows (so F1 and balanced accuracy at it are in-sample,
   optimistic figures: a threshold for new data is picked on dev, as ``meta-eval begin`` does);
 * paired tests between every two scores: a **paired bootstrap** of the AUROC difference, both
@@ -33,7 +35,7 @@ from .. import provenance
 from ..data import Row, read_results
 from ..errors import InputError
 from ..data.jobs import current_process, score_rows
-from ..metrics.registry import get_spec
+from ..metrics.registry import get_spec, score_direction
 from ..report import markdown_table
 from . import plots
 from .labelled import Labelled
@@ -52,6 +54,7 @@ __all__ = [
     "row_slices",
     "score_metrics",
     "scores_path",
+    "toward_faithful",
     "write_leaderboard",
 ]
 
@@ -84,6 +87,33 @@ def score_metrics(
                 keyed[name, key] = values
     keys = [key for _, key in keyed]
     return {(key if keys.count(key) == 1 else f"{name}:{key}"): values for (name, key), values in keyed.items()}
+
+
+DIRECTION_WORDS = {True: "higher", False: "lower", None: "as given"}
+"""A result row's ``direction``: which values of the score are the faithful ones (``as given``: the metric declares
+none, e.g. P(generic), or no metric declares the key; ranked as its values are)."""
+
+
+def toward_faithful(named_scores: Mapping[str, Sequence]) -> tuple[dict[str, list], dict[str, bool | None]]:
+    """The scores with every lower-is-faithful one negated (so a higher value is always the faithful side: its AUROC
+    is the chance a faithful row outranks an unfaithful one), and each score's declared direction."""
+    directions = {name: score_direction(name) for name in named_scores}
+    oriented = {
+        name: [None if value is None else -value for value in values] if directions[name] is False else list(values)
+        for name, values in named_scores.items()
+    }
+    return oriented, directions
+
+
+def in_own_units(results: list[dict], directions: Mapping[str, bool | None]) -> list[dict]:
+    """Result rows computed on :func:`toward_faithful` scores, told back in each score's own units: its ``direction``,
+    and the threshold of a lower-is-faithful score as its own value (faithful at or below it)."""
+    for row in results:
+        direction = directions.get(row["score"])
+        row["direction"] = DIRECTION_WORDS[direction]
+        if direction is False and "threshold" in row:
+            row["threshold"] = -row["threshold"]
+    return results
 
 
 def scores_path(out: Path, metric: str) -> Path:
@@ -152,13 +182,15 @@ def write_leaderboard(
 
 
 SHOWN = (
-    ("group", "group"), ("score", "score"), ("n", "n"), ("positive", "n_positive"), ("base rate", "base_rate"),
-    ("AUROC", "auroc"), ("95% interval", "auroc_interval"), ("best-F1 threshold", "threshold"), ("F1", "f1"),
+    ("group", "group"), ("score", "score"), ("faithful", "direction"), ("n", "n"), ("positive", "n_positive"),
+    ("base rate", "base_rate"), ("AUROC", "auroc"), ("95% interval", "auroc_interval"),
+    ("best-F1 threshold", "threshold"), ("F1", "f1"),
     ("F1 always positive", "f1_always_positive"), ("balanced accuracy", "balanced_accuracy"),
 )  # fmt: skip
-"""The printed table's columns, ``(heading, key)``; a key ``X_interval`` shows ``X_low``–``X_high``."""
+"""The printed table's columns, ``(heading, key)``; a key ``X_interval`` shows ``X_low``–``X_high``; ``faithful`` says
+which values of the score are the faithful ones (``lower``: faithful at or below the threshold)."""
 SHOWN_GRADED = (
-    ("group", "group"), ("score", "score"), ("n", "n"), ("Spearman", "spearman"),
+    ("group", "group"), ("score", "score"), ("faithful", "direction"), ("n", "n"), ("Spearman", "spearman"),
     ("95% interval", "spearman_interval"), ("Kendall", "kendall"), ("95% interval", "kendall_interval"),
 )  # fmt: skip
 SHOWN_PAIRED = (
@@ -216,8 +248,10 @@ def meta_eval_labels(
     named_scores = score_metrics(metrics, labelled.rows, out, fingerprints, **job)
     if not named_scores:
         raise InputError(f"no row could be scored; see the 'error' records in {out / 'scores'}")
-    slices = row_slices(named_scores, labelled)
+    oriented, directions = toward_faithful(named_scores)
+    slices = row_slices(oriented, labelled)
     results, paired = leaderboard(slices, resamples, seed, graded=labelled.graded)
+    in_own_units(results, directions)
     if current_process().is_main:  # under accelerate launch the other processes only score
         record = made_by() if made_by else provenance.record({}, options={"resamples": resamples, "seed": seed})
         write_leaderboard(out, results, paired, *slices[0][1:], made_by=record)

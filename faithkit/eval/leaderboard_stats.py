@@ -16,6 +16,7 @@ LEVEL = 0.05
 RESULT_COLUMNS = (
     "group",
     "score",
+    "direction",
     "n",
     "n_positive",
     "base_rate",
@@ -30,6 +31,7 @@ RESULT_COLUMNS = (
 GRADED_COLUMNS = (
     "group",
     "score",
+    "direction",
     "n",
     "spearman",
     "spearman_low",

@@ -112,7 +112,26 @@ def check_not_empty(documents: Sequence[str], responses: Sequence[str]) -> None:
 def check_parsable(nlp, texts: Sequence[str], what: str) -> None:
     """A ValueError (the row's error, as a job records it) for the first of ``texts`` longer than the spaCy pipeline
     ``nlp`` parses at once (``nlp.max_length``, 1,000,000 characters by default), naming ``what`` it is and its
-    length, before spaCy refuses it with its own E088 text."""
+    length, before spaCy refuses it with its own E088 text.
+
+    Args:
+        nlp (`spacy.Language`): the pipeline that will parse the texts.
+        texts (`Sequence[str]`): the texts.
+        what (`str`): what they are, for the message (``"response"``).
+
+    Examples:
+
+    ```python
+    >>> import spacy
+    >>> from faithkit.metrics.base import check_parsable
+    >>> nlp = spacy.blank("en")
+    >>> nlp.max_length = 20
+    >>> check_parsable(nlp, ["They live only in Antarctica."], "response")
+    Traceback (most recent call last):
+      ...
+    ValueError: the response is 29 characters, more than spaCy parses at once (20, its nlp.max_length); shorten it
+    ```
+    """
     for text in texts:
         if len(text) > nlp.max_length:
             raise ValueError(

@@ -3,8 +3,13 @@
 The command line, report tables, meta-evaluations, sweeps and training hooks all read this
 table, so adding a metric is one entry here (and any option it adds, one field of
 :class:`~faithkit.metrics.metric_options.MetricOptions`). A metric's :class:`Measure` entries are the
-corpus-level numbers it gives (title, direction, aggregate): a sweep's columns, tables,
+corpus-level numbers it gives (title, aggregate): a sweep's columns, tables,
 heatmaps and choice of operating point are made of them and nothing else.
+
+Every key a metric's rows give that anything here reads (its score keys, its measures' keys)
+declares its direction once, in :attr:`MetricSpec.directions`: higher is better (more faithful,
+more fluent), lower is better (``faithkit_checker_hallucination``, a contrast margin), or neither
+(words per response). Meta-evaluations, the sweep's choice, rerank and tables read it there.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import inspect
 import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import ConfigError
@@ -29,16 +34,15 @@ logger = logging.getLogger(__name__)
 class Measure:
     """One corpus-level number from a per-response field ``key`` of a metric's rows.
 
-    ``name`` is its column (unique over the registry), ``title`` its display name,
-    ``higher_is_better`` its direction (None: neither, e.g. length), ``aggregate`` a name in
-    :data:`faithkit.metrics.corpus.AGGREGATES` (``mean`` over responses with a value, or
-    ``corpus_bleu`` of the responses against their references).
+    ``name`` is its column (unique over the registry), ``title`` its display name, ``aggregate`` a name in
+    :data:`faithkit.metrics.corpus.AGGREGATES` (``mean`` over responses with a value, or ``corpus_bleu`` of the
+    responses against their references). ``higher_is_better`` is its key's direction as its metric declares it
+    (:attr:`MetricSpec.directions`), filled in by the :class:`MetricSpec` that holds it.
 
     Args:
         name (`str`): its column.
         key (`str`): the per-response field it is made of.
         title (`str`): its display name.
-        higher_is_better (`bool`, *optional*, defaults to True): its direction; None: neither.
         aggregate (`str`, defaults to "mean"): how the responses' values become one number.
 
     Examples:
@@ -46,20 +50,25 @@ class Measure:
     ```python
     >>> from faithkit.metrics import get_spec
     >>> get_spec("form").measures[2]
-    Measure(name='repeated', key='repeated', title='share repeated', higher_is_better=False, aggregate='mean')
+    Measure(name='repeated', key='repeated', title='share repeated', aggregate='mean', higher_is_better=False)
     ```
     """
 
     name: str
     key: str
     title: str
-    higher_is_better: bool | None = True
     aggregate: str = "mean"
+    higher_is_better: bool | None = field(default=None, init=False)
 
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """A metric's name (as on the command line), builder, score keys (main score first), options and measures.
+    """A metric's name (as on the command line), builder, score keys (main score first), the direction of each of
+    its keys, options and measures.
+
+    ``directions`` maps every score key and every measure's key to True (higher is better: more faithful), False
+    (lower is better) or None (neither, e.g. words per response); a key left out or one that is neither is an
+    error when the registry is built.
 
     Args:
         name (`str`): as on the command line.
@@ -69,14 +78,15 @@ class MetricSpec:
         needs_references (`bool`, defaults to False): whether it reads gold responses.
         summary (`str`, defaults to ""): one line for tables and ``--help``.
         measures (`tuple[Measure, ...]`, defaults to ()): its corpus-level numbers.
+        directions (`Mapping[str, bool | None]`, keyword only): each score and measure key's direction.
 
     Examples:
 
     ```python
     >>> from faithkit.metrics import get_spec
     >>> spec = get_spec("pmi-faith")
-    >>> spec.score_keys, spec.options, spec.runs_on_device
-    (('pmi', 'uncond_pmi'), ('model', 'batch_size', 'device', 'dtype', 'normalize', 'max_length', 'unconditional'), True)
+    >>> spec.score_keys, spec.directions["pmi"], spec.runs_on_device
+    (('pmi', 'uncond_pmi'), True, True)
     ```
     """
 
@@ -87,6 +97,28 @@ class MetricSpec:
     needs_references: bool = False
     summary: str = ""
     measures: tuple[Measure, ...] = ()
+    directions: Mapping[str, bool | None] = field(kw_only=True)
+
+    def __post_init__(self):
+        keys = {*self.score_keys, *(measure.key for measure in self.measures)}
+        if set(self.directions) != keys:
+            missing, extra = sorted(keys - set(self.directions)), sorted(set(self.directions) - keys)
+            raise ValueError(
+                f"metric '{self.name}': directions must name each score and measure key once "
+                f"(missing: {', '.join(missing) or 'none'}; not a key: {', '.join(extra) or 'none'})"
+            )
+        for measure in self.measures:
+            object.__setattr__(measure, "higher_is_better", self.directions[measure.key])
+
+    @property
+    def ranking_key(self) -> tuple[str, int]:
+        """``(key, sign)``: the score a judge ranks responses by, and +1 (higher is more faithful) or -1 (lower is):
+        the first score key declared higher-is-better, else the first declared lower-is-better."""
+        for wanted, sign in ((True, 1), (False, -1)):
+            key = next((key for key in self.score_keys if self.directions[key] is wanted), None)
+            if key is not None:
+                return key, sign
+        raise ConfigError(f"metric '{self.name}' has no score with a direction to rank responses by")
 
     @property
     def runs_on_device(self) -> bool:
@@ -115,9 +147,10 @@ def _claim_checker_specs() -> tuple[MetricSpec, ...]:
     """One metric per claim-checker preset (:mod:`.claim_checkers`, which imports nothing heavy)."""
     from .claim_checkers import PRESETS
 
-    def keys(preset) -> tuple[str, ...]:
+    def directions(preset) -> dict[str, bool | None]:
+        """P(supported) higher is better, P(unsupported) lower; P(generic) neither (a generic reply claims nothing)."""
         key = preset.score_key
-        return (key, f"{key}_generic", f"{key}_hallucination") if preset.three_way else (key,)
+        return {key: True, f"{key}_generic": None, f"{key}_hallucination": False} if preset.three_way else {key: True}
 
     def summary(preset) -> str:
         if preset.three_way:
@@ -132,9 +165,10 @@ def _claim_checker_specs() -> tuple[MetricSpec, ...]:
         MetricSpec(
             name,
             _Lazy("claim_checkers", "ClaimChecker", preset=name),
-            keys(preset),
+            tuple(directions(preset)),
             ("nli_model", "window", "stride", "max_windows", *_LM_OPTIONS),
             summary=summary(preset),
+            directions=directions(preset),
             measures=(Measure(preset.score_key, preset.score_key, f"claim checker: {name}"),),
         )
         for name, preset in PRESETS.items()
@@ -150,6 +184,7 @@ METRICS: dict[str, MetricSpec] = {
             ("pmi", "uncond_pmi"),
             ("model", *_LM_OPTIONS, "normalize", "max_length", "unconditional"),
             summary="PMI-FAITH: log P(r|d,h) - log P(r|h) under a causal LM",
+            directions={"pmi": True, "uncond_pmi": True, "logp_history": True},
             measures=(
                 Measure("pmi_faith", "pmi", "PMI-FAITH (judge)"),
                 # the judge's mean token log P(r | h), which PMI-FAITH computes anyway: low for word salad
@@ -162,6 +197,8 @@ METRICS: dict[str, MetricSpec] = {
             ("minimal_edit", "contrast_logp_margin", "contrast_pmi_margin"),
             ("model", *_LM_OPTIONS, "max_edits", "threshold"),
             summary="minimal-edit contrast: does the document make a response with a span swapped likelier",
+            # a margin is how much likelier the best edit is than the response: large means unfaithful
+            directions={"minimal_edit": True, "contrast_logp_margin": False, "contrast_pmi_margin": False},
             measures=(Measure("minimal_edit", "minimal_edit", "minimal-edit contrast (judge)"),),
         ),
         MetricSpec(
@@ -171,6 +208,7 @@ METRICS: dict[str, MetricSpec] = {
             ("model", *_LM_OPTIONS, "max_length"),
             summary="faithfulness judge: logistic regression on PMI-FAITH's token evidence and word overlap, "
             "fitted on BEGIN dev",
+            directions={"faith_judge": True},
             measures=(Measure("faith_judge", "faith_judge", "faithfulness judge"),),
         ),
         MetricSpec(
@@ -179,6 +217,7 @@ METRICS: dict[str, MetricSpec] = {
             ("q2", "q2_no_nli"),
             ("preset", "qg_model", "qa_model", "nli_model", *_LM_OPTIONS),
             summary="Q²: question generation, answering and NLI over response spans",
+            directions={"q2": True, "q2_no_nli": True},
             measures=(Measure("q2", "q2", "Q²"), Measure("q2_no_nli", "q2_no_nli", "Q² without NLI")),
         ),
         MetricSpec(
@@ -187,6 +226,7 @@ METRICS: dict[str, MetricSpec] = {
             ("e2e_nli",),
             ("preset", "nli_model", *_LM_OPTIONS),
             summary="end-to-end NLI: does the document entail the response",
+            directions={"e2e_nli": True},
             measures=(Measure("e2e_nli", "e2e_nli", "end-to-end NLI"),),
         ),
         *_claim_checker_specs(),
@@ -197,6 +237,7 @@ METRICS: dict[str, MetricSpec] = {
             ("server", "served_model", "api_key"),
             summary="a model served over an OpenAI-compatible API asked the annotation page's faithfulness "
             "question; agree 1, neutral 0.5, disagree 0, weighted by the answers' log-probabilities where served",
+            directions={"llm_judge": True},
             measures=(Measure("llm_judge", "llm_judge", "LLM judge (served)"),),
         ),
         MetricSpec(
@@ -204,6 +245,7 @@ METRICS: dict[str, MetricSpec] = {
             _Lazy("lexical", "TextOverlap", kind="overlap-f1"),
             ("overlap_f1",),
             summary="content-word F1 of response and document (baseline)",
+            directions={"overlap_f1": True},
             measures=(Measure("overlap_f1", "overlap_f1", "overlap F1 with the document"),),
         ),
         MetricSpec(
@@ -211,6 +253,7 @@ METRICS: dict[str, MetricSpec] = {
             _Lazy("lexical", "TextOverlap", kind="document-bleu"),
             ("document_bleu",),
             summary="BLEU of the response against the document (baseline; not lexical's bleu, against the gold)",
+            directions={"document_bleu": True},
             measures=(Measure("document_bleu", "document_bleu", "BLEU vs document"),),
         ),
         MetricSpec(
@@ -219,6 +262,7 @@ METRICS: dict[str, MetricSpec] = {
             ("knowledge_precision", "token_f1", "bleu"),
             needs_references=True,
             summary="knowledge precision; token F1 and BLEU against a reference response",
+            directions={"knowledge_precision": True, "token_f1": True, "bleu": True},
             measures=(
                 Measure("knowledge_precision", "knowledge_precision", "knowledge precision"),
                 Measure("bleu", "bleu", "BLEU vs gold", aggregate="corpus_bleu"),
@@ -230,10 +274,11 @@ METRICS: dict[str, MetricSpec] = {
             _Lazy("lexical", "ResponseForm"),
             ("words", "empty", "repeated"),
             summary="words per response, and the shares of empty and looping responses (no model)",
+            directions={"words": None, "empty": False, "repeated": False},
             measures=(
-                Measure("words", "words", "mean words", higher_is_better=None),
-                Measure("empty", "empty", "share empty", higher_is_better=False),
-                Measure("repeated", "repeated", "share repeated", higher_is_better=False),
+                Measure("words", "words", "mean words"),
+                Measure("empty", "empty", "share empty"),
+                Measure("repeated", "repeated", "share repeated"),
             ),
         ),
     )
@@ -336,6 +381,26 @@ def get_spec(name: str) -> MetricSpec:
     if name not in METRICS:
         raise ConfigError(f"unknown metric '{name}'; choose one of {', '.join(METRIC_NAMES)}")
     return METRICS[name]
+
+
+def score_direction(score: str) -> bool | None:
+    """The declared direction (:attr:`MetricSpec.directions`) of a score as reports name it: a key of some metric
+    (``faithkit_checker_hallucination``: False) or ``metric:key``; None for a key no metric declares.
+
+    Args:
+        score (`str`): a score key, or ``metric:key``.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.registry import score_direction
+    >>> score_direction("pmi"), score_direction("form:repeated"), score_direction("no_such_key")
+    (True, False, None)
+    ```
+    """
+    metric, _, key = score.rpartition(":")
+    specs = [get_spec(metric)] if metric else list(METRICS.values())
+    return next((spec.directions[key] for spec in specs if key in spec.directions), None)
 
 
 def option_defaults(name: str) -> dict:

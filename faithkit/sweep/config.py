@@ -230,6 +230,11 @@ class SweepConfig:
             if measure is None:
                 continue
             metric = MEASURES[measure][0].name
+            if MEASURES[measure][1].higher_is_better is None:
+                raise ConfigError(
+                    f"--{option_name} {measure}: the measure has no better direction (neither higher nor lower is "
+                    "more faithful); name a measure that has one, e.g. faithkit_checker or pmi_faith"
+                )
             if metric not in (*self.metrics, *ALWAYS):
                 raise ConfigError(f"--{option_name} {measure} needs the metric {metric}: add it to --metrics")
         return self

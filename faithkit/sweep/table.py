@@ -343,8 +343,9 @@ def best_by_strategy(table: Sequence[dict], **rule) -> dict[str, dict]:
         pick = choose_best([table[0], *own], **rule)["best"]
         within = pick is not None and pick is not table[0]
         if not within:
-            scored = [row for row in own if row.get(rule.get("faithfulness", "pmi_faith")) is not None]
-            pick = max(scored, key=lambda row: row[rule.get("faithfulness", "pmi_faith")]) if scored else own[0]
+            faithfulness = rule.get("faithfulness", "pmi_faith")
+            scored = [row for row in own if row.get(faithfulness) is not None]
+            pick = max(scored, key=lambda row: better(faithfulness) * row[faithfulness]) if scored else own[0]
         picks[name] = {**pick, "within_bounds": within}
     return picks
 
@@ -359,6 +360,9 @@ def choose_best(
     significance: float = SweepConfig.significance,
 ) -> dict:
     """The most faithful cell whose relevance and fluency are at least the baseline's minus their tolerances.
+
+    Every measure is read in the direction the registry declares for it (:func:`better`): a faithfulness measure
+    where lower is better is minimised, and a bound on such a measure is the baseline's plus its tolerance.
 
     The defaults are :class:`SweepConfig`'s; ``faithfulness`` is PMI-FAITH's measure unless named (a sweep names
     its :attr:`~SweepConfig.faithfulness_measure`).
@@ -398,22 +402,36 @@ def choose_best(
 
 
 def _most_faithful(table: Sequence[dict], eligible: list[dict], faithfulness: str, relevance: str) -> dict | None:
-    """The eligible row of highest ``faithfulness``; ties go to higher relevance, then to the earlier cell."""
+    """The eligible row of best ``faithfulness``; ties go to better relevance, then to the earlier cell."""
     position = {row["cell"]: index for index, row in enumerate(table)}
     if not eligible:
         return None
-    return max(eligible, key=lambda row: (row[faithfulness], row.get(relevance) or -math.inf, -position[row["cell"]]))
+
+    def rank(row: dict) -> tuple:
+        shown = row.get(relevance)
+        return (better(faithfulness) * row[faithfulness], -math.inf if shown is None else better(relevance) * shown)
+
+    return max(eligible, key=lambda row: (*rank(row), -position[row["cell"]]))
+
+
+def better(measure: str) -> int:
+    """+1 when a higher ``measure`` is better, -1 when a lower one is (its registry direction); a measure of neither
+    direction (words per response) is refused when the sweep's options are checked, so none arrives here."""
+    return -1 if MEASURES[measure][1].higher_is_better is False else 1
 
 
 def _beats(row: dict, baseline: dict, faithfulness: str, significance: float) -> bool:
     """Whether ``row`` is more faithful than ``baseline`` with paired p below ``significance``."""
     p = row.get(f"{faithfulness}_p")
-    return p is not None and p < significance and row[faithfulness] > baseline[faithfulness]
+    return (
+        p is not None and p < significance and better(faithfulness) * (row[faithfulness] - baseline[faithfulness]) > 0
+    )
 
 
 def baseline_bounds(baseline: dict, tolerances: Sequence[tuple[str | None, float]]) -> tuple[dict, list[str]]:
-    """``(bounds, clauses)``: each ``(measure, tolerance)``'s lower bound, the baseline's value minus the tolerance
-    (a measure None or that the baseline lacks gets none), and the rule's clause saying so."""
+    """``(bounds, clauses)``: each ``(measure, tolerance)``'s bound, the baseline's value minus the tolerance (plus it,
+    for a measure where lower is better: an upper bound; a measure None or that the baseline lacks gets none), and
+    the rule's clause saying so."""
     clauses, bounds = [], {}
     for measure, slack in tolerances:
         if measure is None:
@@ -421,8 +439,9 @@ def baseline_bounds(baseline: dict, tolerances: Sequence[tuple[str | None, float
         if baseline.get(measure) is None:
             clauses.append(f"no {measure} for the baseline, so no {measure} bound")
             continue
-        bounds[measure] = baseline[measure] - slack
-        clauses.append(f"{measure} >= baseline {measure} - {slack:g} = {bounds[measure]:.4g}")
+        bounds[measure] = baseline[measure] - better(measure) * slack
+        sign, side = ("-", ">=") if better(measure) > 0 else ("+", "<=")
+        clauses.append(f"{measure} {side} baseline {measure} {sign} {slack:g} = {bounds[measure]:.4g}")
     return bounds, clauses
 
 
@@ -433,6 +452,7 @@ def exclusion(row: dict, faithfulness: str, bounds: dict) -> str | None:
     for measure, bound in bounds.items():
         if row.get(measure) is None:
             return f"no {measure}"
-        if row[measure] < bound:
-            return f"{measure} {format_value(measure, row[measure])} < bound {format_value(measure, bound)}"
+        if better(measure) * (row[measure] - bound) < 0:
+            side = "<" if better(measure) > 0 else ">"
+            return f"{measure} {format_value(measure, row[measure])} {side} bound {format_value(measure, bound)}"
     return None

@@ -426,3 +426,30 @@ def test_graded_labels_get_spearman_and_kendall_with_intervals_and_holm_correcte
         "error: row 1: label 'good' in column 'grade' is no number; without --positive the labels are graded "
         "(numbers on a scale): give --positive for the positive class of categories"
     ]
+
+
+def test_a_score_where_lower_is_faithful_is_ranked_low_first_with_its_threshold_in_its_own_units(faithkit, tmp_path):
+    texts = ["It is red.", "no no no no no no, I said", "Apples grow on trees.", "Red red red red red red red, yes",
+             "They are red apples.", "It grows."]  # fmt: skip
+    faithful = [True, False, True, False, True, True]
+    rows = [
+        {"id": str(n), "document": "Red apples grow on trees.", "response": text, "verdict": "yes" if label else "no"}
+        for n, (text, label) in enumerate(zip(texts, faithful))
+    ]
+    path = write_jsonl(tmp_path / "rows.jsonl", rows)
+    out = tmp_path / "out"
+    run = faithkit("meta-eval", "labels", "--input", path, "--label-column", "verdict", "--positive", "yes",
+                   "--metrics", "form", "--resamples", "100", "--out", out)  # fmt: skip
+    assert run.code == 0, run.err
+    form = lexical.ResponseForm().compute_rows(["d"] * len(texts), None, texts)
+    with open(out / "results.csv", newline="") as handle:
+        results = {r["score"]: r for r in csv.DictReader(handle)}
+    repeated = [row["repeated"] for row in form]
+    assert repeated == [0.0, 1.0, 0.0, 1.0, 0.0, 0.0]  # the two looping responses are the unfaithful ones
+    assert results["repeated"]["direction"] == "lower"
+    assert float(results["repeated"]["auroc"]) == mann_whitney([-v for v in repeated], faithful) == 1.0
+    assert float(results["repeated"]["threshold"]) == 0.0  # faithful at or below 0: in the score's own units
+    words = [row["words"] for row in form]
+    assert results["words"]["direction"] == "as given"  # words per response: neither direction, ranked as it is
+    assert float(results["words"]["auroc"]) == pytest.approx(mann_whitney(words, faithful), abs=1e-12)
+    assert "| repeated | lower |" in run.out
