@@ -65,10 +65,27 @@ def test_why_chosen_gives_the_bound_and_the_reason_in_the_indexing_of_scores():
     assert why_chosen([None, None], [None, None], 1.0, 0)["reason"] == "greedy kept: no response has a score"
 
 
+def test_the_bound_from_the_best_response_lets_a_candidate_more_fluent_than_greedy_set_it():
+    scores, fluencies = [0.1, 0.9, 0.5], [-2.0, -1.2, -2.5]  # candidate 1 is the most fluent: bound -2.2 at 1
+    assert choose(scores, [-2.0, -3.5, -2.9], 1.0, "best") == 2  # greedy the most fluent: the greedy rule's pick
+    assert choose([0.1, 0.5, 0.9], [-2.0, -1.2, -2.5], 1.0, "greedy") == 2
+    assert choose([0.1, 0.5, 0.9], [-2.0, -1.2, -2.5], 1.0, "best") == 1  # -2.5 < -1.2 - 1
+    assert why_chosen(scores, fluencies, 1.0, 1, "best")["reason"] == (
+        "candidate 1: the highest score, 0.900 (greedy 0.100), of the 2 responses within the fluency bound -2.200 "
+        "(best -1.200 - 1)"
+    )
+    assert choose([None, 0.2, 0.3], [None, -9.0, -1.0], 0.0, "best") == 2  # the bound from the most fluent scored
+
+
 def test_parameters_are_declared_once_and_checked():
     strategy = strategy_from_dict({"name": "rerank", "n": 4, "search": "beam", "fluency_tolerance": 0.5})
     assert strategy == Rerank(n=4, search="beam", judge="pmi-faith", fluency_tolerance=0.5)
     assert strategy.label == "rerank_n4_beam_pmi-faith_f0.5"
+    assert (
+        Rerank(fluency_view="document", fluency_reference="best").label == "rerank_n8_sample_pmi-faith_f1_document_best"
+    )
+    with pytest.raises(ConfigError, match=r"fluency_view must be one of history, document, got 'both'"):
+        strategy_from_dict({"name": "rerank", "fluency_view": "both"})
     assert not Cell(strategy).sampled and Cell(Rerank()).sampled
     assert Cell(Rerank()).option_searches == ("greedy", "sample")
     with pytest.raises(ConfigError, match=r"^rerank: --search 'nucleus' is unknown; choose one of sample, beam$"):
@@ -209,3 +226,40 @@ def test_training_hooks_decode_rerank_as_generate_does(tiny_gpt2, gpt2_tokenizer
         max_context_tokens=64,
     )
     assert responses["rerank"] == expected
+
+
+@pytest.mark.parametrize(
+    "text,cleaned",
+    [
+        ("Agent: It is 330 metres tall.", "It is 330 metres tall."),
+        ("User: August 14, 1889", "August 14, 1889"),  # the model wrote the user's turn: its text, unlabelled
+        ("User: When was it built?\nAgent: In 1889.\nUser: Thanks!", "In 1889."),  # the answering side's turn
+        ("It is 330 metres tall. User: And when was it built?", "It is 330 metres tall."),  # a next turn begun
+        ("Assistant: Sure. Document: The Eiffel Tower is", "Sure."),
+        ("Captain: Emperor penguins live in Antarctica.", "Emperor penguins live in Antarctica."),
+        ("User: How tall is the Eiffel Tower? It is 330 metres tall.", "It is 330 metres tall."),  # the turn echoed
+        ("How tall is the Eiffel Tower?\nIt is tall.", "It is tall."),
+        ("According to the document: it is tall.", "According to the document: it is tall."),  # no speaker
+        ("User:", ""),
+    ],
+)
+def test_responses_lose_speaker_labels_echoes_and_next_turns_in_one_place(text, cleaned):
+    from faithkit.decoding.inputs import response_text
+
+    assert response_text(text, DEFAULT_TEMPLATE, ["User: How tall is the Eiffel Tower?"]) == cleaned
+    assert response_text(response_text(text, DEFAULT_TEMPLATE), DEFAULT_TEMPLATE) == response_text(
+        text, DEFAULT_TEMPLATE
+    )  # cleaning twice changes nothing
+
+
+def test_candidates_from_a_file_are_cleaned_before_they_are_judged():
+    from faithkit.data import Row
+    from faithkit.reranking import _cleaned
+
+    row = Row(id="r", document="d", history=["User: When was it finished?"])
+    record = {"id": "r", "responses": ["User: August 14, 1889", "In 1889. User: thanks"], "greedy": "Agent: 1889."}
+    assert _cleaned(record, row, DEFAULT_TEMPLATE) == {
+        "id": "r",
+        "responses": ["August 14, 1889", "In 1889."],
+        "greedy": "1889.",
+    }

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 from dataclasses import dataclass
 
@@ -115,13 +114,12 @@ def add_engine_options(parser) -> None:
 
 
 def add_rerank_flags(parser) -> None:
-    """--judge, --fluency-tolerance and the judge's --batch-size, for --rerank-output."""
+    """The rerank strategy's and the judge's options (as ``faithkit rerank`` has them) and the judge's
+    --batch-size, for --rerank-output."""
     from ..decoding.generation_options import GenerationOptions
-    from ..decoding.rerank import Rerank
-    from ..settings.options import add_flags
+    from .rerank import add_judge_flags
 
-    group = parser.add_argument_group("reranking (with --rerank-output)")
-    add_flags(group, Rerank, names=("judge", "fluency_tolerance"), unset=argparse.SUPPRESS)
+    group = add_judge_flags(parser, "reranking (with --rerank-output)")
     add_flags(group, GenerationOptions, names=("batch_size",))
 
 

@@ -22,6 +22,22 @@ logger = logging.getLogger(__name__)
 
 GENERATION_FLAGS = ("max_new_tokens", "batch_size", "max_context_tokens", "chat")
 """The generation options of the greedy responses faithkit decodes itself (for rows whose candidates lack one)."""
+RERANK_FLAGS = ("judge", "fluency_tolerance", "fluency_view", "fluency_reference")
+"""The rerank strategy's options a command takes (the candidates come from a file, not from n and search)."""
+JUDGE_FLAGS = (
+    "preset",
+    "qg_model",
+    "qa_model",
+    "nli_model",
+    "window",
+    "stride",
+    "max_windows",
+    "max_edits",
+    "threshold",
+)
+"""The judge metric's options rerank takes as flags (``--nli-model``, ``--preset``, …), as the registry declares
+them; the judge runs on ``--device`` with ``--dtype``. Options that name the judge's own LM or server (``model``,
+``server``) are not among them: ``--model`` is the generator (and ``faithkit candidates``' ``--server`` its engine)."""
 
 
 @dataclass
@@ -56,8 +72,8 @@ def register(subparsers) -> None:
         help="pick the most faithful of N candidates from any engine (vLLM, TGI, …), within a fluency bound",
         description="For each (document, history) row of --input, pick one of its candidates in --candidates "
         '(JSON lines {"id": ..., "responses": [text, ...]}, optionally "greedy": text): the one '
-        "--judge scores highest among those whose fluency (--model's mean token log P(r | h)) is at "
-        "least the greedy response's minus --fluency-tolerance; the greedy response is a candidate too, "
+        "--judge scores most faithful among those whose fluency (--model's mean token log-likelihood of it "
+        "under --fluency-view) is at least the --fluency-reference response's minus --fluency-tolerance; the greedy response is a candidate too, "
         "and is faithkit's greedy decode with --model when the record has none. The same choice as "
         "the 'rerank' strategy on the same candidates. Each output record keeps the row's id and has "
         "the chosen 'response', its 'candidate' index into 'scores' (0: the greedy response), the "
@@ -84,15 +100,45 @@ def register(subparsers) -> None:
 
 
 def add_rerank_options(parser) -> None:
-    """--judge and --fluency-tolerance as the rerank strategy declares them, and the greedy decode's options."""
+    """The rerank strategy's options and the judge's, as they are declared, and the greedy decode's options."""
+    from ..decoding.generation_options import GenerationOptions
+
+    group = add_judge_flags(parser, "reranking")
+    add_flags(group, GenerationOptions, names=GENERATION_FLAGS)
+
+
+def add_judge_flags(parser, title: str):
+    """:data:`RERANK_FLAGS` as the rerank strategy declares them and :data:`JUDGE_FLAGS` as the metric registry does,
+    in a new argument group ``title`` (returned)."""
     import argparse
 
-    from ..decoding.generation_options import GenerationOptions
     from ..decoding.rerank import Rerank
+    from ..metrics.metric_options import MetricOptions
 
-    group = parser.add_argument_group("reranking")
-    add_flags(group, Rerank, names=("judge", "fluency_tolerance"), unset=argparse.SUPPRESS)
-    add_flags(group, GenerationOptions, names=GENERATION_FLAGS)
+    group = parser.add_argument_group(title)
+    add_flags(group, Rerank, names=RERANK_FLAGS, unset=argparse.SUPPRESS)
+    add_flags(group, MetricOptions, names=JUDGE_FLAGS, unset=None)
+    return group
+
+
+def judge_options(args, judge: str) -> dict:
+    """The judge's options given as :data:`JUDGE_FLAGS` (with ``--dtype``, where it takes it); one it does not take is a
+    ConfigError naming the flag."""
+    from ..errors import ConfigError
+    from ..metrics.registry import get_spec
+
+    spec = get_spec(judge)
+    given = {name: getattr(args, name) for name in JUDGE_FLAGS if getattr(args, name, None) is not None}
+    refused = [f"--{name.replace('_', '-')}" for name in given if name not in spec.options or judge == "pmi-faith"]
+    if refused:
+        raise ConfigError(
+            f"{', '.join(refused)} do not apply to --judge {judge} (its options: "
+            f"{', '.join(f'--{name}'.replace('_', '-') for name in spec.options if name in JUDGE_FLAGS) or 'none'}); "
+            "drop them or name another judge"
+        )
+    if judge != "pmi-faith" and "dtype" in spec.options and getattr(args, "dtype", None) is not None:
+        given["dtype"] = args.dtype
+    return given
 
 
 def run(args) -> int:
@@ -101,62 +147,74 @@ def run(args) -> int:
     from ..generation.rerank import rerank_summary
 
     check_models({"--model": args.model})  # before torch loads: an unknown name is an error within a second
-    strategy, options = rerank_settings(args)
+    strategy, options, judging = rerank_settings(args)
     rows = list(
         read_rows(args.input, columns_from_args(args, required=("document",)), quoting=args.quoting, split=args.split)
     )
     unique_ids(rows)
-    rerank_file(args, rows, args.candidates, args.output, strategy, options)
+    rerank_file(args, rows, args.candidates, args.output, strategy, options, judging)
     if is_main_process():
         print("\n".join(rerank_summary(read_results(args.output))))
     return 0
 
 
 def rerank_settings(args):
-    """The checked (rerank strategy, generation options) of the reranking flags, before any model loads."""
+    """The checked (rerank strategy, generation options, judge options) of the reranking flags, before any model
+    loads."""
     from dataclasses import fields
 
     from ..decoding.generation_options import GenerationOptions
     from ..decoding.rerank import Rerank
     from ..generation.rerank import check_judge, self_judging
 
-    given = {name: getattr(args, name) for name in ("judge", "fluency_tolerance") if hasattr(args, name)}
+    given = {name: getattr(args, name) for name in RERANK_FLAGS if hasattr(args, name)}
     strategy = Rerank(**given)
     check_judge(strategy)
+    judging = judge_options(args, strategy.judge)
     warning = self_judging(strategy.judge, args.model)
     if warning:
         logger.warning(warning)
     options = GenerationOptions(
         **{f.name: getattr(args, f.name) for f in fields(GenerationOptions) if f.name in GENERATION_FLAGS}
     ).validate()
-    return strategy, options
+    return strategy, options, judging
 
 
-def rerank_file(args, rows, candidates_path, output, strategy, options) -> dict:
+def rerank_file(args, rows, candidates_path, output, strategy, options, judging) -> dict:
     """Rerank ``rows`` over the candidates file into ``output`` with ``args.model`` (``faithkit rerank``'s job,
-    also run by ``faithkit candidates --rerank-output``); returns the job's counts."""
-    from ..serving import models
+    also run by ``faithkit candidates --rerank-output``), the judge built with the options ``judging``; returns the
+    job's counts."""
     from .. import provenance
-    from ..data.results import content_digest
     from ..data.jobs import is_main_process, job_fingerprint, run_job
+    from ..data.results import content_digest
     from ..generation.rerank import CandidatesJob, read_candidates, report_missing_ids
+    from ..metrics.registry import metric_fingerprint
+    from ..serving import models
 
     candidates = read_candidates(candidates_path)
     report_missing_ids(candidates, [row.id for row in rows], candidates_path)
+    defaults = {
+        "fluency_view": "history",
+        "fluency_reference": "greedy",
+    }  # left out at their defaults: old outputs resume
     settings = {
         "judge": strategy.judge,
         "fluency_tolerance": strategy.fluency_tolerance,
+        **{key: getattr(strategy, key) for key, default in defaults.items() if getattr(strategy, key) != default},
+        **({"judge_options": metric_fingerprint(strategy.judge, judging)["metric_options"]} if judging else {}),
         **{key: value for key, value in options.fingerprint().items() if key in GENERATION_FLAGS},
         "candidates": content_digest(sorted(candidates.items())),
     }
     fingerprint = job_fingerprint("rerank", model=models.identity(args.model), reranking=settings, dtype=args.dtype)
-    job = CandidatesJob(args.model, strategy, options, candidates, device=args.device, dtype=args.dtype)
+    job = CandidatesJob(
+        args.model, strategy, options, candidates, device=args.device, dtype=args.dtype, judge_options=judging
+    )
     counts = run_job(job, rows, output, fingerprint=fingerprint, desc="rerank", **job_options(args))
     judged_by = {"generator": args.model, f"judge ({strategy.judge} under the generator)": args.model}
-    if strategy.judge != "pmi-faith":  # another judge reads its own models, at their defaults
+    if strategy.judge != "pmi-faith":  # another judge reads its own models: given, else its defaults
         from ..metrics.model_roles import models_read
 
-        judged_by = {"generator": args.model, **models_read(strategy.judge, {})}
+        judged_by = {"generator": args.model, **models_read(strategy.judge, judging)}
     if is_main_process():
         provenance.write_sidecar(output, provenance.record(judged_by, [args.input, candidates_path]))
     logger.info(

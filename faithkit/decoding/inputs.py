@@ -8,6 +8,7 @@ effect" is.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -286,13 +287,36 @@ def decode_responses(
     return [texts[i * num_return_sequences : (i + 1) * num_return_sequences] for i in range(contexts)]
 
 
-def response_text(text: str, template: PromptTemplate | None) -> str:
-    """A decoded continuation as a response: stripped, without the ``template``'s speaker prefix (``Agent:``)
-    that models often repeat (it belongs to the prompt). Engine candidates are cleaned the same way.
+SPEAKERS = ("User", "Agent", "Assistant", "System", "Document", "Human", "Bot", "Wizard", "Apprentice")
+"""Speaker labels models write into a response when they go on with the prompt's layout (``User: …``,
+``Document: …``), as the plain template and dialogue corpora write turns."""
+OWN_SPEAKERS = ("Agent", "Assistant", "Bot", "Wizard")
+"""The labels of the side that answers: a response that starts with one is that speaker's turn."""
+_LABEL = r"(?:{names})[ \t]*:"
+
+
+def _labels(names: Sequence[str]) -> str:
+    return _LABEL.format(names="|".join(re.escape(name) for name in names))
+
+
+_LEADING = re.compile(r"\s*((?i:" + _labels(SPEAKERS) + r")|[A-Z][a-z]{2,15}:(?=\s))")
+_OWN = re.compile(r"(?:^|(?<=\s))" + _labels([*OWN_SPEAKERS, *(name.lower() for name in OWN_SPEAKERS)]))
+_NEXT_TURN = re.compile(r"(?:^|(?<=\s))" + _labels([*SPEAKERS, *(name.upper() for name in SPEAKERS)]))
+
+
+def response_text(text: str, template: PromptTemplate | None, echoes: Sequence[str] = ()) -> str:
+    """A decoded continuation (in process, or from any engine) as the response it holds: the one place responses
+    are cleaned. Stripped; without a copy of the prompt at its start; without the speaker labels it starts with (the
+    ``template``'s ``Agent:``, ``Assistant:``; a turn that starts as another speaker's, ``User: …`` or any one
+    capitalised word and a colon, ``Captain: …``, keeps what follows the answering side's label when it has one,
+    else its text); and cut where a next speaker's turn begins (``… User: and then?``, ``Document: …``): the model
+    went on writing the dialogue. The labels are :data:`SPEAKERS` and the template's own.
 
     Args:
         text (`str`): the decoded continuation.
-        template (`PromptTemplate`, *optional*): the prompt layout; None removes no prefix.
+        template (`PromptTemplate`, *optional*): the prompt layout; None removes no prefix of its own.
+        echoes (`Sequence[str]`, *optional*): the prompt's text and last turn, dropped where the response repeats
+            them at its start (with or without their speaker label).
 
     Examples:
 
@@ -301,11 +325,39 @@ def response_text(text: str, template: PromptTemplate | None) -> str:
     >>> from faithkit.prompts import DEFAULT_TEMPLATE
     >>> response_text(" Agent: It is 330 metres tall.", DEFAULT_TEMPLATE)
     'It is 330 metres tall.'
+    >>> response_text("User: In 1889. User: And its height?", DEFAULT_TEMPLATE)
+    'In 1889.'
     ```
     """
     text = text.strip()
     prefix = template.response_prefix.strip() if template is not None else ""
-    return text[len(prefix) :].strip() if prefix and text.startswith(prefix) else text
+    copies = {form for echo in echoes for form in (echo.strip(), _LEADING.sub("", echo, count=1).strip())}
+    starts = sorted({form for form in copies if form} | ({prefix} if prefix else set()), key=len)
+    while True:
+        start = next((start for start in reversed(starts) if text.startswith(start)), None)
+        if start is not None:
+            text = text[len(start) :].strip()
+            continue
+        label = _LEADING.match(text)
+        if label is None:
+            break
+        rest = text[label.end() :]
+        own = _OWN.search(rest) if label.group(1).split(":")[0].strip().title() not in OWN_SPEAKERS else None
+        text = (rest[own.end() :] if own else rest).strip()
+    turn = _NEXT_TURN.search(text)
+    if turn is not None:
+        text = text[: turn.start()].strip()
+    if prefix.endswith(":") and (cut := text.find(f" {prefix}")) >= 0:
+        text = text[:cut].strip()
+    return text
+
+
+def last_turn(history) -> str:
+    """The history's last turn (empty without one): the text a model most often repeats at a response's start."""
+    from ..prompts import as_history
+
+    turns = as_history(history)
+    return turns[-1] if turns else ""
 
 
 def length_order(documents: Sequence[str], histories: Sequence) -> list[int]:

@@ -3,9 +3,12 @@
 No serving engine decodes two views in step (what PMI-DECODE, CAD and AdaCAD need), but
 every engine can draw N candidates with its own sampling or beam search. A faithfulness
 judge then picks among them, as the sweep picks its operating point (:func:`choose`): the
-highest judge score among the responses whose fluency — the generator's mean token
-``log P(r | h)`` — is at least the greedy response's minus ``fluency_tolerance``. The greedy
-response is itself a candidate, so a context without a better one keeps it.
+most faithful response by the judge's score (in the direction the judge's metric declares)
+among the responses whose fluency — the generator's mean token log-likelihood of the
+response under ``fluency_view`` (``history``: log P(r | h); ``document``: log P(r | d, h)) — is
+at least the ``fluency_reference`` response's (``greedy``, or the ``best`` of them) minus
+``fluency_tolerance``. The greedy response is itself a candidate, so a context without a
+better one keeps it.
 
 The judge is a callable (:data:`Judge`) rather than a metric here, because metrics sit above
 decoding: :class:`faithkit.generation.rerank.Judges` builds it from the metric registry, and
@@ -28,16 +31,22 @@ from .generation_options import row_seed
 CANDIDATE_SEARCHES = ("sample", "beam")
 """How candidates are drawn: plain sampling (each candidate from its own seeded generator), or beam search
 with ``n`` beams, every beam returned."""
+FLUENCY_VIEWS = {"history": "logp_history", "document": "logp_doc_history"}
+"""The fluency's view and the PMI-FAITH row field that holds it: ``history``, the response as a reply to the dialogue
+alone (a response that says the document's facts in other words than the model would is unlikely there), or
+``document``, the response read with the document too (saying what the document says is likely there)."""
+FLUENCY_REFERENCES = ("greedy", "best")
+"""Whose fluency the bound is measured from: the greedy response's, or the most fluent response's."""
 
 Judge = Callable[["Rerank", Sequence[str], Sequence, Sequence[str]], list[tuple[float | None, float | None]]]
 """``judge(strategy, documents, histories, responses)``: one ``(score, fluency)`` per response (None: no value,
-e.g. an empty response), the score from ``strategy.judge``'s metric, the fluency the generator's mean token
-log P(r | h)."""
+e.g. an empty response), the score from ``strategy.judge``'s metric with higher more faithful, the fluency the
+generator's mean token log-likelihood of the response under ``strategy.fluency_view``."""
 
 
 @dataclass(frozen=True)
 class Rerank(Strategy):
-    """N plain candidates per context, the judge's most faithful one within the fluency bound of the greedy response.
+    """N plain candidates per context, the judge's most faithful one within the fluency bound.
 
     The cell's own search is greedy: the greedy response is the fallback and the fluency
     reference; ``search`` says how the other ``n`` candidates are drawn.
@@ -48,7 +57,7 @@ class Rerank(Strategy):
     searches: ClassVar[tuple[str, ...]] = ("greedy",)
     summary: ClassVar[str] = (
         "n plain candidates (sampling or beam search) and the greedy response; the judge's "
-        "best whose fluency is at least the greedy one's minus fluency_tolerance"
+        "best whose fluency is at least the reference response's minus fluency_tolerance"
     )
 
     n: int = option(8, "candidates per context besides the greedy response", low=1, grid=(8,))
@@ -62,9 +71,20 @@ class Rerank(Strategy):
     )
     fluency_tolerance: float = option(
         1.0,
-        "how far below the greedy response's fluency (the generator's mean "
-        "token log P(r | h)) a chosen candidate may be",
+        "how far below the reference response's fluency (the generator's mean "
+        "token log-likelihood of it under fluency_view) a chosen candidate may be",
         low=0,
+    )
+    fluency_view: str = option(
+        "history",
+        "the fluency's view: history (mean token log P(r | h)) or document (log P(r | d, h): a faithful response "
+        "phrased otherwise than the model would is not held below the bound)",
+        choices=tuple(FLUENCY_VIEWS),
+    )
+    fluency_reference: str = option(
+        "greedy",
+        "the response the bound is measured from: greedy, or best (the most fluent)",
+        choices=FLUENCY_REFERENCES,
     )
 
     def __post_init__(self):
@@ -78,8 +98,14 @@ class Rerank(Strategy):
 
     @property
     def label(self) -> str:
-        """``rerank_n8_sample_pmi-faith_f1``: n, candidate search, judge, fluency tolerance."""
-        return f"rerank_n{self.n}_{self.search}_{self.judge}_f{self.fluency_tolerance:g}"
+        """``rerank_n8_sample_pmi-faith_f1``: n, candidate search, judge, fluency tolerance, then the fluency's view
+        and reference where they are not the defaults (``_document_best``)."""
+        bound = "".join(
+            f"_{value}"
+            for value, default in ((self.fluency_view, "history"), (self.fluency_reference, "greedy"))
+            if value != default
+        )
+        return f"rerank_n{self.n}_{self.search}_{self.judge}_f{self.fluency_tolerance:g}{bound}"
 
     def sampled(self, search: str) -> bool:
         return self.search == "sample"
@@ -110,38 +136,67 @@ class Choice:
     fluencies: list[float | None]
 
 
-def choose(scores: Sequence[float | None], fluencies: Sequence[float | None], tolerance: float) -> int:
-    """The index of the highest score among responses whose fluency is at least ``fluencies[0] - tolerance``.
+def fluency_bound(fluencies: Sequence[float | None], tolerance: float, reference: str = "greedy") -> float | None:
+    """The lowest fluency a response may have: the ``reference`` response's fluency (``greedy``: index 0; ``best``:
+    the highest) minus ``tolerance``; None (no bound) when that response has no fluency (an empty greedy response)."""
+    if reference == "greedy":
+        anchor = fluencies[0]
+    else:
+        known = [f for f in fluencies if f is not None and not math.isnan(f)]
+        anchor = max(known) if known else None
+    return None if anchor is None else anchor - tolerance
 
-    Index 0 is the greedy response, the reference of the bound (the sweep's rule, per
-    context). A response without a score or fluency is not eligible; without the greedy
-    response's fluency (it is empty) the bound is dropped. Ties go to the earlier response;
-    nothing eligible gives 0.
+
+def faithful_score(value: float | None, sign: int) -> float | None:
+    """A judge's ``value`` with higher more faithful: ``sign`` is +1 for a score where higher is more faithful, -1 for
+    one where lower is (its metric's declared direction)."""
+    return None if value is None else sign * value
+
+
+def _scored(score: float | None) -> bool:
+    return score is not None and not math.isnan(score)
+
+
+def choose(
+    scores: Sequence[float | None], fluencies: Sequence[float | None], tolerance: float, reference: str = "greedy"
+) -> int:
+    """The index of the highest score among responses whose fluency is at least :func:`fluency_bound`.
+
+    Index 0 is the greedy response. A response without a score or fluency is not eligible;
+    without a bound every scored response is. Ties go to the earlier response; nothing
+    eligible gives 0.
     """
-    reference = fluencies[0]
+    bound = fluency_bound(fluencies, tolerance, reference)
     eligible = [
         i
         for i, score in enumerate(scores)
-        if score is not None
-        and not math.isnan(score)
-        and (reference is None or ((fluency := fluencies[i]) is not None and fluency >= reference - tolerance))
+        if _scored(score) and (bound is None or ((fluency := fluencies[i]) is not None and fluency >= bound))
     ]
     return max(eligible, key=lambda i: (scores[i], -i)) if eligible else 0
 
 
-def why_chosen(scores: Sequence[float | None], fluencies: Sequence[float | None], tolerance: float, index: int) -> dict:
+def why_chosen(
+    scores: Sequence[float | None],
+    fluencies: Sequence[float | None],
+    tolerance: float,
+    index: int,
+    reference: str = "greedy",
+) -> dict:
     """Why :func:`choose` picked ``index`` (0: the greedy response), for a reader of the output: ``fluency_bound``
-    (the greedy response's fluency minus ``tolerance``; None without it), ``reason`` (one sentence, responses
+    (the reference response's fluency minus ``tolerance``; None without it), ``reason`` (one sentence, responses
     numbered as ``scores`` is, greedy 0) and ``excluded_by_bound`` (how many responses that score higher than the
     pick the bound left out: when not 0, the bound changed the choice)."""
-    reference = fluencies[0]
-    bound = None if reference is None else reference - tolerance
-    scored = [i for i, score in enumerate(scores) if score is not None and not math.isnan(score)]
+    bound = fluency_bound(fluencies, tolerance, reference)
+    scored = [i for i, score in enumerate(scores) if _scored(score)]
     below = [i for i in scored if bound is not None and ((f := fluencies[i]) is None or f < bound)]
     chosen = scores[index] if index in scored else None
     better_below = [i for i in below if chosen is None or scores[i] > chosen]  # type: ignore[operator]
     within = len(scored) - len(below)
-    where = "" if bound is None else f" within the fluency bound {bound:.3f} (greedy {reference:.3f} - {tolerance:g})"
+    where = (
+        ""
+        if bound is None
+        else f" within the fluency bound {bound:.3f} ({reference} {bound + tolerance:.3f} - {tolerance:g})"
+    )
     if chosen is None:
         reason = "greedy kept: no response has a score"
     elif index == 0:
@@ -187,6 +242,6 @@ def rerank(
         values = judged[start : start + len(responses)]
         start += len(responses)
         scores, fluencies = [v[0] for v in values], [v[1] for v in values]
-        index = choose(scores, fluencies, strategy.fluency_tolerance)
+        index = choose(scores, fluencies, strategy.fluency_tolerance, strategy.fluency_reference)
         choices.append(Choice(index, responses[index], scores, fluencies))
     return choices

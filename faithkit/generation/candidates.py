@@ -13,7 +13,7 @@ The records are the candidates file ``faithkit rerank`` reads.
 from __future__ import annotations
 
 from ..data import Row
-from ..decoding.inputs import response_text
+from ..decoding.inputs import last_turn, response_text
 from ..decoding.generation_options import row_seed
 from ..decoding.rerank import candidate_seeds
 from ..serving.engine import Engine, EngineSampling
@@ -34,6 +34,12 @@ def engine_template(tokenizer, chat: bool | None) -> PromptTemplate:
 def request_seeds(seed: int, row_id, n: int) -> list[int]:
     """The seeds of a row's ``n`` sampled candidates (candidate k's depends on the run's seed, the row id and k)."""
     return [value % SEED_RANGE for value in candidate_seeds(row_seed(seed, row_id), n)]
+
+
+def prompt_echoes(row: Row, prompt) -> tuple[str, ...]:
+    """What an engine may repeat of ``row``'s prompt at a response's start: the prompt's text (a text prompt), and
+    the history's last turn."""
+    return tuple(text for text in (prompt if isinstance(prompt, str) else "", last_turn(row.history)) if text)
 
 
 class EngineCandidatesJob:
@@ -64,8 +70,9 @@ class EngineCandidatesJob:
         ids = self.template.context(self.tokenizer, row.document, row.history, max_tokens=self.max_context_tokens).ids
         return ids if self.sampling.prompt == "tokens" else self.tokenizer.decode(ids)
 
-    def ask(self, prompt, temperature: float, seed: int) -> str:
-        """One response's text, as faithkit cleans a decoded one."""
+    def ask(self, prompt, temperature: float, seed: int, echoes: tuple[str, ...] = ()) -> str:
+        """One response's text, as faithkit cleans a decoded one (``echoes``: the prompt's text and last turn, dropped
+        where the engine repeats them at the response's start)."""
         top_p = self.sampling.top_p if temperature > 0 else 1.0
         text = self.engine.ask(
             prompt,
@@ -75,7 +82,7 @@ class EngineCandidatesJob:
             seed=seed,
             extra_body=self.extra_body,
         )
-        return response_text(text, self.template)
+        return response_text(text, self.template, echoes)
 
     def __call__(self, rows: list[Row]) -> list[dict]:
         prompts = [self.prompt(row) for row in rows]  # a row that cannot fit fails here, before any request
@@ -83,8 +90,9 @@ class EngineCandidatesJob:
         requests = []
         for row, prompt in zip(rows, prompts):
             seeds = request_seeds(self.sampling.seed, row.id, n)
-            requests.append((prompt, 0.0, seeds[0]))  # greedy: the seed is unused
-            requests += [(prompt, self.sampling.temperature, seed) for seed in seeds]
+            echoes = prompt_echoes(row, prompt)
+            requests.append((prompt, 0.0, seeds[0], echoes))  # greedy: the seed is unused
+            requests += [(prompt, self.sampling.temperature, seed, echoes) for seed in seeds]
         texts = self.engine.map(lambda request: self.ask(*request), requests)
         step = n + 1
         return [

@@ -5,8 +5,9 @@
 that :func:`faithkit.decoding.iter_grid` calls: ``pmi-faith`` is the generator itself as
 PMI-FAITH judge, in the prompt layout it decoded with, and also gives every response's
 fluency (its mean token log P(r | h)) from the same prefix-sharing scorer call. Any other
-metric is built with its own defaults and scores the same responses; the fluency then comes
-from the generator's PMI-FAITH pass.
+metric is built with its own defaults (or the options given for it) and scores the same responses;
+the fluency then comes from the generator's PMI-FAITH pass. The score is the metric's ranking key
+(:attr:`~faithkit.metrics.registry.MetricSpec.ranking_key`) turned so that higher is more faithful.
 
 :class:`CandidatesJob` is the row computation of ``faithkit rerank``: the candidates come from
 a file (``{"id", "responses": [...]}`` per row, as any serving engine can write them), the
@@ -22,33 +23,35 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..data import Row, reference_of
-from ..decoding.rerank import Rerank, rerank, why_chosen
+from ..decoding.rerank import FLUENCY_VIEWS, Rerank, faithful_score, rerank, why_chosen
 from ..errors import ConfigError, InputError
 from ..metrics.registry import get_spec, load_metric
 from ..data.schema import ID, TEXT, ListOf, Object, check_schema, read_json_line
 
 logger = logging.getLogger(__name__)
 
-FLUENCY_KEY = "logp_history"
-"""The PMI-FAITH row field that is the sweep's fluency measure (mean token log P(r | h))."""
-
 
 class Judges:
     """Rerank judges by metric name, each built on first use; ``judges(strategy, documents, histories, responses)``
     gives one ``(score, fluency)`` per response (None for an empty response, which no judge can score).
 
-    ``template``: the prompt layout the generator decoded with (default: the one decoding picks for it).
+    ``template``: the prompt layout the generator decoded with (default: the one decoding picks for it);
+    ``options``: a judge metric's options by its name (``{"e2e-nli": {"preset": "offline"}}``), checked here.
     """
 
-    def __init__(self, model, tokenizer, template=None, batch_size: int = 8, device=None):
+    def __init__(self, model, tokenizer, template=None, batch_size: int = 8, device=None, options=None):
         from ..decoding import default_template
+        from ..metrics.registry import check_options
 
         self.model, self.tokenizer, self.batch_size, self.device = model, tokenizer, batch_size, device
         self.template = template or default_template(model, tokenizer)
+        self.options: dict[str, dict] = {name: dict(given) for name, given in (options or {}).items()}
+        for name, given in self.options.items():
+            check_options(name, given)
         self._metrics: dict[str, object] = {}
 
     def metric(self, name: str):
-        """The metric ``name``: pmi-faith under the generator, any other with its defaults (on ``device``)."""
+        """The metric ``name``: pmi-faith under the generator, any other with its options (on ``device``)."""
         if name not in self._metrics:
             spec = get_spec(name)
             if name == "pmi-faith":
@@ -62,7 +65,8 @@ class Judges:
                     batch_size=self.batch_size,
                 )
             else:
-                self._metrics[name] = load_metric(name, **({"device": self.device} if "device" in spec.options else {}))
+                placed = {"device": self.device} if "device" in spec.options else {}
+                self._metrics[name] = load_metric(name, **{**placed, **self.options.get(name, {})})
         return self._metrics[name]
 
     def __call__(
@@ -77,9 +81,9 @@ class Judges:
         judged_rows = (
             fluency_rows if strategy.judge == "pmi-faith" else self.metric(strategy.judge).compute_rows(*columns)
         )
-        key = get_spec(strategy.judge).score_keys[0]
+        key, sign = get_spec(strategy.judge).ranking_key
         for i, judged, fluent in zip(scored, judged_rows, fluency_rows):
-            values[i] = (judged.get(key), fluent[FLUENCY_KEY])
+            values[i] = (faithful_score(judged.get(key), sign), fluent[FLUENCY_VIEWS[strategy.fluency_view]])
         return values
 
 
@@ -147,9 +151,17 @@ def report_missing_ids(candidates: dict[str, dict], ids: list[str], path) -> Non
         )
 
 
-def generator_judges(model, tokenizer, options, device=None) -> Judges:
-    """The judges of a generator decoding with ``options`` (a GenerationOptions): PMI-FAITH in its prompt layout."""
-    return Judges(model, tokenizer, options.template(model, tokenizer), batch_size=options.batch_size, device=device)
+def generator_judges(model, tokenizer, options, device=None, judge_options=None) -> Judges:
+    """The judges of a generator decoding with ``options`` (a GenerationOptions): PMI-FAITH in its prompt layout, any
+    other metric with ``judge_options`` (its options by metric name)."""
+    return Judges(
+        model,
+        tokenizer,
+        options.template(model, tokenizer),
+        batch_size=options.batch_size,
+        device=device,
+        options=judge_options,
+    )
 
 
 class Generator(NamedTuple):
@@ -164,16 +176,17 @@ class LazyGenerator:
     """The generator ``name`` (a :class:`~faithkit.serving.models.LazyModel`) with :func:`generator_judges` for it, as a
     :class:`Generator` on each call; loaded on the first and kept until :meth:`release`."""
 
-    def __init__(self, name: str, options, device=None, dtype=None):
+    def __init__(self, name: str, options, device=None, dtype=None, judge_options=None):
         from ..serving.models import LazyModel
 
         self.model, self.options, self.device = LazyModel(name, device, dtype), options, device
+        self.judge_options = judge_options
         self._judges: Judges | None = None
 
     def __call__(self) -> Generator:
         model, tokenizer = self.model()
         if self._judges is None:
-            self._judges = generator_judges(model, tokenizer, self.options, self.device)
+            self._judges = generator_judges(model, tokenizer, self.options, self.device, self.judge_options)
         return Generator(model, tokenizer, self._judges)
 
     def chat_layout(self) -> bool:
@@ -193,12 +206,21 @@ class CandidatesJob:
 
     A row's greedy response (the fluency reference, and the fallback) is its candidates
     record's ``greedy`` field, else the generator's plain greedy decode with ``options``.
-    A row without candidates is that row's error.
+    A row without candidates is that row's error. ``judge_options``: the judge metric's options (not pmi-faith's).
     """
 
-    def __init__(self, model: str, strategy: Rerank, options, candidates: dict[str, dict], device=None, dtype=None):
+    def __init__(
+        self,
+        model: str,
+        strategy: Rerank,
+        options,
+        candidates: dict[str, dict],
+        device=None,
+        dtype=None,
+        judge_options: dict | None = None,
+    ):
         self.strategy, self.options, self.candidates = strategy, options, candidates
-        self.generator = LazyGenerator(model, options, device, dtype)
+        self.generator = LazyGenerator(model, options, device, dtype, {strategy.judge: judge_options or {}})
 
     def __call__(self, rows: list[Row]) -> list[dict]:
         from ..decoding import generate
@@ -212,7 +234,7 @@ class CandidatesJob:
         if bad is not None:
             raise ValueError(bad)
         model, tokenizer, judges = self.generator()
-        records = [self.candidates[row.id] for row in rows]
+        records = [_cleaned(self.candidates[row.id], row, judges.template) for row in rows]
         unknown = [i for i, record in enumerate(records) if "greedy" not in record]
         greedy: list[str] = [record.get("greedy", "") for record in records]  # the unknown ones decoded below
         if unknown:
@@ -239,7 +261,13 @@ class CandidatesJob:
             {
                 "response": choice.response,
                 "candidate": choice.index,
-                **why_chosen(choice.scores, choice.fluencies, self.strategy.fluency_tolerance, choice.index),
+                **why_chosen(
+                    choice.scores,
+                    choice.fluencies,
+                    self.strategy.fluency_tolerance,
+                    choice.index,
+                    self.strategy.fluency_reference,
+                ),
                 "greedy": greedy_text,
                 "scores": choice.scores,
                 "fluencies": choice.fluencies,
@@ -247,6 +275,19 @@ class CandidatesJob:
             }
             for choice, greedy_text, row in zip(choices, greedy, rows)
         ]
+
+
+def _cleaned(record: dict, row: Row, template) -> dict:
+    """A candidates record with every response as faithkit cleans a decoded one
+    (:func:`~faithkit.decoding.inputs.response_text`: speaker labels, the prompt's last turn repeated, a next turn
+    begun), whichever engine wrote it."""
+    from ..decoding.inputs import last_turn, response_text
+
+    echoes = (last_turn(row.history),)
+    cleaned = {**record, "responses": [response_text(text, template, echoes) for text in record["responses"]]}
+    if "greedy" in record:
+        cleaned["greedy"] = response_text(record["greedy"], template, echoes)
+    return cleaned
 
 
 def rerank_summary(records: Sequence[dict]) -> list[str]:
@@ -272,18 +313,23 @@ def rerank_summary(records: Sequence[dict]) -> list[str]:
     ]
 
 
+OFFLINE_JUDGES = ("faithkit-checker", "faith-judge", "e2e-nli --preset offline")
+"""Judges with a model of their own that run without a network (the shipped checker's adapter, faith-judge's offline
+LM, e2e-NLI on the offline checker), best first: what the self-judging warning recommends."""
+
+
 def self_judging(judge: str, generator: str) -> str | None:
     """A warning when rerank's ``judge`` is the generator itself (PMI-FAITH always is; faith-judge when its judge
-    LM is the generator), naming judges that are not; None otherwise."""
+    LM is the generator), naming the :data:`OFFLINE_JUDGES` that are not; None otherwise."""
     from ..serving import models
 
     def judge_lm(name: str) -> str | None:
         if name == "pmi-faith":
             return generator
         if name == "faith-judge":
-            from ..metrics.faith_judge import JudgeWeights
+            from ..metrics.registry import faith_judge_lm
 
-            return JudgeWeights.load().model
+            return faith_judge_lm()
         return None
 
     def is_generator(name: str) -> bool:
@@ -292,9 +338,9 @@ def self_judging(judge: str, generator: str) -> str | None:
 
     if not is_generator(judge):
         return None
-    others = [name for name in ("faith-judge", "e2e-nli", "q2") if name != judge and not is_generator(name)]
+    others = [option for option in OFFLINE_JUDGES if option.split()[0] != judge and not is_generator(option.split()[0])]
     return (
         f"rerank: the judge {judge} runs the generator {generator} itself; a model judging its own candidates "
         "favours what it finds likely (its own phrasing) over what the document says, so self-judging is biased. "
-        f"Name a judge with a model of its own: --judge {' or --judge '.join(others)}"
+        f"Name a judge with a model of its own that runs offline: --judge {' or --judge '.join(others)}"
     )

@@ -26,7 +26,7 @@ from typing import Any, cast
 from ..data import Row, read_results
 from ..data.results import DIGEST_KEY, content_digest
 from ..decoding import Cell
-from ..decoding.rerank import Rerank, choose
+from ..decoding.rerank import FLUENCY_VIEWS, Rerank, choose, faithful_score
 from ..data.files import replacing, to_json
 from ..data.jobs import compute_isolating_failures, current_process, job_fingerprint, shared_outputs
 from ..metrics.registry import get_spec, metric_fingerprint
@@ -41,8 +41,6 @@ a pass's file grows group by group, and groups are what processes share under ac
 READ_FROM = {"pmi-faith": "faith-judge"}
 """Metrics whose rows another's carry under the same judge LM: faith-judge's rows hold PMI-FAITH's, so a sweep that
 measures both runs the LM once and writes ``scores.jsonl`` from faith-judge's records."""
-FLUENCY_KEY = "logp_history"
-"""The PMI-FAITH field that is a rerank candidate's fluency (mean token log P(r | h))."""
 
 
 @dataclass(eq=False)
@@ -262,13 +260,14 @@ def _rerank_options(config: SweepConfig, name: str, generator) -> dict:
 def _chosen(cell: Cell, contexts: list, candidates: dict, needs: tuple[Pass, Pass]) -> dict[str, int]:
     """Each context's index among ``[greedy, *candidates]`` by the rerank rule, from the judge and fluency passes."""
     judged, fluent = needs
-    key = get_spec(_rerank(cell).judge).score_keys[0]
+    strategy = _rerank(cell)
+    key, sign = get_spec(strategy.judge).ranking_key
     chosen = {}
     for c in contexts:
         ids = [_candidate_id(cell, k, c) for k in range(len(candidates[c.id]))]
-        scores = [judged.records.get(i, {}).get(key) for i in ids]
-        fluencies = [fluent.records.get(i, {}).get(FLUENCY_KEY) for i in ids]
-        chosen[c.id] = choose(scores, fluencies, _rerank(cell).fluency_tolerance)
+        scores = [faithful_score(judged.records.get(i, {}).get(key), sign) for i in ids]
+        fluencies = [fluent.records.get(i, {}).get(FLUENCY_VIEWS[strategy.fluency_view]) for i in ids]
+        chosen[c.id] = choose(scores, fluencies, strategy.fluency_tolerance, strategy.fluency_reference)
     return chosen
 
 

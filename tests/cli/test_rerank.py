@@ -106,16 +106,21 @@ def test_rerank_chooses_as_the_strategy_does_on_the_same_candidates(faithkit, mo
         f"the fluency bound left out a higher-scoring candidate in {bounded} rows (per row: 'reason', "
         "'fluency_bound'; 'candidate' indexes 'scores', 0 = greedy)",
     ]
-    assert "self-judging is biased. Name a judge with a model of its own: --judge faith-judge" in run.err
+    assert (
+        "self-judging is biased. Name a judge with a model of its own that runs offline: --judge faithkit-checker "
+        "or --judge faith-judge or --judge e2e-nli --preset offline"
+    ) in " ".join(run.err.split())
 
 
 def test_a_judge_with_a_model_of_its_own_gets_no_self_judging_warning():
     from faithkit.generation.rerank import self_judging
 
     assert self_judging("pmi-faith", "smollm2-135m").endswith(
-        "self-judging is biased. Name a judge with a model of its own: --judge e2e-nli or --judge q2"
-    )  # faith-judge's judge LM is smollm2-135m too
-    assert "--judge faith-judge or --judge e2e-nli" in self_judging("pmi-faith", "gemma3-270m")
+        "a model of its own that runs offline: --judge faithkit-checker or --judge e2e-nli --preset offline"
+    )  # faith-judge's judge LM is smollm2-135m too; every judge named runs without a network
+    assert "--judge faithkit-checker or --judge faith-judge or --judge e2e-nli" in self_judging(
+        "pmi-faith", "gemma3-270m"
+    )
     assert "the judge faith-judge runs the generator smollm2-135m" in self_judging("faith-judge", "smollm2-135m")
     assert self_judging("faith-judge", "gemma3-270m") is None
     assert self_judging("e2e-nli", "smollm2-135m") is None
@@ -201,6 +206,24 @@ def test_a_row_without_candidates_gets_its_error_and_a_bad_file_one_line(faithki
         "nonsense",
     )
     assert run.code == 2 and run.error_lines[0].startswith("error: rerank: --judge nonsense: unknown metric")
+
+
+@pytest.mark.parametrize("command", ["rerank", "candidates"])
+def test_the_judge_s_options_are_flags_and_one_it_does_not_take_is_one_error_line(faithkit, files, tmp_path, command):
+    shown = faithkit(command, "--help").out
+    for flag in ("--nli-model", "--preset", "--qg-model", "--max-windows", "--fluency-view", "--fluency-reference"):
+        assert flag in shown
+    where = ["--server", "http://127.0.0.1:9/v1", "--rerank-output", tmp_path / "picks.jsonl"]
+    run = faithkit(
+        command, "--model", "smollm2-135m", "--input", files["rows"], "--output", tmp_path / "out.jsonl",
+        *(["--candidates", files["candidates"]] if command == "rerank" else where),
+        "--judge", "e2e-nli", "--preset", "offline", "--max-windows", "4", "--window", "64",
+    )  # fmt: skip
+    assert run.code == 2 and run.error_lines == [
+        "error: --window, --max-windows do not apply to --judge e2e-nli (its options: --preset, --nli-model); "
+        "drop them or name another judge"
+    ]
+    assert not (tmp_path / "out.jsonl").exists()
 
 
 def test_generate_with_the_rerank_strategy_picks_the_same(faithkit, model_folder, files, tmp_path):
