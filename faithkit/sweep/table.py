@@ -342,10 +342,8 @@ def best_by_strategy(table: Sequence[dict], **rule) -> dict[str, dict]:
         own = [row for row in table if row["strategy"] == name]
         pick = choose_best([table[0], *own], **rule)["best"]
         within = pick is not None and pick is not table[0]
-        if not within:
-            faithfulness = rule.get("faithfulness", "pmi_faith")
-            scored = [row for row in own if row.get(faithfulness) is not None]
-            pick = max(scored, key=lambda row: better(faithfulness) * row[faithfulness]) if scored else own[0]
+        if not within:  # its most faithful cell (one without a value is never more faithful than one with)
+            pick = max(own, key=lambda row: oriented(row, rule.get("faithfulness", "pmi_faith")))
         picks[name] = {**pick, "within_bounds": within}
     return picks
 
@@ -359,10 +357,8 @@ def choose_best(
     fluency_tolerance: float = SweepConfig.fluency_tolerance,
     significance: float = SweepConfig.significance,
 ) -> dict:
-    """The most faithful cell whose relevance and fluency are at least the baseline's minus their tolerances.
-
-    Every measure is read in the direction the registry declares for it (:func:`better`): a faithfulness measure
-    where lower is better is minimised, and a bound on such a measure is the baseline's plus its tolerance.
+    """The most faithful cell whose relevance and fluency are at least the baseline's minus their tolerances, each
+    measure read in its registry direction (:func:`better`: one where lower is better is minimised, bounded above).
 
     The defaults are :class:`SweepConfig`'s; ``faithfulness`` is PMI-FAITH's measure unless named (a sweep names
     its :attr:`~SweepConfig.faithfulness_measure`).
@@ -403,35 +399,29 @@ def choose_best(
 
 def _most_faithful(table: Sequence[dict], eligible: list[dict], faithfulness: str, relevance: str) -> dict | None:
     """The eligible row of best ``faithfulness``; ties go to better relevance, then to the earlier cell."""
-    position = {row["cell"]: index for index, row in enumerate(table)}
-    if not eligible:
-        return None
-
-    def rank(row: dict) -> tuple:
-        shown = row.get(relevance)
-        return (better(faithfulness) * row[faithfulness], -math.inf if shown is None else better(relevance) * shown)
-
-    return max(eligible, key=lambda row: (*rank(row), -position[row["cell"]]))
+    rank = {r["cell"]: (oriented(r, faithfulness), oriented(r, relevance), -i) for i, r in enumerate(table)}
+    return max(eligible, key=lambda row: rank[row["cell"]], default=None)
 
 
 def better(measure: str) -> int:
-    """+1 when a higher ``measure`` is better, -1 when a lower one is (its registry direction); a measure of neither
-    direction (words per response) is refused when the sweep's options are checked, so none arrives here."""
+    """+1 when a higher ``measure`` is better, -1 when a lower one is (its registry direction)."""
     return -1 if MEASURES[measure][1].higher_is_better is False else 1
+
+
+def oriented(row: dict, measure: str) -> float:
+    """The row's ``measure`` with higher better (:func:`better`); -inf without it."""
+    return -math.inf if row.get(measure) is None else better(measure) * row[measure]
 
 
 def _beats(row: dict, baseline: dict, faithfulness: str, significance: float) -> bool:
     """Whether ``row`` is more faithful than ``baseline`` with paired p below ``significance``."""
     p = row.get(f"{faithfulness}_p")
-    return (
-        p is not None and p < significance and better(faithfulness) * (row[faithfulness] - baseline[faithfulness]) > 0
-    )
+    return p is not None and p < significance and oriented(row, faithfulness) > oriented(baseline, faithfulness)
 
 
 def baseline_bounds(baseline: dict, tolerances: Sequence[tuple[str | None, float]]) -> tuple[dict, list[str]]:
-    """``(bounds, clauses)``: each ``(measure, tolerance)``'s bound, the baseline's value minus the tolerance (plus it,
-    for a measure where lower is better: an upper bound; a measure None or that the baseline lacks gets none), and
-    the rule's clause saying so."""
+    """``(bounds, clauses)``: each measure's bound, the baseline's value -/+ its tolerance (+: lower is better), and
+    the rule's clause saying so; a measure None or that the baseline lacks gets none."""
     clauses, bounds = [], {}
     for measure, slack in tolerances:
         if measure is None:
@@ -440,8 +430,8 @@ def baseline_bounds(baseline: dict, tolerances: Sequence[tuple[str | None, float
             clauses.append(f"no {measure} for the baseline, so no {measure} bound")
             continue
         bounds[measure] = baseline[measure] - better(measure) * slack
-        sign, side = ("-", ">=") if better(measure) > 0 else ("+", "<=")
-        clauses.append(f"{measure} {side} baseline {measure} {sign} {slack:g} = {bounds[measure]:.4g}")
+        side = ">= baseline {} -" if better(measure) > 0 else "<= baseline {} +"
+        clauses.append(f"{measure} {side.format(measure)} {slack:g} = {bounds[measure]:.4g}")
     return bounds, clauses
 
 
