@@ -195,6 +195,50 @@ def test_rerank_cells_share_candidates_and_the_greedy_decode_in_a_grid(tiny_gpt2
     assert plain != reranked[1]  # the loose bound lets the judge move off greedy
 
 
+def test_also_decodes_join_the_candidates_as_each_decodes_alone(tiny_gpt2, gpt2_tokenizer):
+    """``also``: the beam candidate is plain beam search's best beam (4 beams), PMI-DECODE's is its greedy decode."""
+    from faithkit.decoding import PMI
+
+    model, tokenizer = tiny_gpt2, gpt2_tokenizer
+    strategy = Rerank(n=2, search="beam", also="beam+pmi:alpha=0.5,top_p=0.9", fluency_tolerance=50.0)
+    kwargs = {"max_new_tokens": NEW_TOKENS, "min_new_tokens": NEW_TOKENS, "template": DEFAULT_TEMPLATE}
+    from faithkit.decoding import GenerationOptions, iter_grid
+
+    pools: list = [None] * len(DOCUMENTS)
+    options = GenerationOptions(max_new_tokens=NEW_TOKENS)
+    grid = iter_grid(model, tokenizer, DOCUMENTS, HISTORIES, [Cell(strategy)], options, template=DEFAULT_TEMPLATE,
+                     min_new_tokens=NEW_TOKENS)  # fmt: skip
+    for _, indices, responses in grid:  # no judge: each context's [greedy, *candidates]
+        for i, pool in zip(indices, responses):
+            pools[i] = pool
+    beam = [_alone(model, tokenizer, i, num_beams=4) for i in range(len(DOCUMENTS))]
+    pmi = generate(model, tokenizer, DOCUMENTS, HISTORIES, strategy=PMI(alpha=0.5, top_p=0.9), **kwargs)
+    drawn = [_alone(model, tokenizer, i, num_beams=2, num_return_sequences=2) for i in range(len(DOCUMENTS))]
+    greedy = [_alone(model, tokenizer, i) for i in range(len(DOCUMENTS))]
+    assert pools == [[g, *d, b, p] for g, d, b, p in zip(greedy, drawn, beam, pmi)]
+    assert strategy.label == "rerank_n2_beam_pmi-faith_f50+beam+pmi_a0.5_p0.9"
+    judged = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, [Cell(strategy)], **kwargs,
+                           judge=Judges(model, tokenizer, DEFAULT_TEMPLATE))[0]  # fmt: skip
+    assert all(response in pool for response, pool in zip(judged, pools))
+    assert any(response in (pool[3], pool[4]) for response, pool in zip(judged, pools))  # an also decode can win
+
+
+def test_the_faithful_recipe_is_rerank_with_its_own_defaults():
+    from faithkit.decoding.rerank import Faithful
+
+    recipe = strategy_from_dict({"name": "faithful"})
+    assert isinstance(recipe, Faithful) and isinstance(recipe, Rerank)
+    assert (recipe.judge, recipe.fluency_view, recipe.also, recipe.n) == (
+        "faithkit-checker",
+        "document",
+        "beam+pmi+cad",
+        4,
+    )
+    assert strategy_from_dict({"name": "faithful", "n": 2, "judge": "pmi-faith"}).label.startswith("faithful_n2_")
+    with pytest.raises(ConfigError, match=r"--also pmi:alpha=2: pmi: alpha must be in \[0, 1\]"):
+        Faithful(also="beam+pmi:alpha=2")
+
+
 def test_training_hooks_decode_rerank_as_generate_does(tiny_gpt2, gpt2_tokenizer):
     from faithkit.data import Row
     from faithkit.train.hooks import GenerationHook
@@ -254,7 +298,7 @@ def test_responses_lose_speaker_labels_echoes_and_next_turns_in_one_place(text, 
 
 def test_candidates_from_a_file_are_cleaned_before_they_are_judged():
     from faithkit.data import Row
-    from faithkit.reranking import _cleaned
+    from faithkit.generation.rerank import _cleaned
 
     row = Row(id="r", document="d", history=["User: When was it finished?"])
     record = {"id": "r", "responses": ["User: August 14, 1889", "In 1889. User: thanks"], "greedy": "Agent: 1889."}

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import cast
 
 from ..serving.engine import extra_body
 from ..settings.options import add_flags, option
@@ -107,7 +109,8 @@ def add_engine_options(parser) -> None:
     from ..serving.engine import EngineOptions, EngineSampling
 
     group = parser.add_argument_group("candidates")
-    add_flags(group, EngineSampling)
+    add_flags(group, EngineSampling, names=[f.name for f in fields(EngineSampling) if f.name != "n"])
+    add_flags(group, EngineSampling, names=["n"], unset=argparse.SUPPRESS)  # unset: the --strategy's n
     add_flags(group, GenerationOptions, names=PROMPT_FLAGS)
     add_flags(group, EngineRequestFlags)
     add_flags(parser.add_argument_group("server"), EngineOptions)
@@ -133,6 +136,7 @@ def run(args) -> int:
     from ..data.jobs import is_main_process, run_job
     from .rerank import rerank_settings
 
+    args.n = getattr(args, "n", None) or sampled_candidates(args.strategy)
     sampling = EngineSampling(**{f.name: getattr(args, f.name) for f in fields(EngineSampling)})
     server = EngineOptions(**{f.name: getattr(args, f.name) for f in fields(EngineOptions)})
     options = GenerationOptions(**{name: getattr(args, name) for name in PROMPT_FLAGS}).validate()
@@ -161,6 +165,14 @@ def run(args) -> int:
 
         rerank_file(args, rows, args.output, args.rerank_output, *rerank)
     return 0
+
+
+def sampled_candidates(strategy: str) -> int:
+    """The sampled candidates per row when ``--n`` is not given: the ``--strategy``'s ``n`` (faithful: its recipe's)."""
+    from ..decoding.rerank import Rerank
+    from ..decoding.strategies import get_strategy
+
+    return cast(Rerank, get_strategy(strategy)()).n
 
 
 def _candidates_job(args, options, sampling, server) -> tuple:

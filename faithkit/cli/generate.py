@@ -52,11 +52,13 @@ class StrategyChoice:
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "generate",
-        help="generate responses with a decoding strategy (PMI-DECODE, CAD, AdaCAD, rerank, plain)",
+        help="generate responses with a decoding strategy (PMI-DECODE, CAD, AdaCAD, rerank, faithful, plain)",
         description="Generate a response for each (document, history) row of a rows file (JSONL, CSV, TSV, "
         "Parquet, a dataset) with a decoding "
-        "strategy: --strategy pmi (PMI-DECODE, the default), cad, adacad, rerank or plain, each with its "
-        "own parameters (--alpha, --top-p; rerank: --n, --search, --judge, --fluency-tolerance). "
+        "strategy: --strategy pmi (PMI-DECODE, the default), cad, adacad, rerank, faithful (faithkit's "
+        "faithful-decoding recipe: rerank with the claim checker over samples, a beam, PMI-DECODE and CAD) or "
+        "plain, each with its own parameters (--alpha, --top-p; rerank and faithful: --n, --search, --judge, "
+        "--fluency-tolerance, --fluency-view, --fluency-reference, --also). "
         "Each output record keeps the row's id, document and history, its reference response as "
         "'gold' (a gold/reference column, else the input's response column) and the generated "
         "'response', so the file feeds 'faithkit score' directly. Rerunning the same command "
@@ -130,10 +132,9 @@ def checked_options(args, strategy):
     from ..decoding.generation_options import GenerationOptions
     from ..decoding.strategies import Cell
 
-    if strategy.name == "rerank":
-        from ..generation.rerank import check_judge
+    from ..generation.rerank import check_judge
 
-        check_judge(strategy)
+    check_judge(strategy)  # a rerank strategy's judge (faithful's too); nothing for the others
     options = GenerationOptions(**{f.name: getattr(args, f.name) for f in fields(GenerationOptions)})
     options.validate(searches=Cell(strategy, options.search).option_searches)
     strategy.check_search(options.search)

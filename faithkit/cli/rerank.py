@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from typing import cast
 
 from ..settings.options import add_flags, option
 from ..data.paths import PathArg
@@ -107,15 +108,26 @@ def add_rerank_options(parser) -> None:
     add_flags(group, GenerationOptions, names=GENERATION_FLAGS)
 
 
+RERANK_STRATEGIES = ("rerank", "faithful")
+"""What ``--strategy`` names: plain rerank's defaults, or the faithful-decoding recipe's (its judge and bound)."""
+
+
 def add_judge_flags(parser, title: str):
-    """:data:`RERANK_FLAGS` as the rerank strategy declares them and :data:`JUDGE_FLAGS` as the metric registry does,
-    in a new argument group ``title`` (returned)."""
+    """``--strategy``, :data:`RERANK_FLAGS` as the rerank strategy declares them (unset: the ``--strategy``'s
+    defaults) and :data:`JUDGE_FLAGS` as the metric registry does, in a new argument group ``title`` (returned)."""
     import argparse
 
     from ..decoding.rerank import Rerank
     from ..metrics.metric_options import MetricOptions
 
     group = parser.add_argument_group(title)
+    group.add_argument(
+        "--strategy",
+        choices=RERANK_STRATEGIES,
+        default="rerank",
+        help="whose defaults the reranking flags not given take: rerank's, or faithful's (faithkit's faithful-decoding "
+        "recipe: --judge faithkit-checker --fluency-view document) (default: rerank)",
+    )
     add_flags(group, Rerank, names=RERANK_FLAGS, unset=argparse.SUPPRESS)
     add_flags(group, MetricOptions, names=JUDGE_FLAGS, unset=None)
     return group
@@ -167,8 +179,10 @@ def rerank_settings(args):
     from ..decoding.rerank import Rerank
     from ..generation.rerank import check_judge, self_judging
 
+    from ..decoding.strategies import get_strategy
+
     given = {name: getattr(args, name) for name in RERANK_FLAGS if hasattr(args, name)}
-    strategy = Rerank(**given)
+    strategy = cast(Rerank, get_strategy(args.strategy)(**given))
     check_judge(strategy)
     judging = judge_options(args, strategy.judge)
     warning = self_judging(strategy.judge, args.model)

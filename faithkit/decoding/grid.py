@@ -19,7 +19,7 @@ import torch
 from ..errors import ConfigError
 from ..prompts import PromptTemplate
 from .generation_options import GenerationOptions
-from .grid_plan import GREEDY, GridPlan, plan_grid
+from .grid_plan import GREEDY, GridPlan, also_cells, plan_grid
 from .inputs import build_inputs, context_room, decode_responses, length_order, pad_token_id
 from .joint import decode_jointly, joint_runs
 from .prefill import PreparedBatch
@@ -293,9 +293,12 @@ class _GridRunner:
         for index, cell in enumerate(self.plan.cells):
             if isinstance(cell.strategy, Rerank):
                 judged = 0.0
+                also = [key for key, _ in also_cells(cell.strategy)]
                 if cell.decode_key not in done:  # equal rerank cells are judged once
                     greedy = self._responses(batch, done, joint, GREEDY.decode_key, seeds)
                     candidates = self._responses(batch, done, joint, cell.strategy.candidates_key(), seeds)
+                    extra = [self._responses(batch, done, joint, key, seeds) for key in also]
+                    candidates = [[*drawn, *more] for drawn, *more in zip(candidates, *extra)]
                     started = time.monotonic()
                     done[cell.decode_key] = (
                         [[first, *rest] for first, rest in zip(greedy, candidates)]
@@ -306,7 +309,7 @@ class _GridRunner:
                         ]
                     )
                     judged = time.monotonic() - started
-                self._charge(index, [GREEDY.decode_key, cell.strategy.candidates_key()], judged)
+                self._charge(index, [GREEDY.decode_key, cell.strategy.candidates_key(), *also], judged)
                 yield index, done[cell.decode_key]
             else:
                 responses = self._responses(batch, done, joint, cell.decode_key, seeds)

@@ -16,7 +16,7 @@ import torch
 from ..serving import models
 from .generation_options import GenerationOptions
 from .prefill import PreparedBatch, select_contexts
-from .rerank import Rerank, candidate_seeds
+from .rerank import BEAM_CANDIDATE_BEAMS, Rerank, candidate_seeds
 from .strategies import Cell, as_cell, shared_decode
 from .base import Plain, Sampling
 from .two_view import FiniteLogits
@@ -118,9 +118,28 @@ def plan_grid(model, cells: Sequence, options: GenerationOptions) -> GridPlan:
             runs.setdefault(GREEDY.decode_key, cell_run(GREEDY, beams, 1, sampling))
             run = cell_run(Cell(Plain(), strategy.search), strategy.n, strategy.n, sampling)
             runs.setdefault(strategy.candidates_key(), run._replace(own_seeds=True))
+            for key, also in also_cells(strategy):
+                runs.setdefault(key, cell_run(also, BEAM_CANDIDATE_BEAMS if also.search == "beam" else 1, 1, sampling))
         elif cell.decode_key not in runs:
             runs[cell.decode_key] = cell_run(shared_decode(cell), beams, returns, sampling)
     return GridPlan(cells, runs)
+
+
+ALSO_BEAM_KEY = ("rerank-beam", BEAM_CANDIDATE_BEAMS)
+"""The decode key of a rerank cell's beam candidate: apart from a grid's own beam cells, which take ``num_beams``."""
+
+
+def also_cells(strategy: Rerank) -> list[tuple[tuple, Cell]]:
+    """``(decode key, cell)`` of each of a rerank cell's ``also`` decodes, in order: the beam candidate, and each
+    strategy greedily (under its own decode key, so a grid cell decoding the same runs once for both)."""
+    cells = []
+    for decode in strategy.also_strategies():
+        if decode is None:
+            cells.append((ALSO_BEAM_KEY, Cell(Plain(), "beam")))
+        else:
+            cell = Cell(decode, "greedy")
+            cells.append((cell.decode_key, shared_decode(cell)))
+    return cells
 
 
 def cell_run(cell: Cell, num_beams: int, num_return_sequences: int, sampling: Sampling) -> CellRun:

@@ -25,7 +25,7 @@ from typing import ClassVar
 
 from ..errors import ConfigError
 from .base import Sampling, Strategy
-from ..settings.options import option
+from ..settings.options import option, option_like
 from .generation_options import row_seed
 
 CANDIDATE_SEARCHES = ("sample", "beam")
@@ -37,6 +37,9 @@ alone (a response that says the document's facts in other words than the model w
 ``document``, the response read with the document too (saying what the document says is likely there)."""
 FLUENCY_REFERENCES = ("greedy", "best")
 """Whose fluency the bound is measured from: the greedy response's, or the most fluent response's."""
+BEAM_CANDIDATE = "beam"
+"""An ``also`` entry: the best beam of plain beam search with :data:`BEAM_CANDIDATE_BEAMS` beams."""
+BEAM_CANDIDATE_BEAMS = 4
 
 Judge = Callable[["Rerank", Sequence[str], Sequence, Sequence[str]], list[tuple[float | None, float | None]]]
 """``judge(strategy, documents, histories, responses)``: one ``(score, fluency)`` per response (None: no value,
@@ -86,6 +89,11 @@ class Rerank(Strategy):
         "the response the bound is measured from: greedy, or best (the most fluent)",
         choices=FLUENCY_REFERENCES,
     )
+    also: str = option(
+        "",
+        "one more candidate from each of these decodes, joined by '+': beam (plain beam search, 4 beams, the best) or "
+        "a strategy decoded greedily, as --strategy writes it (pmi, pmi:alpha=0.5,top_p=0.6, cad:alpha=1, adacad)",
+    )
 
     def __post_init__(self):
         super().__post_init__()
@@ -95,23 +103,43 @@ class Rerank(Strategy):
             )
         if not str(self.judge).strip():
             raise ConfigError("rerank: --judge is empty; name a metric of the registry, e.g. pmi-faith")
+        self.also_strategies()  # checked now, before any model loads
+
+    def also_strategies(self) -> list[Strategy | None]:
+        """The ``also`` decodes in order: None for :data:`BEAM_CANDIDATE`, else the strategy (decoded greedily)."""
+        from .strategies import strategy_from_dict, strategy_from_text
+
+        decodes: list[Strategy | None] = []
+        for text in filter(None, (part.strip() for part in str(self.also).split("+"))):
+            if text == BEAM_CANDIDATE:
+                decodes.append(None)
+                continue
+            spec = strategy_from_text(text, where=f"{self.name}: --also ")
+            strategy = strategy_from_dict(spec)
+            if isinstance(strategy, Rerank):
+                raise ConfigError(f"{self.name}: --also {text}: a candidate is one decode, not another rerank")
+            decodes.append(strategy)
+        return decodes
 
     @property
     def label(self) -> str:
         """``rerank_n8_sample_pmi-faith_f1``: n, candidate search, judge, fluency tolerance, then the fluency's view
-        and reference where they are not the defaults (``_document_best``)."""
+        and reference where they are not rerank's defaults (``_document_best``) and the ``also`` decodes
+        (``+beam+pmi``)."""
         bound = "".join(
             f"_{value}"
             for value, default in ((self.fluency_view, "history"), (self.fluency_reference, "greedy"))
             if value != default
         )
-        return f"rerank_n{self.n}_{self.search}_{self.judge}_f{self.fluency_tolerance:g}{bound}"
+        also = "".join(f"+{BEAM_CANDIDATE if decode is None else decode.label}" for decode in self.also_strategies())
+        return f"{self.name}_n{self.n}_{self.search}_{self.judge}_f{self.fluency_tolerance:g}{bound}{also}"
 
     def sampled(self, search: str) -> bool:
         return self.search == "sample"
 
     def candidates_key(self) -> tuple:
-        """Equal for rerank cells that draw the same candidates (whatever their judge and tolerance)."""
+        """Equal for rerank cells that draw the same sampled or beam candidates (whatever their judge, bound and
+        ``also`` decodes, which run under their own keys)."""
         return ("rerank-candidates", self.search, self.n)
 
     def processors(self, sampling: Sampling | None = None) -> list:
@@ -119,6 +147,25 @@ class Rerank(Strategy):
             "rerank is no logits processor: decode it with faithkit.decoding.generate or iter_grid, "
             "which draw its candidates and call its judge"
         )
+
+
+@dataclass(frozen=True)
+class Faithful(Rerank):
+    """faithkit's faithful-decoding recipe: rerank with its defaults set to the recipe, the claim checker judging the
+    greedy response, ``n`` samples and the ``also`` decodes (beam search, PMI-DECODE, CAD) under a bound that a
+    faithful response phrased otherwise than the generator would passes. Every parameter can still be given.
+    """
+
+    name: ClassVar[str] = "faithful"
+    summary: ClassVar[str] = (
+        "faithkit's faithful-decoding recipe: the claim checker's most faithful of the greedy response, n samples, "
+        "a beam, PMI-DECODE and CAD, within the fluency bound under the document"
+    )
+
+    n: int = option_like(Rerank, "n", default=4, grid=(4,))
+    judge: str = option_like(Rerank, "judge", default="faithkit-checker")
+    fluency_view: str = option_like(Rerank, "fluency_view", default="document")
+    also: str = option_like(Rerank, "also", default="beam+pmi+cad")
 
 
 def candidate_seeds(seed: int, n: int) -> list[int]:

@@ -37,7 +37,7 @@ from ..settings.options import (
 )
 from .base import Plain, Strategy
 from .two_view_strategies import CAD, PMI, AdaCAD
-from .rerank import Rerank
+from .rerank import Faithful, Rerank
 
 __all__ = [
     "STRATEGIES",
@@ -54,7 +54,7 @@ __all__ = [
     "written_forms",
 ]
 
-STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Plain, PMI, CAD, AdaCAD, Rerank)}
+STRATEGIES: dict[str, type[Strategy]] = {cls.name: cls for cls in (Plain, PMI, CAD, AdaCAD, Rerank, Faithful)}
 STRATEGY_NAMES = tuple(STRATEGIES)
 
 

@@ -65,7 +65,7 @@ def _set(key, value):
         (_set("alpha", True), "by_strategy.pmi.alpha is true where a number is expected"),
         (
             _set("strategy", "warp"),
-            "by_strategy.pmi.strategy is 'warp' where one of plain, pmi, cad, adacad, rerank is expected",
+            "by_strategy.pmi.strategy is 'warp' where one of plain, pmi, cad, adacad, rerank, faithful is expected",
         ),
         (_set("alpha", 5), "by_strategy.pmi: pmi: alpha must be in [0, 1], got 5"),
         (_set("decoding", "warp"), "by_strategy.pmi: "),

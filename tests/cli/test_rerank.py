@@ -264,3 +264,35 @@ def test_generate_with_the_rerank_strategy_picks_the_same(faithkit, model_folder
     assert run.code == 2 and run.error_lines == [
         "error: rerank: --search 'nucleus' is unknown; choose one of sample, beam"
     ]
+
+
+def test_generate_with_the_faithful_recipe_picks_as_the_strategy_does(faithkit, model_folder, files, tmp_path):
+    """``--strategy faithful`` in one command: its defaults with the flags given (here a judge that runs on the tiny
+    model, for speed), the same picks as the strategy in Python; and ``faithkit rerank --strategy faithful`` takes its
+    judge and bound."""
+    from faithkit import models
+    from faithkit.decoding import row_seed
+    from faithkit.decoding.rerank import Faithful
+
+    output = tmp_path / "faithful.jsonl"
+    run = faithkit("generate", "--model", model_folder, "--input", files["rows"], "--output", output,
+                   "--strategy", "faithful", "--n", "2", "--judge", "pmi-faith", "--also", "beam+pmi",
+                   "--seed", "3", *NEW_TOKENS)  # fmt: skip
+    assert run.code == 0, run.err
+    model, tokenizer = models.load(model_folder)
+    strategy = Faithful(n=2, judge="pmi-faith", also="beam+pmi")
+    expected = generate(
+        model, tokenizer, [r["document"] for r in ROWS], [r["history"] for r in ROWS], strategy=strategy,
+        judge=Judges(model, tokenizer), seeds=[row_seed(3, r["id"]) for r in ROWS], max_new_tokens=4,
+    )  # fmt: skip
+    assert [r["response"] for r in read_results(output)] == expected
+    picks = tmp_path / "picks.jsonl"
+    run = faithkit(*_rerank(model_folder, files, picks, "--strategy", "faithful", "--judge", "pmi-faith"))
+    assert run.code == 0, run.err
+    records = read_results(picks)
+    assert all(r["reason"].startswith("greedy kept") or " (greedy " in r["reason"] for r in records)
+    document_view = Judges(model, tokenizer)(
+        Faithful(judge="pmi-faith"), [r["document"] for r in ROWS], [r["history"] for r in ROWS],
+        [r["greedy"] for r in records],
+    )  # fmt: skip
+    assert [r["fluencies"][0] for r in records] == pytest.approx([f for _, f in document_view], abs=1e-6)
