@@ -29,6 +29,7 @@ from faithkit.data import data_root
 from faithkit.data.corpora.topicalchat import load_topicalchat
 from faithkit.decoding import GenerationOptions, generate, row_seed
 from faithkit.decoding.rerank import Faithful
+from faithkit.decoding.strategies import also_decodes
 from faithkit.generation.rerank import Judges
 
 
@@ -96,7 +97,7 @@ def main(argv=None) -> None:
         "plain_s_per_response": round(plain / n, 2),
         "recipe": {
             "label": recipe.label,
-            "responses_judged_per_row": 1 + recipe.n + len(recipe.also_strategies()),
+            "responses_judged_per_row": 1 + recipe.n + len(also_decodes(recipe)),
             "s_per_response": round(full / n, 2),
             "times_plain": round(full / plain, 1),
             "checker_share": round(full_parts["judge"] / full, 3),
@@ -104,7 +105,7 @@ def main(argv=None) -> None:
         },
         "hurry": {
             "label": hurry.label,
-            "responses_judged_per_row": 1 + hurry.n + len(hurry.also_strategies()),
+            "responses_judged_per_row": 1 + hurry.n + len(also_decodes(hurry)),
             "s_per_response": round(quick / n, 2),
             "times_plain": round(quick / plain, 1),
             "checker_share": round(quick_parts["judge"] / quick, 3),

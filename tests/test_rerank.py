@@ -216,7 +216,7 @@ def test_also_decodes_join_the_candidates_as_each_decodes_alone(tiny_gpt2, gpt2_
     drawn = [_alone(model, tokenizer, i, num_beams=2, num_return_sequences=2) for i in range(len(DOCUMENTS))]
     greedy = [_alone(model, tokenizer, i) for i in range(len(DOCUMENTS))]
     assert pools == [[g, *d, b, p] for g, d, b, p in zip(greedy, drawn, beam, pmi)]
-    assert strategy.label == "rerank_n2_beam_pmi-faith_f50+beam+pmi_a0.5_p0.9"
+    assert strategy.label == "rerank_n2_beam_pmi-faith_f50+beam+pmi_alpha0.5_top_p0.9"
     judged = generate_grid(model, tokenizer, DOCUMENTS, HISTORIES, [Cell(strategy)], **kwargs,
                            judge=Judges(model, tokenizer, DEFAULT_TEMPLATE))[0]  # fmt: skip
     assert all(response in pool for response, pool in zip(judged, pools))
@@ -236,7 +236,10 @@ def test_the_faithful_recipe_is_rerank_with_its_own_defaults():
     )
     assert strategy_from_dict({"name": "faithful", "n": 2, "judge": "pmi-faith"}).label.startswith("faithful_n2_")
     with pytest.raises(ConfigError, match=r"--also pmi:alpha=2: pmi: alpha must be in \[0, 1\]"):
-        Faithful(also="beam+pmi:alpha=2")
+        strategy_from_dict({"name": "faithful", "also": "beam+pmi:alpha=2"})
+    with pytest.raises(ConfigError, match=r"^rerank: --also faithful: a candidate is one decode, not another rerank$"):
+        strategy_from_dict({"name": "rerank", "also": "faithful"})
+    assert recipe.label == "faithful_n4_sample_faithkit-checker_f1_document+beam+pmi+cad"
 
 
 def test_training_hooks_decode_rerank_as_generate_does(tiny_gpt2, gpt2_tokenizer):

@@ -17,7 +17,7 @@ from ..serving import models
 from .generation_options import GenerationOptions
 from .prefill import PreparedBatch, select_contexts
 from .rerank import BEAM_CANDIDATE_BEAMS, Rerank, candidate_seeds
-from .strategies import Cell, as_cell, shared_decode
+from .strategies import Cell, also_decodes, as_cell, shared_decode
 from .base import Plain, Sampling
 from .two_view import FiniteLogits
 
@@ -133,7 +133,7 @@ def also_cells(strategy: Rerank) -> list[tuple[tuple, Cell]]:
     """``(decode key, cell)`` of each of a rerank cell's ``also`` decodes, in order: the beam candidate, and each
     strategy greedily (under its own decode key, so a grid cell decoding the same runs once for both)."""
     cells = []
-    for decode in strategy.also_strategies():
+    for decode in also_decodes(strategy):
         if decode is None:
             cells.append((ALSO_BEAM_KEY, Cell(Plain(), "beam")))
         else:

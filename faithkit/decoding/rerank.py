@@ -103,23 +103,6 @@ class Rerank(Strategy):
             )
         if not str(self.judge).strip():
             raise ConfigError("rerank: --judge is empty; name a metric of the registry, e.g. pmi-faith")
-        self.also_strategies()  # checked now, before any model loads
-
-    def also_strategies(self) -> list[Strategy | None]:
-        """The ``also`` decodes in order: None for :data:`BEAM_CANDIDATE`, else the strategy (decoded greedily)."""
-        from .strategies import strategy_from_dict, strategy_from_text
-
-        decodes: list[Strategy | None] = []
-        for text in filter(None, (part.strip() for part in str(self.also).split("+"))):
-            if text == BEAM_CANDIDATE:
-                decodes.append(None)
-                continue
-            spec = strategy_from_text(text, where=f"{self.name}: --also ")
-            strategy = strategy_from_dict(spec)
-            if isinstance(strategy, Rerank):
-                raise ConfigError(f"{self.name}: --also {text}: a candidate is one decode, not another rerank")
-            decodes.append(strategy)
-        return decodes
 
     @property
     def label(self) -> str:
@@ -131,11 +114,17 @@ class Rerank(Strategy):
             for value, default in ((self.fluency_view, "history"), (self.fluency_reference, "greedy"))
             if value != default
         )
-        also = "".join(f"+{BEAM_CANDIDATE if decode is None else decode.label}" for decode in self.also_strategies())
+        also = "".join(f"+{part}" for part in self.also_parts())
         return f"{self.name}_n{self.n}_{self.search}_{self.judge}_f{self.fluency_tolerance:g}{bound}{also}"
 
     def sampled(self, search: str) -> bool:
         return self.search == "sample"
+
+    def also_parts(self) -> list[str]:
+        """The ``also`` decodes as written, each a name for files (``pmi:alpha=0.5,top_p=0.6``: ``pmi_alpha0.5_top_p0.6``);
+        :func:`faithkit.decoding.strategies.also_decodes` reads them."""
+        parts = (part.strip() for part in str(self.also).split("+"))
+        return [part.replace(":", "_").replace(",", "_").replace("=", "").replace(" ", "") for part in parts if part]
 
     def candidates_key(self) -> tuple:
         """Equal for rerank cells that draw the same sampled or beam candidates (whatever their judge, bound and

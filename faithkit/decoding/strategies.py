@@ -37,10 +37,11 @@ from ..settings.options import (
 )
 from .base import Plain, Strategy
 from .two_view_strategies import CAD, PMI, AdaCAD
-from .rerank import Faithful, Rerank
+from .rerank import BEAM_CANDIDATE, Faithful, Rerank
 
 __all__ = [
     "STRATEGIES",
+    "also_decodes",
     "STRATEGY_NAMES",
     "Cell",
     "add_parameter_flags",
@@ -118,9 +119,28 @@ def strategy_from_dict(spec: Mapping | str | Strategy, where: str = "") -> Strat
     except ConfigError as error:
         raise ConfigError(f"{where}{error}") from None
     try:
-        return from_mapping(cls, parameters, where=f"{cls.name}: ")
+        strategy = from_mapping(cls, parameters, where=f"{cls.name}: ")
+        if isinstance(strategy, Rerank):
+            also_decodes(strategy)  # checked now, before any model loads
+        return strategy
     except ConfigError as error:
         raise ConfigError(f"{where}{error}") from None
+
+
+def also_decodes(strategy: Rerank) -> list[Strategy | None]:
+    """A rerank strategy's ``also`` decodes in order: None for the beam candidate
+    (:data:`~faithkit.decoding.rerank.BEAM_CANDIDATE`), else the strategy it names, decoded greedily; a name that is no
+    decode is a :class:`ConfigError` naming it."""
+    decodes: list[Strategy | None] = []
+    for text in filter(None, (part.strip() for part in str(strategy.also).split("+"))):
+        if text == BEAM_CANDIDATE:
+            decodes.append(None)
+            continue
+        decode = strategy_from_dict(strategy_from_text(text, where=f"{strategy.name}: --also "))
+        if isinstance(decode, Rerank):
+            raise ConfigError(f"{strategy.name}: --also {text}: a candidate is one decode, not another rerank")
+        decodes.append(decode)
+    return decodes
 
 
 def strategy_from_text(text: str, where: str = "") -> dict:
@@ -277,9 +297,12 @@ def strategy_from_args(name: str, args) -> Strategy:
             f"{name}; its parameters are {', '.join('--' + flag(k) for k in own) or 'none'}"
         )
     try:
-        return cls(**given)  # the flags' values are typed already: the constructor's range check is the one check
+        strategy = cls(**given)  # the flags' values are typed already: the constructor's range check is the one check
     except OptionError as error:
         raise FlagError(flag(error.name), error.reason) from None
+    if isinstance(strategy, Rerank):
+        also_decodes(strategy)  # a decode it names that is none: one error line, before any model loads
+    return strategy
 
 
 class Cell(NamedTuple):
