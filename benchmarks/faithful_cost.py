@@ -6,7 +6,8 @@ decodes every row with plain greedy search, then with the recipe at its defaults
 the greedy response, ``n`` samples, the ``also`` decodes, judged by ``judge`` under the fluency bound), then with
 the cheaper setting. The recipe's time is split into the candidates' decoding, the generator's fluency pass and the
 judge (the claim checker). Each setting runs once, in the same process, at ``--threads`` threads; the checker loads
-before the clock starts.
+before the clock starts. Times are the process's CPU seconds (``time.process_time``), which other jobs on a shared
+machine do not inflate; at one thread they are the wall time of an idle machine.
 
 The last line printed is one JSON object.
 
@@ -47,11 +48,11 @@ class TimedJudges(Judges):
             part = "fluency" if name == "pmi-faith" else "judge"
 
             def timed(*args, **kwargs):
-                started = time.monotonic()
+                started = time.process_time()
                 try:
                     return compute_rows(*args, **kwargs)
                 finally:
-                    self.seconds[part] += time.monotonic() - started
+                    self.seconds[part] += time.process_time() - started
 
             metric.compute_rows = timed
             metric._timed = True
@@ -80,10 +81,10 @@ def main(argv=None) -> None:
 
     def timed(strategy) -> tuple[float, dict]:
         judges.seconds = {"fluency": 0.0, "judge": 0.0}
-        started = time.monotonic()
+        started = time.process_time()
         extra = {"judge": judges, "seeds": seeds} if strategy != "plain" else {}
         generate(model, tokenizer, documents, histories, strategy=strategy, options=options, **extra)
-        return time.monotonic() - started, dict(judges.seconds)
+        return time.process_time() - started, dict(judges.seconds)
 
     plain, _ = timed("plain")
     full, full_parts = timed(recipe)

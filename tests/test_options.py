@@ -55,9 +55,12 @@ LEAVES = list(_leaf_parsers(build_parser()))
 
 
 def _declarations():
+    seen: set[int] = set()
     for cls in CONFIG_CLASSES:
         for item in dataclasses.fields(cls):
-            yield cls, item
+            if id(item) not in seen:  # a field inherited unchanged (faithful's from rerank) is one declaration
+                seen.add(id(item))
+                yield cls, item
 
 
 def _instance_defaults() -> dict:

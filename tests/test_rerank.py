@@ -239,7 +239,7 @@ def test_the_faithful_recipe_is_rerank_with_its_own_defaults():
         strategy_from_dict({"name": "faithful", "also": "beam+pmi:alpha=2"})
     with pytest.raises(ConfigError, match=r"^rerank: --also faithful: a candidate is one decode, not another rerank$"):
         strategy_from_dict({"name": "rerank", "also": "faithful"})
-    assert recipe.label == "faithful_n4_sample_faithkit-checker_f1_document+beam+pmi+cad"
+    assert recipe.label == "faithful_n4_sample_faithkit-checker_f2_document+beam+pmi+cad"
 
 
 def test_training_hooks_decode_rerank_as_generate_does(tiny_gpt2, gpt2_tokenizer):

@@ -108,8 +108,14 @@ def add_rerank_options(parser) -> None:
     add_flags(group, GenerationOptions, names=GENERATION_FLAGS)
 
 
-RERANK_STRATEGIES = ("rerank", "faithful")
-"""What ``--strategy`` names: plain rerank's defaults, or the faithful-decoding recipe's (its judge and bound)."""
+@dataclass
+class RerankStrategyFlags:
+    strategy: str = option(
+        "rerank",
+        "whose defaults the reranking flags not given take: rerank's, or faithful's (faithkit's faithful-decoding "
+        "recipe: --judge faithkit-checker, the bound under the document)",
+        choices=("rerank", "faithful"),
+    )
 
 
 def add_judge_flags(parser, title: str):
@@ -121,13 +127,7 @@ def add_judge_flags(parser, title: str):
     from ..metrics.metric_options import MetricOptions
 
     group = parser.add_argument_group(title)
-    group.add_argument(
-        "--strategy",
-        choices=RERANK_STRATEGIES,
-        default="rerank",
-        help="whose defaults the reranking flags not given take: rerank's, or faithful's (faithkit's faithful-decoding "
-        "recipe: --judge faithkit-checker --fluency-view document) (default: rerank)",
-    )
+    add_flags(group, RerankStrategyFlags)
     add_flags(group, Rerank, names=RERANK_FLAGS, unset=argparse.SUPPRESS)
     add_flags(group, MetricOptions, names=JUDGE_FLAGS, unset=None)
     return group

@@ -92,7 +92,8 @@ class Rerank(Strategy):
     also: str = option(
         "",
         "one more candidate from each of these decodes, joined by '+': beam (plain beam search, 4 beams, the best) or "
-        "a strategy decoded greedily, as --strategy writes it (pmi, pmi:alpha=0.5,top_p=0.6, cad:alpha=1, adacad)",
+        "a strategy decoded greedily, as --strategy writes it (pmi, pmi:alpha=0.5,top_p=0.6, cad:alpha=1, adacad); "
+        "empty: none",
     )
 
     def __post_init__(self):
@@ -153,6 +154,7 @@ class Faithful(Rerank):
 
     n: int = option_like(Rerank, "n", default=4, grid=(4,))
     judge: str = option_like(Rerank, "judge", default="faithkit-checker")
+    fluency_tolerance: float = option_like(Rerank, "fluency_tolerance", default=2.0)  # benchmarks/rerank_floor.py
     fluency_view: str = option_like(Rerank, "fluency_view", default="document")
     also: str = option_like(Rerank, "also", default="beam+pmi+cad")
 

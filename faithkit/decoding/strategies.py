@@ -190,21 +190,26 @@ def strategy_from_text(text: str, where: str = "") -> dict:
 
 
 def written_forms() -> str:
-    """Every strategy as :func:`strategy_from_text` reads it, with its parameters, for help texts and errors.
+    """Every strategy as :func:`strategy_from_text` reads it, with its parameters, for help texts and errors; a
+    strategy that is another with its own defaults (faithful: rerank's) names it.
 
     Examples:
 
     ```python
     >>> from faithkit.decoding.strategies import written_forms
     >>> written_forms()
-    'plain; pmi:alpha=,top_p=; cad:alpha=; adacad; rerank:n=,search=,judge=,fluency_tolerance='
+    'plain; pmi:alpha=,top_p=; cad:alpha=; adacad; rerank:n=,search=,judge=,fluency_tolerance=,fluency_view=,fluency_reference=,also=; faithful (rerank's)'
     ```
     """
-    return "; ".join(
-        cls.name
-        + (":" + ",".join(f"{item.name}=" for item in dataclasses.fields(cls)) if dataclasses.fields(cls) else "")
-        for cls in STRATEGIES.values()
-    )
+
+    def form(cls) -> str:
+        base = next((other for other in STRATEGIES.values() if other is not cls and issubclass(cls, other)), None)
+        if base is not None:  # faithful: rerank's parameters, its own defaults
+            return f"{cls.name} ({base.name}'s)"
+        names = ",".join(f"{item.name}=" for item in dataclasses.fields(cls))
+        return cls.name + (f":{names}" if names else "")
+
+    return "; ".join(form(cls) for cls in STRATEGIES.values())
 
 
 def parameter_fields() -> dict[str, list[tuple[type[Strategy], dataclasses.Field]]]:
