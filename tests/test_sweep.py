@@ -1114,3 +1114,49 @@ def test_rerank_cells_resume_after_crashes_to_the_uninterrupted_table(config, mo
     for cell in config.cells()[1:]:
         path = f"cells/{cell.label}.jsonl"
         assert read_jsonl(tmp_path / "crashed" / path) == read_jsonl(tmp_path / "whole" / path)
+
+
+def test_the_report_shows_each_cell_s_share_of_responses_the_checker_flags_with_a_flagged_sentence():
+    from types import SimpleNamespace
+
+    from faithkit.sweep.report import SweepOutcome, checker_flags
+
+    contexts = [SimpleNamespace(id=f"r{i}") for i in range(3)]
+    table = [{"cell": "plain", "decodes_as": None}, {"cell": "pmi_a0_p1", "decodes_as": "plain"},
+             {"cell": "cad_a1", "decodes_as": None}]  # fmt: skip
+    responses = {
+        "plain": {"r0": "It is 330 metres tall.", "r1": "It is tall. It was built in 1925.", "r2": "Hi."},
+        "pmi_a0_p1": {"r0": "It is 330 metres tall.", "r1": "It is tall. It was built in 1925.", "r2": "Hi."},
+        "cad_a1": {"r0": "Yes.", "r1": "No.", "r2": ""},
+    }
+    checker = {
+        "plain/r0": {"sentence_scores": [0.9]},
+        "plain/r1": {"sentence_scores": [0.8, 0.2]},  # its second sentence is flagged
+        "plain/r2": {"sentence_scores": [0.4]},
+        "cad_a1/r0": {"sentence_scores": [0.7]},
+        "cad_a1/r1": {"sentence_scores": [0.6]},  # r2: empty, no scores
+    }
+    outcome = SweepOutcome(contexts, responses, None, None, table, {}, checker)
+    assert checker_flags(outcome) == {
+        "plain": (2, 3, "It was built in 1925.", 0.2),
+        "pmi_a0_p1": (2, 3, "It was built in 1925.", 0.2),  # decodes as plain: its scores
+        "cad_a1": (0, 2, None, None),
+    }
+    assert checker_flags(SweepOutcome(contexts, responses, None, None, table, {})) == {}
+
+
+@pytest.mark.slow
+def test_the_sweep_chooses_by_the_checker_when_it_is_measured_and_its_report_shows_the_flags(config):
+    measured = replace(config, alpha=(0.5,), top_p=(0.6,), metrics=("faithkit-checker", "pmi-faith", "lexical"),
+                       limit=3, report_contexts=3)  # fmt: skip
+    assert measured.faithfulness_measure == "faithkit_checker"
+    result = run_sweep(measured)
+    best = json.loads((Path(config.out) / "best.json").read_text())
+    assert best["faithfulness"] == "faithkit_checker" and "highest faithkit_checker" in best["rule"]
+    records = {r["id"]: r for r in read_jsonl(Path(config.out) / "faithkit-checker.jsonl")}
+    page = unescape((Path(config.out) / "report.html").read_text())
+    for row in result.table:
+        own = [r for key, r in records.items() if key.startswith(f"{row['decodes_as'] or row['cell']}/")]
+        flagged = sum(min(r["sentence_scores"]) < 0.5 for r in own if r.get("sentence_scores"))
+        scored = sum(bool(r.get("sentence_scores")) for r in own)
+        assert f"<td>{row['cell']}</td><td>{flagged / scored:.0%} ({flagged} of {scored})</td>" in page

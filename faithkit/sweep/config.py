@@ -145,8 +145,8 @@ class SweepConfig:
     split: str | None = option_like(InputOptions, "split")
     faithfulness: str | None = option(
         None,
-        "measure best.json maximises and Table 5 shows first: a score key of --metrics (unset: faith_judge when "
-        "faith-judge is measured, else pmi_faith)",
+        "measure best.json maximises and Table 5 shows first: a score key of --metrics (unset: faithkit_checker, "
+        "faith_judge, pmi_faith: the first measured)",
         choices=tuple(MEASURES),
         metavar="MEASURE",
     )
@@ -241,10 +241,13 @@ class SweepConfig:
 
     @property
     def faithfulness_measure(self) -> str | None:
-        """The measure best.json maximises: ``faithfulness`` if set, else the judge's if measured and its weights fit
-        the judge LM (see :attr:`faithfulness_note`), else PMI-FAITH's."""
+        """The measure best.json maximises: ``faithfulness`` if set, else the claim checker's when faithkit-checker is
+        measured (the judge closest to readers), else faith-judge's if measured and its weights fit the judge LM (see
+        :attr:`faithfulness_note`), else PMI-FAITH's."""
         if self.faithfulness:
             return self.faithfulness
+        if "faithkit-checker" in self.metrics:
+            return "faithkit_checker"
         if "faith-judge" in self.metrics and (self.judge_fits_weights or "pmi-faith" not in self.metrics):
             return "faith_judge"
         return "pmi_faith" if "pmi-faith" in self.metrics else None

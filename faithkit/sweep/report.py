@@ -82,6 +82,39 @@ class SweepOutcome:
     q2: dict | None  # the same for Q²
     table: Sequence[dict]  # one row per cell (sweep.csv)
     best: dict  # the chosen cell (best.json)
+    checker: dict | None = None  # the same for a claim checker: its sentence scores
+
+
+FLAGGED_BELOW = 0.5
+"""The claim checker flags a response when one of its sentences has P(supported) below this (its best document
+window's), the checker's even odds."""
+
+
+def checker_flags(outcome: SweepOutcome) -> dict[str, tuple[int, int, str | None, float | None]]:
+    """Per cell of the table (a folded cell under its decode's scores): how many of its responses the claim checker
+    flags (:data:`FLAGGED_BELOW`), how many it scored, and the first flagged response's worst sentence with its
+    P(supported); an empty dict without a checker."""
+    if not outcome.checker:
+        return {}
+    from ..metrics.claim_windows import response_sentences
+
+    found = {}
+    for row in outcome.table:
+        cell, flagged, scored, example, probability = row["cell"], 0, 0, None, None
+        for context in outcome.contexts:
+            record = outcome.checker.get(f"{row['decodes_as'] or cell}/{context.id}") or {}
+            scores = record.get("sentence_scores")
+            if not scores:
+                continue
+            scored += 1
+            worst = min(range(len(scores)), key=lambda i: scores[i])
+            if scores[worst] < FLAGGED_BELOW:
+                flagged += 1
+                sentences = response_sentences(outcome.responses[cell][context.id])
+                if example is None and len(sentences) == len(scores):
+                    example, probability = sentences[worst], scores[worst]
+        found[cell] = (flagged, scored, example, probability)
+    return found
 
 
 def write_report(path: Path, config: SweepConfig, outcome: SweepOutcome, made_by: dict | None = None) -> Path:
@@ -109,7 +142,8 @@ def write_report(path: Path, config: SweepConfig, outcome: SweepOutcome, made_by
         f"</div>{_cells_table(table, config, best)}"
         + (f'<p class="note" id="note">{escape(config.faithfulness_note)}</p>' if config.faithfulness_note else "")
         + f'<p class="pick" id="pick">{escape(best_sentence(best, config, parameters))}</p></section>\n'
-        f'<details open id="contexts"><summary>responses to {len(cards)} of {len(contexts)} contexts</summary>\n'
+        + _checker_section(outcome)
+        + f'<details open id="contexts"><summary>responses to {len(cards)} of {len(contexts)} contexts</summary>\n'
         + "\n".join(cards)
         + "\n</details>\n</main><script>"
         + SORT_SCRIPT
@@ -166,6 +200,24 @@ def _cells_table(table: Sequence[dict], config: SweepConfig, best: dict) -> str:
     return (
         f'<div class="wide"><table class="cells"><thead><tr>{head}</tr></thead><tbody>{"".join(lines)}</tbody>'
         "</table></div>"
+    )
+
+
+def _checker_section(outcome: SweepOutcome) -> str:
+    """Per cell, the share of responses the claim checker flags and one flagged sentence (:func:`checker_flags`)."""
+    flags = checker_flags(outcome)
+    if not flags:
+        return ""
+    lines = []
+    for cell, (flagged, scored, example, probability) in flags.items():
+        share = f"{flagged / scored:.0%} ({flagged} of {scored})" if scored else "no scores"
+        said = "—" if example is None else f"“{escape(example)}” (P(supported) {probability:.2f})"
+        lines.append(f'<tr data-cell="{escape(cell)}"><td>{escape(cell)}</td><td>{share}</td><td>{said}</td></tr>')
+    return (
+        '<section class="card" id="checker"><div class="head">the claim checker\'s flags: responses with a sentence '
+        f"below P(supported) {FLAGGED_BELOW:g}, and the first such sentence</div>"
+        '<div class="wide"><table class="cells"><thead><tr><th>cell</th><th>flagged</th><th>example</th></tr></thead>'
+        f"<tbody>{''.join(lines)}</tbody></table></div></section>\n"
     )
 
 

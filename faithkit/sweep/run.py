@@ -179,6 +179,7 @@ def _write_outputs(
 ) -> None:
     """sweep.csv (what made it beside it), best.json, the heatmaps and report.html."""
     from .plots import heatmaps
+    from ..metrics.claim_checkers import PRESETS as CLAIM_CHECKERS
     from .report import SweepOutcome, write_report
 
     out = Path(config.out)
@@ -186,7 +187,8 @@ def _write_outputs(
     provenance.write_sidecar(out / "sweep.csv", made_by)
     write_json(out / "best.json", {**best, provenance.KEY: made_by})
     heatmaps(table, config, out / "heatmaps", best)
-    outcome = SweepOutcome(contexts, responses, files.get("pmi-faith"), files.get("q2"), table, best)
+    checker = next((files[name] for name in config.metrics if name in CLAIM_CHECKERS and name in files), None)
+    outcome = SweepOutcome(contexts, responses, files.get("pmi-faith"), files.get("q2"), table, best, checker)
     write_report(out / "report.html", config, outcome, made_by)
 
 
