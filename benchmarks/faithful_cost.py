@@ -25,7 +25,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.data import data_root
 from faithkit.data.corpora.topicalchat import load_topicalchat
 from faithkit.decoding import GenerationOptions, generate, row_seed

@@ -34,7 +34,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch
 
-from faithkit import models
+from faithkit.serving import models
 from faithkit.data import Columns, data_root, read_rows
 from faithkit.data.corpora.begin import load_begin
 from faithkit.decoding import GenerationOptions, generate

@@ -62,7 +62,7 @@ def test_aurocs_equal_a_pair_count_on_begin_dev_overall_and_per_group(faithkit, 
             assert float(result["auroc_low"]) <= expected <= float(result["auroc_high"])
     assert float(results["all", "knowledge_precision"]["auroc"]) == pytest.approx(0.9250, abs=5e-5)  # as the README
     # the base rate (180 of 430 positive) and the F1 of calling every row positive, 2 * 180 / (430 + 180), beside F1
-    assert "| all | knowledge_precision | 430 | 180 | 0.4186 | 0.9250 |" in run.out
+    assert "| all | knowledge_precision | higher | 430 | 180 | 0.4186 | 0.9250 |" in run.out
     assert float(results["all", "knowledge_precision"]["f1_always_positive"]) == pytest.approx(2 * 180 / (430 + 180))
     assert float(results["all", "knowledge_precision"]["base_rate"]) == pytest.approx(180 / 430)
     paired = json.loads((out / "results.json").read_text())["paired"]
@@ -153,7 +153,7 @@ def test_json_labels_match_as_json_writes_them_and_rows_left_out_are_said(faithk
     run = _labels_run(faithkit, path, tmp_path, "--label-column", "verdict", "--positive", "true")
     assert run.code == 0, run.err
     # overlap F1 with the document: 6/7 and 1/2 (true) against 0 and 2/5 (false): every pair is won
-    assert "| all | overlap_f1 | 4 | 2 | 0.5000 | 1.0000 |" in run.out
+    assert "| all | overlap_f1 | higher | 4 | 2 | 0.5000 | 1.0000 |" in run.out
     assert "warning: 1 rows cannot be read and are left out (the first: line 6 is not valid JSON" in run.err
     assert (
         "warning: 1 rows have no usable label in column 'verdict' (NaN, infinity, empty or null) and are left out, e.g. 5"
@@ -260,7 +260,9 @@ def test_rows_without_a_label_are_left_out_never_negatives(faithkit, tmp_path, k
     scores = [token_f1_overlap("Red apples grow on trees.", text) for text, _ in LABELLED]
     expected = mann_whitney(scores, [label == "yes" for _, label in LABELLED])
     assert expected == 1.0
-    assert f"| all | overlap_f1 | 4 | 2 | 0.5000 | {expected:.4f} |" in run.out  # rows, positives, base rate, AUROC
+    assert (
+        f"| all | overlap_f1 | higher | 4 | 2 | 0.5000 | {expected:.4f} |" in run.out
+    )  # rows, positives, base rate, AUROC
     warnings = [line for line in run.err.splitlines() if line.startswith("warning:") and "usable label" in line]
     assert warnings == [
         "warning: 3 rows have no usable label in column 'verdict' (NaN, infinity, empty or null) and are left out, "
@@ -412,7 +414,7 @@ def test_graded_labels_get_spearman_and_kendall_with_intervals_and_holm_correcte
             min(1, max(3 * ranked[0], 2 * ranked[1], ranked[2])),
         ]
     )
-    assert "| group | score | n | Spearman | 95% interval | Kendall | 95% interval |" in run.out
+    assert "| group | score | faithful | n | Spearman | 95% interval | Kendall | 95% interval |" in run.out
     assert "paired bootstrap of the Spearman difference" in run.out and not (out / "roc.png").exists()
     header = (out / "paired.csv").read_text().splitlines()[0]
     assert (

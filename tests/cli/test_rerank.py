@@ -270,9 +270,9 @@ def test_generate_with_the_faithful_recipe_picks_as_the_strategy_does(faithkit, 
     """``--strategy faithful`` in one command: its defaults with the flags given (here a judge that runs on the tiny
     model, for speed), the same picks as the strategy in Python; and ``faithkit rerank --strategy faithful`` takes its
     judge and bound."""
-    from faithkit import models
     from faithkit.decoding import row_seed
     from faithkit.decoding.rerank import Faithful
+    from faithkit.serving import models
 
     output = tmp_path / "faithful.jsonl"
     run = faithkit("generate", "--model", model_folder, "--input", files["rows"], "--output", output,
