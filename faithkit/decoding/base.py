@@ -89,7 +89,7 @@ class Strategy:
     ```python
     >>> from faithkit.decoding import STRATEGIES
     >>> {name: cls.views for name, cls in STRATEGIES.items()}  # 2: conditioned and history-only views
-    {'plain': 1, 'pmi': 2, 'cad': 2, 'adacad': 2, 'rerank': 1}
+    {'plain': 1, 'pmi': 2, 'cad': 2, 'adacad': 2, 'rerank': 1, 'faithful': 1}
     ```
     """
 
