@@ -43,7 +43,6 @@ SETS = (*DEV_SETS, "synthetic", "pairs")
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
 PAIR_FILES = ("contradiction_pairs.jsonl", "faithful_pairs.jsonl", "swap_pairs.jsonl")
-CHECKER_KEYS = ("faithkit_checker", "faithkit_checker_generic", "faithkit_checker_hallucination")
 
 
 def pair_rows() -> list[tuple[str, int, Row]]:
@@ -124,7 +123,15 @@ def main() -> None:
             if s == name or (name == "pairs" and r.id.split(":")[0] in PAIR_FILES)
         ]
         columns: dict[str, list[float]] = {
-            k: [] for k in ("checker", "checker_not_unsupported", "knowledge_precision", "pmi_faith", "faith_judge")
+            k: []
+            for k in (
+                "checker_faithful",
+                "checker",
+                "checker_not_unsupported",
+                "knowledge_precision",
+                "pmi_faith",
+                "faith_judge",
+            )
         }
         if refit and name not in ("wow", "cmu", "tc"):  # fitted on BEGIN: judge_fit.py reports its transfer figures
             columns["faith_judge_refit"] = []
@@ -135,7 +142,8 @@ def main() -> None:
             if check is None or lm is None:
                 continue
             values = signals(lm, row.document, row.response) if "pmi_softmin" in lm else None
-            columns["checker"].append(check["faithkit_checker"])
+            columns["checker_faithful"].append(check["faithkit_checker"])
+            columns["checker"].append(check["faithkit_checker_supported"])
             columns["checker_not_unsupported"].append(1 - check["faithkit_checker_hallucination"])
             columns["knowledge_precision"].append(knowledge_precision(row.document, row.response) or 0.0)
             columns["pmi_faith"].append(lm["pmi"])
@@ -162,7 +170,7 @@ def main() -> None:
 
 def checker_signals(record: dict) -> dict[str, float]:
     return {
-        "checker_supported": record["faithkit_checker"],
+        "checker_supported": record["faithkit_checker_supported"],
         "checker_hallucination": record["faithkit_checker_hallucination"],
     }
 
@@ -180,7 +188,7 @@ def pair_wins(checked: dict, judged: dict) -> dict:
             kind, {"pairs": 0, "checker": 0, "pmi_faith": 0, "faith_judge": 0, "knowledge_precision": 0}
         )
         entry["pairs"] += 1
-        entry["checker"] += checked[good]["faithkit_checker"] > checked[bad]["faithkit_checker"]
+        entry["checker"] += checked[good]["faithkit_checker_supported"] > checked[bad]["faithkit_checker_supported"]
         entry["pmi_faith"] += judged[good]["pmi"] > judged[bad]["pmi"]
         entry["faith_judge"] += judged[good]["faith_judge"] > judged[bad]["faith_judge"]
         entry["knowledge_precision"] += (knowledge_precision(faithful.document, faithful.response) or 0) > (

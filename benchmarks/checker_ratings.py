@@ -9,8 +9,9 @@ PMI-FAITH (SmolLM2-135M) and knowledge precision, and reports per measure:
 * AUROC for telling the responses rated Agree by every rater from the rest;
 * Spearman's rho with the mean faithfulness rating (Agree 2, Neutral 1, Disagree 0) and its Fisher z interval.
 
-The raters' answers are levels here: Agree 2, Neutral 1, Disagree 0. The checker is scored as P(supported) and as 1 - P(unsupported) (which leaves a generic reply on the faithful
-side, as the page's Neutral does). The last line is one JSON object with every figure.
+The raters' answers are levels here: Agree 2, Neutral 1, Disagree 0. The checker is scored as its P(faithful) (its
+first score key, the adapter's reading), P(supported) and 1 - P(unsupported) (which leaves a generic reply on the
+faithful side, as the page's Neutral does). The last line is one JSON object with every figure.
 
     python benchmarks/checker_ratings.py runs/human/task benchmarks/data/answers-lead-301f4c77190f.json
 
@@ -68,7 +69,8 @@ def main() -> None:
     checked = ClaimChecker("faithkit-checker", nli_model=args.adapter).compute_rows(documents, histories, texts)
     pmi = PMIFaith(model="smollm2-135m").compute_rows(documents, histories, texts)
     scores = {
-        "checker_supported": np.array([row["faithkit_checker"] for row in checked]),
+        "checker_faithful": np.array([row["faithkit_checker"] for row in checked]),
+        "checker_supported": np.array([row["faithkit_checker_supported"] for row in checked]),
         "checker_not_unsupported": np.array([1 - row["faithkit_checker_hallucination"] for row in checked]),
         "pmi_faith": np.array([row["pmi"] for row in pmi]),
         "knowledge_precision": np.array([knowledge_precision(d, r) or 0.0 for d, r in zip(documents, texts)]),

@@ -32,7 +32,8 @@ from scipy.stats import rankdata
 
 from faithkit.data import read_results
 from faithkit import stats
-from faithkit.metrics.faith_judge import CANDIDATES, fit_judge, fit_logistic, signals
+from faithkit.metrics.faith_judge import CANDIDATES, fit_judge, signals
+from faithkit.stats import fit_logistic
 from faithkit.metrics.lexical import knowledge_precision
 
 BEGIN = ("wow", "cmu", "tc")

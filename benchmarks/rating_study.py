@@ -86,6 +86,7 @@ def pick(scored: list[Path], out: Path) -> None:
 
 JUDGE_KEYS = {  # score key -> its sign for "higher = more faithful"
     "faithkit_checker": 1,
+    "faithkit_checker_supported": 1,
     "faithkit_checker_generic": 1,
     "faithkit_checker_hallucination": -1,
     "knowledge_precision": 1,

@@ -24,7 +24,7 @@ from __future__ import annotations
 import codecs
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from html import escape
 from itertools import pairwise
@@ -299,14 +299,15 @@ def is_explained(path) -> bool:
             if not isinstance(record, dict):
                 return False
             if "error" not in record:
-                return "explanations" in record or "token_pmi" in record
+                return any(key in record for key in ("explanations", "token_pmi", "sentences"))
     return False
 
 
 def check_explained(records: Sequence[dict], source) -> None:
     """The explanation fields of records read back have the shapes the page draws (Q² ``explanations``: a list of
     objects whose ``score``, ``f1``, ``start`` and ``end`` are numbers or null; PMI-FAITH ``token_pmi``: a list of
-    numbers or nulls, ``tokens`` a list of strings); otherwise an InputError naming the file, record and field."""
+    numbers or nulls, ``tokens`` a list of strings; the claim checker's ``sentences``: a list of objects with numbers
+    for :data:`SENTENCE_NUMBERS`); otherwise an InputError naming the file, record and field."""
     import json
 
     from .errors import InputError
@@ -335,10 +336,24 @@ def check_explained(records: Sequence[dict], source) -> None:
             isinstance(record["token_pmi"], list) and all(map(number, record["token_pmi"]))
         ):
             fail(record, "token_pmi", "a list of numbers (or nulls)")
+        sentences = record.get("sentences")
+        if sentences is not None and not (
+            isinstance(sentences, list)
+            and all(
+                isinstance(item, dict)
+                and all(item.get(key) is not None and number(item[key]) for key in SENTENCE_NUMBERS)
+                for item in sentences
+            )
+        ):
+            fail(record, "sentences", f"a list of objects with numbers for {', '.join(SENTENCE_NUMBERS)}")
         if "tokens" in record and not (
             isinstance(record["tokens"], list) and all(isinstance(token, str) for token in record["tokens"])
         ):
             fail(record, "tokens", "a list of strings")
+
+
+SENTENCE_NUMBERS = ("start", "end", "supported", "generic", "unsupported", "window_start", "window_end")
+"""The numbers each sentence of a claim checker's record holds."""
 
 
 def summarize_records(records: Sequence[dict], score_key: str = "q2", low_threshold: float = 0.5) -> dict:
@@ -378,14 +393,17 @@ def write_explain_html(
     score_key: str = "q2",
     low_threshold: float = 0.5,
     title: str | None = None,
+    page: tuple[Callable[[dict, str, float], str], str] | None = None,
 ) -> Path:
     """Write the page for ``records`` to ``path``, lowest score first, errors last; return the path.
 
     ``low_threshold``: responses scoring below it are marked low (red edge) and are the
     ones kept by the page's "only low-scoring" checkbox (for PMI-FAITH, 0 marks the responses
     the document did not make more likely). Records with ``token_pmi`` (PMI-FAITH) get their
-    tokens coloured, records with ``explanations`` (Q²) their spans.
+    tokens coloured, records with ``explanations`` (Q²) their spans; ``page`` is another metric's card (a function of
+    a record, the score key and the threshold) and legend (:mod:`faithkit.explain_checker`).
     """
+    card, legend = page or (_card, _legend(records))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     summary = summarize_records(records, score_key, low_threshold)
@@ -406,9 +424,9 @@ def write_explain_html(
         + f"<span>below {low_threshold:g} <b>{summary['low']}</b></span>"
         + (f"<span>not scored <b>{summary['errors']}</b></span>" if summary["errors"] else "")
         + '</div><div class="controls"><label for="only-low">show only responses below '
-        f"{low_threshold:g}</label> · {_legend(records)}</div></header>"
+        f"{low_threshold:g}</label> · {legend}</div></header>"
     )
-    cards = "\n".join(_card(record, score_key, low_threshold) for record in ordered)
+    cards = "\n".join(card(record, score_key, low_threshold) for record in ordered)
     page = (
         f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{escape(title)}</title>'
         f'<style>{CSS}</style></head><body>\n<input type="checkbox" id="only-low">\n{header}\n'

@@ -169,6 +169,74 @@ def holm(p_values: ArrayLike) -> np.ndarray:
     return adjusted
 
 
+def balanced_accuracy(scores: ArrayLike, labels: ArrayLike, threshold: float) -> float:
+    """The mean of the two classes' recalls when ``score >= threshold`` is positive (0.5 is chance whatever the
+    class balance)."""
+    scores, labels = _check(scores, labels)
+    _both_classes(labels, "balanced accuracy")
+    predicted = scores >= threshold
+    return float((predicted[labels == 1].mean() + (~predicted[labels == 0]).mean()) / 2)
+
+
+def best_balanced_threshold(scores: ArrayLike, labels: ArrayLike) -> float:
+    """The threshold (one of the scores) with the highest balanced accuracy; among equally good ones the highest."""
+    scores, labels = _check(scores, labels)
+    best_threshold, best = math.inf, -1.0
+    for threshold in np.unique(scores)[::-1]:
+        value = balanced_accuracy(scores, labels, threshold)
+        if value > best:
+            best_threshold, best = float(threshold), value
+    return best_threshold
+
+
+def expected_calibration_error(probabilities: ArrayLike, labels: ArrayLike, bins: int = 10) -> float:
+    """How far predicted probabilities are from observed frequencies: over ``bins`` equal-width bins of [0, 1] (the
+    last one closed), the mean of |share of positives - mean probability| weighted by each bin's share of rows."""
+    probabilities, labels = _check(probabilities, labels)
+    if probabilities.min() < 0 or probabilities.max() > 1:
+        raise ValueError("expected calibration error needs probabilities in [0, 1]")
+    which = np.minimum((probabilities * bins).astype(int), bins - 1)
+    error = 0.0
+    for number in np.unique(which):
+        members = which == number
+        error += members.mean() * abs(labels[members].mean() - probabilities[members].mean())
+    return float(error)
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
+    """Coefficients and intercept minimising mean log-loss + ``l2`` / 2 * |w|^2 (intercept not penalised).
+
+    ``x`` should be standardised (``l2`` then weighs every feature alike). L-BFGS on the exact gradient.
+
+    Args:
+        x (`np.ndarray`): ``(rows, features)``, standardised.
+        y (`np.ndarray`): 0/1 labels.
+        l2 (`float`): the penalty on the coefficients.
+
+    Examples:
+
+    ```python
+    >>> import numpy as np
+    >>> from faithkit.stats import fit_logistic
+    >>> coefficients, intercept = fit_logistic(np.array([[-1.0], [0.0], [1.0], [2.0]]), np.array([0, 0, 1, 1]), l2=0.1)
+    >>> round(float(coefficients[0]), 2), round(intercept, 2)
+    (1.51, -0.75)
+    ```
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+
+    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
+        z = x @ theta[1:] + theta[0]
+        value = np.mean(np.logaddexp(0, z) - y * z) + l2 / 2 * theta[1:] @ theta[1:]
+        residual = (1 / (1 + np.exp(-z)) - y) / len(y)
+        return value, np.concatenate([[residual.sum()], x.T @ residual + l2 * theta[1:]])
+
+    from scipy import optimize
+
+    result = optimize.minimize(loss, np.zeros(x.shape[1] + 1), jac=True, method="L-BFGS-B")
+    return result.x[1:], float(result.x[0])
+
+
 def summarize(scores: ArrayLike, labels: ArrayLike, threshold: float) -> dict:
     """Every statistic at once: counts, class means, classification at ``threshold``, AUROC, correlations.
 

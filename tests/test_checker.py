@@ -131,11 +131,12 @@ def checker_folders(tmp_path_factory, tiny_llama):
 
 
 def slow_reference(model, tokenizer, document, history, response, window, stride):
-    """One forward per (window, sentence), the label words' next-token probabilities from the full vocabulary's logits."""
+    """One forward per (window, sentence), the label words' next-token probabilities from the full vocabulary's
+    logits; per sentence its best window's probabilities and text."""
     import torch
 
     ids = faithkit_checker.label_token_ids(tokenizer)
-    rows = []
+    judged = []
     for claim in response_sentences(response):
         best = None
         for part in document_windows(document, tokenizer, window, stride):
@@ -143,9 +144,9 @@ def slow_reference(model, tokenizer, document, history, response, window, stride
             with torch.no_grad():
                 logits = model(**encoded).logits[0, -1, ids]
             probabilities = torch.softmax(logits, dim=-1).tolist()
-            best = probabilities if best is None or probabilities[0] > best[0] else best
-        rows.append(best)
-    return faithkit_checker.combine(rows)
+            best = (probabilities, part) if best is None or probabilities[0] > best[0][0] else best
+        judged.append((claim, *best))
+    return judged
 
 
 def test_checker_metric_equals_slow_reference(checker_folders):
@@ -156,16 +157,36 @@ def test_checker_metric_equals_slow_reference(checker_folders):
     metric = ClaimChecker("faithkit-checker", nli_model=str(adapter), window=8, stride=6, batch_size=3)
     documents = ["Sam Phillips produced Elvis at Sun Records in Memphis. Bill Black played bass.", "Short one."]
     histories = [["Who produced Elvis?"], []]
-    responses = ["It was Sam Phillips. He worked at Sun Records in 1954.", "That's cool!"]
+    responses = ["It was Sam Phillips.  He worked at Sun Records in 1954.", "That's cool!"]
     rows = metric.compute_rows(documents, histories, responses)
     model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base), str(adapter)).eval()
     tokenizer = AutoTokenizer.from_pretrained(base)
     for row, document, history, response in zip(rows, documents, histories, responses):
-        expected = slow_reference(model, tokenizer, document, history, response, 8, 6)
-        got = [row["faithkit_checker"], row["faithkit_checker_generic"], row["faithkit_checker_hallucination"]]
+        judged = slow_reference(model, tokenizer, document, history, response, 8, 6)
+        expected = faithkit_checker.combine([probabilities for _, probabilities, _ in judged])
+        got = [
+            row["faithkit_checker_supported"],
+            row["faithkit_checker_generic"],
+            row["faithkit_checker_hallucination"],
+        ]
         assert got == pytest.approx(expected, abs=1e-5)
+        assert row["faithkit_checker"] == pytest.approx(1 - expected[2], abs=1e-5)  # no reading.json: 1 - P(U)
+        assert row["faithkit_checker_verdict"] == float(row["faithkit_checker"] >= 0.5)
+        sentences = sorted(row["sentences"], key=lambda sentence: sentence["start"])
+        assert [s["text"] for s in sentences] == [claim for claim, _, _ in judged]
+        assert [response[s["start"] : s["end"]] for s in sentences] == [claim for claim, _, _ in judged]
+        for sentence, (_, probabilities, part) in zip(sentences, judged):
+            assert [sentence[k] for k in ("supported", "generic", "unsupported")] == pytest.approx(
+                probabilities, abs=1e-5
+            )
+            assert document[sentence["window_start"] : sentence["window_end"]] == part
+        assert [s["unsupported"] for s in row["sentences"]] == sorted(
+            (s["unsupported"] for s in sentences), reverse=True
+        )
     assert get_spec("faithkit-checker").score_keys == (
         "faithkit_checker",
+        "faithkit_checker_verdict",
+        "faithkit_checker_supported",
         "faithkit_checker_generic",
         "faithkit_checker_hallucination",
     )
@@ -479,3 +500,27 @@ def test_exported_ratings_are_read_as_examples(tmp_path):
     labels = [rated.rated_label(list(row["ratings"]["faithfulness"].values())) for row in rows]
     assert [e.label for e in examples] == [label for label in labels if label] and left_out == labels.count(None)
     assert [e.response for e in examples] == [row["response"] for row, label in zip(rows, labels) if label]
+
+
+def test_the_rated_recipe_is_the_gemma_one_with_rated_data_and_a_smaller_peak():
+    """configs/checker/gemma3-rated.yaml: the Gemma recipe, its data with the rated file (a key the lead points at
+    the export), trained in micro-batches of 2 (the same update) in float32."""
+    from faithkit.checker.synthetic import CheckerData
+    from faithkit.settings.configfile import read_yaml
+    from faithkit.settings.options import from_mapping
+
+    configs = Path(__file__).parent.parent / "configs" / "checker"
+    gemma, rated_recipe = read_yaml(configs / "gemma3.yaml"), read_yaml(configs / "gemma3-rated.yaml")
+    assert {k: v for k, v in rated_recipe["data"].items() if gemma["data"].get(k) != v} == {
+        "output": "runs/checker-data-rated",
+        "rated": ["benchmarks/data/ratings/rated-valid_freq.jsonl"],
+        "rated_test_share": 0.3,
+    }
+    assert {k: v for k, v in rated_recipe["training"].items() if gemma["training"].get(k) != v} == {
+        "data": "runs/checker-data-rated",
+        "output": "runs/checker-gemma-rated",
+        "micro_batch_size": 2,
+        "mixed_precision": "no",
+    }
+    assert from_mapping(CheckerData, rated_recipe["data"]).rated == ["benchmarks/data/ratings/rated-valid_freq.jsonl"]
+    assert from_mapping(CheckerTraining, rated_recipe["training"]).micro_batch_size == 2

@@ -101,6 +101,35 @@ def test_a_row_says_how_many_windows_it_scored_and_what_it_left_out(roberta_toke
     assert whole == {"minicheck_roberta_large": 1.0, "sentence_scores": [1.0]}
 
 
+def test_the_minicheck_call_gives_labels_and_probabilities(roberta_tokenizer):
+    def support(premises, claims, histories):
+        return [[0.0, word_support(p, c)] for p, c in zip(premises, claims)]
+
+    checker = ClaimChecker("minicheck-roberta-large", window=4, stride=3, support=support, tokenizer=roberta_tokenizer)
+    claims = ["Seven eight.", "Seven twelve.", "Eleven twelve."]
+    labels, probabilities = checker.score([TEN] * 3, claims)
+    assert probabilities == [row["minicheck_roberta_large"] for row in checker.compute_rows([TEN] * 3, None, claims)]
+    assert probabilities == [1.0, 0.5, 0.0] and labels == [1, 0, 0]  # MiniCheck's rule: above 0.5
+
+
+def test_three_way_rows_name_their_sentences_and_the_minicheck_call_reads_the_verdict(roberta_tokenizer):
+    def support(premises, claims, histories):  # P(supported) by shared words, P(generic) 0.1
+        return [[0.9 * word_support(p, c), 0.1, 0.9 * (1 - word_support(p, c))] for p, c in zip(premises, claims)]
+
+    checker = ClaimChecker("faithkit-checker", window=4, stride=3, support=support, tokenizer=roberta_tokenizer)
+    row = checker.compute_rows([TEN], None, ["Two three. Eleven twelve!"])[0]
+    assert [(s["text"], s["start"], s["end"], s["unsupported"]) for s in row["sentences"]] == [
+        ("Eleven twelve!", 11, 25, pytest.approx(0.9)),  # the unsupported first
+        ("Two three.", 0, 10, pytest.approx(0.0)),
+    ]
+    assert TEN[row["sentences"][1]["window_start"] : row["sentences"][1]["window_end"]] == "one two three four"
+    assert row["faithkit_checker"] == pytest.approx(1 - row["faithkit_checker_hallucination"]) == pytest.approx(0.1)
+    assert checker.score([TEN, TEN], ["Two three.", "Eleven twelve!"]) == (
+        [1, 0],
+        [pytest.approx(1.0), pytest.approx(0.1)],
+    )
+
+
 def test_response_sentences():
     assert response_sentences("Cats eat fish. Dogs bark!  Do birds sing?") == [
         "Cats eat fish.",

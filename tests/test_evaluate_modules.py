@@ -139,6 +139,8 @@ def offline_options(tmp_path_factory, model_folder, roberta_tokenizer, smollm2_t
         "hhem-2.1-open": {"nli_model": hhem, **windows},
         "alignscore-style": {"nli_model": roberta3, **windows},
         "faithkit-checker": {"nli_model": str(checker_folders[1]), **windows},
+        "faithkit-checker-smollm2": {"nli_model": str(checker_folders[1]), **windows},
+        "faithkit-checker-gemma": {"nli_model": str(checker_folders[1]), **windows},
         "llm-judge": {},
         "overlap-f1": {},
         "document-bleu": {},

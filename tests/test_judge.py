@@ -13,7 +13,8 @@ from scipy import optimize
 
 from faithkit.explain import highlight_tokens
 from faithkit.metrics import evaluate_path, load_metric
-from faithkit.metrics.faith_judge import CANDIDATES, WEIGHTS, JudgeWeights, fit_judge, fit_logistic, signals
+from faithkit.metrics.faith_judge import CANDIDATES, WEIGHTS, JudgeWeights, fit_judge, signals
+from faithkit.stats import fit_logistic
 
 PAIRS = [json.loads(line) for line in (Path(__file__).parent / "data" / "contradiction_pairs.jsonl").open()]
 FAITHFUL_PAIRS = [json.loads(line) for line in (Path(__file__).parent / "data" / "faithful_pairs.jsonl").open()]

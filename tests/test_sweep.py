@@ -252,17 +252,17 @@ def test_bad_values_fail_before_a_model_loads(no_model_loads, rows_file, tmp_pat
             ["--metrics", "pmi-faith,rouge"],
             "argument --metrics: must be one of pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, "
             "nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, "
-            "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, faithkit-checker, llm-judge, overlap-f1, "
-            "document-bleu, "
-            "lexical, got 'rouge'",
+            "minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, faithkit-checker, faithkit-checker-smollm2, "
+            "faithkit-checker-gemma, llm-judge, overlap-f1, document-bleu, lexical, got 'rouge'",
         ),
         (["--significance", "1"], "argument --significance: must be in (0, 1), got 1"),
         (
             ["--faithfulness", "faith"],
             "argument --faithfulness: must be one of pmi_faith, fluency, minimal_edit, faith_judge, q2, q2_no_nli, "
             "e2e_nli, nli_roberta_large_mnli, minicheck_roberta_large, minicheck_deberta_v3_large, "
-            "minicheck_flan_t5_large, hhem_2_1_open, alignscore_style, faithkit_checker, llm_judge, overlap_f1, "
-            "document_bleu, knowledge_precision, bleu, token_f1, words, empty, repeated, got 'faith'",
+            "minicheck_flan_t5_large, hhem_2_1_open, alignscore_style, faithkit_checker, faithkit_checker_smollm2, "
+            "faithkit_checker_gemma, llm_judge, overlap_f1, document_bleu, knowledge_precision, bleu, token_f1, words, "
+            "empty, repeated, got 'faith'",
         ),
         (["--max-new-tokens", "0"], "argument --max-new-tokens: must be at least 1, got 0"),
     ],

@@ -41,12 +41,15 @@ class ExplainFlags:
 def register(subparsers) -> None:
     parser = subparsers.add_parser(
         "explain",
-        help="an HTML page showing which parts of each response are unsupported (Q² spans, PMI-FAITH tokens)",
+        help="an HTML page showing which parts of each response are unsupported (Q² spans, PMI-FAITH tokens, the "
+        "claim checker's sentences)",
         description="Write one self-contained HTML page, lowest scores first. Q² (--metric q2): each response "
         "with its informative spans highlighted from red (the knowledge answers the span's question "
         "differently) to green, the question, both answers, F1 and NLI label on hover and listed "
         "beneath, fallback rows flagged. PMI-FAITH (--metric pmi-faith): every response token "
-        "coloured by how much more (green) or less (red) likely the document made it. --input is "
+        "coloured by how much more (green) or less (red) likely the document made it. faithkit's claim checker "
+        "(--metric faithkit-checker): each sentence coloured by P(unsupported), with its three probabilities and the "
+        "document window it was judged on, the unsupported first. --input is "
         "either a scores JSONL (from 'faithkit score', 'meta-eval q2-wow' or 'sweep'), rendered as "
         "it is, or rows to score first (JSONL/CSV/TSV; scores are saved to --scores-output and "
         "resumed on a rerun).",
@@ -107,7 +110,12 @@ def run(args) -> int:
         raise InputError(
             f"no record in {source} has a '{score_key}' score; is it a scores file of --metric {args.metric}?"
         )
-    write_explain_html(records, args.html, score_key=score_key, low_threshold=args.low_threshold)
+    if any("sentences" in record for record in records):  # faithkit's claim checker: its own page
+        from ..explain_checker import write_checker_html
+
+        write_checker_html(records, args.html, score_key=score_key, low_threshold=args.low_threshold)
+    else:
+        write_explain_html(records, args.html, score_key=score_key, low_threshold=args.low_threshold)
     summary = summarize_records(records, score_key, args.low_threshold)
     print(
         f"{summary['responses']} responses, mean {score_key} {summary['mean']:.3f}, "

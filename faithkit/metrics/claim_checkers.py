@@ -17,30 +17,24 @@ Vectara's ``modeling_hhem_v2.py``, AlignScore's ``inference.py``), with one diff
 documents are cut into sentence-aligned chunks without overlap, ours into overlapping token windows.
 None of these checkpoints could be run here (no hub), so none was measured in this project: the tests
 run each architecture on tiny random models (see ``docs/claim_checkers.md``).
-
-HHEM-2.1-Open ships its own model class (``trust_remote_code``), which faithkit never runs. Its
-``HHEMv2ForSequenceClassification`` only wraps transformers' own ``T5ForTokenClassification`` (weights
-under ``t5.``) built from the config of its foundation model (``google/flan-t5-base``) and reads the
-first position's two logits; :func:`load_hhem` builds that class from transformers itself and loads the
-checkpoint's weights into it, with the prompt the checkpoint's config gives.
+HHEM-2.1-Open runs without its remote code (:mod:`.hhem`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from ..serving import precision
 from ..errors import ConfigError
+from ..serving.model_names import is_adapter_folder
 from .base import Metric, check_columns
-from .claim_windows import MAX_WINDOWS, chosen_windows, response_sentences
+from .faithkit_checker import ADAPTERS, DEFAULT_ADAPTER, three_way_row
+from .checker_reading import Reading
+from .claim_windows import MAX_WINDOWS, chosen_spans, sentence_spans
 from .metric_options import check_option_values
 
 if TYPE_CHECKING:
-    import torch
     from transformers import BatchEncoding
 
 HHEM_PROMPT = "<pad> Determine if the hypothesis is true given the premise?\n\nPremise: {text1}\n\nHypothesis: {text2}"
@@ -58,8 +52,9 @@ class CheckerPreset:
     tokenizer's sentence pair), ``eos-joined`` (``document + eos + claim`` as one text, as MiniCheck does),
     ``t5-predict`` (``"predict: " + document + eos + claim``) or ``hhem-prompt`` (:data:`HHEM_PROMPT`).
     ``sentences``: how sentence scores combine, ``min`` or ``mean``. ``three_way``: the classes are (supported,
-    generic, unsupported), as faithkit's own checker gives them (:mod:`.faithkit_checker`); its rows then also hold
-    ``<key>_generic`` and ``<key>_hallucination``, and sentences combine by :func:`.faithkit_checker.combine`.
+    generic, unsupported), as faithkit's own checker gives them (:mod:`.faithkit_checker`); sentences then combine by
+    :func:`.faithkit_checker.combine` and its rows hold :attr:`score_keys` (P(faithful), the verdict, the three
+    probabilities) and ``sentences``.
 
     Args:
         name (`str`): the metric's name.
@@ -74,6 +69,7 @@ class CheckerPreset:
         label_tokens (`tuple[int, int]`, *optional*): the decoder's (unsupported, supported) token ids.
         note (`str`, defaults to ""): where the recipe comes from, for the docs' table.
         three_way (`bool`, defaults to False): (supported, generic, unsupported) classes.
+        adapter (`str`, defaults to ""): faithkit's checker's adapter, a name of :data:`.faithkit_checker.ADAPTERS`.
 
     Examples:
 
@@ -97,10 +93,43 @@ class CheckerPreset:
     label_tokens: tuple[int, int] | None = None
     note: str = ""
     three_way: bool = False
+    adapter: str = ""
 
     @property
     def score_key(self) -> str:
         return self.name.replace("-", "_").replace(".", "_")
+
+    @property
+    def score_keys(self) -> tuple[str, ...]:
+        """The keys of its rows' scores, the one to rank by first (higher = more faithful)."""
+        key = self.score_key
+        if self.three_way:
+            return (key, f"{key}_verdict", f"{key}_supported", f"{key}_generic", f"{key}_hallucination")
+        return (key,)
+
+    @property
+    def directions(self) -> dict[str, bool | None]:
+        """Each score key's direction: True where higher is more faithful, False where lower is, None neither."""
+        if not self.three_way:
+            return {self.score_key: True}
+        return dict(zip(self.score_keys, (True, True, True, None, False)))
+
+
+def _faithkit_checker(name: str, adapter: str, note: str) -> CheckerPreset:
+    """A preset of faithkit's own checker on one of its adapters (:data:`.faithkit_checker.ADAPTERS`)."""
+    return CheckerPreset(
+        name,
+        f"faithkit/metrics/{ADAPTERS[adapter].name}",
+        "causal-lm-label-words",
+        0,
+        "checker-prompt",
+        window=200,
+        stride=150,
+        max_length=None,
+        three_way=True,
+        adapter=adapter,
+        note=note,
+    )
 
 
 PRESETS: dict[str, CheckerPreset] = {
@@ -178,18 +207,21 @@ PRESETS: dict[str, CheckerPreset] = {
             "chunk, the response the mean of its sentences; on an NLI classifier, since AlignScore's own "
             "checkpoints are Lightning files with their own heads, not a transformers model",
         ),
-        CheckerPreset(
+        _faithkit_checker(
             "faithkit-checker",
-            "faithkit/metrics/checker_adapter",
-            "causal-lm-label-words",
-            0,
-            "checker-prompt",
-            window=200,
-            stride=150,
-            max_length=None,
-            three_way=True,
-            note="faithkit's own checker: a LoRA adapter on smollm2-135m trained on synthetic contradictions "
-            "(docs/checker.md); reads the history too; offline",
+            DEFAULT_ADAPTER,
+            f"faithkit's own checker (docs/checker.md): today faithkit-checker-{DEFAULT_ADAPTER}'s adapter, under "
+            "keys that stay when the default adapter changes; reads the history too; offline",
+        ),
+        _faithkit_checker(
+            "faithkit-checker-smollm2",
+            "smollm2",
+            "faithkit's checker, a LoRA adapter on smollm2-135m trained on synthetic contradictions; offline",
+        ),
+        _faithkit_checker(
+            "faithkit-checker-gemma",
+            "gemma",
+            "faithkit's checker on gemma3-270m (configs/checker/gemma3.yaml); its adapter ships once trained",
         ),
     )
 }
@@ -256,45 +288,6 @@ class SupportModel:
         return self.model(**encoded).logits[:, 0, :]  # t5-token-classification: the first position
 
 
-def load_hhem(name: str, device=None, dtype=None):
-    """HHEM-2.1-Open without its remote code: ``(T5ForTokenClassification, tokenizer)`` with the checkpoint's
-    weights (a hub id or a folder with ``config.json`` and ``*.safetensors``; see the module's docstring).
-
-    The checkpoint's config names its ``foundation`` (whose config and tokenizer are loaded); a folder whose
-    config is a plain T5 config is its own foundation."""
-    from safetensors.torch import load_file
-    from transformers import AutoConfig, AutoTokenizer, T5ForTokenClassification
-
-    from ..serving import models
-
-    folder = Path(name).expanduser()
-    if not folder.is_dir():
-        from huggingface_hub import snapshot_download
-
-        folder = Path(snapshot_download(name, allow_patterns=["config.json", "*.safetensors"]))
-    config = json.loads((folder / "config.json").read_text())
-    foundation = config.get("foundation", str(folder)) if config.get("model_type") == "HHEMv2" else str(folder)
-    model = T5ForTokenClassification(AutoConfig.from_pretrained(foundation, num_labels=2))
-    weights = {}
-    for file in sorted(folder.glob("*.safetensors")):
-        weights.update({key.removeprefix("t5."): value for key, value in load_file(file).items()})
-    missing, unexpected = model.load_state_dict(weights, strict=False)
-    missing = [key for key in missing if not key.endswith("embed_tokens.weight")]  # tied to transformer.shared
-    if missing or unexpected or not weights:
-        raise ConfigError(
-            f"{name} does not hold HHEM-2.1-Open's weights for {foundation}: missing "
-            f"{missing[:3] or 'none'}, unexpected {unexpected[:3] or 'none'}"
-        )
-    model.tie_weights()
-    # PreTrainedModel.to is wrapped (functools.wraps), which hides its self from mypy: call it as Module.to
-    # built from its config in float32, so the checkpoint's own dtype ("auto") is float32 here
-    asked = None if dtype in (None, "auto") else dtype
-    placed = cast("torch.nn.Module", model).to(
-        device or models.default_device(), dtype=precision.torch_dtype(asked or "float32")
-    )
-    return placed.eval(), AutoTokenizer.from_pretrained(foundation)
-
-
 def load_support_model(preset: CheckerPreset, name: str | None, device=None, batch_size: int = 8, dtype=None):
     """The preset's model from ``name`` (a hub id or a local folder; None: the preset's own), ready to score pairs."""
     from ..serving import models
@@ -302,9 +295,17 @@ def load_support_model(preset: CheckerPreset, name: str | None, device=None, bat
     if preset.architecture == "causal-lm-label-words":
         from .faithkit_checker import load_checker
 
-        return load_checker(name, device, dtype, batch_size)
+        if name is None and not is_adapter_folder(ADAPTERS[preset.adapter]):
+            raise ConfigError(
+                f"{preset.name}: its adapter is not in {ADAPTERS[preset.adapter]} (it ships once trained); train "
+                "it with 'faithkit checker train --config configs/checker/gemma3.yaml' and copy the run's adapter/ "
+                "folder there, or give --nli-model ADAPTER_FOLDER"
+            )
+        return load_checker(name or str(ADAPTERS[preset.adapter]), device, dtype, batch_size)
     name = name or preset.hub_id
     if preset.architecture == "t5-token-classification":
+        from .hhem import load_hhem
+
         model, tokenizer = load_hhem(name, device, dtype)
     else:
         kind = "sequence-classification" if preset.architecture == "sequence-classification" else "seq2seq"
@@ -335,10 +336,12 @@ class ClaimChecker(Metric):
 
     ``preset`` names the checker (:data:`PRESETS`); ``nli_model`` replaces its hub id (e.g. a local copy);
     ``window`` and ``stride`` its token windows, of which at most ``max_windows`` are scored
-    (:func:`chosen_windows`; a row that left some out says ``windows`` and ``truncated_chars``). Per row: the score (key: the preset's name with ``_``), and
-    ``sentence_scores``, each sentence's best-window support. ``support`` (tests, other backends) replaces the
-    model: a function from (windows, claims, histories) to class probabilities, with ``tokenizer`` cutting the
-    windows. A sentence's best window is the one where "supported" is likeliest.
+    (:func:`chosen_windows`; a row that left some out says ``windows`` and ``truncated_chars``). Per row: the score
+    (key: the preset's name with ``_``), and ``sentence_scores``, each sentence's best-window support; faithkit's
+    own checker's rows hold more (:func:`.faithkit_checker.three_way_row`). ``support`` (tests, other backends) replaces the model: a
+    function from (windows, claims, histories) to class probabilities, with ``tokenizer`` cutting the windows (and
+    its ``reading`` attribute, if any, reading faithkit's checker's three). A sentence's best window is the one where
+    "supported" is likeliest.
 
     Args:
         preset (`str`): a name of :data:`PRESETS`.
@@ -365,10 +368,12 @@ class ClaimChecker(Metric):
     ...     histories=[["Where do emperor penguins live?"]] * 2,
     ...     responses=["They live only in Antarctica. I love them!", "They live in the Arctic, close to polar bears."],
     ... )
-    >>> [round(p, 2) for p in result["faithkit_checker"]], [round(p, 2) for p in result["faithkit_checker_hallucination"]]
+    >>> [round(p, 2) for p in result["faithkit_checker"]], result["faithkit_checker_verdict"]  # P(faithful), verdict
+    ([0.76, 0.42], [1.0, 0.0])
+    >>> [round(p, 2) for p in result["faithkit_checker_supported"]], [round(p, 2) for p in result["faithkit_checker_hallucination"]]
     ([0.58, 0.35], [0.24, 0.58])
-    >>> [[round(p, 2) for p in sentences] for sentences in result["sentence_scores"]]  # "I love them!" says nothing
-    [[0.58, 0.0], [0.35]]
+    >>> [[(s["text"], round(s["unsupported"], 2)) for s in sentences] for sentences in result["sentences"]]
+    [[('They live only in Antarctica.', 0.24), ('I love them!', 0.0)], [('They live in the Arctic, close to polar bears.', 0.58)]]
     ```
     """
 
@@ -396,12 +401,12 @@ class ClaimChecker(Metric):
                 f"window must be at least 1 and stride between 1 and window, got window={self.window}, "
                 f"stride={self.stride}"
             )
-        key = self.preset.score_key
-        self.score_keys = (key, f"{key}_generic", f"{key}_hallucination") if self.preset.three_way else (key,)
+        self.score_keys = self.preset.score_keys
         if support is None:
             support = load_support_model(self.preset, nli_model, device, batch_size, dtype)
             tokenizer = support.tokenizer
         self.support, self.tokenizer = support, tokenizer
+        self.reading: Reading = getattr(support, "reading", None) or Reading()
 
     def compute_rows(
         self, documents: Sequence[str], histories, responses: Sequence[str], references=None
@@ -411,36 +416,45 @@ class ClaimChecker(Metric):
         documents, histories, responses, _ = check_columns(documents, histories, responses)
         cases, left_out = [], []
         for document, history, response in zip(documents, histories, responses):
-            sentences = response_sentences(response)
-            windows, chars = chosen_windows(
-                document, sentences, self.tokenizer, self.window, self.stride, self.max_windows
-            )
-            cases.append((windows, sentences, history))
+            sentences = sentence_spans(response)
+            texts = [response[start:end] for start, end in sentences]
+            windows, chars = chosen_spans(document, texts, self.tokenizer, self.window, self.stride, self.max_windows)
+            cases.append((windows, sentences, document, history, response))
             left_out.append(chars)
-        premises = [w for windows, sentences, _ in cases for _ in sentences for w in windows]
-        claims = [s for windows, sentences, _ in cases for s in sentences for _ in windows]
-        contexts = [h for windows, sentences, h in cases for _ in sentences for _ in windows]
+        premises = [d[a:b] for windows, sentences, d, _, _ in cases for _ in sentences for a, b in windows]
+        claims = [r[a:b] for windows, sentences, _, _, r in cases for a, b in sentences for _ in windows]
+        contexts = [h for windows, sentences, _, h, _ in cases for _ in sentences for _ in windows]
         probabilities = iter(self.support(premises, claims, contexts) if premises else [])
         supported = self.preset.supported
         rows = []
-        for (windows, sentences, _), chars in zip(cases, left_out):
-            best = [max((next(probabilities) for _ in windows), key=lambda row: row[supported]) for _ in sentences]
-            per_sentence = [row[supported] for row in best]
-            row = {**self._combine(best, per_sentence), "sentence_scores": per_sentence}
+        for (windows, sentences, _, _, response), chars in zip(cases, left_out):
+            judged = []  # per sentence: its best window and that window's probabilities
+            for _ in sentences:
+                scored = [(next(probabilities), span) for span in windows]
+                judged.append(max(scored, key=lambda pair: pair[0][supported]))
+            if self.preset.three_way:
+                row = three_way_row(judged, sentences, response, self.reading, self.score_keys)
+            else:
+                row = self._combine([probabilities for probabilities, _ in judged])
             cut = {"windows": len(windows), "truncated_chars": chars, "truncated_from": "outside the windows"}
             rows.append({**row, **cut} if chars else row)
         return rows
 
-    def _combine(self, best: list[list[float]], per_sentence: list[float]) -> dict:
-        key = self.preset.score_key
+    def score(self, documents: Sequence[str], claims: Sequence[str], histories=None) -> tuple[list[int], list[float]]:
+        """MiniCheck's call (``MiniCheck.score(docs, claims)``, whose first two results these are): documents and
+        claims in; per claim a label (1 supported, 0 not) and a probability. Here the probability is the metric's
+        first score (faithkit's checker: P(faithful); a hub checker: its worst sentence's P(supported)) and the
+        label faithkit's checker's verdict (MiniCheck's rule, probability above 0.5, for the hub checkers)."""
+        rows = self.compute_rows(documents, histories, claims)
+        probabilities = [row[self.score_keys[0]] for row in rows]
         if self.preset.three_way:
-            from .faithkit_checker import combine
+            return [int(row[self.score_keys[1]]) for row in rows], probabilities
+        return [int(probability > 0.5) for probability in probabilities], probabilities
 
-            supported, generic, unsupported = combine(best)
-            return {key: supported, f"{key}_generic": generic, f"{key}_hallucination": unsupported}
-        if self.preset.sentences == "min":
-            return {key: min(per_sentence)}
-        return {key: sum(per_sentence) / len(per_sentence)}
+    def _combine(self, best: list[list[float]]) -> dict:
+        per_sentence = [row[self.preset.supported] for row in best]
+        score = min(per_sentence) if self.preset.sentences == "min" else sum(per_sentence) / len(per_sentence)
+        return {self.preset.score_key: score, "sentence_scores": per_sentence}
 
 
-__all__ = ["ClaimChecker", "CheckerPreset", "PRESETS", "load_hhem"]
+__all__ = ["ClaimChecker", "CheckerPreset", "PRESETS"]

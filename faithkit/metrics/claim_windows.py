@@ -120,13 +120,7 @@ def overlap(text: str, words: set[str]) -> int:
 def chosen_windows(
     document: str, claims: Sequence[str], tokenizer, window: int, stride: int, max_windows: int
 ) -> tuple[list[str], int]:
-    """The windows to score: all of :func:`document_windows` when there are at most ``max_windows``, else the
-    ``max_windows`` that share most words with the claims (:func:`claim_words`; ties go to the earlier window), in
-    the document's order; and how many characters of the document no chosen window holds (0 when none was left out).
-
-    A document longer than ``max_windows`` windows span at :data:`~faithkit.prompts.CHARS_PER_TOKEN` characters a
-    token is never tokenised whole: its blocks of one window's characters (every half block) are ranked by the same
-    overlap first, and only the best ``max_windows`` blocks are cut into token windows.
+    """The texts of :func:`chosen_spans`' windows, and how many characters of the document they leave out.
 
     Args:
         document (`str`): the document.
@@ -150,6 +144,44 @@ def chosen_windows(
     (['Polar bears live up', 'north. Dogs bark loud.'], 17)
     ```
     """
+    spans, left_out = chosen_spans(document, claims, tokenizer, window, stride, max_windows)
+    return [document[start:end] for start, end in spans], left_out
+
+
+def chosen_spans(
+    document: str, claims: Sequence[str], tokenizer, window: int, stride: int, max_windows: int
+) -> tuple[list[tuple[int, int]], int]:
+    """The windows to score, as character spans of the document without their outer whitespace: all of
+    :func:`document_windows` when there are at most ``max_windows``, else the ``max_windows`` that share most words
+    with the claims (:func:`claim_words`; ties go to the earlier window), in the document's order; and how many
+    characters of the document no chosen window holds (0 when none was left out).
+
+    A document longer than ``max_windows`` windows span at :data:`~faithkit.prompts.CHARS_PER_TOKEN` characters a
+    token is never tokenised whole: its blocks of one window's characters (every half block) are ranked by the same
+    overlap first, and only the best ``max_windows`` blocks are cut into token windows.
+
+    Args:
+        document (`str`): the document.
+        claims (`Sequence[str]`): the response's sentences.
+        tokenizer (`PreTrainedTokenizerFast`): the checker's tokenizer.
+        window (`int`): tokens per window.
+        stride (`int`): tokens between window starts.
+        max_windows (`int`): windows kept at most.
+
+    Examples:
+
+    ```python
+    >>> from tokenizers import Tokenizer, models, pre_tokenizers
+    >>> from transformers import PreTrainedTokenizerFast
+    >>> words = Tokenizer(models.WordLevel({"[UNK]": 0}, unk_token="[UNK]"))
+    >>> words.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    >>> tokenizer = PreTrainedTokenizerFast(tokenizer_object=words)  # one token per word, for the example
+    >>> from faithkit.metrics.claim_windows import chosen_spans
+    >>> document = "Cats nap a lot. Polar bears live up north. Dogs bark loud."
+    >>> chosen_spans(document, ["Polar bears live up north."], tokenizer, window=4, stride=4, max_windows=2)
+    ([(16, 35), (36, 58)], 17)
+    ```
+    """
     words = claim_words(claims)
     block = CHARS_PER_TOKEN * window
     regions = [(0, len(document))]
@@ -163,11 +195,32 @@ def chosen_windows(
         for start, end in window_spans(document[first:last], tokenizer, window, stride)
     ]
     if len(spans) <= max_windows and len(regions) == 1 and regions[0] == (0, len(document)):
-        return [document[start:end].strip() for start, end in spans], 0
+        return [stripped(document, start, end) for start, end in spans], 0
     ranked = sorted(range(len(spans)), key=lambda i: -overlap(document[spans[i][0] : spans[i][1]], words))
     spans = [spans[i] for i in sorted(ranked[:max_windows])]
     held = sum(end - start for start, end in _merged(spans))
-    return [document[start:end].strip() for start, end in spans], len(document) - held
+    return [stripped(document, start, end) for start, end in spans], len(document) - held
+
+
+def stripped(text: str, start: int, end: int) -> tuple[int, int]:
+    """The span ``text[start:end]`` without its leading and trailing whitespace (as ``str.strip`` cuts it).
+
+    Args:
+        text (`str`): the text.
+        start (`int`): the span's first character.
+        end (`int`): the character after its last.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.claim_windows import stripped
+    >>> stripped("  Hi there.  ", 0, 13)
+    (2, 11)
+    ```
+    """
+    piece = text[start:end]
+    lead = len(piece) - len(piece.lstrip())
+    return start + lead, max(start + lead, end - (len(piece) - len(piece.rstrip())))
 
 
 def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
@@ -204,7 +257,24 @@ def response_sentences(response: str) -> list[str]:
     ['They live in Antarctica.', 'They breed in winter!']
     ```
     """
+    return [response[start:end] for start, end in sentence_spans(response)]
+
+
+def sentence_spans(response: str) -> list[tuple[int, int]]:
+    """The character spans of :func:`response_sentences` in the response (without outer whitespace).
+
+    Args:
+        response (`str`): the response.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.claim_windows import sentence_spans
+    >>> sentence_spans("They live in Antarctica.  They breed in winter!")
+    [(0, 24), (26, 47)]
+    ```
+    """
     nlp = _sentencizer()
     check_parsable(nlp, [response], "response")
-    sentences = [sentence.text.strip() for sentence in nlp(response).sents if sentence.text.strip()]
-    return sentences or [response.strip()]
+    spans = [stripped(response, s.start_char, s.end_char) for s in nlp(response).sents if s.text.strip()]
+    return spans or [stripped(response, 0, len(response))]

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import optimize
 
+from .. import stats
 from ..data import files
 from .base import Metric
 from .metric_options import check_option_values
@@ -51,7 +51,10 @@ WEIGHTS_SCHEMA = Object(
 """A weights file as :meth:`JudgeWeights.save` writes it."""
 LM_SIGNALS = ("pmi", "uncond_pmi", "logp_doc_history", "logp_history", *AGGREGATE_KEYS)
 """The signals PMI-FAITH with ``evidence=True`` gives under the judge LM."""
-CHECKER_SIGNALS = {"checker_supported": "faithkit_checker", "checker_hallucination": "faithkit_checker_hallucination"}
+CHECKER_SIGNALS = {
+    "checker_supported": "faithkit_checker_supported",
+    "checker_hallucination": "faithkit_checker_hallucination",
+}
 """The claim checker's signals (:mod:`.faithkit_checker`) and the keys of its rows they are read from."""
 CANDIDATES = (*LM_SIGNALS, "knowledge_precision", "overlap_f1", "log_words", *CHECKER_SIGNALS)
 """Every signal a judge may use: the LM's, three from the words alone, and the claim checker's."""
@@ -143,38 +146,6 @@ class JudgeWeights:
         return float(self.intercept + x @ np.array(self.coefficients))
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float) -> tuple[np.ndarray, float]:
-    """Coefficients and intercept minimising mean log-loss + ``l2`` / 2 * |w|^2 (intercept not penalised).
-
-    ``x`` should be standardised (``l2`` then weighs every feature alike). L-BFGS on the exact gradient.
-
-    Args:
-        x (`np.ndarray`): ``(rows, features)``, standardised.
-        y (`np.ndarray`): 0/1 labels.
-        l2 (`float`): the penalty on the coefficients.
-
-    Examples:
-
-    ```python
-    >>> import numpy as np
-    >>> from faithkit.metrics.faith_judge import fit_logistic
-    >>> coefficients, intercept = fit_logistic(np.array([[-1.0], [0.0], [1.0], [2.0]]), np.array([0, 0, 1, 1]), l2=0.1)
-    >>> round(float(coefficients[0]), 2), round(intercept, 2)
-    (1.51, -0.75)
-    ```
-    """
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-
-    def loss(theta: np.ndarray) -> tuple[float, np.ndarray]:
-        z = x @ theta[1:] + theta[0]
-        value = np.mean(np.logaddexp(0, z) - y * z) + l2 / 2 * theta[1:] @ theta[1:]
-        residual = (1 / (1 + np.exp(-z)) - y) / len(y)
-        return value, np.concatenate([[residual.sum()], x.T @ residual + l2 * theta[1:]])
-
-    result = optimize.minimize(loss, np.zeros(x.shape[1] + 1), jac=True, method="L-BFGS-B")
-    return result.x[1:], float(result.x[0])
-
-
 def fit_judge(table: list[dict], labels, features, l2: float, model: str, fitted_on: str) -> JudgeWeights:
     """:class:`JudgeWeights` fitted on ``table`` (one :func:`signals` dict per row) and 0/1 ``labels``, its features
     standardised first so that ``l2`` weighs them alike.
@@ -200,7 +171,7 @@ def fit_judge(table: list[dict], labels, features, l2: float, model: str, fitted
     x = np.array([[row[f] for f in features] for row in table], dtype=float)
     means, stds = x.mean(0), x.std(0)
     stds[stds == 0] = 1.0
-    coefficients, intercept = fit_logistic((x - means) / stds, np.asarray(labels), l2)
+    coefficients, intercept = stats.fit_logistic((x - means) / stds, np.asarray(labels), l2)
     return JudgeWeights(
         tuple(features),
         tuple(means.tolist()),
@@ -295,8 +266,7 @@ class FaithJudge(Metric):
         if self.checker is not None:
             checked = self.checker.compute_rows(documents, histories, responses)
             rows = [
-                {**row, **{k: v for k, v in check.items() if k != "sentence_scores"}}
-                for row, check in zip(rows, checked)
+                {**row, **{k: v for k, v in check.items() if k != "sentences"}} for row, check in zip(rows, checked)
             ]
         judged = []
         for row, document, response in zip(rows, documents, responses):
@@ -317,6 +287,7 @@ _NOT_PMI_FAITH = {
     *AGGREGATE_KEYS,
     *PER_TOKEN_KEYS,
     "faithkit_checker",
+    "faithkit_checker_verdict",
     "faithkit_checker_generic",
     *CHECKER_SIGNALS.values(),
 }
@@ -418,7 +389,6 @@ __all__ = [
     "JudgeWeights",
     "PMIFaithOffJudge",
     "fit_judge",
-    "fit_logistic",
     "pmi_faith_part",
     "shares_judge_lm",
     "signals",

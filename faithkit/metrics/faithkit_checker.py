@@ -6,10 +6,12 @@ as MiniCheck-Flan-T5 reads its two: a softmax over them gives P(supported), P(ge
 document could settle) and P(unsupported). Training (:mod:`faithkit.checker.training`) uses the same
 prompt and the same three logits, so the two cannot drift apart.
 
-The adapter that ships in ``checker_adapter/`` beside this module was trained by ``faithkit checker train``
-on ``smollm2-135m`` (its model card, ``checker_adapter/README.md``, says on what and how long); it loads
-with no network. The claim-checker metric ``faithkit-checker`` (:mod:`.claim_checkers`) cuts documents into
-windows and responses into sentences and calls :class:`CheckerModel` on the pairs.
+The adapters beside this module (:data:`ADAPTERS`) were trained by ``faithkit checker train`` (each folder's model
+card, ``README.md``, says on what and how long); they load with no network. The claim-checker metrics
+``faithkit-checker`` (the :data:`DEFAULT_ADAPTER`), ``faithkit-checker-smollm2`` and ``faithkit-checker-gemma``
+(:mod:`.claim_checkers`) cut documents into windows and responses into sentences and call :class:`CheckerModel` on
+the pairs; an adapter folder's ``reading.json`` (:mod:`.checker_reading`) says how its three probabilities read as
+one P(faithful).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 from ..errors import ConfigError
 from ..prompts import as_history
 from ..serving.model_names import check_adapter_folder, is_adapter_folder
+from .checker_reading import Reading
 
 LABELS = ("supported", "generic", "unsupported")
 LABEL_WORDS = (" Yes", " Generic", " No")
@@ -33,8 +36,15 @@ PROMPT = (
 HISTORY_CHARS = 250
 """The last history turn is cut to its last this many characters (the input is for the document, not the chat)."""
 RESPONSE_CHARS = 600
-ADAPTER = Path(__file__).with_name("checker_adapter")
-"""The shipped adapter folder (``adapter_config.json`` names its base model)."""
+ADAPTERS = {
+    "smollm2": Path(__file__).with_name("checker_adapter"),
+    "gemma": Path(__file__).with_name("checker_adapter_gemma"),
+}
+"""The adapter folders of faithkit's checker by base model (``adapter_config.json`` names it): the presets
+``faithkit-checker-<name>`` read them."""
+DEFAULT_ADAPTER = "smollm2"
+"""The adapter of ``faithkit-checker`` (its score keys stay ``faithkit_checker…`` whichever it is)."""
+ADAPTER = ADAPTERS[DEFAULT_ADAPTER]
 
 
 def prompt(document: str, history: str | Sequence[str] | None, response: str) -> str:
@@ -161,14 +171,22 @@ def backbone(model):
 
 
 class CheckerModel:
-    """P(supported), P(generic), P(unsupported) for (window, history, sentence) triples, in length-sorted batches:
-    the checker's scorer, which :class:`~faithkit.metrics.claim_checkers.ClaimChecker` calls on every (window,
-    sentence) pair.
+    """P(supported), P(generic), P(unsupported) for (window, history, sentence) triples: the checker's scorer, which
+    :class:`~faithkit.metrics.claim_checkers.ClaimChecker` calls on every (window, sentence) pair.
+
+    The prompts go through :class:`~faithkit.serving.scoring.TokenScorer`: their token sequences form a prefix tree,
+    so the part a response's sentences share (the document window and the last turn, before ``Response:``) runs once
+    and its key/value cache serves every sentence, and identical prompts run once; rows run in length-sorted batches
+    of ``batch_size``. The label words' log-probabilities at each prompt's last token are read from the same logits
+    the one-prompt-at-a-time reference computes, so only float rounding differs.
 
     Args:
         model (`PreTrainedModel`): the checker LM, its adapter merged in (:func:`load_checker`).
         tokenizer (`PreTrainedTokenizerBase`): its tokenizer (set here to pad on the right).
         batch_size (`int`, defaults to 8): prompts per forward pass.
+        reading (`Reading`, *optional*): how the three read as P(faithful) (:mod:`.checker_reading`; default: the
+            unfitted reading, 1 - P(unsupported)).
+        share_prefixes (`bool`, defaults to True): False runs every prompt whole (for comparison).
 
     Examples:
 
@@ -183,37 +201,39 @@ class CheckerModel:
     ```
     """
 
-    def __init__(self, model, tokenizer, batch_size: int = 8):
+    def __init__(
+        self, model, tokenizer, batch_size: int = 8, reading: Reading | None = None, share_prefixes: bool = True
+    ):
         if tokenizer.pad_token is None:
             tokenizer.pad_token = tokenizer.eos_token
         tokenizer.padding_side = "right"
         self.model, self.tokenizer, self.batch_size = model, tokenizer, batch_size
         self.label_ids = label_token_ids(tokenizer)
+        self.reading = reading or Reading()
+        self.share_prefixes = share_prefixes
 
     def __call__(
         self, premises: Sequence[str], claims: Sequence[str], histories: Sequence[Sequence[str]]
     ) -> list[list[float]]:
         import torch
 
-        from ..serving import models
+        from ..serving.scoring import TokenScorer
 
         texts = [prompt(p, h, c) for p, h, c in zip(premises, histories, claims)]
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        probabilities: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), self.batch_size):
-            chosen = order[start : start + self.batch_size]
-            encoded = encode(self.tokenizer, [texts[i] for i in chosen]).to(models.input_device(self.model))
-            with torch.no_grad():
-                rows = torch.softmax(label_logits(self.model, encoded, self.label_ids).float(), dim=-1).tolist()
-            for index, row in zip(chosen, rows):
-                probabilities[index] = row
-        return probabilities
+        if not texts:
+            return []
+        encoded = self.tokenizer(texts, add_special_tokens=True)["input_ids"]
+        requests = [(ids, self.label_ids[:1]) for ids in encoded]  # read after the prompt: where the answer goes
+        scorer = TokenScorer(self.model, batch_size=self.batch_size, share_prefixes=self.share_prefixes)
+        evidence = scorer.evidence(requests, extra_ids=[[self.label_ids]] * len(requests))
+        return [torch.softmax(item.extra_logprobs[0].float(), dim=-1).tolist() for item in evidence]
 
 
 def load_checker(name: str | None = None, device=None, dtype=None, batch_size: int = 8) -> CheckerModel:
     """The checker from ``name``: an adapter folder (``adapter_config.json``; its base model is loaded by
     :func:`faithkit.serving.models.load`, offline names included, and the adapter merged in) or a full causal-LM folder
-    or hub id. Default: the adapter that ships with faithkit.
+    or hub id. Default: the adapter of ``faithkit-checker``. Its reading (P(faithful)) is the folder's
+    ``reading.json``, if it has one.
 
     Args:
         name (`str`, *optional*): an adapter folder, a causal-LM folder or hub id (default: the shipped adapter).
@@ -233,11 +253,12 @@ def load_checker(name: str | None = None, device=None, dtype=None, batch_size: i
     from ..serving import models
 
     folder = Path(name).expanduser() if name else ADAPTER
+    reading = Reading.load(folder if folder.is_dir() else None)
     if not is_adapter_folder(folder):
         if name is None:
             raise ConfigError(f"faithkit's checker adapter is missing from {ADAPTER}; reinstall faithkit")
         model, tokenizer = models.load(name, kind="causal", device=device, dtype=dtype)
-        return CheckerModel(model, tokenizer, batch_size)
+        return CheckerModel(model, tokenizer, batch_size, reading)
     from peft import PeftModel
 
     from ..serving.third_party import hidden_warnings
@@ -245,7 +266,7 @@ def load_checker(name: str | None = None, device=None, dtype=None, batch_size: i
     model, tokenizer = models.load(check_adapter_folder(folder), kind="causal", device=device, dtype=dtype)
     with hidden_warnings():
         merged = PeftModel.from_pretrained(model, str(folder)).merge_and_unload()
-    return CheckerModel(merged.eval(), tokenizer, batch_size)
+    return CheckerModel(merged.eval(), tokenizer, batch_size, reading)
 
 
 def combine(sentences: Sequence[Sequence[float]]) -> list[float]:
@@ -273,3 +294,58 @@ def combine(sentences: Sequence[Sequence[float]]) -> list[float]:
     unsupported = max(row[2] for row in sentences)
     supported = (1 - unsupported) * max(row[0] / max(row[0] + row[1], 1e-12) for row in sentences)
     return [supported, max(0.0, 1 - unsupported - supported), unsupported]
+
+
+def three_way_row(
+    judged: Sequence[tuple[Sequence[float], tuple[int, int]]],
+    sentences: Sequence[tuple[int, int]],
+    response: str,
+    reading: Reading,
+    keys: Sequence[str],
+) -> dict:
+    """A response's row from its sentences' ``judged`` (each: its best window's three probabilities and that window's
+    character span in the document) and their ``sentences`` spans in ``response``: under ``keys`` P(faithful) (the
+    ``reading`` of :func:`combine` of the sentences'), the verdict (1 faithful, 0 not) and the three; and
+    ``sentences``, the unsupported first, each with its text, ``start`` and ``end`` in the response, its three
+    probabilities and the document window it was judged on (``window_start``, ``window_end``).
+
+    Args:
+        judged (`Sequence[tuple[Sequence[float], tuple[int, int]]]`): per sentence, its best window's three
+            probabilities and that window's span in the document.
+        sentences (`Sequence[tuple[int, int]]`): the sentences' spans in the response.
+        response (`str`): the response.
+        reading (`Reading`): how the three read as P(faithful) (:mod:`.checker_reading`).
+        keys (`Sequence[str]`): the preset's score keys (:attr:`~.claim_checkers.CheckerPreset.score_keys`).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.metrics.checker_reading import Reading
+    >>> from faithkit.metrics.faithkit_checker import three_way_row
+    >>> response = "It is 330 metres tall. It opened in 1925."
+    >>> judged = [([0.8, 0.1, 0.1], (0, 36)), ([0.1, 0.1, 0.8], (0, 36))]
+    >>> keys = ("c", "c_verdict", "c_supported", "c_generic", "c_hallucination")
+    >>> row = three_way_row(judged, [(0, 22), (23, 41)], response, Reading(), keys)
+    >>> round(row["c"], 2), row["c_verdict"], [s["text"] for s in row["sentences"]]  # the unsupported first
+    (0.2, 0.0, ['It opened in 1925.', 'It is 330 metres tall.'])
+    ```
+    """
+    combined = combine([probabilities for probabilities, _ in judged])
+    faithful = reading.faithful(combined)
+    named = [
+        {
+            "text": response[start:end],
+            "start": start,
+            "end": end,
+            **dict(zip(LABELS, probabilities)),
+            "window_start": window[0],
+            "window_end": window[1],
+        }
+        for (start, end), (probabilities, window) in zip(sentences, judged)
+    ]
+    return {
+        keys[0]: faithful,
+        keys[1]: float(reading.verdict(faithful)),
+        **dict(zip(keys[2:], combined)),
+        "sentences": sorted(named, key=lambda sentence: -sentence["unsupported"]),
+    }

@@ -12,10 +12,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..serving.model_names import adapter_base, is_adapter_folder
+from .faithkit_checker import ADAPTER, ADAPTERS
 from .registry import faith_judge_lm, get_spec, option_defaults
-
-SHIPPED_CHECKER = Path(__file__).with_name("checker_adapter")
-"""faithkit's claim checker adapter (``faithkit-checker``, and the ``checker`` NLI of Q²'s offline preset)."""
 
 
 def models_read(name: str, options: Mapping[str, object]) -> dict[str, str]:
@@ -53,7 +51,7 @@ def models_read(name: str, options: Mapping[str, object]) -> dict[str, str]:
         from .claim_checkers import PRESETS as CHECKERS
 
         preset = CHECKERS[name]
-        found["nli_model"] = given.get("nli_model") or (SHIPPED_CHECKER if preset.three_way else preset.hub_id)
+        found["nli_model"] = given.get("nli_model") or (ADAPTERS[preset.adapter] if preset.three_way else preset.hub_id)
     roles: dict[str, str] = {}
     for option, model in found.items():
         if isinstance(model, (str, Path)):
@@ -67,7 +65,7 @@ def models_read(name: str, options: Mapping[str, object]) -> dict[str, str]:
 def _stage_model(spec: str) -> str | Path | None:
     from .q2.specs import named_model
 
-    return SHIPPED_CHECKER if spec == "checker" else named_model(spec)
+    return ADAPTER if spec == "checker" else named_model(spec)
 
 
-__all__ = ["SHIPPED_CHECKER", "models_read"]
+__all__ = ["models_read"]

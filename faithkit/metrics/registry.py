@@ -147,16 +147,12 @@ def _claim_checker_specs() -> tuple[MetricSpec, ...]:
     """One metric per claim-checker preset (:mod:`.claim_checkers`, which imports nothing heavy)."""
     from .claim_checkers import PRESETS
 
-    def directions(preset) -> dict[str, bool | None]:
-        """P(supported) higher is better, P(unsupported) lower; P(generic) neither (a generic reply claims nothing)."""
-        key = preset.score_key
-        return {key: True, f"{key}_generic": None, f"{key}_hallucination": False} if preset.three_way else {key: True}
-
     def summary(preset) -> str:
         if preset.three_way:
             return (
-                "faithkit's offline claim checker (LoRA on smollm2-135m): P(supported), P(generic), "
-                "P(unsupported) from each sentence's best window and the response's worst sentence"
+                f"faithkit's offline claim checker ({preset.hub_id}): P(faithful) read from P(supported), "
+                "P(generic), P(unsupported) of each sentence's best window and the response's worst sentence, "
+                "a verdict, and which sentence failed"
             )
         combined = "the worst sentence" if preset.sentences == "min" else "sentences averaged"
         return f"claim checker {preset.hub_id}: each sentence's best document window, {combined}"
@@ -165,10 +161,10 @@ def _claim_checker_specs() -> tuple[MetricSpec, ...]:
         MetricSpec(
             name,
             _Lazy("claim_checkers", "ClaimChecker", preset=name),
-            tuple(directions(preset)),
+            preset.score_keys,
             ("nli_model", "window", "stride", "max_windows", *_LM_OPTIONS),
             summary=summary(preset),
-            directions=directions(preset),
+            directions=preset.directions,
             measures=(Measure(preset.score_key, preset.score_key, f"claim checker: {name}"),),
         )
         for name, preset in PRESETS.items()
@@ -375,7 +371,7 @@ def get_spec(name: str) -> MetricSpec:
     >>> get_spec("bleu")
     Traceback (most recent call last):
       ...
-    faithkit.errors.ConfigError: unknown metric 'bleu'; choose one of pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, faithkit-checker, llm-judge, overlap-f1, document-bleu, lexical, form
+    faithkit.errors.ConfigError: unknown metric 'bleu'; choose one of pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, faithkit-checker, faithkit-checker-smollm2, faithkit-checker-gemma, llm-judge, overlap-f1, document-bleu, lexical, form
     ```
     """
     if name not in METRICS:

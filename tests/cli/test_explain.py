@@ -1,5 +1,7 @@
 """`faithkit explain` end to end: a scores file rendered as it is, or rows scored first (and resumed)."""
 
+import copy
+
 import pytest
 
 from .helpers import write_jsonl
@@ -147,3 +149,66 @@ def test_low_threshold(faithkit, tmp_path, low, expected):
     scores = write_jsonl(tmp_path / "scores.jsonl", RECORDS)
     run = faithkit("explain", "--input", scores, "--html", tmp_path / "r.html", "--low-threshold", low)
     assert run.code == 0 and expected in run.out
+
+
+CHECKED = [
+    {
+        "id": "swap",
+        "document": "Elvis's producer was Sam Phillips. Scotty Moore played guitar.",
+        "history": ["Who produced Elvis?"],
+        "response": "He loved Memphis. His producer was Scotty Moore.",
+        "faithkit_checker": 0.2,
+        "faithkit_checker_verdict": 0.0,
+        "faithkit_checker_supported": 0.1,
+        "faithkit_checker_generic": 0.1,
+        "faithkit_checker_hallucination": 0.8,
+        "sentences": [
+            {
+                "text": "His producer was Scotty Moore.",
+                "start": 18,
+                "end": 48,
+                "supported": 0.1,
+                "generic": 0.1,
+                "unsupported": 0.8,
+                "window_start": 0,
+                "window_end": 34,
+            },
+            {
+                "text": "He loved Memphis.",
+                "start": 0,
+                "end": 17,
+                "supported": 0.2,
+                "generic": 0.7,
+                "unsupported": 0.1,
+                "window_start": 35,
+                "window_end": 62,
+            },
+        ],
+    },
+    {"id": "broken", "error": "row broken: field 'response' is empty"},
+]
+
+
+def test_the_checkers_page_draws_its_sentences_from_the_scored_file(faithkit, tmp_path):
+    scores = write_jsonl(tmp_path / "scores.jsonl", CHECKED)
+    argv = ["explain", "--metric", "faithkit-checker", "--input", scores, "--html", tmp_path / "r.html"]
+    run = faithkit(*argv)
+    assert run.code == 0, run.err
+    assert run.out == f"1 responses, mean faithkit_checker 0.200, 1 below 0.5, 1 not scored -> {tmp_path / 'r.html'}\n"
+    assert not (tmp_path / "r.scores.jsonl").exists()  # drawn from the file, not scored again
+    page = (tmp_path / "r.html").read_text()
+    assert "question(s)" not in page and "2 sentence(s) · verdict: not faithful" in page
+    assert '<mark style="background:hsl(24,75%,78%)" title="P(supported) 0.10 · P(generic) 0.10 · ' in page
+    table = page[page.index("<table>") :]
+    assert table.index("His producer was Scotty Moore.") < table.index("He loved Memphis.")  # unsupported first
+    assert (
+        "<td>Elvis&#x27;s producer was Sam Phillips.</td>" in table and "<td>Scotty Moore played guitar.</td>" in table
+    )
+    spoiled = copy.deepcopy(CHECKED)
+    spoiled[0]["sentences"][1]["window_end"] = None
+    write_jsonl(scores, spoiled)
+    assert faithkit(*argv).error_lines == [
+        f'error: {scores}: record \'swap\' has sentences [{{"text": "His producer was Scotty Moore.", "start": 18, "en where a '
+        "list of objects with numbers for start, end, supported, generic, unsupported, window_start, window_end is "
+        "expected; fix the file, or score its rows again"
+    ]

@@ -224,7 +224,8 @@ def test_a_checker_score_names_its_adapter_and_the_base_model_with_their_hashes_
 
 def test_every_metric_names_a_model_it_reads_by_default():
     """The models a metric falls back to are named as surely as those given: the registry walked."""
-    from faithkit.metrics.model_roles import SHIPPED_CHECKER, models_read
+    from faithkit.metrics.faithkit_checker import ADAPTER, ADAPTERS
+    from faithkit.metrics.model_roles import models_read
     from faithkit.metrics.registry import METRICS
 
     no_model = {name for name, spec in METRICS.items() if not spec.runs_on_device} | {"llm-judge"}
@@ -233,12 +234,13 @@ def test_every_metric_names_a_model_it_reads_by_default():
         assert bool(read) == (name not in no_model), name
         assert all(role.startswith(f"{name} --") for role in read), read
     assert models_read("faithkit-checker", {}) == {
-        "faithkit-checker --nli-model": str(SHIPPED_CHECKER),
+        "faithkit-checker --nli-model": str(ADAPTER),
         "faithkit-checker --nli-model base": "smollm2-135m",
     }
+    assert models_read("faithkit-checker-gemma", {}) == {"faithkit-checker-gemma --nli-model": str(ADAPTERS["gemma"])}
     assert models_read("q2", {"preset": "offline"}) == {
         "q2 --qa-model": "smollm2-135m",
-        "q2 --nli-model": str(SHIPPED_CHECKER),
+        "q2 --nli-model": str(ADAPTER),
         "q2 --nli-model base": "smollm2-135m",
     }
     assert models_read("minicheck-roberta-large", {}) == {

@@ -67,7 +67,7 @@ def evaluate_path(name: str) -> str:
     >>> evaluate_path("bleu")
     Traceback (most recent call last):
       ...
-    faithkit.errors.ConfigError: no evaluate module 'bleu'; choose one of pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, faithkit-checker, llm-judge, overlap-f1, document-bleu, lexical, form
+    faithkit.errors.ConfigError: no evaluate module 'bleu'; choose one of pmi-faith, minimal-edit, faith-judge, q2, e2e-nli, nli-roberta-large-mnli, minicheck-roberta-large, minicheck-deberta-v3-large, minicheck-flan-t5-large, hhem-2.1-open, alignscore-style, faithkit-checker, faithkit-checker-smollm2, faithkit-checker-gemma, llm-judge, overlap-f1, document-bleu, lexical, form
     ```
     """
     if name not in MODULES:

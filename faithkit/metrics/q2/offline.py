@@ -326,7 +326,7 @@ class CheckerNLI:
     def predict(self, premises: Sequence[str], hypotheses: Sequence[str]) -> list[str]:
         if not premises:
             return []
-        keys = self.checker.score_keys
+        keys = self.checker.score_keys[2:]  # P(supported), P(generic), P(unsupported)
         rows = self.checker.compute_rows(premises, None, hypotheses)
         return [self.LABELS[max(range(len(keys)), key=lambda i: row[keys[i]])] for row in rows]
 
