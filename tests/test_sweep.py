@@ -710,11 +710,7 @@ def test_a_served_judge_scores_every_decoded_response_and_the_provenance_names_i
 
 def test_judging_with_the_generator_warns_and_loading_models_says_so(config, caplog):
     with caplog.at_level("INFO", logger="faithkit.sweep"):
-        run_sweep(
-            replace(
-                config, judge=config.generator, alpha=(0.5,), top_p=(0.6,), metrics=("pmi-faith",), relevance="words"
-            )
-        )
+        run_sweep(replace(config, judge=config.generator, alpha=(0.5,), top_p=(0.6,), metrics=("pmi-faith", "lexical")))
     assert "favours the PMI-DECODE cells" in caplog.text
     assert caplog.messages[0].startswith("plan: 2 cells (2 distinct decodes) on 5 contexts")  # before any work
     assert caplog.messages[1] == f"loading generator {config.generator}…"  # before the first batch's minutes
@@ -1129,7 +1125,7 @@ def test_the_report_shows_each_cell_s_share_of_responses_the_checker_flags_with_
         "pmi_a0_p1": {"r0": "It is 330 metres tall.", "r1": "It is tall. It was built in 1925.", "r2": "Hi."},
         "cad_a1": {"r0": "Yes.", "r1": "No.", "r2": ""},
     }
-    checker = {
+    checker = {  # a hub preset's rows: each sentence's P(supported)
         "plain/r0": {"sentence_scores": [0.9]},
         "plain/r1": {"sentence_scores": [0.8, 0.2]},  # its second sentence is flagged
         "plain/r2": {"sentence_scores": [0.4]},
@@ -1138,11 +1134,21 @@ def test_the_report_shows_each_cell_s_share_of_responses_the_checker_flags_with_
     }
     outcome = SweepOutcome(contexts, responses, None, None, table, {}, checker)
     assert checker_flags(outcome) == {
-        "plain": (2, 3, "It was built in 1925.", 0.2),
-        "pmi_a0_p1": (2, 3, "It was built in 1925.", 0.2),  # decodes as plain: its scores
+        "plain": (2, 3, "It was built in 1925.", "P(supported) 0.20"),
+        "pmi_a0_p1": (2, 3, "It was built in 1925.", "P(supported) 0.20"),  # decodes as plain: its scores
         "cad_a1": (0, 2, None, None),
     }
     assert checker_flags(SweepOutcome(contexts, responses, None, None, table, {})) == {}
+
+    def three_way(verdict, *unsupported):  # faithkit's checker: a verdict and its sentences, the unsupported first
+        texts = ["It was built in 1925.", "It is tall."]
+        sentences = [{"text": text, "unsupported": p} for text, p in zip(texts, unsupported)]
+        return {"c": 0.5, "c_verdict": verdict, "sentences": sentences}
+
+    checker = {"plain/r0": three_way(1.0, 0.3), "plain/r1": three_way(0.0, 0.81, 0.1), "plain/r2": three_way(0.0, 0.6)}
+    assert checker_flags(SweepOutcome(contexts, responses, None, None, table, {}, checker))["plain"] == (
+        2, 3, "It was built in 1925.", "P(unsupported) 0.81"
+    )  # fmt: skip
 
 
 @pytest.mark.slow
@@ -1157,6 +1163,6 @@ def test_the_sweep_chooses_by_the_checker_when_it_is_measured_and_its_report_sho
     page = unescape((Path(config.out) / "report.html").read_text())
     for row in result.table:
         own = [r for key, r in records.items() if key.startswith(f"{row['decodes_as'] or row['cell']}/")]
-        flagged = sum(min(r["sentence_scores"]) < 0.5 for r in own if r.get("sentence_scores"))
-        scored = sum(bool(r.get("sentence_scores")) for r in own)
+        flagged = sum(r["faithkit_checker_verdict"] == 0 for r in own if r.get("sentences"))
+        scored = sum(bool(r.get("sentences")) for r in own)
         assert f"<td>{row['cell']}</td><td>{flagged / scored:.0%} ({flagged} of {scored})</td>" in page

@@ -106,7 +106,7 @@ def generate(
     ['The Eiffel Tower is 330 metres tall.']
     >>> generate(model, tokenizer, documents, histories, {"name": "cad", "alpha": 1}, do_sample=True,
     ...          temperature=0.7, seeds=[row_seed(0, "eiffel")], max_new_tokens=12)  # the same in any batch
-    ['Title: The Eiffel Tower is 330 metres']
+    ['The Eiffel Tower is 330 metres']
     ```
     """
     strategy = strategy_from_dict(strategy)

@@ -353,7 +353,19 @@ def response_text(text: str, template: PromptTemplate | None, echoes: Sequence[s
 
 
 def last_turn(history) -> str:
-    """The history's last turn (empty without one): the text a model most often repeats at a response's start."""
+    """The history's last turn (empty without one): the text a model most often repeats at a response's start.
+
+    Args:
+        history (`list[str]` or `str`): the dialogue history, oldest turn first (a string is one turn).
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.inputs import last_turn
+    >>> last_turn(["Hi.", "Do you know the Eiffel Tower?"]), last_turn([])
+    ('Do you know the Eiffel Tower?', '')
+    ```
+    """
     from ..prompts import as_history
 
     turns = as_history(history)

@@ -130,7 +130,19 @@ def strategy_from_dict(spec: Mapping | str | Strategy, where: str = "") -> Strat
 def also_decodes(strategy: Rerank) -> list[Strategy | None]:
     """A rerank strategy's ``also`` decodes in order: None for the beam candidate
     (:data:`~faithkit.decoding.rerank.BEAM_CANDIDATE`), else the strategy it names, decoded greedily; a name that is no
-    decode is a :class:`ConfigError` naming it."""
+    decode is a :class:`ConfigError` naming it.
+
+    Args:
+        strategy (`Rerank`): the rerank strategy; its ``also`` holds decodes joined by ``+``.
+
+    Examples:
+
+    ```python
+    >>> from faithkit.decoding.strategies import also_decodes, strategy_from_dict
+    >>> also_decodes(strategy_from_dict({"name": "rerank", "also": "beam+cad:alpha=1"}))
+    [None, CAD(alpha=1.0)]
+    ```
+    """
     decodes: list[Strategy | None] = []
     for text in filter(None, (part.strip() for part in str(strategy.also).split("+"))):
         if text == BEAM_CANDIDATE:

@@ -76,7 +76,7 @@ def signals(row: dict, document: str, response: str) -> dict[str, float]:
 
     ```python
     >>> from faithkit.metrics.faith_judge import signals
-    >>> found = signals({"pmi": 1.2, "faithkit_checker": 0.58}, "Emperor penguins live only in Antarctica.", "They live only in Antarctica.")
+    >>> found = signals({"pmi": 1.2, "faithkit_checker_supported": 0.58}, "Emperor penguins live only in Antarctica.", "They live only in Antarctica.")
     >>> {name: round(value, 4) for name, value in found.items()}
     {'pmi': 1.2, 'checker_supported': 0.58, 'knowledge_precision': 1.0, 'overlap_f1': 0.6667, 'log_words': 1.7918}
     ```

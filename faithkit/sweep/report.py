@@ -86,34 +86,58 @@ class SweepOutcome:
 
 
 FLAGGED_BELOW = 0.5
-"""The claim checker flags a response when one of its sentences has P(supported) below this (its best document
-window's), the checker's even odds."""
+"""A checker without a verdict (a hub preset's ``sentence_scores``) flags a response when one of its sentences has
+P(supported) below this (its best document window's), the checker's even odds."""
 
 
-def checker_flags(outcome: SweepOutcome) -> dict[str, tuple[int, int, str | None, float | None]]:
+def record_flag(record: dict) -> tuple[bool, str | None, float | None] | None:
+    """Whether the claim checker flags one scored response, and the sentence that failed with its P(unsupported)
+    (faithkit's three-way checker: its verdict, its ``sentences`` unsupported first) or its P(supported) (a hub
+    preset: its worst ``sentence_scores``, text left to the caller); None for a response it did not score."""
+    verdict = next((value for key, value in record.items() if key.endswith("_verdict")), None)
+    if verdict is not None and record.get("sentences"):
+        if verdict:
+            return False, None, None
+        first = record["sentences"][0]
+        return True, first["text"], first["unsupported"]
+    scores = record.get("sentence_scores")
+    if not scores:
+        return None
+    worst = min(scores)
+    return (True, None, worst) if worst < FLAGGED_BELOW else (False, None, None)
+
+
+def checker_flags(outcome: SweepOutcome) -> dict[str, tuple[int, int, str | None, str | None]]:
     """Per cell of the table (a folded cell under its decode's scores): how many of its responses the claim checker
-    flags (:data:`FLAGGED_BELOW`), how many it scored, and the first flagged response's worst sentence with its
-    P(supported); an empty dict without a checker."""
+    flags (:func:`record_flag`), how many it scored, and the first flagged response's failing sentence with what
+    the checker said of it (``P(unsupported) 0.81`` or ``P(supported) 0.12``); an empty dict without a checker."""
     if not outcome.checker:
         return {}
     from ..metrics.claim_windows import response_sentences
 
     found = {}
     for row in outcome.table:
-        cell, flagged, scored, example, probability = row["cell"], 0, 0, None, None
+        cell, flagged, scored, example, said = row["cell"], 0, 0, None, None
         for context in outcome.contexts:
             record = outcome.checker.get(f"{row['decodes_as'] or cell}/{context.id}") or {}
-            scores = record.get("sentence_scores")
-            if not scores:
+            flag = record_flag(record)
+            if flag is None:
                 continue
             scored += 1
-            worst = min(range(len(scores)), key=lambda i: scores[i])
-            if scores[worst] < FLAGGED_BELOW:
-                flagged += 1
+            if not flag[0]:
+                continue
+            flagged += 1
+            if example is not None:
+                continue
+            text, probability = flag[1], flag[2]
+            if text is not None:
+                example, said = text, f"P(unsupported) {probability:.2f}"
+            else:  # a hub preset: its worst sentence, when the sentences still line up with its scores
+                scores = record["sentence_scores"]
                 sentences = response_sentences(outcome.responses[cell][context.id])
-                if example is None and len(sentences) == len(scores):
-                    example, probability = sentences[worst], scores[worst]
-        found[cell] = (flagged, scored, example, probability)
+                if len(sentences) == len(scores):
+                    example, said = sentences[scores.index(probability)], f"P(supported) {probability:.2f}"
+        found[cell] = (flagged, scored, example, said)
     return found
 
 
@@ -209,13 +233,13 @@ def _checker_section(outcome: SweepOutcome) -> str:
     if not flags:
         return ""
     lines = []
-    for cell, (flagged, scored, example, probability) in flags.items():
+    for cell, (flagged, scored, example, said) in flags.items():
         share = f"{flagged / scored:.0%} ({flagged} of {scored})" if scored else "no scores"
-        said = "—" if example is None else f"“{escape(example)}” (P(supported) {probability:.2f})"
+        said = "—" if example is None else f"“{escape(example)}” ({said})"
         lines.append(f'<tr data-cell="{escape(cell)}"><td>{escape(cell)}</td><td>{share}</td><td>{said}</td></tr>')
     return (
-        '<section class="card" id="checker"><div class="head">the claim checker\'s flags: responses with a sentence '
-        f"below P(supported) {FLAGGED_BELOW:g}, and the first such sentence</div>"
+        '<section class="card" id="checker"><div class="head">the claim checker\'s flags: responses it judges '
+        "unfaithful, and the first one's failing sentence</div>"
         '<div class="wide"><table class="cells"><thead><tr><th>cell</th><th>flagged</th><th>example</th></tr></thead>'
         f"<tbody>{''.join(lines)}</tbody></table></div></section>\n"
     )
