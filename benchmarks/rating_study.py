@@ -84,8 +84,9 @@ def pick(scored: list[Path], out: Path) -> None:
     print(json.dumps({"rows": len(candidates), "picked": picked, "output": str(out)}))
 
 
+ADAPTER_KEY = re.compile(r"^faithkit_checker_(smollm2|gemma)(_|$)")  # a named adapter's keys read as the default's
 JUDGE_KEYS = {  # score key -> its sign for "higher = more faithful"
-    "faithkit_checker": 1,
+    "faithkit_checker": 1,  # P(faithful), the adapter's reading
     "faithkit_checker_supported": 1,
     "faithkit_checker_generic": 1,
     "faithkit_checker_hallucination": -1,
@@ -97,19 +98,26 @@ JUDGE_KEYS = {  # score key -> its sign for "higher = more faithful"
 def judges(rated_path: Path, scored: list[Path]) -> None:
     import numpy as np
 
-    from faithkit.stats import auroc, spearman
+    from faithkit.stats import auroc, balanced_accuracy, spearman
 
     by_text: dict[tuple[str, str], dict] = {}
     for path in scored:
         for line in path.open(encoding="utf-8"):
             record = json.loads(line)
-            by_text[(str(record["id"]), record["response"].strip())] = record
+            named = {ADAPTER_KEY.sub(r"faithkit_checker\2", key): value for key, value in record.items()}
+            by_text[(str(record["id"]), record["response"].strip())] = named
     rows = [json.loads(line) for line in rated_path.open(encoding="utf-8") if line.strip()]
-    pairs = [(row, by_text.get((row["row"], row["response"].strip()))) for row in rows]
+    pairs = [  # a system's scored file names the row; a scored rated file, the rated response
+        (row, by_text.get((row["row"], row["response"].strip())) or by_text.get((row["id"], row["response"].strip())))
+        for row in rows
+    ]
     pairs = [(row, record) for row, record in pairs if record is not None]
     faithful = [int(row["aggregate"]["faithfulness"]["disagree"] == 0) for row, _ in pairs]
     mean = [row["aggregate"]["faithfulness"]["mean"] for row, _ in pairs]
     table = {"rated": len(rows), "scored": len(pairs), "faithful": sum(faithful)}
+    if all(isinstance(record.get("faithkit_checker_verdict"), (int, float)) for _, record in pairs):
+        verdicts = [int(record["faithkit_checker_verdict"]) for _, record in pairs]
+        table["verdict_balanced_accuracy"] = round(balanced_accuracy(verdicts, faithful, 0.5), 3)
     for key, sign in JUDGE_KEYS.items():
         if not all(isinstance(record.get(key), (int, float)) for _, record in pairs):
             continue
