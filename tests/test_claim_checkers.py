@@ -402,13 +402,17 @@ def test_the_leaderboard_ranks_a_claim_checker_with_its_options(roberta_tokenize
     )
 
 
-@pytest.mark.parametrize("where", ["faithkit-checker", "minimal-edit"])
+@pytest.mark.parametrize("where", ["faithkit-checker", "minimal-edit", "q2"])
 def test_a_response_longer_than_spacy_parses_is_the_rows_error_in_faithkits_words(where):
-    """Issue 52, case 6: a 2 MB response once gave spaCy's raw E088 text as the row's error."""
+    """Issue 52, case 6: a 2 MB response once gave spaCy's raw E088 text as the row's error. Q² (with stub
+    stages, as tests/test_q2_rules.py runs it) refuses it before any stage is asked."""
     import spacy
 
     from faithkit.metrics.claim_windows import response_sentences
     from faithkit.metrics.minimal_edit import contrast_features
+    from tests.test_q2_rules import StubNLI, StubQA, StubQG, make_metric
+
+    stages = StubQG({}), StubQA({}), StubNLI({})
 
     response = "Apples ripen. " * 150_000  # 2.1 million characters
     said = (
@@ -418,6 +422,9 @@ def test_a_response_longer_than_spacy_parses_is_the_rows_error_in_faithkits_word
     with pytest.raises(ValueError) as refused:
         if where == "faithkit-checker":
             response_sentences(response)
-        else:
+        elif where == "minimal-edit":
             contrast_features(None, ["Apples ripen in autumn."], [["When?"]], [response], nlp=spacy.blank("en"))
+        else:
+            make_metric(*stages).compute_rows(["Apples ripen in autumn."] * 2, None, ["In autumn.", response])
     assert str(refused.value) == said
+    assert stages[0].calls == 0 and stages[1].calls == stages[2].calls == []

@@ -339,9 +339,9 @@ class Q2(Metric):
     ) -> list[dict]:
         """One JSON-serialisable dict per row: ``q2``, ``q2_no_nli``, ``fallback``, ``explanations``."""
         knowledge, _, responses, _ = check_columns(documents, histories, responses)
+        check_parsable(self.nlp, responses, "response")  # before any stage's work on the batch
         cuts = cut_knowledge(self.qa, knowledge, windows=KNOWLEDGE_WINDOWS)
         knowledge = [text for text, _ in cuts]
-        check_parsable(self.nlp, responses, "response")
         spans = [extract_spans(doc) for doc in self.nlp.pipe(responses)]
         flat = [(r, span) for r, response_spans in enumerate(spans) for span in response_spans]
         chosen = self._valid_questions([Candidate(s.text, responses[r], s.spacy_span) for r, s in flat])
