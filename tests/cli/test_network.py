@@ -93,6 +93,26 @@ def test_extra_body_may_not_set_the_fields_faithkit_sets(faithkit, model_folder,
     )
 
 
+def test_every_field_faithkit_sends_is_one_extra_body_may_not_set():
+    """The refused fields are read off the requests faithkit actually sends (completion and chat, with and without
+    log-probabilities), so a field a later version sends is refused too, or this fails."""
+    from faithkit.errors import ConfigError
+    from faithkit.serving.engine import REQUEST_FIELDS, Engine, EngineOptions, check_extra_body
+
+    with FakeEngine("ok", answer=" agree", top_logprobs={" agree": -0.1}) as server:
+        engine = Engine(server.url, None, "none", EngineOptions(retries=0))
+        for prompt in ([1, 2, 3], [{"role": "user", "content": "Hi?"}]):
+            for top_logprobs in (0, 2):
+                engine.reply(prompt, 4, 0.7, 0.9, 3, {"repeat_penalty": 1.1}, top_logprobs=top_logprobs)
+    sent = {name for body in server.requests for name in body} - {"repeat_penalty"}
+    assert len(server.requests) == 4 and {"model", "prompt", "messages", "logprobs", "top_logprobs"} <= sent
+    assert sent <= set(REQUEST_FIELDS), sent - set(REQUEST_FIELDS)
+    for name in sent:
+        with pytest.raises(ConfigError, match=f"^sets {name}, which faithkit sets itself"):
+            check_extra_body({name: 1})
+    assert all(body["repeat_penalty"] == 1.1 for body in server.requests)  # what faithkit does not set passes
+
+
 @pytest.mark.parametrize("how", ["bearer", "basic"])
 def test_an_error_body_that_repeats_the_credentials_never_reaches_stderr(faithkit, model_folder, rows, tmp_path, how):
     basic = base64.b64encode(f"me:{KEY}".encode()).decode()
