@@ -4,7 +4,9 @@ nothing else hidden with them."""
 import logging
 import warnings
 
-from faithkit.checker.training import save_adapter
+import pytest
+
+from faithkit.checker.training import CheckerTraining, lora_model, save_adapter
 from faithkit.metrics.faithkit_checker import load_checker
 from faithkit.serving.third_party import LOG_RECORDS, WARNINGS, hidden_warnings, quiet_loggers
 
@@ -21,6 +23,17 @@ def _warnings_of(call) -> list[str]:
 def test_loading_the_checker_adapter_warns_nothing(checker_folders):  # noqa: F811
     _, adapter = checker_folders
     assert _warnings_of(lambda: load_checker(str(adapter), device="cpu")) == []
+
+
+@pytest.mark.parametrize("checkpointing", [False, True])
+def test_wrapping_the_base_model_for_checker_training_warns_nothing(checker_folders, checkpointing):  # noqa: F811
+    """'faithkit checker train' wraps its base model as peft does for the loaded checker: the same FutureWarning
+    once came from every training run."""
+    base, _ = checker_folders
+    training = CheckerTraining(model=str(base), layers=1, gradient_checkpointing=checkpointing)
+    wrapped: list = []
+    assert _warnings_of(lambda: wrapped.append(lora_model(training))) == []
+    assert wrapped[0][0].peft_config["default"].base_model_name_or_path == str(base)
 
 
 def test_the_hidden_warning_is_what_transformers_says_and_only_it_is_hidden():
