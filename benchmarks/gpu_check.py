@@ -38,7 +38,7 @@ from transformers import (
 )
 
 from faithkit.decoding import PMIDecode
-from faithkit.decoding.two_view_strategies import CAD, PMI, AdaCAD
+from faithkit.decoding.two_view.strategies import CAD, PMI, AdaCAD
 from faithkit.decoding.base import Plain
 from faithkit.serving.scoring import TokenScorer, reference_token_logprobs
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from faithkit.decoding import PMIDecode, build_inputs
-from faithkit.decoding.custom_generate import PMI_DECODE_FOLDER, pmi_decoding
+from faithkit.decoding.two_view.custom_generate import PMI_DECODE_FOLDER, pmi_decoding
 
 DOCUMENTS = [
     "The Eiffel Tower is 330 metres tall and stands in Paris.",

@@ -21,7 +21,7 @@ from faithkit.decoding import (
     prompt_cache,
     row_seed,
 )
-from faithkit.decoding.cad import AdaptiveContextAwareDecode, ContextAwareDecode
+from faithkit.decoding.two_view.cad import AdaptiveContextAwareDecode, ContextAwareDecode
 from faithkit.errors import ConfigError, PrecisionError
 from faithkit.prompts import CHAT_TEMPLATE, DEFAULT_TEMPLATE
 
@@ -392,17 +392,18 @@ class CountSteps(LogitsProcessor):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("processor", [PMIDecode, ContextAwareDecode])
-def test_generate_sampling_without_telling_the_processor_fails_at_the_first_step(
+def test_generate_sampling_without_telling_the_processor_stops_where_the_halves_part(
     tiny_gpt2, gpt2_tokenizer, seed, processor
 ):
-    # whatever the draws (seed 1 used to run through silently, 0 and 2 to fail steps later blaming padding)
+    """A processor knows only what it is given (no frame of generate is read): when generate samples each row itself,
+    the step after the halves first draw different tokens stops, saying to pass do_sample=True to the processor."""
     inputs = build_inputs(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
     torch.manual_seed(seed)
     steps = CountSteps()
     with pytest.raises(
-        ValueError,
-        match=rf"{processor.__name__}: generate\(do_sample=True\) .* pass do_sample=True "
-        rf"\(and temperature/top_k\) to the processor itself",
+        RuntimeError,
+        match=rf"{processor.__name__}: the history-only rows no longer end on the same token .* generate sampled each "
+        rf"row independently: for sampling pass do_sample=True \(and temperature/top_k\) to the processor itself",
     ):
         tiny_gpt2.generate(
             **inputs,
@@ -411,7 +412,7 @@ def test_generate_sampling_without_telling_the_processor_fails_at_the_first_step
             logits_processor=[steps, processor()],
             pad_token_id=gpt2_tokenizer.pad_token_id,
         )
-    assert steps.steps == 1
+    assert steps.steps >= 2  # the first step's draw parts the halves; the next one sees it
 
 
 def test_a_processor_told_to_sample_or_greedy_generate_passes_the_sampling_check(tiny_gpt2, gpt2_tokenizer):
@@ -477,7 +478,7 @@ def test_combined_scores_follow_the_formula():
 
 
 def test_top_p_set_is_the_warpers_set():
-    from faithkit.decoding.pmi_decode import top_p_set
+    from faithkit.decoding.two_view.pmi_decode import top_p_set
 
     torch.manual_seed(0)
     for scale in (0.1, 1.0, 5.0, 20.0):  # flat rows take the warper's own path, peaked rows the top-k one

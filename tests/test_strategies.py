@@ -476,7 +476,9 @@ def test_two_view_strategies_refuse_beam_sampling_clearly(tiny_gpt2, gpt2_tokeni
 def test_generate_sampling_every_row_itself_is_caught(tiny_gpt2, gpt2_tokenizer, processor):
     inputs = build_inputs(tiny_gpt2, gpt2_tokenizer, DOCUMENTS, HISTORIES, DEFAULT_TEMPLATE)
     torch.manual_seed(0)
-    with pytest.raises(ValueError, match=r"generate\(do_sample=True\) draws every row on its own"):
+    with pytest.raises(
+        RuntimeError, match=r"generate sampled each row independently: for sampling pass do_sample=True"
+    ):
         tiny_gpt2.generate(
             **inputs,
             do_sample=True,

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING
 from .. import lazy_names
 
 if TYPE_CHECKING:
-    from .cad import AdaptiveContextAwareDecode, ContextAwareDecode
     from .generation_options import SEARCHES, GenerationOptions, default_template, row_seed
     from .grid import generate, generate_grid, iter_grid
     from .grid_plan import plan_grid
     from .inputs import build_inputs, decode_responses, length_order, pad_token_id
-    from .pmi_decode import PMIDecode
     from .prefill import prompt_cache
+    from .two_view.cad import AdaptiveContextAwareDecode, ContextAwareDecode
+    from .two_view.pmi_decode import PMIDecode
     from .strategies import (
         CAD,
         PMI,

@@ -5,8 +5,8 @@ A strategy's parameters are its dataclass fields, each declared once with
 them. Its class says how many prompt views per context it decodes from (1: the conditioned
 view; 2: conditioned and history-only, as PMI-FAITH scores them), which search modes it
 supports, and builds its logits processors, importing torch only then. The two-view strategies are declared in
-:mod:`~faithkit.decoding.two_view_strategies`, their processors in :mod:`~faithkit.decoding.pmi_decode` and
-:mod:`~faithkit.decoding.cad`; the registry of all of them is :mod:`faithkit.decoding.strategies`.
+the package :mod:`~faithkit.decoding.two_view` (strategies, then their processors); the registry of all of them is
+:mod:`faithkit.decoding.strategies`.
 """
 
 from __future__ import annotations
@@ -179,6 +179,6 @@ class Plain(Strategy):
         return True
 
     def processors(self, sampling: Sampling | None = None) -> list:
-        from .two_view import RowSampler
+        from .two_view.processor import RowSampler
 
         return [] if sampling is None else [RowSampler(**sampling._asdict())]

@@ -26,7 +26,7 @@ from .prefill import PreparedBatch
 from .rerank import Judge, Rerank, rerank
 from .base import Strategy
 from .strategies import Cell, as_cell, strategy_from_dict
-from .two_view_strategies import PMI
+from .two_view.strategies import PMI
 
 PARAMETER_KEYWORDS = ("alpha", "top_p")
 """PMI-DECODE's parameters, which a strategy holds: refused as keywords of a decode, with the spelling to use."""

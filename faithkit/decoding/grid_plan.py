@@ -12,14 +12,43 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 import torch
+from transformers import LogitsProcessor
 
 from ..serving import models
+from ..serving.precision import check_finite
 from .generation_options import GenerationOptions
 from .prefill import PreparedBatch, select_contexts
 from .rerank import BEAM_CANDIDATE_BEAMS, Rerank, candidate_seeds
 from .strategies import Cell, also_decodes, as_cell, shared_decode
 from .base import Plain, Sampling
-from .two_view import FiniteLogits
+
+
+class FiniteLogits(LogitsProcessor):
+    """Stops generate with a :class:`~faithkit.errors.PrecisionError` naming ``dtype`` (the model's) when the
+    model's scores hold NaN or +inf, as a float16 overflow gives: they would decode as empty responses.
+    :func:`faithkit.decoding.generate` puts it first for every strategy.
+
+    Args:
+        dtype (`str` or `torch.dtype`, *optional*): the model's precision, for the message.
+
+    Examples:
+
+    ```python
+    >>> import torch
+    >>> from faithkit.decoding.grid_plan import FiniteLogits
+    >>> FiniteLogits("float16")(None, torch.tensor([[0.0, float("nan")]]))
+    Traceback (most recent call last):
+      ...
+    faithkit.errors.PrecisionError: the model's logits are NaN or infinite: the model runs in float16, and half precision overflows in some models (Gemma 3 in float16 does). Load it in bfloat16 or float32: --dtype bfloat16 on the command line, dtype='bfloat16' in faithkit.serving.models.load
+    ```
+    """
+
+    def __init__(self, dtype=None):
+        self.dtype = dtype
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        check_finite(scores, self.dtype)
+        return scores
 
 
 class CellRun(NamedTuple):

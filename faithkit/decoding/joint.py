@@ -11,9 +11,8 @@ from __future__ import annotations
 import torch
 from transformers import LogitsProcessor
 
-from .grid_plan import CellRun
+from .grid_plan import CellRun, FiniteLogits
 from .prefill import PreparedBatch
-from .two_view import FiniteLogits
 
 JOINT_CACHE_BYTES = 2**30
 """The most key/value cache one joint greedy decode may hold (:func:`joint_runs`), as its rows' prompt width plus

@@ -36,7 +36,7 @@ from ..settings.options import (
     value_parser,
 )
 from .base import Plain, Strategy
-from .two_view_strategies import CAD, PMI, AdaCAD
+from .two_view.strategies import CAD, PMI, AdaCAD
 from .rerank import BEAM_CANDIDATE, Faithful, Rerank
 
 __all__ = [

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..settings.options import flag
 from ..decoding.base import parameter_text
-from ..decoding.two_view_strategies import PMI
+from ..decoding.two_view.strategies import PMI
 from ..data.files import write_text
 from .config import TrainConfig, evaluation_decoders
 

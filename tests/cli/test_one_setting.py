@@ -17,7 +17,7 @@ import sys
 import pytest
 
 from faithkit.settings import options as declarations
-from faithkit.decoding.pmi_decode import PMIDecode
+from faithkit.decoding.two_view.pmi_decode import PMIDecode
 
 from .helpers import write_jsonl
 
@@ -65,6 +65,7 @@ def path_of(run_command) -> tuple[list[str], list[str]]:
     targets = {
         declarations.check.__code__: "checked",
         PMIDecode.__init__.__code__: "processor made",
+        PMIDecode.of.__func__.__code__: "processor made",
         PMIDecode.combine.__code__: "multiplied",
     }
     hops: dict[str, None] = {}
@@ -109,22 +110,20 @@ def test_alpha_reaches_the_multiply_in_at_most_eight_hops(faithkit, generate_arg
     assert events[0] == "checked" and "processor made" in events and events[-1] == "multiplied"
     print(f"{len(hops)} hops:", " -> ".join(hops))
     assert len(hops) <= MOST_HOPS, f"{len(hops)} hops: " + " -> ".join(hops)
-    assert hops[0] == "faithkit.cli.generate.run" and hops[-1] == "faithkit.decoding.pmi_decode.PMIDecode.__init__"
+    assert (
+        hops[0] == "faithkit.cli.generate.run"
+        and hops[-1] == "faithkit.decoding.two_view.processor.TwoViewProcessor.of"
+    )
 
 
 def test_the_hop_count_sees_a_rebuilt_strategy(monkeypatch, faithkit, generate_argv):
     """The count can fail: a processor that rebuilds PMI() from the numbers adds the rebuild's calls."""
-    from faithkit.decoding import two_view_strategies
-    from faithkit.decoding.parameters import PMIParameters
+    from faithkit.decoding.two_view import strategies
 
-    monkeypatch.setattr(
-        two_view_strategies.PMI,
-        "processors",
-        lambda self, sampling=None: [PMIDecode(PMIParameters(self.alpha, self.top_p))],
-    )
+    monkeypatch.setattr(strategies.PMI, "processors", lambda self, sampling=None: [PMIDecode(self.alpha, self.top_p)])
     argv = [*generate_argv, "--strategy", "pmi", "--alpha", str(ALPHA), "--max-new-tokens", "2"]
     hops, _ = path_of(lambda: faithkit(*argv))
-    assert "faithkit.decoding.parameters.PMIParameters.__init__" in hops, hops and len(hops) > MOST_HOPS
+    assert "faithkit.decoding.two_view.parameters.PMIParameters.__init__" in hops, hops and len(hops) > MOST_HOPS
 
 
 def test_alpha_and_each_generation_option_are_checked_exactly_once(monkeypatch, faithkit, generate_argv):

@@ -30,11 +30,11 @@ from transformers import (
     TopPLogitsWarper,
 )
 
-from ..prompts import PromptTemplate
-from .parameters import PMIParameters as PMI
+from ...prompts import PromptTemplate
+from .parameters import PMIParameters
 from .pmi_decode import PMIDecode
 
-PMI_DECODE_FOLDER = Path(__file__).resolve().parents[1] / "hub" / "pmi_decode"
+PMI_DECODE_FOLDER = Path(__file__).resolve().parents[2] / "hub" / "pmi_decode"
 """The folder ``generate(custom_generate=str(PMI_DECODE_FOLDER), trust_remote_code=True, ...)`` loads."""
 
 _WARPERS = (TemperatureLogitsWarper, TopKLogitsWarper, TopPLogitsWarper)
@@ -49,8 +49,8 @@ def pmi_decoding(
     generation_config,
     synced_gpus: bool = False,
     streamer=None,
-    alpha: float = PMI.alpha,
-    top_p: float = PMI.top_p,
+    alpha: float = PMIParameters.alpha,
+    top_p: float = PMIParameters.top_p,
     **model_kwargs,
 ):
     """generate's decoding loop with PMI-DECODE: ``model.generate(**build_inputs(...), custom_generate=pmi_decoding,
@@ -81,7 +81,7 @@ def pmi_decoding(
     ```python
     >>> from faithkit.serving import models
     >>> from faithkit.decoding import build_inputs, decode_responses
-    >>> from faithkit.decoding.custom_generate import pmi_decoding
+    >>> from faithkit.decoding.two_view.custom_generate import pmi_decoding
     >>> model, tokenizer = models.load("smollm2-135m")
     >>> inputs = build_inputs(model, tokenizer, ["The Eiffel Tower is 330 metres tall."],
     ...                       [["How tall is the Eiffel Tower?"]])
@@ -90,10 +90,10 @@ def pmi_decoding(
     ['The Eiffel Tower is 330 metres tall.']
     ```
     """
-    parameters = PMI(alpha, top_p)
     sampled = bool(generation_config.do_sample)
     processor = PMIDecode(
-        parameters,
+        alpha,
+        top_p,
         do_sample=sampled,
         **({"temperature": generation_config.temperature or 1.0, "top_k": generation_config.top_k} if sampled else {}),
     )
@@ -143,7 +143,7 @@ def pmi_generate(
 
     ```python
     >>> from faithkit.serving import models
-    >>> from faithkit.decoding.custom_generate import PMI_DECODE_FOLDER
+    >>> from faithkit.decoding.two_view.custom_generate import PMI_DECODE_FOLDER
     >>> model, tokenizer = models.load("smollm2-135m")
     >>> outputs = model.generate(custom_generate=str(PMI_DECODE_FOLDER), trust_remote_code=True, tokenizer=tokenizer,
     ...                          documents=["The Eiffel Tower is 330 metres tall."],
@@ -152,8 +152,8 @@ def pmi_generate(
     'The Eiffel Tower is 330 metres tall.'
     ```
     """
-    from .generation_options import GenerationOptions
-    from .inputs import build_inputs
+    from ..generation_options import GenerationOptions
+    from ..inputs import build_inputs
 
     if documents is None or histories is None or tokenizer is None:
         raise ValueError(

@@ -1,9 +1,9 @@
-"""The two-view strategies, PMI-DECODE, CAD and AdaCAD, apart from their processors.
+"""The two-view strategies, PMI-DECODE, CAD and AdaCAD: what a user names (``--strategy pmi``), as a strategy.
 
-Their processors (:mod:`~faithkit.decoding.pmi_decode`, :mod:`~faithkit.decoding.cad`) need torch and
-transformers, which take seconds to import; the strategies do not, so the command line builds its flags from
-them (and ``--help`` answers) without those imports. A strategy imports its processor when it first decodes; both
-take their parameters from :mod:`~faithkit.decoding.parameters`.
+Each is its parameters (:mod:`.parameters`) plus what decoding needs. Their processors (:mod:`.pmi_decode`,
+:mod:`.cad`) need torch and transformers, which take seconds to import; the strategies do not, so the command line
+builds its flags from them (and ``--help`` answers) without those imports. A strategy imports its processor when it
+first decodes.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Sampling, Strategy, sampling_kwargs
+from ..base import Sampling, Strategy, sampling_kwargs
 from .parameters import CADParameters, PMIParameters
 
 
@@ -56,12 +56,12 @@ class PMI(Strategy, PMIParameters):
     def processors(self, sampling: Sampling | None = None) -> list:
         from .pmi_decode import PMIDecode
 
-        return [PMIDecode(self, **sampling_kwargs(sampling))]  # taken whole: checked when made
+        return [PMIDecode.of(self, **sampling_kwargs(sampling))]
 
 
 @dataclass(frozen=True)
 class CAD(Strategy, CADParameters):
-    """Context-Aware Decoding (Shi et al., 2023, arXiv 2305.14739): see :class:`~faithkit.decoding.cad.ContextAwareDecode`.
+    """Context-Aware Decoding (Shi et al., 2023, arXiv 2305.14739): see :class:`~faithkit.decoding.two_view.cad.ContextAwareDecode`.
 
     Decode from ``softmax[(1 + alpha) logit(y | d, h) - alpha logit(y | h)]``.
 
@@ -95,12 +95,12 @@ class CAD(Strategy, CADParameters):
     def processors(self, sampling: Sampling | None = None) -> list:
         from .cad import ContextAwareDecode
 
-        return [ContextAwareDecode(self, **sampling_kwargs(sampling))]
+        return [ContextAwareDecode.of(self, **sampling_kwargs(sampling))]
 
 
 @dataclass(frozen=True)
 class AdaCAD(Strategy):
-    """Adaptive CAD (Wang et al., 2024, arXiv 2409.07394): see :class:`~faithkit.decoding.cad.AdaptiveContextAwareDecode`.
+    """Adaptive CAD (Wang et al., 2024, arXiv 2409.07394): see :class:`~faithkit.decoding.two_view.cad.AdaptiveContextAwareDecode`.
 
     CAD with ``alpha`` set at every step to the Jensen–Shannon divergence (nats) between
     P(y | d, h, y<t) and P(y | h, y<t): no parameters.
@@ -122,4 +122,4 @@ class AdaCAD(Strategy):
     def processors(self, sampling: Sampling | None = None) -> list:
         from .cad import AdaptiveContextAwareDecode
 
-        return [AdaptiveContextAwareDecode(**sampling_kwargs(sampling))]
+        return [AdaptiveContextAwareDecode.of(self, **sampling_kwargs(sampling))]

@@ -23,8 +23,8 @@ from __future__ import annotations
 import torch
 from transformers import ClassifierFreeGuidanceLogitsProcessor
 
-from .two_view import TwoViewProcessor, log_probs_pair
-from .parameters import CADParameters, checked_parameters
+from .processor import TwoViewProcessor, log_probs_pair
+from .parameters import CADParameters
 
 
 class ContextAwareDecode(TwoViewProcessor):
@@ -36,8 +36,8 @@ class ContextAwareDecode(TwoViewProcessor):
     halves-in-step check work as for :class:`~faithkit.decoding.PMIDecode`.
 
     Args:
-        alpha (`float` or `CADParameters`, defaults to 0.5): contrast weight, at least 0; ``alpha=0`` is plain
-            decoding. A ``CAD`` strategy gives it as it is, checked when it was made.
+        alpha (`float`, defaults to 0.5): contrast weight, at least 0 (the ``cad`` strategy's range); ``alpha=0`` is
+            plain decoding.
         do_sample (`bool`, defaults to False): draw the token inside the processor, as
             :class:`~faithkit.decoding.PMIDecode` does.
         temperature (`float`, defaults to 1.0): divides the combined scores before sampling.
@@ -68,14 +68,17 @@ class ContextAwareDecode(TwoViewProcessor):
 
     def __init__(
         self,
-        alpha: float | CADParameters = CADParameters.alpha,
+        alpha: float = CADParameters.alpha,
         do_sample: bool = False,
         temperature: float = 1.0,
         top_k: int | None = None,
         generators: list[torch.Generator] | None = None,
     ):
         super().__init__(do_sample, temperature, top_k, generators)
-        self.alpha = checked_parameters(CADParameters, alpha).alpha
+        self.use(CADParameters(alpha=float(alpha)))  # checked as the cad strategy's
+
+    def use(self, parameters: CADParameters) -> None:
+        self.alpha = parameters.alpha
         self.guidance = ClassifierFreeGuidanceLogitsProcessor(1 + self.alpha) if self.alpha > 0 else None
 
     def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
@@ -141,7 +144,7 @@ def jensen_shannon(lp_c: torch.Tensor, lp_h: torch.Tensor, allowed: torch.Tensor
 
     ```python
     >>> import torch
-    >>> from faithkit.decoding.cad import jensen_shannon
+    >>> from faithkit.decoding.two_view.cad import jensen_shannon
     >>> p, q = torch.tensor([[0.5, 0.4, 0.1]]).log(), torch.tensor([[0.6, 0.1, 0.3]]).log()
     >>> allowed = torch.ones(1, 3, dtype=torch.bool)
     >>> round(jensen_shannon(p, q, allowed).item(), 4), jensen_shannon(p, p, allowed).item()

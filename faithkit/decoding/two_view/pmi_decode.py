@@ -15,8 +15,8 @@ from __future__ import annotations
 import torch
 from transformers import TopPLogitsWarper
 
-from .two_view import TwoViewProcessor, log_probs_pair
-from .parameters import PMIParameters, checked_parameters
+from .processor import TwoViewProcessor, log_probs_pair
+from .parameters import PMIParameters
 
 
 class PMIDecode(TwoViewProcessor):
@@ -54,10 +54,8 @@ class PMIDecode(TwoViewProcessor):
     (:func:`faithkit.decoding.generate` seeds them from the row ids).
 
     Args:
-        alpha (`float` or `PMIParameters`, defaults to 0.25): weight of the PMI term, in [0, 1]. ``alpha=0`` with
-            ``top_p=1`` is plain decoding; ``alpha=1`` ranks by PMI alone within the top-p set. A ``PMI``
-            strategy (or its :class:`~faithkit.decoding.parameters.PMIParameters`) gives both parameters as
-            they are, checked when it was made.
+        alpha (`float`, defaults to 0.25): weight of the PMI term, in [0, 1]. ``alpha=0`` with ``top_p=1`` is plain
+            decoding; ``alpha=1`` ranks by PMI alone within the top-p set.
         top_p (`float`, defaults to 0.6): nucleus of the conditioned distribution the token is
             chosen from, in (0, 1]; same definition as transformers' ``TopPLogitsWarper``.
         do_sample (`bool`, defaults to False): draw the token inside the processor (see above).
@@ -68,7 +66,8 @@ class PMIDecode(TwoViewProcessor):
             share its generator and draw in turn).
 
     The defaults and ranges of ``alpha`` and ``top_p`` are those of the ``pmi`` strategy
-    (:class:`faithkit.decoding.strategies.PMI`): numbers are checked against them here, a strategy is taken whole.
+    (:class:`~faithkit.decoding.two_view.strategies.PMI`): the numbers are checked against them here;
+    ``PMIDecode.of(strategy)`` takes a strategy's, checked when it was made.
 
     Examples:
 
@@ -100,7 +99,7 @@ class PMIDecode(TwoViewProcessor):
 
     def __init__(
         self,
-        alpha: float | PMIParameters = PMIParameters.alpha,
+        alpha: float = PMIParameters.alpha,
         top_p: float = PMIParameters.top_p,
         do_sample: bool = False,
         temperature: float = 1.0,
@@ -108,8 +107,10 @@ class PMIDecode(TwoViewProcessor):
         generators: list[torch.Generator] | None = None,
     ):
         super().__init__(do_sample, temperature, top_k, generators)
-        self.parameters = checked_parameters(PMIParameters, alpha, top_p=top_p)
-        self.alpha, self.top_p = self.parameters.alpha, self.parameters.top_p
+        self.use(PMIParameters(alpha=float(alpha), top_p=float(top_p)))  # checked as the pmi strategy's
+
+    def use(self, parameters: PMIParameters) -> None:
+        self.alpha, self.top_p = parameters.alpha, parameters.top_p
 
     def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
         """PMI-DECODE scores of the conditioned rows from both halves' scores; -inf outside the allowed set."""
@@ -137,7 +138,7 @@ def top_p_set(logprobs: torch.Tensor, top_p: float, max_k: int = 1024) -> torch.
 
     ```python
     >>> import torch
-    >>> from faithkit.decoding.pmi_decode import top_p_set
+    >>> from faithkit.decoding.two_view.pmi_decode import top_p_set
     >>> logprobs = torch.tensor([[0.5, 0.3, 0.15, 0.05]]).log()
     >>> top_p_set(logprobs, top_p=0.75).tolist(), top_p_set(logprobs, top_p=0.9).tolist()
     ([[True, True, False, False]], [[True, True, True, False]])

@@ -5,46 +5,21 @@ the B history-only views of the same contexts (:func:`faithkit.decoding.build_in
 forward pass per step serves both. A :class:`TwoViewProcessor` combines the two halves' scores
 into one score for each conditioned row and returns it **for both halves**, so greedy and beam
 search take the same token in both. Sampling cannot be left to generate (it draws every row
-on its own): the processor draws the token itself with a :class:`RowSampler` and hands
-generate a one-hot, which every later warper and the final argmax or multinomial keep.
+on its own): the processor is told so (``do_sample=True``), draws the token itself with a :class:`RowSampler`
+and hands generate a one-hot, which every later warper and the final argmax or multinomial keep.
 """
 
 from __future__ import annotations
 
-import sys
+from typing import Any, TypeVar
 
 import torch
 from transformers import LogitsProcessor, TemperatureLogitsWarper, TopKLogitsWarper
 
-from ..serving.precision import check_finite
+from ...serving.precision import check_finite
 
 
-class FiniteLogits(LogitsProcessor):
-    """Stops generate with a :class:`~faithkit.errors.PrecisionError` naming ``dtype`` (the model's) when the
-    model's scores hold NaN or +inf, as a float16 overflow gives: they would decode as empty responses.
-    :func:`faithkit.decoding.generate` puts it first for every strategy.
-
-    Args:
-        dtype (`str` or `torch.dtype`, *optional*): the model's precision, for the message.
-
-    Examples:
-
-    ```python
-    >>> import torch
-    >>> from faithkit.decoding.two_view import FiniteLogits
-    >>> FiniteLogits("float16")(None, torch.tensor([[0.0, float("nan")]]))
-    Traceback (most recent call last):
-      ...
-    faithkit.errors.PrecisionError: the model's logits are NaN or infinite: the model runs in float16, and half precision overflows in some models (Gemma 3 in float16 does). Load it in bfloat16 or float32: --dtype bfloat16 on the command line, dtype='bfloat16' in faithkit.serving.models.load
-    ```
-    """
-
-    def __init__(self, dtype=None):
-        self.dtype = dtype
-
-    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        check_finite(scores, self.dtype)
-        return scores
+Processor = TypeVar("Processor", bound="TwoViewProcessor")
 
 
 class RowSampler(LogitsProcessor):
@@ -66,7 +41,7 @@ class RowSampler(LogitsProcessor):
 
     ```python
     >>> import torch
-    >>> from faithkit.decoding.two_view import RowSampler
+    >>> from faithkit.decoding.two_view.processor import RowSampler
     >>> generators = [torch.Generator().manual_seed(0), torch.Generator().manual_seed(1)]
     >>> scores = torch.tensor([[0.5, 0.4, 0.1], [0.1, 0.1, 0.8]]).log()
     >>> RowSampler(temperature=0.7, generators=generators)(None, scores).tolist()  # one token per row, as a one-hot
@@ -117,7 +92,11 @@ class TwoViewProcessor(LogitsProcessor):
     The first call of a generate run checks that the halves are two views of the same contexts
     (:func:`check_two_views`); every call checks that the scores are finite and that the halves
     ended on the same token, and raises, saying what to do, if not (inputs not built as pairs, a
-    processor after this one, or generate sampled each row itself).
+    processor after this one, or generate sampled each row itself: a processor is told only what it is
+    given, so sampling is its own ``do_sample``, never read off generate).
+
+    A subclass's constructor takes its parameters as numbers and checks them against its strategy's
+    declarations; :meth:`of` makes a strategy's processor from its numbers, checked when the strategy was made.
 
     Args:
         do_sample (`bool`, defaults to False): draw the token inside the processor (see the module).
@@ -130,7 +109,7 @@ class TwoViewProcessor(LogitsProcessor):
 
     ```python
     >>> import torch
-    >>> from faithkit.decoding.two_view import TwoViewProcessor
+    >>> from faithkit.decoding.two_view.processor import TwoViewProcessor
     >>> class Contrast(TwoViewProcessor):
     ...     method = "Contrast"
     ...     def combine(self, scores_c, scores_h):
@@ -173,7 +152,6 @@ class TwoViewProcessor(LogitsProcessor):
         half = rows // 2
         if self._width is None or input_ids.shape[1] != self._width + 1:
             check_two_views(input_ids, self.method)
-            self._check_sampling_flag()
         self._width = input_ids.shape[1]
         check_finite(scores)
         if not torch.equal(input_ids[:half, -1], input_ids[half:, -1]):
@@ -191,53 +169,21 @@ class TwoViewProcessor(LogitsProcessor):
             combined = self.sampler(input_ids[:half], combined)
         return torch.cat([combined, combined], dim=0)
 
+    @classmethod
+    def of(cls: type[Processor], parameters: Any, **sampling) -> Processor:
+        """The processor of a strategy (``parameters``: its numbers taken as they are, checked when it was made), with
+        the constructor's sampling keywords (``do_sample``, ``temperature``, ``top_k``, ``generators``)."""
+        processor = cls.__new__(cls)
+        TwoViewProcessor.__init__(processor, **sampling)
+        processor.use(parameters)
+        return processor
+
+    def use(self, parameters: Any) -> None:
+        """Take checked parameters (a strategy is its parameters): a subclass that has parameters sets them here."""
+
     def combine(self, scores_c: torch.Tensor, scores_h: torch.Tensor) -> torch.Tensor:
         """The conditioned rows' new scores from the conditioned and history-only rows' scores."""
         raise NotImplementedError
-
-    def _check_sampling_flag(self) -> None:
-        """At a generate run's first step: a ValueError when generate samples (``do_sample=True``) but this processor
-        was not told to. generate would draw each row on its own and the halves would drift apart some steps later,
-        or, by chance, not at all; a processor is never told generate's settings, so they are read off its frame."""
-        if self.do_sample or generate_samples() is not True:
-            return
-        raise ValueError(
-            f"{self.method}: generate(do_sample=True) draws every row on its own, so the history-only rows would "
-            f"drift from their conditioned rows; pass do_sample=True (and temperature/top_k) to the processor "
-            f"itself, e.g. {self.method}(..., do_sample=True, temperature=0.7), or drop do_sample=True from "
-            "generate for greedy or beam search"
-        )
-
-
-def generate_samples(depth: int = 8) -> bool | None:
-    """Whether the transformers ``generate`` run calling a logits processor samples: its ``generation_config``'s
-    ``do_sample``, found among the nearest ``depth`` caller frames (None when no such frame: called outside
-    generate).
-
-    Args:
-        depth (`int`, defaults to 8): caller frames searched.
-
-    Examples:
-
-    ```python
-    >>> from faithkit.decoding.two_view import generate_samples
-    >>> generate_samples() is None  # not called from inside generate
-    True
-    ```
-    """
-    frame = sys._getframe(1)
-    for _ in range(depth):
-        if frame is None:
-            return None
-        config = (
-            frame.f_locals.get("generation_config")
-            if frame.f_globals.get("__name__", "").startswith("transformers.")
-            else None
-        )
-        if config is not None and isinstance(getattr(config, "do_sample", None), bool):
-            return config.do_sample
-        frame = frame.f_back
-    return None
 
 
 def check_two_views(input_ids: torch.Tensor, method: str) -> None:
@@ -260,7 +206,7 @@ def check_two_views(input_ids: torch.Tensor, method: str) -> None:
 
     ```python
     >>> import torch
-    >>> from faithkit.decoding.two_view import check_two_views
+    >>> from faithkit.decoding.two_view.processor import check_two_views
     >>> check_two_views(torch.tensor([[7, 8, 9], [0, 8, 9]]), "PMIDecode")  # document 7, history 8 9: fine
     >>> check_two_views(torch.tensor([[7, 8, 9], [0, 5, 6]]), "PMIDecode")
     Traceback (most recent call last):
@@ -314,7 +260,7 @@ def log_probs_pair(scores_c: torch.Tensor, scores_h: torch.Tensor, allowed: torc
 
     ```python
     >>> import torch
-    >>> from faithkit.decoding.two_view import log_probs_pair
+    >>> from faithkit.decoding.two_view.processor import log_probs_pair
     >>> inf = float("inf")
     >>> lp_c, lp_h, allowed = log_probs_pair(torch.tensor([[0.0, 0.0, -inf]]), torch.tensor([[0.0, -inf, 0.0]]))
     >>> allowed.tolist(), [round(value, 4) for value in lp_c[0].tolist()]  # token 1: forbidden in one half
