@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+from pathlib import Path
 
 import numpy as np
 
@@ -30,6 +31,7 @@ from faithkit.data import read_results
 from faithkit.metrics.checker_reading import Reading, fit_reading
 
 FOLDS = 5
+PACKAGE = Path(__file__).resolve().parents[1] / "faithkit"
 
 
 def figures(scores: np.ndarray, labels: np.ndarray, threshold: float) -> dict:
@@ -71,6 +73,11 @@ def main() -> None:
     parser.add_argument("--l2", type=float, default=0.01, help="L2 penalty of the logistic regression")
     parser.add_argument("--write", help="adapter folder to write reading.json into")
     args = parser.parse_args()
+    if args.write and Path(args.write).resolve().is_relative_to(PACKAGE):
+        parser.error(
+            f"--write {args.write} is inside the package; write into an adapter folder under runs/ and copy its "
+            "reading.json into the package in a commit of its own"
+        )
     rated = {row["id"]: row for row in read_rated(args.rated)}
     if args.held_out:
         kept = {e.source.removeprefix("rated:") for e in read_examples(args.held_out) if e.kind.startswith("rated_")}

@@ -18,7 +18,10 @@ AUROC over the three BEGIN sources (ties: fewer features): a cross-validated cho
 ``--write`` fits it on all BEGIN dev rows and saves the weights. The last line is one JSON
 object with every figure.
 
-    python benchmarks/judge_fit.py /work/judge_runs/feat_a /work/judge_runs/feat_b [--write faithkit/metrics/judge_weights.json]
+    python benchmarks/judge_fit.py runs/judge_features [--write runs/judge_weights.json]
+
+``--write`` refuses a path inside the package: shipping the weights is copying the written file to
+``faithkit/metrics/judge_weights.json`` in a commit of its own.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ BEGIN = ("wow", "cmu", "tc")
 SETS = (*BEGIN, "dodeca")
 L2 = (0.001, 0.01, 0.1)
 MAX_FEATURES = 6
+PACKAGE = Path(__file__).resolve().parents[1] / "faithkit"
 """The chosen judge has at most this many features (few, as the data supports; ``all`` is reported, not shipped)."""
 FEATURE_SETS = {
     "kp": ("knowledge_precision",),
@@ -230,6 +234,11 @@ def main() -> None:
         "--checker", help="the claim checker's scores of the dev rows (checker_eval.py's dev_checker.jsonl)"
     )
     args = parser.parse_args()
+    if args.write and Path(args.write).resolve().is_relative_to(PACKAGE):
+        parser.error(
+            f"--write {args.write} is inside the package; write under runs/ and copy the file to "
+            "faithkit/metrics/judge_weights.json in a commit of its own"
+        )
     table, labels, sets, counts = load(args.folders, args.checker)
     counts.update({name: int((sets == name).sum()) for name in SETS})
     print("rows:", counts)
