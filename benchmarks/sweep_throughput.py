@@ -46,7 +46,7 @@ from faithkit.sweep import run as sweep_run
 
 CONFIG = Path(__file__).resolve().parents[1] / "configs" / "sweep" / "smollm2-q2wow.yaml"
 GRID = [
-    {"name": "plain", "search_mode": ["greedy", "beam"]},
+    {"name": "plain", "search": ["greedy", "beam"]},
     {"name": "pmi", "alpha": [0, 0.25], "top_p": [0.6]},
     {"name": "pmi", "alpha": [0.5], "top_p": [1]},
     {"name": "cad", "alpha": [0.5, 1]},

@@ -78,8 +78,8 @@ def test_the_bound_from_the_best_response_lets_a_candidate_more_fluent_than_gree
 
 
 def test_parameters_are_declared_once_and_checked():
-    strategy = strategy_from_dict({"name": "rerank", "n": 4, "search": "beam", "fluency_tolerance": 0.5})
-    assert strategy == Rerank(n=4, search="beam", judge="pmi-faith", fluency_tolerance=0.5)
+    strategy = strategy_from_dict({"name": "rerank", "n": 4, "candidate_search": "beam", "fluency_tolerance": 0.5})
+    assert strategy == Rerank(n=4, candidate_search="beam", judge="pmi-faith", fluency_tolerance=0.5)
     assert strategy.label == "rerank_n4_beam_pmi-faith_f0.5"
     assert (
         Rerank(fluency_view="document", fluency_reference="best").label == "rerank_n8_sample_pmi-faith_f1_document_best"
@@ -88,8 +88,10 @@ def test_parameters_are_declared_once_and_checked():
         strategy_from_dict({"name": "rerank", "fluency_view": "both"})
     assert not Cell(strategy).sampled and Cell(Rerank()).sampled
     assert Cell(Rerank()).option_searches == ("greedy", "sample")
-    with pytest.raises(ConfigError, match=r"^rerank: --search 'nucleus' is unknown; choose one of sample, beam$"):
-        Rerank(search="nucleus")
+    with pytest.raises(
+        ConfigError, match=r"^rerank: --candidate-search 'nucleus' is unknown; choose one of sample, beam$"
+    ):
+        Rerank(candidate_search="nucleus")
     with pytest.raises(ConfigError, match=r"^rerank: n must be at least 1, got 0$"):
         strategy_from_dict({"name": "rerank", "n": 0})
     with pytest.raises(ConfigError, match="strategy rerank does not support beam search"):
@@ -137,7 +139,7 @@ def _reference_values(model, tokenizer, document, history, response):
 @pytest.mark.parametrize("search", ["sample", "beam"])
 def test_rerank_matches_the_slow_reference(tiny_gpt2, gpt2_tokenizer, search):
     model, tokenizer = tiny_gpt2, gpt2_tokenizer
-    strategy = Rerank(n=3, search=search, fluency_tolerance=0.5)
+    strategy = Rerank(n=3, candidate_search=search, fluency_tolerance=0.5)
     seeds = [row_seed(7, f"row{i}") for i in range(len(DOCUMENTS))]
     expected = []
     for i in range(len(DOCUMENTS)):
@@ -179,8 +181,8 @@ def test_rerank_matches_the_slow_reference(tiny_gpt2, gpt2_tokenizer, search):
 
 def test_rerank_cells_share_candidates_and_the_greedy_decode_in_a_grid(tiny_gpt2, gpt2_tokenizer):
     strict, loose = (
-        Rerank(n=3, search="beam", fluency_tolerance=0.0),
-        Rerank(n=3, search="beam", fluency_tolerance=50.0),
+        Rerank(n=3, candidate_search="beam", fluency_tolerance=0.0),
+        Rerank(n=3, candidate_search="beam", fluency_tolerance=50.0),
     )
     kwargs = {
         "max_new_tokens": NEW_TOKENS,
@@ -200,7 +202,7 @@ def test_also_decodes_join_the_candidates_as_each_decodes_alone(tiny_gpt2, gpt2_
     from faithkit.decoding import PMI
 
     model, tokenizer = tiny_gpt2, gpt2_tokenizer
-    strategy = Rerank(n=2, search="beam", also="beam+pmi:alpha=0.5,top_p=0.9", fluency_tolerance=50.0)
+    strategy = Rerank(n=2, candidate_search="beam", also="beam+pmi:alpha=0.5,top_p=0.9", fluency_tolerance=50.0)
     kwargs = {"max_new_tokens": NEW_TOKENS, "min_new_tokens": NEW_TOKENS, "template": DEFAULT_TEMPLATE}
     from faithkit.decoding import GenerationOptions, iter_grid
 

@@ -130,10 +130,10 @@ def test_cells_known_to_decode_alike_run_once():
 def test_strategies_entries_and_flags():
     config = SweepConfig(
         strategies=(
-            {"name": "plain", "search_mode": ["greedy", "beam"]},
+            {"name": "plain", "search": ["greedy", "beam"]},
             {"name": "pmi", "alpha": [0.25], "top_p": [0.6, 1]},
             {"name": "cad"},
-            {"name": "adacad", "search_mode": "sample"},
+            {"name": "adacad", "search": "sample"},
         )
     )
     assert [c.label for c in config.cells()] == [
@@ -171,13 +171,13 @@ def test_strategies_entries_and_flags():
     with pytest.raises(ConfigError, match=r"strategies\[0\]: plain: unknown key 'alpha'"):
         SweepConfig(strategies=({"name": "plain", "alpha": [0.5]},)).cells()
     with pytest.raises(ConfigError, match=r"strategies\[0\]: search 'bem' is unknown"):
-        SweepConfig(strategies=({"name": "pmi", "search_mode": "bem"},)).cells()
+        SweepConfig(strategies=({"name": "pmi", "search": "bem"},)).cells()
     with pytest.raises(
         ConfigError, match=r"strategies\[1\]: pmi: alpha must be in \[0, 1\], got 2 \(0 = plain decoding"
     ):
         SweepConfig(strategies=({"name": "plain"}, {"name": "pmi", "alpha": [0.5, 2]})).cells()
     with pytest.raises(ConfigError, match=r"strategies\[0\]: strategy cad does not support beam_sample search"):
-        SweepConfig(strategies=({"name": "cad", "search_mode": "beam_sample"},)).cells()
+        SweepConfig(strategies=({"name": "cad", "search": "beam_sample"},)).cells()
 
 
 # ---- settings errors come before any model loads -----------------------------------------
@@ -212,8 +212,8 @@ def no_model_loads(monkeypatch):
 @pytest.mark.parametrize(
     "argv,message",
     [
-        (["--decoding", "greedy", "--temperature", "0.7"], "--temperature applies to sampling only"),
-        (["--decoding", "beam", "--num-beams", "1"], "beam search needs --num-beams of at least 2, got 1"),
+        (["--search", "greedy", "--temperature", "0.7"], "--temperature applies to sampling only"),
+        (["--search", "beam", "--num-beams", "1"], "beam search needs --num-beams of at least 2, got 1"),
         (
             ["--fluency", "fluency", "--metrics", "lexical", "--faithfulness", "knowledge_precision"],
             "--fluency fluency needs the metric pmi-faith",
@@ -307,24 +307,22 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
         load_config(path)
 
 
-def test_the_search_mode_reads_from_the_config_the_entries_and_the_flag_and_the_old_key_is_refused(tmp_path, rows_file):
-    """``search_mode`` (the config key, a strategies entry's key) and its flag ``--decoding``; the old key
-    ``decoding`` is an unknown key."""
+def test_the_search_reads_from_the_config_the_entries_and_the_flag_and_the_old_key_is_refused(tmp_path, rows_file):
+    """``search`` (the config key, a strategies entry's key) and its flag ``--search``; the old key ``search_mode``
+    is an unknown key."""
     path = tmp_path / "sweep.yaml"
-    path.write_text(
-        "generator: g\ninput: x\nout: o\nsearch_mode: beam\nstrategies: [{name: plain, search_mode: sample}]\n"
-    )
+    path.write_text("generator: g\ninput: x\nout: o\nsearch: beam\nstrategies: [{name: plain, search: sample}]\n")
     config = load_config(path)
-    assert config.search_mode == "beam" and config.strategies == ({"name": "plain", "search_mode": "sample"},)
+    assert config.search == "beam" and config.strategies == ({"name": "plain", "search": "sample"},)
     assert [c.label for c in config.cells()] == ["plain_beam", "plain_sample"]
-    path.write_text("generator: g\ninput: x\nout: o\ndecoding: beam\n")
-    with pytest.raises(ConfigError, match=rf"^config file {re.escape(str(path))}: unknown key 'decoding'"):
+    path.write_text("generator: g\ninput: x\nout: o\nsearch_mode: beam\n")
+    with pytest.raises(ConfigError, match=rf"^config file {re.escape(str(path))}: unknown key 'search_mode'"):
         load_config(path)
-    assert parse(["--decoding", "sample"]).decoding == "sample"
+    assert parse(["--search", "sample"]).search == "sample"
     assert (
         sweep_cli._config(
-            parse(["--generator", "g", "--input", str(rows_file), "--out", "o", "--decoding", "beam"])
-        ).search_mode
+            parse(["--generator", "g", "--input", str(rows_file), "--out", "o", "--search", "beam"])
+        ).search
         == "beam"
     )
 
@@ -345,7 +343,7 @@ def test_shipped_configs_are_valid(data_dir):
 def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monkeypatch, search):
     config = replace(
         config,
-        search_mode=search,
+        search=search,
         generation=replace(config.generation, temperature=1.5 if search == "sample" else None),
     )
     whole = run_sweep(replace(config, out=str(tmp_path / "whole")))
@@ -397,7 +395,7 @@ def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monk
 FOUR_STRATEGIES = """
 metrics: [pmi-faith, lexical]
 strategies:
-  - {name: plain, search_mode: [greedy, beam, beam_sample]}
+  - {name: plain, search: [greedy, beam, beam_sample]}
   - {name: pmi, alpha: [0.5], top_p: [0.6, 1]}
   - {name: cad, alpha: [0, 1]}
   - {name: adacad}
@@ -437,7 +435,7 @@ def test_all_four_strategies_resume_after_ctrl_c_to_the_same_table(config, tmp_p
         "adacad",
     ]
     assert header.startswith(
-        "cell,strategy,decoding,alpha,top_p,n,pmi_faith,pmi_faith_ci_low,pmi_faith_ci_high,pmi_faith_p,fluency,"
+        "cell,strategy,search,alpha,top_p,n,pmi_faith,pmi_faith_ci_low,pmi_faith_ci_high,pmi_faith_p,fluency,"
     )
     assert rows[5].endswith(",plain") and sorted(
         p.stem for p in (tmp_path / "whole" / "cells").iterdir() if p.suffix == ".jsonl"
@@ -557,7 +555,7 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys, caplog):
     assert list(table[0]) == [
         "cell",
         "strategy",
-        "decoding",
+        "search",
         "alpha",
         "top_p",
         "n",
@@ -844,7 +842,7 @@ def test_the_table_tests_key_measures_folds_alike_cells_and_says_why_cells_are_o
         values = {
             "cell": cell,
             "strategy": "plain" if alpha is None else "pmi",
-            "decoding": "greedy",
+            "search": "greedy",
             "alpha": alpha,
             "n": 12,
             "decodes_as": decodes_as,
@@ -979,7 +977,7 @@ def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
     from faithkit.data import Row
     from faithkit.metrics.pmi_faith import PMIFaith
 
-    strategies = ({"name": "rerank", "n": [3], "search": ["sample", "beam"], "fluency_tolerance": [0.5, 50]},)
+    strategies = ({"name": "rerank", "n": [3], "candidate_search": ["sample", "beam"], "fluency_tolerance": [0.5, 50]},)
     config = replace(
         config,
         judge=str(models_dir / judge),
@@ -1012,7 +1010,7 @@ def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
         expected = [record["response"] for record in GeneratorJob(config.generator, cell.strategy, greedy)(rows)]
         got = {r["id"]: r for r in read_jsonl(tmp_path / "sweep" / "cells" / f"{cell.label}.jsonl")}
         assert [got[r.id]["response"] for r in rows] == expected, cell.label
-        drawn = read_candidates(tmp_path / "sweep" / "candidates" / f"rerank_n3_{cell.strategy.search}.jsonl")
+        drawn = read_candidates(tmp_path / "sweep" / "candidates" / f"rerank_n3_{cell.strategy.candidate_search}.jsonl")
         reranked = CandidatesJob(config.generator, cell.strategy, greedy, drawn)(rows)  # faithkit rerank on them
         assert [record["response"] for record in reranked] == expected, cell.label
         moved += sum(got[r.id]["candidate"] != 0 for r in rows)
@@ -1081,7 +1079,7 @@ def test_pmi_faith_is_read_off_the_judges_rows_with_one_lm_pass(config, tmp_path
 def test_rerank_cells_resume_after_crashes_to_the_uninterrupted_table(config, models_dir, tmp_path, monkeypatch):
     """A crash while the candidates are drawn, and another while the generator judges them, then a rerun: the same
     candidates, candidate scores, choices and table as a sweep that ran through, every record once."""
-    strategies = ({"name": "rerank", "n": [3], "search": ["sample", "beam"], "fluency_tolerance": [0.5, 50]},)
+    strategies = ({"name": "rerank", "n": [3], "candidate_search": ["sample", "beam"], "fluency_tolerance": [0.5, 50]},)
     config = replace(
         config, alpha=None, top_p=None, strategies=strategies, generation=replace(config.generation, seed=3)
     ).validate()

@@ -70,7 +70,7 @@ def test_the_dev_picks_are_decoded_on_other_rows(request, tmp_path, corpus, spli
         {**TINY, "generator": generator, "input": str(tmp_path / "dev.jsonl"), "out": str(tmp_path / "d")},
     )
     if family == "rerank":  # two cells are enough here
-        dev = replace(dev, strategies=({"name": "rerank", "n": [2], "search": ["sample", "beam"]},))
+        dev = replace(dev, strategies=({"name": "rerank", "n": [2], "candidate_search": ["sample", "beam"]},))
     result = run_sweep(dev)
     best = json.loads((result.out / "best.json").read_text())
     pick = best["by_strategy"][family]

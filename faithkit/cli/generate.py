@@ -57,7 +57,7 @@ def register(subparsers) -> None:
         "Parquet, a dataset) with a decoding "
         "strategy: --strategy pmi (PMI-DECODE, the default), cad, adacad, rerank, faithful (faithkit's "
         "faithful-decoding recipe: rerank with the claim checker over samples, a beam, PMI-DECODE and CAD) or "
-        "plain, each with its own parameters (--alpha, --top-p; rerank and faithful: --n, --search, --judge, "
+        "plain, each with its own parameters (--alpha, --top-p; rerank and faithful: --n, --candidate-search, --judge, "
         "--fluency-tolerance, --fluency-view, --fluency-reference, --also). "
         "Each output record keeps the row's id, document and history, its reference response as "
         "'gold' (a gold/reference column, else the input's response column) and the generated "

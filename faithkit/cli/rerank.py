@@ -24,7 +24,7 @@ logger = logging.getLogger(__name__)
 GENERATION_FLAGS = ("max_new_tokens", "batch_size", "max_context_tokens", "chat")
 """The generation options of the greedy responses faithkit decodes itself (for rows whose candidates lack one)."""
 RERANK_FLAGS = ("judge", "fluency_tolerance", "fluency_view", "fluency_reference")
-"""The rerank strategy's options a command takes (the candidates come from a file, not from n and search)."""
+"""The rerank strategy's options a command takes (the candidates come from a file, not from n and candidate_search)."""
 JUDGE_FLAGS = (
     "preset",
     "qg_model",

@@ -6,7 +6,7 @@ import argparse
 import logging
 from dataclasses import dataclass, fields
 
-from ..settings.options import check_paths, option, option_like
+from ..settings.options import check_paths, option
 from ..data.paths import PathArg
 from ..data.jobs import is_main_process
 from ..sweep.config import SweepConfig
@@ -44,7 +44,6 @@ class SweepRun:
         metavar="FILE",
     )
     restart: bool = option(False, "delete the sweep's earlier outputs in --out first")
-    decoding: str = option_like(SweepConfig, "search_mode")  # the config's search_mode, under the flag's name of old
 
 
 def register(subparsers) -> None:
@@ -70,7 +69,7 @@ def register(subparsers) -> None:
     add_flags(run_group, SweepConfig, names=("limit",), unset=None)
     grid = parser.add_argument_group("grid and decoding")
     add_flags(grid, SweepConfig, names=("strategies", "chosen", "alpha", "top_p"), unset=None, lists="comma")
-    add_flags(grid, SweepRun, names=("decoding",), unset=None)
+    add_flags(grid, SweepConfig, names=("search",), unset=None)
     add_flags(grid, GenerationOptions, names=GENERATION, defaults=SweepConfig.generation, unset=argparse.SUPPRESS)
     add_flags(grid, SweepConfig, names=("max_cells", "allow_large_grid"), unset=None)
     judging = parser.add_argument_group("judging and choosing")
@@ -95,9 +94,7 @@ def _config(args):
     from ..sweep.config import GENERATION
 
     names = [field.name for field in fields(SweepConfig) if field.name != "generation"] + list(GENERATION)
-    config = load_config(
-        args.config, {**{name: getattr(args, name, None) for name in names}, "search_mode": args.decoding}
-    )
+    config = load_config(args.config, {name: getattr(args, name, None) for name in names})
     check_paths(config, f"config file {args.config}: " if args.config else "")  # the file's paths as the flags'
     return config
 

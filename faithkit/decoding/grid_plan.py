@@ -145,7 +145,7 @@ def plan_grid(model, cells: Sequence, options: GenerationOptions) -> GridPlan:
         strategy = cell.strategy
         if isinstance(strategy, Rerank):
             runs.setdefault(GREEDY.decode_key, cell_run(GREEDY, beams, 1, sampling))
-            run = cell_run(Cell(Plain(), strategy.search), strategy.n, strategy.n, sampling)
+            run = cell_run(Cell(Plain(), strategy.candidate_search), strategy.n, strategy.n, sampling)
             runs.setdefault(strategy.candidates_key(), run._replace(own_seeds=True))
             for key, also in also_cells(strategy):
                 runs.setdefault(key, cell_run(also, BEAM_CANDIDATE_BEAMS if also.search == "beam" else 1, 1, sampling))

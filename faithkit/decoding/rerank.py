@@ -52,7 +52,7 @@ class Rerank(Strategy):
     """N plain candidates per context, the judge's most faithful one within the fluency bound.
 
     The cell's own search is greedy: the greedy response is the fallback and the fluency
-    reference; ``search`` says how the other ``n`` candidates are drawn.
+    reference; ``candidate_search`` says how the other ``n`` candidates are drawn.
     """
 
     name: ClassVar[str] = "rerank"
@@ -64,7 +64,7 @@ class Rerank(Strategy):
     )
 
     n: int = option(8, "candidates per context besides the greedy response", low=1, grid=(8,))
-    search: str = option(
+    candidate_search: str = option(
         "sample",
         "how the candidates are drawn: sample (each from its own seeded generator) or beam (n beams, all returned)",
     )
@@ -98,9 +98,10 @@ class Rerank(Strategy):
 
     def __post_init__(self):
         super().__post_init__()
-        if self.search not in CANDIDATE_SEARCHES:
+        if self.candidate_search not in CANDIDATE_SEARCHES:
             raise ConfigError(
-                f"rerank: --search {self.search!r} is unknown; choose one of {', '.join(CANDIDATE_SEARCHES)}"
+                f"rerank: --candidate-search {self.candidate_search!r} is unknown; "
+                f"choose one of {', '.join(CANDIDATE_SEARCHES)}"
             )
         if not str(self.judge).strip():
             raise ConfigError("rerank: --judge is empty; name a metric of the registry, e.g. pmi-faith")
@@ -116,10 +117,10 @@ class Rerank(Strategy):
             if value != default
         )
         also = "".join(f"+{part}" for part in self.also_parts())
-        return f"{self.name}_n{self.n}_{self.search}_{self.judge}_f{self.fluency_tolerance:g}{bound}{also}"
+        return f"{self.name}_n{self.n}_{self.candidate_search}_{self.judge}_f{self.fluency_tolerance:g}{bound}{also}"
 
     def sampled(self, search: str) -> bool:
-        return self.search == "sample"
+        return self.candidate_search == "sample"
 
     def also_parts(self) -> list[str]:
         """The ``also`` decodes as written, each a name for files (``pmi:alpha=0.5,top_p=0.6``: ``pmi_alpha0.5_top_p0.6``);
@@ -130,7 +131,7 @@ class Rerank(Strategy):
     def candidates_key(self) -> tuple:
         """Equal for rerank cells that draw the same sampled or beam candidates (whatever their judge, bound and
         ``also`` decodes, which run under their own keys)."""
-        return ("rerank-candidates", self.search, self.n)
+        return ("rerank-candidates", self.candidate_search, self.n)
 
     def processors(self, sampling: Sampling | None = None) -> list:
         raise ConfigError(

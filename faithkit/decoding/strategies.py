@@ -212,7 +212,7 @@ def written_forms() -> str:
     >>> written_forms().split("; ")[:4]
     ['plain', 'pmi:alpha=,top_p=', 'cad:alpha=', 'adacad']
     >>> written_forms().split("; ")[-2:]
-    ['rerank:n=,search=,judge=,fluency_tolerance=,fluency_view=,fluency_reference=,also=', "faithful (rerank's)"]
+    ['rerank:n=,candidate_search=,judge=,fluency_tolerance=,fluency_view=,fluency_reference=,also=', "faithful (rerank's)"]
     ```
     """
 

@@ -24,7 +24,7 @@ def chosen_entries(path: Path) -> list[dict]:
     from ..data.schema import TEXT, MapOf, Object, check_schema, read_json_file
 
     fix = "give the best.json of a finished sweep (or rerun that sweep to write it again)"
-    picks = read_json_file(path, Object({"by_strategy": MapOf(Object({"strategy": TEXT, "decoding": TEXT}))}), fix)
+    picks = read_json_file(path, Object({"by_strategy": MapOf(Object({"strategy": TEXT, "search": TEXT}))}), fix)
     if not picks["by_strategy"]:
         raise InputError(
             f"{path}: by_strategy is empty: that sweep chose no strategy (it ran plain decoding alone), so it gives "
@@ -42,12 +42,10 @@ def chosen_entries(path: Path) -> list[dict]:
         check_schema(pick, Object(own), path, fix, path=f"by_strategy.{name}")
         values = {f.name: pick[PARAMETER_COLUMNS.get(f.name, f.name)] for f in fields(cls)}
         try:
-            Cell(strategy_from_dict({"name": cls.name, **values}), pick["decoding"]).check()
+            Cell(strategy_from_dict({"name": cls.name, **values}), pick["search"]).check()
         except ConfigError as error:
             raise InputError(f"{path}: by_strategy.{name}: {error}; {fix}") from None
-        entries.append(
-            {"name": cls.name, "search_mode": pick["decoding"], **{key: [value] for key, value in values.items()}}
-        )
+        entries.append({"name": cls.name, "search": pick["search"], **{key: [value] for key, value in values.items()}})
     return entries
 
 

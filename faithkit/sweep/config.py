@@ -45,11 +45,11 @@ class SweepConfig:
     """A grid of decoding strategies over a dev set and how to judge it (field names are the config keys).
 
     ``strategies`` lists the strategies, each with its own grid:
-    ``[{name: plain, search_mode: [greedy, beam]}, {name: pmi, alpha: [0.25, 0.5], top_p: [0.6, 1]}]``;
-    a parameter left out takes its strategy's default grid, ``search_mode`` left out is the
-    sweep's ``search_mode``. ``alpha`` / ``top_p`` (the ``--alpha/--top-p`` flags) set the PMI-DECODE
+    ``[{name: plain, search: [greedy, beam]}, {name: pmi, alpha: [0.25, 0.5], top_p: [0.6, 1]}]``;
+    a parameter left out takes its strategy's default grid, ``search`` left out is the
+    sweep's ``search``. ``alpha`` / ``top_p`` (the ``--alpha/--top-p`` flags) set the PMI-DECODE
     grid, and alone they are the sweep (PMI-DECODE over alpha x top_p, as in the paper's Table 5).
-    Plain decoding with the sweep's ``search_mode`` (greedy unless set; the flag ``--decoding``) is always the baseline.
+    Plain decoding with the sweep's ``search`` (greedy unless set; the flag ``--search``) is always the baseline.
     ``chosen`` lists ``best.json`` files of earlier sweeps: each strategy's own pick there
     (``by_strategy``: strategy, parameters and search) joins the strategies, so settings chosen
     on dev rows are decoded on other rows (the Table-4 protocol, docs/table4.md).
@@ -113,7 +113,7 @@ class SweepConfig:
     top_p: tuple[float, ...] | None = option_like(
         PMI, "top_p", default=None, help="PMI-DECODE nucleus sizes, comma-separated"
     )
-    search_mode: str = option(
+    search: str = option(
         "greedy",
         "search of the baseline and of every strategy that names none: greedy, beam, sample or beam_sample",
         choices=SEARCHES,
@@ -213,7 +213,7 @@ class SweepConfig:
         if size > self.max_cells and not self.allow_large_grid:
             raise ConfigError(
                 f"the grid has {size:,} cells, more than --max-cells {self.max_cells} (each cell decodes every row "
-                f"and is judged on each): give fewer values (--alpha, --top-p, --strategies, --decoding), or "
+                f"and is judged on each): give fewer values (--alpha, --top-p, --strategies, --search), or "
                 f"--allow-large-grid to run it"
             )
         cells = self.cells()
@@ -282,7 +282,7 @@ class SweepConfig:
     @property
     def baseline(self) -> Cell:
         """Plain decoding with the sweep's search: the reference every other cell is read against."""
-        return Cell(Plain(), self.search_mode)
+        return Cell(Plain(), self.search)
 
     def strategy_grids(self) -> list[dict]:
         """The ``strategies`` entries with the ``--alpha/--top-p`` flags applied (PMI-DECODE alone without entries)."""
@@ -299,7 +299,7 @@ class SweepConfig:
     def grid_size(self) -> int:
         """How many cells :meth:`cells` gives at most (the baseline, then each strategy's searches x parameter
         values), counted without building one, so a 10,000-cell grid is refused at once."""
-        return 1 + sum(entry_size(entry, self.search_mode) for entry in self.strategy_grids())
+        return 1 + sum(entry_size(entry, self.search) for entry in self.strategy_grids())
 
     def cells(self) -> list[Cell]:
         """The baseline first, then every strategy's grid in order (search mode, then parameters), each once.
@@ -309,7 +309,7 @@ class SweepConfig:
         """
         cells = [self.baseline.check()]
         for index, entry in enumerate(self.strategy_grids()):
-            cells += entry_cells(entry, self.search_mode, where=f"strategies[{index}]: ")
+            cells += entry_cells(entry, self.search, where=f"strategies[{index}]: ")
         return list(dict.fromkeys(cells))
 
     def input_path(self) -> Path:

@@ -1,7 +1,7 @@
 """A ``strategies`` entry of a sweep config as its cells: every search mode times every combination of values.
 
 An entry names a strategy and gives some of its parameters as lists (``{name: pmi, alpha: [0,
-0.5], search_mode: greedy}``); the parameters it leaves out take their declared grid
+0.5], search: greedy}``); the parameters it leaves out take their declared grid
 (:func:`faithkit.settings.options.default_grid`).
 """
 
@@ -14,23 +14,23 @@ from ..decoding.strategies import STRATEGIES
 from ..errors import ConfigError
 from ..settings.options import default_grid
 
-STRATEGY_KEYS = ("name", "search_mode")
+STRATEGY_KEYS = ("name", "search")
 """The keys of a ``strategies`` entry besides the strategy's own parameters."""
 
 
-def entry_size(entry: dict, search_mode) -> int:
+def entry_size(entry: dict, search: str) -> int:
     """How many cells :func:`entry_cells` gives at most, counted without building one (an unknown strategy counts
     its entry's values: :func:`entry_cells` names it)."""
     cls = STRATEGIES.get(str(entry.get("name")))
     values = {**default_grid(cls), **entry} if cls is not None else entry
-    cells = len(items(entry.get("search_mode", search_mode)))
+    cells = len(items(entry.get("search", search)))
     for key, value in values.items():
         cells *= len(items(value)) if key not in STRATEGY_KEYS else 1
     return cells
 
 
-def entry_cells(entry: dict, search_mode, where: str) -> list[Cell]:
-    """The entry's cells, search mode by search mode, each checked; ``search_mode`` is the sweep's, for an entry
+def entry_cells(entry: dict, search: str, where: str) -> list[Cell]:
+    """The entry's cells, search mode by search mode, each checked; ``search`` is the sweep's, for an entry
     that names none, and ``where`` (``strategies[1]: ``) prefixes a mistake's message."""
     try:
         cls = get_strategy(str(entry.get("name")))
@@ -41,11 +41,11 @@ def entry_cells(entry: dict, search_mode, where: str) -> list[Cell]:
         if not values:
             raise ConfigError(f"{where}{cls.name}: {key} is empty; give at least one value or leave it out")
     cells = []
-    for search in items(entry.get("search_mode", search_mode)):
+    for mode in items(entry.get("search", search)):
         for point in product(*grid.values()):
             try:
                 strategy = strategy_from_dict({"name": cls.name, **dict(zip(grid, point))})
-                cells.append(Cell(strategy, str(search).strip()).check())
+                cells.append(Cell(strategy, str(mode).strip()).check())
             except ConfigError as error:
                 raise ConfigError(f"{where}{error}") from None
     return cells

@@ -184,14 +184,16 @@ def _rerank(cell: Cell) -> Rerank:
 def candidate_pool(cell: Cell) -> Cell:
     """The cell under which a rerank cell's candidates are drawn and kept: the same for rerank cells that draw the
     same ones (not :func:`~faithkit.decoding.shared_decode`, the cell whose decode a cell repeats)."""
-    return Cell(Rerank(n=_rerank(cell).n, search=_rerank(cell).search, also=_rerank(cell).also), "greedy")
+    return Cell(
+        Rerank(n=_rerank(cell).n, candidate_search=_rerank(cell).candidate_search, also=_rerank(cell).also), "greedy"
+    )
 
 
 def candidates_label(cell: Cell) -> str:
     """``rerank_n8_beam`` (``+beam+pmi_a0.25_p0.6`` with ``also`` decodes): the name of a rerank cell's candidates, the
     same for the cells that draw the same ones."""
     pool = _rerank(candidate_pool(cell))
-    return f"rerank_n{pool.n}_{pool.search}" + pool.label.partition(f"_f{pool.fluency_tolerance:g}")[2]
+    return f"rerank_n{pool.n}_{pool.candidate_search}" + pool.label.partition(f"_f{pool.fluency_tolerance:g}")[2]
 
 
 def candidates_path(out: Path, cell: Cell) -> Path:

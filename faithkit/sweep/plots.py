@@ -27,7 +27,7 @@ def heatmaps(table: Sequence[dict], config: SweepConfig, folder: Path, best: dic
     grid = {
         (row["alpha"], row["top_p"]): row
         for row in table
-        if row["strategy"] == "pmi" and row["decoding"] == config.search_mode
+        if row["strategy"] == "pmi" and row["search"] == config.search
     }
     if not grid:
         return []
@@ -40,7 +40,7 @@ def heatmaps(table: Sequence[dict], config: SweepConfig, folder: Path, best: dic
         if np.isnan(values).all():
             continue
         figure = _heatmap(values, grid, (alphas, top_ps), measure, chosen.get("cell"))
-        figure.axes[0].set_title(f"{measure.title}, PMI-DECODE {config.search_mode}")
+        figure.axes[0].set_title(f"{measure.title}, PMI-DECODE {config.search}")
         figure.tight_layout()
         path = folder / f"{measure.name}.png"
         save_figure(figure, path)

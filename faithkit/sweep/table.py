@@ -54,7 +54,7 @@ def cell_row(config: SweepConfig, cell: Cell, parameters: Sequence[str], measure
     row = {
         "cell": cell.label,
         "strategy": cell.strategy.name,
-        "decoding": cell.search,
+        "search": cell.search,
         **{PARAMETER_COLUMNS.get(key, key): values.get(key) for key in parameters},
         "n": None,
     }
@@ -113,7 +113,7 @@ def format_interval(row: dict, measure: str, compact: bool = False) -> str:
 def label(row: dict, parameters: Sequence[str]) -> str:
     """A cell as people read it: ``pmi greedy alpha=0.25 top_p=0.6``."""
     values = [f"{key}={parameter_text(row[key])}" for key in parameters if row.get(key) is not None]
-    return " ".join([row["strategy"], row["decoding"], *values])
+    return " ".join([row["strategy"], row["search"], *values])
 
 
 def significance_mark(row: dict, baseline: dict, measure: str, level: float) -> str:
@@ -280,11 +280,11 @@ def _measure_tables(shown: dict, columns: list) -> list[str]:
 def _table5_grid(table: Sequence[dict], config: SweepConfig, faith: str, relevance: str) -> list[str]:
     """The PMI-DECODE grid in the paper's Table-5 layout (alpha rows x top_p columns, "faithfulness / relevance"),
     with a blank line and a title before it; nothing unless the grid has two values of each."""
-    grid = {(row["decoding"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
-    alphas = sorted({alpha for search, alpha, _ in grid if search == config.search_mode and alpha is not None})
-    top_ps = sorted({top_p for search, _, top_p in grid if search == config.search_mode and top_p is not None})
+    grid = {(row["search"], row.get("alpha"), row.get("top_p")): row for row in table if row["strategy"] == "pmi"}
+    alphas = sorted({alpha for search, alpha, _ in grid if search == config.search and alpha is not None})
+    top_ps = sorted({top_p for search, _, top_p in grid if search == config.search and top_p is not None})
     if len(alphas) > 1 and len(top_ps) > 1:
-        cells = [[grid.get((config.search_mode, alpha, p)) for p in top_ps] for alpha in alphas]
+        cells = [[grid.get((config.search, alpha, p)) for p in top_ps] for alpha in alphas]
         pairs = [
             [
                 f"{alpha:g}",
@@ -296,7 +296,7 @@ def _table5_grid(table: Sequence[dict], config: SweepConfig, faith: str, relevan
             for alpha, row in zip(alphas, cells)
         ]
         header = ["alpha \\ top_p", *(f"{p:g}" for p in top_ps)]
-        return ["", f"PMI-DECODE, {config.search_mode}: {faith} / {relevance}", "", markdown_table(header, pairs)]
+        return ["", f"PMI-DECODE, {config.search}: {faith} / {relevance}", "", markdown_table(header, pairs)]
     return []
 
 
@@ -328,9 +328,9 @@ def format_p(value) -> str:
 
 
 def parameter_names(table: Sequence[dict]) -> list[str]:
-    """The strategy-parameter columns of a table (between ``decoding`` and ``n``)."""
+    """The strategy-parameter columns of a table (between ``search`` and ``n``)."""
     columns = list(table[0])
-    return columns[columns.index("decoding") + 1 : columns.index("n")]
+    return columns[columns.index("search") + 1 : columns.index("n")]
 
 
 def best_by_strategy(table: Sequence[dict], **rule) -> dict[str, dict]:

@@ -15,7 +15,7 @@ from .helpers import write_jsonl
 PICK = {
     "cell": "pmi alpha=0.5 top_p=0.9 greedy",
     "strategy": "pmi",
-    "decoding": "greedy",
+    "search": "greedy",
     "alpha": 0.5,
     "top_p": 0.9,
     "n": 3,
@@ -68,7 +68,7 @@ def _set(key, value):
             "by_strategy.pmi.strategy is 'warp' where one of plain, pmi, cad, adacad, rerank, faithful is expected",
         ),
         (_set("alpha", 5), "by_strategy.pmi: pmi: alpha must be in [0, 1], got 5"),
-        (_set("decoding", "warp"), "by_strategy.pmi: "),
+        (_set("search", "warp"), "by_strategy.pmi: "),
         (lambda best: best.pop("by_strategy"), "by_strategy is missing (expected an object of named entries)"),
     ],
 )
@@ -95,7 +95,7 @@ def test_a_best_json_with_a_bom_is_read(faithkit, tmp_path):
 
     path = tmp_path / "best.json"
     path.write_bytes(b"\xef\xbb\xbf" + json.dumps({"by_strategy": {"pmi": PICK}}).encode())
-    assert chosen_entries(path) == [{"name": "pmi", "search_mode": "greedy", "alpha": [0.5], "top_p": [0.9]}]
+    assert chosen_entries(path) == [{"name": "pmi", "search": "greedy", "alpha": [0.5], "top_p": [0.9]}]
 
 
 def test_a_best_json_that_chose_no_strategy_is_one_line(faithkit, tmp_path):
@@ -135,7 +135,7 @@ def test_a_grid_over_max_cells_is_refused_before_any_work(faithkit, tmp_path):
     run = faithkit(*argv, "--alpha", _grid(100), "--top-p", _grid(100))
     assert run.code == 2 and run.err == (
         "error: the grid has 10,001 cells, more than --max-cells 500 (each cell decodes every row and is judged on "
-        "each): give fewer values (--alpha, --top-p, --strategies, --decoding), or --allow-large-grid to run it\n"
+        "each): give fewer values (--alpha, --top-p, --strategies, --search), or --allow-large-grid to run it\n"
     )
     assert sorted(path.name for path in tmp_path.iterdir()) == ["rows.jsonl"]
     run = faithkit(*argv, "--alpha", _grid(5), "--top-p", _grid(5), "--max-cells", "20")
@@ -149,9 +149,7 @@ def test_a_large_grid_runs_when_allowed_and_is_counted_as_built():
     config = load_config(None, {**settings, "allow_large_grid": True})
     assert config.grid_size() == len(config.cells()) == 601
     strategies = "plain,cad,pmi:alpha=0.5"
-    config = load_config(
-        None, {"strategies": strategies, "search_mode": "greedy", **settings, "allow_large_grid": True}
-    )
+    config = load_config(None, {"strategies": strategies, "search": "greedy", **settings, "allow_large_grid": True})
     assert config.grid_size() >= len(config.cells())  # cells that decode alike are counted, then merged
 
 

@@ -44,7 +44,7 @@ def files(tmp_path_factory, model_folder):
         max_new_tokens=4,
     )
     candidates = write_jsonl(folder / "cands.jsonl", [{"id": r["id"], "responses": b} for r, b in zip(ROWS, beams)])
-    strategy = Rerank(n=BEAMS, search="beam", fluency_tolerance=2.0)
+    strategy = Rerank(n=BEAMS, candidate_search="beam", fluency_tolerance=2.0)
     picks = generate(
         model, tokenizer, documents, histories, strategy=strategy, judge=Judges(model, tokenizer), max_new_tokens=4
     )
@@ -240,7 +240,7 @@ def test_generate_with_the_rerank_strategy_picks_the_same(faithkit, model_folder
         "rerank",
         "--n",
         "3",
-        "--search",
+        "--candidate-search",
         "beam",
         "--fluency-tolerance",
         "2",
@@ -258,11 +258,11 @@ def test_generate_with_the_rerank_strategy_picks_the_same(faithkit, model_folder
         output,
         "--strategy",
         "rerank",
-        "--search",
+        "--candidate-search",
         "nucleus",
     )
     assert run.code == 2 and run.error_lines == [
-        "error: rerank: --search 'nucleus' is unknown; choose one of sample, beam"
+        "error: rerank: --candidate-search 'nucleus' is unknown; choose one of sample, beam"
     ]
 
 
