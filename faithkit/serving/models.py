@@ -22,7 +22,7 @@ import torch
 
 from . import precision
 from ..errors import ConfigError, ModelNotAvailableError
-from .model_names import OFFLINE_MODELS, OfflineModel, cache_dir, is_adapter_folder  # noqa: F401  (OfflineModel: faithkit.serving.models' API)
+from .model_names import OFFLINE_MODELS, OfflineModel, cache_dir, check_adapter_folder, is_adapter_folder  # noqa: F401  (OfflineModel: faithkit.serving.models' API)
 from ..data.paths import check_model_folder
 
 logger = logging.getLogger(__name__)
@@ -93,7 +93,9 @@ def load(
     decides between seq2seq and causal (``causal`` when it has no readable config), and a ``"causal"`` or ``"seq2seq"``
     that contradicts the config is a :class:`ConfigError` (a causal head on an encoder-decoder
     checkpoint would silently drop its encoder). A local folder without model weights or
-    tokenizer files fails before anything loads (:func:`~faithkit.data.paths.check_model_folder`). Hub ids
+    tokenizer files fails before anything loads (:func:`~faithkit.data.paths.check_model_folder`), and so does a
+    folder that also holds an adapter whose base is itself or another adapter
+    (:func:`~faithkit.serving.model_names.check_adapter_folder`: transformers would load that base first). Hub ids
     that are not cached locally and cannot be downloaded raise
     :class:`ModelNotAvailableError` with the fix. With ``for_training=True`` the model stays
     where it was loaded, in train mode and float32 unless ``dtype`` says otherwise, so that
@@ -104,6 +106,8 @@ def load(
     dtype = _asked_dtype(dtype, torch_dtype)
     path = resolve(name, cache)
     check_model_folder(path)
+    if is_adapter_folder(Path(path).expanduser()):  # transformers would load the base it names, then the adapter
+        check_adapter_folder(Path(path).expanduser())
     model, tokenizer = _from_pretrained(name, path, _head(name, path, kind), dtype, for_training)
     if for_training:
         return model.train(), tokenizer

@@ -118,6 +118,27 @@ def test_an_adapter_whose_base_leads_back_to_an_adapter_is_one_line(faithkit, ad
     )
 
 
+def test_a_model_folder_holding_an_adapter_on_itself_is_one_line_before_training(faithkit, adapter_folders, tmp_path):
+    """A whole model with an adapter beside it, naming the folder itself as its base: transformers loads the base it
+    names, then the adapter, so 'checker train --model' (which reads no adapter) once trained on it unasked."""
+    from .test_checker_commands import _examples
+
+    folder = tmp_path / "model"
+    shutil.copytree(adapter_folders[0], folder)
+    for path in adapter_folders[1].glob("adapter_*"):
+        shutil.copy(path, folder / path.name)
+    config = json.loads((folder / "adapter_config.json").read_text())
+    (folder / "adapter_config.json").write_text(json.dumps({**config, "base_model_name_or_path": str(folder)}))
+    data = _examples(tmp_path / "data", ["supported", "unsupported"], ["supported", "unsupported"])
+    run = faithkit("checker", "train", "--model", folder, "--data", data, "--output", tmp_path / "run", "--layers", "1")
+    _one_line(
+        run,
+        f"error: {folder / 'adapter_config.json'}: base_model_name_or_path is {folder}, the adapter folder itself; "
+        "an adapter's base is the model it was trained on",
+    )
+    assert not (tmp_path / "run" / "adapter").exists()
+
+
 def test_a_whole_adapter_still_loads(faithkit, adapter_folders, tmp_path):
     run = _checker(faithkit, tmp_path, adapter_folders[1])
     assert run.code == 0, run.err
