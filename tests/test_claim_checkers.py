@@ -110,6 +110,46 @@ def test_the_minicheck_call_gives_labels_and_probabilities(roberta_tokenizer):
     labels, probabilities = checker.score([TEN] * 3, claims)
     assert probabilities == [row["minicheck_roberta_large"] for row in checker.compute_rows([TEN] * 3, None, claims)]
     assert probabilities == [1.0, 0.5, 0.0] and labels == [1, 0, 0]  # MiniCheck's rule: above 0.5
+    result = checker.score(documents=[TEN], claims=["Seven eight."])  # MiniCheck's docs= is documents= here
+    assert (result.labels, result.probabilities) == ([1], [1.0])
+
+
+def test_the_minicheck_call_names_the_argument_it_cannot_read(roberta_tokenizer):
+    def support(premises, claims, histories):
+        return [[0.0, word_support(p, c)] for p, c in zip(premises, claims)]
+
+    checker = ClaimChecker("minicheck-roberta-large", window=4, stride=3, support=support, tokenizer=roberta_tokenizer)
+    for (documents, claims, histories), error, message in [
+        (
+            ([TEN, TEN], ["Seven."], None),
+            ValueError,
+            "documents, claims must have the same length (one of each per claim), got 2, 1",
+        ),
+        (
+            ([TEN], ["Seven."], [[], []]),
+            ValueError,
+            "documents, claims, histories must have the same length (one of each per claim), got 1, 1, 2",
+        ),
+        (
+            ([TEN, TEN], ["Seven.", " "], None),
+            ValueError,
+            "claims[1] is empty; each of claims must be a non-empty string",
+        ),
+        (
+            (["", TEN], ["Seven.", "Eight."], None),
+            ValueError,
+            "documents[0] is empty; each of documents must be a non-empty string",
+        ),
+        (
+            ([TEN], [None], None),
+            ValueError,
+            "claims[0] is a NoneType, not a string; each of claims must be a non-empty string",
+        ),
+        ((TEN, ["Seven."], None), TypeError, "documents must be a list, got a single string; wrap it in a list"),
+    ]:
+        with pytest.raises(error) as raised:
+            checker.score(documents, claims, histories)
+        assert str(raised.value) == message
 
 
 def test_three_way_rows_name_their_sentences_and_the_minicheck_call_reads_the_verdict(roberta_tokenizer):

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from ..errors import ConfigError
 from ..serving.model_names import is_adapter_folder
@@ -331,6 +331,14 @@ def load_support_model(preset: CheckerPreset, name: str | None, device=None, bat
     return SupportModel(preset, model, tokenizer, batch_size)
 
 
+class ClaimScores(NamedTuple):
+    """:meth:`ClaimChecker.score`'s result, in the order of MiniCheck's first two: per claim its label (1 supported,
+    0 not) and its probability."""
+
+    labels: list[int]
+    probabilities: list[float]
+
+
 class ClaimChecker(Metric):
     """A claim checker as a metric: per response, the support of its worst sentence in the document's best window.
 
@@ -374,6 +382,22 @@ class ClaimChecker(Metric):
     ([0.58, 0.35], [0.24, 0.58])
     >>> [[(s["text"], round(s["unsupported"], 2)) for s in sentences] for sentences in result["sentences"]]
     [[('They live only in Antarctica.', 0.24), ('I love them!', 0.0)], [('They live in the Arctic, close to polar bears.', 0.58)]]
+    ```
+
+    MiniCheck's call (:meth:`score`): documents and claims in, a label and a probability per claim out:
+
+    ```python
+    >>> labels, probabilities = checker.score(
+    ...     documents=[document] * 2,
+    ...     claims=["They live only in Antarctica. I love them!", "They live in the Arctic, close to polar bears."],
+    ...     histories=[["Where do emperor penguins live?"]] * 2,
+    ... )
+    >>> labels, [round(p, 2) for p in probabilities]  # 1 supported, 0 not; P(faithful)
+    ([1, 0], [0.76, 0.42])
+    >>> checker.score(documents=[document] * 2, claims=["They live only in Antarctica."])
+    Traceback (most recent call last):
+      ...
+    ValueError: documents, claims must have the same length (one of each per claim), got 2, 1
     ```
     """
 
@@ -440,16 +464,48 @@ class ClaimChecker(Metric):
             rows.append({**row, **cut} if chars else row)
         return rows
 
-    def score(self, documents: Sequence[str], claims: Sequence[str], histories=None) -> tuple[list[int], list[float]]:
-        """MiniCheck's call (``MiniCheck.score(docs, claims)``, whose first two results these are): documents and
-        claims in; per claim a label (1 supported, 0 not) and a probability. Here the probability is the metric's
-        first score (faithkit's checker: P(faithful); a hub checker: its worst sentence's P(supported)) and the
-        label faithkit's checker's verdict (MiniCheck's rule, probability above 0.5, for the hub checkers)."""
-        rows = self.compute_rows(documents, histories, claims)
+    def score(self, documents: Sequence[str], claims: Sequence[str], histories=None) -> ClaimScores:
+        """MiniCheck's call: documents and claims in, per claim a label and a probability out, in MiniCheck's order.
+
+        ``pred_labels, probabilities, _, _ = MiniCheck(...).score(docs=..., claims=...)`` reads here
+        ``labels, probabilities = checker.score(documents=..., claims=...)``: ``documents`` is MiniCheck's ``docs``
+        (faithkit's one name for them), and MiniCheck's last two results (its chunks and their probabilities) are a
+        row's ``sentences`` or ``sentence_scores`` in :meth:`compute_rows`. The probability is the metric's first
+        score (faithkit's checker: P(faithful); a hub checker: its worst sentence's P(supported)); the label is 1
+        (supported) or 0: faithkit's checker's verdict, or MiniCheck's rule (the probability above 0.5).
+
+        Args:
+            documents (`Sequence[str]`): one grounding document per claim.
+            claims (`Sequence[str]`): the claims (responses) to check, none empty.
+            histories (`Sequence`, *optional*): one dialogue history per claim, read by faithkit's checker only.
+
+        Returns:
+            `ClaimScores`: ``(labels, probabilities)``, one of each per claim.
+
+        The class's example calls it.
+        """
+        columns = {"documents": documents, "claims": claims}
+        for name, column in columns.items():
+            if isinstance(column, str):
+                raise TypeError(f"{name} must be a list, got a single string; wrap it in a list")
+        lengths = {name: len(column) for name, column in columns.items()}
+        if histories is not None:
+            lengths["histories"] = len(histories)
+        if len(set(lengths.values())) > 1:
+            raise ValueError(
+                f"{', '.join(lengths)} must have the same length (one of each per claim), got "
+                f"{', '.join(str(n) for n in lengths.values())}"
+            )
+        for name, column in columns.items():
+            for i, text in enumerate(column):
+                if not isinstance(text, str) or not text.strip():
+                    given = "empty" if isinstance(text, str) else f"a {type(text).__name__}, not a string"
+                    raise ValueError(f"{name}[{i}] is {given}; each of {name} must be a non-empty string")
+        rows = self.compute_rows(list(documents), histories, list(claims))
         probabilities = [row[self.score_keys[0]] for row in rows]
         if self.preset.three_way:
-            return [int(row[self.score_keys[1]]) for row in rows], probabilities
-        return [int(probability > 0.5) for probability in probabilities], probabilities
+            return ClaimScores([int(row[self.score_keys[1]]) for row in rows], probabilities)
+        return ClaimScores([int(probability > 0.5) for probability in probabilities], probabilities)
 
     def _combine(self, best: list[list[float]]) -> dict:
         per_sentence = [row[self.preset.supported] for row in best]
@@ -457,4 +513,4 @@ class ClaimChecker(Metric):
         return {self.preset.score_key: score, "sentence_scores": per_sentence}
 
 
-__all__ = ["ClaimChecker", "CheckerPreset", "PRESETS"]
+__all__ = ["ClaimChecker", "ClaimScores", "CheckerPreset", "PRESETS"]
