@@ -86,3 +86,26 @@ def test_accelerates_defaults_notice_is_dropped_and_its_other_records_kept(caplo
     assert [record.getMessage() for record in caplog.records] == [
         "You need to manually pass in `--num_processes` using this config yaml."
     ]
+
+
+def test_loading_a_model_draws_no_loading_weights_bar_and_transformers_other_bars_stay(model_folder, capsys):
+    import transformers
+    from transformers.utils import logging as transformers_logging
+
+    from faithkit.serving import models
+    from faithkit.serving.third_party import hidden_progress_bars
+
+    was_enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.enable_progress_bar()
+    try:
+        transformers.AutoModelForCausalLM.from_pretrained(model_folder)  # transformers alone draws it
+        assert "Loading weights" in capsys.readouterr().err
+        models.load(model_folder, device="cpu")
+        assert "Loading weights" not in capsys.readouterr().err
+        with hidden_progress_bars():
+            for _ in transformers_logging.tqdm(range(2), desc="Downloading"):
+                pass
+        assert "Downloading" in capsys.readouterr().err
+    finally:
+        if not was_enabled:
+            transformers_logging.disable_progress_bar()

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+from collections import Counter
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 
 from ..data.jobs import is_main_process
@@ -132,10 +134,8 @@ def _fingerprint(args, name: str, with_references: bool) -> dict:
 def run(args) -> int:
     from .. import provenance
     from ..data import read_results, read_rows, unique_ids
-    from ..data.jobs import score_rows
     from ..metrics.registry import get_spec
     from ..report import print_score_table
-    from ..metrics.scores import score_metrics
 
     names = args.metric
     refuse_unused_metric_flags(args, names, "--metric")
@@ -146,21 +146,8 @@ def run(args) -> int:
     given = {name: references if get_spec(name).needs_references else None for name in names}
     fingerprints = {name: _fingerprint(args, name, given[name] is not None) for name in names}
     metrics = {name: LazyMetric(lambda name=name: load_metric(name, **metric_options(args, name))) for name in names}
-    if len(names) == 1:
-        [name] = names
-        counts = {
-            name: score_rows(
-                metrics[name],
-                rows,
-                args.output,
-                fingerprint=fingerprints[name],
-                references=given[name],
-                desc=name,
-                **job_options(args),
-            )
-        }
-    else:
-        counts = score_metrics(metrics, rows, args.output, fingerprints, given, **job_options(args))
+    with _lms_loaded_once(args, names):
+        counts = _score(args, names, metrics, rows, fingerprints, given)
     if is_main_process():
         made_by = provenance.record(judged_by, args.input, None, metric_settings(args, names))
         provenance.write_sidecar(args.output, made_by)
@@ -175,3 +162,39 @@ def run(args) -> int:
             args.output,
         )
     return 0
+
+
+def _lms_loaded_once(args, names) -> AbstractContextManager:
+    """A context in which an LM that several of the metrics ``names`` read (their ``--model``, defaults included:
+    ``--metric pmi-faith,faith-judge --model smollm2-135m``) loads once for all of them
+    (:func:`faithkit.serving.models.shared_loads`)."""
+    from ..metrics.model_roles import models_read
+
+    readers = Counter(models_read(name, metric_options(args, name)).get(f"{name} --model") for name in names)
+    shared = {model: count for model, count in readers.items() if model is not None and count > 1}
+    if not shared:
+        return nullcontext()
+    from ..serving.models import shared_loads
+
+    return shared_loads(shared)
+
+
+def _score(args, names, metrics, rows, fingerprints, given) -> dict[str, dict]:
+    """Each metric's counts: one metric's job writes the output itself, several write it through their stores."""
+    from ..data.jobs import score_rows
+    from ..metrics.scores import score_metrics
+
+    if len(names) == 1:
+        [name] = names
+        return {
+            name: score_rows(
+                metrics[name],
+                rows,
+                args.output,
+                fingerprint=fingerprints[name],
+                references=given[name],
+                desc=name,
+                **job_options(args),
+            )
+        }
+    return score_metrics(metrics, rows, args.output, fingerprints, given, **job_options(args))

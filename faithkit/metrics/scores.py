@@ -2,7 +2,8 @@
 
 ``faithkit score --metric a,b,c`` runs :func:`score_metrics`. Each metric scores the rows into its own resumable file,
 ``OUT.metrics/<metric>.jsonl`` (:func:`metric_store`), one metric after another: its model loads once, only when the
-metric has rows left to score, and is let go before the next metric loads. Each file resumes on its own, guarded by
+metric has rows left to score, and is let go before the next metric loads, unless a later metric reads the same LM
+(``faithkit score`` loads it once for them: :func:`faithkit.serving.models.shared_loads`). Each file resumes on its own, guarded by
 its metric's fingerprint, so an interrupted run continues the metric it was in, and a metric added to the list scores
 only itself. When every metric is done, the output is written whole (:func:`merged_records`): the row's inputs, then
 each metric's fields in the order of ``--metric``.

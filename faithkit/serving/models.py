@@ -15,6 +15,8 @@ import os
 import pickle
 import shutil
 import tempfile
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -24,6 +26,7 @@ from . import precision
 from ..errors import ConfigError, ModelNotAvailableError
 from .model_names import OFFLINE_MODELS, OfflineModel, cache_dir, check_adapter_folder, is_adapter_folder  # noqa: F401  (OfflineModel: faithkit.serving.models' API)
 from ..data.paths import check_model_folder
+from .third_party import hidden_progress_bars
 
 logger = logging.getLogger(__name__)
 
@@ -158,7 +161,8 @@ def _from_pretrained(name: str, path: str, head: str, dtype: str | None, for_tra
     try:  # the tokenizer first: an unreachable hub then fails once, not twice
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         loaded_as = precision.torch_dtype(dtype or ("float32" if for_training else "auto"))
-        model = getattr(transformers, HEADS[head]).from_pretrained(path, dtype=loaded_as)
+        with hidden_progress_bars():
+            model = getattr(transformers, HEADS[head]).from_pretrained(path, dtype=loaded_as)
     except pickle.UnpicklingError:
         pickles = sorted(p.name for p in Path(path).glob("*") if p.suffix in (".bin", ".pt", ".pth", ".ckpt"))
         weights = f"{Path(path) / pickles[0]}" if pickles and _is_local(path) else "its weights"
@@ -223,10 +227,40 @@ def require_causal(model, user: str) -> None:
         )
 
 
+_SHARED: dict[str, dict] = {}
+"""The models :func:`shared_loads` hands to several metrics, by name: ``{"users": left, "key": (device, dtype),
+"loaded": (model, tokenizer)}``."""
+
+
+@contextmanager
+def shared_loads(users: Mapping[str, int]) -> Iterator[None]:
+    """Within, :func:`causal_lm` loads each model of ``users`` (name -> how many metrics read it) once and hands the
+    same model to each of them, forgetting it after the last, so that its memory goes when they let it go.
+
+    Only :func:`causal_lm`'s callers share: metrics that read the LM and never change it (PMI-FAITH, faith-judge,
+    the minimal-edit contrast). A model loaded any other way (the claim checker merges its adapter into its base
+    model) is loaded on its own, as always. A caller asking for another device or dtype loads its own copy."""
+    _SHARED.update({name: {"users": count} for name, count in users.items() if count > 1})
+    try:
+        yield
+    finally:
+        for name in users:
+            _SHARED.pop(name, None)
+
+
 def causal_lm(model, tokenizer, user: str, owner: str, device=None, dtype=None):
-    """``(model, tokenizer)`` for a metric ``owner`` (e.g. ``"PMIFaith"``) given a name or folder (loaded here) or a
-    loaded model with its tokenizer; a ConfigError (:func:`require_causal`) for a model ``user`` cannot read."""
-    if isinstance(model, str):
+    """``(model, tokenizer)`` for a metric ``owner`` (e.g. ``"PMIFaith"``) given a name or folder (loaded here, or
+    handed over by :func:`shared_loads`) or a loaded model with its tokenizer; a ConfigError (:func:`require_causal`)
+    for a model ``user`` cannot read."""
+    shared = _SHARED.get(model) if isinstance(model, str) else None
+    if shared is not None and shared.get("key", (device, dtype)) == (device, dtype):
+        if "loaded" not in shared:
+            shared.update(key=(device, dtype), loaded=load(model, device=device, dtype=dtype))
+        shared["users"] -= 1
+        if shared["users"] <= 0:
+            del _SHARED[model]
+        model, tokenizer = shared["loaded"]
+    elif isinstance(model, str):
         model, tokenizer = load(model, device=device, dtype=dtype)
     elif tokenizer is None:
         raise ValueError(f"{owner}(model=<loaded model>) also needs tokenizer=<its tokenizer>")

@@ -49,6 +49,17 @@ LOG_RECORDS = {
 }
 """Log records dropped from a library's logger by name (:func:`quiet_loggers`)."""
 
+PROGRESS_BARS = (
+    Unactionable(
+        r"Loading weights$",
+        "transformers 5 (core_model_loading), on every from_pretrained",
+        "a bar for reading a checkpoint's tensors from disk, a second on the offline models, drawn before every "
+        "metric's own progress line in a score run; downloads keep their bars (huggingface_hub draws those)",
+    ),
+)
+"""transformers' progress bars (by their description) not drawn while faithkit loads a model
+(:func:`hidden_progress_bars`)."""
+
 
 @contextmanager
 def hidden_warnings() -> Iterator[None]:
@@ -57,6 +68,28 @@ def hidden_warnings() -> Iterator[None]:
         for entry in WARNINGS:
             warnings.filterwarnings("ignore", message=entry.message, category=entry.category)
         yield
+
+
+@contextmanager
+def hidden_progress_bars() -> Iterator[None]:
+    """Load a model without drawing the :data:`PROGRESS_BARS` (transformers' other bars are drawn as usual)."""
+    from transformers.utils import logging as transformers_logging
+
+    set_hook = getattr(transformers_logging, "set_tqdm_hook", None)
+    if set_hook is None:  # a transformers without the hook draws its bars
+        yield
+        return
+
+    def quiet(factory, args, kwargs):
+        if any(re.match(entry.message, str(kwargs.get("desc", ""))) for entry in PROGRESS_BARS):
+            return transformers_logging.EmptyTqdm(*args, **kwargs)
+        return previous(factory, args, kwargs) if previous else factory(*args, **kwargs)
+
+    previous = set_hook(quiet)
+    try:
+        yield
+    finally:
+        set_hook(previous)
 
 
 class _Drop(logging.Filter):
@@ -77,4 +110,12 @@ def quiet_loggers() -> None:
             logger.addFilter(_Drop(entry))
 
 
-__all__ = ["LOG_RECORDS", "WARNINGS", "Unactionable", "hidden_warnings", "quiet_loggers"]
+__all__ = [
+    "LOG_RECORDS",
+    "PROGRESS_BARS",
+    "WARNINGS",
+    "Unactionable",
+    "hidden_progress_bars",
+    "hidden_warnings",
+    "quiet_loggers",
+]

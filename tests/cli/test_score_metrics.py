@@ -75,6 +75,21 @@ def test_the_output_holds_each_metrics_record_as_a_run_of_that_metric_alone_writ
     ]
 
 
+def test_metrics_reading_one_lm_load_it_once_and_score_as_they_do_alone(faithkit, model_folder, rows, tmp_path, loads):
+    out = tmp_path / "out.jsonl"
+    run = _score(faithkit, rows, out, "pmi-faith,faith-judge", "--model", model_folder)
+    assert run.code == 0, run.err
+    assert loads == [model_folder]  # one load for both
+    merged = read_results(out)
+    for metric, keys in (("pmi-faith", ("pmi", "uncond_pmi")), ("faith-judge", ("faith_judge",))):
+        alone = tmp_path / f"{metric}.jsonl"
+        assert _score(faithkit, rows, alone, metric, "--model", model_folder).code == 0
+        expected = read_results(alone)
+        for i, record in enumerate(merged):
+            assert {key: record.get(key) for key in keys} == {key: expected[i].get(key) for key in keys}
+    assert loads == [model_folder] * 3  # and a metric alone loads its own
+
+
 def test_a_metric_added_to_the_list_scores_only_itself_and_loads_no_other_model(
     faithkit, model_folder, rows, tmp_path, loads
 ):
