@@ -65,6 +65,28 @@ def test_the_lexical_module_takes_references_and_has_its_card():
     assert list(module.features) == ["documents", "responses", "references"]
 
 
+def test_a_missing_column_is_one_error_naming_it_and_a_string_is_no_list():
+    lexical = evaluate.load(evaluate_path("lexical"))
+    with pytest.raises(ValueError) as error:
+        lexical.compute(documents=["Penguins live in Antarctica."], responses=["They live there."])
+    assert str(error.value) == (
+        "lexical: compute() needs references= (the gold responses); its inputs are documents, responses, references"
+    )
+    overlap = evaluate.load(evaluate_path("overlap-f1"))
+    with pytest.raises(ValueError) as error:
+        overlap.add_batch(responses=["They live there."])
+    assert str(error.value) == (
+        "overlap-f1: add_batch() needs documents= (the grounding documents); its inputs are documents, responses"
+    )
+    with pytest.raises(TypeError) as error:
+        overlap.compute(documents="Penguins live in Antarctica.", responses=["They live there."])
+    assert str(error.value) == "overlap-f1: documents must be a list, got a single string; wrap it in a list"
+    assert overlap.compute(documents=["Red apples."], responses=["Red apples."]) == {
+        "overlap_f1": [1.0],
+        "mean_overlap_f1": 1.0,
+    }
+
+
 @pytest.mark.parametrize("name", sorted(MODULES))
 def test_every_module_has_a_card_with_the_sections_evaluate_shows(name):
     card = metric_card(MODULES[name])
@@ -183,7 +205,10 @@ def test_each_metric_loads_with_evaluate_and_computes_what_the_metric_computes(n
             if "documents" in given
             else {"documents": ["", ""], "responses": columns["responses"]}
         )
-        assert module.compute(**given) == expected
+        result = module.compute(**given)
+        assert result == expected
+    # one flat dict, as evaluate's own modules give: per-row lists and corpus numbers under the metric's keys
+    assert all(isinstance(value, (int, float, list)) for value in result.values()), result
     assert list(module.features) == list(module.inputs) and module.registry_name == name
     card = metric_card(MODULES[name])
     assert module.description == card["Metric Description"] and f'evaluate_path("{name}")' in card["How to Use"]

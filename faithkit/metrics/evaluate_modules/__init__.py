@@ -47,6 +47,12 @@ _COLUMNS = {
     "responses": datasets.Value("string"),
     "references": datasets.Value("string"),
 }
+_DESCRIBED = {
+    "documents": "the grounding documents",
+    "histories": "the dialogue histories",
+    "responses": "the responses to score",
+    "references": "the gold responses",
+}
 _EVALUATE_ARGUMENTS = set(inspect.signature(evaluate.EvaluationModule.__init__).parameters) - {"self", "kwargs"}
 
 
@@ -112,6 +118,34 @@ class RegistryMetric(evaluate.Metric):
         self.options = options
         self._metric = None
         super().__init__(**kwargs)
+
+    def compute(self, **columns) -> dict | None:
+        """``evaluate``'s compute: the rows added so far, and those given here (every one of :attr:`inputs`, or
+        none); a missing column is a ValueError naming it."""
+        if any(columns.get(name) is not None for name in self.inputs):
+            self._check_columns(columns, "compute", batch=True)
+        return super().compute(**columns)
+
+    def add_batch(self, **columns) -> None:
+        """``evaluate``'s add_batch: rows, every one of :attr:`inputs` given; a missing column is a ValueError."""
+        self._check_columns(columns, "add_batch", batch=True)
+        super().add_batch(**columns)
+
+    def add(self, **columns) -> None:
+        """``evaluate``'s add: one row, every one of :attr:`inputs` given; a missing column is a ValueError."""
+        self._check_columns(columns, "add", batch=False)
+        super().add(**columns)
+
+    def _check_columns(self, columns: dict, call: str, batch: bool) -> None:
+        """One line naming what is missing (evaluate itself fails on ``len(None)``), or a single string where a list
+        of them belongs (evaluate would read it as one row per character)."""
+        missing = [name for name in self.inputs if columns.get(name) is None]
+        if missing:
+            needed = ", ".join(f"{name}= ({_DESCRIBED[name]})" for name in missing)
+            raise ValueError(f"{self.registry_name}: {call}() needs {needed}; its inputs are {', '.join(self.inputs)}")
+        for name in self.inputs:
+            if batch and isinstance(columns[name], str):
+                raise TypeError(f"{self.registry_name}: {name} must be a list, got a single string; wrap it in a list")
 
     def _info(self) -> evaluate.MetricInfo:
         card = metric_card(self.module)
