@@ -243,12 +243,15 @@ def check_metric_models(args: argparse.Namespace, names) -> dict:
     """:func:`check_models` of the models the metrics ``names`` read: those given first (before torch loads, so a
     mistyped name is an error within a second), then their defaults; returns every model each metric reads, by role
     (:func:`faithkit.metrics.model_roles.models_read`: defaults and adapters' base models included), with the
-    :func:`served_models` they ask, for :mod:`faithkit.provenance`."""
+    :func:`served_models` they ask, for :mod:`faithkit.provenance`. A hub claim checker's default checkpoint is checked
+    too, its error suggesting what fits a checker (not the offline LMs)."""
+    from ..metrics.claim_checkers import PRESETS as CLAIM_CHECKERS
     from ..metrics.model_roles import models_read
 
     check_models(metric_models(args, names, defaults=False))
     check_models(metric_models(args, names))
     read = {role: model for name in names for role, model in models_read(name, metric_options(args, name)).items()}
+    check_models({role: model for role, model in read.items() if _instead_of_offline(role, CLAIM_CHECKERS)})
     return {**read, **served_models(args, names)}
 
 
@@ -278,6 +281,7 @@ def served_models(args: argparse.Namespace, names) -> dict:
 def check_models(roles: Mapping[str, str | None]) -> None:
     """Each model named (role -> name, e.g. ``{"--judge": "gemma3-270m"}``) can be loaded, or one error naming it,
     before the command reads a row or writes a file (:func:`faithkit.serving.model_names.check_model_name`)."""
+    from ..metrics.claim_checkers import PRESETS as CLAIM_CHECKERS
     from ..metrics.q2.specs import named_model
     from ..serving.model_names import check_model_name
 
@@ -285,7 +289,19 @@ def check_models(roles: Mapping[str, str | None]) -> None:
         if isinstance(name, str) and role.endswith(("--qg-model", "--qa-model", "--nli-model")):
             name = named_model(name)  # Q²'s stage specs: "scoring:LM" names LM, "rules" no model
         if isinstance(name, str):
-            check_model_name(name, role)
+            check_model_name(name, role, _instead_of_offline(role, CLAIM_CHECKERS))
+
+
+def _instead_of_offline(role: str, checkers) -> str | None:
+    """What a missing model of ``role`` can be replaced by when the offline names (causal LMs) cannot: a hub claim
+    checker's own checkpoint, or faithkit's offline checker; None for the other roles."""
+    metric = role.split(" --")[0]
+    if metric not in checkers or checkers[metric].three_way or not role.endswith("--nli-model"):
+        return None
+    return (
+        f"give a local copy of a {metric} checkpoint (--nli-model FOLDER), or check claims offline with "
+        "faithkit's own checker (--metric faithkit-checker)"
+    )
 
 
 def metric_from_args(args: argparse.Namespace):

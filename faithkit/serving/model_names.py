@@ -120,11 +120,12 @@ def check_adapter_folder(folder: Path) -> str:
     return base
 
 
-def check_model_name(name: str, role: str = "model") -> None:
+def check_model_name(name: str, role: str = "model", instead: str | None = None) -> None:
     """Raise one :class:`ModelNotAvailableError` naming ``role`` (``--judge``, ``pmi-faith model``) and the model
     unless ``name`` is an offline name, a model folder (:func:`~faithkit.data.paths.check_model_folder`), an adapter
     folder whose base model passes, a hub id in the Hugging Face cache, or a hub id the hub answers for (one
-    attempt; none under ``HF_HUB_OFFLINE``). Whether the role loads adapters is the loader's to say."""
+    attempt; none under ``HF_HUB_OFFLINE``). Whether the role loads adapters is the loader's to say. ``instead``
+    is what the error suggests for a role the offline names (causal LMs) do not fit, a hub claim checker's."""
     if name in OFFLINE_MODELS:
         return
     folder = Path(name).expanduser()
@@ -157,8 +158,11 @@ def check_model_name(name: str, role: str = "model") -> None:
             why = "the hub has no model of that name (or it is private: log in with `hf auth login`)"
         except Exception as error:  # noqa: BLE001  (whatever stops the one attempt: DNS, proxy, TLS, timeout)
             why = f"the hub could not be reached (one attempt: {' '.join(str(error).split()) or type(error).__name__})"
+    if instead is None:
+        offline, instead = f"an offline name ({', '.join(OFFLINE_MODELS)}), ", "use an offline name or a folder"
+    else:
+        offline = ""
     raise ModelNotAvailableError(
-        f"{role} '{name}' is not an offline name ({', '.join(OFFLINE_MODELS)}), a local folder or in the Hugging "
-        f"Face cache, and {why}; use an offline name or a folder, or download it where the hub is reachable "
-        f"(`hf download {name}`) and copy the cache ({OFFLINE_HINT})"
+        f"{role} '{name}' is not {offline}a local folder or in the Hugging Face cache, and {why}; {instead}, or "
+        f"download it where the hub is reachable (`hf download {name}`) and copy the cache ({OFFLINE_HINT})"
     )

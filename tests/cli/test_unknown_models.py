@@ -172,3 +172,20 @@ print(sorted({{m.partition(".")[0] for m in sys.modules}} & {{"torch", "transfor
     assert run.returncode == 0, run.stderr
     assert run.stdout == "[]\n"
     assert not out.exists()
+
+
+def test_a_hub_claim_checker_missing_offline_suggests_its_checkpoint_or_the_offline_checker(
+    faithkit, monkeypatch, tmp_path
+):
+    """The offline names are causal LMs, which a MiniCheck metric cannot read: its error does not offer them."""
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    rows, out = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "checked.jsonl"
+    run = faithkit("score", "--metric", "minicheck-roberta-large", "--input", rows, "--output", out)
+    assert run.code == 2 and run.error_lines == [
+        "error: minicheck-roberta-large --nli-model 'lytang/MiniCheck-RoBERTa-Large' is not a local folder or in the "
+        "Hugging Face cache, and HF_HUB_OFFLINE is set, so the hub was not asked; give a local copy of a "
+        "minicheck-roberta-large checkpoint (--nli-model FOLDER), or check claims offline with faithkit's own checker "
+        "(--metric faithkit-checker), or download it where the hub is reachable "
+        f"(`hf download lytang/MiniCheck-RoBERTa-Large`) and copy the cache ({OFFLINE_HINT})"
+    ]
+    assert not out.exists()
