@@ -29,12 +29,20 @@ def check_record(record: dict, command: str, roles: dict, data: list, options: d
     """``record`` is a provenance record of ``faithkit COMMAND``: its models (role -> name; a folder by its resolved
     path and a hash of its files), data files with their sha256, and at least ``options``."""
     assert list(record) == list(provenance.FIELDS)
+    assert shape(record) == shape(provenance.record({}))  # the same block, whichever command wrote it
     assert record["faithkit"] == __version__
     assert record["command"].startswith(f"faithkit {command} ")
     assert {role: model["name"] for role, model in record["models"].items()} == roles
     assert all(len(model.get("hash") or "") == 16 for model in record["models"].values())
     assert record["data"] == [{"path": str(path), "sha256": sha256(path)} for path in data]
     assert record["options"].items() >= options.items()
+
+
+def shape(record: dict) -> dict:
+    """Each field's type, and the keys of the versions and the machine."""
+    return {
+        key: sorted(value) if key in ("versions", "machine") else type(value).__name__ for key, value in record.items()
+    }
 
 
 def shown(record: dict, text: str) -> None:
@@ -88,6 +96,8 @@ def test_sweep_outputs_say_what_made_them(faithkit, model_folder, tmp_path):
     record = best["provenance"]
     options = {"alpha": [0.5], "top_p": [1.0], "generation": {"max_new_tokens": 3}, "out": str(out)}
     check_record(record, "sweep", {"generator": folder, "judge": folder}, [rows], options)
+    assert list(record["metric_options"]) == ["pmi-faith", "lexical"]
+    assert record["metric_options"]["pmi-faith"]["normalize"] == "mean"  # defaults included
     assert json.loads((out / "sweep.csv.provenance.json").read_text()) == {"provenance": record}
     assert run.out.startswith(f"faithkit {__version__}: faithkit sweep ")
     shown(record, run.out)
@@ -119,6 +129,9 @@ def test_meta_eval_labels_results_and_table_say_what_made_them(faithkit, model_f
     options = {"label_column": "verdict", "positive": "yes", "metrics": metrics, "resamples": 50, "seed": 0}
     folder = str(Path(model_folder).resolve())
     check_record(record, "meta-eval labels", {"pmi-faith --model": folder}, [rows], options)
+    assert list(record["metric_options"]) == metrics
+    assert record["metric_options"]["pmi-faith"]["model"] == model_folder
+    assert record["metric_options"]["pmi-faith"]["normalize"] == "mean"  # defaults included
     shown(record, run.out)
 
 
