@@ -3,7 +3,7 @@
 :func:`build_task` takes two :class:`System` s (two cells of a sweep, or any two
 ``faithkit generate`` outputs of the same rows), samples contexts where their responses
 differ, puts the two responses of each context on the page's sides 1 and 2 in a seeded
-random order, and writes into the task folder::
+random order, and writes into the task folder:
 
     annotate.html   the page annotators open (self-contained; holds no system name or side assignment)
     key.json        which system is on which side of each item, and the automatic scores of every

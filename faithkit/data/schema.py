@@ -3,7 +3,7 @@
 A hand-edited file would otherwise fail deep inside the code that uses it (``KeyError: 'alpha'``).
 :func:`read_json_file` reads one and checks it against a schema built from the pieces below; a
 mismatch is one :class:`~faithkit.errors.InputError` naming the file, the path to the field
-(``by_strategy.pmi.alpha``) and what was expected, then the fix::
+(``by_strategy.pmi.alpha``) and what was expected, then the fix:
 
     PICK = Object({"strategy": TEXT, "search": TEXT})
     best = read_json_file(path, Object({"by_strategy": MapOf(PICK)}), fix="give the best.json of a finished sweep")

@@ -3,7 +3,7 @@
 No single signal is enough: knowledge precision counts copied words whether or not they say
 something true, PMI-FAITH's mean washes out the few tokens where the document wanted
 something else. The judge combines a handful of them (:data:`CANDIDATES` lists every one it
-may use; the shipped weights name the few they use) on standardised values::
+may use; the shipped weights name the few they use) on standardised values:
 
     faith_judge = sigmoid(b + sum_f w_f * (x_f - mean_f) / std_f)
 

@@ -1,7 +1,7 @@
 """PMI-FAITH (Nandwani et al., EMNLP 2023, arXiv 2305.12191).
 
 Faithfulness of a response r to a document d given the history h is the conditional
-pointwise mutual information under a causal LM::
+pointwise mutual information under a causal LM:
 
     pmi        = log P(r | d, h) - log P(r | h)
     uncond_pmi = log P(r | d)    - log P(r)          # UPMI-FAITH: the history ignored

@@ -1,6 +1,6 @@
 """Run a decoding sweep: generate every cell, judge every response, summarise with intervals, and report.
 
-The output folder ``DIR`` holds::
+The output folder ``DIR`` holds:
 
     cells/<cell>.jsonl    per input row: id, document, history, gold, response (written as produced)
     candidates/           a rerank cell's candidates (greedy, responses: faithkit rerank's input form) and, when

@@ -1,7 +1,7 @@
 """Benchmark and training corpora, each read into faithkit's one row schema.
 
 The benchmarks have their own readers (:mod:`.begin`, :mod:`.q2_wow`). The training corpora
-go through one registry, :data:`CORPORA`::
+go through one registry, :data:`CORPORA`:
 
     split = load_corpus("topicalchat", "valid_freq")    # a datasets.Dataset with declared features ...
     corpus_summary(split)["kept"], corpus_summary(split)["skipped_personal"]    # ... and what was kept, skipped

@@ -1,7 +1,7 @@
 """Context-Aware Decoding and its adaptive variant as two-view logits processors (the same 2B-row batch as PMIDecode).
 
 CAD (Shi et al., 2023, "Trusting Your Evidence: Hallucinate Less with Context-aware Decoding",
-arXiv 2305.14739) decodes from::
+arXiv 2305.14739) decodes from:
 
     softmax[(1 + alpha) * logit(y | d, h, y<t) - alpha * logit(y | h, y<t)]
 

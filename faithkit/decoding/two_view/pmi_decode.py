@@ -1,6 +1,6 @@
 """PMI-DECODE (Nandwani et al., EMNLP 2023, arXiv 2305.12191, §4.2) as a transformers logits processor.
 
-At each step the next token is ranked by::
+At each step the next token is ranked by:
 
     score(y) = alpha * [log P(y | d, h, y<t) - log P(y | h, y<t)] + (1 - alpha) * log P(y | d, h, y<t)
 
