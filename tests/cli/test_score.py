@@ -327,10 +327,14 @@ def rows_without_gold(tmp_path):
 @pytest.mark.parametrize("command", ["score", "explain"])
 def test_a_run_that_fails_before_its_first_row_leaves_no_file(faithkit, monkeypatch, tmp_path, command):
     """A hub-only claim checker with the hub off: the model fails to load once the output is open (its name passes the
-    early check: the preset names it, not a flag), and nothing is left that would read as a result."""
+    early check here, as when the hub answers for it and the download then fails), and nothing is left that would
+    read as a result."""
     from huggingface_hub import constants
 
+    from faithkit.serving import model_names
+
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setattr(model_names, "check_model_name", lambda *args, **kwargs: None)
     rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "a", "document": "Apples grow.", "response": "They grow."}])
     output = ["--output", tmp_path / "out.jsonl"] if command == "score" else ["--html", tmp_path / "out.html"]
     run = faithkit(command, "--metric", "minicheck-roberta-large", "--input", rows, *output)
