@@ -191,6 +191,7 @@ def replacing_folder(path: str | Path) -> Iterator[Path]:
     path = Path(path)
     try:
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+        os.chmod(staging, 0o777 & ~_umask())  # mkdtemp makes it private; the saved folder is shared as any new one is
     except OSError as error:
         raise write_error(path, error) from None
     try:

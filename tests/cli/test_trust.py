@@ -204,6 +204,21 @@ def test_results_follow_the_umask(faithkit, tmp_path):
     assert stat.S_IMODE(Path(f"{out}.meta.json").stat().st_mode) == 0o644
 
 
+def test_a_folder_saved_in_place_follows_the_umask(tmp_path):
+    """The checker's adapter/ and checkpoint/ are saved beside their place and renamed (replacing_folder): the
+    staging folder, private as tempfile makes it, once stayed private after the rename."""
+    from faithkit.data.files import replacing_folder
+
+    old = os.umask(0o022)
+    try:
+        with replacing_folder(tmp_path / "adapter") as staging:
+            (staging / "adapter_config.json").write_text("{}")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "adapter").stat().st_mode) == 0o755
+    assert [path.name for path in tmp_path.iterdir()] == ["adapter"]
+
+
 @pytest.mark.slow
 def test_a_training_folder_left_by_a_failed_start_is_reused(faithkit, tmp_path, monkeypatch):
     monkeypatch.chdir(ROOT)  # the config's data paths start at the repository
