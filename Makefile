@@ -1,11 +1,12 @@
-# Two commands from a fresh clone: `make demo` runs the README's demo, `make test` the whole test suite.
+# Two commands from a fresh clone: `make demo` runs the README's demo, `make test` the test suite's inner loop.
 # Both install what they need first (once: scripts/install.sh --if-needed skips a complete install).
-# The tests run on every core (pytest-xdist; tests/conftest.py groups the work); `make test-fast` leaves out
-# the `slow` ones (real models, training runs, subprocesses) for the inner loop.
+# The tests run on every core (pytest-xdist; tests/conftest.py groups the work). `make test` runs every test not marked
+# `slow` (within 4 minutes on 2 cores); `make test-slow` runs the slow ones (real models, training runs, browsers,
+# subprocesses); CI (.ci/run) runs both, so every test runs there.
 PYTHON ?= python
 TEST_WORKERS ?= auto
 
-.PHONY: install demo test test-fast
+.PHONY: install demo test test-slow
 
 install:
 	PYTHON=$(PYTHON) bash scripts/install.sh --if-needed
@@ -15,7 +16,7 @@ demo: install
 		--output demo_scores.jsonl --restart
 
 test: install
-	$(PYTHON) -m pytest -q -n $(TEST_WORKERS)
-
-test-fast: install
 	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) -m "not slow"
+
+test-slow: install
+	$(PYTHON) -m pytest -q -n $(TEST_WORKERS) -m slow

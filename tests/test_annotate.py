@@ -159,6 +159,7 @@ def test_texts_cannot_break_out_of_the_page(tmp_path):
     assert json.loads(data) == task.public
 
 
+@pytest.mark.slow  # a whole sweep first: 3 s of CPU
 def test_building_from_a_real_sweep(tmp_path, tiny_gpt2, gpt2_tokenizer):
     """A sweep of two tiny random GPT-2s: cells by their sweep.csv names, PMI-FAITH from its scores file."""
     import torch

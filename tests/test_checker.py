@@ -48,13 +48,6 @@ def contexts():
     return turns, sections
 
 
-@pytest.fixture(scope="module")
-def nlp():
-    from faithkit.metrics.q2.metric import load_spacy
-
-    return load_spacy()
-
-
 def sentence(nlp, text):
     return next(nlp(text).sents)
 
@@ -205,6 +198,7 @@ def adapter_bytes(run: Path) -> bytes:
     return (run / "adapter" / "adapter_model.safetensors").read_bytes()
 
 
+@pytest.mark.slow  # checker training runs: 2.5 s of CPU
 def test_training_reruns_to_the_same_adapter_and_resumes(tmp_path, checker_folders, nlp, monkeypatch):
     base, _ = checker_folders
     data = tiny_data(tmp_path / "data", nlp)
@@ -240,6 +234,7 @@ def test_training_reruns_to_the_same_adapter_and_resumes(tmp_path, checker_folde
     assert adapter_bytes(tmp_path / "c") == adapter_bytes(tmp_path / "a")
 
 
+@pytest.mark.slow  # checker training runs: 3 s of CPU
 def test_micro_batches_and_checkpointing_make_the_same_update_in_less_memory(tmp_path, checker_folders, nlp):
     """Gradient accumulation over micro-batches and recomputed activations change how a step is computed, not what
     it computes: the adapter equals the whole-batch run's (to float rounding), and reruns are byte-identical."""
@@ -278,6 +273,7 @@ def test_micro_batches_cut_a_step_in_order():
     assert micro_batches(group, None) == [group] and micro_batches(group, 8) == [group]
 
 
+@pytest.mark.slow  # two checker trainings, each in its own process: 19 s of CPU
 def test_the_adapter_folder_is_the_same_bytes_whatever_the_hash_seed(tmp_path, checker_folders, nlp):
     """peft writes ``target_modules`` in a set's order, which follows ``PYTHONHASHSEED``: two runs of one recipe in
     two processes wrote two adapter configs until training sorted them."""

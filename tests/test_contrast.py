@@ -15,7 +15,6 @@ from faithkit.metrics.minimal_edit import (
     ScoringLM,
     contrast_features,
     negation_edits,
-    spacy_pipeline,
 )
 from faithkit.metrics.registry import load_metric
 from faithkit.prompts import DEFAULT_TEMPLATE, as_history
@@ -25,11 +24,6 @@ DATA = Path(__file__).parent / "data"
 PAIRS = [json.loads(line) for line in (DATA / "contrast_pairs.jsonl").open()]
 """Entity swaps, number changes and negations written for the contrast. With SmolLM2 11 of these 12 go the right
 way; with faithful_pairs.jsonl's 24 too, 33 of 36 (docs/contrast.md), which cost the suite three times as long."""
-
-
-@pytest.fixture(scope="module")
-def nlp():
-    return spacy_pipeline()
 
 
 def _edits(nlp, response: str, document: str, max_edits: int = 8) -> list[tuple[str, str, str]]:

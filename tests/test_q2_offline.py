@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from faithkit.metrics.q2.metric import Q2, load_spacy
+from faithkit.metrics.q2.metric import Q2
 from faithkit.metrics.q2.stages import NO_ANSWER, Candidate
 from faithkit.metrics.q2.offline import (
     CheckerNLI,
@@ -19,11 +19,6 @@ from faithkit.metrics.q2.backends import build_backend
 
 PASSAGES = ["The show aired on PBS from 1983 to 1994.", "Bob Ross hosted The Joy of Painting."]
 QUESTIONS = ["When did the show air?", "Who hosted The Joy of Painting?"]
-
-
-@pytest.fixture(scope="module")
-def nlp():
-    return load_spacy()
 
 
 @pytest.fixture(scope="module")

@@ -3,14 +3,9 @@
 import pytest
 
 from faithkit.metrics.lexical import normalize_answer, token_f1
-from faithkit.metrics.q2.metric import Q2, extract_spans, is_personal, load_spacy, needs_nli, question_score
+from faithkit.metrics.q2.metric import Q2, extract_spans, is_personal, needs_nli, question_score
 from faithkit.metrics.q2.stages import NO_ANSWER
 from faithkit.metrics.q2.offline import rule_question
-
-
-@pytest.fixture(scope="module")
-def nlp():
-    return load_spacy()
 
 
 # ---- normaliser and F1 --------------------------------------------------------------------

@@ -339,6 +339,7 @@ def test_shipped_configs_are_valid(data_dir):
 
 
 # ---- running, resuming --------------------------------------------------------------------
+@pytest.mark.slow  # sweeps crashed at random and resumed, and one uninterrupted: 6-8 s of CPU
 @pytest.mark.parametrize("search", ["greedy", "sample"])
 def test_resume_after_crashes_equals_an_uninterrupted_run(config, tmp_path, monkeypatch, search):
     config = replace(
@@ -407,6 +408,7 @@ resamples: 200
 """
 
 
+@pytest.mark.slow  # sweeps interrupted and resumed: 7 s of CPU
 def test_all_four_strategies_resume_after_ctrl_c_to_the_same_table(config, tmp_path, monkeypatch, capsys):
     """One config with plain (three searches), PMI-DECODE, CAD and AdaCAD: Ctrl-C during generation and again during
     scoring, then a rerun of the same command ends with the sweep.csv of an uninterrupted run, CI and p columns
@@ -464,6 +466,7 @@ def test_all_four_strategies_resume_after_ctrl_c_to_the_same_table(config, tmp_p
     assert (tmp_path / "stopped" / "sweep.csv").read_text() == table
 
 
+@pytest.mark.slow  # a whole sweep with every output: 5 s of CPU
 def test_sweep_outputs(config, models_dir, tmp_path, capsys, caplog):
     args = parse(
         [
@@ -627,6 +630,7 @@ class FakeQ2:
         return rows
 
 
+@pytest.mark.slow  # a whole sweep: 3 s of CPU
 def test_the_judge_is_the_default_faithfulness_and_pmi_faith_stays_in_the_table(config):
     defaults = SweepConfig(judge="smollm2-135m")  # the judge LM faith-judge's weights were fitted with
     assert (
@@ -647,6 +651,7 @@ def test_the_judge_is_the_default_faithfulness_and_pmi_faith_stays_in_the_table(
     assert ",faith_judge,faith_judge_ci_low,faith_judge_ci_high,faith_judge_p," in header
 
 
+@pytest.mark.slow  # a whole sweep with Q²: 2.5 s of CPU
 def test_q2_columns_when_asked(config, monkeypatch):
     from faithkit.metrics.registry import METRICS
 
@@ -743,6 +748,7 @@ def test_unknown_quoting_is_a_config_error(tmp_path):
         SweepConfig(generator="g", input="dev.tsv", out=str(tmp_path), quoting="tsv").validate()
 
 
+@pytest.mark.slow  # three sweeps: 7 s of CPU
 def test_resuming_onto_other_rows_recomputes_them(config, rows_file, tmp_path, caplog):
     """Ids moved onto other contexts: their records are stale, so they are computed again, never reused."""
     cells = replace(config, alpha=(0.5,), top_p=(0.6,))
@@ -761,6 +767,7 @@ def test_resuming_onto_other_rows_recomputes_them(config, rows_file, tmp_path, c
         )
 
 
+@pytest.mark.slow  # sweeps in one folder: 4.5 s of CPU
 def test_other_settings_in_the_same_folder_stop(config):
     run_sweep(
         replace(
@@ -964,6 +971,7 @@ def test_explain_page_colours_pmi_faith_tokens(tmp_path):
     assert is_explained(scores)
 
 
+@pytest.mark.slow  # a rerank sweep beside generate per cell: 7 s of CPU
 @pytest.mark.parametrize("judge", ["generator", "judge"])
 def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
     config, models_dir, tmp_path, monkeypatch, judge
@@ -1040,6 +1048,7 @@ def count_forwards(monkeypatch, folder: str) -> list:
     return calls
 
 
+@pytest.mark.slow  # two whole sweeps: 6.5 s of CPU
 def test_pmi_faith_is_read_off_the_judges_rows_with_one_lm_pass(config, tmp_path, monkeypatch):
     """faith-judge's rows carry PMI-FAITH's under the same judge LM: measuring both runs the LM once per group, and
     scores.jsonl holds what a sweep measuring PMI-FAITH alone writes (within float noise, the fields alike)."""
@@ -1076,6 +1085,7 @@ def test_pmi_faith_is_read_off_the_judges_rows_with_one_lm_pass(config, tmp_path
         assert row_both["fluency"] == pytest.approx(row_alone["fluency"], abs=1e-6)
 
 
+@pytest.mark.slow  # rerank sweeps crashed and resumed: 5 s of CPU
 def test_rerank_cells_resume_after_crashes_to_the_uninterrupted_table(config, models_dir, tmp_path, monkeypatch):
     """A crash while the candidates are drawn, and another while the generator judges them, then a rerun: the same
     candidates, candidate scores, choices and table as a sweep that ran through, every record once."""

@@ -119,6 +119,7 @@ def _crash_and_resume(faithkit, monkeypatch, argv, output, owner, name, document
     assert run.code == 0 and f"{len(ROWS) - done} {done_word}, {done} already done, 0 errors" in run.err
 
 
+@pytest.mark.slow  # one job crashed at random rows until it ends: 3 s of CPU
 def test_score_survives_crashes_at_random_rows(faithkit, monkeypatch, rows, never_stopped, tmp_path):
     output = tmp_path / "scores.jsonl"
     argv = _overlap_f1(None, rows, output, "--chunk-size", "3")
@@ -126,6 +127,7 @@ def test_score_survives_crashes_at_random_rows(faithkit, monkeypatch, rows, neve
     _assert_same_as_never_stopped(output, never_stopped["overlap-f1"])
 
 
+@pytest.mark.slow  # one job crashed at random rows until it ends: 2.3 s of CPU
 def test_generate_survives_crashes_at_random_rows(faithkit, monkeypatch, model_folder, rows, never_stopped, tmp_path):
     output = tmp_path / "responses.jsonl"
     argv = _generate(model_folder, rows, output, "--chunk-size", "4")

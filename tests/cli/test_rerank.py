@@ -266,6 +266,7 @@ def test_generate_with_the_rerank_strategy_picks_the_same(faithkit, model_folder
     ]
 
 
+@pytest.mark.slow  # the faithful recipe's decodes and the checker: 3.3 s of CPU
 def test_generate_with_the_faithful_recipe_picks_as_the_strategy_does(faithkit, model_folder, files, tmp_path):
     """``--strategy faithful`` in one command: its defaults with the flags given (here a judge that runs on the tiny
     model, for speed), the same picks as the strategy in Python; and ``faithkit rerank --strategy faithful`` takes its
