@@ -44,9 +44,9 @@ def unknown_models(rows: Path, out: Path) -> dict[str, list[str]]:
     """Each command that loads a model, with the unknown name where a model goes."""
     return {
         "generate": ["generate", "--model", "nosuch/model", "--input", str(rows), "--output", str(out / "g.jsonl")],
-        "sweep --generator": ["sweep", "--generator", "nosuch/model", "--judge", "smollm2-135m"]
+        "sweep --generator": ["sweep", "--generator", "nosuch/model", "--scoring-model", "smollm2-135m"]
         + ["--input", str(rows), "--out", str(out)],
-        "sweep --judge": ["sweep", "--generator", "smollm2-135m", "--judge", "nosuch/model"]
+        "sweep --scoring-model": ["sweep", "--generator", "smollm2-135m", "--scoring-model", "nosuch/model"]
         + ["--input", str(rows), "--out", str(out)],
         "score": ["score", "--metric", "pmi-faith", "--model", "nosuch/model", "--input", str(rows)]
         + ["--output", str(out / "s.jsonl")],

@@ -44,7 +44,7 @@ from faithkit.sweep import run as sweep_run
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "q2_wow" / "dodeca_consistent.csv"
 SETTINGS = {
     "generator": "smollm2-135m",
-    "judge": "smollm2-135m",
+    "scoring_model": "smollm2-135m",
     "chat": False,
     "input": str(DATA),
     "gold_column": "gold",

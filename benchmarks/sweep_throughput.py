@@ -86,7 +86,7 @@ def timed(function, totals: dict, key: str):
 def per_cell(config, contexts, totals: dict) -> tuple[dict, dict]:
     """Every cell generated, then scored, on its own; models loaded beforehand (not timed)."""
     model, tokenizer = models.load(config.generator)
-    judge = PMIFaith(model=config.judge, unconditional=False)
+    judge = PMIFaith(model=config.scoring_model, unconditional=False)
     documents, histories = [c.document for c in contexts], [c.history for c in contexts]
     generate(model, tokenizer, documents[:1], histories[:1], max_new_tokens=2)  # warm-up, as the sweep's first batch
     responses, scores = {}, {}
@@ -134,7 +134,7 @@ def main(argv=None) -> None:
     config = load_config(None, {**settings, "limit": args.contexts, "out": str(folder), "strategies": GRID})
     contexts = sweep_run.read_contexts(config)
 
-    for name in (config.generator, config.judge):  # the first load imports the model code: neither side's work
+    for name in (config.generator, config.scoring_model):  # the first load imports the model code: neither side's work
         models.load(name)
     sweep_totals: dict = {}
     sweep_run.generate_cells = timed(sweep_run.generate_cells, sweep_totals, "generate")

@@ -178,7 +178,7 @@ def test_building_from_a_real_sweep(tmp_path, tiny_gpt2, gpt2_tokenizer):
             "sweep",
             "--generator",
             tmp_path / "generator",
-            "--judge",
+            "--scoring-model",
             tmp_path / "judge",
             "--input",
             rows,

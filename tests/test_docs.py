@@ -230,7 +230,12 @@ def test_yaml_blocks(block, scratch, monkeypatch):
     if "strategies" in values:
         monkeypatch.chdir(scratch)
         (scratch / "sweep.yaml").write_text(block.code)
-        overrides = {"generator": "gemma3-270m", "judge": "smollm2-135m", "input": "examples/rows.jsonl", "out": "DIR"}
+        overrides = {
+            "generator": "gemma3-270m",
+            "scoring_model": "smollm2-135m",
+            "input": "examples/rows.jsonl",
+            "out": "DIR",
+        }
         config = load_config("sweep.yaml", overrides)
         assert config.cells()
 

@@ -22,7 +22,7 @@ def test_report_shows_p_values_exclusions_and_alpha_zero_folded_into_plain(brows
         [
             "--generator",
             str(models_dir / "generator"),
-            "--judge",
+            "--scoring-model",
             str(models_dir / "judge"),
             "--input",
             str(rows_file),

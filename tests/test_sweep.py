@@ -92,7 +92,7 @@ def rows_file(tmp_path):
 def config(models_dir, rows_file, tmp_path):
     return SweepConfig(
         generator=str(models_dir / "generator"),
-        judge=str(models_dir / "judge"),
+        scoring_model=str(models_dir / "judge"),
         input=str(rows_file),
         out=str(tmp_path / "sweep"),
         alpha=(0.0, 0.5),
@@ -280,9 +280,9 @@ def test_config_file_keys_and_overrides(no_model_loads, rows_file, tmp_path, mon
     path = tmp_path / "sweep.yaml"
     path.write_text("generator: g\ninput: ${data}/dev.jsonl\nout: o\nalpha: [0, 0.25]\ntop-p: 0.6\nlimit: 3\n")
     monkeypatch.setenv("FAITHKIT_DATA", str(rows_file.parent))
-    config = load_config(path, {"alpha": "0.5,1", "judge": None, "generator": None})
+    config = load_config(path, {"alpha": "0.5,1", "scoring_model": None, "generator": None})
     assert config.alpha == (0.5, 1.0) and config.top_p == (0.6,) and config.limit == 3 and config.generator == "g"
-    assert config.input_path() == rows_file and config.judge == SweepConfig.judge  # None: not given
+    assert config.input_path() == rows_file and config.scoring_model == SweepConfig.scoring_model  # None: not given
     path.write_text("generator: g\ninput: x\nout: o\ntop_pp: 0.6\nbeams: 2\n")
     with pytest.raises(ConfigError, match=r"^config file .*: unknown key 'top_pp' \(did you mean 'top_p'\?\); the"):
         load_config(path)  # the first unknown key (tests/test_options.py: the whole message)
@@ -330,7 +330,7 @@ def test_the_search_reads_from_the_config_the_entries_and_the_flag_and_the_old_k
 def test_shipped_configs_are_valid(data_dir):
     root = Path(__file__).parents[1] / "configs" / "sweep"
     smollm2 = load_config(root / "smollm2-q2wow.yaml")
-    assert len(smollm2.cells()) == 17 and smollm2.limit == 40 and smollm2.judge != smollm2.generator
+    assert len(smollm2.cells()) == 17 and smollm2.limit == 40 and smollm2.scoring_model != smollm2.generator
     assert len({shared_decode(cell) for cell in smollm2.cells()}) == 13  # alpha 0 at four top_p: plain greedy, once
     assert smollm2.input_path().exists() and smollm2.gold_column == "gold"
     paper = load_config(root / "paper-grid.yaml", {"input": "dev.jsonl"})
@@ -418,7 +418,7 @@ def test_all_four_strategies_resume_after_ctrl_c_to_the_same_table(config, tmp_p
     def command(out):
         path = tmp_path / f"{out}.yaml"
         path.write_text(
-            f"generator: {config.generator}\njudge: {config.judge}\ninput: {config.input}\n"
+            f"generator: {config.generator}\nscoring_model: {config.scoring_model}\ninput: {config.input}\n"
             f"out: {tmp_path / out}\n{FOUR_STRATEGIES}"
         )
         return ["-q", "sweep", "--config", path]
@@ -472,8 +472,8 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys, caplog):
         [
             "--generator",
             config.generator,
-            "--judge",
-            config.judge,
+            "--scoring-model",
+            config.scoring_model,
             "--input",
             config.input,
             "--out",
@@ -595,7 +595,7 @@ def test_sweep_outputs(config, models_dir, tmp_path, capsys, caplog):
     ]
     # faith-judge's weights were fitted with smollm2-135m, not this judge: the choice fell back to PMI-FAITH, and says so
     assert best["faithfulness"] == "pmi_faith" and best["faithfulness_note"] == (
-        f"faith-judge's weights were fitted with judge LM 'smollm2-135m', not {config.judge!r}, so faith_judge is on "
+        f"faith-judge's weights were fitted with 'smollm2-135m', not the scoring model {config.scoring_model!r}, so faith_judge is on "
         "another scale (refit it: docs/judge.md); the choice maximises pmi_faith instead"
     )
     assert f"note: {best['faithfulness_note']}" in printed
@@ -632,12 +632,12 @@ class FakeQ2:
 
 @pytest.mark.slow  # a whole sweep: 3 s of CPU
 def test_the_judge_is_the_default_faithfulness_and_pmi_faith_stays_in_the_table(config):
-    defaults = SweepConfig(judge="smollm2-135m")  # the judge LM faith-judge's weights were fitted with
+    defaults = SweepConfig(scoring_model="smollm2-135m")  # the LM faith-judge's weights were fitted with
     assert (
         defaults.metrics == ("faith-judge", "pmi-faith", "lexical") and defaults.faithfulness_measure == "faith_judge"
     )
     assert defaults.faithfulness_note is None
-    other = replace(defaults, judge="gemma3-270m")  # its signals are on other scales: PMI-FAITH is chosen instead
+    other = replace(defaults, scoring_model="gemma3-270m")  # other scales: PMI-FAITH is chosen instead
     assert other.faithfulness_measure == "pmi_faith" and other.faithfulness_note.endswith("maximises pmi_faith instead")
     assert replace(other, faithfulness="faith_judge").faithfulness_note.endswith("still maximises faith_judge")
     assert replace(other, metrics=("faith-judge", "lexical")).faithfulness_measure == "faith_judge"  # nothing else
@@ -713,12 +713,16 @@ def test_a_served_judge_scores_every_decoded_response_and_the_provenance_names_i
 
 def test_judging_with_the_generator_warns_and_loading_models_says_so(config, caplog):
     with caplog.at_level("INFO", logger="faithkit.sweep"):
-        run_sweep(replace(config, judge=config.generator, alpha=(0.5,), top_p=(0.6,), metrics=("pmi-faith", "lexical")))
+        run_sweep(
+            replace(
+                config, scoring_model=config.generator, alpha=(0.5,), top_p=(0.6,), metrics=("pmi-faith", "lexical")
+            )
+        )
     assert "favours the PMI-DECODE cells" in caplog.text
     assert caplog.messages[0].startswith("plan: 2 cells (2 distinct decodes) on 5 contexts")  # before any work
     assert caplog.messages[1] == f"loading generator {config.generator}…"  # before the first batch's minutes
     assert caplog.messages[2].startswith("generate: batch 1/3 (2 contexts x 2 cells) in ")
-    assert f"loading judge {config.generator} for pmi-faith…" in caplog.messages
+    assert f"loading scoring model {config.generator} for pmi-faith…" in caplog.messages
 
 
 def test_without_gold_relevance_stays_empty(config, rows_file, caplog):
@@ -988,7 +992,7 @@ def test_rerank_cells_choose_as_generate_does_and_share_the_judge_pass(
     strategies = ({"name": "rerank", "n": [3], "candidate_search": ["sample", "beam"], "fluency_tolerance": [0.5, 50]},)
     config = replace(
         config,
-        judge=str(models_dir / judge),
+        scoring_model=str(models_dir / judge),
         alpha=None,
         top_p=None,
         strategies=strategies,

@@ -279,7 +279,7 @@ def served_models(args: argparse.Namespace, names) -> dict:
 
 
 def check_models(roles: Mapping[str, str | None]) -> None:
-    """Each model named (role -> name, e.g. ``{"--judge": "gemma3-270m"}``) can be loaded, or one error naming it,
+    """Each model named (role -> name, e.g. ``{"--scoring-model": "gemma3-270m"}``) can be loaded, or one error naming it,
     before the command reads a row or writes a file (:func:`faithkit.serving.model_names.check_model_name`)."""
     from ..metrics.claim_checkers import PRESETS as CLAIM_CHECKERS
     from ..metrics.q2.specs import named_model

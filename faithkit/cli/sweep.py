@@ -53,18 +53,18 @@ def register(subparsers) -> None:
 
     parser = subparsers.add_parser(
         "sweep",
-        usage="faithkit sweep --generator MODEL --judge MODEL --input ROWS --out DIR [options]\n"
+        usage="faithkit sweep --generator MODEL --scoring-model MODEL --input ROWS --out DIR [options]\n"
         "       faithkit sweep --config FILE.yaml [options]",
         help="decoding strategies over a grid, judged for faithfulness, relevance and fluency",
         description="Decode every cell of a grid of decoding strategies (plain decoding the baseline) and judge "
-        "the responses under --judge for faithfulness, fluency, knowledge precision and relevance to the gold, "
+        "the responses under --scoring-model for faithfulness, fluency, knowledge precision and relevance to the gold, "
         "each with a 95% interval and a paired test against the baseline. Writes cells/, scores.jsonl, "
         "sweep.csv, best.json, heatmaps/ and report.html to --out (a rerun resumes). --config's keys are named "
         "like the options, which win. See docs/sweeps.md and docs/reports.md.",
     )
     run_group = parser.add_argument_group("what to run")
     add_flags(run_group, SweepRun, names=("config",))
-    add_flags(run_group, SweepConfig, names=("generator", "judge", "input", "out"), unset=None)
+    add_flags(run_group, SweepConfig, names=("generator", "scoring_model", "input", "out"), unset=None)
     add_flags(run_group, SweepRun, names=("restart",))
     add_flags(run_group, SweepConfig, names=("limit",), unset=None)
     grid = parser.add_argument_group("grid and decoding")
@@ -102,7 +102,7 @@ def _config(args):
 def run(args) -> int:
     config = _config(args)
     served_judges(config)  # a served judge's server is asked, and a missing --server named, before any model loads
-    check_models({"--generator": config.generator, "--judge": config.judge})  # from the config file too
+    check_models({"--generator": config.generator, "--scoring-model": config.scoring_model})  # from the config file too
     from ..sweep import run_sweep  # torch, scipy: after the checks
 
     result = run_sweep(config, restart=args.restart)  # stopped, faithkit.cli.main says the command that continues

@@ -59,16 +59,16 @@ class SweepConfig:
     cells use ``num_beams``, ``sample`` and ``beam_sample`` ones ``temperature``, ``top_k`` and
     ``seed`` (every row draws from its own generator seeded by the seed and its id, so a resumed
     sweep draws what an uninterrupted one would). ``metrics``: any of the registry's metrics with
-    measures, e.g. ``faith-judge`` (the fitted faithfulness judge under ``judge``, the default
+    measures, e.g. ``faith-judge`` (the fitted faithfulness judge under ``scoring_model``, the default
     ``faithfulness``: unlike PMI-FAITH it does not simply reward copying the document),
-    ``pmi-faith`` (PMI-FAITH and fluency under ``judge``), ``q2`` (``q2_preset:
+    ``pmi-faith`` (PMI-FAITH and fluency under ``scoring_model``), ``q2`` (``q2_preset:
     offline`` for the offline models) and ``lexical`` (knowledge precision; BLEU and token F1
     against the gold response); the response form (words, empty, repeated) is always measured.
     The gold response is ``gold_column``, else a ``gold``/``reference`` column, else the input's
     response column; without one the relevance columns stay empty (a warning says so).
     ``best.json`` picks the cell with the highest ``faithfulness`` whose ``relevance`` is at least
     the baseline's minus ``tolerance`` and whose ``fluency`` is at least the baseline's minus
-    ``fluency_tolerance`` (``fluency`` unset: the judge's fluency when ``pmi-faith`` is measured,
+    ``fluency_tolerance`` (``fluency`` unset: the scoring model's fluency when ``pmi-faith`` is measured,
     else no such bound), and says whether it is significantly more faithful than the baseline
     (paired permutation test, p < ``significance``). Intervals are 95% bootstraps over contexts
     (``resamples`` draws). ``device`` and ``dtype`` (:data:`faithkit.serving.precision.DTYPES`) apply to every model
@@ -78,10 +78,10 @@ class SweepConfig:
     generator: str = option(
         "", "model to decode with: hub id, folder or offline name", flag_type=PathArg("model"), metavar="MODEL"
     )
-    judge: str = option(
+    scoring_model: str = option(
         JUDGE_LM,
-        "causal LM that judges: it drives PMI-FAITH, fluency and faith-judge (whose weights were fitted "
-        "with smollm2-135m); a hub id, a folder or an offline name (smollm2-135m, gemma3-270m)",
+        "causal LM the metrics score with: PMI-FAITH, fluency, faith-judge (fitted with smollm2-135m); "
+        "a hub id, folder or offline name",
         flag_type=PathArg("model"),
         metavar="MODEL",
     )
@@ -242,32 +242,32 @@ class SweepConfig:
     @property
     def faithfulness_measure(self) -> str | None:
         """The measure best.json maximises: ``faithfulness`` if set, else the claim checker's when faithkit-checker is
-        measured (the judge closest to readers), else faith-judge's if measured and its weights fit the judge LM (see
+        measured (the judge closest to readers), else faith-judge's if measured and its weights fit the scoring model (see
         :attr:`faithfulness_note`), else PMI-FAITH's."""
         if self.faithfulness:
             return self.faithfulness
         if "faithkit-checker" in self.metrics:
             return "faithkit_checker"
-        if "faith-judge" in self.metrics and (self.judge_fits_weights or "pmi-faith" not in self.metrics):
+        if "faith-judge" in self.metrics and (self.scoring_model_fits_weights or "pmi-faith" not in self.metrics):
             return "faith_judge"
         return "pmi_faith" if "pmi-faith" in self.metrics else None
 
     @property
-    def judge_fits_weights(self) -> bool:
-        """Whether ``judge`` is the LM faith-judge's weights were fitted with (another LM's signals are on other
+    def scoring_model_fits_weights(self) -> bool:
+        """Whether ``scoring_model`` is the LM faith-judge's weights were fitted with (another LM's signals are on other
         scales, so its faith_judge is no valid score)."""
-        return _fitted_with(str(self.judge))
+        return _fitted_with(str(self.scoring_model))
 
     @property
     def faithfulness_note(self) -> str | None:
-        """What the sweep's outputs say when faith_judge is measured under a judge LM its weights were not fitted
+        """What the sweep's outputs say when faith_judge is measured under a scoring model its weights were not fitted
         with: that the choice fell back to PMI-FAITH, or (``faithfulness`` set, or no pmi-faith) that it did not."""
-        if "faith-judge" not in self.metrics or self.judge_fits_weights:
+        if "faith-judge" not in self.metrics or self.scoring_model_fits_weights:
             return None
         from ..metrics.registry import faith_judge_lm
 
         why = (
-            f"faith-judge's weights were fitted with judge LM {faith_judge_lm()!r}, not {self.judge!r}, so "
+            f"faith-judge's weights were fitted with {faith_judge_lm()!r}, not the scoring model {self.scoring_model!r}, so "
             "faith_judge is on another scale (refit it: docs/judge.md)"
         )
         if self.faithfulness_measure == "pmi_faith":
@@ -276,7 +276,7 @@ class SweepConfig:
 
     @property
     def fluency_measure(self) -> str | None:
-        """The measure best.json bounds like relevance: ``fluency`` if set, else the judge's fluency if measured."""
+        """The measure best.json bounds like relevance: ``fluency`` if set, else the scoring model's fluency if measured."""
         return self.fluency or ("fluency" if "pmi-faith" in self.metrics else None)
 
     @property
@@ -321,7 +321,7 @@ class SweepConfig:
 
     def reads(self) -> list[Path | str]:
         """What the sweep reads, which its outputs may not replace: the rows, the chosen files and the models."""
-        return [self.input_path(), *(self.chosen or ()), self.generator, self.judge]
+        return [self.input_path(), *(self.chosen or ()), self.generator, self.scoring_model]
 
     def generation_fingerprint(self) -> dict:
         """What every cell's responses depend on besides the cell (its label names its file): not the grid, not
@@ -338,19 +338,19 @@ class SweepConfig:
 
 
 @lru_cache(maxsize=8)
-def _fitted_with(judge: str) -> bool:
-    """Whether ``judge`` is the LM faith-judge's weights were fitted with: the same name, or (a folder) the same
+def _fitted_with(model: str) -> bool:
+    """Whether ``model`` is the LM faith-judge's weights were fitted with: the same name, or (a folder) the same
     model; two names that are no folders differ without loading anything (torch stays unimported)."""
     from pathlib import Path
 
     from ..metrics.registry import faith_judge_lm
 
     fitted = faith_judge_lm()
-    if judge == fitted or not Path(judge).expanduser().exists():
-        return judge == fitted
+    if model == fitted or not Path(model).expanduser().exists():
+        return model == fitted
     from ..serving import models
 
-    return models.identity(judge) == models.identity(fitted)
+    return models.identity(model) == models.identity(fitted)
 
 
 def load_config(path: str | Path | None = None, overrides: dict | None = None) -> SweepConfig:

@@ -6,7 +6,7 @@ file. The sweep's measures need a pass per model-backed metric over every cell's
 rerank cell's choice needs its candidates judged by its judge, with their fluency under the
 generator (:class:`faithkit.generation.rerank.Judges`). A rerank scorer that is one of the sweep's
 (same metric, model and layout, by :func:`~faithkit.metrics.registry.metric_fingerprint`)
-scores the candidates in that pass, so each context runs through the judge once for the grid's
+scores the candidates in that pass, so each context runs through the scoring model once for the grid's
 responses and the candidates; any other gets a pass of its own under the generator
 (``candidates/<metric>.jsonl``). The passes that score candidates run first, then each rerank
 cell chooses by the strategy's rule (:func:`faithkit.decoding.rerank.choose`), then the passes
@@ -50,7 +50,7 @@ class Pass:
     path: Path
     fingerprint: dict
     build: Callable[[], Any]
-    models: str  # for the progress line: "judge gemma3-270m", "the generator"
+    models: str  # for the progress line: "scoring model gemma3-270m", "the generator"
     metric: str
     texts: dict[str, dict[str, str]] = field(default_factory=dict)
     records: dict[str, dict] = field(default_factory=dict)
@@ -207,7 +207,7 @@ def _sweep_pass(config: SweepConfig, out: Path, name: str) -> Pass:
     if "server" in spec.options:
         models = f"the model served at {config.server}"
     elif "model" in spec.options:
-        models = f"judge {config.judge}"
+        models = f"scoring model {config.scoring_model}"
     else:
         models = f"the {config.q2_preset or 'hub'} {name} models"
     return Pass(
@@ -301,13 +301,13 @@ def score_path(out: Path, metric: str) -> Path:
 
 
 def metric_options(config: SweepConfig, spec) -> dict:
-    """The constructor options the sweep gives a model-backed metric: the judge, the Q² preset, the served model
+    """The constructor options the sweep gives a model-backed metric: the scoring model, the Q² preset, the served model
     (llm-judge; its API key from ``$OPENAI_API_KEY``, never a setting), device and dtype.
 
     PMI-FAITH skips its two unconditional views (half the work): the sweep reports PMI-FAITH and
     fluency, which need only the document+history and history views."""
     given = {
-        "model": config.judge,
+        "model": config.scoring_model,
         "preset": config.q2_preset,
         "server": config.server,
         "served_model": config.served_model,
@@ -333,12 +333,12 @@ def served_judges(config: SweepConfig) -> dict:
 def _warn_if_self_judged(config: SweepConfig) -> None:
     from ..serving import models
 
-    if models.resolve(config.judge) == models.resolve(config.generator):
+    if models.resolve(config.scoring_model) == models.resolve(config.generator):
         logger.warning(
-            "the judge %s is also the generator: PMI-DECODE chose its tokens to raise this model's own "
-            "PMI, so PMI-FAITH under it favours the PMI-DECODE cells by construction; judge with another "
-            "model (--judge) for a fair comparison",
-            config.judge,
+            "the scoring model %s is also the generator: PMI-DECODE chose its tokens to raise this model's own "
+            "PMI, so PMI-FAITH under it favours the PMI-DECODE cells by construction; score with another "
+            "model (--scoring-model) for a fair comparison",
+            config.scoring_model,
         )
 
 

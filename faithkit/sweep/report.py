@@ -5,10 +5,10 @@ cell every measure with its 95% interval and, where it has a direction, its pair
 mark when that difference is significant; cells that decode alike share one line (``plain greedy = pmi greedy
 alpha=0 …``), cells the rule left out are greyed with the reason, and a click on a column head
 sorts by it. Beside it, the chosen cell with its trade-offs (each measure significantly worse
-than the baseline), and a note when faith_judge's weights do not fit the judge LM, so that the choice fell back to
+than the baseline), and a note when faith_judge's weights do not fit the scoring model, so that the choice fell back to
 PMI-FAITH. Then a collapsible sample of contexts: each with its document, history and
 gold response, and every distinct decode's response beside its name, its tokens coloured by
-their PMI-FAITH contribution under the judge (:func:`faithkit.explain.highlight_tokens`, the
+their PMI-FAITH contribution under the scoring model (:func:`faithkit.explain.highlight_tokens`, the
 colouring of ``faithkit explain``). No external assets; a few lines of script sort the table.
 """
 
@@ -152,7 +152,7 @@ def write_report(path: Path, config: SweepConfig, outcome: SweepOutcome, made_by
     ]
     header = (
         f'<header><h1>faithkit sweep: {escape(str(config.generator))}</h1><div class="summary">'
-        f"<span>contexts <b>{len(contexts)}</b></span><span>judge <b>{escape(str(config.judge))}</b></span>"
+        f"<span>contexts <b>{len(contexts)}</b></span><span>scoring model <b>{escape(str(config.scoring_model))}</b></span>"
         f"<span>cells <b>{len(table)}</b></span></div>"
         f'<div class="controls">{pmi_legend()} · the chosen cell is framed in red</div>'
         + (provenance.html(made_by) if made_by else "")

@@ -5,8 +5,8 @@ The output folder ``DIR`` holds:
     cells/<cell>.jsonl    per input row: id, document, history, gold, response (written as produced)
     candidates/           a rerank cell's candidates (greedy, responses: faithkit rerank's input form) and, when
                           its judge is no scorer of the sweep, their scores under that judge (sweep/judging.py)
-    scores.jsonl          PMI-FAITH under the judge per response (id "<cell>/<row id>"): pmi, tokens, token_pmi, …
-                          (read off faith-judge.jsonl's rows when both are measured: one judge-LM pass)
+    scores.jsonl          PMI-FAITH under the scoring model per response (id "<cell>/<row id>"): pmi, tokens, token_pmi, …
+                          (read off faith-judge.jsonl's rows when both are measured: one scoring-model pass)
     <metric>.jsonl        any other model-backed metric asked for, e.g. q2.jsonl (Q² with its explanations)
     sweep.csv             one row per cell: each measure with its 95% interval and paired p against the baseline
     sweep.csv.provenance.json   what made the sweep (:mod:`faithkit.provenance`), which best.json, report.html and
@@ -15,7 +15,7 @@ The output folder ``DIR`` holds:
     heatmaps/<measure>.png, report.html
 
 The cell and score files are :mod:`faithkit.data.jobs` outputs: each has its fingerprint beside it
-(the generator and judge by :func:`faithkit.serving.models.identity`), so a rerun with other settings
+(the generator and scoring model by :func:`faithkit.serving.models.identity`), so a rerun with other settings
 stops saying what changed, and a rerun with the same ones resumes where it stopped:
 generation batch by batch and cell by cell, scoring group by group. Batches are the same in
 every run (contexts sorted by length, then cut every ``batch_size``), so a resumed sweep
@@ -153,7 +153,7 @@ def saved(out: Path, generations: int) -> str:
 
 
 def sweep_provenance(config: SweepConfig) -> dict:
-    """What made the sweep: its generator, its judge, every other model a metric reads (a claim checker's, Q²'s
+    """What made the sweep: its generator, its scoring model, every other model a metric reads (a claim checker's, Q²'s
     stages, adapters with their base) and any served judge, its input, every setting (file or flag) off its default
     and each metric's options."""
     from ..metrics.model_roles import models_read
@@ -164,10 +164,10 @@ def sweep_provenance(config: SweepConfig) -> dict:
         role: model
         for name in config.metrics
         for role, model in models_read(name, options[name]).items()
-        if model != config.judge  # the judge's own role names it
+        if model != config.scoring_model  # the scoring model's own role names it
     }
     return provenance.record(
-        {"generator": config.generator, "judge": config.judge, **read, **served_judges(config)},
+        {"generator": config.generator, "scoring_model": config.scoring_model, **read, **served_judges(config)},
         config.input_path(),
         provenance.changed_fields(config),
         {name: {**option_defaults(name), **options[name]} for name in config.metrics},

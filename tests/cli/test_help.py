@@ -46,7 +46,7 @@ def test_sweep_help_is_short_and_groups_its_options(faithkit):
     run = faithkit("sweep", "--help")
     usage = run.out.split("\n\n")[0]
     assert usage == (
-        "usage: faithkit sweep --generator MODEL --judge MODEL --input ROWS --out DIR [options]\n"
+        "usage: faithkit sweep --generator MODEL --scoring-model MODEL --input ROWS --out DIR [options]\n"
         "       faithkit sweep --config FILE.yaml [options]"
     )
     said = " ".join(run.out.split())
@@ -59,9 +59,9 @@ def test_sweep_help_is_short_and_groups_its_options(faithkit):
     assert len(run.out.splitlines()) <= 140  # 170 before the usage line and the description were cut
 
 
-def test_the_judge_s_help_says_it_drives_pmi_faith_and_faith_judge(faithkit):
+def test_the_scoring_model_s_help_says_it_drives_pmi_faith_and_faith_judge(faithkit):
     help_text = " ".join(faithkit("sweep", "--help").out.split())
-    assert "--judge MODEL causal LM that judges: it drives PMI-FAITH, fluency and faith-judge" in help_text
+    assert "--scoring-model MODEL causal LM the metrics score with: PMI-FAITH, fluency, faith-judge" in help_text
 
 
 def test_score_help_lists_the_metrics_one_per_line(faithkit):

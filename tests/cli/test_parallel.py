@@ -139,7 +139,7 @@ def runs(model_folder, tmp_path_factory):
         "sweep",
         "--generator",
         model_folder,
-        "--judge",
+        "--scoring-model",
         model_folder,
         "--input",
         sweep_rows,

@@ -73,7 +73,7 @@ def test_the_record_names_models_data_options_version_and_command(model_folder, 
 def test_a_sweeps_settings_off_their_defaults_from_file_and_flags(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     (tmp_path / "sweep.yaml").write_text("top_p: [0.8]\nmax_new_tokens: 7\n")
-    config = load_config("sweep.yaml", {"generator": "G", "judge": None, "input": "rows.jsonl", "out": "o"})
+    config = load_config("sweep.yaml", {"generator": "G", "scoring_model": None, "input": "rows.jsonl", "out": "o"})
     assert provenance.changed_fields(config) == {
         "generator": "G",
         "input": "rows.jsonl",
@@ -87,7 +87,7 @@ def test_sweep_outputs_say_what_made_them(faithkit, model_folder, tmp_path):
     rows, out = write_jsonl(tmp_path / "rows.jsonl", ROWS), tmp_path / "sweep"
     run = faithkit(
         "sweep",
-        *("--generator", model_folder, "--judge", model_folder, "--input", rows, "--out", out),
+        *("--generator", model_folder, "--scoring-model", model_folder, "--input", rows, "--out", out),
         *("--alpha", "0.5", "--top-p", "1", "--max-new-tokens", "3", "--metrics", "pmi-faith,lexical"),
     )
     assert run.code == 0, run.err
@@ -95,7 +95,7 @@ def test_sweep_outputs_say_what_made_them(faithkit, model_folder, tmp_path):
     best = json.loads((out / "best.json").read_text())
     record = best["provenance"]
     options = {"alpha": [0.5], "top_p": [1.0], "generation": {"max_new_tokens": 3}, "out": str(out)}
-    check_record(record, "sweep", {"generator": folder, "judge": folder}, [rows], options)
+    check_record(record, "sweep", {"generator": folder, "scoring_model": folder}, [rows], options)
     assert list(record["metric_options"]) == ["pmi-faith", "lexical"]
     assert record["metric_options"]["pmi-faith"]["normalize"] == "mean"  # defaults included
     assert json.loads((out / "sweep.csv.provenance.json").read_text()) == {"provenance": record}

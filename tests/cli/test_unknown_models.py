@@ -22,12 +22,12 @@ def commands(rows, out):
     return {
         "generate": (["generate", "--model", "nosuch/model", "--input", rows, "--output", out / "g.jsonl"], "--model"),
         "sweep generator": (
-            ["sweep", "--generator", "nosuch/model", "--judge", "smollm2-135m", "--input", rows, "--out", out],
+            ["sweep", "--generator", "nosuch/model", "--scoring-model", "smollm2-135m", "--input", rows, "--out", out],
             "--generator",
         ),
-        "sweep judge": (
-            ["sweep", "--generator", "smollm2-135m", "--judge", "nosuch/model", "--input", rows, "--out", out],
-            "--judge",
+        "sweep scoring model": (
+            ["sweep", "--generator", "smollm2-135m", "--scoring-model", "nosuch/model", "--input", rows, "--out", out],
+            "--scoring-model",
         ),
         "score": (
             ["score", "--metric", "pmi-faith", "--model", "nosuch/model", "--input", rows, "--output", out / "s.jsonl"],
@@ -95,8 +95,8 @@ def test_under_hf_hub_offline_the_hub_is_not_asked(monkeypatch):
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
     monkeypatch.setattr(huggingface_hub, "model_info", lambda *a, **k: asked.append(a))
     with pytest.raises(Exception, match="HF_HUB_OFFLINE is set, so the hub was not asked") as error:
-        check_model_name("nosuch/model", "--judge")
-    assert str(error.value).startswith("--judge 'nosuch/model' is not an offline name") and asked == []
+        check_model_name("nosuch/model", "--scoring-model")
+    assert str(error.value).startswith("--scoring-model 'nosuch/model' is not an offline name") and asked == []
 
 
 def test_a_name_the_hub_has_not_a_folder_not_an_id_and_a_known_name(monkeypatch, model_folder, tmp_path):
