@@ -153,6 +153,7 @@ COVERED = (
     "faithkit.decoding.base",
     "faithkit.decoding.generation_options",
     "faithkit.decoding.inputs",
+    "faithkit.decoding.sampling",
     "faithkit.decoding.strategies",
     "faithkit.decoding.two_view.cad",
     "faithkit.decoding.two_view.custom_generate",

@@ -13,7 +13,7 @@ import torch
 from faithkit.decoding import generate, generate_grid, row_seed
 from faithkit.decoding.rerank import Rerank, candidate_seeds, choose, rerank, why_chosen
 from faithkit.decoding.strategies import Cell, strategy_from_dict
-from faithkit.decoding.two_view.processor import RowSampler
+from faithkit.decoding.sampling import RowSampler
 from faithkit.errors import ConfigError
 from faithkit.prompts import DEFAULT_TEMPLATE, as_history
 from faithkit.generation.rerank import Judges

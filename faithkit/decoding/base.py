@@ -179,6 +179,6 @@ class Plain(Strategy):
         return True
 
     def processors(self, sampling: Sampling | None = None) -> list:
-        from .two_view.processor import RowSampler
+        from .sampling import RowSampler
 
         return [] if sampling is None else [RowSampler(**sampling._asdict())]
