@@ -1,7 +1,7 @@
-"""Does the sweep's fluency measure (the judge's mean token log P(response | history)) tell word salad apart, and does
+"""Does the sweep's fluency measure (the scoring model's mean token log P(response | history)) tell word salad apart, and does
 it leave faithful responses alone?
 
-On the first ``--rows`` rows of BEGIN's WoW dev file, PMI-FAITH under the judge (gemma3-270m,
+On the first ``--rows`` rows of BEGIN's WoW dev file, PMI-FAITH under the scoring model (gemma3-270m,
 as in configs/sweep/smollm2-q2wow-strategies.yaml) scores each response and a copy with its
 words shuffled (seeded): the same words, no grammar, the kind of output degenerate decoding
 settings produce. Reported:
@@ -12,7 +12,7 @@ settings produce. Reported:
   AUROC of fluency for BEGIN's positive class: a bound on fluency should not be a hidden
   faithfulness criterion.
 
-Each figure is given for the sweep's fluency, log P(r | h), and for the judge's log P(r | d, h)
+Each figure is given for the sweep's fluency, log P(r | h), and for the scoring model's log P(r | d, h)
 (``*_given_document``), which does not count a response's use of the document against it.
 
 The last line printed is one JSON object.
@@ -52,13 +52,13 @@ def shuffled(text: str, rng: random.Random) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=120, help="BEGIN WoW dev rows (default 120)")
-    parser.add_argument("--judge", default="gemma3-270m")
+    parser.add_argument("--scoring-model", default="gemma3-270m")
     parser.add_argument("--threads", type=int, default=1)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     rows = [row for row in load_begin([data_root() / "begin" / "begin_dev_wow.tsv"]) if not row.error][: args.rows]
     rng = random.Random(0)
-    judge = PMIFaith(model=args.judge, unconditional=False)
+    judge = PMIFaith(model=args.scoring_model, unconditional=False)
     started, cpu = time.perf_counter(), time.process_time()
     responses = [row.response for row in rows] + [shuffled(row.response, rng) for row in rows]
     scores = judge.compute_rows([row.document for row in rows] * 2, [row.history for row in rows] * 2, responses)
@@ -68,7 +68,7 @@ def main(argv=None) -> None:
     positive = [label == POSITIVE for label in labels]
     figures = {
         "rows": len(rows),
-        "judge": args.judge,
+        "scoring_model": args.scoring_model,
         "pmi_auroc_original_vs_shuffled": round(auroc(pmi, kind), 3),
         "label_counts": {label: labels.count(label) for label in sorted(set(labels))},
     }

@@ -89,7 +89,7 @@ def main(argv=None) -> None:
     parser.add_argument("--per-file", type=int, default=50)
     parser.add_argument("--max-new-tokens", type=int, default=40)
     parser.add_argument("--batch-size", type=int, default=10)
-    parser.add_argument("--judge", default="gemma3-270m")
+    parser.add_argument("--scoring-model", default="gemma3-270m")
     parser.add_argument("--out", default="/tmp/faithkit_bench/pmi_decode_effect.jsonl")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     parser.add_argument("--examples", type=int, default=4, help="side-by-side examples to print")
@@ -117,7 +117,7 @@ def main(argv=None) -> None:
     from faithkit.metrics import PMIFaith
     from faithkit.metrics.lexical import Lexical
 
-    judge = PMIFaith(model=args.judge, unconditional=False)
+    judge = PMIFaith(model=args.scoring_model, unconditional=False)
     summary = {}
     for setting in SETTINGS:
         texts = [responses[(setting, c["id"])] for c in contexts]
