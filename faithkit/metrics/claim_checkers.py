@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ModelNotAvailableError
 from ..serving.model_names import is_adapter_folder
 from .base import Metric, check_columns
 from .faithkit_checker import ADAPTERS, DEFAULT_ADAPTER, three_way_row
@@ -309,7 +310,17 @@ def load_support_model(preset: CheckerPreset, name: str | None, device=None, bat
         model, tokenizer = load_hhem(name, device, dtype)
     else:
         kind = "sequence-classification" if preset.architecture == "sequence-classification" else "seq2seq"
-        model, tokenizer = models.load(name, kind=kind, device=device, dtype=dtype)
+        try:
+            model, tokenizer = models.load(name, kind=kind, device=device, dtype=dtype)
+        except ModelNotAvailableError:
+            if Path(name).expanduser().exists():
+                raise
+            raise ModelNotAvailableError(  # the offline names are causal LMs, which no hub checker can read
+                f"claim checker {preset.name}: '{name}' is not a local folder or in the Hugging Face cache, and could "
+                f"not be downloaded; give a local copy of a {preset.name} checkpoint (nli_model=FOLDER, "
+                f"--nli-model FOLDER), or check claims offline with faithkit-checker, or download it where the hub "
+                f"is reachable (`hf download {name}`) and copy the cache"
+            ) from None
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     if not tokenizer.is_fast:

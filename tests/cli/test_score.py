@@ -338,5 +338,10 @@ def test_a_run_that_fails_before_its_first_row_leaves_no_file(faithkit, monkeypa
     rows = write_jsonl(tmp_path / "rows.jsonl", [{"id": "a", "document": "Apples grow.", "response": "They grow."}])
     output = ["--output", tmp_path / "out.jsonl"] if command == "score" else ["--html", tmp_path / "out.html"]
     run = faithkit(command, "--metric", "minicheck-roberta-large", "--input", rows, *output)
-    assert run.code == 2 and run.error_lines[0].startswith("error: Model 'lytang/MiniCheck-RoBERTa-Large' is not")
+    assert run.code == 2 and run.error_lines == [
+        "error: claim checker minicheck-roberta-large: 'lytang/MiniCheck-RoBERTa-Large' is not a local folder or in "
+        "the Hugging Face cache, and could not be downloaded; give a local copy of a minicheck-roberta-large "
+        "checkpoint (nli_model=FOLDER, --nli-model FOLDER), or check claims offline with faithkit-checker, or "
+        "download it where the hub is reachable (`hf download lytang/MiniCheck-RoBERTa-Large`) and copy the cache"
+    ]  # not the offline causal LMs, which it cannot read
     assert sorted(path.name for path in tmp_path.iterdir()) == ["rows.jsonl"]
