@@ -1,7 +1,7 @@
 # Two commands from a fresh clone: `make demo` runs the README's demo, `make test` the test suite's inner loop.
 # Both install what they need first (once: scripts/install.sh --if-needed skips a complete install).
 # The tests run on every core (pytest-xdist; tests/conftest.py groups the work). `make test` runs every test not marked
-# `slow` (within 4 minutes on 2 cores); `make test-slow` runs the slow ones (real models, training runs, browsers,
+# `slow` (280 s of CPU: docs/contributing.md); `make test-slow` runs the slow ones (real models, training runs, browsers,
 # subprocesses); CI (.ci/run) runs both, so every test runs there.
 PYTHON ?= python
 TEST_WORKERS ?= auto
