@@ -510,7 +510,7 @@ def test_the_rated_recipe_is_the_gemma_one_with_rated_data_and_a_smaller_peak():
     assert {k: v for k, v in rated_recipe["data"].items() if gemma["data"].get(k) != v} == {
         "output": "runs/checker-data-rated",
         "rated": ["benchmarks/data/ratings/rated-valid_freq.jsonl"],
-        "rated_test_share": 0.3,
+        "rated_test_share": 0.0,
     }
     assert {k: v for k, v in rated_recipe["training"].items() if gemma["training"].get(k) != v} == {
         "data": "runs/checker-data-rated",
