@@ -515,6 +515,7 @@ def test_the_rated_recipe_is_the_gemma_one_with_rated_data_and_a_smaller_peak():
     assert {k: v for k, v in rated_recipe["training"].items() if gemma["training"].get(k) != v} == {
         "data": "runs/checker-data-rated",
         "output": "runs/checker-gemma-rated",
+        "epochs": 1.0,
         "micro_batch_size": 2,
         "mixed_precision": "no",
     }
