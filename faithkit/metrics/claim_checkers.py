@@ -388,11 +388,11 @@ class ClaimChecker(Metric):
     ...     responses=["They live only in Antarctica. I love them!", "They live in the Arctic, close to polar bears."],
     ... )
     >>> [round(p, 2) for p in result["faithkit_checker"]], result["faithkit_checker_verdict"]  # P(faithful), verdict
-    ([0.76, 0.42], [1.0, 0.0])
+    ([0.71, 0.26], [1.0, 0.0])
     >>> [round(p, 2) for p in result["faithkit_checker_supported"]], [round(p, 2) for p in result["faithkit_checker_hallucination"]]
-    ([0.58, 0.35], [0.24, 0.58])
+    ([0.7, 0.21], [0.29, 0.74])
     >>> [[(s["text"], round(s["unsupported"], 2)) for s in sentences] for sentences in result["sentences"]]
-    [[('They live only in Antarctica.', 0.24), ('I love them!', 0.0)], [('They live in the Arctic, close to polar bears.', 0.58)]]
+    [[('They live only in Antarctica.', 0.29), ('I love them!', 0.0)], [('They live in the Arctic, close to polar bears.', 0.74)]]
     ```
 
     MiniCheck's call (:meth:`score`): documents and claims in, a label and a probability per claim out:
@@ -404,7 +404,7 @@ class ClaimChecker(Metric):
     ...     histories=[["Where do emperor penguins live?"]] * 2,
     ... )
     >>> labels, [round(p, 2) for p in probabilities]  # 1 supported, 0 not; P(faithful)
-    ([1, 0], [0.76, 0.42])
+    ([1, 0], [0.71, 0.26])
     >>> checker.score(documents=[document] * 2, claims=["They live only in Antarctica."])
     Traceback (most recent call last):
       ...

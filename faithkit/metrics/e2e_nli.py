@@ -36,7 +36,7 @@ class E2ENLI(Metric):
     >>> result = metric.compute(documents=[document] * 2,
     ...                         responses=["They live only in Antarctica.", "They live in the Arctic, close to polar bears."])
     >>> result["label"], result["e2e_nli"]
-    (['entailment', 'neutral'], [1.0, 0.5])
+    (['entailment', 'contradiction'], [1.0, 0.0])
     ```
     """
 

@@ -42,7 +42,7 @@ ADAPTERS = {
 }
 """The adapter folders of faithkit's checker by base model (``adapter_config.json`` names it): the presets
 ``faithkit-checker-<name>`` read them."""
-DEFAULT_ADAPTER = "smollm2"
+DEFAULT_ADAPTER = "gemma"
 """The adapter of ``faithkit-checker`` (its score keys stay ``faithkit_checker…`` whichever it is)."""
 ADAPTER = ADAPTERS[DEFAULT_ADAPTER]
 
@@ -114,7 +114,7 @@ def encode(tokenizer, texts: Sequence[str]):
     >>> from faithkit.metrics.faithkit_checker import encode, load_checker
     >>> checker = load_checker()
     >>> encode(checker.tokenizer, ["Short.", "A longer prompt."])["attention_mask"].tolist()
-    [[1, 1, 0, 0], [1, 1, 1, 1]]
+    [[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]]
     ```
     """
     return tokenizer(list(texts), padding=True, return_tensors="pt", add_special_tokens=True)
@@ -163,7 +163,7 @@ def backbone(model):
     ```python
     >>> from faithkit.metrics.faithkit_checker import backbone, load_checker
     >>> type(backbone(load_checker().model)).__name__
-    'LlamaModel'
+    'Gemma3TextModel'
     ```
     """
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
@@ -197,7 +197,7 @@ class CheckerModel:
     >>> responses = ["They live only in Antarctica.", "They live in the Arctic, close to polar bears.", "I love penguins!"]
     >>> probabilities = checker([document] * 3, responses, [["Where do emperor penguins live?"]] * 3)
     >>> [[round(p, 2) for p in row] for row in probabilities]  # P(supported), P(generic), P(unsupported)
-    [[0.58, 0.17, 0.24], [0.35, 0.07, 0.58], [0.0, 1.0, 0.0]]
+    [[0.7, 0.0, 0.29], [0.21, 0.05, 0.74], [0.0, 0.99, 0.0]]
     ```
     """
 
@@ -247,7 +247,7 @@ def load_checker(name: str | None = None, device=None, dtype=None, batch_size: i
     >>> from faithkit.metrics.faithkit_checker import load_checker
     >>> checker = load_checker()
     >>> type(checker).__name__, checker.tokenizer.convert_ids_to_tokens(checker.label_ids)
-    ('CheckerModel', ['ĠYes', 'ĠGeneric', 'ĠNo'])
+    ('CheckerModel', ['▁Yes', '▁Generic', '▁No'])
     ```
     """
     from ..serving import models

@@ -33,7 +33,7 @@ def models_read(name: str, options: Mapping[str, object]) -> dict[str, str]:
     {'pmi-faith --model': 'smollm2-135m'}
     >>> roles = models_read("faithkit-checker", {})  # its default: the shipped adapter, on its base model
     >>> list(roles), roles["faithkit-checker --nli-model base"]
-    (['faithkit-checker --nli-model', 'faithkit-checker --nli-model base'], 'smollm2-135m')
+    (['faithkit-checker --nli-model', 'faithkit-checker --nli-model base'], 'gemma3-270m')
     ```
     """
     spec = get_spec(name)

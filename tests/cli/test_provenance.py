@@ -248,13 +248,16 @@ def test_every_metric_names_a_model_it_reads_by_default():
         assert all(role.startswith(f"{name} --") for role in read), read
     assert models_read("faithkit-checker", {}) == {
         "faithkit-checker --nli-model": str(ADAPTER),
-        "faithkit-checker --nli-model base": "smollm2-135m",
+        "faithkit-checker --nli-model base": "gemma3-270m",
     }
-    assert models_read("faithkit-checker-gemma", {}) == {"faithkit-checker-gemma --nli-model": str(ADAPTERS["gemma"])}
+    assert models_read("faithkit-checker-smollm2", {}) == {
+        "faithkit-checker-smollm2 --nli-model": str(ADAPTERS["smollm2"]),
+        "faithkit-checker-smollm2 --nli-model base": "smollm2-135m",
+    }
     assert models_read("q2", {"preset": "offline"}) == {
         "q2 --qa-model": "smollm2-135m",
         "q2 --nli-model": str(ADAPTER),
-        "q2 --nli-model base": "smollm2-135m",
+        "q2 --nli-model base": "gemma3-270m",
     }
     assert models_read("minicheck-roberta-large", {}) == {
         "minicheck-roberta-large --nli-model": "lytang/MiniCheck-RoBERTa-Large"
