@@ -63,6 +63,14 @@ def browser(tmp_path):
         driver.quit()
 
 
+def reload(driver) -> None:
+    """``driver.refresh()`` once the page's last save has left it: Chromium hands a page's localStorage writes to the
+    browser process asynchronously, and a reload at once can read the state from before them (it did on a loaded CI
+    machine, twice); a person never reloads within a second of a key press."""
+    time.sleep(1.0)
+    driver.refresh()
+
+
 def planned_key(item: int, question: int) -> str:
     """The key pressed for question 0..5 (response 1's three, then response 2's) of item 0..ITEMS-1."""
     return "123"[(item * 7 + question * 5 + item * question) % 3]
@@ -110,7 +118,7 @@ def test_keyboard_annotation_reload_export_and_report(browser, tmp_path, capsys)
         assert checked() == [list(expected[str(item + 1)][side].values()) for side in (0, 1)]
         assert text("done") == f"{item + 1} of {ITEMS} done"
         if item == 2:  # reload midway: the answers, the name and the place are kept
-            driver.refresh()
+            reload(driver)
             assert text("where") == "3 of 6" and text("done") == "3 of 6 done"
             assert driver.find_element(By.ID, "annotator").get_attribute("value") == "Ann"
             assert checked() == [list(expected["3"][side].values()) for side in (0, 1)]
@@ -140,7 +148,7 @@ def test_keyboard_annotation_reload_export_and_report(browser, tmp_path, capsys)
 
     # the paste-in fallback on a fresh page: clear the storage, paste the export, every answer is back
     driver.execute_script("localStorage.clear()")
-    driver.refresh()
+    reload(driver)
     assert text("done") == f"0 of {ITEMS} done"
     driver.find_element(By.ID, "export").click()  # opens the transfer panel (no name yet: nothing is exported)
     driver.find_element(By.ID, "import-text").send_keys(exported.read_text())
@@ -213,9 +221,7 @@ def test_layout_at_laptop_and_tablet_widths(browser, tmp_path, width, height, na
     turns = driver.find_elements(By.CSS_SELECTOR, "#history li")
     assert [(turn.text, turn.get_attribute("class")) for turn in turns] == [("(no earlier turns)", "empty")]
     driver.find_element(By.ID, "guide-button").click()  # hidden once the annotator hides it, after a reload too
-    stored = "return JSON.parse(localStorage.getItem('faithkit-annotate:' + JSON.parse(document.getElementById('task-data').textContent).task) || '{}').guideHidden"
-    WebDriverWait(driver, 10).until(lambda d: d.execute_script(stored) is True)  # a loaded CI machine saves late
-    driver.refresh()
+    reload(driver)
     WebDriverWait(driver, 10).until(lambda d: d.find_elements(By.ID, "s-0-faithfulness"))  # the page's script ran
     assert not driver.find_element(By.ID, "guide").is_displayed()
     driver.find_element(By.TAG_NAME, "body").send_keys("1", "2")

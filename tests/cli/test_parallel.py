@@ -220,7 +220,7 @@ def test_greedy_generate_by_two_processes_equals_one_process(runs):
     (code, _, err), folder = runs[0]["generate"], runs[1]
     assert code == 0, err
     assert "generate: 6/6 rows" in err and "12 generated, 0 already done, 0 errors" in err
-    assert err.count("Loading weights:   0%") == 1  # only the main process draws transformers' progress bars
+    assert "Loading weights" not in err  # no process draws transformers' load bar (faithkit/serving/third_party.py)
     assert read_results(folder / "responses-2.jsonl") == read_results(folder / "generate-1.jsonl")
 
 
