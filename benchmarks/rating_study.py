@@ -98,7 +98,7 @@ JUDGE_KEYS = {  # score key -> its sign for "higher = more faithful"
 def judges(rated_path: Path, scored: list[Path]) -> None:
     import numpy as np
 
-    from faithkit.stats import auroc, balanced_accuracy, spearman
+    from faithkit.stats import auroc, balanced_accuracy, expected_calibration_error, spearman
 
     by_text: dict[tuple[str, str], dict] = {}
     for path in scored:
@@ -118,6 +118,8 @@ def judges(rated_path: Path, scored: list[Path]) -> None:
     if all(isinstance(record.get("faithkit_checker_verdict"), (int, float)) for _, record in pairs):
         verdicts = [int(record["faithkit_checker_verdict"]) for _, record in pairs]
         table["verdict_balanced_accuracy"] = round(balanced_accuracy(verdicts, faithful, 0.5), 3)
+        probabilities = [record["faithkit_checker"] for _, record in pairs]  # P(faithful)
+        table["expected_calibration_error"] = round(expected_calibration_error(probabilities, faithful), 3)
     for key, sign in JUDGE_KEYS.items():
         if not all(isinstance(record.get(key), (int, float)) for _, record in pairs):
             continue
